@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""Set-up and entry points that need nothing but Python 3.11+ and git.
+
+    python3 dev.py example   # run the end-to-end example (examples/walkthrough.py)
+    python3 dev.py test      # run the whole test suite
+    python3 dev.py bench     # run the benchmarks (not part of the tests)
+
+Each creates ./.venv on first use and installs gitliza (editable) with what it needs; the install is
+redone only when pyproject.toml changes. Extra arguments are passed on (to pytest for `test`).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
+PY = BIN / ("python.exe" if os.name == "nt" else "python")
+STAMP = VENV / ".gitliza-install-stamp"
+
+
+def _ensure_venv() -> None:
+    if sys.version_info < (3, 11):
+        sys.exit(f"gitliza needs Python 3.11+, this is {sys.version.split()[0]}")
+    want = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    if PY.exists() and STAMP.exists() and STAMP.read_text() == want:
+        return
+    if not PY.exists():
+        print(f"dev.py: creating {VENV}", flush=True)
+        venv.EnvBuilder(with_pip=True).create(VENV)
+    print("dev.py: installing gitliza and its dependencies", flush=True)
+    subprocess.run([str(PY), "-m", "pip", "install", "-q", "--upgrade", "pip"], check=False)
+    subprocess.run([str(PY), "-m", "pip", "install", "-q", "-e", f"{ROOT}[test,bench]"], check=True)
+    STAMP.write_text(want)
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in {"example", "test", "bench"}:
+        print(__doc__)
+        return 1
+    _ensure_venv()
+    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    cmd, rest = argv[0], argv[1:]
+    if cmd == "example":
+        args = [str(PY), str(ROOT / "examples" / "walkthrough.py"), *rest]
+    elif cmd == "test":
+        args = [str(PY), "-m", "pytest", "-n", "auto", *rest]
+    else:
+        args = [str(PY), str(ROOT / "benchmarks" / "run.py"), *rest]
+    return subprocess.run(args, cwd=ROOT, env=env).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

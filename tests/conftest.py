@@ -1,0 +1,67 @@
+"""Fixtures: real git repositories in tmp dirs, with a fixed identity and no user/system config."""
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+IDENTITY = {
+    "GIT_AUTHOR_NAME": "Liza Test",
+    "GIT_AUTHOR_EMAIL": "liza@example.invalid",
+    "GIT_COMMITTER_NAME": "Liza Test",
+    "GIT_COMMITTER_EMAIL": "liza@example.invalid",
+}
+
+
+@pytest.fixture(autouse=True)
+def _isolated_git(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test sees the machine's git config, templates, or agent identity."""
+    home = tmp_path_factory.mktemp("home")
+    template = tmp_path_factory.mktemp("template")  # empty: no sample hooks
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / ".gitconfig"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_TEMPLATE_DIR", str(template))
+    monkeypatch.setenv("NO_COLOR", "1")
+    for k, v in IDENTITY.items():
+        monkeypatch.setenv(k, v)
+    for k in ("LIZA_AGENT_ID", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
+        monkeypatch.delenv(k, raising=False)
+    (home / ".gitconfig").write_text(
+        "[user]\n\tname = Liza Test\n\temail = liza@example.invalid\n"
+        "[init]\n\tdefaultBranch = main\n"
+    )
+
+
+def git(cwd: Path | str, *args: str, check: bool = True, env: dict[str, str] | None = None) -> str:
+    """Run the real git executable; return stdout (stripped)."""
+    r = subprocess.run(
+        ["git", *args], cwd=cwd, capture_output=True, text=True, check=False,
+        env=None if env is None else {**os.environ, **env},
+    )
+    if check and r.returncode != 0:
+        raise AssertionError(f"git {' '.join(args)} failed ({r.returncode}): {r.stderr.strip()}")
+    return r.stdout.strip()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Iterator[Path]:
+    """A fresh non-bare repository on branch main with one commit."""
+    path = tmp_path / "repo"
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    (path / "README.md").write_text("project\n")
+    git(path, "add", "README.md")
+    git(path, "commit", "-q", "-m", "initial")
+    yield path
+
+
+@pytest.fixture
+def bare(tmp_path: Path) -> Path:
+    """A fresh bare repository (a 'remote')."""
+    path = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(path))
+    return path
