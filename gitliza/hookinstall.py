@@ -255,8 +255,15 @@ def _apply(hooks_dir: Path, plan: _Plan) -> None:
         tmp.write_text(plan.content, encoding="utf-8", newline="\n")
         os.chmod(tmp, 0o755)
         if plan.rename_foreign:
-            os.rename(path, hooks_dir / (plan.hook + LEGACY_SUFFIX))
-        os.replace(tmp, path)
+            legacy = hooks_dir / (plan.hook + LEGACY_SUFFIX)
+            os.rename(path, legacy)
+            try:
+                os.replace(tmp, path)
+            except OSError:
+                os.rename(legacy, path)  # leave the foreign hook where it was, not orphaned
+                raise
+        else:
+            os.replace(tmp, path)
     finally:
         if os.path.lexists(tmp):
             tmp.unlink()
