@@ -1,0 +1,148 @@
+"""The board: entities addressed by (collection, key), read through a pluggable source.
+
+A transition touches a handful of entities, so the board never loads everything: the git store
+supplies a lazy source that decodes one blob on first access, and `with_changes` lays the entities an
+op wrote over the source without copying it. Ops return those changes; the store writes only them.
+"""
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Iterable, Iterator, Mapping, Protocol
+
+from gitliza.core import codec
+from gitliza.core.model import (Agent, Anomaly, CircuitBreaker, Config, Discovery, Goal, Handoff,
+                                HumanNote, SpecChange, Sprint, Task)
+
+SINGLETONS: dict[str, type] = {
+    "goal": Goal, "config": Config, "sprint": Sprint, "circuit_breaker": CircuitBreaker,
+}
+COLLECTIONS: dict[str, type] = {
+    "tasks": Task,          # live tasks
+    "archive": Task,        # terminal tasks, moved out so the live board stays small
+    "agents": Agent,
+    "discovered": Discovery,
+    "handoff": Handoff,
+    "anomalies": Anomaly,   # journals: append-only, one entry per key
+    "spec_changes": SpecChange,
+    "human_notes": HumanNote,
+}
+JOURNALS = ("anomalies", "spec_changes", "human_notes")
+ENTITY_TYPES: dict[str, type] = {**SINGLETONS, **COLLECTIONS}
+
+Key = tuple[str, str]  # (collection, key); singletons use key ""
+Changes = dict[Key, Any]  # value None: delete
+
+
+class Source(Protocol):
+    def get(self, coll: str, key: str) -> Any | None: ...
+    def keys(self, coll: str) -> Iterable[str]: ...
+
+
+class MemorySource:
+    """A plain in-memory source (tests, imports, the empty board)."""
+
+    def __init__(self, entities: Mapping[Key, Any] | None = None) -> None:
+        self._e: dict[Key, Any] = dict(entities or {})
+
+    def get(self, coll: str, key: str) -> Any | None:
+        return self._e.get((coll, key))
+
+    def keys(self, coll: str) -> Iterable[str]:
+        return [k for (c, k) in self._e if c == coll]
+
+
+EMPTY = MemorySource()
+
+
+class Board:
+    __slots__ = ("_src", "_over")
+
+    def __init__(self, source: Source = EMPTY, overlay: Mapping[Key, Any] | None = None) -> None:
+        self._src = source
+        self._over: dict[Key, Any] = dict(overlay or {})
+
+    # -- reading -------------------------------------------------------------------------------
+    def get(self, coll: str, key: str = "") -> Any | None:
+        k = (coll, key)
+        if k in self._over:
+            return self._over[k]
+        return self._src.get(coll, key)
+
+    def keys(self, coll: str) -> list[str]:
+        found = set(self._src.keys(coll))
+        for (c, k), v in self._over.items():
+            if c == coll:
+                if v is None:
+                    found.discard(k)
+                else:
+                    found.add(k)
+        return sorted(found)
+
+    def values(self, coll: str) -> Iterator[Any]:
+        for k in self.keys(coll):
+            v = self.get(coll, k)
+            if v is not None:
+                yield v
+
+    @property
+    def initialized(self) -> bool:
+        return self.get("goal") is not None
+
+    @property
+    def goal(self) -> Goal:
+        return self._single("goal")
+
+    @property
+    def config(self) -> Config:
+        c = self.get("config")
+        return c if c is not None else Config()
+
+    @property
+    def sprint(self) -> Sprint:
+        return self._single("sprint")
+
+    @property
+    def circuit_breaker(self) -> CircuitBreaker:
+        cb = self.get("circuit_breaker")
+        return cb if cb is not None else CircuitBreaker()
+
+    def _single(self, name: str) -> Any:
+        v = self.get(name)
+        if v is None:
+            from gitliza.errors import ValidationError
+            raise ValidationError("no board here", hint="run `git liza init GOAL` first")
+        return v
+
+    def task(self, task_id: str) -> Task | None:
+        """A task, live or archived."""
+        t = self.get("tasks", task_id)
+        return t if t is not None else self.get("archive", task_id)
+
+    def agent(self, agent_id: str) -> Agent | None:
+        a: Agent | None = self.get("agents", agent_id)
+        return a
+
+    def tasks(self) -> Iterator[Task]:
+        return self.values("tasks")
+
+    def all_tasks(self) -> Iterator[Task]:
+        yield from self.values("tasks")
+        yield from self.values("archive")
+
+    def agents(self) -> Iterator[Agent]:
+        return self.values("agents")
+
+    # -- writing (pure) ------------------------------------------------------------------------
+    def with_changes(self, changes: Mapping[Key, Any]) -> Board:
+        return Board(self._src, {**self._over, **changes})
+
+    @property
+    def overlay(self) -> Mapping[Key, Any]:
+        return self._over
+
+
+def journal_key(entry: Any, timestamp: str) -> str:
+    """A journal entry's key: its time (so names sort chronologically) and a digest of its content
+    (so two entries in the same second never collide, and replay derives the same key)."""
+    digest = hashlib.sha1(codec.dumps(entry)).hexdigest()[:10]
+    return f"{timestamp.replace(':', '').replace('-', '')}-{digest}"

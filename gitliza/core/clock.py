@@ -1,0 +1,32 @@
+"""Timestamps as the spec writes them: ISO 8601 UTC with `Z`, second precision.
+
+The core never reads the clock: every op carries its time. Timestamps in this format sort
+lexicographically in time order, so comparisons are plain string comparisons.
+"""
+from __future__ import annotations
+
+import calendar
+import re
+import time as _time
+
+from gitliza.errors import ValidationError
+
+_ISO = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
+
+
+def check_ts(value: str, what: str = "timestamp") -> str:
+    if not isinstance(value, str) or not _ISO.match(value):
+        raise ValidationError(f"{what} {value!r} is not ISO 8601 UTC (YYYY-MM-DDTHH:MM:SSZ)")
+    return value
+
+
+def to_epoch(ts: str) -> int:
+    return calendar.timegm(_time.strptime(check_ts(ts), "%Y-%m-%dT%H:%M:%SZ"))
+
+
+def from_epoch(seconds: float) -> str:
+    return _time.strftime("%Y-%m-%dT%H:%M:%SZ", _time.gmtime(int(seconds)))
+
+
+def plus(ts: str, seconds: int) -> str:
+    return from_epoch(to_epoch(ts) + seconds)

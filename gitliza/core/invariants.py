@@ -1,0 +1,233 @@
+"""The static invariants of `blackboard-schema.md` (its `invariants:` list, above the "Transition
+invariants" comment) plus the anomaly detail rules and gitliza's own storage rules.
+
+`task_problems` and `agent_problems` look at one entity and are cheap: the write path and replay run
+them on every entity a transition touched. `check_board` runs everything, including the relational
+and time-dependent rules, for `validate`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+from gitliza.core import clock
+from gitliza.core.board import Board
+from gitliza.core.ids import is_valid_id
+from gitliza.core.model import ANOMALY_REQUIRED, Agent, Anomaly, Task
+from gitliza.core.states import TERMINAL, AgentState, Role, TaskState
+
+S = TaskState
+LEASE_GRACE_SECONDS = 60
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    entity: str  # e.g. "task task-3", "agent coder-1"
+    rule: str
+
+    def __str__(self) -> str:
+        return f"{self.entity}: {self.rule}"
+
+
+def task_problems(t: Task, *, archived: bool | None = None) -> list[str]:
+    p: list[str] = []
+    st = t.status
+    if not is_valid_id(t.id):
+        p.append("id is not kebab-case")
+    if st == S.DRAFT and t.assigned_to:
+        p.append("DRAFT task cannot have assigned_to")
+    if st not in (S.DRAFT, S.SUPERSEDED, S.ABANDONED):
+        if not t.done_when:
+            p.append("Non-DRAFT task (except SUPERSEDED, ABANDONED) must have done_when")
+        if not t.spec_ref:
+            p.append("Non-DRAFT task (except SUPERSEDED, ABANDONED) must have spec_ref")
+    if st == S.CLAIMED:
+        if not t.assigned_to:
+            p.append("CLAIMED task must have assigned_to")
+        if not t.worktree:
+            p.append("CLAIMED task must have worktree")
+        if not _valid_ts(t.lease_expires):
+            p.append("CLAIMED task must have valid lease_expires")
+        if not t.base_commit and not t.integration_fix:
+            p.append("CLAIMED task must have base_commit (except integration_fix tasks)")
+    if st == S.READY_FOR_REVIEW and not t.review_commit:
+        p.append("READY_FOR_REVIEW task must have review_commit")
+    if st == S.REJECTED and not t.rejection_reason:
+        p.append("REJECTED task must have rejection_reason")
+    if st == S.BLOCKED and not (t.blocked_reason and t.blocked_questions):
+        p.append("BLOCKED task must have blocked_reason and blocked_questions")
+    if st == S.SUPERSEDED and not (t.superseded_by and t.rescope_reason):
+        p.append("SUPERSEDED task must have superseded_by and rescope_reason")
+    if st == S.MERGED and t.worktree:
+        p.append("MERGED task must not have worktree")
+    if t.integration_fix and not any(h.event == "integration_failed" for h in t.history):
+        p.append("Task with integration_fix:true must have prior INTEGRATION_FAILED in history")
+    if len(set(t.failed_by)) != len(t.failed_by):
+        p.append("Task failed_by list must contain unique agent IDs")
+    if t.id in t.depends_on:
+        p.append("depends_on must not create circular dependencies")
+    if not 1 <= t.priority <= 5:
+        p.append("priority must be 1 to 5")
+    if t.reviewing_by and st != S.READY_FOR_REVIEW:
+        p.append("reviewing_by is only set on READY_FOR_REVIEW tasks")
+    if archived is not None and archived != (st in TERMINAL):
+        p.append("terminal tasks are stored in archive/, live ones in tasks/")
+    return p
+
+
+def agent_problems(a: Agent) -> list[str]:
+    p: list[str] = []
+    if not is_valid_id(a.id):
+        p.append("id is not kebab-case")
+    if a.status == AgentState.WORKING and not a.current_task:
+        p.append("Agent WORKING must have task")
+    if a.status in (AgentState.WORKING, AgentState.WAITING) and a.role != Role.CODER:
+        p.append(f"only coders can be {a.status}")
+    if a.status == AgentState.REVIEWING and a.role != Role.CODE_REVIEWER:
+        p.append("only code reviewers can be REVIEWING")
+    return p
+
+
+def anomaly_problems(an: Anomaly) -> list[str]:
+    required = ANOMALY_REQUIRED.get(an.type)
+    if required is None:
+        return ["Anomaly type must be one of: " + ", ".join(ANOMALY_REQUIRED)]
+    have = {k for k, _ in an.details}
+    return [f"anomaly {an.type} requires details.{f}" for f in required if f not in have]
+
+
+def _valid_ts(v: str | None) -> bool:
+    try:
+        return v is not None and bool(clock.check_ts(v))
+    except Exception:
+        return False
+
+
+def find_cycle(graph: dict[str, tuple[str, ...]]) -> list[str] | None:
+    """A dependency cycle as a list of ids (first == last), or None. Iterative DFS."""
+    WHITE, GREY, BLACK = 0, 1, 2
+    color = {n: WHITE for n in graph}
+    for root in graph:
+        if color[root] != WHITE:
+            continue
+        stack: list[tuple[str, int]] = [(root, 0)]
+        path: list[str] = [root]
+        color[root] = GREY
+        while stack:
+            node, i = stack[-1]
+            deps = graph.get(node, ())
+            if i < len(deps):
+                stack[-1] = (node, i + 1)
+                nxt = deps[i]
+                if color.get(nxt, BLACK) == GREY:
+                    return path[path.index(nxt):] + [nxt]
+                if color.get(nxt) == WHITE:
+                    color[nxt] = GREY
+                    stack.append((nxt, 0))
+                    path.append(nxt)
+            else:
+                color[node] = BLACK
+                stack.pop()
+                path.pop()
+    return None
+
+
+def check_board(board: Board, now: str,
+                worktree_exists: Callable[[str], bool] | None = None) -> list[Violation]:
+    """Every static invariant of one state. `worktree_exists` (the shell's disk check) enables
+    "CLAIMED task worktree path must exist"."""
+    out: list[Violation] = []
+    live = {t.id: t for t in board.tasks()}
+    archived = {t.id: t for t in board.values("archive")}
+    tasks = {**archived, **live}
+    for tid in set(live) & set(archived):
+        out.append(Violation(f"task {tid}", "stored both live and in archive/"))
+    for coll, group in (("tasks", live), ("archive", archived)):
+        for t in group.values():
+            out += [Violation(f"task {t.id}", r) for r in task_problems(t, archived=coll == "archive")]
+    for t in tasks.values():
+        for dep in t.depends_on:
+            if dep not in tasks:
+                out.append(Violation(f"task {t.id}", f"depends_on must reference existing task "
+                                     f"IDs ({dep} does not exist)"))
+        if t.status == S.CLAIMED:
+            pending = [d for d in t.depends_on if d in tasks and tasks[d].status != S.MERGED]
+            if pending:
+                out.append(Violation(f"task {t.id}", "CLAIMED task must have all depends_on tasks "
+                                     f"in MERGED status ({', '.join(pending)})"))
+            if worktree_exists is not None and t.worktree and not worktree_exists(t.worktree):
+                out.append(Violation(f"task {t.id}", "CLAIMED task worktree path must exist "
+                                     f"({t.worktree})"))
+            if t.assigned_to and board.agent(t.assigned_to) is None:
+                out.append(Violation(f"task {t.id}", f"assigned_to {t.assigned_to} is not an agent"))
+    cycle = find_cycle({t.id: t.depends_on for t in tasks.values()})
+    if cycle:
+        out.append(Violation(f"task {cycle[0]}", "depends_on must not create circular "
+                             f"dependencies ({' -> '.join(cycle)})"))
+    grace = clock.plus(now, -LEASE_GRACE_SECONDS)
+    holders: dict[tuple[Role, str], str] = {}
+    for a in board.agents():
+        out += [Violation(f"agent {a.id}", r) for r in agent_problems(a)]
+        if a.status == AgentState.WORKING and not (a.lease_expires and a.lease_expires > grace):
+            out.append(Violation(f"agent {a.id}", "Agent WORKING must have lease_expires in future "
+                                 "(or within grace period of 60s)"))
+        if a.current_task and a.status in (AgentState.WORKING, AgentState.REVIEWING,
+                                           AgentState.WAITING):
+            other = holders.get((a.role, a.current_task))
+            if other:
+                out.append(Violation(f"agent {a.id}", f"No two agents assigned to same task "
+                                     f"({other} and {a.id} on {a.current_task})"))
+            holders[(a.role, a.current_task)] = a.id
+            if a.current_task not in tasks:
+                out.append(Violation(f"agent {a.id}", f"current_task {a.current_task} does not exist"))
+    for key in board.keys("anomalies"):
+        an = board.get("anomalies", key)
+        out += [Violation(f"anomaly {key}", r) for r in anomaly_problems(an)]
+    return out
+
+
+def claimable(board: Board, now: str, coder: str | None = None) -> list[Task]:
+    """Claimable tasks, best first (priority, then age). The spec's rule: UNCLAIMED, REJECTED or
+    INTEGRATION_FAILED with every dependency MERGED; gitliza adds CLAIMED tasks whose lease
+    expired, and leaves out tasks `coder` already failed."""
+    out = []
+    for t in board.tasks():
+        if not is_claimable(board, t, now, coder):
+            continue
+        out.append(t)
+    out.sort(key=lambda t: (t.priority, t.created, t.id))
+    return out
+
+
+def is_claimable(board: Board, t: Task, now: str, coder: str | None = None) -> bool:
+    ok_state = t.status in (S.UNCLAIMED, S.REJECTED, S.INTEGRATION_FAILED) or (
+        t.status == S.CLAIMED and not (t.lease_expires and t.lease_expires > now))
+    if not ok_state or (coder is not None and coder in t.failed_by):
+        return False
+    return all((d := board.task(dep)) is not None and d.status == S.MERGED
+               for dep in t.depends_on)
+
+
+def reviewable(board: Board, now: str, reviewer: str | None = None) -> list[Task]:
+    """READY_FOR_REVIEW tasks with no live review lease, oldest submission first."""
+    out = [t for t in board.tasks() if t.status == S.READY_FOR_REVIEW
+           and not (t.reviewing_by and t.review_lease_expires and t.review_lease_expires > now)
+           and t.assigned_to != reviewer]
+    out.sort(key=lambda t: (t.priority, t.history[-1].time if t.history else t.created, t.id))
+    return out
+
+
+def problems_of_change(board: Board, keys: Iterable[tuple[str, str]]) -> list[Violation]:
+    """The per-entity invariants of what a transition wrote (cheap; used on every write)."""
+    out: list[Violation] = []
+    for coll, key in keys:
+        v = board.get(coll, key)
+        if v is None:
+            continue
+        if coll in ("tasks", "archive"):
+            out += [Violation(f"task {key}", r) for r in task_problems(v, archived=coll == "archive")]
+        elif coll == "agents":
+            out += [Violation(f"agent {key}", r) for r in agent_problems(v)]
+        elif coll == "anomalies":
+            out += [Violation(f"anomaly {key}", r) for r in anomaly_problems(v)]
+    return out

@@ -1,0 +1,271 @@
+"""The board's entities, one frozen dataclass per section of `blackboard-schema.md`.
+
+Field order is the order in which fields are written to TOML and YAML. `None` and empty collections
+are left out when encoded (TOML has no null), so absent and null mean the same thing, as in the spec.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from gitliza.core.states import AgentState, Role, TaskState
+
+FORMAT_VERSION = 1  # the storage format of refs/liza/state (the `format` blob)
+SCHEMA_VERSION = 1  # `version:` of the spec's state.yaml
+
+
+class GoalStatus(StrEnum):
+    IN_PROGRESS = "IN_PROGRESS"
+    COMPLETED = "COMPLETED"
+    ABORTED = "ABORTED"
+
+
+class SprintStatus(StrEnum):
+    IN_PROGRESS = "IN_PROGRESS"
+    CHECKPOINT = "CHECKPOINT"
+    COMPLETED = "COMPLETED"
+    ABORTED = "ABORTED"
+
+
+class Severity(StrEnum):
+    CRITICAL = "critical"
+    HIGH = "high"
+    MEDIUM = "medium"
+    LOW = "low"
+
+
+class Urgency(StrEnum):
+    IMMEDIATE = "immediate"
+    DEFERRED = "deferred"
+
+
+class CBStatus(StrEnum):
+    OK = "OK"
+    TRIGGERED = "TRIGGERED"
+
+
+ANOMALY_REQUIRED: dict[str, tuple[str, ...]] = {
+    "retry_loop": ("count", "error_pattern"),
+    "trade_off": ("what", "why", "debt_created"),
+    "spec_ambiguity": (),
+    "external_blocker": ("blocker_service",),
+    "assumption_violated": ("assumption", "reality"),
+    "scope_deviation": (),
+    "workaround": (),
+    "debt_created": (),
+    "spec_changed": (),
+    "hypothesis_exhaustion": (),
+    "spec_gap": (),
+    "review_deadlock": (),
+    "system_ambiguity": ("protocol_section", "question"),
+}
+ANOMALY_TYPES = tuple(ANOMALY_REQUIRED)
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryEntry:
+    time: str
+    event: str
+    agent: str | None = None
+    commit: str | None = None
+    task: str | None = None
+    reason: str | None = None
+    note: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    id: str
+    description: str
+    status: TaskState
+    created: str
+    priority: int = 3
+    spec_ref: str | None = None
+    done_when: str | None = None
+    scope: str | None = None
+    depends_on: tuple[str, ...] = ()
+    assigned_to: str | None = None
+    worktree: str | None = None
+    base_commit: str | None = None
+    lease_expires: str | None = None
+    iteration: int | None = None
+    review_commit: str | None = None
+    reviewing_by: str | None = None
+    review_lease_expires: str | None = None
+    approved_by: str | None = None
+    rejection_reason: str | None = None
+    review_cycles_current: int = 0
+    review_cycles_total: int = 0
+    blocked_reason: str | None = None
+    blocked_questions: tuple[str, ...] = ()
+    attempted: tuple[str, ...] = ()
+    failed_by: tuple[str, ...] = ()
+    integration_fix: bool = False
+    integration_failure: str | None = None
+    handoff_pending: bool = False
+    supersedes: str | None = None
+    superseded_by: tuple[str, ...] = ()
+    rescope_reason: str | None = None
+    abandon_reason: str | None = None
+    merge_commit: str | None = None
+    max_iterations: int | None = None  # per-task override of config.max_coder_iterations
+    max_review_cycles: int | None = None  # per-task override of config.max_review_cycles
+    history: tuple[HistoryEntry, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Agent:
+    id: str
+    role: Role
+    status: AgentState = AgentState.IDLE
+    current_task: str | None = None
+    lease_expires: str | None = None
+    heartbeat: str | None = None
+    terminal: str | None = None
+    iterations_total: int = 0
+    context_percent: int | None = None
+    registered: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Alignment:
+    timestamp: str
+    event: str
+    summary: str
+
+
+@dataclass(frozen=True, slots=True)
+class Goal:
+    id: str
+    description: str
+    created: str
+    status: GoalStatus = GoalStatus.IN_PROGRESS
+    alignment_history: tuple[Alignment, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    max_coder_iterations: int = 10
+    max_review_cycles: int = 5
+    heartbeat_interval: int = 60
+    lease_duration: int = 300
+    coder_poll_interval: int = 30
+    coder_max_wait: int = 300
+    integration_branch: str = "integration"
+    escalation_webhook: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SprintScope:
+    planned: tuple[str, ...] = ()
+    stretch: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SprintTimeline:
+    started: str | None = None
+    deadline: str | None = None
+    checkpoint_at: str | None = None
+    ended: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Metrics:
+    """Derived from the tasks (see metrics.py), never stored: storing it would make every
+    transition rewrite one more blob, and a stored copy could drift from the tasks."""
+
+    tasks_done: int = 0
+    tasks_in_progress: int = 0
+    tasks_blocked: int = 0
+    iterations_total: int = 0
+    review_cycles_total: int = 0
+    review_verdict_approvals: int = 0
+    review_verdict_rejections: int = 0
+    review_verdict_count: int = 0
+    review_verdict_approval_rate_percent: int | None = None
+    task_submitted_for_review_count: int = 0
+    task_outcome_approval_rate_percent: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Sprint:
+    id: str
+    goal_ref: str
+    status: SprintStatus = SprintStatus.IN_PROGRESS
+    scope: SprintScope = field(default_factory=SprintScope)
+    timeline: SprintTimeline = field(default_factory=SprintTimeline)
+    retrospective: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CBEntry:
+    timestamp: str
+    result: str
+    pattern: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CircuitBreaker:
+    status: CBStatus = CBStatus.OK
+    last_check: str | None = None
+    current_trigger: str | None = None
+    history: tuple[CBEntry, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Discovery:
+    id: str
+    by: str
+    description: str
+    created: str
+    during: str | None = None
+    severity: Severity = Severity.MEDIUM
+    urgency: Urgency = Urgency.DEFERRED
+    recommendation: str | None = None
+    converted_to_task: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Handoff:
+    task: str
+    agent: str
+    timestamp: str
+    summary: str
+    next_action: str
+    context_used: str | None = None
+    approach: str | None = None
+    blockers: str | None = None
+    files_modified: tuple[str, ...] = ()
+    next_steps: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class HumanNote:
+    timestamp: str
+    message: str
+    for_task: str | None = None  # `for:` in the spec's YAML (a Python keyword)
+    author: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SpecChange:
+    timestamp: str
+    spec: str
+    change: str
+    triggered_by: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Anomaly:
+    timestamp: str
+    type: str
+    reporter: str
+    task: str | None = None
+    details: tuple[tuple[str, str | int | bool], ...] = ()  # ordered, hashable mapping
+
+    def detail(self) -> dict[str, str | int | bool]:
+        return dict(self.details)
+
+
+Entity = (Task | Agent | Goal | Config | Sprint | CircuitBreaker | Discovery | Handoff | HumanNote
+          | SpecChange | Anomaly)

@@ -1,0 +1,234 @@
+"""Op records and the machinery every op shares.
+
+An op is a small frozen record (its name is the CLI command's word) that carries its actor and its
+time. `apply(board, op)` validates it against the board and the transition table and returns the
+entities it changed plus one event; it never reads the clock or touches git. Replaying the recorded
+op on the parent board must give the same changes, which is what `verify` checks.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from gitliza.core import clock, codec
+from gitliza.core.board import Board, Changes
+from gitliza.core.ids import check_id
+from gitliza.core.model import Agent, HistoryEntry, Task
+from gitliza.core.states import (HUMAN_ACTOR, FORBIDDEN, TERMINAL, Role, TaskState, Transition,
+                                 lookup, sources_of)
+from gitliza.errors import (IllegalTransition, LizaError, NotFound, PermissionDenied,
+                            ValidationError)
+
+_SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """The append-only transition event (orchestrator-state-machine.md "Event Requirements")."""
+
+    op: str
+    actor: str
+    time: str
+    task: str | None = None
+    from_state: TaskState | None = None
+    to_state: TaskState | None = None
+    reason: str | None = None
+    summary: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    changes: Changes
+    event: Event
+    board: Board
+    notices: tuple[str, ...] = ()  # things the caller must tell the user (e.g. "stand down")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Op:
+    NAME: ClassVar[str] = ""
+    actor: str
+    time: str
+
+    def args(self) -> dict[str, Any]:
+        """The op's parameters (everything but actor and time) as plain JSON-able data."""
+        data = codec.encode(self)
+        data.pop("actor", None)
+        data.pop("time", None)
+        return data
+
+    def run(self, ctx: Ctx) -> None:  # pragma: no cover - every op overrides it
+        raise NotImplementedError
+
+
+OPS: dict[str, type[Op]] = {}
+
+
+def register_op(cls: type[Op]) -> type[Op]:
+    assert cls.NAME and cls.NAME not in OPS, cls
+    OPS[cls.NAME] = cls
+    return cls
+
+
+def op_from_record(name: str, actor: str, time: str, args: dict[str, Any]) -> Op:
+    """Rebuild an op from what a commit recorded (its trailers). Strict: forged args are refused."""
+    cls = OPS.get(name)
+    if cls is None:
+        raise ValidationError(f"unknown op {name!r}")
+    if not isinstance(args, dict) or "actor" in args or "time" in args:
+        raise ValidationError(f"op {name}: malformed arguments")
+    try:
+        return codec.decode(cls, {**args, "actor": actor, "time": time}, f"op {name}")
+    except LizaError as e:
+        raise ValidationError(str(e)) from e
+
+
+class Ctx:
+    """What an op's `run` works with: the board as it changes, the event being built."""
+
+    def __init__(self, board: Board, op: Op) -> None:
+        self.op = op
+        self.board = board
+        self.changes: Changes = {}
+        self.notices: list[str] = []
+        self.task_id: str | None = None
+        self.from_state: TaskState | None = None
+        self.to_state: TaskState | None = None
+        self.reason: str | None = None
+        self.summary: str = ""
+
+    # -- reading ---------------------------------------------------------------------------------
+    def get(self, coll: str, key: str = "") -> Any | None:
+        k = (coll, key)
+        return self.changes[k] if k in self.changes else self.board.get(coll, key)
+
+    def task(self, task_id: str) -> Task | None:
+        t = self.get("tasks", task_id)
+        return t if t is not None else self.get("archive", task_id)
+
+    def require_task(self, task_id: str) -> Task:
+        check_id(task_id, "task id")
+        t = self.task(task_id)
+        if t is None:
+            raise NotFound(f"no task {task_id!r}", hint="`git liza status` lists the tasks")
+        return t
+
+    def agent(self, agent_id: str) -> Agent | None:
+        a: Agent | None = self.get("agents", agent_id)
+        return a
+
+    def role(self) -> Role:
+        actor = self.op.actor
+        if actor == HUMAN_ACTOR:
+            return Role.HUMAN
+        a = self.agent(actor)
+        if a is None:
+            raise PermissionDenied(
+                f"{actor!r} is not a registered agent",
+                hint=f"`git liza register {actor} --role ROLE`, or set --agent / LIZA_AGENT_ID")
+        return a.role
+
+    def require_agent(self) -> Agent:
+        a = self.agent(self.op.actor)
+        if a is None:
+            self.role()  # raises the helpful error
+            raise PermissionDenied(f"{self.op.actor!r} is a human, not an agent: this op needs one")
+        return a
+
+    # -- writing ---------------------------------------------------------------------------------
+    def put(self, coll: str, key: str, entity: Any) -> None:
+        self.changes[(coll, key)] = entity
+
+    def put_task(self, task: Task) -> None:
+        # Terminal tasks live under archive/ so the live tree stays small (DESIGN.md section 1).
+        live = task.status not in TERMINAL
+        self.changes[("tasks" if live else "archive", task.id)] = task
+        self.changes[("archive" if live else "tasks", task.id)] = None
+
+    def put_agent(self, agent: Agent) -> None:
+        self.changes[("agents", agent.id)] = agent
+
+    def history(self, task: Task, event: str, **kw: str | None) -> tuple[HistoryEntry, ...]:
+        return task.history + (HistoryEntry(time=self.op.time, event=event, **kw),)
+
+    def transition(self, task: Task | None, target: TaskState, task_id: str | None = None,
+                   reason: str | None = None) -> Transition:
+        """Check the table for (op, current state, target) and the actor's role; record the event."""
+        source = task.status if task is not None else None
+        tid = task.id if task is not None else task_id
+        tr = lookup(self.op.NAME, source, target)
+        if tr is None:
+            raise IllegalTransition(_why_illegal(self.op.NAME, tid, source, target))
+        role = self.role()
+        if role not in tr.roles:
+            allowed = ", ".join(sorted(r.value for r in tr.roles))
+            raise PermissionDenied(
+                f"{self.op.NAME} {tid} ({source} -> {target}) is not allowed for "
+                f"{self.op.actor} (role {role.value}); allowed: {allowed}")
+        self.task_id, self.from_state, self.to_state = tid, source, target
+        if reason is not None:
+            self.reason = reason
+        return tr
+
+
+def _why_illegal(op: str, tid: str | None, source: TaskState | None, target: TaskState) -> str:
+    if source in TERMINAL:
+        return f"{op} {tid}: task is {source}, a terminal state"
+    named = FORBIDDEN.get((source, target)) if source is not None else None
+    if named:
+        return f"{op} {tid}: {source} -> {target} is forbidden ({named})"
+    starts = ", ".join(str(s) for s in sources_of(op) if s is not None) or "nowhere"
+    return f"{op} {tid}: task is {source}; {op} applies to {starts}"
+
+
+def apply(board: Board, op: Op) -> Outcome:
+    """Validate `op` against `board` and return what it changes. Raises a LizaError, changing
+    nothing, when the op is not a legal transition for this actor at this time."""
+    clock.check_ts(op.time, "op time")
+    if op.actor != HUMAN_ACTOR:
+        check_id(op.actor, "agent id")
+    if op.NAME != "init" and not board.initialized:
+        raise ValidationError("no board here", hint="run `git liza init GOAL` first")
+    ctx = Ctx(board, op)
+    op.run(ctx)
+    event = Event(op=op.NAME, actor=op.actor, time=op.time, task=ctx.task_id,
+                  from_state=ctx.from_state, to_state=ctx.to_state, reason=ctx.reason,
+                  summary=ctx.summary or _default_summary(op, ctx))
+    changes = {k: v for k, v in ctx.changes.items() if _differs(board, k, v)}
+    return Outcome(changes=changes, event=event, board=board.with_changes(changes),
+                   notices=tuple(ctx.notices))
+
+
+def _differs(board: Board, key: tuple[str, str], value: Any) -> bool:
+    return bool(board.get(*key) != value)
+
+
+def _default_summary(op: Op, ctx: Ctx) -> str:
+    parts = [op.NAME]
+    if ctx.task_id:
+        parts.append(ctx.task_id)
+    if ctx.from_state is not None or ctx.to_state is not None:
+        parts.append(f"({ctx.from_state or 'new'} -> {ctx.to_state})")
+    parts.append(f"by {op.actor}")
+    return " ".join(parts)
+
+
+# -- small validators shared by ops ---------------------------------------------------------------
+def need_text(value: str | None, what: str, max_len: int = 4000) -> str:
+    if value is None or not value.strip():
+        raise ValidationError(f"{what} must not be empty")
+    if len(value) > max_len:
+        raise ValidationError(f"{what} is longer than {max_len} characters")
+    return value
+
+
+def check_sha(value: str | None, what: str) -> str:
+    if value is None or not _SHA.match(value):
+        raise ValidationError(f"{what} {value!r} is not a full hex commit id")
+    return value
+
+
+def replace(entity: Any, **kw: Any) -> Any:
+    return dataclasses.replace(entity, **kw)

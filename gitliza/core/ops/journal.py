@@ -1,0 +1,117 @@
+"""Append-only sections: discover, anomaly, note, spec-change."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gitliza.core.board import journal_key
+from gitliza.core.ids import check_id
+from gitliza.core.model import (ANOMALY_REQUIRED, Anomaly, Discovery, HumanNote, Severity,
+                                SpecChange, Urgency)
+from gitliza.core.ops.base import Ctx, Op, need_text, register_op
+from gitliza.core.states import PLANNING
+from gitliza.errors import PermissionDenied, ValidationError
+
+DetailValue = str | int | bool
+
+
+def _task_ref(ctx: Ctx, task: str | None) -> None:
+    if task is not None:
+        ctx.require_task(task)
+        ctx.task_id = task
+
+
+def _append(ctx: Ctx, coll: str, entry: object) -> None:
+    key = journal_key(entry, ctx.op.time)
+    if ctx.get(coll, key) is not None:
+        raise ValidationError(f"this {coll[:-1].replace('_', ' ')} is already recorded")
+    ctx.put(coll, key, entry)
+
+
+@register_op
+@dataclass(frozen=True, kw_only=True)
+class Discover(Op):
+    NAME = "discover"
+    id: str
+    description: str
+    during: str | None = None
+    severity: str = "medium"
+    urgency: str = "deferred"
+    recommendation: str | None = None
+
+    def run(self, ctx: Ctx) -> None:
+        ctx.require_agent()
+        check_id(self.id, "discovery id")
+        if ctx.get("discovered", self.id) is not None:
+            raise ValidationError(f"discovery {self.id} already exists")
+        need_text(self.description, "description")
+        try:
+            sev, urg = Severity(self.severity), Urgency(self.urgency)
+        except ValueError:
+            raise ValidationError("severity is critical|high|medium|low and urgency is "
+                                  "immediate|deferred") from None
+        _task_ref(ctx, self.during)
+        ctx.put("discovered", self.id, Discovery(
+            id=self.id, by=self.actor, description=self.description, created=self.time,
+            during=self.during, severity=sev, urgency=urg, recommendation=self.recommendation))
+        ctx.summary = f"discover {self.id} ({sev.value}, {urg.value}) by {self.actor}"
+
+
+@register_op
+@dataclass(frozen=True, kw_only=True)
+class AnomalyOp(Op):
+    NAME = "anomaly"
+    type: str
+    details: tuple[tuple[str, DetailValue], ...] = ()
+    task: str | None = None
+
+    def run(self, ctx: Ctx) -> None:
+        ctx.role()  # any registered agent or the human
+        required = ANOMALY_REQUIRED.get(self.type)
+        if required is None:
+            raise ValidationError(f"anomaly type {self.type!r} is not one of: "
+                                  + ", ".join(ANOMALY_REQUIRED))
+        have = {k for k, _ in self.details}
+        missing = [f for f in required if f not in have]
+        if missing:
+            raise ValidationError(f"anomaly {self.type} needs details: {', '.join(missing)}")
+        _task_ref(ctx, self.task)
+        _append(ctx, "anomalies", Anomaly(timestamp=self.time, type=self.type,
+                                          reporter=self.actor, task=self.task,
+                                          details=self.details))
+        ctx.summary = f"anomaly {self.type}" + (f" on {self.task}" if self.task else "") + \
+            f" by {self.actor}"
+
+
+@register_op
+@dataclass(frozen=True, kw_only=True)
+class Note(Op):
+    NAME = "note"
+    message: str
+    for_task: str | None = None
+
+    def run(self, ctx: Ctx) -> None:
+        need_text(self.message, "message")
+        _task_ref(ctx, self.for_task)
+        _append(ctx, "human_notes", HumanNote(timestamp=self.time, message=self.message,
+                                              for_task=self.for_task, author=self.actor))
+        ctx.summary = "note" + (f" for {self.for_task}" if self.for_task else "") + \
+            f" by {self.actor}"
+
+
+@register_op
+@dataclass(frozen=True, kw_only=True)
+class SpecChangeOp(Op):
+    NAME = "spec-change"
+    spec: str
+    change: str
+    triggered_by: str | None = None
+
+    def run(self, ctx: Ctx) -> None:
+        if ctx.role() not in PLANNING:
+            raise PermissionDenied(f"spec-change is for the planner or a human, not {self.actor}")
+        need_text(self.spec, "spec")
+        need_text(self.change, "change")
+        _append(ctx, "spec_changes", SpecChange(timestamp=self.time, spec=self.spec,
+                                                change=self.change,
+                                                triggered_by=self.triggered_by))
+        ctx.summary = f"spec-change {self.spec} by {self.actor}"

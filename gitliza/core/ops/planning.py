@@ -1,0 +1,304 @@
+"""Board and planning ops: init, config, register, add, finalize, rescope, abandon, unblock."""
+from __future__ import annotations
+
+import dataclasses
+import typing
+from dataclasses import dataclass
+
+from gitliza.core import clock
+from gitliza.core.ids import check_id
+from gitliza.core.model import (Agent, Alignment, CircuitBreaker, Config, Goal, Sprint,
+                                SprintTimeline, Task)
+from gitliza.core.ops.base import Ctx, Op, need_text, register_op, replace
+from gitliza.core.states import (HUMAN_ACTOR, PLANNING, REGISTRABLE_ROLES, AgentState, Role,
+                                 TaskState)
+from gitliza.errors import PermissionDenied, ValidationError
+
+S = TaskState
+ConfigValue = str | int | bool
+_REF_BAD = (" ", "~", "^", ":", "?", "*", "[", "\\", "..", "@{", "//")
+
+
+def check_branch(name: str) -> str:
+    """A conservative subset of git-check-ref-format, enough to keep a branch name sane."""
+    if (not name or name.startswith(("-", "/", ".")) or name.endswith(("/", ".", ".lock"))
+            or any(b in name for b in _REF_BAD) or any(ord(c) < 32 or ord(c) == 127 for c in name)):
+        raise ValidationError(f"{name!r} is not a valid branch name")
+    return name
+
+
+_CONFIG_TYPES = typing.get_type_hints(Config)
+
+
+def coerce_config(key: str, value: ConfigValue | None) -> ConfigValue | None:
+    """Check and convert one config value (from the CLI, a file or a replayed op)."""
+    if key not in _CONFIG_TYPES:
+        known = ", ".join(f.name for f in dataclasses.fields(Config))
+        raise ValidationError(f"unknown config key {key!r}", hint=f"known keys: {known}")
+    tp = _CONFIG_TYPES[key]
+    if tp is int:
+        try:
+            n = int(value) if not isinstance(value, bool) else None  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            n = None
+        if n is None or n <= 0:
+            raise ValidationError(f"config {key} must be a positive integer, got {value!r}")
+        return n
+    if key == "escalation_webhook":
+        return None if value in (None, "", "null", "none") else str(value)
+    if value is None or str(value) == "":
+        raise ValidationError(f"config {key} must not be empty")
+    return check_branch(str(value)) if key == "integration_branch" else str(value)
+
+
+def definition_gaps(task: Task) -> list[str]:
+    """The planner's task definition gates (agent-runtime-reference.md "Task Definition Gates")."""
+    gaps = []
+    if not task.spec_ref:
+        gaps.append("spec_ref")
+    if not task.done_when:
+        gaps.append("done_when")
+    if not task.scope:
+        gaps.append("scope")
+    return gaps
+
+
+@register_op
+@dataclass(frozen=True, kw_only=True)
+class Init(Op):
+    NAME = "init"
+    goal: str
+    goal_id: str = "goal-1"
+    sprint_id: str = "sprint-1"
+    deadline: str | None = None
+    config: tuple[tuple[str, ConfigValue], ...] = ()
+
+    def run(self, ctx: Ctx) -> None:
+        if ctx.board.initialized:
+            raise ValidationError("a board already exists here (refs/liza/state)",
+                                  hint="`git liza status` shows it")
+        need_text(self.goal, "goal")
+        check_id(self.goal_id, "goal id")
+        check_id(self.sprint_id, "sprint id")
+        if self.deadline is not None:
+            clock.check_ts(self.deadline, "deadline")
+        values = {k: coerce_config(k, v) for k, v in self.config}
+        cfg = Config(**values)  # type: ignore[arg-type]
+        t = self.time
+        ctx.put("goal", "", Goal(id=self.goal_id, description=self.goal, created=t,
+                                 alignment_history=(Alignment(t, "initialization", self.goal),)))
+        ctx.put("config", "", cfg)
+        ctx.put("sprint", "", Sprint(id=self.sprint_id, goal_ref=self.goal_id,
+                                     timeline=SprintTimeline(started=t, deadline=self.deadline)))
+        ctx.put("circuit_breaker", "", CircuitBreaker(last_check=t))
+        ctx.summary = f"init {self.goal_id} by {self.actor}"
+
+
+@register_op
+@dataclass(frozen=True, kw_only=True)
+class ConfigSet(Op):
+    NAME = "config"
+    key: str
+    value: str
+
+    def run(self, ctx: Ctx) -> None:
+        if ctx.role() not in PLANNING:
+            raise PermissionDenied(f"config is for the planner or a human, not {self.actor}")
+        v = coerce_config(self.key, self.value)
+        ctx.put("config", "", replace(ctx.board.config, **{self.key: v}))
+        ctx.summary = f"config {self.key}={v} by {self.actor}"
+
+
+@register_op
+@dataclass(frozen=True, kw_only=True)
+class Register(Op):
+    NAME = "register"
+    agent: str
+    role: str
+    terminal: str | None = None
+
+    def run(self, ctx: Ctx) -> None:
+        check_id(self.agent, "agent id")
+        if self.agent == HUMAN_ACTOR:
+            raise ValidationError("'human' is reserved for the person at the keyboard")
+        try:
+            role = Role(self.role)
+        except ValueError:
+            role = None
+        if role not in REGISTRABLE_ROLES:
+            raise ValidationError(f"role {self.role!r} is not one of planner, coder, code_reviewer")
+        if ctx.agent(self.agent) is not None:
+            raise ValidationError(f"agent {self.agent} is already registered",
+                                  hint="agent ids are unique; pick another id")
+        assert role is not None
+        ctx.put_agent(Agent(id=self.agent, role=role, status=AgentState.IDLE,
+                            heartbeat=self.time, registered=self.time, terminal=self.terminal))
+        ctx.summary = f"register {self.agent} as {role.value} by {self.actor}"
+
+
+def _check_depends(ctx: Ctx, task_id: str, depends_on: tuple[str, ...]) -> None:
+    seen = set()
+    for dep in depends_on:
+        check_id(dep, "dependency id")
+        if dep == task_id:
+            raise ValidationError(f"{task_id} cannot depend on itself")
+        if dep in seen:
+            raise ValidationError(f"{task_id} lists dependency {dep} twice")
+        seen.add(dep)
+        if ctx.task(dep) is None:
+            raise ValidationError(f"{task_id} depends on {dep}, which does not exist")
+    # A new task has no dependents, so it cannot close a cycle; rescope rewires dependents and
+    # checks cycles itself.
+
+
+@register_op
+@dataclass(frozen=True, kw_only=True)
+class Add(Op):
+    NAME = "add"
+    task: str
+    description: str
+    spec_ref: str | None = None
+    done_when: str | None = None
+    scope: str | None = None
+    priority: int = 3
+    depends_on: tuple[str, ...] = ()
+    ready: bool = False
+    max_iterations: int | None = None
+    max_review_cycles: int | None = None
+
+    def run(self, ctx: Ctx) -> None:
+        check_id(self.task, "task id")
+        if ctx.task(self.task) is not None:
+            raise ValidationError(f"task {self.task} already exists")
+        need_text(self.description, "description")
+        if not 1 <= self.priority <= 5:
+            raise ValidationError(f"priority must be 1 (highest) to 5 (lowest), got {self.priority}")
+        for name in ("max_iterations", "max_review_cycles"):
+            v = getattr(self, name)
+            if v is not None and v <= 0:
+                raise ValidationError(f"{name} must be a positive integer")
+        _check_depends(ctx, self.task, self.depends_on)
+        task = Task(id=self.task, description=self.description, status=S.DRAFT, created=self.time,
+                    priority=self.priority, spec_ref=self.spec_ref, done_when=self.done_when,
+                    scope=self.scope, depends_on=self.depends_on,
+                    max_iterations=self.max_iterations, max_review_cycles=self.max_review_cycles)
+        target = S.DRAFT
+        if self.ready:
+            gaps = definition_gaps(task)
+            if gaps:
+                raise ValidationError(f"{self.task} cannot be --ready: missing {', '.join(gaps)}",
+                                      hint="give them, or add it as a DRAFT and finalize later")
+            target = S.UNCLAIMED
+        ctx.transition(None, target, task_id=self.task)
+        ctx.put_task(replace(task, status=target,
+                             history=(ctx.history(task, "created"))))
+
+
+@register_op
+@dataclass(frozen=True, kw_only=True)
+class Finalize(Op):
+    NAME = "finalize"
+    task: str
+
+    def run(self, ctx: Ctx) -> None:
+        t = ctx.require_task(self.task)
+        ctx.transition(t, S.UNCLAIMED)
+        gaps = definition_gaps(t)
+        if gaps:
+            raise ValidationError(f"{t.id} cannot leave DRAFT: missing {', '.join(gaps)}")
+        ctx.put_task(replace(t, status=S.UNCLAIMED, history=ctx.history(t, "finalized")))
+
+
+def _free_agent(ctx: Ctx, task: Task, agent_id: str | None) -> None:
+    """An agent whose current task was taken from it goes back to IDLE."""
+    if agent_id is None:
+        return
+    a = ctx.agent(agent_id)
+    if a is not None and a.current_task == task.id:
+        ctx.put_agent(replace(a, status=AgentState.IDLE, current_task=None, lease_expires=None))
+
+
+def _retire(ctx: Ctx, t: Task, **fields: object) -> Task:
+    """Common end of rescope/abandon: the holder is freed, the worktree is let go."""
+    _free_agent(ctx, t, t.assigned_to)
+    _free_agent(ctx, t, t.reviewing_by)
+    return replace(t, worktree=None, lease_expires=None, reviewing_by=None,
+                   review_lease_expires=None, **fields)
+
+
+@register_op
+@dataclass(frozen=True, kw_only=True)
+class Rescope(Op):
+    NAME = "rescope"
+    task: str
+    into: tuple[str, ...]
+    reason: str
+
+    def run(self, ctx: Ctx) -> None:
+        t = ctx.require_task(self.task)
+        need_text(self.reason, "reason")
+        ctx.transition(t, S.SUPERSEDED, reason=self.reason)
+        if not self.into:
+            raise ValidationError("rescope needs at least one successor (--into NEW)")
+        if len(set(self.into)) != len(self.into):
+            raise ValidationError("successor ids must be distinct")
+        for new in self.into:
+            check_id(new, "task id")
+            if ctx.task(new) is not None:
+                raise ValidationError(f"task {new} already exists")
+        ctx.put_task(_retire(ctx, t, status=S.SUPERSEDED, superseded_by=self.into,
+                             rescope_reason=self.reason,
+                             history=ctx.history(t, "superseded", reason=self.reason)))
+        for new in self.into:
+            succ = Task(id=new, description=t.description, status=S.DRAFT, created=self.time,
+                        priority=t.priority, spec_ref=t.spec_ref, done_when=t.done_when,
+                        scope=t.scope, depends_on=t.depends_on, supersedes=t.id,
+                        max_iterations=t.max_iterations, max_review_cycles=t.max_review_cycles)
+            ctx.put_task(replace(succ, history=ctx.history(succ, "created",
+                                                            note=f"rescoped from {t.id}")))
+        # Dependents of the original now wait for all of its successors instead: waiting for a
+        # SUPERSEDED task would block them forever. This scans the live tasks, but rescope is rare.
+        for other in list(ctx.board.tasks()):
+            if t.id in other.depends_on and other.id not in self.into:
+                deps = tuple(d for d in other.depends_on if d != t.id) + self.into
+                ctx.put_task(replace(other, depends_on=tuple(dict.fromkeys(deps))))
+        g = ctx.board.goal
+        ctx.put("goal", "", replace(g, alignment_history=g.alignment_history + (Alignment(
+            self.time, f"rescope_{t.id}",
+            f"{t.id} SUPERSEDED -> {', '.join(self.into)}: {self.reason}"),)))
+        ctx.summary = f"rescope {t.id} ({t.status} -> SUPERSEDED) into {', '.join(self.into)} by {self.actor}"
+
+
+@register_op
+@dataclass(frozen=True, kw_only=True)
+class Abandon(Op):
+    NAME = "abandon"
+    task: str
+    reason: str
+
+    def run(self, ctx: Ctx) -> None:
+        t = ctx.require_task(self.task)
+        need_text(self.reason, "reason")
+        ctx.transition(t, S.ABANDONED, reason=self.reason)
+        ctx.put_task(_retire(ctx, t, status=S.ABANDONED, abandon_reason=self.reason,
+                             history=ctx.history(t, "abandoned", reason=self.reason)))
+        waiting = [o.id for o in ctx.board.tasks() if t.id in o.depends_on]
+        if waiting:
+            ctx.notices.append(f"{', '.join(waiting)} depend on {t.id} and can no longer become "
+                               "claimable: rescope or abandon them")
+
+
+@register_op
+@dataclass(frozen=True, kw_only=True)
+class Unblock(Op):
+    NAME = "unblock"
+    task: str
+
+    def run(self, ctx: Ctx) -> None:
+        t = ctx.require_task(self.task)
+        ctx.transition(t, S.UNCLAIMED)
+        # A fresh start: the next coder claims from the integration tip. failed_by is kept, so
+        # coders who already failed cannot take it again (hypothesis exhaustion).
+        ctx.put_task(replace(t, status=S.UNCLAIMED, blocked_reason=None, blocked_questions=(),
+                             assigned_to=None, worktree=None, base_commit=None,
+                             lease_expires=None, history=ctx.history(t, "unblocked")))

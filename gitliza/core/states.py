@@ -1,0 +1,153 @@
+"""The whole protocol state machine, as data.
+
+Like h11's `_state.py`: every legal task transition, the op that performs it and the roles allowed to
+perform it are listed here, in one table. The ops in `ops.py` ask this table before they change
+anything, `verify` and the server hook replay through the same ops, so there is no second copy of
+these rules anywhere.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class TaskState(StrEnum):
+    DRAFT = "DRAFT"
+    UNCLAIMED = "UNCLAIMED"
+    CLAIMED = "CLAIMED"
+    READY_FOR_REVIEW = "READY_FOR_REVIEW"
+    REJECTED = "REJECTED"
+    APPROVED = "APPROVED"
+    BLOCKED = "BLOCKED"
+    INTEGRATION_FAILED = "INTEGRATION_FAILED"
+    MERGED = "MERGED"
+    SUPERSEDED = "SUPERSEDED"
+    ABANDONED = "ABANDONED"
+
+
+class AgentState(StrEnum):
+    STARTING = "STARTING"
+    IDLE = "IDLE"
+    WORKING = "WORKING"
+    REVIEWING = "REVIEWING"
+    WAITING = "WAITING"
+    HANDOFF = "HANDOFF"
+
+
+class Role(StrEnum):
+    PLANNER = "planner"
+    CODER = "coder"
+    CODE_REVIEWER = "code_reviewer"
+    # Not registrable: the reserved actor id `human` (the person at the keyboard) has this role.
+    # The spec's human override protocol lets a human inject tasks and force a replan.
+    HUMAN = "human"
+
+
+HUMAN_ACTOR = "human"
+REGISTRABLE_ROLES = frozenset({Role.PLANNER, Role.CODER, Role.CODE_REVIEWER})
+
+S = TaskState
+TERMINAL: frozenset[TaskState] = frozenset({S.MERGED, S.SUPERSEDED, S.ABANDONED})
+
+# Where no coder or reviewer holds a lease, so the planner may retire the task without stranding one.
+_PLANNER_RETIRABLE = (S.DRAFT, S.UNCLAIMED, S.BLOCKED, S.REJECTED, S.INTEGRATION_FAILED)
+
+PLANNING = frozenset({Role.PLANNER, Role.HUMAN})
+CODERS = frozenset({Role.CODER})
+REVIEWERS = frozenset({Role.CODE_REVIEWER})
+MERGERS = frozenset({Role.CODE_REVIEWER, Role.HUMAN})
+ANY_ROLE = frozenset(Role)
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    op: str
+    source: TaskState | None  # None: the task does not exist yet
+    target: TaskState
+    roles: frozenset[Role]
+    note: str = ""
+
+
+def _t(op: str, sources: tuple[TaskState | None, ...], target: TaskState,
+       roles: frozenset[Role], note: str = "") -> list[Transition]:
+    return [Transition(op, s, target, roles, note) for s in sources]
+
+
+TASK_TRANSITIONS: tuple[Transition, ...] = tuple(
+    _t("add", (None,), S.DRAFT, PLANNING)
+    + _t("add", (None,), S.UNCLAIMED, PLANNING, "add --ready with every gate met")
+    + _t("rescope", (None,), S.DRAFT, PLANNING, "a successor task of a rescope")
+    + _t("finalize", (S.DRAFT,), S.UNCLAIMED, PLANNING, "definition gates checked")
+    + _t("claim", (S.UNCLAIMED, S.REJECTED, S.INTEGRATION_FAILED), S.CLAIMED, CODERS)
+    + _t("claim", (S.CLAIMED,), S.CLAIMED, CODERS, "takeover after the holder's lease expired")
+    + _t("claim", (S.CLAIMED, S.REJECTED, S.INTEGRATION_FAILED), S.BLOCKED, CODERS,
+         "the claim exhausts the task: hypothesis exhaustion or max_coder_iterations")
+    + _t("release", (S.CLAIMED,), S.UNCLAIMED, CODERS, "the holder gives the task back")
+    + _t("block", (S.CLAIMED,), S.BLOCKED, CODERS | PLANNING,
+         "the holder blocks with a diagnosis, or a human/planner forces a replan")
+    + _t("block", (S.UNCLAIMED, S.REJECTED, S.INTEGRATION_FAILED), S.BLOCKED, PLANNING,
+         "force replan (human override protocol)")
+    + _t("submit", (S.CLAIMED,), S.READY_FOR_REVIEW, CODERS, "clean sync, review_commit")
+    + _t("claim-review", (S.READY_FOR_REVIEW,), S.READY_FOR_REVIEW, REVIEWERS, "review lease")
+    + _t("verdict", (S.READY_FOR_REVIEW,), S.APPROVED, REVIEWERS)
+    + _t("verdict", (S.READY_FOR_REVIEW,), S.REJECTED, REVIEWERS)
+    + _t("verdict", (S.READY_FOR_REVIEW,), S.BLOCKED, REVIEWERS,
+         "a rejection that reaches max_review_cycles: review deadlock")
+    + _t("merge", (S.APPROVED,), S.MERGED, MERGERS, "exactly review_commit merged")
+    + _t("merge", (S.APPROVED,), S.INTEGRATION_FAILED, MERGERS, "conflict or failing test")
+    + _t("unblock", (S.BLOCKED,), S.UNCLAIMED, PLANNING, "keeps failed_by")
+    + _t("rescope", _PLANNER_RETIRABLE, S.SUPERSEDED, PLANNING)
+    + _t("abandon", _PLANNER_RETIRABLE, S.ABANDONED, PLANNING)
+)
+
+# Named because the spec names them; each also has no row above, so the table refuses them anyway.
+FORBIDDEN: dict[tuple[TaskState, TaskState], str] = {
+    (S.DRAFT, S.CLAIMED): "coders cannot claim drafts",
+    (S.CLAIMED, S.MERGED): "skipping review",
+    (S.CLAIMED, S.APPROVED): "self-approval",
+}
+
+_BY_KEY: dict[tuple[str, TaskState | None, TaskState], Transition] = {
+    (t.op, t.source, t.target): t for t in TASK_TRANSITIONS
+}
+_OPS_BY_SOURCE: dict[tuple[str, TaskState | None], tuple[TaskState, ...]] = {}
+for _tr in TASK_TRANSITIONS:
+    _OPS_BY_SOURCE.setdefault((_tr.op, _tr.source), ())
+    _OPS_BY_SOURCE[(_tr.op, _tr.source)] += (_tr.target,)
+
+
+def lookup(op: str, source: TaskState | None, target: TaskState) -> Transition | None:
+    return _BY_KEY.get((op, source, target))
+
+
+def sources_of(op: str) -> tuple[TaskState | None, ...]:
+    """States from which `op` can start (for error messages)."""
+    seen: list[TaskState | None] = []
+    for t in TASK_TRANSITIONS:
+        if t.op == op and t.source not in seen:
+            seen.append(t.source)
+    return tuple(seen)
+
+
+def is_legal(source: TaskState, target: TaskState) -> bool:
+    """Whether any op may move a task from `source` to `target` (state-level view)."""
+    return any(t.source == source and t.target == target for t in TASK_TRANSITIONS)
+
+
+# Agent state machine: (from, to) pairs that ops may produce. REGISTER enters at IDLE.
+AGENT_TRANSITIONS: frozenset[tuple[AgentState, AgentState]] = frozenset({
+    (AgentState.STARTING, AgentState.IDLE),
+    (AgentState.IDLE, AgentState.WORKING),        # claim
+    (AgentState.WAITING, AgentState.WORKING),     # re-claim after a rejection
+    (AgentState.WORKING, AgentState.WORKING),     # heartbeat, takeover of the same task
+    (AgentState.WORKING, AgentState.WAITING),     # submit
+    (AgentState.WORKING, AgentState.IDLE),        # release, block
+    (AgentState.WAITING, AgentState.IDLE),        # approved, reassigned, exhausted
+    (AgentState.IDLE, AgentState.REVIEWING),      # claim-review
+    (AgentState.REVIEWING, AgentState.REVIEWING),  # heartbeat
+    (AgentState.REVIEWING, AgentState.IDLE),      # verdict
+    (AgentState.WORKING, AgentState.HANDOFF),     # handoff on context exhaustion
+    (AgentState.REVIEWING, AgentState.HANDOFF),
+    (AgentState.HANDOFF, AgentState.IDLE),
+    (AgentState.HANDOFF, AgentState.WORKING),
+})

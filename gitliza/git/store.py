@@ -1,0 +1,301 @@
+"""The board on `refs/liza/state`: reading any revision lazily, and the one write path.
+
+Write path (DESIGN.md section 2): read the tip, apply the op with the pure core, write only the
+changed blobs and the trees on their paths, commit with the old tip as the only parent, then move
+the ref by compare-and-swap. A lost race re-reads and re-applies on the schedule of
+`orchestrator-state-machine.md` (immediately, 100 ms, 250 ms, 500 ms, plus jitter) and then fails
+with CONCURRENCY_CONFLICT, the ref untouched. There is no lock file of ours: libgit2's own ref lock
+(`<ref>.lock`, held for microseconds) is the only mutual exclusion, and a lock that outlives any
+real write is reported as a crashed writer.
+"""
+from __future__ import annotations
+
+import os
+import random
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
+
+import pygit2
+
+from gitliza.core import codec, layout, record
+from gitliza.core.board import ENTITY_TYPES, Board, Changes
+from gitliza.core.invariants import problems_of_change
+from gitliza.core.ops.base import Op, Outcome, apply
+from gitliza.errors import (ConcurrencyConflict, GitFailure, InconsistentState, LizaError,
+                            MissingDependency, ValidationError)
+
+STATE_REF = "refs/liza/state"
+RETRY_DELAYS = (0.0, 0.1, 0.25, 0.5)  # before attempts 2..5
+JITTER = 0.05
+STALE_LOCK_SECONDS = 5.0
+
+BLOB = pygit2.GIT_FILEMODE_BLOB
+TREE = pygit2.GIT_FILEMODE_TREE
+
+
+class GitSource:
+    """Entities decoded on first access from one state tree (a `Source` for the core's Board)."""
+
+    def __init__(self, repo: pygit2.Repository, tree: pygit2.Tree | None) -> None:
+        self._repo = repo
+        self._tree = tree
+        self._cache: dict[tuple[str, str], Any] = {}
+
+    def get(self, coll: str, key: str) -> Any | None:
+        k = (coll, key)
+        if k in self._cache:
+            return self._cache[k]
+        value = None
+        if self._tree is not None:
+            path = layout.path_of(coll, key)
+            try:
+                obj = self._tree[path]
+            except KeyError:
+                obj = None
+            if obj is not None:
+                value = decode_blob(coll, key, obj.data, path)  # type: ignore[union-attr]
+        self._cache[k] = value
+        return value
+
+    def keys(self, coll: str) -> Iterator[str]:
+        if self._tree is None or coll not in self._tree:
+            return
+        for bucket in self._tree[coll]:  # type: ignore[union-attr]
+            for entry in self._repo[bucket.id]:  # type: ignore[union-attr]
+                if entry.name.endswith(layout.SUFFIX):
+                    yield entry.name[: -len(layout.SUFFIX)]
+
+
+def decode_blob(coll: str, key: str, data: bytes, path: str) -> Any:
+    entity = codec.loads(ENTITY_TYPES[coll], data, where=path)
+    ident = getattr(entity, "id", None) if coll in ("tasks", "archive", "agents", "discovered") \
+        else getattr(entity, "task", None) if coll == "handoff" else key
+    if key and ident != key:
+        raise InconsistentState(f"{path} holds {ident!r}, not {key!r}")
+    return entity
+
+
+@dataclass(frozen=True)
+class Committed:
+    """What one successful transition produced."""
+
+    commit: str
+    parent: str | None
+    op: Op
+    outcome: Outcome
+    attempts: int
+
+
+def common_dir(repo: pygit2.Repository) -> Path:
+    """The git common dir (shared by all worktrees), where refs and their lock files live."""
+    gitdir = Path(repo.path)
+    marker = gitdir / "commondir"
+    if marker.exists():
+        return (gitdir / marker.read_text().strip()).resolve()
+    return gitdir.resolve()
+
+
+def open_repository(path: str | os.PathLike[str] = ".") -> pygit2.Repository:
+    try:
+        found = pygit2.discover_repository(str(path))
+    except pygit2.GitError as e:
+        raise GitFailure(f"cannot read a git repository at {path}: {e}") from None
+    if found is None:
+        raise ValidationError(f"not a git repository: {Path(path).resolve()}",
+                              hint="run gitliza inside a repository or one of its worktrees")
+    return pygit2.Repository(found)
+
+
+class Store:
+    def __init__(self, repo: pygit2.Repository, ref: str = STATE_REF) -> None:
+        self.repo = repo
+        self.ref = ref
+
+    @classmethod
+    def discover(cls, path: str | os.PathLike[str] = ".") -> Store:
+        return cls(open_repository(path))
+
+    # -- reading ---------------------------------------------------------------------------------
+    def tip(self) -> pygit2.Oid | None:
+        try:
+            return self.repo.lookup_reference(self.ref).target  # type: ignore[no-any-return]
+        except KeyError:
+            return None
+
+    def resolve(self, rev: str | None) -> pygit2.Commit | None:
+        """The state commit at `rev` (any revision: refs/liza/state~3, an oid...), or the tip."""
+        if rev is None:
+            tip = self.tip()
+            return None if tip is None else self.repo[tip]
+        try:
+            obj = self.repo.revparse_single(rev)
+            commit = obj.peel(pygit2.Commit)
+        except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
+            raise ValidationError(f"no state revision {rev!r}") from None
+        if layout.FORMAT_FILE not in commit.tree:
+            raise ValidationError(f"{rev} is not a state commit (its tree has no `format`)")
+        return commit  # type: ignore[no-any-return]
+
+    def board_at(self, commit: pygit2.Commit | None) -> Board:
+        if commit is None:
+            return Board()
+        check_format(commit.tree, str(commit.id))
+        return Board(GitSource(self.repo, commit.tree))
+
+    def board(self, at: str | None = None) -> tuple[Board, pygit2.Commit | None]:
+        commit = self.resolve(at)
+        return self.board_at(commit), commit
+
+    def history(self, at: str | None = None) -> Iterator[pygit2.Commit]:
+        """State commits, newest first (first-parent: the state ref is linear)."""
+        commit = self.resolve(at)
+        while commit is not None:
+            yield commit
+            commit = commit.parents[0] if commit.parents else None
+
+    # -- writing ---------------------------------------------------------------------------------
+    def build_tree(self, base: pygit2.Tree | None, changes: Changes) -> pygit2.Oid:
+        """The tree of `base` with `changes` applied, rewriting only the trees on changed paths."""
+        nested: dict[str, Any] = {}
+        for (coll, key), entity in changes.items():
+            parts = layout.path_of(coll, key).split("/")
+            node = nested
+            for p in parts[:-1]:
+                node = node.setdefault(p, {})
+            node[parts[-1]] = None if entity is None else codec.dumps(entity)
+        if base is None:
+            nested[layout.FORMAT_FILE] = layout.FORMAT_BLOB
+        oid = self._edit(base, nested)
+        assert oid is not None
+        return oid
+
+    def _edit(self, tree: pygit2.Tree | None, updates: dict[str, Any]) -> pygit2.Oid | None:
+        tb = self.repo.TreeBuilder(tree) if tree is not None else self.repo.TreeBuilder()
+        for name, upd in updates.items():
+            if isinstance(upd, dict):
+                sub = tree[name] if tree is not None and name in tree else None
+                oid = self._edit(sub, upd)  # type: ignore[arg-type]
+                if oid is None:
+                    if tb.get(name) is not None:
+                        tb.remove(name)
+                else:
+                    tb.insert(name, oid, TREE)
+            elif upd is None:
+                if tb.get(name) is not None:
+                    tb.remove(name)
+            else:
+                tb.insert(name, self.repo.create_blob(upd), BLOB)
+        return None if len(tb) == 0 else tb.write()
+
+    def write_commit(self, parent: pygit2.Commit | None, outcome: Outcome, op: Op) -> pygit2.Oid:
+        tree = self.build_tree(parent.tree if parent is not None else None, outcome.changes)
+        sig = signature(op)
+        parents = [parent.id] if parent is not None else []
+        return self.repo.create_commit(None, sig, sig, record.message(op, outcome.event), tree,
+                                       parents)
+
+    def transact(self, make_op: Callable[[Board, str], Op], now: Callable[[], str],
+                 *, sleep: Callable[[float], None] = time.sleep) -> Committed:
+        """Apply one op by compare-and-swap, retrying lost races. `make_op` is called again on
+        every attempt with the fresh board, so choices like "the best claimable task" are remade."""
+        locked = False
+        for attempt in range(1, len(RETRY_DELAYS) + 2):
+            tip = self.tip()
+            parent = self.repo[tip] if tip is not None else None
+            board = self.board_at(parent)
+            op = make_op(board, now())
+            outcome = apply(board, op)
+            bad = problems_of_change(outcome.board, outcome.changes)
+            if bad:  # the core produced a state that breaks an invariant: a bug, never commit it
+                raise InconsistentState(f"{op.NAME} would break an invariant: {bad[0]}")
+            commit = self.write_commit(parent, outcome, op)
+            try:
+                self._cas(tip, commit, outcome.event.summary)
+                return Committed(str(commit), None if tip is None else str(tip), op, outcome,
+                                 attempt)
+            except _Lost:
+                locked = False
+            except _Locked:
+                locked = True
+            if attempt <= len(RETRY_DELAYS):
+                sleep(RETRY_DELAYS[attempt - 1] + random.uniform(0, JITTER))
+        if locked:
+            raise self._lock_error()
+        raise ConcurrencyConflict(
+            f"{self.ref} kept moving under us: gave up after {len(RETRY_DELAYS) + 1} attempts; "
+            "nothing was changed", hint="retry with backoff")
+
+    def _cas(self, old: pygit2.Oid | None, new: pygit2.Oid, msg: str) -> None:
+        try:
+            if old is None:
+                self.repo.create_reference(self.ref, new, force=False, message=msg)
+            else:
+                ref = self.repo.lookup_reference(self.ref)
+                if ref.target != old:
+                    raise _Lost()
+                ref.set_target(new, msg)
+        except KeyError:  # the ref vanished between reads
+            raise _Lost() from None
+        except pygit2.AlreadyExistsError:
+            raise _Lost() from None
+        except OSError as e:
+            if "lock" in str(e):
+                raise _Locked() from None
+            raise GitFailure(f"cannot update {self.ref}: {e}") from None
+        except pygit2.GitError as e:
+            if "old reference value does not match" in str(e) or "reference" in str(e) and \
+                    "changed" in str(e):
+                raise _Lost() from None
+            if "lock" in str(e):
+                raise _Locked() from None
+            raise GitFailure(f"cannot update {self.ref}: {e}") from None
+
+    def lock_path(self) -> Path:
+        return common_dir(self.repo) / (self.ref + ".lock")
+
+    def _lock_error(self) -> LizaError:
+        path = self.lock_path()
+        try:
+            age = time.time() - path.stat().st_mtime
+        except FileNotFoundError:
+            return ConcurrencyConflict(f"{self.ref} was locked by other writers on every attempt; "
+                                       "nothing was changed", hint="retry with backoff")
+        if age >= STALE_LOCK_SECONDS:
+            return ConcurrencyConflict(
+                f"{self.ref} is locked by a writer that crashed ({path} is {age:.0f}s old); "
+                "nothing was changed", hint=f"run `git liza doctor --fix` or remove {path}")
+        return ConcurrencyConflict(f"{self.ref} is locked by another writer ({path}); nothing "
+                                   "was changed", hint="retry with backoff")
+
+
+class _Lost(Exception):
+    pass
+
+
+class _Locked(Exception):
+    pass
+
+
+def check_format(tree: pygit2.Tree, where: str) -> None:
+    try:
+        data = tree[layout.FORMAT_FILE].data  # type: ignore[union-attr]
+    except KeyError:
+        raise InconsistentState(f"state commit {where[:12]} has no `format` blob") from None
+    if data != layout.FORMAT_BLOB:
+        raise MissingDependency(f"state commit {where[:12]} is in format "
+                                f"{data.decode(errors='replace').strip()!r}; this gitliza reads "
+                                f"{layout.FORMAT_BLOB.decode().strip()!r}",
+                                hint="upgrade gitliza")
+
+
+def signature(op: Op) -> pygit2.Signature:
+    """Author and committer are the op's actor at the op's time: the commit is a pure function
+    of the op and its parent, which keeps replays and re-applied ops reproducible."""
+    from gitliza.core.clock import to_epoch
+    return pygit2.Signature(op.actor, f"{op.actor}@liza.invalid", to_epoch(op.time), 0)
+
+
+def entity_paths(changes: Iterable[tuple[str, str]]) -> list[str]:
+    return [layout.path_of(c, k) for c, k in changes]

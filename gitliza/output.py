@@ -1,0 +1,56 @@
+"""Output: one JSON document with --json; rich tables and colour on a terminal; plain text when
+piped; no colour with NO_COLOR. rich is imported only when a terminal will see it (it is slow to
+import and a piped command does not need it)."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any, Sequence
+
+
+class Out:
+    def __init__(self, json_mode: bool = False) -> None:
+        self.json_mode = json_mode
+        self.tty = sys.stdout.isatty()
+        self.color = self.tty and "NO_COLOR" not in os.environ
+
+    def json(self, data: Any) -> None:
+        sys.stdout.write(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
+
+    def line(self, text: str = "") -> None:
+        sys.stdout.write(text + "\n")
+
+    def result(self, data: Any, text: str) -> None:
+        """A command's result: `data` as JSON with --json, else the human line(s)."""
+        if self.json_mode:
+            self.json(data)
+        else:
+            self.line(text)
+
+    def notice(self, text: str) -> None:
+        sys.stderr.write(f"gitliza: {text}\n")
+
+    def table(self, title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+        if self.tty:
+            from rich.console import Console
+            from rich.table import Table
+            table = Table(title=title, show_lines=False, header_style="bold")
+            for c in columns:
+                table.add_column(c)
+            for r in rows:
+                table.add_row(*["" if v is None else str(v) for v in r])
+            Console(no_color=not self.color).print(table)
+            return
+        if title:
+            self.line(title)
+        widths = [max([len(c)] + [len("" if r[i] is None else str(r[i])) for r in rows])
+                  for i, c in enumerate(columns)]
+        self.line("  ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip())
+        for r in rows:
+            self.line("  ".join(("" if v is None else str(v)).ljust(w)
+                                for v, w in zip(r, widths)).rstrip())
+
+
+def err(text: str) -> None:
+    sys.stderr.write(f"gitliza: error: {text}\n")
