@@ -133,9 +133,11 @@ def _pump(stream: IO[bytes], sink: list[bytes], progress: Progress | None) -> No
         if progress is None:
             continue
         *lines, pending = re.split(rb"[\r\n]", pending + chunk)
-        for line in lines:
-            if line.strip():
+        try:
+            for line in filter(bytes.strip, lines):
                 progress(line.decode("utf-8", "replace"))
+        except Exception:
+            progress = None  # a broken callback must not stop the draining (git would block)
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:

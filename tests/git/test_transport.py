@@ -19,6 +19,7 @@ from gitliza.git.transport import (
     PushStatus,
     fetch_board,
     ls_remote_state,
+    print_progress,
     push_board,
     resolve_remote,
     tracking_ref,
@@ -272,6 +273,20 @@ def test_progress_callback_sees_git_stderr_and_refusals_are_still_parsed(repo: P
     assert info.value.reason == "no boards here"
     assert any(line.startswith("remote: no boards here") for line in lines)
     assert tip(origin.bare) is None
+
+
+def test_a_failing_progress_callback_does_not_break_the_push(repo: Path, origin: Remote) -> None:
+    def broken(line: str) -> None:
+        raise RuntimeError(line)
+
+    oid = board_commit(repo)
+    assert push_board(repo, None, oid, None, progress=broken).ok
+    assert fetch_board(repo, progress=broken).new_oid == oid
+
+
+def test_print_progress_writes_lines_to_stderr(capsys: pytest.CaptureFixture[str]) -> None:
+    print_progress("remote: hello")
+    assert capsys.readouterr().err == "remote: hello\n"
 
 
 def test_local_pre_push_hook_does_not_run_for_board_pushes(repo: Path, origin: Remote) -> None:
