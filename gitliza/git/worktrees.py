@@ -17,7 +17,7 @@ import stat
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -512,7 +512,9 @@ def _undo_failed_add(
         _drop_admin(entry)
     _rmtree(path)
     if branch is not None:
-        _delete_branch(main, branch)
+        # Best effort: the add's own error says more than a failure to tidy up after it.
+        with suppress(GitFailure):
+            _delete_branch(main, branch)
 
 
 def _remove_locked(main: Repository, lay: _Layout, task_id: str, path: Path) -> None:
