@@ -1,0 +1,389 @@
+"""`git liza ...`: the command line (the only module that imports typer).
+
+Each command is a thin wrapper: it builds an Env, imports its implementation lazily (so that a
+command pays only for what it uses) and returns that function's exit code. Every LizaError becomes
+one line on stderr and its exit code, in `main`; usage errors exit 1 (not click's 2, which the spec
+reserves for a concurrency conflict).
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Callable, List, Optional
+
+import typer
+
+from gitliza.commands import Env
+
+app = typer.Typer(
+    name="git liza", add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+    help="gitliza: the Liza multi-agent blackboard on refs/liza/state.",
+    context_settings={"help_option_names": ["-h", "--help"]})
+hooks_app = typer.Typer(help="Install or remove the git hook shims.", no_args_is_help=True)
+app.add_typer(hooks_app, name="hooks")
+
+AgentOpt = typer.Option(None, "--agent", envvar="LIZA_AGENT_ID", show_envvar=True,
+                        help="Acting agent id (default: $LIZA_AGENT_ID, else 'human').")
+JsonOpt = typer.Option(False, "--json", help="Print one JSON document.")
+AtOpt = typer.Option(None, "--at", help="Read the board at this revision of refs/liza/state.")
+NoSyncOpt = typer.Option(False, "--no-sync", help="Do not push to the configured sync remote.")
+
+
+def _run(fn: Callable[..., int], agent: str | None = None, json: bool = False,
+         no_sync: bool = False, **kw: Any) -> None:
+    env = Env(path=Path.cwd(), agent=agent, json=json, no_sync=no_sync)
+    code = fn(env, **kw)
+    if code:
+        raise typer.Exit(code)
+
+
+def _board() -> Any:
+    from gitliza.commands import board
+    return board
+
+
+def _view() -> Any:
+    from gitliza.commands import view
+    return view
+
+
+def _life() -> Any:
+    from gitliza.commands import lifecycle
+    return lifecycle
+
+
+def _trust() -> Any:
+    from gitliza.commands import trust
+    return trust
+
+
+def _sync() -> Any:
+    from gitliza.commands import sync
+    return sync
+
+
+# -- board and planning ---------------------------------------------------------------------------
+@app.command()
+def init(goal: str = typer.Argument(..., help="The goal, in one sentence."),
+         integration_branch: Optional[str] = typer.Option(None, "--integration-branch"),
+         config: Optional[Path] = typer.Option(None, "--config", help="A TOML file of config."),
+         deadline: Optional[str] = typer.Option(None, "--deadline", help="Sprint deadline (ISO)."),
+         agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
+         no_sync: bool = NoSyncOpt) -> None:
+    """Create refs/liza/state with the goal, default config and a sprint."""
+    _run(_board().init, agent, json, no_sync, goal=goal, integration_branch=integration_branch,
+         config=config, deadline=deadline)
+
+
+@app.command("config")
+def config_cmd(key: Optional[str] = typer.Argument(None), value: Optional[str] = typer.Argument(None),
+               agent: Optional[str] = AgentOpt, json: bool = JsonOpt, at: Optional[str] = AtOpt,
+               no_sync: bool = NoSyncOpt) -> None:
+    """Read config, one key, or set KEY VALUE (a recorded transition)."""
+    _run(_board().config, agent, json, no_sync, key=key, value=value, at=at)
+
+
+@app.command()
+def register(agent_id: str = typer.Argument(..., metavar="AGENT"),
+             role: str = typer.Option(..., "--role", help="planner | coder | code_reviewer"),
+             terminal: Optional[str] = typer.Option(None, "--terminal"),
+             agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
+             no_sync: bool = NoSyncOpt) -> None:
+    """Register an agent with its role."""
+    _run(_board().register, agent, json, no_sync, agent_id=agent_id, role=role, terminal=terminal)
+
+
+@app.command()
+def add(task: str, desc: str = typer.Option(..., "--desc", help="What to build."),
+        spec_ref: Optional[str] = typer.Option(None, "--spec-ref"),
+        done_when: Optional[str] = typer.Option(None, "--done-when"),
+        scope: Optional[str] = typer.Option(None, "--scope"),
+        priority: int = typer.Option(3, "--priority", help="1 (highest) to 5 (lowest)."),
+        depends_on: List[str] = typer.Option([], "--depends-on"),
+        ready: bool = typer.Option(False, "--ready", help="Finalize now (gates must be met)."),
+        max_iterations: Optional[int] = typer.Option(None, "--max-iterations"),
+        max_review_cycles: Optional[int] = typer.Option(None, "--max-review-cycles"),
+        agent: Optional[str] = AgentOpt, json: bool = JsonOpt, no_sync: bool = NoSyncOpt) -> None:
+    """Add a DRAFT task (or UNCLAIMED with --ready)."""
+    _run(_board().add, agent, json, no_sync, task=task, desc=desc, spec_ref=spec_ref,
+         done_when=done_when, scope=scope, priority=priority, depends_on=depends_on, ready=ready,
+         max_iterations=max_iterations, max_review_cycles=max_review_cycles)
+
+
+@app.command()
+def finalize(task: str, agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
+             no_sync: bool = NoSyncOpt) -> None:
+    """DRAFT -> UNCLAIMED (definition gates checked)."""
+    _run(_board().simple, agent, json, no_sync, op="finalize", task=task)
+
+
+@app.command()
+def rescope(task: str, into: List[str] = typer.Option(..., "--into"),
+            reason: str = typer.Option(..., "--reason"), agent: Optional[str] = AgentOpt,
+            json: bool = JsonOpt, no_sync: bool = NoSyncOpt) -> None:
+    """Supersede TASK with successor DRAFT tasks."""
+    _run(_board().rescope, agent, json, no_sync, task=task, into=into, reason=reason)
+
+
+@app.command()
+def abandon(task: str, reason: str = typer.Option(..., "--reason"),
+            agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
+            no_sync: bool = NoSyncOpt) -> None:
+    """-> ABANDONED."""
+    _run(_board().abandon, agent, json, no_sync, task=task, reason=reason)
+
+
+@app.command()
+def unblock(task: str, agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
+            no_sync: bool = NoSyncOpt) -> None:
+    """BLOCKED -> UNCLAIMED (keeps failed_by)."""
+    _run(_board().simple, agent, json, no_sync, op="unblock", task=task)
+
+
+@app.command()
+def block(task: str, reason: str = typer.Option(..., "--reason"),
+          question: List[str] = typer.Option(..., "--question"),
+          attempted: List[str] = typer.Option([], "--attempted"),
+          agent: Optional[str] = AgentOpt, json: bool = JsonOpt, no_sync: bool = NoSyncOpt) -> None:
+    """-> BLOCKED with a diagnosis (1-3 questions)."""
+    _run(_board().block, agent, json, no_sync, task=task, reason=reason, questions=question,
+         attempted=attempted)
+
+
+@app.command()
+def heartbeat(agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
+              no_sync: bool = NoSyncOpt) -> None:
+    """Extend the agent's lease(s)."""
+    _run(_board().heartbeat, agent, json, no_sync)
+
+
+@app.command()
+def discover(description: str = typer.Argument(...),
+             id: Optional[str] = typer.Option(None, "--id", help="Default: disc-N."),
+             during: Optional[str] = typer.Option(None, "--during"),
+             severity: str = typer.Option("medium", "--severity"),
+             urgency: str = typer.Option("deferred", "--urgency"),
+             recommendation: Optional[str] = typer.Option(None, "--recommendation"),
+             agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
+             no_sync: bool = NoSyncOpt) -> None:
+    """Log a discovery (an adjacent problem, not fixed)."""
+    _run(_board().discover, agent, json, no_sync, description=description, disc_id=id,
+         during=during, severity=severity, urgency=urgency, recommendation=recommendation)
+
+
+@app.command()
+def anomaly(type: str = typer.Argument(..., metavar="TYPE"),
+            detail: List[str] = typer.Option([], "--detail", help="KEY=VALUE, repeatable."),
+            task: Optional[str] = typer.Option(None, "--task"),
+            agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
+            no_sync: bool = NoSyncOpt) -> None:
+    """Log an anomaly; required details are checked."""
+    _run(_board().anomaly, agent, json, no_sync, type_=type, details=detail, task=task)
+
+
+@app.command()
+def note(message: str, for_task: Optional[str] = typer.Option(None, "--for"),
+         agent: Optional[str] = AgentOpt, json: bool = JsonOpt, no_sync: bool = NoSyncOpt) -> None:
+    """Leave a human note (optionally for one task)."""
+    _run(_board().note, agent, json, no_sync, message=message, for_task=for_task)
+
+
+@app.command("spec-change")
+def spec_change(spec: str, change: str = typer.Option(..., "--change"),
+                triggered_by: Optional[str] = typer.Option(None, "--triggered-by"),
+                agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
+                no_sync: bool = NoSyncOpt) -> None:
+    """Record a spec modification (append-only)."""
+    _run(_board().spec_change, agent, json, no_sync, spec=spec, change=change,
+         triggered_by=triggered_by)
+
+
+@app.command()
+def handoff(task: str, summary: str = typer.Option(..., "--summary"),
+            next_action: str = typer.Option(..., "--next-action"),
+            context_used: Optional[str] = typer.Option(None, "--context-used"),
+            approach: Optional[str] = typer.Option(None, "--approach"),
+            blockers: Optional[str] = typer.Option(None, "--blockers"),
+            file: List[str] = typer.Option([], "--file", help="A modified file, repeatable."),
+            next_step: List[str] = typer.Option([], "--next-step"),
+            agent: Optional[str] = AgentOpt, json: bool = JsonOpt, no_sync: bool = NoSyncOpt) -> None:
+    """Write a context-exhaustion handoff for TASK."""
+    _run(_board().handoff, agent, json, no_sync, task=task, summary=summary,
+         next_action=next_action, context_used=context_used, approach=approach,
+         blockers=blockers, files=file, next_steps=next_step)
+
+
+# -- work and review ------------------------------------------------------------------------------
+@app.command()
+def ready(agent: Optional[str] = AgentOpt, json: bool = JsonOpt, at: Optional[str] = AtOpt) -> None:
+    """Claimable tasks, best first."""
+    _run(_view().ready, agent, json, at=at)
+
+
+@app.command()
+def claim(task: Optional[str] = typer.Argument(None), agent: Optional[str] = AgentOpt,
+          json: bool = JsonOpt, no_sync: bool = NoSyncOpt) -> None:
+    """Claim TASK (or the best claimable) into its own worktree."""
+    _run(_life().claim, agent, json, no_sync, task=task)
+
+
+@app.command()
+def release(task: str, agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
+            no_sync: bool = NoSyncOpt) -> None:
+    """Give a claimed task back."""
+    _run(_life().release, agent, json, no_sync, task=task)
+
+
+@app.command()
+def submit(task: str, commit: Optional[str] = typer.Option(None, "--commit"),
+           agent: Optional[str] = AgentOpt, json: bool = JsonOpt, no_sync: bool = NoSyncOpt) -> None:
+    """Clean-sync check, then READY_FOR_REVIEW with review_commit."""
+    _run(_life().submit, agent, json, no_sync, task=task, commit=commit)
+
+
+@app.command("claim-review")
+def claim_review(task: Optional[str] = typer.Argument(None), agent: Optional[str] = AgentOpt,
+                 json: bool = JsonOpt, no_sync: bool = NoSyncOpt) -> None:
+    """Take a review lease on TASK (or the oldest waiting review)."""
+    _run(_life().claim_review, agent, json, no_sync, task=task)
+
+
+@app.command()
+def verdict(task: str, decision: str = typer.Argument(..., metavar="approve|reject"),
+            reason: Optional[str] = typer.Option(None, "--reason"),
+            commit: Optional[str] = typer.Option(None, "--commit",
+                                                 help="The SHA you reviewed (default: worktree HEAD)."),
+            agent: Optional[str] = AgentOpt, json: bool = JsonOpt, no_sync: bool = NoSyncOpt) -> None:
+    """Approve or reject; checks the reviewed SHA and the review lease."""
+    _run(_life().verdict, agent, json, no_sync, task=task, decision=decision, reason=reason,
+         commit=commit)
+
+
+@app.command()
+def merge(task: str, agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
+          no_sync: bool = NoSyncOpt) -> None:
+    """Merge the approved review_commit into the integration branch."""
+    _run(_life().merge, agent, json, no_sync, task=task)
+
+
+@app.command()
+def doctor(fix: bool = typer.Option(False, "--fix"), agent: Optional[str] = AgentOpt,
+           json: bool = JsonOpt) -> None:
+    """Stale ref locks, dangling worktrees and branches, state vs disk."""
+    _run(_life().doctor, agent, json, fix=fix)
+
+
+# -- looking --------------------------------------------------------------------------------------
+@app.command()
+def status(agent: Optional[str] = AgentOpt, json: bool = JsonOpt, at: Optional[str] = AtOpt) -> None:
+    """The board at a glance."""
+    _run(_view().status, agent, json, at=at)
+
+
+@app.command()
+def show(task: str, agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
+         at: Optional[str] = AtOpt) -> None:
+    """One task with its history."""
+    _run(_view().show, agent, json, task=task, at=at)
+
+
+@app.command("log")
+def log_cmd(n: Optional[int] = typer.Option(None, "-n", help="At most N entries."),
+            task: Optional[str] = typer.Option(None, "--task"),
+            by: Optional[str] = typer.Option(None, "--agent", help="Only ops by this agent."),
+            json: bool = JsonOpt, at: Optional[str] = AtOpt) -> None:
+    """The audit trail read from refs/liza/state."""
+    _run(_view().log, None, json, n=n, task=task, by=by, at=at)
+
+
+@app.command()
+def validate(agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
+             at: Optional[str] = AtOpt) -> None:
+    """Check the static invariants of one state (exit 4 when broken)."""
+    _run(_view().validate, agent, json, at=at)
+
+
+@app.command()
+def verify(since: Optional[str] = typer.Option(None, "--since"),
+           at: Optional[str] = AtOpt, json: bool = JsonOpt) -> None:
+    """Replay history: every commit is a legal transition reproducing its tree."""
+    _run(_trust().verify, None, json, since=since, at=at)
+
+
+# -- infrastructure -------------------------------------------------------------------------------
+@hooks_app.command("install")
+def hooks_install(server: bool = typer.Option(False, "--server", help="Into a bare repository."),
+                  json: bool = JsonOpt) -> None:
+    """Install the hook shims (client hooks, or server hooks with --server)."""
+    _run(_trust().hooks_install, None, json, server=server)
+
+
+@hooks_app.command("uninstall")
+def hooks_uninstall(json: bool = JsonOpt) -> None:
+    """Remove the shims and restore chained hooks."""
+    _run(_trust().hooks_uninstall, None, json)
+
+
+@hooks_app.command("status")
+def hooks_status(json: bool = JsonOpt) -> None:
+    """Which hooks are installed, at which version."""
+    _run(_trust().hooks_status, None, json)
+
+
+@app.command("hook-impl", context_settings={"ignore_unknown_options": True,
+                                            "allow_extra_args": True}, hidden=True)
+def hook_impl(ctx: typer.Context, hook: str) -> None:
+    """What the hook shims call."""
+    from gitliza import hookimpl
+    code = hookimpl.main([hook, *ctx.args])
+    if code:
+        raise typer.Exit(code)
+
+
+@app.command("sync")
+def sync_cmd(remote: Optional[str] = typer.Argument(None), agent: Optional[str] = AgentOpt,
+             json: bool = JsonOpt) -> None:
+    """Fetch, replay local ops on the remote tip, push."""
+    _run(_sync().sync, agent, json, remote=remote)
+
+
+@app.command()
+def pull(remote: Optional[str] = typer.Argument(None), agent: Optional[str] = AgentOpt,
+         json: bool = JsonOpt) -> None:
+    """Fetch the remote board and bring the local one up to date."""
+    _run(_sync().pull, agent, json, remote=remote)
+
+
+@app.command()
+def push(remote: Optional[str] = typer.Argument(None), agent: Optional[str] = AgentOpt,
+         json: bool = JsonOpt) -> None:
+    """Push the local board (compare-and-swap on the remote ref)."""
+    _run(_sync().push, agent, json, remote=remote)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of `git-liza` / `gitliza`. Returns (and exits with) the exit code."""
+    from gitliza.errors import EXIT_VALIDATION, LizaError
+    from gitliza.output import err
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        command = typer.main.get_command(app)
+        code = command.main(args=args, prog_name="git liza", standalone_mode=False)
+        code = code if isinstance(code, int) else 0
+    except LizaError as e:
+        err(str(e))
+        code = e.exit_code
+    except typer.Exit as e:
+        code = e.exit_code
+    except typer.Abort:
+        err("aborted")
+        code = EXIT_VALIDATION
+    except Exception as e:  # click usage errors: one line, exit 1
+        fmt = getattr(e, "format_message", None)
+        if fmt is None:
+            raise
+        err(fmt())
+        code = EXIT_VALIDATION
+    if argv is None:
+        sys.exit(code)
+    return code

@@ -1,0 +1,48 @@
+"""Command implementations: plain functions `(env, ...) -> exit code`, no typer.
+
+`gitliza/cli.py` (the only module that imports typer) parses arguments and calls these; errors are
+LizaError subclasses that the CLI's single handler turns into one stderr line and an exit code.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gitliza.output import Out
+
+
+@dataclass
+class Env:
+    """What every command gets: where it runs, who acts, how to print."""
+
+    path: Path = field(default_factory=Path.cwd)
+    agent: str | None = None
+    json: bool = False
+    no_sync: bool = False
+    _liza: Any = None
+
+    @property
+    def out(self) -> Out:
+        return Out(self.json)
+
+    def liza(self) -> Any:
+        """The `gitliza.api.Liza` for this repository (opened once)."""
+        if self._liza is None:
+            from gitliza.api import Liza
+            self._liza = Liza.open(self.path, self.agent or os.environ.get("LIZA_AGENT_ID"),
+                                   sync=not self.no_sync)
+            _install_after_commit(self._liza)
+        return self._liza
+
+
+def _install_after_commit(liza: Any) -> None:
+    """Auto-sync (a configured remote) hooks in here, see gitliza/commands/sync.py."""
+    try:
+        from gitliza.commands import sync
+    except ImportError:
+        return
+    hook = getattr(sync, "after_commit", None)
+    if hook is not None:
+        liza.after_commit.append(hook)

@@ -1,0 +1,198 @@
+"""Board and planning commands (mutating; no worktree involved)."""
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any, Sequence
+
+from gitliza.commands import Env
+from gitliza.core import codec
+from gitliza.core.board import Board
+from gitliza.core.ops import (Abandon, Add, AnomalyOp, Block, ConfigSet, Discover, Finalize,
+                              HandoffOp, Heartbeat, Init, Note, Register, Rescope, SpecChangeOp,
+                              Unblock)
+from gitliza.core.ops.base import Op
+from gitliza.errors import ValidationError
+from gitliza.git.store import Committed
+
+
+def report(env: Env, done: Committed, extra: dict[str, Any] | None = None) -> int:
+    """Print what a transition produced; return 0."""
+    ev = done.outcome.event
+    data: dict[str, Any] = {
+        "op": ev.op, "actor": ev.actor, "task": ev.task,
+        "from": ev.from_state.value if ev.from_state else None,
+        "to": ev.to_state.value if ev.to_state else None,
+        "time": ev.time, "state": done.commit, "parent": done.parent,
+        "attempts": done.attempts, "notices": list(done.outcome.notices),
+    }
+    if ev.task:
+        t = done.outcome.board.task(ev.task)
+        if t is not None:
+            data["task_record"] = codec.encode(t)
+    data.update(extra or {})
+    out = env.out
+    out.result(data, f"{ev.summary}  [{done.commit[:12]}]")
+    if not env.json:
+        for n in done.outcome.notices:
+            out.notice(n)
+    return 0
+
+
+def _do(env: Env, cls: type[Op], **args: Any) -> int:
+    return report(env, env.liza().do(cls, **args))
+
+
+def init(env: Env, goal: str, integration_branch: str | None, config: Path | None,
+         deadline: str | None) -> int:
+    pairs: dict[str, Any] = {}
+    if config is not None:
+        try:
+            data = tomllib.loads(Path(config).read_text())
+        except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+            raise ValidationError(f"cannot read config file {config}: {e}") from None
+        data = data.get("config", data)  # accept a bare table or a [config] section
+        if not isinstance(data, dict):
+            raise ValidationError(f"{config}: expected a table of config values")
+        pairs.update(data)
+    if integration_branch is not None:
+        pairs["integration_branch"] = integration_branch
+    for k, v in pairs.items():
+        if not isinstance(v, (str, int, bool)) and v is not None:
+            raise ValidationError(f"config {k}: unsupported value {v!r}")
+    liza = env.liza()
+    done = liza.do(Init, goal=goal, deadline=deadline,
+                   config=tuple((k, v) for k, v in pairs.items() if v is not None))
+    _after_init(liza, done.outcome.board)
+    return report(env, done)
+
+
+def _after_init(liza: Any, board: Board) -> None:
+    """The integration branch exists from init on (created at the current HEAD if missing)."""
+    ensure = _lifecycle_hook("ensure_integration_branch")
+    if ensure is not None:
+        ensure(liza, board.config.integration_branch)
+
+
+def _lifecycle_hook(name: str) -> Any:
+    try:
+        from gitliza import lifecycle
+    except ImportError:
+        return None
+    return getattr(lifecycle, name, None)
+
+
+def config(env: Env, key: str | None, value: str | None, at: str | None) -> int:
+    if value is not None:
+        if at is not None:
+            raise ValidationError("--at reads a past board; it cannot be combined with setting")
+        assert key is not None
+        return _do(env, ConfigSet, key=key, value=value)
+    board = env.liza().board(at)
+    data = codec.encode(board.config)
+    full = {f: getattr(board.config, f) for f in type(board.config).__dataclass_fields__}
+    if key is not None:
+        if key not in full:
+            raise ValidationError(f"unknown config key {key!r}",
+                                  hint="known keys: " + ", ".join(full))
+        env.out.result({key: full[key]}, "" if full[key] is None else str(full[key]))
+        return 0
+    env.out.result(data, "\n".join(f"{k} = {'' if v is None else v}" for k, v in full.items()))
+    return 0
+
+
+def register(env: Env, agent_id: str, role: str, terminal: str | None) -> int:
+    return _do(env, Register, agent=agent_id, role=role, terminal=terminal)
+
+
+def add(env: Env, task: str, desc: str, spec_ref: str | None, done_when: str | None,
+        scope: str | None, priority: int, depends_on: Sequence[str], ready: bool,
+        max_iterations: int | None, max_review_cycles: int | None) -> int:
+    return _do(env, Add, task=task, description=desc, spec_ref=spec_ref, done_when=done_when,
+               scope=scope, priority=priority, depends_on=tuple(depends_on), ready=ready,
+               max_iterations=max_iterations, max_review_cycles=max_review_cycles)
+
+
+_SIMPLE: dict[str, type[Op]] = {"finalize": Finalize, "unblock": Unblock}
+
+
+def simple(env: Env, op: str, task: str) -> int:
+    done = env.liza().do(_SIMPLE[op], task=task)
+    _cleanup(env, done)
+    return report(env, done)
+
+
+def _cleanup(env: Env, done: Committed) -> None:
+    """Worktrees of tasks that a transition let go of are removed (lifecycle, when present)."""
+    hook = _lifecycle_hook("cleanup_after")
+    if hook is not None:
+        hook(env.liza(), done)
+
+
+def rescope(env: Env, task: str, into: Sequence[str], reason: str) -> int:
+    done = env.liza().do(Rescope, task=task, into=tuple(into), reason=reason)
+    _cleanup(env, done)
+    return report(env, done)
+
+
+def abandon(env: Env, task: str, reason: str) -> int:
+    done = env.liza().do(Abandon, task=task, reason=reason)
+    _cleanup(env, done)
+    return report(env, done)
+
+
+def block(env: Env, task: str, reason: str, questions: Sequence[str],
+          attempted: Sequence[str]) -> int:
+    return _do(env, Block, task=task, reason=reason, questions=tuple(questions),
+               attempted=tuple(attempted))
+
+
+def heartbeat(env: Env) -> int:
+    return _do(env, Heartbeat)
+
+
+def discover(env: Env, description: str, disc_id: str | None, during: str | None,
+             severity: str, urgency: str, recommendation: str | None) -> int:
+    liza = env.liza()
+
+    def make(board: Board, now: str) -> Op:
+        ident = disc_id or f"disc-{len(board.keys('discovered')) + 1}"
+        return Discover(actor=liza.agent, time=now, id=ident, description=description,
+                        during=during, severity=severity, urgency=urgency,
+                        recommendation=recommendation)
+    return report(env, liza.apply(make))
+
+
+def parse_details(items: Sequence[str]) -> tuple[tuple[str, str | int | bool], ...]:
+    out: list[tuple[str, str | int | bool]] = []
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise ValidationError(f"--detail {item!r} is not KEY=VALUE")
+        value: str | int | bool = raw
+        if raw in ("true", "false"):
+            value = raw == "true"
+        elif raw.lstrip("-").isdigit():
+            value = int(raw)
+        out.append((key.strip(), value))
+    return tuple(out)
+
+
+def anomaly(env: Env, type_: str, details: Sequence[str], task: str | None) -> int:
+    return _do(env, AnomalyOp, type=type_, details=parse_details(details), task=task)
+
+
+def note(env: Env, message: str, for_task: str | None) -> int:
+    return _do(env, Note, message=message, for_task=for_task)
+
+
+def spec_change(env: Env, spec: str, change: str, triggered_by: str | None) -> int:
+    return _do(env, SpecChangeOp, spec=spec, change=change, triggered_by=triggered_by)
+
+
+def handoff(env: Env, task: str, summary: str, next_action: str, context_used: str | None,
+            approach: str | None, blockers: str | None, files: Sequence[str],
+            next_steps: Sequence[str]) -> int:
+    return _do(env, HandoffOp, task=task, summary=summary, next_action=next_action,
+               context_used=context_used, approach=approach, blockers=blockers,
+               files_modified=tuple(files), next_steps=tuple(next_steps))

@@ -1,0 +1,161 @@
+"""Read commands: status, show, log, ready, validate. None of them writes anything."""
+from __future__ import annotations
+
+import json as _json
+from typing import Any
+
+from gitliza.commands import Env
+from gitliza.core import codec, metrics, record
+from gitliza.core.board import Board
+from gitliza.core.invariants import check_board, claimable, reviewable
+from gitliza.core.model import Task
+from gitliza.core.states import TERMINAL, TaskState
+from gitliza.errors import InconsistentState, LizaError, NotFound
+
+_ORDER = {s: i for i, s in enumerate(TaskState)}
+
+
+def _board(env: Env, at: str | None) -> tuple[Board, Any]:
+    liza = env.liza()
+    return liza.store.board(at)
+
+
+def status(env: Env, at: str | None) -> int:
+    board, commit = _board(env, at)
+    goal = board.goal
+    live = sorted(board.tasks(), key=lambda t: (_ORDER[t.status], t.priority, t.id))
+    archived = list(board.values("archive"))
+    agents = list(board.agents())
+    m = metrics.compute([*live, *archived])
+    now = env.liza().now()
+    if env.json:
+        env.out.json({
+            "state": str(commit.id) if commit else None, "goal": codec.encode(goal),
+            "sprint": {**codec.encode(board.sprint), "metrics": codec.encode(m)},
+            "config": codec.encode(board.config),
+            "tasks": [_task_row(t) for t in live], "archived": len(archived),
+            "agents": [codec.encode(a) for a in agents],
+            "claimable": [t.id for t in claimable(board, now)],
+        })
+        return 0
+    out = env.out
+    out.line(f"goal {goal.id} [{goal.status}]: {goal.description}")
+    out.line(f"state {str(commit.id)[:12] if commit else '-'}  integration branch "
+             f"{board.config.integration_branch}  done {m.tasks_done}  in progress "
+             f"{m.tasks_in_progress}  blocked {m.tasks_blocked}  archived {len(archived)}")
+    out.table("tasks", ["task", "status", "pri", "assigned", "lease/review", "depends on"],
+              [[t.id, t.status.value, t.priority, t.assigned_to or "",
+                t.review_lease_expires or t.lease_expires or "", ", ".join(t.depends_on)]
+               for t in live])
+    out.table("agents", ["agent", "role", "status", "task", "lease"],
+              [[a.id, a.role.value, a.status.value, a.current_task or "", a.lease_expires or ""]
+               for a in agents])
+    return 0
+
+
+def _task_row(t: Task) -> dict[str, Any]:
+    return {"id": t.id, "status": t.status.value, "priority": t.priority,
+            "assigned_to": t.assigned_to, "depends_on": list(t.depends_on),
+            "lease_expires": t.lease_expires, "reviewing_by": t.reviewing_by,
+            "description": t.description}
+
+
+def show(env: Env, task: str, at: str | None) -> int:
+    board, _ = _board(env, at)
+    t = board.task(task)
+    if t is None:
+        raise NotFound(f"no task {task!r}", hint="`git liza status` lists the tasks")
+    data = codec.encode(t)
+    if env.json:
+        env.out.json(data)
+        return 0
+    out = env.out
+    out.line(f"{t.id} [{t.status}] priority {t.priority}"
+             + ("  (archived)" if t.status in TERMINAL else ""))
+    for k, v in data.items():
+        if k in ("id", "status", "priority", "history"):
+            continue
+        out.line(f"  {k}: {', '.join(map(str, v)) if isinstance(v, list) else v}")
+    out.line("  history:")
+    for h in t.history:
+        extra = " ".join(f"{k}={v}" for k, v in codec.encode(h).items() if k not in ("time", "event"))
+        out.line(f"    {h.time}  {h.event}  {extra}".rstrip())
+    return 0
+
+
+def log(env: Env, n: int | None, task: str | None, by: str | None, at: str | None) -> int:
+    store = env.liza().store
+    entries: list[dict[str, Any]] = []
+    for commit in store.history(at):
+        if n is not None and len(entries) >= n:
+            break
+        try:
+            rec = record.parse(commit.message)
+        except LizaError as e:
+            entries.append({"state": str(commit.id), "error": str(e)})
+            continue
+        tr = rec.trailers
+        if task is not None and tr.get("Liza-Task") != task:
+            continue
+        if by is not None and tr.get("Liza-Actor") != by:
+            continue
+        entries.append({"state": str(commit.id), "time": tr["Liza-Time"], "op": tr["Liza-Op"],
+                        "actor": tr["Liza-Actor"], "task": tr.get("Liza-Task"),
+                        "from": tr.get("Liza-From"), "to": tr.get("Liza-To"),
+                        "args": _json.loads(tr["Liza-Args"]), "summary": rec.subject})
+    if env.json:
+        env.out.json(entries)
+        return 0
+    for e in entries:
+        env.out.line(f"{e['state'][:12]}  {e.get('time', '')}  {e.get('summary', e.get('error'))}")
+    return 0
+
+
+def ready(env: Env, at: str | None) -> int:
+    board, _ = _board(env, at)
+    liza = env.liza()
+    me = board.agent(liza.agent)
+    now = liza.now()
+    if me is not None and me.role.value == "code_reviewer":
+        tasks = reviewable(board, now, me.id)
+    else:
+        tasks = claimable(board, now, me.id if me is not None else None)
+    if env.json:
+        env.out.json([_task_row(t) for t in tasks])
+        return 0
+    env.out.table("claimable" if me is None or me.role.value != "code_reviewer" else "reviewable",
+                  ["task", "status", "pri", "description"],
+                  [[t.id, t.status.value, t.priority, t.description[:60]] for t in tasks])
+    return 0
+
+
+def validate(env: Env, at: str | None) -> int:
+    liza = env.liza()
+    board, commit = liza.store.board(at)
+    root = liza.store.repo.workdir
+    exists = None
+    if root is not None:
+        from pathlib import Path
+        main_root = Path(root)
+        wt = _main_worktree(liza)
+        exists = (lambda rel: (wt / rel).is_dir()) if wt is not None else \
+            (lambda rel: (main_root / rel).is_dir())
+    problems = check_board(board, liza.now(), exists)
+    if env.json:
+        env.out.json({"state": str(commit.id) if commit else None, "valid": not problems,
+                      "violations": [str(p) for p in problems]})
+    elif not problems:
+        env.out.line("VALID")
+    if problems:
+        if not env.json:
+            for p in problems:
+                env.out.line(f"INVALID: {p}")
+        raise InconsistentState(f"{len(problems)} invariant violation(s); first: {problems[0]}")
+    return 0
+
+
+def _main_worktree(liza: Any) -> Any:
+    """Worktree paths in the board are relative to the main worktree."""
+    from gitliza.git.store import common_dir
+    cd = common_dir(liza.store.repo)
+    return cd.parent if cd.name == ".git" else None
