@@ -25,7 +25,7 @@ import pygit2
 from pygit2 import Oid, Repository
 from pygit2.enums import FileStatus, RepositoryOpenFlag, RepositoryState, SubmoduleStatus
 
-from gitliza.errors import ConcurrencyConflict, GitFailure, ValidationError
+from gitliza.errors import ConcurrencyConflict, GitFailure, NotFound, ValidationError
 
 WORKTREES_DIR = ".worktrees"
 BRANCH_PREFIX = "liza/"
@@ -308,7 +308,7 @@ def clean_sync_problems(path: Path | str, *, untracked: bool = True) -> list[str
 
     Counts what `git status --porcelain` shows: modified, staged, conflicted and untracked (not
     ignored) files, dirty or out-of-sync submodules, plus an operation in progress (merge,
-    rebase...). `untracked=False` leaves untracked files out (a fast-forward of a checkout
+    rebase..., or a git command holding the index lock). `untracked=False` leaves untracked files out (a fast-forward of a checkout
     tolerates them, like git does). One human-readable line per problem.
     """
     checkout = _open_checkout(path)
@@ -324,11 +324,15 @@ def clean_sync_problems(path: Path | str, *, untracked: bool = True) -> list[str
 
 
 def _state_problems(checkout: Repository) -> list[str]:
+    problems = []
+    if (Path(checkout.path) / "index.lock").exists():
+        # A git command is writing the index right now: whatever status says is about to change.
+        problems.append("the index is locked by a running git command (index.lock)")
     state = checkout.state()
-    if state == RepositoryState.NONE:
-        return []
-    name = RepositoryState(state).name or str(state)
-    return [f"a {name.lower().replace('_', ' ')} operation is in progress"]
+    if state != RepositoryState.NONE:
+        name = RepositoryState(state).name or str(state)
+        problems.append(f"a {name.lower().replace('_', ' ')} operation is in progress")
+    return problems
 
 
 def _words(flags: int, table: dict[FileStatus, str] | dict[SubmoduleStatus, str]) -> list[str]:
@@ -381,7 +385,7 @@ def add_task_worktree(repo: Repository, task_id: str, base: Oid, *, fresh: bool 
     lay = _layout(repo)
     path = lay.task_path(task_id)
     main = _main_repo(repo)
-    _require_commit(main, base)
+    require_commit(main, base)
     with worktree_mutex(repo):
         _ensure_excluded(lay.common_dir)
         if fresh:
@@ -412,10 +416,11 @@ def _task_worktree(lay: _Layout, task_id: str, path: Path, *, created: bool) -> 
     )
 
 
-def _require_commit(repo: Repository, oid: Oid) -> pygit2.Commit:
+def require_commit(repo: Repository, oid: Oid) -> pygit2.Commit:
+    """The commit `oid`; NotFound when it is missing or not a commit."""
     obj = repo.get(oid)
     if not isinstance(obj, pygit2.Commit):
-        raise ValidationError(f"{oid} is not a commit in {repo.path}")
+        raise NotFound(f"{oid} is not a commit in {repo.path}")
     return obj
 
 
@@ -443,7 +448,7 @@ def _reusable_leftover(
     live = [e for e in entries if e.checkout is not None and path.exists()]
     _check_branch_at_base(main, task_id, base)
     if live:
-        _check_live_leftover(main, live[0], task_id, path, base)
+        _check_live_leftover(live[0], task_id, path)
         return _task_worktree(lay, task_id, path, created=False)
     if path.exists():
         _clear_unregistered_dir(path)
@@ -459,7 +464,7 @@ def _check_branch_at_base(main: Repository, task_id: str, base: Oid) -> None:
         )
 
 
-def _check_live_leftover(main: Repository, entry: _AdminEntry, task_id: str, path: Path, base: Oid) -> None:
+def _check_live_leftover(entry: _AdminEntry, task_id: str, path: Path) -> None:
     expected_ref = f"refs/heads/{task_branch(task_id)}"
     if entry.head_ref != expected_ref:
         raise ValidationError(
@@ -495,7 +500,7 @@ def _create_locked(main: Repository, lay: _Layout, task_id: str, path: Path, bas
     branch = main.branches.local.get(name)
     created_branch = branch is None
     if branch is None:
-        branch = main.branches.local.create(name, _require_commit(main, base))
+        branch = main.branches.local.create(name, require_commit(main, base))
     try:
         main.add_worktree(task_id, str(path), branch)
     except (pygit2.GitError, OSError) as e:
@@ -547,7 +552,7 @@ def temporary_checkout(repo: Repository, commit: Oid) -> Iterator[Path]:
     so it never looks like a task. Cleanup runs even when the body raises.
     """
     main = _main_repo(repo)
-    _require_commit(main, commit)
+    require_commit(main, commit)
     holder = Path(tempfile.mkdtemp(prefix="liza-checkout-"))
     name = holder.name
     try:

@@ -440,7 +440,7 @@ def test_clean_sync_ignores_ignored_files(repo: Path) -> None:
     assert clean_sync_problems(repo) == []
 
 
-def test_clean_sync_reports_deletion_and_merge_in_progress(repo: Path) -> None:
+def test_clean_sync_reports_merge_in_progress_and_conflict(repo: Path) -> None:
     git(repo, "switch", "-q", "-c", "other")
     commit_in(repo, "README.md", "other\n")
     git(repo, "switch", "-q", "main")
@@ -449,6 +449,11 @@ def test_clean_sync_reports_deletion_and_merge_in_progress(repo: Path) -> None:
     problems = clean_sync_problems(repo)
     assert "a merge operation is in progress" in problems
     assert "README.md: unresolved merge conflict" in problems
+
+
+def test_clean_sync_reports_a_locked_index(repo: Path) -> None:
+    (repo / ".git" / "index.lock").write_text("")
+    assert clean_sync_problems(repo) == ["the index is locked by a running git command (index.lock)"]
 
 
 def test_clean_sync_of_a_task_worktree(repo: Path) -> None:
