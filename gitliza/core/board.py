@@ -86,7 +86,10 @@ class Board:
 
     @property
     def initialized(self) -> bool:
-        return self.get("goal") is not None
+        if ("goal", "") in self._over:
+            return self._over[("goal", "")] is not None
+        has = getattr(self._src, "has", None)  # answer without decoding when the source can
+        return bool(has("goal")) if has is not None else self._src.get("goal", "") is not None
 
     @property
     def goal(self) -> Goal:

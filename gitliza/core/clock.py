@@ -21,7 +21,9 @@ def check_ts(value: str, what: str = "timestamp") -> str:
 
 
 def to_epoch(ts: str) -> int:
-    return calendar.timegm(_time.strptime(check_ts(ts), "%Y-%m-%dT%H:%M:%SZ"))
+    check_ts(ts)  # strptime is ~30 us; slicing a checked string is ~2 us (on the write path)
+    return calendar.timegm((int(ts[0:4]), int(ts[5:7]), int(ts[8:10]), int(ts[11:13]),
+                            int(ts[14:16]), int(ts[17:19]), 0, 0, 0))
 
 
 def from_epoch(seconds: float) -> str:
