@@ -172,6 +172,9 @@ def _lookup_branch(repo: Repository, refname: str) -> pygit2.Reference:
     ref = repo.references.get(refname)
     if ref is None:
         raise NotFound(f"branch {refname} does not exist")
+    if ref.type != pygit2.enums.ReferenceType.DIRECT:
+        # Moving a symbolic ref would retarget the alias, not the branch it names.
+        raise ValidationError(f"{refname} is a symbolic reference; merge into the branch it points to")
     return ref
 
 

@@ -448,7 +448,7 @@ def _reusable_leftover(
     live = [e for e in entries if e.checkout is not None and path.exists()]
     _check_branch_at_base(main, task_id, base)
     if live:
-        _check_live_leftover(live[0], task_id, path)
+        _check_live_leftover(main, live[0], task_id, path)
         return _task_worktree(lay, task_id, path, created=False)
     if path.exists():
         _clear_unregistered_dir(path)
@@ -464,11 +464,12 @@ def _check_branch_at_base(main: Repository, task_id: str, base: Oid) -> None:
         )
 
 
-def _check_live_leftover(entry: _AdminEntry, task_id: str, path: Path) -> None:
+def _check_live_leftover(main: Repository, entry: _AdminEntry, task_id: str, path: Path) -> None:
     expected_ref = f"refs/heads/{task_branch(task_id)}"
-    if entry.head_ref != expected_ref:
+    if entry.head_ref != expected_ref or main.references.get(expected_ref) is None:
         raise ValidationError(
-            f"worktree {path} exists but is on {entry.head_ref or 'a detached HEAD'}, not {expected_ref}",
+            f"worktree {path} exists but is on {entry.head_ref or 'a detached HEAD'}"
+            f"{'' if entry.head_ref != expected_ref else ' (deleted)'}, not on branch {expected_ref}",
             hint="remove the task worktree first, or add with fresh=True",
         )
     problems = clean_sync_problems(path)

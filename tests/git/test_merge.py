@@ -158,6 +158,9 @@ def test_missing_branch_or_commit(integ: Path) -> None:
         merge(integ, pygit2.Oid(hex="1" * 40))
     with pytest.raises(ValidationError):
         merge(integ, task, branch="bad..name")
+    git(integ, "symbolic-ref", "refs/heads/alias", "refs/heads/integration")
+    with pytest.raises(ValidationError, match="symbolic"):
+        merge(integ, task, branch="alias")
 
 
 # --------------------------------------------------------------------------- conflicts

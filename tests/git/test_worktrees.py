@@ -221,6 +221,22 @@ def test_fresh_moves_a_leftover_branch_back_to_base(repo: Path) -> None:
     assert git(repo, "rev-parse", "liza/t") == str(base)
 
 
+def test_add_refuses_leftover_checkout_whose_branch_was_deleted(repo: Path) -> None:
+    wt = add_task_worktree(open_repo(repo), "t", head_of(repo))
+    git(repo, "update-ref", "-d", "refs/heads/liza/t")
+    with pytest.raises(ValidationError, match="deleted"):
+        add_task_worktree(open_repo(repo), "t", head_of(repo))
+    assert add_task_worktree(open_repo(repo), "t", head_of(repo), fresh=True).path == wt.path
+
+
+def test_add_refuses_leftover_checkout_on_another_branch(repo: Path) -> None:
+    wt = add_task_worktree(open_repo(repo), "t", head_of(repo))
+    git(wt.path, "switch", "-q", "-c", "side")
+    git(repo, "branch", "-f", "liza/t", "main")
+    with pytest.raises(ValidationError, match="refs/heads/side"):
+        add_task_worktree(open_repo(repo), "t", head_of(repo))
+
+
 def test_add_reuses_existing_branch_at_base_without_worktree(repo: Path) -> None:
     base = head_of(repo)
     git(repo, "branch", "liza/t", str(base))
