@@ -133,9 +133,11 @@ def merge_commit_into(
     otherwise, nothing when `commit` is already contained ("up-to-date"). Raises MergeConflict,
     IntegrationTestFailed or CheckoutDirty with the branch untouched; ConcurrencyConflict when the
     tip is not `expected_old` or moved meanwhile. CheckoutNotUpdated is the one error raised
-    AFTER the branch moved (it carries the outcome): the merge is done, a checkout lags behind. `integration_test` is a path relative to the
-    repository root (or absolute below the main worktree); it runs only if it exists in the merged
-    tree, inside a temporary detached checkout of the merged commit, output captured.
+    AFTER the branch moved (it carries the outcome): the merge is done, a checkout lags behind.
+
+    `integration_test` is a path relative to the repository root (or absolute below the main
+    worktree); it runs only if it exists in the merged tree, inside a temporary detached checkout
+    of the merged commit, output captured.
     """
     refname = _branch_refname(branch)
     ref = _lookup_branch(repo, refname)
@@ -150,11 +152,13 @@ def merge_commit_into(
     checkouts = checkouts_of_branch(repo, refname)
     _require_clean(refname, checkouts, changed)
     tested = _integration_test(repo, new, integration_test, integration_timeout)
-    _require_clean(refname, checkouts, changed)  # again: the test may have run for minutes
+    checkouts = checkouts_of_branch(repo, refname)  # again: the test may have run for minutes
+    _require_clean(refname, checkouts, changed)
     _compare_and_swap(repo, ref, old, new, f"liza: {kind} {theirs.id}")
     outcome = MergeOutcome(kind, old, new, tested, tuple(checkouts))
-    for checkout in checkouts:
-        _follow(checkout, new, changed, outcome)
+    failures = [(c, e) for c in checkouts if (e := _follow(c, new, changed)) is not None]
+    if failures:
+        raise CheckoutNotUpdated(outcome, *failures[0])
     return outcome
 
 
@@ -298,7 +302,7 @@ def _collides(untracked: str, changed: set[str]) -> bool:
     )
 
 
-def _follow(checkout: Path, new: Oid, changed: set[str], outcome: MergeOutcome) -> None:
+def _follow(checkout: Path, new: Oid, changed: set[str]) -> Exception | None:
     """Bring a clean checkout of the branch to `new`, like `git merge --ff-only` would.
 
     HEAD already resolves to `new` here, so a SAFE checkout would compare against the wrong
@@ -306,7 +310,7 @@ def _follow(checkout: Path, new: Oid, changed: set[str], outcome: MergeOutcome) 
     new, which were verified unmodified just before the ref moved. Literal paths, no globbing.
     """
     if not changed:
-        return
+        return None
     try:
         target = Repository(str(checkout), RepositoryOpenFlag.NO_SEARCH)
         target.checkout_tree(  # type: ignore[no-untyped-call]  # pygit2 1.21 ships it unannotated
@@ -315,7 +319,8 @@ def _follow(checkout: Path, new: Oid, changed: set[str], outcome: MergeOutcome) 
             paths=sorted(changed),
         )
     except (pygit2.GitError, OSError) as e:
-        raise CheckoutNotUpdated(outcome, checkout, e) from e
+        return e  # every checkout gets its chance before the first failure is reported
+    return None
 
 
 # --------------------------------------------------------------------------- compare and swap

@@ -317,6 +317,18 @@ def test_dirty_checkout_of_the_branch_is_refused(repo: Path) -> None:
     assert not (repo / "feature.txt").exists()
 
 
+def test_checkout_dirtied_while_the_integration_test_runs_is_refused(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = tip(repo, "main")
+    monkeypatch.setenv("MAIN_CHECKOUT", str(repo))
+    task = commit_files(repo, "liza/t", {str(SCRIPT): 'echo "human edit" >> "$MAIN_CHECKOUT/README.md"\n'})
+    with pytest.raises(CheckoutDirty, match="README.md: modified"):
+        merge(repo, task, branch="main", integration_test=SCRIPT)
+    assert tip(repo, "main") == before
+    assert (repo / "README.md").read_text() == "project\nhuman edit\n"
+
+
 def test_staged_change_in_checkout_is_refused(repo: Path) -> None:
     (repo / "staged.txt").write_text("s\n")
     git(repo, "add", "staged.txt")
