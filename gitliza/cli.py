@@ -361,13 +361,29 @@ def push(remote: Optional[str] = typer.Argument(None), agent: Optional[str] = Ag
     _run(_sync().push, agent, json, remote=remote)
 
 
+def _lean_app(args: list[str]) -> typer.Typer:
+    """An app holding only the command being run: typer inspects every command's signature when
+    it builds the click group (~1 ms each), which a one-shot CLI process should not pay for."""
+    name = args[0] if args else None
+    infos = [c for c in app.registered_commands
+             if name and (c.name or (c.callback.__name__ if c.callback else "")) == name]
+    if not infos:
+        return app  # help, groups (hooks ...), typos: the full app gives the full answer
+    lean = typer.Typer(name=app.info.name, add_completion=False, pretty_exceptions_enable=False,
+                       context_settings={"help_option_names": ["-h", "--help"]})
+    lean.registered_commands = infos
+    # A second (hidden) command keeps typer from collapsing the group into the lone command.
+    lean.command("-", hidden=True)(lambda: None)
+    return lean
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of `git-liza` / `gitliza`. Returns (and exits with) the exit code."""
     from gitliza.errors import EXIT_VALIDATION, LizaError
     from gitliza.output import err
     args = sys.argv[1:] if argv is None else argv
     try:
-        command = typer.main.get_command(app)
+        command = typer.main.get_command(_lean_app(args))
         code = command.main(args=args, prog_name="git liza", standalone_mode=False)
         code = code if isinstance(code, int) else 0
     except LizaError as e:

@@ -8,10 +8,9 @@ from typing import Any, Sequence
 from gitliza.commands import Env
 from gitliza.core import codec
 from gitliza.core.board import Board
-from gitliza.core.ops import (Abandon, Add, AnomalyOp, Block, ConfigSet, Discover, Finalize,
-                              HandoffOp, Heartbeat, Init, Note, Register, Rescope, SpecChangeOp,
-                              Unblock)
 from gitliza.core.ops.base import Op
+from gitliza.core.ops.planning import (Abandon, Add, ConfigSet, Finalize, Init, Register, Rescope,
+                                       Unblock)
 from gitliza.errors import ValidationError
 from gitliza.git.store import Committed
 
@@ -143,16 +142,19 @@ def abandon(env: Env, task: str, reason: str) -> int:
 
 def block(env: Env, task: str, reason: str, questions: Sequence[str],
           attempted: Sequence[str]) -> int:
+    from gitliza.core.ops.work import Block
     return _do(env, Block, task=task, reason=reason, questions=tuple(questions),
                attempted=tuple(attempted))
 
 
 def heartbeat(env: Env) -> int:
+    from gitliza.core.ops.work import Heartbeat
     return _do(env, Heartbeat)
 
 
 def discover(env: Env, description: str, disc_id: str | None, during: str | None,
              severity: str, urgency: str, recommendation: str | None) -> int:
+    from gitliza.core.ops.journal import Discover
     liza = env.liza()
 
     def make(board: Board, now: str) -> Op:
@@ -179,20 +181,24 @@ def parse_details(items: Sequence[str]) -> tuple[tuple[str, str | int | bool], .
 
 
 def anomaly(env: Env, type_: str, details: Sequence[str], task: str | None) -> int:
+    from gitliza.core.ops.journal import AnomalyOp
     return _do(env, AnomalyOp, type=type_, details=parse_details(details), task=task)
 
 
 def note(env: Env, message: str, for_task: str | None) -> int:
+    from gitliza.core.ops.journal import Note
     return _do(env, Note, message=message, for_task=for_task)
 
 
 def spec_change(env: Env, spec: str, change: str, triggered_by: str | None) -> int:
+    from gitliza.core.ops.journal import SpecChangeOp
     return _do(env, SpecChangeOp, spec=spec, change=change, triggered_by=triggered_by)
 
 
 def handoff(env: Env, task: str, summary: str, next_action: str, context_used: str | None,
             approach: str | None, blockers: str | None, files: Sequence[str],
             next_steps: Sequence[str]) -> int:
+    from gitliza.core.ops.work import HandoffOp
     return _do(env, HandoffOp, task=task, summary=summary, next_action=next_action,
                context_used=context_used, approach=approach, blockers=blockers,
                files_modified=tuple(files), next_steps=tuple(next_steps))

@@ -1,17 +1,26 @@
-"""All ops. Importing this package registers every op in `OPS` (name -> record class)."""
+"""All ops. Op classes are loaded on first use (PEP 562): a CLI command pays only for the op
+module it runs; `load_all()` (replay, `op_from_record`) registers every op in `OPS`."""
 from __future__ import annotations
 
-from gitliza.core.ops.base import OPS, Ctx, Event, Op, Outcome, apply, op_from_record
-from gitliza.core.ops.journal import AnomalyOp, Discover, Note, SpecChangeOp
-from gitliza.core.ops.planning import (Abandon, Add, ConfigSet, Finalize, Init, Register, Rescope,
-                                       Unblock)
-from gitliza.core.ops.work import (Block, Claim, ClaimReview, HandoffOp, Heartbeat, Merge,
-                                   Release, Submit, Verdict)
+import importlib
+from typing import Any
 
-__all__ = [
-    "OPS", "Ctx", "Event", "Op", "Outcome", "apply", "op_from_record",
-    "AnomalyOp", "Discover", "Note", "SpecChangeOp",
-    "Abandon", "Add", "ConfigSet", "Finalize", "Init", "Register", "Rescope", "Unblock",
-    "Block", "Claim", "ClaimReview", "HandoffOp", "Heartbeat", "Merge", "Release", "Submit",
-    "Verdict",
-]
+from gitliza.core.ops.base import OPS, Ctx, Event, Op, Outcome, apply, load_all, op_from_record
+
+_WHERE = {
+    "AnomalyOp": "journal", "Discover": "journal", "Note": "journal", "SpecChangeOp": "journal",
+    "Abandon": "planning", "Add": "planning", "ConfigSet": "planning", "Finalize": "planning",
+    "Init": "planning", "Register": "planning", "Rescope": "planning", "Unblock": "planning",
+    "Block": "work", "Claim": "work", "ClaimReview": "work", "HandoffOp": "work",
+    "Heartbeat": "work", "Merge": "work", "Release": "work", "Submit": "work", "Verdict": "work",
+}
+
+__all__ = ["OPS", "Ctx", "Event", "Op", "Outcome", "apply", "load_all", "op_from_record",
+           *_WHERE]
+
+
+def __getattr__(name: str) -> Any:
+    mod = _WHERE.get(name)
+    if mod is None:
+        raise AttributeError(name)
+    return getattr(importlib.import_module(f"gitliza.core.ops.{mod}"), name)

@@ -64,6 +64,15 @@ class Op:
 
 
 OPS: dict[str, type[Op]] = {}
+OP_MODULES = ("gitliza.core.ops.planning", "gitliza.core.ops.work", "gitliza.core.ops.journal")
+
+
+def load_all() -> dict[str, type[Op]]:
+    """Import every op module (each registers its ops) and return the registry."""
+    import importlib
+    for name in OP_MODULES:
+        importlib.import_module(name)
+    return OPS
 
 
 def register_op(cls: type[Op]) -> type[Op]:
@@ -74,7 +83,7 @@ def register_op(cls: type[Op]) -> type[Op]:
 
 def op_from_record(name: str, actor: str, time: str, args: dict[str, Any]) -> Op:
     """Rebuild an op from what a commit recorded (its trailers). Strict: forged args are refused."""
-    cls = OPS.get(name)
+    cls = OPS.get(name) or load_all().get(name)
     if cls is None:
         raise ValidationError(f"unknown op {name!r}")
     if not isinstance(args, dict) or "actor" in args or "time" in args:
