@@ -1,0 +1,107 @@
+"""Work and review commands: claim, release, submit, claim-review, verdict, merge, doctor.
+
+Thin: the logic is in gitliza/lifecycle.py (a library the supervisor uses in-process); these
+functions print what it did, in the style of commands/board.py, and return the exit code.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from gitliza import lifecycle as life
+from gitliza.commands import Env
+from gitliza.commands.board import report
+from gitliza.errors import EXIT_INCONSISTENT
+
+
+def _notices(env: Env, notes: tuple[str, ...], already: tuple[str, ...]) -> None:
+    """Notices the transition report did not print already (disk-side ones)."""
+    if env.json:
+        return
+    for n in notes:
+        if n not in already:
+            env.out.notice(n)
+
+
+def claim(env: Env, task: str | None) -> int:
+    res = life.claim(env.liza(), task)
+    extra: dict[str, Any] = {
+        "task": res.task, "status": res.status.value,
+        "worktree": str(res.worktree) if res.worktree else None, "branch": res.branch,
+        "base_commit": res.base_commit, "reused": res.reused, "notices": list(res.notices),
+    }
+    report(env, res.committed, extra)
+    if not env.json and res.worktree is not None:
+        env.out.line(f"worktree {res.worktree} (branch {res.branch}, base "
+                     f"{str(res.base_commit)[:12]}{', reused' if res.reused else ''})")
+    _notices(env, res.notices, res.committed.outcome.notices)
+    return 0
+
+
+def release(env: Env, task: str) -> int:
+    done = life.release(env.liza(), task)
+    report(env, done.committed, {"notices": list(done.notices)})
+    _notices(env, done.notices, done.committed.outcome.notices)
+    return 0
+
+
+def submit(env: Env, task: str, commit: str | None) -> int:
+    done = life.submit(env.liza(), task, commit)
+    return report(env, done.committed, {"worktree": str(done.worktree)})
+
+
+def claim_review(env: Env, task: str | None) -> int:
+    done = life.claim_review(env.liza(), task)
+    tid = done.committed.outcome.event.task
+    t = done.committed.outcome.board.task(tid) if tid else None
+    review = t.review_commit if t is not None else None
+    report(env, done.committed, {"worktree": str(done.worktree) if done.worktree else None,
+                                 "review_commit": review})
+    if not env.json and done.worktree is not None:
+        env.out.line(f"review {review} in {done.worktree}")
+    return 0
+
+
+def verdict(env: Env, task: str, decision: str, reason: str | None, commit: str | None) -> int:
+    done = life.verdict(env.liza(), task, decision, reason, commit)
+    return report(env, done.committed)
+
+
+def merge(env: Env, task: str) -> int:
+    try:
+        res = life.merge(env.liza(), task)
+    except life.MergeFailed as e:
+        # The INTEGRATION_FAILED transition was recorded: show it, then the CLI prints the
+        # one-line reason and exits 3.
+        if env.json:
+            report(env, e.committed, {"result": "failed", "reason": e.message})
+        raise
+    m = res.merge
+    report(env, res.committed, {
+        "result": "merged", "branch": res.branch, "kind": m.kind, "old": str(m.old),
+        "merge_commit": str(m.new), "integration_tested": m.integration_tested,
+        "notices": list(res.notices)})
+    if not env.json:
+        env.out.line(f"{res.branch}: {m.kind} {str(m.old)[:12]} -> {str(m.new)[:12]}"
+                     f"{' (integration test passed)' if m.integration_tested else ''}")
+    _notices(env, res.notices, res.committed.outcome.notices)
+    return 0
+
+
+def doctor(env: Env, fix: bool) -> int:
+    rep = life.doctor(env.liza(), fix)
+    remaining = rep.remaining
+    if env.json:
+        env.out.json({
+            "problems": [p.__dict__ for p in rep.problems], "busy": rep.busy,
+            "fixed": sum(p.fixed for p in rep.problems), "remaining": len(remaining)})
+    else:
+        for p in rep.problems:
+            state = "fixed" if p.fixed else ("fixable with --fix" if p.fixable and not fix
+                                             else "NOT fixed")
+            err = f" ({p.error})" if p.error else ""
+            env.out.line(f"{p.kind} {p.subject}: {p.detail} [{state}]{err}")
+        for tid in rep.busy:
+            env.out.line(f"busy {tid}: a claim or merge is in progress; not examined")
+        if not rep.problems:
+            env.out.line("doctor: board and disk agree")
+    return EXIT_INCONSISTENT if remaining else 0

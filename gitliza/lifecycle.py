@@ -1,0 +1,772 @@
+"""The task lifecycle on disk and on the board: claim into a worktree, submit, review, merge, and
+the recovery of whatever a crash leaves between the two (`doctor`).
+
+The pure core decides every board rule (leases, iterations, review cycles, exhaustion); this module
+is the shell around it. It makes the git side (worktrees, branches, the integration branch) agree
+with the board, in an order that never leaves a CLAIMED task without its worktree:
+
+    claim  = validate (dry-run the core op) -> create the worktree -> commit CLAIMED by CAS
+             (on failure: remove the worktree again)
+    merge  = validate -> merge review_commit into the integration branch by CAS -> commit MERGED
+             (a crash in between is finished by `doctor --fix`)
+
+Two refs cannot be moved atomically, so each gap is either undone on failure or recognised by
+`doctor`. Local mutual exclusion per task (`task_lock`) keeps concurrent commands of this machine
+out of each other's gaps: a second claimer of the same task, `doctor`, `merge` and the cleanup
+after abandon all wait for (or skip) a task whose claim is in flight.
+
+Library API, usable in-process (the CLI in gitliza/commands/lifecycle.py is a thin layer):
+
+    liza = Liza.open(".", agent="coder-1")
+    res = claim(liza)                    # ClaimResult: task, worktree, branch, base_commit, ...
+    submit(liza, res.task)               # worktree HEAD becomes review_commit
+"""
+from __future__ import annotations
+
+import dataclasses
+import fcntl
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pygit2
+from pygit2 import Oid, Repository
+
+from gitliza.core import clock
+from gitliza.core.board import Board
+from gitliza.core.ids import check_id
+from gitliza.core.invariants import claimable, reviewable
+from gitliza.core.model import Task
+from gitliza.core.ops import (Claim, ClaimReview, Merge, Op, Release, Submit, Verdict,
+                              apply as core_apply)
+from gitliza.core.ops.work import worktree_path
+from gitliza.core.states import TERMINAL, TaskState
+from gitliza.errors import (ConcurrencyConflict, GitFailure, IllegalTransition, InconsistentState,
+                            LizaError, NotFound, ValidationError)
+from gitliza.git.store import STALE_LOCK_SECONDS, Committed
+from gitliza.git.worktrees import (WORKTREES_DIR, add_task_worktree, clean_sync_problems,
+                                   common_dir, contained_path, list_task_branches,
+                                   list_task_worktrees, ref_oid, remove_task_worktree,
+                                   task_branch, worktree_head)
+
+if TYPE_CHECKING:
+    from gitliza.api import Liza
+    from gitliza.git.merge import MergeOutcome
+
+S = TaskState
+INTEGRATION_TEST = "scripts/integration-test.sh"
+# Test hook: sleep this many seconds between creating the worktree and committing CLAIMED, so a
+# test can SIGKILL a claim inside its two-phase gap. Never set in production.
+PAUSE_ENV = "LIZA_TEST_PAUSE_AFTER_WORKTREE"
+PAUSED_MARK = "LIZA_TEST_PAUSED"
+TASK_LOCK_DIR = "liza-task-locks"
+TASK_LOCK_TIMEOUT = 60.0  # a claim or merge of one task holds its lock for milliseconds
+MERGE_ATTEMPTS = 3  # the integration branch moved under us (another merge): merge again
+NO_SHA = "0" * 40  # placeholder commit for dry-runs whose real commit is not known yet
+REASON_MAX = 1000
+
+
+def warn(text: str) -> None:
+    """Warnings that a library caller cannot act on otherwise (kept worktrees, lagging checkouts)."""
+    sys.stderr.write(f"gitliza: warning: {text}\n")
+
+
+# -- locations ------------------------------------------------------------------------------------
+def main_root(repo: Repository) -> Path:
+    """The main worktree, even when `repo` was opened inside a task worktree."""
+    main = Repository(str(common_dir(repo)))
+    if main.is_bare or main.workdir is None:
+        raise ValidationError(f"{main.path} is a bare repository: task worktrees need a main "
+                              "worktree")
+    return Path(main.workdir).resolve()
+
+
+def task_dir(repo: Repository, task: str) -> Path:
+    """`<main>/.worktrees/<task>`, checked to stay inside the repository (ids, `..`, symlinks)."""
+    check_id(task, "task id")
+    root = main_root(repo)
+    path = contained_path(root, worktree_path(task))
+    if path != root / WORKTREES_DIR / task:  # a symlink that stays inside is still refused
+        raise ValidationError(f"{root / WORKTREES_DIR / task} is a symlink; refusing to use it")
+    return path
+
+
+def integration_tip(repo: Repository, branch: str) -> Oid:
+    ref = repo.references.get(f"refs/heads/{branch}")
+    if ref is None:
+        raise ValidationError(f"integration branch {branch} does not exist",
+                              hint=f"create it: `git branch {branch} <start>`")
+    return ref_oid(ref)
+
+
+def ensure_integration_branch(liza: Liza, branch: str) -> str | None:
+    """Create `branch` at the current HEAD if it is missing (called after `init`). Returns its
+    tip, or None when HEAD has no commit yet (claim will say how to create the branch)."""
+    repo: Repository = liza.repo
+    ref = repo.references.get(f"refs/heads/{branch}")
+    if ref is not None:
+        return str(ref_oid(ref))
+    if repo.head_is_unborn:
+        warn(f"integration branch {branch} not created: HEAD has no commit yet")
+        return None
+    head = repo.head.peel(pygit2.Commit).id
+    with suppress(pygit2.AlreadyExistsError):  # created concurrently: theirs is as good
+        repo.references.create(f"refs/heads/{branch}", head, force=False)
+    return str(ref_oid(repo.references[f"refs/heads/{branch}"]))
+
+
+# -- per-task mutual exclusion --------------------------------------------------------------------
+@contextmanager
+def task_lock(repo: Repository, task: str, *, timeout: float | None = TASK_LOCK_TIMEOUT
+              ) -> Iterator[bool]:
+    """flock on `<commondir>/liza-task-locks/<task>.lock`; yields whether it was acquired
+    (`timeout=0`: try once; None: wait forever; otherwise ConcurrencyConflict after `timeout`).
+
+    The kernel drops the lock when the holder dies (a SIGKILLed claim leaves no stale lock). The
+    holder unlinks the file before releasing it so that locks do not pile up; a waiter that then
+    gets the old inode notices (the path is gone or is a new file) and locks again.
+    """
+    check_id(task, "task id")
+    folder = common_dir(repo) / TASK_LOCK_DIR
+    folder.mkdir(exist_ok=True)
+    path = folder / f"{task}.lock"
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        if not _flock(fd, deadline):
+            os.close(fd)
+            if timeout == 0:
+                yield False
+                return
+            raise ConcurrencyConflict(f"{task} is locked by another gitliza command ({path})",
+                                      hint="retry when it has finished")
+        try:
+            same = os.stat(path).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)
+    try:
+        yield True
+    finally:
+        with suppress(FileNotFoundError):
+            os.unlink(path)
+        os.close(fd)
+
+
+def _flock(fd: int, deadline: float | None) -> bool:
+    if deadline is None:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        return True
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.01)
+
+
+# -- claim ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ClaimResult:
+    committed: Committed
+    task: str
+    status: TaskState  # CLAIMED, or BLOCKED when the claim exhausted the task
+    worktree: Path | None  # absolute; None when not claimed
+    branch: str | None
+    base_commit: str | None
+    reused: bool  # the coder's existing worktree was kept (re-claim after REJECTED, ...)
+    notices: tuple[str, ...] = ()
+
+
+class _Replan(Exception):
+    """The board changed between the dry-run and the commit so that the claim would now end
+    differently (CLAIMED vs BLOCKED): start the claim over instead of committing a surprise."""
+
+
+def claim(liza: Liza, task: str | None = None) -> ClaimResult:
+    """Claim `task`, or the best claimable task for this coder (priority, then age).
+
+    Without `task`, a candidate whose claim fails because the task moved on (IllegalTransition,
+    another process holding its lock) is skipped for the next one; errors about the coder itself
+    (wrong role, busy on another task) are raised at once. A claim that exhausts a task (BLOCKED)
+    is recorded, and the next candidate is tried.
+    """
+    if task is not None:
+        with task_lock(liza.repo, task) as _:
+            return _claim_locked(liza, task)
+    notices: list[str] = []
+    tried: set[str] = set()
+    last: LizaError | None = None
+    while True:
+        board, now = liza.board(), liza.now()
+        candidates = [t.id for t in _claim_candidates(board, now, liza.agent) if t.id not in tried]
+        if not candidates:
+            if last is not None:
+                raise last
+            raise NotFound(f"no claimable task for {liza.agent}",
+                           hint="`git liza ready` lists claimable tasks")
+        result = _claim_first_free(liza, candidates, tried)
+        if isinstance(result, LizaError):
+            last = result
+            continue
+        if result is None:
+            continue
+        notices += result.notices
+        if result.status == S.CLAIMED:
+            return dataclasses.replace(result, notices=tuple(notices))
+        tried.add(result.task)
+
+
+def _claim_candidates(board: Board, now: str, coder: str) -> list[Task]:
+    """Claimable tasks for `coder`, best first; its own task back from review comes first."""
+    found = claimable(board, now, coder)
+    me = board.agent(coder)
+    mine = [t for t in found if me is not None and t.id == me.current_task]
+    return mine + [t for t in found if t not in mine]
+
+
+def _claim_first_free(liza: Liza, candidates: list[str], tried: set[str]
+                      ) -> ClaimResult | LizaError | None:
+    """Claim the first candidate whose lock is free, so that concurrent claimers spread over the
+    tasks instead of queueing on the same best one; when every lock is held, wait for the best."""
+    for tid in candidates:
+        with task_lock(liza.repo, tid, timeout=0) as got:
+            if got:
+                return _claim_or_skip(liza, tid, tried)
+    with task_lock(liza.repo, candidates[0]):
+        return _claim_or_skip(liza, candidates[0], tried)
+
+
+def _claim_or_skip(liza: Liza, tid: str, tried: set[str]) -> ClaimResult | LizaError:
+    try:
+        return _claim_locked(liza, tid)
+    except (IllegalTransition, NotFound) as e:  # the task moved on: the caller tries the next
+        tried.add(tid)
+        return e
+
+
+def _claim_locked(liza: Liza, task: str) -> ClaimResult:
+    for _ in range(3):
+        try:
+            return _claim_attempt(liza, task)
+        except _Replan:
+            continue
+    raise ConcurrencyConflict(f"{task} kept changing during the claim; nothing was changed",
+                              hint="retry")
+
+
+def _claim_attempt(liza: Liza, task: str) -> ClaimResult:
+    repo: Repository = liza.repo
+    board, now = liza.board(), liza.now()
+    rel = worktree_path(task)
+    t = board.task(task)
+    reuse = (t is not None and t.assigned_to == liza.agent and t.base_commit is not None
+             and t.status in (S.REJECTED, S.INTEGRATION_FAILED, S.CLAIMED))
+    if reuse:
+        assert t is not None and t.base_commit is not None
+        base = t.base_commit
+    else:
+        base = str(integration_tip(repo, board.config.integration_branch))
+    # Phase 1: the core decides on the current board, nothing is touched if it refuses.
+    probe = Claim(actor=liza.agent, time=now, task=task, worktree=rel, base_commit=base)
+    claims = _claim_outcome(board, probe, task)
+
+    def make_op(fresh: Board, at: str) -> Op:
+        op: Op = Claim(actor=liza.agent, time=at, task=task, worktree=rel, base_commit=base)
+        if _claim_outcome(fresh, op, task) != claims:
+            raise _Replan()
+        return op
+
+    if not claims:  # exhaustion: record BLOCKED, no worktree is made
+        done = liza.apply(make_op)
+        return ClaimResult(done, task, S.BLOCKED, None, None, None, False,
+                           done.outcome.notices)
+    # Phase 2: the worktree. Phase 3: CLAIMED by CAS, make_op re-validating on every retry.
+    path, created = _prepare_worktree(repo, task, Oid(hex=base), reuse)
+    _test_pause(task)
+    try:
+        done = liza.apply(make_op)
+    except BaseException:
+        if created:  # never remove a worktree this claim did not make (the coder's own work)
+            with suppress(LizaError):
+                remove_task_worktree(repo, task)
+        raise
+    return ClaimResult(done, task, S.CLAIMED, path, task_branch(task), base, not created,
+                       done.outcome.notices)
+
+
+def _claim_outcome(board: Board, op: Op, task: str) -> bool:
+    """True if `op` claims the task, False if it moves it to BLOCKED; raises if it is refused."""
+    out = core_apply(board, op)
+    t = out.board.task(task)
+    return t is not None and t.status == S.CLAIMED
+
+
+def _prepare_worktree(repo: Repository, task: str, base: Oid, reuse: bool) -> tuple[Path, bool]:
+    """The worktree for a claim, and whether this claim created it from scratch.
+
+    Re-claim by the same coder keeps its checkout (and its commits on `liza/<task>`); when the
+    directory is gone it is recreated at the branch tip, or at base if the branch is gone too.
+    Any other claim starts fresh from the integration tip: leftovers belong to nobody (the board
+    says so, and the task lock keeps concurrent claimers of this task out) or to a coder whose
+    lease was taken over.
+    """
+    path = task_dir(repo, task)
+    if not reuse:
+        return add_task_worktree(repo, task, base, fresh=True).path, True
+    branch = repo.references.get(f"refs/heads/{task_branch(task)}")
+    if path.is_dir() and branch is not None and _on_branch(path, task):
+        return path, False
+    start = ref_oid(branch) if branch is not None else base
+    add_task_worktree(repo, task, start)
+    return path, False
+
+
+def _on_branch(path: Path, task: str) -> bool:
+    try:
+        head = Repository(str(path), pygit2.enums.RepositoryOpenFlag.NO_SEARCH).head
+    except (pygit2.GitError, KeyError):
+        return False
+    return bool(head.name == f"refs/heads/{task_branch(task)}")
+
+
+def _test_pause(task: str) -> None:
+    raw = os.environ.get(PAUSE_ENV)
+    if not raw:
+        return
+    sys.stderr.write(f"{PAUSED_MARK} {task}\n")
+    sys.stderr.flush()
+    time.sleep(float(raw))
+
+
+# -- release, submit, review ----------------------------------------------------------------------
+@dataclass(frozen=True)
+class Done:
+    """A committed transition plus what the shell did or could not do on disk."""
+
+    committed: Committed
+    worktree: Path | None = None
+    notices: tuple[str, ...] = field(default=())
+
+
+def release(liza: Liza, task: str) -> Done:
+    """Give a claimed task back: UNCLAIMED, then its worktree and branch go (work is discarded;
+    a dirty worktree is kept with a warning)."""
+    with task_lock(liza.repo, task):
+        done = liza.do(Release, task=task)
+        notes = _drop_worktree(liza, task)
+    return Done(done, None, done.outcome.notices + notes)
+
+
+def _dry_run(liza: Liza, op: Op, board: Board | None = None) -> Board:
+    """Run the core on the current board first, so that a stood-down agent hears "stand down"
+    (LeaseLost) rather than an error about a worktree that now belongs to someone else."""
+    b = liza.board() if board is None else board
+    core_apply(b, op)
+    return b
+
+
+def _require_task(board: Board, task: str) -> Task:
+    t = board.task(task)
+    if t is None:
+        raise NotFound(f"no task {task!r}", hint="`git liza status` lists the tasks")
+    return t
+
+
+def _existing_task_dir(repo: Repository, t: Task) -> Path:
+    path = task_dir(repo, t.id)
+    if not (path / ".git").exists():
+        raise ValidationError(f"{t.id}'s worktree {path} is missing",
+                              hint="`git liza doctor --fix` recreates it from the task branch")
+    return path
+
+
+def resolve_commit(repo: Repository, rev: str) -> str:
+    try:
+        return str(repo.revparse_single(rev).peel(pygit2.Commit).id)
+    except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
+        raise ValidationError(f"{rev!r} is not a commit in this repository") from None
+
+
+def submit(liza: Liza, task: str, commit: str | None = None) -> Done:
+    """Clean-sync check of the task worktree, then READY_FOR_REVIEW with review_commit = its HEAD
+    (`commit`, if given, must name that same commit). Nothing changes when the check fails."""
+    repo: Repository = liza.repo
+    board = _dry_run(liza, Submit(actor=liza.agent, time=liza.now(), task=task, commit=NO_SHA))
+    t = _require_task(board, task)
+    path = _existing_task_dir(repo, t)
+    problems = clean_sync_problems(path)
+    if problems:
+        shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more"
+                                            if len(problems) > 5 else "")
+        raise ValidationError(f"{task}: worktree {path} is not clean (Clean Sync Invariant): "
+                              f"{shown}", hint="commit, or remove, every change, then submit")
+    head = str(worktree_head(path))
+    if commit is not None and resolve_commit(repo, commit) != head:
+        raise ValidationError(f"--commit {commit} is not the worktree HEAD {head[:12]}",
+                              hint="submit what is checked out in the task worktree")
+    if t.base_commit is not None:
+        if head == t.base_commit:
+            raise ValidationError(f"{task}: nothing committed since base {head[:12]}",
+                                  hint="commit your work in the task worktree first")
+        if not repo.descendant_of(Oid(hex=head), Oid(hex=t.base_commit)):
+            raise ValidationError(f"{task}: HEAD {head[:12]} does not descend from base_commit "
+                                  f"{t.base_commit[:12]}",
+                                  hint="rebase or merge onto the base instead of replacing it")
+    done = liza.do(Submit, task=task, commit=head)
+    return Done(done, path, done.outcome.notices)
+
+
+def claim_review(liza: Liza, task: str | None = None) -> Done:
+    """Take a review lease on `task`, or on the oldest waiting review this reviewer may take."""
+    me = liza.agent
+
+    def make_op(board: Board, now: str) -> Op:
+        pick = task
+        if pick is None:
+            found = [t for t in reviewable(board, now, me) if me not in t.failed_by]
+            if not found:
+                raise NotFound(f"nothing to review for {me}")
+            pick = found[0].id
+        op: Op = ClaimReview(actor=me, time=now, task=pick)
+        return op
+
+    done = liza.apply(make_op)
+    tid = done.outcome.event.task
+    path = task_dir(liza.repo, tid) if tid else None
+    return Done(done, path, done.outcome.notices)
+
+
+def verdict(liza: Liza, task: str, decision: str, reason: str | None = None,
+            commit: str | None = None) -> Done:
+    """Approve or reject. The reviewed commit (default: the worktree HEAD) must be review_commit
+    (the core checks), and so must the worktree HEAD: a HEAD that moved after submit means the
+    reviewer looked at something else than what would be merged."""
+    repo: Repository = liza.repo
+    board = liza.board()
+    t = _require_task(board, task)
+    reviewed = resolve_commit(repo, commit) if commit is not None else None
+    _dry_run(liza, Verdict(actor=liza.agent, time=liza.now(), task=task, verdict=decision,
+                           commit=reviewed or t.review_commit or NO_SHA, reason=reason), board)
+    path = _existing_task_dir(repo, t)
+    head = str(worktree_head(path))
+    if head != t.review_commit:
+        raise ValidationError(f"{task}: worktree HEAD {head[:12]} is not the submitted "
+                              f"review_commit {str(t.review_commit)[:12]}",
+                              hint=f"review exactly {t.review_commit}: `git -C {path} checkout "
+                                   f"{t.review_commit}`, or have the coder resubmit")
+    done = liza.do(Verdict, task=task, verdict=decision, commit=reviewed or head, reason=reason)
+    return Done(done, path, done.outcome.notices)
+
+
+# -- merge ----------------------------------------------------------------------------------------
+class MergeFailed(GitFailure):
+    """Conflict or failing integration test: INTEGRATION_FAILED was recorded, branch untouched."""
+
+    code = "INTEGRATION_FAILED"
+
+    def __init__(self, message: str, committed: Committed, *, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.committed = committed
+
+
+@dataclass(frozen=True)
+class MergeResult:
+    committed: Committed
+    merge: MergeOutcome
+    branch: str
+    notices: tuple[str, ...] = ()
+
+
+def merge(liza: Liza, task: str, *, integration_timeout: float | None = None) -> MergeResult:
+    """Merge exactly the approved review_commit into the integration branch, then record MERGED
+    and remove the task's worktree and branch. A conflict or a failing integration test records
+    INTEGRATION_FAILED and raises MergeFailed (exit 3), the integration branch untouched."""
+    from gitliza.git.merge import (CheckoutNotUpdated, IntegrationTestFailed, MergeConflict,
+                                   merge_commit_into)
+    repo: Repository = liza.repo
+    with task_lock(repo, task):
+        board = liza.board()
+        t = _require_task(board, task)
+        _dry_run(liza, Merge(actor=liza.agent, time=liza.now(), task=task, result="merged",
+                             merge_commit=t.review_commit or NO_SHA), board)
+        assert t.review_commit is not None  # APPROVED implies it (the core checked the state)
+        branch = board.config.integration_branch
+        review = Oid(hex=t.review_commit)
+        notes: list[str] = []
+        for attempt in range(1, MERGE_ATTEMPTS + 1):
+            try:
+                outcome = merge_commit_into(
+                    repo, branch, review, message=_merge_message(t, branch),
+                    signature=_signature(liza.agent, liza.now()),
+                    integration_test=Path(INTEGRATION_TEST),
+                    integration_timeout=integration_timeout)
+            except ConcurrencyConflict:
+                if attempt == MERGE_ATTEMPTS:
+                    raise
+                continue
+            except (MergeConflict, IntegrationTestFailed) as e:
+                reason = _one_line(str(e))
+                failed = liza.apply(lambda _b, now: Merge(actor=liza.agent, time=now, task=task,
+                                                         result="failed", reason=reason))
+                raise MergeFailed(f"merge {task} failed: {reason}", failed,
+                                  hint=f"{branch} was not changed; {task} is INTEGRATION_FAILED "
+                                       "and can be claimed again") from e
+            except CheckoutNotUpdated as e:  # the branch moved: the merge itself is done
+                outcome = e.outcome
+                notes.append(str(e))
+            break
+        try:
+            done = liza.apply(lambda _b, now: Merge(actor=liza.agent, time=now, task=task,
+                                                   result="merged",
+                                                   merge_commit=str(outcome.new)))
+        except LizaError as e:
+            # Two refs cannot move together: the branch has the work, the board says APPROVED.
+            raise InconsistentState(
+                f"{branch} now contains {task}'s review commit (at {outcome.new}) but MERGED "
+                f"could not be recorded: {e}",
+                hint="`git liza doctor --fix` records it; do not merge again by hand") from e
+        notes += _drop_worktree(liza, task)
+    return MergeResult(done, outcome, branch, done.outcome.notices + tuple(notes))
+
+
+def _merge_message(t: Task, branch: str) -> str:
+    return (f"Merge {t.id} into {branch}\n\n{_one_line(t.description)[:200]}\n\n"
+            f"Liza-Task: {t.id}\nLiza-Review-Commit: {t.review_commit}\n"
+            f"Liza-Approved-By: {t.approved_by}\n")
+
+
+def _signature(actor: str, now: str) -> pygit2.Signature:
+    return pygit2.Signature(actor, f"{actor}@liza.invalid", clock.to_epoch(now), 0)
+
+
+def _one_line(text: str) -> str:
+    one = " ".join(text.split())
+    return one if len(one) <= REASON_MAX else one[: REASON_MAX - 3] + "..."
+
+
+# -- cleanup --------------------------------------------------------------------------------------
+def _holds_worktree(t: Task | None) -> bool:
+    """Whether the board says this task's worktree must exist (it names one and is live)."""
+    return t is not None and t.worktree is not None and t.status not in TERMINAL
+
+
+def _drop_worktree(liza: Liza, task: str) -> tuple[str, ...]:
+    """Remove the task's worktree and branch unless the board (re-read: the caller holds the task
+    lock) still holds them, or the checkout is dirty (kept, with a warning)."""
+    repo: Repository = liza.repo
+    if _holds_worktree(liza.board().task(task)):
+        return ()
+    path = task_dir(repo, task)
+    if (path / ".git").exists():
+        try:
+            problems = clean_sync_problems(path)
+        except LizaError as e:
+            problems = [str(e)]
+        if problems:
+            msg = (f"kept {path}: it has uncommitted changes ({'; '.join(problems[:3])}); "
+                   f"remove it with `git worktree remove --force {path}` and `git branch -D "
+                   f"{task_branch(task)}` once you have saved what you need")
+            warn(msg)
+            return (msg,)
+    remove_task_worktree(repo, task)
+    return ()
+
+
+def cleanup_after(liza: Liza, committed: Committed) -> list[str]:
+    """After abandon/rescope/unblock (board.py calls this): a task the board no longer gives a
+    worktree loses it and its branch, unless the checkout is dirty (kept, warned)."""
+    tid = committed.outcome.event.task
+    if tid is None:
+        return []
+    with task_lock(liza.repo, tid):
+        return list(_drop_worktree(liza, tid))
+
+
+# -- doctor ---------------------------------------------------------------------------------------
+@dataclass
+class Problem:
+    kind: str  # stale-lock | stray-worktree | stray-branch | missing-worktree | approved-merged
+    subject: str  # a task id or a path
+    detail: str
+    fixable: bool
+    fixed: bool = False
+    error: str | None = None
+
+
+@dataclass
+class DoctorReport:
+    problems: list[Problem]
+    busy: list[str]  # tasks skipped because a claim/merge holds their lock right now
+
+    @property
+    def remaining(self) -> list[Problem]:
+        return [p for p in self.problems if not p.fixed]
+
+
+def doctor(liza: Liza, fix: bool = False) -> DoctorReport:
+    """Compare the board with the disk; with `fix`, repair what is safe:
+    - stale ref lock files (a crashed writer) are removed;
+    - worktrees and `liza/*` branches the board does not explain are removed when they hold no
+      work (clean, and the branch tip is already in the integration branch);
+    - a worktree the board needs but that is missing is recreated from the task branch;
+    - an APPROVED task whose review_commit is already in the integration branch (a merge whose
+      board write failed) is recorded MERGED.
+    Every task is examined under its lock with a fresh board, so a claim in flight is never
+    mistaken for a leftover."""
+    repo: Repository = liza.repo
+    report = DoctorReport([], [])
+    report.problems += _stale_locks(liza, fix)
+    board = liza.board()
+    on_disk = {e.task_id for e in list_task_worktrees(repo)}
+    ids = on_disk | set(list_task_branches(repo))
+    ids |= {t.id for t in board.tasks() if _holds_worktree(t) or t.status == S.APPROVED}
+    for tid in sorted(ids):
+        if not _lockable_id(tid):
+            report.problems.append(Problem("stray-worktree", tid, "not a valid task id: remove "
+                                           "it by hand", False))
+            continue
+        with task_lock(repo, tid, timeout=0) as got:
+            if not got:
+                report.busy.append(tid)
+                continue
+            report.problems += _examine(liza, tid, fix)
+    return report
+
+
+def _lockable_id(tid: str) -> bool:
+    try:
+        check_id(tid, "task id")
+    except ValidationError:
+        return False
+    return True
+
+
+def _stale_locks(liza: Liza, fix: bool) -> list[Problem]:
+    repo: Repository = liza.repo
+    board = liza.board()
+    refs = [liza.store.ref, f"refs/heads/{board.config.integration_branch}"]
+    out = []
+    for ref in refs:
+        path = common_dir(repo) / f"{ref}.lock"
+        try:
+            age = time.time() - path.stat().st_mtime
+        except FileNotFoundError:
+            continue
+        if age < STALE_LOCK_SECONDS:
+            continue  # a live writer holds it for microseconds
+        p = Problem("stale-lock", str(path), f"{ref} lock is {age:.0f}s old: a writer crashed",
+                    True)
+        if fix:
+            path.unlink(missing_ok=True)
+            p.fixed = True
+        out.append(p)
+    return out
+
+
+def _examine(liza: Liza, tid: str, fix: bool) -> list[Problem]:
+    repo: Repository = liza.repo
+    board = liza.board()  # fresh, under the task lock
+    t = board.task(tid)
+    branch = board.config.integration_branch
+    tip = repo.references.get(f"refs/heads/{branch}")
+    integ = ref_oid(tip) if tip is not None else None
+    path = task_dir(repo, tid)
+    entries = [e for e in list_task_worktrees(repo) if e.task_id == tid]
+    branch_tip = list_task_branches(repo).get(tid)
+    out: list[Problem] = []
+    if t is not None and t.status == S.APPROVED and t.review_commit and integ is not None \
+            and _contains(repo, integ, Oid(hex=t.review_commit)):
+        p = Problem("approved-merged", tid, f"{branch} already contains review_commit "
+                    f"{t.review_commit[:12]} but the board says APPROVED", True)
+        out.append(p)
+        if fix:
+            _attempt(p, lambda: _record_merged(liza, tid, integ, Oid(hex=t.review_commit or "")))
+        return out
+    if _holds_worktree(t):
+        assert t is not None
+        if not (path / ".git").exists():
+            p = Problem("missing-worktree", tid, f"{t.status} task's worktree {path} is missing",
+                        True)
+            out.append(p)
+            if fix:
+                start = branch_tip or Oid(hex=t.review_commit or t.base_commit or str(integ))
+                _attempt(p, lambda: add_task_worktree(repo, tid, start))
+        return out
+    if entries:
+        what = "a directory git does not know" if not entries[0].registered else (
+            "admin data whose directory is gone" if entries[0].prunable else "a worktree")
+        safe, why = _disposable(repo, path, branch_tip, integ)
+        p = Problem("stray-worktree", tid, f"{path}: {what} that no task holds ({why})", safe)
+        out.append(p)
+        if fix and safe:
+            _attempt(p, lambda: remove_task_worktree(repo, tid))
+    elif branch_tip is not None:
+        safe, why = _disposable(repo, None, branch_tip, integ)
+        p = Problem("stray-branch", tid, f"branch {task_branch(tid)} that no task holds ({why})",
+                    safe)
+        out.append(p)
+        if fix and safe:
+            _attempt(p, lambda: remove_task_worktree(repo, tid))
+    return out
+
+
+def _attempt(p: Problem, action: Callable[[], object]) -> None:
+    try:
+        action()
+        p.fixed = True
+    except LizaError as e:
+        p.error = str(e)
+
+
+def _contains(repo: Repository, tip: Oid, commit: Oid) -> bool:
+    return bool(tip == commit or repo.descendant_of(tip, commit))
+
+
+def _disposable(repo: Repository, path: Path | None, branch_tip: Oid | None,
+                integ: Oid | None) -> tuple[bool, str]:
+    """Whether removing a leftover loses nothing: clean checkout, no commit outside integration."""
+    if path is not None and (path / ".git").exists():
+        try:
+            problems = clean_sync_problems(path)
+        except LizaError as e:
+            problems = [str(e)]
+        if problems:
+            return False, f"uncommitted changes: {'; '.join(problems[:3])}; inspect and remove it " \
+                          "by hand"
+    if branch_tip is not None and (integ is None or not _contains(repo, integ, branch_tip)):
+        return False, f"branch tip {str(branch_tip)[:12]} has commits outside the integration " \
+                      "branch; inspect and delete it by hand"
+    return True, "holds no work"
+
+
+def _record_merged(liza: Liza, task: str, integ: Oid, review: Oid) -> None:
+    """Finish a merge whose board write failed: MERGED with the integration commit that brought
+    review_commit in (the oldest first-parent ancestor of the tip that still contains it)."""
+    repo: Repository = liza.repo
+    merge_commit = _first_parent_introducing(repo, integ, review)
+    liza.apply(lambda _b, now: Merge(actor=liza.agent, time=now, task=task, result="merged",
+                                     merge_commit=str(merge_commit)))
+    _drop_worktree(liza, task)
+
+
+def _first_parent_introducing(repo: Repository, tip: Oid, review: Oid, limit: int = 10000) -> Oid:
+    found = tip
+    commit = repo[tip].peel(pygit2.Commit)
+    for _ in range(limit):
+        if not _contains(repo, commit.id, review):
+            break
+        found = commit.id
+        if not commit.parents:
+            break
+        commit = commit.parents[0]
+    return found
