@@ -46,7 +46,7 @@ def _enum(kind: type[Enum]) -> tuple[Enc, Dec]:
             return kind(v)
         except ValueError:
             _fail(where, f"{v!r} is not a {kind.__name__}")
-    return (lambda v: v.value), dec
+    return (lambda v: kind(v).value), dec
 
 
 def _codec_for(tp: Any) -> tuple[Enc, Dec]:
