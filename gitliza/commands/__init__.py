@@ -39,6 +39,10 @@ class Env:
 
 def _install_after_commit(liza: Any) -> None:
     """Auto-sync (a configured remote) hooks in here, see gitliza/commands/sync.py."""
+    # Checked with pygit2's config reader first, so that a repository without a sync remote
+    # (or a --no-sync command) never pays for importing the sync engine and the transport.
+    if not getattr(liza, "sync", True) or not _sync_remote_configured(liza.repo):
+        return
     try:
         from gitliza.commands import sync
     except ImportError:
@@ -46,3 +50,12 @@ def _install_after_commit(liza: Any) -> None:
     hook = getattr(sync, "after_commit", None)
     if hook is not None:
         liza.after_commit.append(hook)
+
+
+def _sync_remote_configured(repo: Any) -> bool:
+    """`git config liza.remote` (or its alias `sync.remote`) set to something non-empty."""
+    try:
+        cfg = repo.config
+        return any(k in cfg and str(cfg[k]).strip() for k in ("liza.remote", "sync.remote"))
+    except Exception:  # an unreadable config: no auto-sync rather than a failing command
+        return False

@@ -1,0 +1,478 @@
+"""Sharing the board with a git remote: fetch, reconcile, push (DESIGN.md section 4).
+
+    from gitliza.sync import sync, pull, push
+    report = sync(store)                 # the configured remote, else origin
+    report.dropped                       # local ops that no longer applied, with their reasons
+
+One round: fetch `refs/liza/*` (transport.py, the git executable), then compare the local tip L
+with the fetched remote tip R:
+
+- R is an ancestor of L: push L with the lease "the remote is still at R";
+- L is an ancestor of R: move the local ref to R by compare-and-swap (a fast-forward);
+- diverged: the local-only commits (merge base .. L, oldest first) are decoded from their
+  trailers and re-applied one by one on R with the core's `apply`. An op that no longer applies
+  (another machine claimed the task first, it was abandoned meanwhile...) is dropped with the
+  error's message as its reason. The local ref then moves by CAS from L to the rebuilt chain, and
+  the rebuilt tip is pushed with the lease R.
+
+A lost race anywhere (a local writer moved L, another machine moved R) starts a new round; after
+`rounds` rounds the sync gives up with ConcurrencyConflict (exit 2). The remote's order always
+wins and nothing is ordered by wall clock: replayed ops keep their recorded Liza-Time, so a lease
+check during replay uses the time the op was really made.
+
+Safety: the local ref only ever moves by CAS, to the remote tip or to a chain built on the remote
+tip that contains every local op that still applies. If anything fails midway the ref stays where
+it was, and the commits written for an abandoned attempt are unreachable garbage.
+"""
+from __future__ import annotations
+
+import dataclasses
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import pygit2
+
+from gitliza.core import record
+from gitliza.core.board import Board
+from gitliza.core.invariants import problems_of_change
+from gitliza.core.ops.base import Op, apply
+from gitliza.core.states import TaskState
+from gitliza.errors import ConcurrencyConflict, InconsistentState, LizaError, ValidationError
+from gitliza.git import transport
+from gitliza.git.store import Store, _Locked, _Lost
+
+ALIAS_KEY = "sync.remote"  # the issue's name; `liza.remote` (transport.CONFIG_KEY) wins
+MAX_ROUNDS = 6
+ROUND_DELAYS = (0.0, 0.1, 0.25, 0.5, 1.0)  # before rounds 2..6, plus jitter
+JITTER = 0.1
+REROOT_EVERY = 64  # replay: re-read the board from git every N ops so overlays stay small
+STAND_DOWN_OPS = ("claim", "claim-review")
+
+Progress = Callable[[str], None]
+
+
+# --------------------------------------------------------------------------------------------------
+# Results
+
+
+@dataclass(frozen=True)
+class Replayed:
+    """A local op re-applied on top of the remote's ops."""
+
+    op: str
+    actor: str
+    task: str | None
+    time: str
+    original: str  # the local commit it came from (first recorded, before any replay)
+    commit: str  # the commit that carries it now
+    notices: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"op": self.op, "actor": self.actor, "task": self.task, "time": self.time,
+                "original": self.original, "commit": self.commit, "notices": list(self.notices)}
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """A local op that no longer applies on the remote's board: it is not on the board any more."""
+
+    op: str
+    actor: str
+    task: str | None
+    time: str
+    original: str  # the local commit that recorded it (still in the reflog)
+    reason: str  # the core's message: why the op is not legal after the remote's ops
+    code: str  # the error code (INVALID_TRANSITION, LEASE_LOST, VALIDATION...)
+    stand_down: bool = False  # a claim lost to another machine: the agent must stop working
+    worktree: str | None = None  # what became of the local task worktree (stand-downs only)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"op": self.op, "actor": self.actor, "task": self.task, "time": self.time,
+                "original": self.original, "reason": self.reason, "code": self.code,
+                "stand_down": self.stand_down, "worktree": self.worktree}
+
+    def describe(self) -> str:
+        what = f"{self.op}{' ' + self.task if self.task else ''} by {self.actor} ({self.time})"
+        text = f"dropped {what}: {self.reason}"
+        if self.stand_down:
+            text += f"; {self.actor} must stand down from {self.task}"
+        if self.worktree:
+            text += f"; worktree {self.worktree}"
+        return text
+
+
+@dataclass
+class SyncReport:
+    mode: str  # sync | pull | push
+    remote: str = ""
+    action: str = ""  # see ACTIONS below
+    local_before: str | None = None
+    local_after: str | None = None
+    remote_before: str | None = None  # the remote tip at the first fetch
+    remote_after: str | None = None  # the remote tip when we finished (what we pushed, if we did)
+    fetched: int = 0  # remote ops new to this clone at the first fetch
+    pushed: bool = False
+    rounds: int = 0
+    replayed: list[Replayed] = field(default_factory=list)
+    dropped: list[Dropped] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"mode": self.mode, "remote": self.remote, "action": self.action,
+                "local_before": self.local_before, "local_after": self.local_after,
+                "remote_before": self.remote_before, "remote_after": self.remote_after,
+                "fetched": self.fetched, "replayed": [r.to_json() for r in self.replayed],
+                "dropped": [d.to_json() for d in self.dropped], "pushed": self.pushed,
+                "rounds": self.rounds, "notices": list(self.notices)}
+
+
+# action values
+UP_TO_DATE = "up-to-date"  # nothing to do
+PUSHED = "pushed"  # the remote was behind: fast-forwarded by our push
+FAST_FORWARD = "fast-forward"  # we were behind: local ref moved to the remote tip
+REPLAYED = "replayed"  # diverged: local ops replayed on the remote tip (and pushed, for sync)
+AHEAD = "ahead"  # pull only: the local board has ops the remote lacks (not pushed)
+BEHIND = "behind"  # push only: the remote has ops this clone lacks (nothing pushed)
+NO_BOARD = "no-board"  # neither side has a board
+
+
+class SyncGaveUp(ConcurrencyConflict):
+    """Every round lost a race. `report` says what was already done (drops are final locally)."""
+
+    def __init__(self, message: str, report: SyncReport, *, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.report = report
+
+
+# --------------------------------------------------------------------------------------------------
+# Remote selection
+
+
+def configured_remote(repo: pygit2.Repository) -> str | None:
+    """`git config liza.remote`, else `git config sync.remote`, else None (no auto-sync).
+
+    Read with pygit2 (no process): auto-sync asks this after every mutating command.
+    """
+    try:
+        cfg = repo.config
+    except pygit2.GitError:
+        return None
+    for key in (transport.CONFIG_KEY, ALIAS_KEY):
+        try:
+            value = str(cfg[key]).strip()
+        except (KeyError, pygit2.GitError):
+            continue
+        if value:
+            return value
+    return None
+
+
+def repo_path(repo: pygit2.Repository) -> Path:
+    """Where git runs for this repository (the work tree, or the git dir of a bare one)."""
+    return Path(repo.workdir or repo.path)
+
+
+# --------------------------------------------------------------------------------------------------
+# Replay
+
+
+@dataclass
+class Rebuilt:
+    tip: pygit2.Oid | None
+    replayed: list[Replayed]
+    dropped: list[tuple[Dropped, Op]]
+    board: Board
+
+
+def _commit(repo: pygit2.Repository, oid: pygit2.Oid) -> pygit2.Commit:
+    obj = repo[oid]
+    if not isinstance(obj, pygit2.Commit):
+        raise InconsistentState(f"{str(oid)[:12]} is not a commit")
+    return obj
+
+
+def local_only(store: Store, local: pygit2.Oid, base: pygit2.Oid | None) -> list[pygit2.Commit]:
+    """The commits after `base` up to `local`, oldest first (the state ref is a linear chain)."""
+    out: list[pygit2.Commit] = []
+    commit: pygit2.Commit | None = _commit(store.repo, local)
+    while commit is not None and commit.id != base:
+        if len(commit.parents) > 1:
+            raise InconsistentState(f"state commit {str(commit.id)[:12]} is a merge; "
+                                    f"{store.ref} must be linear")
+        out.append(commit)
+        commit = commit.parents[0] if commit.parents else None
+    if base is not None and commit is None:
+        raise InconsistentState(f"{str(base)[:12]} is not an ancestor of {str(local)[:12]}")
+    out.reverse()
+    return out
+
+
+def replay(store: Store, onto: pygit2.Commit | None, commits: Sequence[pygit2.Commit],
+           origin: dict[str, str] | None = None) -> Rebuilt:
+    """Re-apply the ops recorded by `commits` on `onto`, writing one commit per op that still
+    applies. Writes objects only: no ref moves. `origin` maps a commit to the local commit its op
+    was first recorded in (for reports across rounds)."""
+    origin = origin or {}
+    parent = onto
+    board = store.board_at(onto)
+    replayed: list[Replayed] = []
+    dropped: list[tuple[Dropped, Op]] = []
+    for n, commit in enumerate(commits):
+        first = origin.get(str(commit.id), str(commit.id))
+        try:
+            rec = record.parse(commit.message)
+        except ValidationError as e:
+            # Not a gitliza transition: we cannot know what it meant, so we cannot replay it.
+            raise InconsistentState(f"local state commit {str(commit.id)[:12]} does not record "
+                                    f"an op ({e}); not syncing",
+                                    hint="`git liza verify` checks the local history") from None
+        op = rec.op
+        try:
+            outcome = apply(board, op)
+        except ValidationError as e:  # the op is not legal any more after the remote's ops
+            dropped.append((Dropped(op=op.NAME, actor=op.actor, task=rec.task, time=op.time,
+                                    original=first, reason=e.message, code=e.code), op))
+            continue
+        bad = problems_of_change(outcome.board, outcome.changes)
+        if bad:  # a core bug; never commit it (same rule as Store.transact)
+            raise InconsistentState(f"replaying {op.NAME} from {first[:12]} would break an "
+                                    f"invariant: {bad[0]}")
+        new = store.write_commit(parent, outcome, op)
+        parent = _commit(store.repo, new)
+        if (n + 1) % REROOT_EVERY == 0:
+            board = store.board_at(parent)
+        else:
+            board = outcome.board
+        replayed.append(Replayed(op=op.NAME, actor=op.actor, task=outcome.event.task,
+                                 time=op.time, original=first, commit=str(new),
+                                 notices=outcome.notices))
+    return Rebuilt(None if parent is None else parent.id, replayed, dropped, board)
+
+
+# --------------------------------------------------------------------------------------------------
+# Stand-down of a lost claim
+
+
+def stand_down(store: Store, op: Op, board: Board, replayed: Sequence[Replayed]) -> str | None:
+    """Clean up after a dropped claim: the local task worktree and branch go if they hold no work.
+
+    Returns what happened ("removed ...", "kept ...") or None when there was nothing on disk.
+    Never deletes work: a dirty checkout or commits beyond the claimed base are kept and flagged.
+    """
+    task_id = getattr(op, "task", None)
+    if op.NAME != "claim" or not isinstance(task_id, str):
+        return None
+    t = board.task(task_id)
+    keepers = {r.actor for r in replayed if r.op == "claim" and r.task == task_id}
+    if t is not None and t.status == TaskState.CLAIMED and t.assigned_to in keepers:
+        # A local agent still holds the task (its own claim replayed): the worktree is its.
+        return f"kept: {t.assigned_to} (this clone) holds {task_id}"
+    try:
+        from gitliza.git import worktrees
+        entries = [e for e in worktrees.list_task_worktrees(store.repo) if e.task_id == task_id]
+        branch = worktrees.list_task_branches(store.repo).get(task_id)
+        if not entries and branch is None:
+            return None
+        base = str(getattr(op, "base_commit", "") or "")
+        for e in entries:
+            if e.directory_exists:
+                problems = worktrees.clean_sync_problems(e.path)
+                if problems:
+                    return f"kept: {e.path} is dirty ({'; '.join(problems[:3])})"
+            if e.head is not None and str(e.head) != base:
+                return f"kept: {e.path} has commits beyond the claimed base {base[:12]}"
+        if branch is not None and str(branch) != base:
+            return f"kept: branch liza/{task_id} has commits beyond the claimed base {base[:12]}"
+        worktrees.remove_task_worktree(store.repo, task_id)
+        return f"removed .worktrees/{task_id} and branch liza/{task_id}"
+    except LizaError as e:
+        return f"kept: could not remove it ({e})"
+
+
+# --------------------------------------------------------------------------------------------------
+# The sync loop
+
+
+def _move(store: Store, old: pygit2.Oid | None, new: pygit2.Oid, why: str) -> bool:
+    """Compare-and-swap the local state ref; False when another local writer moved it first."""
+    try:
+        store._cas(old, new, why)
+        return True
+    except (_Lost, _Locked):
+        return False
+
+
+def _count(store: Store, tip: pygit2.Oid | None, stop: pygit2.Oid | None) -> int:
+    if tip is None:
+        return 0
+    if stop is None:
+        return sum(1 for _ in store.history(str(tip)))
+    return len(local_only(store, tip, stop))
+
+
+def sync(store: Store, remote: str | None = None, *, mode: str = "sync", rounds: int = MAX_ROUNDS,
+         progress: Progress | None = None, cleanup: bool = True,
+         timeout: float = transport.DEFAULT_TIMEOUT,
+         sleep: Callable[[float], None] = time.sleep) -> SyncReport:
+    """Reconcile the local board with `remote` (None: configured remote, else origin).
+
+    mode "sync": both ways; "pull": fetch and bring the local board up to date (replaying local
+    ops if needed), never push; "push": push only if the remote is an ancestor of the local board.
+    """
+    if mode not in ("sync", "pull", "push"):
+        raise ValueError(mode)
+    repo = store.repo
+    path = repo_path(repo)
+    remote = remote or configured_remote(repo)
+    rep = SyncReport(mode=mode)
+    rep.remote = transport.resolve_remote(path, remote)
+    say = progress or (lambda _line: None)
+    origin: dict[str, str] = {}  # rebuilt commit -> the local commit its op came from
+    for rnd in range(1, rounds + 1):
+        rep.rounds = rnd
+        if rnd > 1:
+            sleep(ROUND_DELAYS[min(rnd - 2, len(ROUND_DELAYS) - 1)] + random.uniform(0, JITTER))
+        say(f"fetching the board from {rep.remote}" + (f" (round {rnd})" if rnd > 1 else ""))
+        fetched = transport.fetch_board(path, remote, timeout=timeout, progress=progress)
+        r_hex = fetched.new_oid
+        r = pygit2.Oid(hex=r_hex) if r_hex else None
+        local = store.tip()
+        if rnd == 1:
+            rep.local_before = None if local is None else str(local)
+            rep.remote_before = r_hex
+            if r is not None:
+                base = repo.merge_base(local, r) if local is not None else None
+                rep.fetched = _count(store, r, base)
+        rep.local_after, rep.remote_after = (None if local is None else str(local)), r_hex
+
+        if r is None and local is None:
+            rep.action = NO_BOARD
+            return rep
+        if local is not None and (r is None or (local != r and repo.descendant_of(local, r))):
+            # The remote is behind (or has no board): a plain fast-forward push.
+            if mode == "pull":
+                rep.action = AHEAD if r is None or local != r else UP_TO_DATE
+                return rep
+            if _push(store, path, remote, local, r, rep, say, timeout):
+                rep.action = rep.action or PUSHED
+                return rep
+            continue
+        assert r is not None
+        if local == r:
+            rep.action = rep.action or UP_TO_DATE
+            return rep
+        if local is None or repo.descendant_of(r, local):
+            # We are behind: take the remote's ops as they are.
+            if mode == "push":
+                rep.action = BEHIND
+                return rep
+            say(f"fast-forwarding the local board to {r_hex[:12] if r_hex else ''}")
+            if _move(store, local, r, f"liza sync: fast-forward to {rep.remote}"):
+                rep.local_after = r_hex
+                rep.action = rep.action or FAST_FORWARD
+                return rep
+            continue  # a local writer committed meanwhile: start over
+        # Diverged.
+        if mode == "push":
+            raise ConcurrencyConflict(
+                f"the board on {rep.remote} has ops this clone lacks, and this clone has ops it "
+                "lacks; nothing was pushed", hint="run `git liza sync` to replay and push")
+        base = repo.merge_base(local, r)
+        if base is None:
+            raise ValidationError(
+                f"the local board and the board on {rep.remote} share no history (two separate "
+                "`git liza init`s); nothing was changed",
+                hint="keep one: e.g. `git update-ref -d refs/liza/state` here, then `git liza pull`")
+        mine = local_only(store, local, base)
+        say(f"replaying {len(mine)} local op(s) on {rep.remote}'s board")
+        rebuilt = replay(store, _commit(repo, r), mine, origin)
+        new_tip = rebuilt.tip
+        assert new_tip is not None
+        if not _move(store, local, new_tip, f"liza sync: replay on {rep.remote}"):
+            continue  # a local writer moved the ref: replay again from the fresh tip
+        # From here on the drops are final: the local board no longer has them.
+        for r_ in rebuilt.replayed:
+            origin[r_.commit] = r_.original
+        rep.replayed = rebuilt.replayed
+        rep.local_after = str(new_tip)
+        rep.action = REPLAYED
+        for d, op in rebuilt.dropped:
+            d = _with_stand_down(store, d, op, rebuilt, cleanup)
+            rep.dropped.append(d)
+            say(d.describe())
+        for r_ in rebuilt.replayed:
+            rep.notices.extend(r_.notices)
+        if mode == "pull" or new_tip == r:
+            return rep
+        if _push(store, path, remote, new_tip, r, rep, say, timeout):
+            return rep
+    raise SyncGaveUp(f"sync with {rep.remote} lost the race {rounds} times (the boards kept "
+                     "moving); the local board keeps every local op that was not dropped",
+                     rep, hint="retry with backoff: `git liza sync`")
+
+
+def _with_stand_down(store: Store, d: Dropped, op: Op, rebuilt: Rebuilt, cleanup: bool) -> Dropped:
+    if d.op not in STAND_DOWN_OPS:
+        return d
+    fate = stand_down(store, op, rebuilt.board, rebuilt.replayed) if cleanup else None
+    return dataclasses.replace(d, stand_down=True, worktree=fate)
+
+
+def _push(store: Store, path: Path, remote: str | None, local: pygit2.Oid, r: pygit2.Oid | None,
+          rep: SyncReport, say: Progress, timeout: float) -> bool:
+    """Push `local` with the lease `r`; True when the remote now has it, False to start over."""
+    say(f"pushing {str(local)[:12]} to {rep.remote}")
+    res = transport.push_board(path, remote, str(local), None if r is None else str(r),
+                               timeout=timeout, progress=None)
+    if res.ok:
+        rep.pushed = res.status == transport.PushStatus.OK
+        rep.remote_after = str(local)
+        return True
+    return False  # STALE / NON_FAST_FORWARD: the remote moved on; fetch and replay again
+
+
+def pull(store: Store, remote: str | None = None, **kw: Any) -> SyncReport:
+    return sync(store, remote, mode="pull", **kw)
+
+
+def push(store: Store, remote: str | None = None, **kw: Any) -> SyncReport:
+    return sync(store, remote, mode="push", **kw)
+
+
+# --------------------------------------------------------------------------------------------------
+# Auto-sync support: what happened to one op
+
+
+def fate_of(store: Store, commit: str, op: Op, report: SyncReport | None) -> Dropped | None:
+    """After a sync, whether the op committed as `commit` is still on the local board.
+
+    Returns its Dropped entry when it is gone. A concurrent sync in another process of this clone
+    may have replayed (new commit id, same op) or dropped it, so absence of the commit alone is
+    not proof: look for the op itself among the commits that are not ancestors of `commit`.
+    """
+    if report is not None:
+        for d in report.dropped:
+            if d.original == commit:
+                return d
+    repo = store.repo
+    tip = store.tip()
+    oid = pygit2.Oid(hex=commit)
+    if tip is None:
+        return Dropped(op=op.NAME, actor=op.actor, task=getattr(op, "task", None), time=op.time,
+                       original=commit, reason="the local board is gone", code="NOT_FOUND")
+    if tip == oid or repo.descendant_of(tip, oid):
+        return None
+    base = repo.merge_base(tip, oid)
+    for c in local_only(store, tip, base):
+        try:
+            if record.parse(c.message).op == op:
+                return None
+        except ValidationError:
+            continue
+    return Dropped(op=op.NAME, actor=op.actor, task=getattr(op, "task", None), time=op.time,
+                   original=commit, code="CONCURRENCY_CONFLICT",
+                   reason="a concurrent sync of this clone dropped it (it no longer applied on "
+                          "the remote's board; `git liza log` shows what won)")
