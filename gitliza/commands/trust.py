@@ -1,0 +1,86 @@
+"""Trust commands: `verify` (replay the state history) and `hooks install|uninstall|status`."""
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from gitliza.commands import Env
+
+
+def verify(env: Env, since: str | None, at: str | None) -> int:
+    """Replay refs/liza/state (or --at) from the root (or from --since, trusted): every commit must
+    be the legal transition it records, reproducing its tree exactly. Exit 4 names the first bad
+    commit."""
+    from gitliza.git.store import Store
+    from gitliza.verify import VerifyFailure
+    from gitliza.verify import verify as run
+    store = Store.discover(env.path)
+    try:
+        report = run(store, at=at, since=since)
+    except VerifyFailure as e:
+        if not env.json:
+            raise
+        env.out.json({"ok": False, "commit": e.commit, "op": e.op, "reason": e.reason})
+        return e.exit_code
+    ops = dict(report.ops.most_common())
+    data: dict[str, Any] = {"ok": True, "commits": report.commits, "ops": ops,
+                            "since": report.base, "tip": report.tip,
+                            "seconds": round(report.seconds, 3),
+                            "commits_per_second": round(report.rate)}
+    counts = ", ".join(f"{k} {v}" for k, v in ops.items()) or "nothing new"
+    env.out.result(data, f"verified {report.commits} state commit(s) up to "
+                   f"{str(report.tip)[:12]} in {report.seconds:.2f}s ({report.rate:.0f}/s): {counts}")
+    return 0
+
+
+def hooks_install(env: Env, server: bool) -> int:
+    """Install the shims. They record this interpreter (the one running gitliza, e.g. the venv's
+    python), so that git finds gitliza whatever PATH the hook runs with."""
+    from gitliza import hookinstall
+    report = hookinstall.install(env.path, server=server, python=sys.executable)
+    rows = [{"hook": a.hook, "action": a.action, "chained": a.legacy} for a in report.actions]
+    if env.json:
+        env.out.json({"hooks_dir": str(report.hooks_dir), "server": server, "hooks": rows})
+        return 0
+    for a in report.actions:
+        chained = " (chains the hook it replaced)" if a.legacy else ""
+        env.out.line(f"{a.action:<10} {a.hook}{chained}")
+    env.out.line(f"hooks dir {report.hooks_dir} ({'server' if server else 'client'} hooks; "
+                 f"gitliza runs with {sys.executable})")
+    if not server:
+        env.out.notice("client hooks are advisory (`git -c core.hooksPath=/dev/null` skips them); "
+                       "enforcement is the server's pre-receive (`git liza hooks install --server` "
+                       "in the bare repository). See docs/enforcement.md")
+    return 0
+
+
+def hooks_uninstall(env: Env) -> int:
+    from gitliza import hookinstall
+    report = hookinstall.uninstall(env.path)
+    rows = [{"hook": a.hook, "action": a.action, "chained": a.legacy} for a in report.actions]
+    if env.json:
+        env.out.json({"hooks_dir": str(report.hooks_dir), "hooks": rows})
+        return 0
+    for a in report.actions:
+        env.out.line(f"{a.action:<10} {a.hook}")
+    if not report.actions:
+        env.out.line(f"no gitliza hooks in {report.hooks_dir}")
+    return 0
+
+
+def hooks_status(env: Env) -> int:
+    from gitliza import hookinstall
+    st = hookinstall.hooks_status(env.path)
+    rows = [{"hook": h.hook, "kind": h.kind, "version": h.version, "python": h.python,
+             "chained": h.legacy, "current": h.kind == "gitliza" and h.version == st.current_version}
+            for h in st.hooks]
+    if env.json:
+        env.out.json({"hooks_dir": str(st.hooks_dir), "bare": st.bare,
+                      "current_version": st.current_version, "hooks": rows})
+        return 0
+    env.out.line(f"hooks dir {st.hooks_dir} ({'bare' if st.bare else 'work tree'}); "
+                 f"this gitliza installs shim v{st.current_version}")
+    env.out.table("", ["hook", "installed", "version", "python", "chained"],
+                  [[h.hook, h.kind, "" if h.version is None else f"v{h.version}", h.python or "",
+                    "yes" if h.legacy else ""] for h in st.hooks])
+    return 0

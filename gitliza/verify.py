@@ -1,0 +1,405 @@
+"""Replay verification: the one engine behind `git liza verify` and every enforcing hook.
+
+A state commit is trusted only if it is exactly what gitliza would have written: replaying the op
+its trailers record on its parent's board must be a legal transition (the core's `apply`, which
+checks the transition table, the actor's role, leases, self-review...), must leave every entity it
+touched within the invariants, and must reproduce the commit byte for byte: the same tree, the same
+message, author and committer (DESIGN.md section 2: a commit is a pure function of its op and its
+parent). The first commit that fails stops the replay with a VerifyFailure naming the commit, the
+op and the reason (seed `event-log-invariants.md`: errors include the position, the event type and
+the reason), exit code 4.
+
+Speed: consecutive commits share almost every blob, and the store's GitSource caches decoded
+entities by blob oid, so each entity version is decoded about once; trees are rebuilt only along
+the changed paths (objects that already exist are not rewritten by libgit2).
+"""
+from __future__ import annotations
+
+import gc
+import hashlib
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import reduce
+from typing import Any, Callable, Iterable, Iterator
+
+import pygit2
+from pygit2.enums import SortMode
+
+from gitliza.core import codec, layout, record
+from gitliza.core.board import Board, Changes
+from gitliza.core.invariants import problems_of_change
+from gitliza.core.ops.base import apply
+from gitliza.errors import InconsistentState, LizaError
+from gitliza.git.store import GitSource, Store, check_format, decode_blob, signature
+
+ZERO = "0" * 40
+BLOB_MODE = pygit2.GIT_FILEMODE_BLOB
+TREE_MODE = pygit2.GIT_FILEMODE_TREE
+
+
+class VerifyFailure(InconsistentState):
+    """A state commit that does not replay. `commit` is the full oid, `op` the recorded op name (None
+    when the message could not be parsed), `reason` one line."""
+
+    def __init__(self, commit: str, op: str | None, reason: str) -> None:
+        self.commit = commit
+        self.op = op
+        self.reason = " ".join(reason.split())
+        super().__init__(f"state commit {commit[:12]} ({op or 'unparsable op'}): {self.reason}")
+
+
+@dataclass
+class Report:
+    """What a successful replay covered."""
+
+    commits: int = 0
+    ops: Counter[str] = field(default_factory=Counter)
+    base: str | None = None  # the trusted commit the replay started from (None: the root)
+    tip: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def rate(self) -> float:
+        return self.commits / self.seconds if self.seconds > 0 else 0.0
+
+
+Progress = Callable[[int, int], None]  # called with (commits checked so far, commits in range)
+
+
+def chain(repo: pygit2.Repository, new: pygit2.Oid, old: pygit2.Oid | None) -> list[pygit2.Commit]:
+    """The commits after `old` up to `new`, oldest first. The state ref is linear: a commit with two
+    parents, or a walk that reaches the root without meeting `old` (not a fast-forward), fails."""
+    out: list[pygit2.Commit] = []
+    oid: pygit2.Oid | None = new
+    while oid is not None and oid != old:
+        try:
+            commit = repo[oid]
+        except KeyError:
+            raise VerifyFailure(str(oid), None, "commit object is missing") from None
+        if not isinstance(commit, pygit2.Commit):
+            raise VerifyFailure(str(oid), None, f"is a {commit.type_str}, not a commit")
+        parents = commit.parent_ids
+        if len(parents) > 1:
+            raise VerifyFailure(str(oid), None, f"has {len(parents)} parents: the state history "
+                                "is a linear chain, merges are never legal")
+        out.append(commit)
+        oid = parents[0] if parents else None
+    if old is not None and oid != old:
+        raise VerifyFailure(str(new), None, f"not a fast-forward of {str(old)[:12]}: "
+                            "it does not descend from it (history rewritten)")
+    out.reverse()
+    return out
+
+
+def replay(store: Store, new: pygit2.Oid | str, old: pygit2.Oid | str | None = None, *,
+           progress: Progress | None = None) -> Report:
+    """Verify every state commit in old..new (the whole history when `old` is None).
+
+    `old` is trusted (it is what the ref held, or what verify was told to start from); everything
+    after it must replay. Raises VerifyFailure at the first commit that does not."""
+    started = time.perf_counter()
+    repo = store.repo
+    new_oid = _oid(new)
+    old_oid = _oid(old) if old is not None and str(old) != ZERO else None
+    commits = chain(repo, new_oid, old_oid)
+    report = Report(base=None if old_oid is None else str(old_oid), tip=str(new_oid))
+    parent: pygit2.Commit | None = None
+    if old_oid is not None:
+        start = repo.get(old_oid)
+        if not isinstance(start, pygit2.Commit):
+            raise VerifyFailure(str(old_oid), None, "the starting point is not a commit")
+        parent = start
+        try:
+            check_format(parent.tree, str(old_oid))
+        except LizaError as e:
+            raise VerifyFailure(str(old_oid), None, str(e)) from None
+    cache: Decoded = {}
+    # Replay allocates many small acyclic objects; the cycle collector only slows it down.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        for i, commit in enumerate(commits):
+            name = verify_commit(store, parent, commit, cache)
+            report.ops[name] += 1
+            parent = commit
+            if progress is not None and (i & 63 == 63 or i == len(commits) - 1):
+                progress(i + 1, len(commits))
+    finally:
+        if collecting:
+            gc.enable()
+    report.commits = len(commits)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def verify_commit(store: Store, parent: pygit2.Commit | None, commit: pygit2.Commit,
+                  cache: Decoded | None = None) -> str:
+    """Check that `commit` is the legal transition its message records, applied to `parent` (None:
+    the root, which must be `init` on the empty board). Returns the op name."""
+    oid = str(commit.id)
+    try:
+        rec = record.parse(commit.message)
+    except LizaError as e:
+        raise VerifyFailure(oid, _op_word(commit.message), f"bad record: {e}") from None
+    op = rec.op
+    if parent is None and op.NAME != "init":
+        raise VerifyFailure(oid, op.NAME, "the root state commit must be `init` on the empty board")
+    board = Board() if parent is None else Board(ReplaySource(store.repo, parent.tree, cache))
+    try:
+        outcome = apply(board, op)
+    except LizaError as e:  # illegal transition, wrong role, lost lease, bad args...
+        raise VerifyFailure(oid, op.NAME, f"replay refused: {e}") from None
+    try:
+        record.check_consistent(rec, outcome.event)
+    except LizaError as e:
+        raise VerifyFailure(oid, op.NAME, f"forged trailers: {e}") from None
+    bad = problems_of_change(outcome.board, outcome.changes)
+    if bad:
+        raise VerifyFailure(oid, op.NAME, f"breaks an invariant: {bad[0]}")
+    # The exact tree: any blob edited by hand, added or removed shows up as a different tree id.
+    try:
+        tree = expected_tree(store.repo, parent.tree if parent is not None else None,
+                             outcome.changes)
+    except (LizaError, pygit2.GitError, OSError, KeyError) as e:
+        raise VerifyFailure(oid, op.NAME, f"cannot rebuild the tree: {e}") from None
+    if tree != commit.tree_id:
+        raise VerifyFailure(oid, op.NAME, f"tree {str(commit.tree_id)[:12]} is not what the op "
+                            f"produces ({str(tree)[:12]}): {_tree_diff(parent, commit, outcome.changes)}")
+    # The rest of the commit: a reworded subject or an author other than the actor misleads anyone
+    # reading `git log`, so it is refused like a forged tree.
+    if commit.message != record.message(op, outcome.event):
+        raise VerifyFailure(oid, op.NAME, "commit message differs from the one the op produces")
+    sig = signature(op)
+    for who, s in (("author", commit.author), ("committer", commit.committer)):
+        if (s.name, s.email, s.time, s.offset) != (sig.name, sig.email, sig.time, sig.offset):
+            raise VerifyFailure(oid, op.NAME, f"{who} {s.name} <{s.email}> at {s.time} is not the "
+                                f"op's actor {sig.name} <{sig.email}> at {sig.time}")
+    if cache is not None:
+        # The next commit reads these entities: they are exactly the ones just written (the tree
+        # matched), so hand them over instead of decoding the blobs again.
+        for (coll, key), entity in outcome.changes.items():
+            if entity is not None:
+                cache[(coll, key, commit.tree[layout.path_of(coll, key)].id)] = entity
+    return op.NAME
+
+
+def expected_tree(repo: pygit2.Repository, base: pygit2.Tree | None, changes: Changes) -> pygit2.Oid:
+    """The id of the tree `Store.build_tree(base, changes)` writes, computed without writing any
+    object: verify stays read-only (a tampered commit leaves no garbage behind, and the server hook
+    writes nothing into the push quarantine), and hashing in memory is faster than writing."""
+    blobs: dict[tuple[str, ...], bytes | None] = {
+        tuple(layout.path_of(c, k).split("/")): None if e is None else codec.dumps(e)
+        for (c, k), e in changes.items()}
+    if base is None:
+        blobs[(layout.FORMAT_FILE,)] = layout.FORMAT_BLOB
+    oid = _hash_tree(repo, base, _nest(blobs))
+    if oid is None:  # build_tree writes the empty tree then
+        return _tree_oid({})
+    return oid
+
+
+def _nest(blobs: dict[tuple[str, ...], bytes | None]) -> dict[str, Any]:
+    """{("a", "b", "c.toml"): data} -> {"a": {"b": {"c.toml": data}}}"""
+    top: dict[str, Any] = {}
+    for parts, data in blobs.items():
+        reduce(lambda node, name: node.setdefault(name, {}), parts[:-1], top)[parts[-1]] = data
+    return top
+
+
+def _hash_tree(repo: pygit2.Repository, tree: pygit2.Tree | None,
+               updates: dict[str, Any]) -> pygit2.Oid | None:
+    entries: dict[str, tuple[int, pygit2.Oid]] = {}
+    if tree is not None:
+        for e in tree:
+            entries[str(e.name)] = (e.filemode, e.id)
+    for name, upd in updates.items():
+        if isinstance(upd, dict):
+            old = entries.get(name)
+            sub = repo[old[1]] if old is not None and old[0] == TREE_MODE else None
+            oid = _hash_tree(repo, sub, upd)  # type: ignore[arg-type]
+            if oid is None:
+                entries.pop(name, None)
+            else:
+                entries[name] = (TREE_MODE, oid)
+        elif upd is None:
+            entries.pop(name, None)
+        else:
+            entries[name] = (BLOB_MODE, pygit2.hash(upd))
+    return _tree_oid(entries) if entries else None
+
+
+def _tree_oid(entries: dict[str, tuple[int, pygit2.Oid]]) -> pygit2.Oid:
+    # git's tree object: entries sorted by name, a subtree sorting as if its name ended in "/";
+    # each is "<octal mode> <name>\0<20-byte id>" (mode without leading zeros: 40000, 100644).
+    def order(item: tuple[str, tuple[int, pygit2.Oid]]) -> bytes:
+        name, (mode, _oid) = item
+        return name.encode() + (b"/" if mode == TREE_MODE else b"")
+    body = b"".join(b"%o %s\0%s" % (mode, name.encode(), oid.raw)
+                    for name, (mode, oid) in sorted(entries.items(), key=order))
+    return pygit2.Oid(raw=hashlib.sha1(b"tree %d\0" % len(body) + body).digest())
+
+
+Decoded = dict[tuple[str, str, pygit2.Oid], Any]
+
+
+class ReplaySource:
+    """A board source over one state tree whose decoded entities live in a cache shared by the
+    whole replay, keyed by (collection, key, blob oid): consecutive commits share almost every blob."""
+
+    def __init__(self, repo: pygit2.Repository, tree: pygit2.Tree, cache: Decoded | None) -> None:
+        self._tree = tree
+        self._cache: Decoded = {} if cache is None else cache
+        self._keys = GitSource(repo, tree)
+
+    def get(self, coll: str, key: str) -> Any | None:
+        path = layout.path_of(coll, key)
+        try:
+            oid = self._tree[path].id
+        except KeyError:
+            return None
+        # The key is part of the cache key: the same bytes under another name must be decoded (and
+        # refused by decode_blob, which checks that a blob holds the entity its path names).
+        found = self._cache.get((coll, key, oid))
+        if found is None:
+            found = decode_blob(coll, key, self._tree[path].data, path)  # type: ignore[union-attr]
+            self._cache[(coll, key, oid)] = found
+        return found
+
+    def keys(self, coll: str) -> Iterable[str]:
+        return self._keys.keys(coll)
+
+    def has(self, coll: str, key: str = "") -> bool:
+        return layout.path_of(coll, key) in self._tree
+
+
+def _tree_diff(parent: pygit2.Commit | None, commit: pygit2.Commit, changes: Changes) -> str:
+    """Where the recorded tree departs from the replayed one (the replayed tree is never written,
+    so compare path by path): first the entities the op wrote, then any other path touched."""
+    for (coll, key), entity in changes.items():
+        path = layout.path_of(coll, key)
+        want = None if entity is None else pygit2.hash(codec.dumps(entity))
+        try:
+            have = commit.tree[path].id
+        except KeyError:
+            have = None
+        if want != have:
+            return f"{path} is not what the op writes"
+    written = {layout.path_of(c, k) for c, k in changes}
+    if parent is not None:
+        try:
+            for delta in parent.tree.diff_to_tree(commit.tree).deltas:
+                path = delta.new_file.path or delta.old_file.path
+                if path not in written:
+                    return f"{path} changed, but the op does not touch it"
+        except (pygit2.GitError, ValueError):
+            pass
+    return "the tree's structure differs (modes, empty trees or extra entries)"
+
+
+def _op_word(message: str) -> str | None:
+    for line in message.splitlines():
+        if line.startswith("Liza-Op: "):
+            return line[len("Liza-Op: "):].strip()[:40] or None
+    return None
+
+
+def _oid(value: pygit2.Oid | str) -> pygit2.Oid:
+    if isinstance(value, pygit2.Oid):
+        return value
+    try:
+        return pygit2.Oid(hex=value)
+    except (ValueError, TypeError):
+        raise VerifyFailure(str(value), None, "not a full object id") from None
+
+
+def verify(store: Store, at: str | None = None, since: str | None = None, *,
+           progress: bool | None = None) -> Report:
+    """`git liza verify`: replay refs/liza/state (or `at`) from the root (or from `since`, trusted).
+    A rich progress bar is drawn only when stderr is a terminal."""
+    tip = store.resolve(at)
+    if tip is None:
+        raise InconsistentState(f"{store.ref} does not exist: nothing to verify",
+                                hint="run `git liza init GOAL` first")
+    base = store.resolve(since) if since is not None else None
+    if base is not None and base.id != tip.id and not store.repo.descendant_of(tip.id, base.id):
+        raise InconsistentState(f"--since {since} is not an ancestor of {at or store.ref}")
+    show = sys.stderr.isatty() if progress is None else progress
+    if not show:
+        return replay(store, tip.id, None if base is None else base.id)
+    return _with_bar(store, tip.id, None if base is None else base.id)
+
+
+def _with_bar(store: Store, tip: pygit2.Oid, base: pygit2.Oid | None) -> Report:
+    from rich.progress import Progress as Bar  # only on a terminal: rich is slow to import
+
+    from rich.console import Console
+
+    with Bar(console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("verifying refs/liza/state", total=None)
+        return replay(store, tip, base,
+                      progress=lambda n, total: bar.update(task, completed=n, total=total))
+
+
+def iter_ops(report: Report) -> Iterator[tuple[str, int]]:
+    """The op counts, most frequent first (for printing)."""
+    return iter(report.ops.most_common())
+
+
+# -- the integration branch rule ------------------------------------------------------------------
+@dataclass(frozen=True)
+class Approvals:
+    """What the board allows onto the integration branch: the review commits of APPROVED and MERGED
+    tasks (and, through them, their ancestors), and the merge commits recorded on MERGED tasks."""
+
+    tips: frozenset[str]
+    merges: dict[str, str]  # merge_commit -> the review_commit it must merge
+
+    @classmethod
+    def of(cls, board: Board) -> Approvals:
+        from gitliza.core.states import TaskState
+        tips: set[str] = set()
+        merges: dict[str, str] = {}
+        for t in board.all_tasks():
+            if t.status in (TaskState.APPROVED, TaskState.MERGED) and t.review_commit:
+                tips.add(t.review_commit)
+                if t.status == TaskState.MERGED and t.merge_commit:
+                    merges[t.merge_commit] = t.review_commit
+        return cls(frozenset(tips), merges)
+
+
+def unapproved(repo: pygit2.Repository, approvals: Approvals, new: pygit2.Oid,
+               hide: Iterable[pygit2.Oid], *, pending_merges: bool = False) -> list[pygit2.Commit]:
+    """The commits `new` brings in (not reachable from `hide`) that no approval covers.
+
+    A commit is covered when an approved review commit contains it, or when it is a merge commit
+    recorded on a MERGED task that really merges that task's review commit (a fast-forward merge
+    records the review commit itself). `pending_merges` (client hooks only) also lets through a
+    merge commit not recorded yet whose merged parents are approved review commits: a person
+    merging by hand records the merge afterwards; the server still insists on the record."""
+    walker = repo.walk(new, SortMode.TOPOLOGICAL)
+    for oid in hide:
+        walker.hide(oid)
+    for tip in approvals.tips:
+        oid = pygit2.Oid(hex=tip)
+        if oid in repo:
+            walker.hide(oid)
+    bad: list[pygit2.Commit] = []
+    for commit in walker:
+        cid = str(commit.id)
+        parents = [str(p) for p in commit.parent_ids]
+        merged = approvals.merges.get(cid)
+        if merged is not None and (merged == cid or merged in parents):
+            continue
+        if pending_merges and len(parents) > 1 and all(p in approvals.tips for p in parents[1:]):
+            continue
+        bad.append(commit)
+    return bad
+
+
+def describe(commits: list[pygit2.Commit], limit: int = 3) -> str:
+    shown = ", ".join(f"{str(c.id)[:12]} ({c.message.splitlines()[0][:40] if c.message else ''})"
+                      for c in commits[:limit])
+    more = f" and {len(commits) - limit} more" if len(commits) > limit else ""
+    return f"{len(commits)} commit(s) never approved: {shown}{more}"
