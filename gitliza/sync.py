@@ -29,9 +29,10 @@ from __future__ import annotations
 import dataclasses
 import random
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import pygit2
 
@@ -271,25 +272,48 @@ def stand_down(store: Store, op: Op, board: Board, replayed: Sequence[Replayed])
         # A local agent still holds the task (its own claim replayed): the worktree is its.
         return f"kept: {t.assigned_to} (this clone) holds {task_id}"
     try:
-        from gitliza.git import worktrees
-        entries = [e for e in worktrees.list_task_worktrees(store.repo) if e.task_id == task_id]
-        branch = worktrees.list_task_branches(store.repo).get(task_id)
-        if not entries and branch is None:
-            return None
-        base = str(getattr(op, "base_commit", "") or "")
-        for e in entries:
-            if e.directory_exists:
-                problems = worktrees.clean_sync_problems(e.path)
-                if problems:
-                    return f"kept: {e.path} is dirty ({'; '.join(problems[:3])})"
-            if e.head is not None and str(e.head) != base:
-                return f"kept: {e.path} has commits beyond the claimed base {base[:12]}"
-        if branch is not None and str(branch) != base:
-            return f"kept: branch liza/{task_id} has commits beyond the claimed base {base[:12]}"
-        worktrees.remove_task_worktree(store.repo, task_id)
-        return f"removed .worktrees/{task_id} and branch liza/{task_id}"
+        with _task_lock(store.repo, task_id) as got:
+            if not got:
+                # A gitliza command of this clone is working on the task right now (a claim by
+                # another local agent, or the very claim whose auto-sync dropped it: that one
+                # undoes its own worktree). Removing under it could destroy its checkout.
+                return f"kept: a command of this clone holds {task_id}'s lock; not touched"
+            return _remove_if_unused(store, task_id, str(getattr(op, "base_commit", "") or ""))
     except LizaError as e:
         return f"kept: could not remove it ({e})"
+
+
+@contextmanager
+def _task_lock(repo: pygit2.Repository, task_id: str) -> Iterator[bool]:
+    """lifecycle's per-task lock when that module is installed (try once), else no lock."""
+    try:
+        from gitliza.lifecycle import task_lock
+    except ImportError:
+        yield True
+        return
+    with task_lock(repo, task_id, timeout=0) as got:
+        yield got
+
+
+def _remove_if_unused(store: Store, task_id: str, base: str) -> str | None:
+    """Remove the task's worktree and branch unless they hold work (dirty, or commits beyond
+    the claimed base): those are kept and flagged. None: nothing of the task's was on disk."""
+    from gitliza.git import worktrees
+    entries = [e for e in worktrees.list_task_worktrees(store.repo) if e.task_id == task_id]
+    branch = worktrees.list_task_branches(store.repo).get(task_id)
+    if not entries and branch is None:
+        return None
+    for e in entries:
+        if e.directory_exists:
+            problems = worktrees.clean_sync_problems(e.path)
+            if problems:
+                return f"kept: {e.path} is dirty ({'; '.join(problems[:3])})"
+        if e.head is not None and str(e.head) != base:
+            return f"kept: {e.path} has commits beyond the claimed base {base[:12]}"
+    if branch is not None and str(branch) != base:
+        return f"kept: branch liza/{task_id} has commits beyond the claimed base {base[:12]}"
+    worktrees.remove_task_worktree(store.repo, task_id)
+    return f"removed .worktrees/{task_id} and branch liza/{task_id}"
 
 
 # --------------------------------------------------------------------------------------------------

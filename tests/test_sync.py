@@ -369,7 +369,7 @@ def test_auto_sync_reports_this_op_dropped(tmp_path: Path) -> None:
     la.after_commit.append(after_commit)
     with pytest.raises(OpDropped, match="claim task-1 was committed locally, then dropped") as e:
         la.do(Claim, task="task-1", worktree=".worktrees/task-1", base_commit=base)
-    assert e.value.exit_code == 2 and e.value.dropped.stand_down
+    assert e.value.exit_code == 1 and e.value.dropped.stand_down
     assert tip(a) == tip(bare) == tip(b)
     la.do(Claim, task="task-2", worktree=".worktrees/task-2", base_commit=base)  # another one
     assert tip(bare) == tip(a)
@@ -387,7 +387,7 @@ def test_auto_sync_offline_keeps_the_op_and_warns(tmp_path: Path,
     assert "committed locally but not shared" in capsys.readouterr().err
 
 
-def test_cli_auto_sync_no_sync_and_a_dropped_command_exits_2(tmp_path: Path) -> None:
+def test_cli_auto_sync_no_sync_and_a_dropped_command_exits_1(tmp_path: Path) -> None:
     bare, _ = seed(tmp_path)
     a = clone(bare, tmp_path / "a")
     b = clone(bare, tmp_path / "b")
@@ -401,7 +401,7 @@ def test_cli_auto_sync_no_sync_and_a_dropped_command_exits_2(tmp_path: Path) -> 
     r = cli(b, "add", "task-9", "--desc", "from b")
     assert r.returncode == 0, r.stderr
     r = cli(a, "add", "task-9", "--desc", "from a")
-    assert r.returncode == 2
+    assert r.returncode == 1
     assert "add task-9 was committed locally, then dropped" in r.stderr
     assert "already exists" in r.stderr
     assert tip(bare) == tip(a)  # the --no-sync note went along with this sync
@@ -564,3 +564,25 @@ def test_concurrent_agents_in_three_clones_claim_each_task_exactly_once(tmp_path
     assert claimed == sorted(f"task-{i}" for i in range(1, 10))  # each claimed exactly once
     assert sum(s["won"] for s in stats.values()) - sum(s["dropped"] for s in stats.values()) <= 9
     assert_linear_and_verified(x)
+
+
+def test_cli_claim_lost_to_another_machine_moves_on_to_the_next_task(tmp_path: Path) -> None:
+    bare, _ = seed(tmp_path, tasks=2)
+    a = clone(bare, tmp_path / "a")
+    b = clone(bare, tmp_path / "b")
+    for c in (a, b):
+        git(c, "branch", "integration", "main")
+    r = cli(b, "claim", "task-1", agent="b1")
+    assert r.returncode == 0, r.stderr
+    # a has not fetched: task-1 looks free there, is claimed locally, then dropped by the sync.
+    r = cli(a, "claim", "task-1", agent="a1")
+    assert r.returncode == 1 and "dropped when syncing with origin" in r.stderr, r.stderr
+    assert not (a / ".worktrees" / "task-1").exists()
+    r = cli(a, "claim", "--json", agent="a1")  # the best candidate, after the fresh sync
+    assert r.returncode == 0, r.stderr
+    assert tip(a) == tip(bare)
+    engine.pull(Store.discover(b))
+    board = liza(b).board()
+    t1, t2 = board.task("task-1"), board.task("task-2")
+    assert t1 is not None and t1.assigned_to == "b1" and t2 is not None and t2.assigned_to == "a1"
+    assert (a / ".worktrees" / "task-2").is_dir()

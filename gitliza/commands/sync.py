@@ -7,8 +7,10 @@ Exit codes: 0 when the sync completed (ops that no longer applied are dropped an
 Auto-sync (`after_commit`): installed by `gitliza.commands.Env` only when `git config liza.remote`
 (or its alias `sync.remote`) is set and the command did not get `--no-sync`. The op is committed
 locally first, then synced:
-- the sync dropped THIS op (another machine got there first): `OpDropped`, exit 2 -- the command
-  did not take effect; re-read the board and decide again (a claim without a task id picks another);
+- the sync dropped THIS op (another machine got there first): `OpDropped`, exit 1 -- the command
+  did not take effect, exactly as if it had been refused on the remote's board (an
+  IllegalTransition: retrying the same op will not help, re-read the board and decide again;
+  `git liza claim` without a task id moves on to the next candidate by itself);
 - the remote could not be reached, or every round lost a race: a warning on stderr, exit 0 -- the
   op stands on the local board and the next sync shares it (or reports it dropped then);
 - the remote's hook refused the push: PushRejected, exit 3 -- retrying will not help.
@@ -19,15 +21,20 @@ import sys
 from typing import Any
 
 from gitliza.commands import Env
-from gitliza.errors import ConcurrencyConflict, GitFailure
+from gitliza.errors import ConcurrencyConflict, GitFailure, IllegalTransition
 from gitliza.git.store import Committed
 from gitliza.git.transport import PushRejected
 from gitliza.output import Out
 from gitliza import sync as engine
 
 
-class OpDropped(ConcurrencyConflict):
-    """The op was committed locally, then dropped by the sync: it no longer applies remotely."""
+class OpDropped(IllegalTransition):
+    """The op was committed locally, then dropped by the sync: it no longer applies remotely.
+
+    An IllegalTransition (exit 1), not a ConcurrencyConflict (exit 2): the board was re-read and
+    the op is not legal on it, so the same op retried fails the same way; callers that skip a task
+    that "moved on" (lifecycle's claim of the best candidate) skip this one too.
+    """
 
     code = "OP_DROPPED"
 
@@ -132,7 +139,9 @@ def after_commit(liza: Any, committed: Committed) -> None:
             out.notice(n)
     if mine is not None:
         extra = f"; {mine.actor} must stand down" if mine.stand_down else ""
-        where = f"; worktree {mine.worktree}" if mine.worktree else ""
+        # "kept: ... holds the lock" is this very command, which undoes its own worktree.
+        where = f"; worktree {mine.worktree}" if mine.worktree and "lock" not in mine.worktree \
+            else ""
         raise OpDropped(
             f"{mine.op}{' ' + mine.task if mine.task else ''} was committed locally, then "
             f"dropped when syncing with {remote}: {mine.reason}{extra}{where}", mine,
