@@ -121,7 +121,8 @@ def _check_state(store: Store, old: Any, new: str) -> str | None:
 
 
 def _check_integration(repo: pygit2.Repository, board: Board, ref: str, old: Any, new: str,
-                       *, pending_merges: bool, rewind_ok: bool) -> str | None:
+                       *, pending_merges: bool, rewind_ok: bool, alongside: tuple[Any, ...] = ()
+                       ) -> str | None:
     """Why moving the integration branch from `old` (None: creation) to `new` is refused."""
     import pygit2
 
@@ -133,9 +134,9 @@ def _check_integration(repo: pygit2.Repository, board: Board, ref: str, old: Any
         return f"{new[:12]} is not in this repository"
     if old is None:
         # A new integration branch starts from existing history: anything already on another branch
-        # is not brought in by this update.
+        # (or on one created by the same push: a first `git push --all`) is not brought in by it.
         hide = [t for n in repo.references if n.startswith("refs/heads/") and n != ref
-                if (t := _ref_target(repo, n)) is not None]
+                if (t := _ref_target(repo, n)) is not None] + list(alongside)
     else:
         if old != new_oid and not rewind_ok and not repo.descendant_of(new_oid, old):
             return f"not a fast-forward of {str(old)[:12]}: merged work would be dropped"
@@ -198,11 +199,7 @@ def pre_merge_commit(args: list[str], stdin: bytes) -> int:
     board = _board_at(store, tip)
     if repo.head.name != _integration_ref(board):
         return 0
-    merge_head = Path(repo.path) / "MERGE_HEAD"
-    try:
-        merged = merge_head.read_text().split()
-    except OSError:
-        return 0  # not a merge in progress (git runs this hook only for one)
+    merged = _merged_commits(repo)
     from gitliza.core.states import TaskState as S
     tasks = list(board.all_tasks())
     for oid in merged:
@@ -210,6 +207,24 @@ def pre_merge_commit(args: list[str], stdin: bytes) -> int:
             continue
         return _refuse("pre-merge-commit", _why_not_approved(repo, tasks, oid))
     return 0
+
+
+def _merged_commits(repo: pygit2.Repository) -> list[str]:
+    """What `git merge` is merging. MERGE_HEAD is not written yet when pre-merge-commit runs, but
+    git merge sets GIT_REFLOG_ACTION to "merge <the revisions it was given>". Anything else (a merge
+    run by `git pull`, which sets its own action) is left to reference-transaction."""
+    import pygit2
+    action = os.environ.get("GIT_REFLOG_ACTION", "")
+    if not action.startswith("merge "):
+        merge_head = Path(repo.path) / "MERGE_HEAD"
+        return merge_head.read_text().split() if merge_head.is_file() else []
+    out = []
+    for rev in action.split()[1:]:
+        try:
+            out.append(str(repo.revparse_single(rev).peel(pygit2.Commit).id))
+        except (KeyError, ValueError, pygit2.GitError):
+            continue
+    return out
 
 
 def _why_not_approved(repo: pygit2.Repository, tasks: list[Any], oid: str) -> str:
@@ -250,10 +265,12 @@ def _judge(store: Store, updates: list[tuple[Any, str, str]], *, pending_merges:
         return refused
     board = _board_at(store, state)
     ib = _integration_ref(board)
+    alongside = tuple(pygit2.Oid(hex=n) for _o, n, r in updates
+                      if r.startswith("refs/heads/") and r != ib and n != ZERO)
     for old, new, ref in updates:
         if ref == ib:
             why = _check_integration(repo, board, ref, old, new, pending_merges=pending_merges,
-                                     rewind_ok=rewind_ok)
+                                     rewind_ok=rewind_ok, alongside=alongside if old is None else ())
             if why:
                 refused.append((ref, why))
     return refused

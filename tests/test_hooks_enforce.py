@@ -1,0 +1,365 @@
+"""Enforcement through real hooks: a bare repository with the server pre-receive hook, clones pushing
+with plain `git push`, client hooks run by real `git commit`, `git merge`, `git update-ref`.
+
+Forgeries are made the way an attacker would: commits written with pygit2 (plumbing) or through
+the store's write path with the core's checks bypassed. Each must be refused with its reason and
+leave the remote unchanged; the legitimate lifecycle must be accepted.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pygit2
+import pytest
+
+from gitliza.api import Liza
+from gitliza.core import codec, layout
+from gitliza.core.ops import Add, Claim, Register, Verdict
+from gitliza.core.ops.base import Event, Op, Outcome
+from gitliza.core.states import TaskState
+from gitliza.git.store import Store
+from gitliza.hookinstall import install
+from tests.conftest import git
+
+PY = sys.executable
+BIN = str(Path(PY).parent)
+T0 = "2030-01-01T00:00:00Z"  # far future: leases taken "now" by the CLI stay live during the test
+
+
+def run(cwd: Path, *args: str, agent: str | None = None, **env: str) -> subprocess.CompletedProcess[str]:
+    full = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", **env}
+    if agent:
+        full["LIZA_AGENT_ID"] = agent
+    return subprocess.run(list(args), cwd=cwd, capture_output=True, text=True, env=full, check=False)
+
+
+def liza(cwd: Path, *args: str, agent: str | None = None) -> str:
+    r = run(cwd, "git", "liza", *args, agent=agent)
+    assert r.returncode == 0, f"git liza {' '.join(args)}: {r.stderr}"
+    return r.stdout
+
+
+def push(cwd: Path, *refspecs: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return run(cwd, "git", "push", "--porcelain", "origin", *refspecs, **env)
+
+
+def remote_ref(bare: Path, ref: str) -> str | None:
+    out = git(bare, "for-each-ref", "--format=%(objectname)", ref)
+    return out or None
+
+
+def refused(r: subprocess.CompletedProcess[str], ref: str) -> str:
+    assert r.returncode != 0, r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if f"gitliza: refused {ref}:" in ln]
+    assert lines, r.stderr
+    return lines[0]
+
+
+@pytest.fixture
+def team(tmp_path: Path, bare: Path) -> tuple[Path, Path]:
+    """(bare remote with the server hook, a clone whose board has coders, a reviewer and task t1),
+    everything pushed and accepted."""
+    install(bare, server=True, python=PY)
+    seed = tmp_path / "seed"
+    git(tmp_path, "clone", "-q", str(bare), str(seed))
+    (seed / "README.md").write_text("project\n")
+    git(seed, "add", "README.md")
+    git(seed, "commit", "-q", "-m", "initial")
+    liza(seed, "init", "the goal")
+    for agent, role in (("coder-1", "coder"), ("coder-2", "coder"), ("rev-1", "code_reviewer")):
+        liza(seed, "register", agent, "--role", role)
+    liza(seed, "add", "t1", "--desc", "do it", "--spec-ref", "s", "--done-when", "w",
+         "--scope", "x", "--ready")
+    r = push(seed, "main", "integration", "refs/liza/state:refs/liza/state")
+    assert r.returncode == 0, r.stderr
+    return bare, seed
+
+
+def clone(tmp_path: Path, bare: Path, name: str) -> Path:
+    path = tmp_path / name
+    git(tmp_path, "clone", "-q", str(bare), str(path))
+    git(path, "fetch", "-q", "origin", "refs/liza/state:refs/liza/state")
+    git(path, "branch", "-q", "integration", "origin/integration")
+    return path
+
+
+def forge(path: Path, op: Op, changes: dict[tuple[str, str], object], event: Event) -> str:
+    """Write a state commit for `op` with the given changes, bypassing the core's checks, and move
+    refs/liza/state onto it (libgit2: no hooks run)."""
+    store = Store.discover(path)
+    parent = store.repo[store.tip()]
+    board = store.board_at(parent)
+    outcome = Outcome(changes=changes, event=event, board=board.with_changes(changes))
+    oid = store.write_commit(parent, outcome, op)
+    store.repo.references.create(store.ref, oid, force=True)
+    return str(oid)
+
+
+def rewrite_tip(path: Path, message: str | None = None,
+                edit: tuple[str, bytes] | None = None) -> str:
+    """Replace the state tip by a copy with another message and/or one blob edited (pygit2)."""
+    repo = pygit2.Repository(str(path / ".git"))
+    tip = repo.references["refs/liza/state"].peel(pygit2.Commit)
+    tree = tip.tree
+    if edit is not None:
+        tree = repo[_replace_blob(repo, tip.tree, edit[0].split("/"), edit[1])]
+    oid = repo.create_commit(None, tip.author, tip.committer, message or tip.message, tree.id,
+                             tip.parent_ids)
+    repo.references.create("refs/liza/state", oid, force=True)
+    return str(oid)
+
+
+def _replace_blob(repo: pygit2.Repository, tree: pygit2.Tree, parts: list[str], data: bytes) -> pygit2.Oid:
+    tb = repo.TreeBuilder(tree)
+    if len(parts) == 1:
+        tb.insert(parts[0], repo.create_blob(data), pygit2.GIT_FILEMODE_BLOB)
+    else:
+        tb.insert(parts[0], _replace_blob(repo, tree[parts[0]], parts[1:], data), pygit2.GIT_FILEMODE_TREE)
+    return tb.write()
+
+
+# -- the legitimate lifecycle --------------------------------------------------------------------
+@pytest.mark.slow
+def test_legit_lifecycle_is_accepted_with_client_and_server_hooks(tmp_path: Path, team: tuple[Path, Path]) -> None:
+    bare, seed = team
+    work = clone(tmp_path, bare, "work")
+    install(work, python=PY)
+    liza(work, "claim", "t1", agent="coder-1")
+    wt = work / ".worktrees" / "t1"
+    (wt / "feature.txt").write_text("feature\n")
+    git(wt, "add", "feature.txt")
+    r = run(wt, "git", "commit", "-q", "-m", "feature", agent="coder-1")  # pre-commit: holder
+    assert r.returncode == 0, r.stderr
+    liza(work, "submit", "t1", agent="coder-1")
+    r = push(work, "liza/t1", "refs/liza/state:refs/liza/state")
+    assert r.returncode == 0, r.stderr
+    liza(work, "claim-review", "t1", agent="rev-1")
+    liza(work, "verdict", "t1", "approve", agent="rev-1")
+    liza(work, "merge", "t1", agent="rev-1")
+    # One push moves the state (APPROVED -> MERGED) and the integration branch together.
+    r = push(work, "integration", "refs/liza/state:refs/liza/state")
+    assert r.returncode == 0, r.stderr
+    assert remote_ref(bare, "refs/liza/state") == git(work, "rev-parse", "refs/liza/state")
+    assert remote_ref(bare, "refs/heads/integration") == git(work, "rev-parse", "integration")
+    assert "verified" in liza(work, "verify")
+
+
+def test_hooks_install_status_uninstall_commands(tmp_path: Path, bare: Path, repo: Path) -> None:
+    out = liza(bare, "hooks", "install", "--server")
+    assert "pre-receive" in out
+    assert PY in (bare / "hooks" / "pre-receive").read_text()  # the venv python is recorded
+    out = liza(repo, "hooks", "install")
+    assert "advisory" in run(repo, "git", "liza", "hooks", "install").stderr
+    status = liza(repo, "hooks", "status", "--json")
+    assert '"kind": "gitliza"' in status
+    assert "removed" in liza(repo, "hooks", "uninstall")
+
+
+# -- forged pushes, each refused by the server with its reason ------------------------------------
+def test_edited_toml_in_a_state_commit_is_refused(tmp_path: Path, team: tuple[Path, Path]) -> None:
+    bare, _seed = team
+    before = remote_ref(bare, "refs/liza/state")
+    c = clone(tmp_path, bare, "c")
+    Liza.open(c, agent="human").do(Add, task="t2", description="honest", spec_ref="s",
+                                     done_when="w", scope="x", ready=True)
+    path = layout.path_of("tasks", "t2")
+    blob = git(c, "cat-file", "blob", f"refs/liza/state:{path}").replace("honest", "forged")
+    bad = rewrite_tip(c, edit=(path, (blob + "\n").encode()))
+    line = refused(push(c, "refs/liza/state:refs/liza/state"), "refs/liza/state")
+    assert bad[:12] in line and "(add)" in line and f"{path} is not what the op writes" in line
+    assert remote_ref(bare, "refs/liza/state") == before
+
+
+def test_forged_trailer_is_refused(tmp_path: Path, team: tuple[Path, Path]) -> None:
+    bare, _seed = team
+    before = remote_ref(bare, "refs/liza/state")
+    c = clone(tmp_path, bare, "c")
+    Liza.open(c, agent="human").do(Add, task="t2", description="d", spec_ref="s",
+                                     done_when="w", scope="x", ready=True)
+    msg = git(c, "log", "-1", "--format=%B", "refs/liza/state") + "\n"
+    rewrite_tip(c, message=msg.replace("Liza-To: UNCLAIMED", "Liza-To: MERGED"))
+    line = refused(push(c, "refs/liza/state:refs/liza/state"), "refs/liza/state")
+    assert "forged trailers: trailer Liza-To says 'MERGED'" in line
+    assert remote_ref(bare, "refs/liza/state") == before
+
+
+def test_force_push_over_the_state_ref_is_refused(tmp_path: Path, team: tuple[Path, Path]) -> None:
+    bare, _seed = team
+    before = remote_ref(bare, "refs/liza/state")
+    c = clone(tmp_path, bare, "c")
+    git(c, "update-ref", "refs/liza/state", "refs/liza/state~1")  # rewrite history locally
+    Liza.open(c, agent="human").do(Add, task="t9", description="d")
+    line = refused(push(c, "+refs/liza/state:refs/liza/state"), "refs/liza/state")
+    assert "not a fast-forward" in line
+    assert remote_ref(bare, "refs/liza/state") == before
+
+
+def test_deleting_the_state_ref_is_refused(tmp_path: Path, team: tuple[Path, Path]) -> None:
+    bare, _seed = team
+    before = remote_ref(bare, "refs/liza/state")
+    c = clone(tmp_path, bare, "c")
+    line = refused(push(c, ":refs/liza/state"), "refs/liza/state")
+    assert "deleting refs/liza/state is never allowed" in line
+    assert remote_ref(bare, "refs/liza/state") == before
+
+
+def _to_review(c: Path) -> str:
+    """t1 claimed by coder-1 and submitted, through the API (no worktree needed for the board)."""
+    from gitliza.core.ops import ClaimReview, Submit
+    base = git(c, "rev-parse", "main")
+    Liza.open(c, agent="coder-1", now=lambda: T0).do(Claim, task="t1", worktree=".worktrees/t1",
+                                                      base_commit=base)
+    Liza.open(c, agent="coder-1", now=lambda: T0).do(Submit, task="t1", commit=base)
+    Liza.open(c, agent="rev-1", now=lambda: T0).do(ClaimReview, task="t1")
+    return base
+
+
+def test_a_coders_approval_is_refused(tmp_path: Path, team: tuple[Path, Path]) -> None:
+    bare, _seed = team
+    before = remote_ref(bare, "refs/liza/state")
+    c = clone(tmp_path, bare, "c")
+    review = _to_review(c)
+    t = Store.discover(c).board()[0].task("t1")
+    assert t is not None
+    op = Verdict(actor="coder-2", time=T0, task="t1", verdict="approve", commit=review)
+    approved = dataclasses.replace(t, status=TaskState.APPROVED, approved_by="coder-2",
+                                   reviewing_by=None, review_lease_expires=None)
+    forge(c, op, {("tasks", "t1"): approved},
+          Event("verdict", "coder-2", T0, "t1", TaskState.READY_FOR_REVIEW, TaskState.APPROVED,
+                summary="verdict t1 (READY_FOR_REVIEW -> APPROVED) by coder-2"))
+    line = refused(push(c, "refs/liza/state:refs/liza/state"), "refs/liza/state")
+    assert "(verdict): replay refused" in line and "not allowed for coder-2 (role coder)" in line
+    assert remote_ref(bare, "refs/liza/state") == before
+
+
+def test_self_approval_is_refused(tmp_path: Path, team: tuple[Path, Path]) -> None:
+    bare, _seed = team
+    before = remote_ref(bare, "refs/liza/state")
+    c = clone(tmp_path, bare, "c")
+    base = git(c, "rev-parse", "main")
+    Liza.open(c, agent="coder-1", now=lambda: T0).do(Claim, task="t1", worktree=".worktrees/t1",
+                                                      base_commit=base)
+    t = Store.discover(c).board()[0].task("t1")
+    assert t is not None
+    op = Verdict(actor="coder-1", time=T0, task="t1", verdict="approve", commit=base)
+    forge(c, op, {("tasks", "t1"): dataclasses.replace(t, status=TaskState.APPROVED)},
+          Event("verdict", "coder-1", T0, "t1", TaskState.CLAIMED, TaskState.APPROVED,
+                summary="verdict t1 (CLAIMED -> APPROVED) by coder-1"))
+    line = refused(push(c, "refs/liza/state:refs/liza/state"), "refs/liza/state")
+    assert "replay refused" in line and "self-approval" in line
+    assert remote_ref(bare, "refs/liza/state") == before
+
+
+def test_merge_recorded_without_approval_is_refused(tmp_path: Path, team: tuple[Path, Path]) -> None:
+    from gitliza.core.ops import Merge
+    bare, _seed = team
+    before = remote_ref(bare, "refs/liza/state")
+    c = clone(tmp_path, bare, "c")
+    review = _to_review(c)
+    t = Store.discover(c).board()[0].task("t1")
+    assert t is not None
+    op = Merge(actor="rev-1", time=T0, task="t1", result="merged", merge_commit=review)
+    merged = dataclasses.replace(t, status=TaskState.MERGED, merge_commit=review, worktree=None)
+    forge(c, op, {("tasks", "t1"): None, ("archive", "t1"): merged},
+          Event("merge", "rev-1", T0, "t1", TaskState.READY_FOR_REVIEW, TaskState.MERGED,
+                summary="merge t1 (READY_FOR_REVIEW -> MERGED) by rev-1"))
+    line = refused(push(c, "refs/liza/state:refs/liza/state"), "refs/liza/state")
+    assert "(merge): replay refused" in line and "READY_FOR_REVIEW" in line
+    assert remote_ref(bare, "refs/liza/state") == before
+
+
+def test_unapproved_work_pushed_to_the_integration_branch_is_refused(
+        tmp_path: Path, team: tuple[Path, Path]) -> None:
+    bare, _seed = team
+    before = remote_ref(bare, "refs/heads/integration")
+    c = clone(tmp_path, bare, "c")
+    git(c, "checkout", "-q", "integration")
+    (c / "sneaky.txt").write_text("unreviewed\n")
+    git(c, "add", "sneaky.txt")
+    git(c, "commit", "-q", "-m", "sneak in")
+    line = refused(push(c, "integration"), "refs/heads/integration")
+    assert "1 commit(s) never approved" in line and "sneak in" in line
+    # A task under review (not approved yet) cannot be merged by hand either.
+    git(c, "reset", "-q", "--hard", "origin/integration")
+    _to_review(c)
+    git(c, "checkout", "-q", "-b", "liza/t1")
+    (c / "t1.txt").write_text("t1\n")
+    git(c, "add", "t1.txt")
+    git(c, "commit", "-q", "-m", "t1 work")
+    git(c, "checkout", "-q", "integration")
+    git(c, "merge", "-q", "--no-ff", "-m", "merge t1", "liza/t1")
+    r = push(c, "integration", "refs/liza/state:refs/liza/state")
+    assert "never approved" in refused(r, "refs/heads/integration")
+    assert remote_ref(bare, "refs/heads/integration") == before
+
+
+# -- client hooks ---------------------------------------------------------------------------------
+def test_client_pre_commit_in_a_task_worktree(tmp_path: Path, team: tuple[Path, Path]) -> None:
+    bare, _seed = team
+    c = clone(tmp_path, bare, "c")
+    install(c, python=PY)
+    liza(c, "claim", "t1", agent="coder-1")
+    wt = c / ".worktrees" / "t1"
+    (wt / "a.txt").write_text("a\n")
+    git(wt, "add", "a.txt")
+    r = run(wt, "git", "commit", "-q", "-m", "a", agent="coder-2")
+    assert r.returncode == 1 and "t1 is claimed by coder-1, not coder-2" in r.stderr
+    r = run(wt, "git", "commit", "-q", "-m", "a", agent="coder-1", LIZA_NOW="2999-01-01T00:00:00Z")
+    assert r.returncode == 1 and "lease on t1 expired" in r.stderr
+    assert run(wt, "git", "commit", "-q", "-m", "a", agent="coder-1").returncode == 0
+    liza(c, "submit", "t1", agent="coder-1")
+    (wt / "b.txt").write_text("b\n")
+    git(wt, "add", "b.txt")
+    r = run(wt, "git", "commit", "-q", "-m", "b", agent="coder-1")
+    assert r.returncode == 1 and "t1 is READY_FOR_REVIEW" in r.stderr
+    # Advisory: switching the hooks off gets past them (the server is where enforcement is real).
+    r = run(wt, "git", "-c", "core.hooksPath=/dev/null", "commit", "-q", "-m", "b", agent="coder-1")
+    assert r.returncode == 0, r.stderr
+
+
+def test_client_reference_transaction_guards_the_state_ref(tmp_path: Path, team: tuple[Path, Path]) -> None:
+    bare, _seed = team
+    c = clone(tmp_path, bare, "c")
+    install(c, python=PY)
+    r = run(c, "git", "update-ref", "-d", "refs/liza/state")
+    assert r.returncode != 0 and "deleting refs/liza/state is never allowed" in r.stderr
+    r = run(c, "git", "update-ref", "refs/liza/state", "refs/liza/state~2")
+    assert r.returncode != 0 and "not a fast-forward" in r.stderr
+    tip = git(c, "rev-parse", "refs/liza/state")
+    Liza.open(c, agent="human").do(Add, task="t2", description="d")  # libgit2: no hook runs
+    good = git(c, "rev-parse", "refs/liza/state")
+    msg = git(c, "log", "-1", "--format=%B", "refs/liza/state")
+    forged = rewrite_tip(c, message=msg.replace("Liza-Task: t2", "Liza-Task: t3") + "\n")
+    repo = pygit2.Repository(str(c / ".git"))
+    repo.references.create("refs/liza/state", pygit2.Oid(hex=tip), force=True)
+    r = run(c, "git", "update-ref", "refs/liza/state", forged)
+    assert r.returncode != 0 and f"state commit {forged[:12]} (add)" in r.stderr
+    assert git(c, "rev-parse", "refs/liza/state") == tip
+    assert run(c, "git", "update-ref", "refs/liza/state", good).returncode == 0  # legal: accepted
+    assert git(c, "rev-parse", "refs/liza/state") == good
+
+
+def test_client_merge_and_push_of_the_integration_branch(tmp_path: Path, team: tuple[Path, Path]) -> None:
+    bare, _seed = team
+    c = clone(tmp_path, bare, "c")
+    install(c, python=PY)
+    git(c, "checkout", "-q", "-b", "feature")
+    (c / "f.txt").write_text("f\n")
+    git(c, "add", "f.txt")
+    git(c, "commit", "-q", "-m", "feature")
+    git(c, "checkout", "-q", "integration")
+    r = run(c, "git", "merge", "--no-ff", "-m", "merge feature", "feature")
+    assert r.returncode != 0 and "is not the approved review_commit of any task" in r.stderr
+    git(c, "merge", "--abort")
+    r = run(c, "git", "merge", "--ff-only", "feature")  # reference-transaction refuses the ff
+    assert r.returncode != 0 and "never approved" in r.stderr
+    r = run(c, "git", "-c", "core.hooksPath=/dev/null", "merge", "-q", "--ff-only", "feature")
+    assert r.returncode == 0
+    r = push(c, "integration")  # pre-push stops it before anything is sent
+    assert r.returncode != 0 and "gitliza: pre-push: refused: refs/heads/integration" in r.stderr
+    r = push(c, "integration", "--no-verify")  # and without the client hook, the server does
+    assert "never approved" in refused(r, "refs/heads/integration")
