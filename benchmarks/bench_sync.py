@@ -17,7 +17,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -35,7 +35,7 @@ def git(cwd: Path, *args: str) -> str:
                           text=True).stdout.strip()
 
 
-def ticker(offset: int):  # type: ignore[no-untyped-def]
+def ticker(offset: int) -> Callable[[], str]:
     t = [T0 + offset]
 
     def now() -> str:
@@ -104,13 +104,13 @@ def run(n: int, m: int) -> None:
                 return real(*args, **kw)
             finally:
                 spent[0] += time.perf_counter() - t0
-        engine.replay = timed  # type: ignore[assignment]
+        engine.replay = timed
         try:
             t = time.perf_counter()
             rep = engine.sync(store)
             sync_s = time.perf_counter() - t
         finally:
-            engine.replay = real  # type: ignore[assignment]
+            engine.replay = real
         replay_s = spent[0]
         assert rep.action == engine.REPLAYED and rep.pushed, rep.action
         print(f"N={n:5d} local over M={m:5d} remote: sync {sync_s * 1000:8.1f} ms "
