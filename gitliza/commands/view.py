@@ -16,8 +16,9 @@ _ORDER = {s: i for i, s in enumerate(TaskState)}
 
 
 def _board(env: Env, at: str | None) -> tuple[Board, Any]:
-    liza = env.liza()
-    return liza.store.board(at)
+    board: Board
+    board, commit = env.liza().store.board(at)
+    return board, commit
 
 
 def status(env: Env, at: str | None) -> int:
@@ -91,8 +92,8 @@ def log(env: Env, n: int | None, task: str | None, by: str | None, at: str | Non
             break
         try:
             rec = record.parse(commit.message)
-        except LizaError as e:
-            entries.append({"state": str(commit.id), "error": str(e)})
+        except LizaError as bad:
+            entries.append({"state": str(commit.id), "error": str(bad)})
             continue
         tr = rec.trailers
         if task is not None and tr.get("Liza-Task") != task:

@@ -93,7 +93,8 @@ class Board:
 
     @property
     def goal(self) -> Goal:
-        return self._single("goal")
+        g: Goal = self._single("goal")
+        return g
 
     @property
     def config(self) -> Config:
@@ -102,7 +103,8 @@ class Board:
 
     @property
     def sprint(self) -> Sprint:
-        return self._single("sprint")
+        s: Sprint = self._single("sprint")
+        return s
 
     @property
     def circuit_breaker(self) -> CircuitBreaker:

@@ -182,6 +182,8 @@ def check_board(board: Board, now: str,
                 out.append(Violation(f"agent {a.id}", f"current_task {a.current_task} does not exist"))
     for key in board.keys("anomalies"):
         an = board.get("anomalies", key)
+        if an is None:
+            continue
         out += [Violation(f"anomaly {key}", r) for r in anomaly_problems(an)]
     return out
 

@@ -79,14 +79,16 @@ class GitSource:
     def keys(self, coll: str) -> Iterator[str]:
         if self._tree is None or coll not in self._tree:
             return
-        yield from self._leaves(self._tree[coll], layout.DEPTH[coll])  # type: ignore[arg-type]
+        yield from self._leaves(self._tree[coll], layout.DEPTH[coll])
 
-    def _leaves(self, tree: pygit2.Tree, depth: int) -> Iterator[str]:
+    def _leaves(self, tree: pygit2.Object, depth: int) -> Iterator[str]:
+        assert isinstance(tree, pygit2.Tree)
         for entry in tree:
+            name = entry.name or ""
             if depth:
                 yield from self._leaves(self._repo[entry.id], depth - 1)
-            elif entry.name.endswith(layout.SUFFIX):
-                yield entry.name[: -len(layout.SUFFIX)]
+            elif name.endswith(layout.SUFFIX):
+                yield name[: -len(layout.SUFFIX)]
 
 
 def _ident(coll: str, entity: Any) -> Any:
@@ -96,7 +98,7 @@ def _ident(coll: str, entity: Any) -> Any:
 
 
 def decode_blob(coll: str, key: str, data: bytes, path: str) -> Any:
-    entity = codec.loads(ENTITY_TYPES[coll], data, where=path)
+    entity: Any = codec.loads(ENTITY_TYPES[coll], data, where=path)
     ident = _ident(coll, entity)
     if ident is None:
         ident = key
@@ -148,15 +150,16 @@ class Store:
     # -- reading ---------------------------------------------------------------------------------
     def tip(self) -> pygit2.Oid | None:
         try:
-            return self.repo.lookup_reference(self.ref).target  # type: ignore[no-any-return]
+            target = self.repo.lookup_reference(self.ref).target
         except KeyError:
             return None
+        return target if isinstance(target, pygit2.Oid) else None
 
     def resolve(self, rev: str | None) -> pygit2.Commit | None:
         """The state commit at `rev` (any revision: refs/liza/state~3, an oid...), or the tip."""
         if rev is None:
             tip = self.tip()
-            return None if tip is None else self.repo[tip]
+            return None if tip is None else self.commit(tip)
         try:
             obj = self.repo.revparse_single(rev)
             commit = obj.peel(pygit2.Commit)
@@ -164,7 +167,14 @@ class Store:
             raise ValidationError(f"no state revision {rev!r}") from None
         if layout.FORMAT_FILE not in commit.tree:
             raise ValidationError(f"{rev} is not a state commit (its tree has no `format`)")
-        return commit  # type: ignore[no-any-return]
+        assert isinstance(commit, pygit2.Commit)
+        return commit
+
+    def commit(self, oid: pygit2.Oid | str) -> pygit2.Commit:
+        c = self.repo[oid]
+        if not isinstance(c, pygit2.Commit):
+            raise InconsistentState(f"{oid} is not a commit")
+        return c
 
     def board_at(self, commit: pygit2.Commit | None) -> Board:
         if commit is None:
@@ -231,7 +241,7 @@ class Store:
         locked = False
         for attempt in range(1, len(RETRY_DELAYS) + 2):
             tip = self.tip()
-            parent = self.repo[tip] if tip is not None else None
+            parent = self.commit(tip) if tip is not None else None
             board = self.board_at(parent)
             op = make_op(board, now())
             outcome = apply(board, op)

@@ -222,8 +222,9 @@ def _retire(ctx: Ctx, t: Task, **fields: object) -> Task:
     """Common end of rescope/abandon: the holder is freed, the worktree is let go."""
     _free_agent(ctx, t, t.assigned_to)
     _free_agent(ctx, t, t.reviewing_by)
-    return replace(t, worktree=None, lease_expires=None, reviewing_by=None,
-                   review_lease_expires=None, **fields)
+    retired: Task = replace(t, worktree=None, lease_expires=None, reviewing_by=None,
+                            review_lease_expires=None, **fields)
+    return retired
 
 
 @register_op

@@ -55,10 +55,11 @@ def block_fields(ctx: Ctx, t: Task, reason: str, questions: tuple[str, ...],
         add_anomaly(ctx, "hypothesis_exhaustion", t.id, coders=", ".join(failed_by))
         reason = f"Two coders failed ({', '.join(failed_by)}): hypothesis exhaustion. {reason}"
         questions = questions + ("Should the task be rescoped or split?",)
-    return replace(t, status=S.BLOCKED, blocked_reason=reason, blocked_questions=questions[:3],
-                   failed_by=failed_by, lease_expires=None, reviewing_by=None,
-                   review_lease_expires=None,
-                   history=ctx.history(t, "blocked", agent=ctx.op.actor, reason=reason))
+    blocked: Task = replace(
+        t, status=S.BLOCKED, blocked_reason=reason, blocked_questions=questions[:3],
+        failed_by=failed_by, lease_expires=None, reviewing_by=None, review_lease_expires=None,
+        history=ctx.history(t, "blocked", agent=ctx.op.actor, reason=reason))
+    return blocked
 
 
 def holder_check(ctx: Ctx, t: Task, what: str) -> Agent:
