@@ -49,10 +49,10 @@ from gitliza.core.states import TERMINAL, TaskState
 from gitliza.errors import (ConcurrencyConflict, GitFailure, IllegalTransition, InconsistentState,
                             LizaError, NotFound, ValidationError)
 from gitliza.git.store import STALE_LOCK_SECONDS, Committed
-from gitliza.git.worktrees import (WORKTREES_DIR, add_task_worktree, clean_sync_problems,
-                                   common_dir, contained_path, list_task_branches,
-                                   list_task_worktrees, ref_oid, remove_task_worktree,
-                                   task_branch, worktree_head)
+from gitliza.git.worktrees import (WORKTREES_DIR, TaskWorktreeEntry, add_task_worktree,
+                                   clean_sync_problems, common_dir, contained_path,
+                                   list_task_branches, list_task_worktrees, ref_oid,
+                                   remove_task_worktree, task_branch, worktree_head)
 
 if TYPE_CHECKING:
     from gitliza.api import Liza
@@ -72,7 +72,7 @@ REASON_MAX = 1000
 
 
 def warn(text: str) -> None:
-    """Warnings that a library caller cannot act on otherwise (kept worktrees, lagging checkouts)."""
+    """Warnings that the caller gets no other way (kept worktrees, lagging checkouts)."""
     sys.stderr.write(f"gitliza: warning: {text}\n")
 
 
@@ -627,8 +627,14 @@ def doctor(liza: Liza, fix: bool = False) -> DoctorReport:
     report = DoctorReport([], [])
     report.problems += _stale_locks(liza, fix)
     board = liza.board()
-    on_disk = {e.task_id for e in list_task_worktrees(repo)}
-    ids = on_disk | set(list_task_branches(repo))
+    # Listed once (listing reads every admin entry); each task is then judged under its lock
+    # against a fresh board, which is what matters: a claim that finished since the listing has
+    # committed CLAIMED, and paths are re-checked on disk.
+    entries: dict[str, list[TaskWorktreeEntry]] = {}
+    for e in list_task_worktrees(repo):
+        entries.setdefault(e.task_id, []).append(e)
+    branches = list_task_branches(repo)
+    ids = set(entries) | set(branches)
     ids |= {t.id for t in board.tasks() if _holds_worktree(t) or t.status == S.APPROVED}
     for tid in sorted(ids):
         if not _lockable_id(tid):
@@ -639,7 +645,8 @@ def doctor(liza: Liza, fix: bool = False) -> DoctorReport:
             if not got:
                 report.busy.append(tid)
                 continue
-            report.problems += _examine(liza, tid, fix)
+            report.problems += _examine(liza, tid, fix, entries.get(tid, []),
+                                        branches.get(tid))
     return report
 
 
@@ -673,7 +680,8 @@ def _stale_locks(liza: Liza, fix: bool) -> list[Problem]:
     return out
 
 
-def _examine(liza: Liza, tid: str, fix: bool) -> list[Problem]:
+def _examine(liza: Liza, tid: str, fix: bool, entries: list[TaskWorktreeEntry],
+             branch_tip: Oid | None) -> list[Problem]:
     repo: Repository = liza.repo
     board = liza.board()  # fresh, under the task lock
     t = board.task(tid)
@@ -681,8 +689,6 @@ def _examine(liza: Liza, tid: str, fix: bool) -> list[Problem]:
     tip = repo.references.get(f"refs/heads/{branch}")
     integ = ref_oid(tip) if tip is not None else None
     path = task_dir(repo, tid)
-    entries = [e for e in list_task_worktrees(repo) if e.task_id == tid]
-    branch_tip = list_task_branches(repo).get(tid)
     out: list[Problem] = []
     if t is not None and t.status == S.APPROVED and t.review_commit and integ is not None \
             and _contains(repo, integ, Oid(hex=t.review_commit)):
@@ -741,11 +747,11 @@ def _disposable(repo: Repository, path: Path | None, branch_tip: Oid | None,
         except LizaError as e:
             problems = [str(e)]
         if problems:
-            return False, f"uncommitted changes: {'; '.join(problems[:3])}; inspect and remove it " \
-                          "by hand"
+            shown = "; ".join(problems[:3])
+            return False, f"uncommitted changes: {shown}; inspect and remove it by hand"
     if branch_tip is not None and (integ is None or not _contains(repo, integ, branch_tip)):
-        return False, f"branch tip {str(branch_tip)[:12]} has commits outside the integration " \
-                      "branch; inspect and delete it by hand"
+        return False, (f"branch tip {str(branch_tip)[:12]} has commits outside the integration "
+                       "branch; inspect and delete it by hand")
     return True, "holds no work"
 
 
