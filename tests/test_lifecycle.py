@@ -299,6 +299,19 @@ def test_expired_lease_is_taken_over_and_the_first_coder_must_stand_down(board: 
     assert wt.is_dir() and task(repo, "t1").assigned_to == "c2"
 
 
+def test_rejected_task_claimed_by_another_coder_starts_fresh(board: Path) -> None:
+    repo = board
+    to_review(repo, "t1", "c1", "r1")
+    ok(repo, "verdict", "t1", "reject", "--reason", "wrong approach", agent="r1")
+    c = claimed(repo, "t1", "c2")
+    assert not c["reused"] and c["base_commit"] == git(repo, "rev-parse", "integration")
+    assert not (Path(c["worktree"]) / "t1.txt").exists()
+    assert git(Path(c["worktree"]), "rev-parse", "HEAD") == c["base_commit"]
+    t = task(repo, "t1")
+    assert t.assigned_to == "c2" and t.failed_by == ("c1",) and t.review_cycles_current == 0
+    assert "failed" in fails(repo, 1, "claim", "t1", agent="c1", now=later(3600))
+
+
 def test_release_removes_the_worktree_and_branch(board: Path) -> None:
     wt = Path(claimed(board, "t1", "c1")["worktree"])
     commit_file(wt, "a.txt", "1\n")
