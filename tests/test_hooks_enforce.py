@@ -79,6 +79,25 @@ def team(tmp_path: Path, bare: Path) -> tuple[Path, Path]:
     return bare, seed
 
 
+def state_push_refused(c: Path, bare: Path, before: str | None) -> str:
+    """Push the clone's state ref: the server must refuse it and keep its own."""
+    line = refused(push(c, "refs/liza/state:refs/liza/state"), "refs/liza/state")
+    assert remote_ref(bare, "refs/liza/state") == before
+    return line
+
+
+def forged_verdict(c: Path, actor: str, source: TaskState, commit: str) -> None:
+    """An approval of t1 by `actor`, written with the core's checks bypassed."""
+    t = Store.discover(c).board()[0].task("t1")
+    assert t is not None
+    op = Verdict(actor=actor, time=T0, task="t1", verdict="approve", commit=commit)
+    approved = dataclasses.replace(t, status=TaskState.APPROVED, approved_by=actor,
+                                   reviewing_by=None, review_lease_expires=None)
+    forge(c, op, {("tasks", "t1"): approved},
+          Event("verdict", actor, T0, "t1", source, TaskState.APPROVED,
+                summary=f"verdict t1 ({source} -> APPROVED) by {actor}"))
+
+
 def clone(tmp_path: Path, bare: Path, name: str) -> Path:
     path = tmp_path / name
     git(tmp_path, "clone", "-q", str(bare), str(path))
@@ -91,7 +110,7 @@ def forge(path: Path, op: Op, changes: dict[tuple[str, str], object], event: Eve
     """Write a state commit for `op` with the given changes, bypassing the core's checks, and move
     refs/liza/state onto it (libgit2: no hooks run)."""
     store = Store.discover(path)
-    parent = store.repo[store.tip()]
+    parent = store.resolve(None)
     board = store.board_at(parent)
     outcome = Outcome(changes=changes, event=event, board=board.with_changes(changes))
     oid = store.write_commit(parent, outcome, op)
@@ -104,10 +123,10 @@ def rewrite_tip(path: Path, message: str | None = None,
     """Replace the state tip by a copy with another message and/or one blob edited (pygit2)."""
     repo = pygit2.Repository(str(path / ".git"))
     tip = repo.references["refs/liza/state"].peel(pygit2.Commit)
-    tree = tip.tree
+    tree = tip.tree_id
     if edit is not None:
-        tree = repo[_replace_blob(repo, tip.tree, edit[0].split("/"), edit[1])]
-    oid = repo.create_commit(None, tip.author, tip.committer, message or tip.message, tree.id,
+        tree = _replace_blob(repo, tip.tree, edit[0].split("/"), edit[1])
+    oid = repo.create_commit(None, tip.author, tip.committer, message or tip.message, tree,
                              tip.parent_ids)
     repo.references.create("refs/liza/state", oid, force=True)
     return str(oid)
@@ -118,7 +137,9 @@ def _replace_blob(repo: pygit2.Repository, tree: pygit2.Tree, parts: list[str], 
     if len(parts) == 1:
         tb.insert(parts[0], repo.create_blob(data), pygit2.GIT_FILEMODE_BLOB)
     else:
-        tb.insert(parts[0], _replace_blob(repo, tree[parts[0]], parts[1:], data), pygit2.GIT_FILEMODE_TREE)
+        sub = tree[parts[0]]
+        assert isinstance(sub, pygit2.Tree)
+        tb.insert(parts[0], _replace_blob(repo, sub, parts[1:], data), pygit2.GIT_FILEMODE_TREE)
     return tb.write()
 
 
@@ -169,9 +190,8 @@ def test_edited_toml_in_a_state_commit_is_refused(tmp_path: Path, team: tuple[Pa
     path = layout.path_of("tasks", "t2")
     blob = git(c, "cat-file", "blob", f"refs/liza/state:{path}").replace("honest", "forged")
     bad = rewrite_tip(c, edit=(path, (blob + "\n").encode()))
-    line = refused(push(c, "refs/liza/state:refs/liza/state"), "refs/liza/state")
+    line = state_push_refused(c, bare, before)
     assert bad[:12] in line and "(add)" in line and f"{path} is not what the op writes" in line
-    assert remote_ref(bare, "refs/liza/state") == before
 
 
 def test_forged_trailer_is_refused(tmp_path: Path, team: tuple[Path, Path]) -> None:
@@ -182,9 +202,8 @@ def test_forged_trailer_is_refused(tmp_path: Path, team: tuple[Path, Path]) -> N
                                      done_when="w", scope="x", ready=True)
     msg = git(c, "log", "-1", "--format=%B", "refs/liza/state") + "\n"
     rewrite_tip(c, message=msg.replace("Liza-To: UNCLAIMED", "Liza-To: MERGED"))
-    line = refused(push(c, "refs/liza/state:refs/liza/state"), "refs/liza/state")
+    line = state_push_refused(c, bare, before)
     assert "forged trailers: trailer Liza-To says 'MERGED'" in line
-    assert remote_ref(bare, "refs/liza/state") == before
 
 
 def test_force_push_over_the_state_ref_is_refused(tmp_path: Path, team: tuple[Path, Path]) -> None:
@@ -222,18 +241,9 @@ def test_a_coders_approval_is_refused(tmp_path: Path, team: tuple[Path, Path]) -
     bare, _seed = team
     before = remote_ref(bare, "refs/liza/state")
     c = clone(tmp_path, bare, "c")
-    review = _to_review(c)
-    t = Store.discover(c).board()[0].task("t1")
-    assert t is not None
-    op = Verdict(actor="coder-2", time=T0, task="t1", verdict="approve", commit=review)
-    approved = dataclasses.replace(t, status=TaskState.APPROVED, approved_by="coder-2",
-                                   reviewing_by=None, review_lease_expires=None)
-    forge(c, op, {("tasks", "t1"): approved},
-          Event("verdict", "coder-2", T0, "t1", TaskState.READY_FOR_REVIEW, TaskState.APPROVED,
-                summary="verdict t1 (READY_FOR_REVIEW -> APPROVED) by coder-2"))
-    line = refused(push(c, "refs/liza/state:refs/liza/state"), "refs/liza/state")
+    forged_verdict(c, "coder-2", TaskState.READY_FOR_REVIEW, _to_review(c))
+    line = state_push_refused(c, bare, before)
     assert "(verdict): replay refused" in line and "not allowed for coder-2 (role coder)" in line
-    assert remote_ref(bare, "refs/liza/state") == before
 
 
 def test_self_approval_is_refused(tmp_path: Path, team: tuple[Path, Path]) -> None:
@@ -243,15 +253,9 @@ def test_self_approval_is_refused(tmp_path: Path, team: tuple[Path, Path]) -> No
     base = git(c, "rev-parse", "main")
     Liza.open(c, agent="coder-1", now=lambda: T0).do(Claim, task="t1", worktree=".worktrees/t1",
                                                       base_commit=base)
-    t = Store.discover(c).board()[0].task("t1")
-    assert t is not None
-    op = Verdict(actor="coder-1", time=T0, task="t1", verdict="approve", commit=base)
-    forge(c, op, {("tasks", "t1"): dataclasses.replace(t, status=TaskState.APPROVED)},
-          Event("verdict", "coder-1", T0, "t1", TaskState.CLAIMED, TaskState.APPROVED,
-                summary="verdict t1 (CLAIMED -> APPROVED) by coder-1"))
-    line = refused(push(c, "refs/liza/state:refs/liza/state"), "refs/liza/state")
+    forged_verdict(c, "coder-1", TaskState.CLAIMED, base)
+    line = state_push_refused(c, bare, before)
     assert "replay refused" in line and "self-approval" in line
-    assert remote_ref(bare, "refs/liza/state") == before
 
 
 def test_merge_recorded_without_approval_is_refused(tmp_path: Path, team: tuple[Path, Path]) -> None:
@@ -267,9 +271,8 @@ def test_merge_recorded_without_approval_is_refused(tmp_path: Path, team: tuple[
     forge(c, op, {("tasks", "t1"): None, ("archive", "t1"): merged},
           Event("merge", "rev-1", T0, "t1", TaskState.READY_FOR_REVIEW, TaskState.MERGED,
                 summary="merge t1 (READY_FOR_REVIEW -> MERGED) by rev-1"))
-    line = refused(push(c, "refs/liza/state:refs/liza/state"), "refs/liza/state")
+    line = state_push_refused(c, bare, before)
     assert "(merge): replay refused" in line and "READY_FOR_REVIEW" in line
-    assert remote_ref(bare, "refs/liza/state") == before
 
 
 def test_unapproved_work_pushed_to_the_integration_branch_is_refused(
