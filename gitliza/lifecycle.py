@@ -525,10 +525,12 @@ def merge(liza: Liza, task: str, *, integration_timeout: float | None = None) ->
                 outcome = e.outcome
                 notes.append(str(e))
             break
+        merged = outcome.new
+        if outcome.kind == "up-to-date":  # merged before (a crash before the board write)
+            merged = _first_parent_introducing(repo, outcome.new, review)
         try:
             done = liza.apply(lambda _b, now: Merge(actor=liza.agent, time=now, task=task,
-                                                   result="merged",
-                                                   merge_commit=str(outcome.new)))
+                                                   result="merged", merge_commit=str(merged)))
         except LizaError as e:
             # Two refs cannot move together: the branch has the work, the board says APPROVED.
             raise InconsistentState(

@@ -15,9 +15,9 @@ import pytest
 
 from gitliza.api import Liza
 from gitliza.core import clock
-from gitliza.errors import ValidationError
+from gitliza.errors import ConcurrencyConflict, InconsistentState, ValidationError
 from gitliza.core.ops import Add, Init, Register
-from gitliza.lifecycle import ensure_integration_branch, task_dir
+from gitliza.lifecycle import ensure_integration_branch, merge, task_dir
 from tests.conftest import git
 
 VENV_BIN = str(Path(sys.executable).parent)
@@ -417,7 +417,29 @@ def test_abandon_removes_clean_worktrees_and_keeps_dirty_ones(board: Path) -> No
 
 
 # -- doctor ---------------------------------------------------------------------------------------
-def test_doctor_finishes_a_merge_whose_board_write_failed(board: Path) -> None:
+def test_merged_branch_but_failed_board_write_exits_4(board: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = board
+    sha = to_review(repo, "t1", "c1", "r1")
+    ok(repo, "verdict", "t1", "approve", agent="r1")
+    liza = Liza.open(repo, "r1")
+    real = liza.store.transact
+
+    def lose_merged(make_op: Any, now: Any, **kw: Any) -> Any:
+        op = make_op(liza.board(), now())
+        if op.NAME == "merge":
+            raise ConcurrencyConflict("refs/liza/state kept moving under us")
+        return real(make_op, now, **kw)
+    monkeypatch.setattr(liza.store, "transact", lose_merged)
+    with pytest.raises(InconsistentState, match="doctor --fix") as e:
+        merge(liza, "t1")
+    assert e.value.exit_code == 4
+    assert git(repo, "rev-parse", "integration") == sha
+    assert task(repo, "t1").status == "APPROVED"
+
+
+@pytest.mark.parametrize("fixer", ["doctor", "merge"])
+def test_doctor_finishes_a_merge_whose_board_write_failed(board: Path, fixer: str) -> None:
     repo = board
     sha = to_review(repo, "t1", "c1", "r1")
     ok(repo, "verdict", "t1", "approve", agent="r1")
@@ -425,7 +447,10 @@ def test_doctor_finishes_a_merge_whose_board_write_failed(board: Path) -> None:
     d = run(repo, "doctor", "--json")
     assert d.returncode == 4
     assert [p["kind"] for p in json.loads(d.stdout)["problems"]] == ["approved-merged"]
-    assert run(repo, "doctor", "--fix").returncode == 0
+    if fixer == "merge":  # merging again is harmless: up-to-date, and MERGED is recorded
+        assert ok(repo, "merge", "t1", agent="r1")["kind"] == "up-to-date"
+    else:
+        assert run(repo, "doctor", "--fix").returncode == 0
     t = task(repo, "t1")
     assert t.status == "MERGED" and t.merge_commit == sha
     assert not (repo / ".worktrees" / "t1").exists()
