@@ -20,7 +20,9 @@ AGENT_ENV = "LIZA_AGENT_ID"
 # Tests and demos move time forward (lease expiry) without sleeping; never set in production.
 NOW_ENV = "LIZA_NOW"
 
-AfterCommit = Callable[["Liza", Committed], None]
+# A hook may return a replacement record (auto-sync replays the op onto the remote's ops, which
+# gives it a new commit id); None keeps the record as it is.
+AfterCommit = Callable[["Liza", Committed], "Committed | None"]
 
 
 class Liza:
@@ -53,7 +55,7 @@ class Liza:
     def apply(self, make_op: Callable[[Board, str], Op]) -> Committed:
         done = self.store.transact(make_op, self.now)
         for hook in self.after_commit:
-            hook(self, done)
+            done = hook(self, done) or done
         return done
 
     def do(self, cls: type[Op], **args: Any) -> Committed:

@@ -151,10 +151,12 @@ def block(task: str, reason: str = typer.Option(..., "--reason"),
 
 
 @app.command()
-def heartbeat(agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
+def heartbeat(task: Optional[str] = typer.Option(
+                  None, "--task", help="Fail (stand down) unless the agent still holds TASK."),
+              agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
               no_sync: bool = NoSyncOpt) -> None:
     """Extend the agent's lease(s)."""
-    _run(_board().heartbeat, agent, json, no_sync)
+    _run(_board().heartbeat, agent, json, no_sync, task=task)
 
 
 @app.command()

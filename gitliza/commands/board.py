@@ -147,9 +147,9 @@ def block(env: Env, task: str, reason: str, questions: Sequence[str],
                attempted=tuple(attempted))
 
 
-def heartbeat(env: Env) -> int:
+def heartbeat(env: Env, task: str | None = None) -> int:
     from gitliza.core.ops.work import Heartbeat
-    return _do(env, Heartbeat)
+    return _do(env, Heartbeat, task=task)
 
 
 def discover(env: Env, description: str, disc_id: str | None, during: str | None,

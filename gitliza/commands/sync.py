@@ -17,6 +17,7 @@ locally first, then synced:
 """
 from __future__ import annotations
 
+import dataclasses
 import sys
 from typing import Any
 
@@ -109,14 +110,14 @@ def push(env: Env, remote: str | None = None) -> int:
     return _run(env, remote, "push")
 
 
-def after_commit(liza: Any, committed: Committed) -> None:
+def after_commit(liza: Any, committed: Committed) -> Committed | None:
     """Auto-sync: share the op just committed; fail the command if the sync dropped it."""
     if not getattr(liza, "sync", True):
-        return
+        return None
     store = liza.store
     remote = engine.configured_remote(store.repo)
     if remote is None:
-        return
+        return None
     out = Out(False)
     report: engine.SyncReport | None
     try:
@@ -146,3 +147,8 @@ def after_commit(liza: Any, committed: Committed) -> None:
             f"{mine.op}{' ' + mine.task if mine.task else ''} was committed locally, then "
             f"dropped when syncing with {remote}: {mine.reason}{extra}{where}", mine,
             hint="another machine changed the board first; re-read it (`git liza status`)")
+    moved = [r for r in (report.replayed if report is not None else [])
+             if r.original == committed.commit]
+    if moved:  # the op now lives in a replayed commit: report that one
+        return dataclasses.replace(committed, commit=moved[0].commit)
+    return None

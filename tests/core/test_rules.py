@@ -43,6 +43,16 @@ def test_expired_holder_must_stand_down_and_task_is_reclaimable() -> None:
         r.do(Submit, "coder-1", task="task-1", commit=C1)
 
 
+def test_heartbeat_naming_a_lost_task_must_stand_down() -> None:
+    r = board_in(S.CLAIMED)
+    r.do(Heartbeat, "coder-1", task="task-1")
+    r.minute += 10
+    claim(r, coder="coder-2")
+    with pytest.raises(LeaseLost, match="does not hold task-1"):
+        r.do(Heartbeat, "coder-1", task="task-1")
+    r.do(Heartbeat, "coder-1")  # without a task: just a sign of life
+
+
 def test_live_lease_cannot_be_taken() -> None:
     r = board_in(S.CLAIMED)
     with pytest.raises(IllegalTransition, match="already claimed by coder-1"):

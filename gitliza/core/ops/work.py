@@ -147,9 +147,17 @@ class Claim(Op):
 @dataclass(frozen=True, kw_only=True)
 class Heartbeat(Op):
     NAME = "heartbeat"
+    # The task the agent believes it holds. An agent whose claim was taken over, or dropped by a
+    # sync with another machine, is IDLE on the board; naming the task turns that into LeaseLost.
+    task: str | None = None
 
     def run(self, ctx: Ctx) -> None:
         me = ctx.require_agent()
+        if self.task is not None and (me.current_task != self.task or me.status not in (
+                A.WORKING, A.REVIEWING, A.HANDOFF, A.WAITING)):
+            raise LeaseLost(f"{me.id} does not hold {self.task} (it is {me.status}"
+                            + (f" on {me.current_task}" if me.current_task else "")
+                            + f"): {STAND_DOWN}")
         now, dur = self.time, ctx.board.config.lease_duration
         expires = clock.plus(now, dur)
         t = ctx.task(me.current_task) if me.current_task else None
