@@ -566,7 +566,7 @@ def _drop_worktree(liza: Liza, task: str) -> tuple[str, ...]:
     """Remove the task's worktree and branch unless the board (re-read: the caller holds the task
     lock) still holds them, or the checkout is dirty (kept, with a warning)."""
     repo: Repository = liza.repo
-    if _holds_worktree(liza.board().task(task)):
+    if _holds_worktree(liza.board().task(task)) or not _has_git_side(repo, task):
         return ()
     path = task_dir(repo, task)
     if (path / ".git").exists():
@@ -584,11 +584,20 @@ def _drop_worktree(liza: Liza, task: str) -> tuple[str, ...]:
     return ()
 
 
+def _has_git_side(repo: Repository, task: str) -> bool:
+    """Whether anything of the task exists in git (cheap; a bare repository has no worktrees)."""
+    if Repository(str(common_dir(repo))).is_bare:
+        return False
+    return ((main_root(repo) / WORKTREES_DIR / task).exists()
+            or (common_dir(repo) / "worktrees" / task).exists()
+            or repo.references.get(f"refs/heads/{task_branch(task)}") is not None)
+
+
 def cleanup_after(liza: Liza, committed: Committed) -> list[str]:
     """After abandon/rescope/unblock (board.py calls this): a task the board no longer gives a
     worktree loses it and its branch, unless the checkout is dirty (kept, warned)."""
     tid = committed.outcome.event.task
-    if tid is None:
+    if tid is None or not _has_git_side(liza.repo, tid):
         return []
     with task_lock(liza.repo, tid):
         return list(_drop_worktree(liza, tid))

@@ -136,8 +136,8 @@ def test_claim_killed_between_worktree_and_commit_is_recovered_by_doctor(repo: P
     p.wait(timeout=30)
     wt = repo / ".worktrees" / "task-0"
     assert wt.is_dir() and git(repo, "branch", "--list", "liza/task-0")
-    liza = Liza.open(repo)
-    assert liza.board().task("task-0").status == "UNCLAIMED"  # the CLAIMED commit never happened
+    t = Liza.open(repo).board().task("task-0")
+    assert t is not None and t.status == "UNCLAIMED"  # the CLAIMED commit never happened
 
     r = run(repo, "doctor", "--json")
     assert r.returncode == 4
