@@ -11,56 +11,24 @@ from typing import Callable, Iterator
 import pygit2
 import pytest
 
-from gitliza.api import Liza
-from gitliza.core import clock, layout
-from gitliza.core.ops import Add, Claim, ClaimReview, Init, Merge, Register, Submit, Verdict
+from gitliza.core import layout
 from gitliza.git.store import Store
 from gitliza.verify import VerifyFailure, replay, verify
 
+from benchmarks.bench_verify import history
+
 STATE = "refs/liza/state"
-SHA = "a" * 40
 LONG = 3000
-
-
-def clock_from(start: str = "2025-01-01T00:00:00Z") -> Callable[[], str]:
-    t = [clock.to_epoch(start)]
-
-    def now() -> str:
-        t[0] += 1
-        return clock.from_epoch(t[0])
-    return now
-
-
-def build(path: Path, transitions: int) -> Store:
-    """A board with `transitions` state commits: full task lifecycles, six commits each."""
-    pygit2.init_repository(str(path))
-    now = clock_from()
-    human, coder, rev = (Liza.open(path, agent=a, now=now) for a in ("human", "coder-1", "rev-1"))
-    human.do(Init, goal="g")
-    human.do(Register, agent="coder-1", role="coder")
-    human.do(Register, agent="rev-1", role="code_reviewer")
-    n, i = 3, 0
-    while n < transitions:
-        tid = f"task-{i}"
-        i += 1
-        human.do(Add, task=tid, description="d", spec_ref="s", done_when="w", scope="x", ready=True)
-        coder.do(Claim, task=tid, worktree=f".worktrees/{tid}", base_commit=SHA)
-        coder.do(Submit, task=tid, commit=SHA)
-        rev.do(ClaimReview, task=tid)
-        rev.do(Verdict, task=tid, verdict="approve", commit=SHA)
-        rev.do(Merge, task=tid, result="merged", merge_commit=SHA)
-        n += 6
-    return human.store
 
 
 @pytest.fixture(scope="module")
 def long_history(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
-    yield build(tmp_path_factory.mktemp("long") / "repo", LONG)
+    yield history(tmp_path_factory.mktemp("long") / "repo", LONG)
 
 
 @pytest.fixture
 def small(tmp_path: Path) -> Store:
-    return build(tmp_path / "repo", 15)
+    return history(tmp_path / "repo", 15)
 
 
 def commits(store: Store) -> list[pygit2.Commit]:
@@ -119,8 +87,8 @@ def test_long_history_verifies(long_history: Store) -> None:
 @pytest.mark.slow
 def test_tampered_long_history_names_the_bad_commit(long_history: Store) -> None:
     c = commits(long_history)[1500]
-    path = next(layout.path_of("tasks", k) for k in ("task-249", "task-250")
-                if layout.path_of("tasks", k) in c.tree)
+    task = next(ln.split(": ")[1] for ln in c.message.splitlines() if ln.startswith("Liza-Task"))
+    path = next(p for coll in ("tasks", "archive") if (p := layout.path_of(coll, task)) in c.tree)
     old = c.tree[path]
     assert isinstance(old, pygit2.Blob)
     blob = old.data.replace(b'description = "d"', b'description = "evil"')
