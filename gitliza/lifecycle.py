@@ -304,6 +304,38 @@ def _claim_attempt(liza: Liza, task: str) -> ClaimResult:
                        done.outcome.notices)
 
 
+ATTIC = "refs/liza-attic"
+
+
+def _keep_leftovers(repo: Repository, task: str, path: Path, base: Oid) -> None:
+    """Nothing is lost when a claim starts afresh over an earlier coder's leftovers (a takeover
+    after a crash, a task unblocked with its dirty worktree kept): commits of `liza/<task>` that
+    the new base lacks, and uncommitted changes (snapshotted as a commit on top of the leftover
+    HEAD, untracked files included), are kept under refs/liza-attic/<task>/<oid> before the
+    worktree and branch are replaced. The attic is outside refs/liza/, which sync and the server
+    hook own; `git log refs/liza-attic/<task>/<oid>` shows what was kept."""
+    keep: list[Oid] = []
+    if path.is_dir() and (path / ".git").exists() and clean_sync_problems(path):
+        wt = pygit2.Repository(str(path))
+        index = wt.index
+        index.add_all()  # respects .gitignore: ignored files are not work
+        tree = index.write_tree()
+        parents = [] if wt.head_is_unborn else [wt.head.target]
+        sig = pygit2.Signature("gitliza", "gitliza@liza.invalid")
+        keep.append(wt.create_commit(None, sig, sig, f"gitliza: uncommitted work left in "
+                                     f"{worktree_path(task)}, kept before a fresh claim",
+                                     tree, parents))
+    branch = repo.references.get(f"refs/heads/{task_branch(task)}")
+    if branch is not None:
+        tip = ref_oid(branch)
+        if tip != base and not repo.descendant_of(base, tip):
+            keep.append(tip)
+    for oid in keep:
+        name = f"{ATTIC}/{task}/{oid}"
+        if repo.references.get(name) is None:
+            repo.references.create(name, oid)
+
+
 def _claim_outcome(board: Board, op: Op, task: str) -> bool:
     """True if `op` claims the task, False if it moves it to BLOCKED; raises if it is refused."""
     out = core_apply(board, op)
@@ -322,6 +354,7 @@ def _prepare_worktree(repo: Repository, task: str, base: Oid, reuse: bool) -> tu
     """
     path = task_dir(repo, task)
     if not reuse:
+        _keep_leftovers(repo, task, path, base)
         return add_task_worktree(repo, task, base, fresh=True).path, True
     branch = repo.references.get(f"refs/heads/{task_branch(task)}")
     if path.is_dir() and branch is not None and _on_branch(path, task):

@@ -499,3 +499,49 @@ def test_paths_stay_inside_the_repository(board: Path, tmp_path: Path) -> None:
     (repo / ".worktrees" / "t1").symlink_to(outside)
     fails(repo, 1, "claim", "t1", agent="c1")
     assert list(outside.iterdir()) == [] and task(repo, "t1").status == "UNCLAIMED"
+
+
+def test_fresh_claim_keeps_leftover_work_in_the_attic(tmp_path: Path) -> None:
+    """A takeover after a crash: coder-1's commits and its uncommitted edits survive under
+    refs/liza-attic/<task>/ while coder-2 gets a fresh worktree from the integration tip."""
+    import subprocess as sp
+
+    import pygit2
+
+    from gitliza.api import Liza
+    from gitliza.core.ops import Add, Register
+    from gitliza.lifecycle import claim
+
+    repo = tmp_path / "r"
+    repo.mkdir()
+    sp.run(["git", "init", "-q", "-b", "main"], cwd=repo, check=True)
+    (repo / "a.txt").write_text("a\n")
+    sp.run(["git", "add", "."], cwd=repo, check=True)
+    sp.run(["git", "commit", "-qm", "init"], cwd=repo, check=True)
+    from gitliza.core.ops import Init
+    human = Liza.open(repo, "human", now=lambda: "2025-01-17T14:00:00Z")
+    human.do(Init, goal="g")
+    from gitliza.lifecycle import ensure_integration_branch
+    ensure_integration_branch(human, "integration")
+    for a, role in (("planner-1", "planner"), ("coder-1", "coder"), ("coder-2", "coder")):
+        human.do(Register, agent=a, role=role)
+    Liza.open(repo, "planner-1", now=lambda: "2025-01-17T14:00:00Z").do(
+        Add, task="task-1", description="d", spec_ref="s", done_when="w", scope="x", ready=True)
+    c1 = claim(Liza.open(repo, "coder-1", now=lambda: "2025-01-17T14:01:00Z"), "task-1")
+    wt = Path(c1.worktree)
+    (wt / "a.txt").write_text("committed work\n")
+    sp.run(["git", "commit", "-qam", "coder-1 work"], cwd=wt, check=True)
+    committed = sp.run(["git", "rev-parse", "HEAD"], cwd=wt, capture_output=True, text=True,
+                       check=True).stdout.strip()
+    (wt / "a.txt").write_text("uncommitted edit\n")
+    (wt / "new.txt").write_text("untracked\n")
+    # coder-1's lease (300 s) has long expired: coder-2 takes over with a fresh worktree
+    c2 = claim(Liza.open(repo, "coder-2", now=lambda: "2025-01-17T15:00:00Z"), "task-1")
+    assert (Path(c2.worktree) / "a.txt").read_text() == "a\n" and not c2.reused
+    r = pygit2.Repository(str(repo))
+    attic = [n for n in r.references if n.startswith("refs/liza-attic/task-1/")]
+    assert f"refs/liza-attic/task-1/{committed}" in attic and len(attic) == 2
+    snap = r[r.references[next(n for n in attic if not n.endswith(committed))].target]
+    assert snap.parents[0].id == pygit2.Oid(hex=committed)
+    assert snap.tree["a.txt"].data == b"uncommitted edit\n"  # type: ignore[union-attr]
+    assert snap.tree["new.txt"].data == b"untracked\n"  # type: ignore[union-attr]
