@@ -381,7 +381,7 @@ def _lean_app(args: list[str]) -> typer.Typer:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of `git-liza` / `gitliza`. Returns (and exits with) the exit code."""
-    from gitliza.errors import EXIT_VALIDATION, LizaError
+    from gitliza.errors import EXIT_DEPENDENCY, EXIT_VALIDATION, LizaError
     from gitliza.output import err
     args = sys.argv[1:] if argv is None else argv
     try:
@@ -396,6 +396,10 @@ def main(argv: list[str] | None = None) -> int:
     except typer.Abort:
         err("aborted")
         code = EXIT_VALIDATION
+    except ModuleNotFoundError as e:  # e.g. pygit2 missing from this environment
+        err(f"missing dependency: Python module {e.name!r} is not installed "
+            "(reinstall gitliza with its dependencies: pip install gitliza)")
+        code = EXIT_DEPENDENCY
     except Exception as e:  # click usage errors: one line, exit 1
         fmt = getattr(e, "format_message", None)
         if fmt is None:

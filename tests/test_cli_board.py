@@ -150,3 +150,16 @@ def test_validate_reports_a_broken_board_with_exit_4(board: Path) -> None:
     assert "CLAIMED task must have assigned_to" in res.stdout
     out: Any = json.loads(liza(board, "validate", "--json").stdout)
     assert out["valid"] is False and out["violations"]
+
+
+def test_missing_dependency_exits_5_with_one_line(board: Path, tmp_path: Path) -> None:
+    shadow = tmp_path / "shadow"
+    shadow.mkdir()
+    # stands in for an environment where pygit2 was never installed
+    (shadow / "pygit2.py").write_text(
+        "raise ModuleNotFoundError(\"No module named 'pygit2'\", name='pygit2')\n")
+    r = liza(board, "status", env={"PYTHONPATH": str(shadow)})
+    assert r.returncode == 5
+    assert r.stderr.strip().splitlines() == [
+        "gitliza: error: missing dependency: Python module 'pygit2' is not installed "
+        "(reinstall gitliza with its dependencies: pip install gitliza)"]
