@@ -108,8 +108,9 @@ def _lines(stdin: bytes, width: int) -> Iterator[list[str]]:
 
 
 # -- the checks, shared by client and server hooks ------------------------------------------------
-def _check_state(store: Store, old: Any, new: str) -> str | None:
-    """Why moving refs/liza/state from `old` (trusted; None: no state yet) to `new` is refused."""
+def _check_state(store: Store, old: Any, new: str, latest: str | None = None) -> str | None:
+    """Why moving refs/liza/state from `old` (trusted; None: no state yet) to `new` is refused.
+    `latest` (server only): no new op may be dated after it (see _latest_allowed)."""
     from gitliza.verify import VerifyFailure, replay
     if new == ZERO:
         return f"deleting {STATE_REF} is never allowed (it is the board's whole history)"
@@ -117,6 +118,36 @@ def _check_state(store: Store, old: Any, new: str) -> str | None:
         replay(store, new, old)
     except VerifyFailure as e:
         return str(e)
+    return _future_op(store, old, new, latest) if latest is not None else None
+
+
+DEFAULT_MAX_SKEW = 300
+
+
+def _latest_allowed(repo: pygit2.Repository) -> str:
+    """Ops carry their own time, and leases are judged by it: an op dated in the future could
+    fake the expiry of someone's lease. The server accepts ops dated at most `liza.maxClockSkew`
+    seconds (default 300) after its own clock. Older ops are fine: a machine that was offline
+    replays its ops with their original times."""
+    from gitliza.core import clock
+    try:
+        skew = int(str(repo.config["liza.maxClockSkew"]))
+    except (KeyError, ValueError):
+        skew = DEFAULT_MAX_SKEW
+    return clock.plus(_now(), max(skew, 0))
+
+
+def _future_op(store: Store, old: Any, new: str, latest: str) -> str | None:
+    import pygit2
+    commit = store.commit(pygit2.Oid(hex=new))
+    while old is None or commit.id != old:
+        for line in commit.message.splitlines():
+            if line.startswith("Liza-Time: ") and line[11:].strip() > latest:
+                return (f"state commit {str(commit.id)[:12]} is dated {line[11:].strip()}, later "
+                        f"than this server's clock allows ({latest}; git config liza.maxClockSkew)")
+        if not commit.parents:
+            break
+        commit = commit.parents[0]
     return None
 
 
@@ -240,7 +271,7 @@ def _why_not_approved(repo: pygit2.Repository, tasks: list[Any], oid: str) -> st
 
 
 def _judge(store: Store, updates: list[tuple[Any, str, str]], *, pending_merges: bool,
-           rewind_ok: bool) -> list[tuple[str, str]]:
+           rewind_ok: bool, latest: str | None = None) -> list[tuple[str, str]]:
     """(ref, reason) for every refused update among `updates` = [(old oid or None, new hex, ref)],
     `old` being the trusted value the ref has now. The state ref is judged first: the integration
     branch is then judged against the board this very update produces (a merge moves both)."""
@@ -254,7 +285,7 @@ def _judge(store: Store, updates: list[tuple[Any, str, str]], *, pending_merges:
         if new == ZERO:
             refused.append((ref, f"deleting {ref} is never allowed"))
         elif ref == STATE_REF:
-            why = _check_state(store, old, new)
+            why = _check_state(store, old, new, latest)
             if why:
                 refused.append((ref, why))
             else:
@@ -329,7 +360,9 @@ def pre_receive(args: list[str], stdin: bytes) -> int:
     updates = [(None if o == ZERO else pygit2.Oid(hex=o), n, r) for o, n, r in _lines(stdin, 3)]
     if not updates:
         return 0
-    refused = _judge(_store(_open(server=True)), updates, pending_merges=False, rewind_ok=False)
+    repo = _open(server=True)
+    refused = _judge(_store(repo), updates, pending_merges=False, rewind_ok=False,
+                     latest=_latest_allowed(repo))
     for ref, why in refused:
         print(f"gitliza: refused {ref}: {' '.join(why.split())}", file=sys.stderr)
     return 1 if refused else 0

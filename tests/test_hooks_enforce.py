@@ -366,3 +366,20 @@ def test_client_merge_and_push_of_the_integration_branch(tmp_path: Path, team: t
     assert r.returncode != 0 and "gitliza: pre-push: refused: refs/heads/integration" in r.stderr
     r = push(c, "integration", "--no-verify")  # and without the client hook, the server does
     assert "never approved" in refused(r, "refs/heads/integration")
+
+
+def test_ops_dated_in_the_future_are_refused_by_the_server(tmp_path: Path,
+                                                           team: tuple[Path, Path]) -> None:
+    """An op's time decides leases; one dated ahead of the server's clock could fake an expiry."""
+    import time as _time
+
+    from gitliza.core import clock
+    bare, _seed = team
+    before = remote_ref(bare, "refs/liza/state")
+    c = clone(tmp_path, bare, "c")
+    ahead = clock.from_epoch(_time.time() + 3600)
+    Liza.open(c, agent="human", now=lambda: ahead).do(Add, task="t2", description="d")
+    line = state_push_refused(c, bare, before)
+    assert "later than this server's clock allows" in line and "liza.maxClockSkew" in line
+    git(bare, "config", "liza.maxClockSkew", "7200")  # a server that tolerates more skew
+    assert push(c, "refs/liza/state:refs/liza/state").returncode == 0
