@@ -141,6 +141,7 @@ AGENT_TRANSITIONS: frozenset[tuple[AgentState, AgentState]] = frozenset({
     (AgentState.WAITING, AgentState.WORKING),     # re-claim after a rejection
     (AgentState.WORKING, AgentState.WORKING),     # heartbeat, takeover of the same task
     (AgentState.WORKING, AgentState.WAITING),     # submit
+    (AgentState.HANDOFF, AgentState.WAITING),     # submit by the agent that took over a handoff
     (AgentState.WORKING, AgentState.IDLE),        # release, block
     (AgentState.WAITING, AgentState.IDLE),        # approved, reassigned, exhausted
     (AgentState.IDLE, AgentState.REVIEWING),      # claim-review

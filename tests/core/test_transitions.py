@@ -176,3 +176,25 @@ def test_error_is_a_liza_error_with_exit_code_1() -> None:
     with pytest.raises(LizaError) as exc:
         OPS["abandon"](r)
     assert exc.value.exit_code == 1
+
+
+def test_agent_moves_outside_the_agent_table_are_refused() -> None:
+    """A guard on the core itself: an op that would move an agent along a pair the agent table
+    (states.AGENT_TRANSITIONS) does not list raises InconsistentState instead of committing."""
+    import dataclasses
+
+    from gitliza.core.ops.base import OPS, Ctx, Op
+    from gitliza.errors import InconsistentState
+
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class Teleport(Op):  # not registered: a stand-in for a buggy op
+        NAME = "teleport-test"
+
+        def run(self, ctx: Ctx) -> None:
+            me = ctx.require_agent()
+            ctx.put_agent(dataclasses.replace(me, status="REVIEWING"))  # type: ignore[arg-type]
+
+    r = board_in(S.CLAIMED)  # coder-1 is WORKING
+    with pytest.raises(InconsistentState, match="WORKING -> REVIEWING"):
+        apply(r.board, Teleport(actor="coder-1", time=r.now()))
+    assert "teleport-test" not in OPS  # a stand-in, never part of the protocol

@@ -16,10 +16,10 @@ from gitliza.core import clock, codec
 from gitliza.core.board import Board, Changes
 from gitliza.core.ids import check_id
 from gitliza.core.model import Agent, HistoryEntry, Task
-from gitliza.core.states import (HUMAN_ACTOR, FORBIDDEN, TERMINAL, Role, TaskState, Transition,
-                                 lookup, sources_of)
-from gitliza.errors import (IllegalTransition, LizaError, NotFound, PermissionDenied,
-                            ValidationError)
+from gitliza.core.states import (AGENT_TRANSITIONS, FORBIDDEN, HUMAN_ACTOR, TERMINAL, Role,
+                                 TaskState, Transition, lookup, sources_of)
+from gitliza.errors import (IllegalTransition, InconsistentState, LizaError, NotFound,
+                            PermissionDenied, ValidationError)
 
 _SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 
@@ -206,8 +206,21 @@ def apply(board: Board, op: Op) -> Outcome:
                   from_state=ctx.from_state, to_state=ctx.to_state, reason=ctx.reason,
                   summary=ctx.summary or _default_summary(op, ctx))
     changes = {k: v for k, v in ctx.changes.items() if _differs(board, k, v)}
+    _check_agent_moves(board, changes)
     return Outcome(changes=changes, event=event, board=board.with_changes(changes),
                    notices=tuple(ctx.notices))
+
+
+def _check_agent_moves(board: Board, changes: Changes) -> None:
+    """Every agent status change an op makes must be a row of the agent table (states.py)."""
+    for (coll, key), new in changes.items():
+        if coll != "agents" or new is None:
+            continue
+        old = board.get(coll, key)
+        if old is not None and old.status != new.status and \
+                (old.status, new.status) not in AGENT_TRANSITIONS:
+            raise InconsistentState(f"agent {key}: {old.status} -> {new.status} is not in the "
+                                    "agent state table")
 
 
 def _differs(board: Board, key: tuple[str, str], value: Any) -> bool:
