@@ -20,6 +20,15 @@ A lost race anywhere (a local writer moved L, another machine moved R) starts a 
 wins and nothing is ordered by wall clock: replayed ops keep their recorded Liza-Time, so a lease
 check during replay uses the time the op was really made.
 
+Branches (docs/multi-machine.md): the same fetch mirrors the remote's integration branch and task
+branches (`refs/heads/liza/*` -> refs/remotes/<remote>/liza-tasks/*). Once the board is reconciled,
+the local integration branch is created or fast-forwarded to the remote's (never when it diverged,
+never over a dirty checkout), and the push is ONE atomic push of the state ref plus the integration
+branch (when it is ahead with approved work only: a merge) and the task branches whose tip is the
+board's review_commit of a submitted task (READY_FOR_REVIEW, APPROVED), each with its own lease.
+The server hook judges the integration branch against the board after the push, so a merge must
+reach it together with its MERGED record.
+
 Safety: the local ref only ever moves by CAS, to the remote tip or to a chain built on the remote
 tip that contains every local op that still applies. If anything fails midway the ref stays where
 it was, and the commits written for an abandoned attempt are unreachable garbage.
@@ -44,6 +53,7 @@ from gitliza.core.states import TaskState
 from gitliza.errors import ConcurrencyConflict, InconsistentState, LizaError, ValidationError
 from gitliza.git import transport
 from gitliza.git.store import Store, _Locked, _Lost
+from gitliza.git.worktrees import list_task_branches, ref_oid
 
 ALIAS_KEY = "sync.remote"  # the issue's name; `liza.remote` (transport.CONFIG_KEY) wins
 MAX_ROUNDS = 6
@@ -51,6 +61,8 @@ ROUND_DELAYS = (0.0, 0.1, 0.25, 0.5, 1.0)  # before rounds 2..6, plus jitter
 JITTER = 0.1
 REROOT_EVERY = 64  # replay: re-read the board from git every N ops so overlays stay small
 STAND_DOWN_OPS = ("claim", "claim-review")
+# Task branches are pushed while the board says their tip is what is under review or approved.
+SUBMITTED = (TaskState.READY_FOR_REVIEW, TaskState.APPROVED)
 
 Progress = Callable[[str], None]
 
@@ -120,6 +132,7 @@ class SyncReport:
     replayed: list[Replayed] = field(default_factory=list)
     dropped: list[Dropped] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
+    branches: list[str] = field(default_factory=list)  # what sync did to branches, one line each
 
     def to_json(self) -> dict[str, Any]:
         return {"mode": self.mode, "remote": self.remote, "action": self.action,
@@ -127,7 +140,8 @@ class SyncReport:
                 "remote_before": self.remote_before, "remote_after": self.remote_after,
                 "fetched": self.fetched, "replayed": [r.to_json() for r in self.replayed],
                 "dropped": [d.to_json() for d in self.dropped], "pushed": self.pushed,
-                "rounds": self.rounds, "notices": list(self.notices)}
+                "rounds": self.rounds, "notices": list(self.notices),
+                "branches": list(self.branches)}
 
 
 # action values
@@ -138,6 +152,20 @@ REPLAYED = "replayed"  # diverged: local ops replayed on the remote tip (and pus
 AHEAD = "ahead"  # pull only: the local board has ops the remote lacks (not pushed)
 BEHIND = "behind"  # push only: the remote has ops this clone lacks (nothing pushed)
 NO_BOARD = "no-board"  # neither side has a board
+
+
+class IntegrationDiverged(ConcurrencyConflict):
+    """A merge recorded on the local board is not on the remote's integration branch, and the
+    local integration branch cannot be pushed (another machine merged first: the branches diverged).
+    Nothing was pushed: the board must not say MERGED with a merge commit the remote lacks.
+    `git liza merge` undoes its own merge and merges again on the new tip; see docs/multi-machine.md.
+    """
+
+    code = "INTEGRATION_DIVERGED"
+
+    def __init__(self, message: str, tasks: tuple[str, ...], *, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.tasks = tasks
 
 
 class SyncGaveUp(ConcurrencyConflict):
@@ -345,6 +373,7 @@ def sync(store: Store, remote: str | None = None, *, mode: str = "sync", rounds:
 
     mode "sync": both ways; "pull": fetch and bring the local board up to date (replaying local
     ops if needed), never push; "push": push only if the remote is an ancestor of the local board.
+    The integration branch and the task branches travel along (module docstring).
     """
     if mode not in ("sync", "pull", "push"):
         raise ValueError(mode)
@@ -355,14 +384,24 @@ def sync(store: Store, remote: str | None = None, *, mode: str = "sync", rounds:
     rep.remote = transport.resolve_remote(path, remote)
     say = progress or (lambda _line: None)
     origin: dict[str, str] = {}  # rebuilt commit -> the local commit its op came from
+    integ = _integration(store, store.tip())
     for rnd in range(1, rounds + 1):
         rep.rounds = rnd
         if rnd > 1:
             sleep(ROUND_DELAYS[min(rnd - 2, len(ROUND_DELAYS) - 1)] + random.uniform(0, JITTER))
         say(f"fetching the board from {rep.remote}" + (f" (round {rnd})" if rnd > 1 else ""))
-        fetched = transport.fetch_board(path, remote, timeout=timeout, progress=progress)
+        fetched = _fetch(path, remote, integ, timeout, progress)
         r_hex = fetched.new_oid
         r = pygit2.Oid(hex=r_hex) if r_hex else None
+        want = _integration(store, r)
+        if want is not None and want != integ:
+            # The remote's board names an integration branch we did not fetch (a first pull, or
+            # a changed config): fetch again with it, before judging anything.
+            integ = want
+            fetched = _fetch(path, remote, integ, timeout, progress)
+            r_hex = fetched.new_oid
+            r = pygit2.Oid(hex=r_hex) if r_hex else None
+        br = _Branches(integ, dict(fetched.branches), fetched.tracking_ref)
         local = store.tip()
         if rnd == 1:
             rep.local_before = None if local is None else str(local)
@@ -379,15 +418,18 @@ def sync(store: Store, remote: str | None = None, *, mode: str = "sync", rounds:
             # The remote is behind (or has no board): a plain fast-forward push.
             if mode == "pull":
                 rep.action = AHEAD if r is None or local != r else UP_TO_DATE
+                _finish(store, path, remote, local, r, rep, say, timeout, br)
                 return rep
-            if _push(store, path, remote, local, r, rep, say, timeout):
+            if _finish(store, path, remote, local, r, rep, say, timeout, br):
                 rep.action = rep.action or PUSHED
                 return rep
             continue
         assert r is not None
         if local == r:
-            rep.action = rep.action or UP_TO_DATE
-            return rep
+            if _finish(store, path, remote, local, r, rep, say, timeout, br):
+                rep.action = rep.action or UP_TO_DATE
+                return rep
+            continue  # a branch lease was lost: fetch again
         if local is None or repo.descendant_of(r, local):
             # We are behind: take the remote's ops as they are.
             if mode == "push":
@@ -397,8 +439,9 @@ def sync(store: Store, remote: str | None = None, *, mode: str = "sync", rounds:
             if _move(store, local, r, f"liza sync: fast-forward to {rep.remote}"):
                 rep.local_after = r_hex
                 rep.action = rep.action or FAST_FORWARD
-                return rep
-            continue  # a local writer committed meanwhile: start over
+                if _finish(store, path, remote, r, r, rep, say, timeout, br):
+                    return rep
+            continue  # a local writer committed meanwhile (or a branch lease was lost): again
         # Diverged.
         if mode == "push":
             raise ConcurrencyConflict(
@@ -429,9 +472,7 @@ def sync(store: Store, remote: str | None = None, *, mode: str = "sync", rounds:
             say(d.describe())
         for r_ in rebuilt.replayed:
             rep.notices.extend(r_.notices)
-        if mode == "pull" or new_tip == r:
-            return rep
-        if _push(store, path, remote, new_tip, r, rep, say, timeout):
+        if _finish(store, path, remote, new_tip, r, rep, say, timeout, br):
             return rep
     raise SyncGaveUp(f"sync with {rep.remote} lost the race {rounds} times (the boards kept "
                      "moving); the local board keeps every local op that was not dropped",
@@ -445,15 +486,203 @@ def _with_stand_down(store: Store, d: Dropped, op: Op, rebuilt: Rebuilt, cleanup
     return dataclasses.replace(d, stand_down=True, worktree=fate)
 
 
+# --------------------------------------------------------------------------------------------------
+# Branches: the integration branch and the task branches travel with the board
+
+
+@dataclass
+class _Branches:
+    integration: str | None  # the board's integration branch (None: no board yet)
+    remote: dict[str, str]  # the remote's branches as just fetched: refs/heads/... -> oid
+    state_tracking: str  # refs/remotes/<ns>/liza/state: its <ns> is the remote's namespace
+
+    @property
+    def namespace_prefix(self) -> str:
+        return self.state_tracking[: -len("liza/state")]  # refs/remotes/<ns>/
+
+
+def _integration(store: Store, tip: pygit2.Oid | None) -> str | None:
+    """The integration branch the board at `tip` names (None: no board)."""
+    if tip is None:
+        return None
+    board = store.board_at(_commit(store.repo, tip))
+    return board.config.integration_branch if board.initialized else None
+
+
+def _fetch(path: Path, remote: str | None, integ: str | None, timeout: float,
+           progress: Progress | None) -> transport.FetchResult:
+    return transport.fetch_board(path, remote, integration=integ, task_branches=True,
+                                 timeout=timeout, progress=progress)
+
+
+def _finish(store: Store, path: Path, remote: str | None, tip: pygit2.Oid, r: pygit2.Oid | None,
+            rep: SyncReport, say: Progress, timeout: float, br: _Branches) -> bool:
+    """The board is reconciled (the local board is at `tip`, descending from the remote's `r`):
+    bring the local integration branch up to the remote's, then (sync and push modes) push the
+    state ref and the branches in one atomic push. False: a lease was lost, start over."""
+    if rep.mode != "push":
+        follow_integration(store, br.integration, br.remote.get(_heads(br.integration)), rep, say)
+    if rep.mode == "pull":
+        return True
+    return _push(store, path, remote, tip, r, rep, say, timeout, br)
+
+
+def _heads(branch: str | None) -> str:
+    return f"refs/heads/{branch}" if branch else ""
+
+
+def follow_integration(store: Store, branch: str | None, remote_tip: str | None, rep: SyncReport,
+                       say: Progress) -> None:
+    """Create the local integration branch at the remote's tip, or fast-forward it when it is
+    strictly behind; a checkout of it follows if clean (merge.py's rule), a dirty one stops the
+    fast-forward. Diverged or ahead: left alone (an ahead branch is pushed, if approved)."""
+    from gitliza.git.merge import CheckoutDirty, CheckoutNotUpdated, merge_commit_into
+    if branch is None or remote_tip is None:
+        return
+    repo = store.repo
+    ref = _heads(branch)
+    theirs = pygit2.Oid(hex=remote_tip)
+    cur = repo.references.get(ref)
+    if cur is None:
+        try:
+            repo.references.create(ref, theirs, force=False)
+        except pygit2.AlreadyExistsError:
+            return  # created concurrently; the next sync compares it
+        rep.branches.append(f"{branch}: created at {remote_tip[:12]} from {rep.remote}")
+        return
+    mine = ref_oid(cur)
+    if mine == theirs or repo.descendant_of(mine, theirs):
+        return
+    if not repo.descendant_of(theirs, mine):
+        rep.notices.append(f"{branch} has diverged from {rep.remote}'s {branch} "
+                           f"({str(mine)[:12]} vs {remote_tip[:12]}): not fast-forwarded")
+        return
+    say(f"fast-forwarding {branch} to {remote_tip[:12]}")
+    sig = pygit2.Signature("gitliza", "gitliza@liza.invalid")
+    try:
+        # A fast-forward (theirs descends from ours): merge_commit_into moves the ref by CAS and
+        # makes a clean checkout of the branch follow; no integration test for a fast-forward
+        # of work that was tested where it was merged.
+        merge_commit_into(repo, branch, theirs, message="", signature=sig, expected_old=mine)
+    except CheckoutDirty as e:
+        rep.notices.append(f"{branch} not fast-forwarded to {rep.remote}'s: {e}")
+        return
+    except CheckoutNotUpdated as e:
+        rep.notices.append(str(e))
+    except ConcurrencyConflict as e:  # a local merge moved it meanwhile: compared next sync
+        rep.notices.append(f"{branch} not fast-forwarded: {e}")
+        return
+    rep.branches.append(f"{branch}: fast-forwarded {str(mine)[:12]}..{remote_tip[:12]}")
+
+
+def branch_updates(store: Store, tip: pygit2.Oid, r: pygit2.Oid | None, rep: SyncReport,
+                   br: _Branches) -> list[transport.RefUpdate]:
+    """The branch updates to push with the board at `tip`:
+    - the integration branch, when it is ahead of the remote's and brings in approved work only
+      (what the server hook would accept; anything else is flagged and kept local);
+    - each task branch liza/<task> whose tip is the review_commit of a submitted task
+      (READY_FOR_REVIEW or APPROVED) and which the remote does not have there yet.
+    Raises IntegrationDiverged when a merge recorded by a local-only op would reach the remote's
+    board without its merge commit."""
+    from gitliza.verify import Approvals, describe, unapproved
+    repo = store.repo
+    board = store.board_at(_commit(repo, tip))
+    out: list[transport.RefUpdate] = []
+    integ = br.integration
+    will_have: pygit2.Oid | None = None  # the remote's integration tip after this push
+    if integ is not None:
+        ref = _heads(integ)
+        remote_hex = br.remote.get(ref)
+        theirs = pygit2.Oid(hex=remote_hex) if remote_hex else None
+        will_have = theirs
+        cur = repo.references.get(ref)
+        mine = ref_oid(cur) if cur is not None else None
+        if mine is not None and mine != theirs:
+            hide: list[pygit2.Oid] | None = None
+            if theirs is None:  # creation: anything the remote already has is not brought in
+                hide = [ref_oid(x) for name in repo.references
+                        if name.startswith(br.namespace_prefix)
+                        and (x := repo.references.get(name)) is not None]
+            elif theirs in repo and repo.descendant_of(mine, theirs):
+                hide = [theirs]
+            if hide is not None:
+                bad = unapproved(repo, Approvals.of(board), mine, hide)
+                if bad:
+                    rep.notices.append(f"{integ} not pushed: it has {describe(bad)}; only "
+                                       "approved work merged by `git liza merge` is shared")
+                else:
+                    out.append(transport.RefUpdate(ref, str(mine), remote_hex))
+                    will_have = mine
+    _check_merges_reach(store, tip, r, will_have, integ, rep)
+    branches = list_task_branches(repo)
+    for task_id, head in sorted(branches.items()):
+        t = board.task(task_id)
+        if t is None or t.status not in SUBMITTED or t.review_commit != str(head):
+            continue
+        ref = f"{transport.TASK_BRANCHES}{task_id}"
+        theirs_t = br.remote.get(ref)
+        if theirs_t != str(head):
+            out.append(transport.RefUpdate(ref, str(head), theirs_t, fast_forward=False))
+    return out
+
+
+def _check_merges_reach(store: Store, tip: pygit2.Oid, r: pygit2.Oid | None,
+                        integ_after: pygit2.Oid | None, integ: str | None, rep: SyncReport) -> None:
+    """Every merge recorded by an op the remote does not have yet must be on the integration branch
+    the remote will have after the push; else pushing the board would make it lie."""
+    if integ is None or tip == r:
+        return
+    repo = store.repo
+    missing: list[tuple[str, str]] = []
+    for c in local_only(store, tip, r):
+        try:
+            rec = record.parse(c.message)
+        except ValidationError:
+            continue
+        merged = getattr(rec.op, "merge_commit", None)
+        if rec.op.NAME != "merge" or not merged:
+            continue
+        m = pygit2.Oid(hex=merged)
+        if integ_after is None or not (m == integ_after or (
+                m in repo and integ_after in repo and repo.descendant_of(integ_after, m))):
+            missing.append((str(rec.task), merged))
+    if missing:
+        tasks = tuple(t for t, _m in missing)
+        raise IntegrationDiverged(
+            f"{integ} on {rep.remote} moved on while this clone merged {', '.join(tasks)} "
+            f"(merge commit {missing[0][1][:12]} is not on {rep.remote}'s {integ}); nothing "
+            "was pushed", tasks,
+            hint="`git liza merge` merges again on the new tip by itself; see "
+                 "docs/multi-machine.md (a merge that lost the race)")
+
+
 def _push(store: Store, path: Path, remote: str | None, local: pygit2.Oid, r: pygit2.Oid | None,
-          rep: SyncReport, say: Progress, timeout: float) -> bool:
-    """Push `local` with the lease `r`; True when the remote now has it, False to start over."""
-    say(f"pushing {str(local)[:12]} to {rep.remote}")
-    res = transport.push_board(path, remote, str(local), None if r is None else str(r),
-                               timeout=timeout, progress=None)
+          rep: SyncReport, say: Progress, timeout: float, br: _Branches | None = None) -> bool:
+    """Push `local` with the lease `r`, plus the branch updates, atomically; True when the remote
+    now has them all (or there was nothing to push), False to start over."""
+    updates: list[transport.RefUpdate] = []
+    if local != r:
+        updates.append(transport.RefUpdate(transport.STATE_REF, str(local),
+                                           None if r is None else str(r)))
+    if br is not None:
+        updates += branch_updates(store, local, r, rep, br)
+    if not updates:
+        return True
+    say(f"pushing {', '.join(u.ref for u in updates)} to {rep.remote}")
+    if len(updates) == 1 and updates[0].ref == transport.STATE_REF:
+        # The board alone: the single-ref push (same lease, same fast-forward rule).
+        one_ = transport.push_board(path, remote, str(local), updates[0].expected_oid,
+                                    timeout=timeout, progress=None)
+        res = transport.MultiPushResult(one_.status, one_.remote, (one_,))
+    else:
+        res = transport.push_refs(path, remote, updates, timeout=timeout, progress=None)
     if res.ok:
-        rep.pushed = res.status == transport.PushStatus.OK
-        rep.remote_after = str(local)
+        for u, one in zip(updates, res.results):
+            if u.ref == transport.STATE_REF:
+                rep.pushed = one.status == transport.PushStatus.OK
+                rep.remote_after = str(local)
+            elif one.status == transport.PushStatus.OK:
+                rep.branches.append(f"pushed {u.ref[len('refs/heads/'):]} {u.local_oid[:12]}")
         return True
     return False  # STALE / NON_FAST_FORWARD: the remote moved on; fetch and replay again
 

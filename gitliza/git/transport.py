@@ -1,5 +1,10 @@
 """Fetch and push `refs/liza/*` through the `git` executable (DESIGN.md section 4, docs/transport.md).
 
+Besides the board, a fetch can bring the branches the board points at (the integration branch and
+the task branches `refs/heads/liza/*`), and `push_refs` pushes several refs in one atomic push, so
+that a merge reaches the server as one update of the state ref and the integration branch together
+(the server hook judges the integration branch against the board after the push).
+
 Why the executable and not pygit2: it uses the user's ssh and credential setup, and it is the only
 path on which the remote's hooks run. Why it never hangs: no terminal prompts, no stdin, its own
 session (nothing can ask a terminal for a password), and a timeout that kills the whole process group.
@@ -17,14 +22,19 @@ import signal
 import subprocess
 import sys
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Callable
+from typing import IO, Callable, Mapping, Sequence
 
 from gitliza.errors import ConcurrencyConflict, GitFailure, MissingDependency, ValidationError
 
 STATE_REF = "refs/liza/state"
 BOARD_PREFIX = "refs/liza/"
+HEADS = "refs/heads/"
+TASK_BRANCHES = "refs/heads/liza/"  # task branches liza/<task>
+# Tracking of the remote's task branches: refs/remotes/<ns>/liza-tasks/<task>. Not
+# refs/remotes/<ns>/liza/<task>, which is where the board refs (refs/liza/*) are tracked.
+TASKS_NAMESPACE = "liza-tasks"
 CONFIG_KEY = "liza.remote"  # `git config liza.remote <name-or-url>`: the default sync remote
 DEFAULT_REMOTE = "origin"
 DEFAULT_TIMEOUT = 120.0  # seconds for one git network command; the board is small
@@ -49,14 +59,10 @@ class PushStatus(enum.Enum):
     NON_FAST_FORWARD = "non-fast-forward"  # local_oid does not descend from expected_oid: not pushed
 
 
-@dataclass(frozen=True)
-class PushResult:
+class _Outcome:
+    """`ok` and `needs_replay` from a push status (a single ref, or a whole atomic push)."""
+
     status: PushStatus
-    remote: str  # as passed to git: a remote name, a URL or an absolute path
-    ref: str
-    local_oid: str
-    expected_oid: str | None
-    summary: str  # git's porcelain summary (e.g. "[rejected] (stale info)"), or why we did not push
 
     @property
     def ok(self) -> bool:
@@ -69,11 +75,24 @@ class PushResult:
 
 
 @dataclass(frozen=True)
+class PushResult(_Outcome):
+    status: PushStatus
+    remote: str  # as passed to git: a remote name, a URL or an absolute path
+    ref: str
+    local_oid: str
+    expected_oid: str | None
+    summary: str  # git's porcelain summary (e.g. "[rejected] (stale info)"), or why we did not push
+
+
+@dataclass(frozen=True)
 class FetchResult:
     remote: str
     tracking_ref: str  # where the remote's refs/liza/state is mirrored locally
     old_oid: str | None  # tracking ref before the fetch
     new_oid: str | None  # tracking ref after the fetch (None: the remote has no board)
+    # The remote branches fetched with the board (refs/heads/... -> oid, as mirrored locally after
+    # the fetch): the integration branch and the task branches, when asked for.
+    branches: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def changed(self) -> bool:
@@ -279,7 +298,15 @@ def tracking_ref(repo_path: Path | str, remote: str | None = None, ref: str = ST
 
 
 def _tracking(remote: _Remote, ref: str) -> str:
-    return f"refs/remotes/{remote.namespace}/liza/{ref[len(BOARD_PREFIX):]}"
+    """refs/liza/x -> refs/remotes/<ns>/liza/x; refs/heads/liza/t -> refs/remotes/<ns>/liza-tasks/t;
+    any other refs/heads/b -> refs/remotes/<ns>/b (what `git fetch <name>` writes too)."""
+    if ref.startswith(BOARD_PREFIX):
+        return f"refs/remotes/{remote.namespace}/liza/{ref[len(BOARD_PREFIX):]}"
+    if ref.startswith(TASK_BRANCHES):
+        return f"refs/remotes/{remote.namespace}/{TASKS_NAMESPACE}/{ref[len(TASK_BRANCHES):]}"
+    if ref.startswith(HEADS):
+        return f"refs/remotes/{remote.namespace}/{ref[len(HEADS):]}"
+    raise ValidationError(f"no tracking ref for {ref!r}")
 
 
 def _check_board_ref(ref: str) -> None:
@@ -305,23 +332,87 @@ def fetch_board(
     repo_path: Path | str,
     remote: str | None = None,
     *,
+    integration: str | None = None,
+    task_branches: bool = False,
     timeout: float = DEFAULT_TIMEOUT,
     progress: Progress | None = None,
 ) -> FetchResult:
-    """Mirror the remote's refs/liza/* into refs/remotes/<remote>/liza/*; report the state tip."""
+    """Mirror the remote's refs/liza/* into refs/remotes/<remote>/liza/*; report the state tip.
+
+    `integration` (a branch name) also mirrors refs/heads/<integration> into
+    refs/remotes/<remote>/<integration>; `task_branches` mirrors refs/heads/liza/* into
+    refs/remotes/<remote>/liza-tasks/*. One fetch, so one round trip and one pack.
+    """
     rem = _resolve(repo_path, remote)
     tracking = _tracking(rem, STATE_REF)
     old = _read_ref(repo_path, tracking)
-    refspec = f"+{BOARD_PREFIX}*:refs/remotes/{rem.namespace}/liza/*"
+    refspecs = [f"+{BOARD_PREFIX}*:refs/remotes/{rem.namespace}/liza/*"]
+    if task_branches:
+        refspecs.append(f"+{TASK_BRANCHES}*:refs/remotes/{rem.namespace}/{TASKS_NAMESPACE}/*")
+    if integration is not None:
+        check_integration_name(integration)
+        refspecs.append(f"+{HEADS}{integration}:{_tracking(rem, HEADS + integration)}")
     # A glob refspec matching nothing succeeds (an explicit ref would fail on a remote with no
     # board). `+` is right for tracking refs: they mirror the remote, whatever it did.
     # --no-write-fetch-head: do not clobber the user's FETCH_HEAD behind their back.
     args = ["fetch", "--no-tags", "--prune", "--no-write-fetch-head", *_progress_flag(progress)]
-    args += ["--", rem.arg, refspec]
-    run = _run_git(repo_path, args, timeout=timeout, progress=progress)
+    if len(refspecs) > 1:
+        # Only our refspecs: the remote's configured fetch refspec would also copy refs/heads/liza/x
+        # to refs/remotes/<name>/liza/x, into the namespace that tracks the board refs.
+        args.append("--refmap=")
+    run = _run_git(repo_path, [*args, "--", rem.arg, *refspecs], timeout=timeout, progress=progress)
+    if run.returncode != 0 and integration is not None and "couldn't find remote ref" in run.stderr:
+        # The integration branch is the one explicit ref (a branch cannot be globbed exactly): a
+        # remote that does not have it yet is not an error, fetch the rest.
+        refspecs.pop()
+        run = _run_git(repo_path, [*args, "--", rem.arg, *refspecs], timeout=timeout,
+                       progress=progress)
+        _forget(repo_path, _tracking(rem, HEADS + integration))
     if run.returncode != 0:
         _raise_fetch_failure(rem.arg, run.stderr)
-    return FetchResult(rem.arg, tracking, old, _read_ref(repo_path, tracking))
+    branches: dict[str, str] = {}
+    if task_branches:
+        prefix = f"refs/remotes/{rem.namespace}/{TASKS_NAMESPACE}/"
+        for name, oid in _list_refs(repo_path, prefix).items():
+            branches[TASK_BRANCHES + name[len(prefix):]] = oid
+    if integration is not None:
+        tip = _read_ref(repo_path, _tracking(rem, HEADS + integration))
+        if tip is not None:
+            branches[HEADS + integration] = tip
+    return FetchResult(rem.arg, tracking, old, _read_ref(repo_path, tracking), branches)
+
+
+def check_integration_name(branch: str) -> None:
+    """The integration branch's tracking ref must not fall into the board's or the task branches'
+    tracking namespaces (refs/remotes/<ns>/liza/..., refs/remotes/<ns>/liza-tasks/...)."""
+    if (not branch or branch.startswith(("liza/", f"{TASKS_NAMESPACE}/", "refs/"))
+            or not re.fullmatch(r"[A-Za-z0-9._/-]+", branch) or ".." in branch
+            or branch.endswith((".lock", "/", ".")) or branch.startswith(("-", "/"))):
+        raise ValidationError(f"integration branch {branch!r} cannot be synced: it must be a plain "
+                              "branch name outside liza/ and liza-tasks/")
+
+
+def branch_tracking_ref(repo_path: Path | str, remote: str | None, branch: str) -> str:
+    """The local ref mirroring the remote's branch: refs/remotes/<ns>/<branch> for the integration
+    branch, refs/remotes/<ns>/liza-tasks/<task> for a task branch liza/<task>."""
+    ref = branch if branch.startswith(HEADS) else HEADS + branch
+    return _tracking(_resolve(repo_path, remote), ref)
+
+
+def _list_refs(repo_path: Path | str, prefix: str) -> dict[str, str]:
+    run = _local_git(repo_path, "for-each-ref", "--format=%(objectname) %(refname)", prefix)
+    out: dict[str, str] = {}
+    for line in run.stdout.splitlines():
+        oid, _, name = line.partition(" ")
+        if name:
+            out[name] = oid
+    return out
+
+
+def _forget(repo_path: Path | str, ref: str) -> None:
+    # The remote no longer has the branch: its tracking ref must not keep claiming it does.
+    if _read_ref(repo_path, ref) is not None:
+        _local_git(repo_path, "update-ref", "-d", ref)
 
 
 def _progress_flag(progress: Progress | None) -> list[str]:
@@ -409,6 +500,103 @@ def push_board(
     if status in (PushStatus.OK, PushStatus.UP_TO_DATE):
         _update_tracking(repo_path, tracking, local_oid, tracking_before)
     return result(status, summary)
+
+
+@dataclass(frozen=True)
+class RefUpdate:
+    """One ref of a multi-ref push: move the remote's `ref` from `expected_oid` (None: must not
+    exist) to `local_oid`. `fast_forward`: refuse (NON_FAST_FORWARD, nothing pushed) unless
+    local_oid descends from expected_oid; off for task branches, which a coder may rewrite after a
+    rejection (the lease still guarantees we replace only what we saw)."""
+
+    ref: str  # refs/liza/* or refs/heads/*
+    local_oid: str
+    expected_oid: str | None
+    fast_forward: bool = True
+
+
+@dataclass(frozen=True)
+class MultiPushResult(_Outcome):
+    status: PushStatus  # OK / UP_TO_DATE when every ref is; else the first failing ref's status
+    remote: str
+    results: tuple[PushResult, ...]  # one per update, in order
+
+
+def push_refs(
+    repo_path: Path | str,
+    remote: str | None,
+    updates: Sequence[RefUpdate],
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    progress: Progress | None = None,
+) -> MultiPushResult:
+    """Push several refs in ONE atomic push (`git push --atomic`), each with its own lease.
+
+    All or nothing on the remote: a server that judges one ref against another (the integration
+    branch against the board after the push) sees them together, and a lost lease on any ref
+    leaves every ref where it was (STALE). Raises PushRejected when the remote's hook refuses,
+    GitFailure on anything else, like `push_board`. Tracking refs follow on success.
+    """
+    if not updates:
+        raise ValueError("push_refs: nothing to push")
+    rem = _resolve(repo_path, remote)
+    for u in updates:
+        if not u.ref.startswith((BOARD_PREFIX, HEADS)) or u.ref in (BOARD_PREFIX, HEADS):
+            raise ValidationError(f"not a pushable ref: {u.ref!r}")
+        _check_oid(u.local_oid, f"local oid for {u.ref}")
+        if u.expected_oid is not None:
+            _check_oid(u.expected_oid, f"expected remote oid for {u.ref}")
+        if not _has_commit(repo_path, u.local_oid):
+            raise ValidationError(f"local oid {u.local_oid} is not a commit in {repo_path}")
+
+    statuses: dict[str, PushStatus] = {}  # per ref, as far as git told us
+
+    def results(status: PushStatus, summaries: dict[str, str]) -> MultiPushResult:
+        return MultiPushResult(status, rem.arg, tuple(
+            PushResult(statuses.get(u.ref, status), rem.arg, u.ref, u.local_oid, u.expected_oid,
+                       summaries.get(u.ref, "")) for u in updates))
+
+    for u in updates:
+        if u.fast_forward and u.expected_oid is not None \
+                and not _descends(repo_path, u.local_oid, u.expected_oid):
+            return results(PushStatus.NON_FAST_FORWARD,
+                           {u.ref: f"not a descendant of {u.expected_oid}"})
+    before = {u.ref: _read_ref(repo_path, _tracking(rem, u.ref)) for u in updates}
+    # --atomic: the server applies all the updates or none (and so do the client-side checks).
+    args = ["push", "--porcelain", "--no-verify", "--atomic", *_progress_flag(progress)]
+    args += [f"--force-with-lease={u.ref}:{u.expected_oid or ''}" for u in updates]
+    args += ["--", rem.arg, *(f"{u.local_oid}:{u.ref}" for u in updates)]
+    run = _run_git(repo_path, args, timeout=timeout, progress=progress)
+    summaries: dict[str, str] = {}
+    for u in updates:
+        flag, summary = _porcelain_status(run, rem.arg, u.ref)
+        summaries[u.ref] = summary
+        if summary.startswith("[remote rejected]"):
+            continue
+        if flag == "!" and "atomic push failed" in summary:
+            continue  # refused only because another ref of this push was: that one says why
+        statuses[u.ref] = _status_of(rem.arg, flag, summary)
+    rejected = [u for u in updates if summaries[u.ref].startswith("[remote rejected]")]
+    if rejected:
+        # The server refused the transaction. A lease that no longer holds on any ref means we lost
+        # a race at its ref lock; otherwise its hook said no, and saying it again will not help.
+        for u in updates:
+            if _ls_remote(repo_path, rem.arg, u.ref, timeout) != u.expected_oid:
+                statuses[u.ref] = PushStatus.STALE
+                return results(PushStatus.STALE, summaries)
+        u = rejected[0]
+        _remote_rejection(rem.arg, u.ref, u.expected_oid, u.expected_oid, summaries[u.ref],
+                          run.stderr)
+    bad = [statuses[u.ref] for u in updates
+           if statuses.get(u.ref) not in (None, PushStatus.OK, PushStatus.UP_TO_DATE)]
+    if bad:
+        return results(bad[0], summaries)
+    if len(statuses) != len(updates):
+        raise GitFailure(f"git push to {rem.arg} failed: {_error_line(run.stderr)}")
+    for u in updates:
+        _update_tracking(repo_path, _tracking(rem, u.ref), u.local_oid, before[u.ref])
+    overall = PushStatus.OK if PushStatus.OK in statuses.values() else PushStatus.UP_TO_DATE
+    return results(overall, summaries)
 
 
 def _descends(repo_path: Path | str, local_oid: str, expected_oid: str) -> bool:
