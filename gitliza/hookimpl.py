@@ -118,23 +118,34 @@ def _check_state(store: Store, old: Any, new: str, latest: str | None = None) ->
         replay(store, new, old)
     except VerifyFailure as e:
         return str(e)
-    return _future_op(store, old, new, latest) if latest is not None else None
+    if latest is None:
+        return None
+    return _future_op(store, old, new, latest) or _early_takeover(store, old, new, _server_now())
 
 
-DEFAULT_MAX_SKEW = 300
+DEFAULT_MAX_SKEW = 60
+
+
+def _server_now() -> str:
+    """The server's own clock. Never LIZA_NOW: over a local or file:// push the pusher's
+    environment reaches pre-receive, and the pusher must not be able to move the server's clock."""
+    import time
+
+    from gitliza.core import clock
+    return clock.from_epoch(time.time())
 
 
 def _latest_allowed(repo: pygit2.Repository) -> str:
     """Ops carry their own time, and leases are judged by it: an op dated in the future could
     fake the expiry of someone's lease. The server accepts ops dated at most `liza.maxClockSkew`
-    seconds (default 300) after its own clock. Older ops are fine: a machine that was offline
+    seconds (default 60) after its own clock. Older ops are fine: a machine that was offline
     replays its ops with their original times."""
     from gitliza.core import clock
     try:
         skew = int(str(repo.config["liza.maxClockSkew"]))
     except (KeyError, ValueError):
         skew = DEFAULT_MAX_SKEW
-    return clock.plus(_now(), max(skew, 0))
+    return clock.plus(_server_now(), max(skew, 0))
 
 
 def _future_op(store: Store, old: Any, new: str, latest: str) -> str | None:
@@ -148,6 +159,40 @@ def _future_op(store: Store, old: Any, new: str, latest: str) -> str | None:
         if not commit.parents:
             break
         commit = commit.parents[0]
+    return None
+
+
+def _early_takeover(store: Store, old: Any, new: str, now: str) -> str | None:
+    """A takeover (a claim of a CLAIMED task, a claim-review over someone's review lease) must
+    find the lease expired by the server's clock too. The op's own time decides in the core, and
+    a legitimate takeover always happened before the push, so by now its lease has expired; one
+    that has not was dated ahead to fake the expiry."""
+    import pygit2
+
+    from gitliza.core import record
+    commits = []
+    commit = store.commit(pygit2.Oid(hex=new))
+    while old is None or commit.id != old:
+        commits.append(commit)
+        if not commit.parents:
+            break
+        commit = commit.parents[0]
+    for c in reversed(commits):
+        op = record.parse(c.message).op
+        if op.NAME not in ("claim", "claim-review") or not c.parents:
+            continue
+        t = store.board_at(store.commit(c.parents[0].id)).task(getattr(op, "task"))
+        if t is None:
+            continue
+        if op.NAME == "claim" and t.status == "CLAIMED" and t.assigned_to != op.actor:
+            until = t.lease_expires
+        elif op.NAME == "claim-review" and t.reviewing_by not in (None, op.actor):
+            until = t.review_lease_expires
+        else:
+            continue
+        if until is not None and until > now:
+            return (f"state commit {str(c.id)[:12]} ({op.NAME} {t.id}) takes over a lease that "
+                    f"runs until {until} by this server's clock ({now})")
     return None
 
 

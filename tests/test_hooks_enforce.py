@@ -383,3 +383,27 @@ def test_ops_dated_in_the_future_are_refused_by_the_server(tmp_path: Path,
     assert "later than this server's clock allows" in line and "liza.maxClockSkew" in line
     git(bare, "config", "liza.maxClockSkew", "7200")  # a server that tolerates more skew
     assert push(c, "refs/liza/state:refs/liza/state").returncode == 0
+
+
+def test_a_takeover_of_a_live_lease_is_refused_by_the_servers_clock(
+        tmp_path: Path, team: tuple[Path, Path]) -> None:
+    """coder-1 holds t1 (a live 300 s lease); coder-2 dates its claim within the allowed skew but
+    past coder-1's lease. The op is legal by its own time, not by the server's; LIZA_NOW in the
+    pusher's environment (which reaches pre-receive on a local push) must not move that clock."""
+    import time as _time
+
+    from gitliza.core import clock
+    bare, seed = team
+    now = clock.from_epoch(_time.time())
+    Liza.open(seed, agent="coder-1", now=lambda: clock.plus(now, -290)).do(
+        Claim, task="t1", worktree=".worktrees/t1", base_commit="a" * 40)
+    assert push(seed, "refs/liza/state:refs/liza/state").returncode == 0
+    before = remote_ref(bare, "refs/liza/state")
+    c = clone(tmp_path, bare, "c")
+    late = clock.plus(now, 30)  # within the skew; coder-1's lease ends at now + 10 s
+    Liza.open(c, agent="coder-2", now=lambda: late).do(
+        Claim, task="t1", worktree=".worktrees/t1", base_commit="a" * 40)
+    line = refused(push(c, "refs/liza/state:refs/liza/state", LIZA_NOW=clock.plus(now, 3600)),
+                   "refs/liza/state")
+    assert "takes over a lease that runs until" in line
+    assert remote_ref(bare, "refs/liza/state") == before
