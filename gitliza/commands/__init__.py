@@ -34,6 +34,7 @@ class Env:
             self._liza = Liza.open(self.path, self.agent or os.environ.get("LIZA_AGENT_ID"),
                                    sync=not self.no_sync)
             _install_after_commit(self._liza)
+            _install_materialize(self._liza)
         return self._liza
 
 
@@ -59,3 +60,17 @@ def _sync_remote_configured(repo: Any) -> bool:
         return any(k in cfg and str(cfg[k]).strip() for k in ("liza.remote", "sync.remote"))
     except Exception:  # an unreadable config: no auto-sync rather than a failing command
         return False
+
+
+def _install_materialize(liza: Any) -> None:
+    """`git config liza.materialize true`: refresh .liza/*.yaml after every commit (installed after
+    auto-sync, so it sees the replayed tip). Without the setting this is one config lookup: the
+    materializer (and ruamel.yaml) are never imported."""
+    try:
+        cfg = liza.repo.config
+        if "liza.materialize" not in cfg or not cfg.get_bool("liza.materialize"):
+            return
+    except Exception:  # unreadable or not a boolean: off rather than a failing command
+        return
+    from gitliza.materialize import after_commit
+    liza.after_commit.append(after_commit)
