@@ -120,6 +120,69 @@ def ensure_integration_branch(liza: Liza, branch: str) -> str | None:
     return str(ref_oid(repo.references[f"refs/heads/{branch}"]))
 
 
+# -- sharing with the team remote (docs/multi-machine.md) ------------------------------------------
+def sync_remote(liza: Liza) -> str | None:
+    """The remote this command shares with: `git config liza.remote` (or `sync.remote`) when
+    auto-sync is on for it (not `--no-sync`); None for a machine that works alone."""
+    if not getattr(liza, "sync", True):
+        return None
+    from gitliza.sync import configured_remote
+    return configured_remote(liza.repo)
+
+
+def pull_first(liza: Liza, why: str, *, strict: bool = False, board: bool = True) -> None:
+    """Bring the board, the integration branch and the task branches up to date from the team
+    remote before a command that reads them (review needs the submitted task and the coder's
+    commit, merge builds on the integration tip). `board=False` (claim) leaves the local board
+    alone and brings only the branches: the claim branches from the team's integration tip, and
+    its op is reconciled by the auto-sync after it is committed, like every op. `strict` (merge):
+    a failed pull fails the command; otherwise a warning, and the command works on the local view
+    (offline)."""
+    remote = sync_remote(liza)
+    if remote is None:
+        return
+    from gitliza import sync as engine
+    try:
+        rep = (engine.sync(liza.store, remote, mode="pull") if board
+               else engine.pull_branches(liza.store, remote))
+    except (ConcurrencyConflict, GitFailure) as e:
+        if not strict:
+            warn(f"could not pull from {remote} before {why}: {e}; using the local board")
+            return
+        cls = ConcurrencyConflict if isinstance(e, ConcurrencyConflict) else GitFailure
+        raise cls(f"{why}: could not bring the board and the integration branch up to date from "
+                  f"{remote}: {e}", hint="retry; `--no-sync` works on the local view") from e
+    for d in rep.dropped:
+        warn(d.describe())
+    for n in rep.notices:
+        warn(n)
+
+
+def ensure_commit(liza: Liza, oid: str, what: str) -> None:
+    """Make sure commit `oid` is in this clone: when it is not (it was made on another machine),
+    fetch the team remote's task branches, which carry every submitted review commit."""
+    repo: Repository = liza.repo
+    if _has_commit(repo, oid):
+        return
+    remote = sync_remote(liza)
+    if remote is not None:
+        from gitliza.git import transport
+        from gitliza.sync import repo_path
+        transport.fetch_board(repo_path(repo), remote, task_branches=True)
+        if _has_commit(repo, oid):
+            return
+    where = f"nor on {remote}" if remote else "and no team remote is configured (liza.remote)"
+    raise ValidationError(f"{what} {oid[:12]} is not in this clone, {where}",
+                          hint="the coder's machine shares it with `git liza sync`")
+
+
+def _has_commit(repo: Repository, oid: str) -> bool:
+    try:
+        return isinstance(repo.get(Oid(hex=oid)), pygit2.Commit)
+    except ValueError:
+        return False
+
+
 # -- per-task mutual exclusion --------------------------------------------------------------------
 @contextmanager
 def task_lock(repo: Repository, task: str, *, timeout: float | None = TASK_LOCK_TIMEOUT
@@ -199,7 +262,11 @@ def claim(liza: Liza, task: str | None = None) -> ClaimResult:
     another process holding its lock) is skipped for the next one; errors about the coder itself
     (wrong role, busy on another task) are raised at once. A claim that exhausts a task (BLOCKED)
     is recorded, and the next candidate is tried.
+
+    With a team remote, the integration branch is brought up to date first: a claim branches from
+    the integration tip the team sees, not from a stale local one.
     """
+    pull_first(liza, "claim", board=False)
     if task is not None:
         with task_lock(liza.repo, task) as _:
             return _claim_locked(liza, task)
@@ -460,23 +527,71 @@ def submit(liza: Liza, task: str, commit: str | None = None) -> Done:
 
 
 def claim_review(liza: Liza, task: str | None = None) -> Done:
-    """Take a review lease on `task`, or on the oldest waiting review this reviewer may take."""
+    """Take a review lease on `task`, or on the oldest waiting review this reviewer may take, and
+    make sure `.worktrees/<task>` has review_commit checked out.
+
+    On the coder's machine that is the coder's worktree, used as it is. On another machine (a
+    team remote), the board and the task branches are pulled first, the review commit must be
+    here before the lease is taken, and the worktree is created at review_commit on branch
+    `liza/<task>` (or moved there from an earlier review round when it is clean and review_commit
+    descends from it)."""
     me = liza.agent
+    pull_first(liza, "claim-review")
+
+    def pick(board: Board, now: str) -> str:
+        if task is not None:
+            return task
+        found = [t for t in reviewable(board, now, me) if me not in t.failed_by]
+        if not found:
+            raise NotFound(f"nothing to review for {me}")
+        return found[0].id
 
     def make_op(board: Board, now: str) -> Op:
-        pick = task
-        if pick is None:
-            found = [t for t in reviewable(board, now, me) if me not in t.failed_by]
-            if not found:
-                raise NotFound(f"nothing to review for {me}")
-            pick = found[0].id
-        op: Op = ClaimReview(actor=me, time=now, task=pick)
+        op: Op = ClaimReview(actor=me, time=now, task=pick(board, now))
         return op
 
+    # The commit must be here before the lease is taken: a reviewer who cannot see the work must
+    # not hold the review. (The task is predicted on the current board; make_op picks again.)
+    board = liza.board()
+    with suppress(NotFound):
+        predicted = board.task(pick(board, liza.now()))
+        if predicted is not None and predicted.review_commit and \
+                predicted.status == S.READY_FOR_REVIEW:
+            ensure_commit(liza, predicted.review_commit, f"{predicted.id}'s review_commit")
     done = liza.apply(make_op)
     tid = done.outcome.event.task
-    path = task_dir(liza.repo, tid) if tid else None
-    return Done(done, path, done.outcome.notices)
+    if not tid:
+        return Done(done, None, done.outcome.notices)
+    t = done.outcome.board.task(tid)
+    notes: tuple[str, ...] = ()
+    if t is not None and t.review_commit:
+        ensure_commit(liza, t.review_commit, f"{tid}'s review_commit")
+        with task_lock(liza.repo, tid):
+            notes = _review_checkout(liza.repo, tid, Oid(hex=t.review_commit))
+    return Done(done, task_dir(liza.repo, tid), done.outcome.notices + notes)
+
+
+def _review_checkout(repo: Repository, task: str, review: Oid) -> tuple[str, ...]:
+    """`.worktrees/<task>` at `review` for the reviewer. An existing checkout at review_commit
+    (the coder's, on the same machine) is used as it is; one that is clean and behind review_commit
+    (this reviewer's, from an earlier round) is moved to it; anything else is kept untouched, and
+    verdict will say that HEAD is not review_commit. Never loses work: a local branch liza/<task>
+    with commits review_commit lacks is kept in the attic before the worktree is made."""
+    path = task_dir(repo, task)
+    if (path / ".git").exists():
+        head = worktree_head(path)
+        if head == review:
+            return ()
+        dirty = clean_sync_problems(path)
+        if dirty or not repo.descendant_of(review, head):
+            why = f"it has local changes ({'; '.join(dirty[:3])})" if dirty else \
+                f"its HEAD {str(head)[:12]} is not an ancestor of review_commit"
+            msg = f"kept {path} as it is: {why}; review exactly {review} there"
+            warn(msg)
+            return (msg,)
+    _keep_leftovers(repo, task, path, review)
+    add_task_worktree(repo, task, review, fresh=True)
+    return ()
 
 
 def verdict(liza: Liza, task: str, decision: str, reason: str | None = None,
@@ -520,12 +635,40 @@ class MergeResult:
     notices: tuple[str, ...] = ()
 
 
+class _MergeLost(Exception):
+    """Another machine merged into the integration branch first; our merge was undone locally."""
+
+
 def merge(liza: Liza, task: str, *, integration_timeout: float | None = None) -> MergeResult:
     """Merge exactly the approved review_commit into the integration branch, then record MERGED
     and remove the task's worktree and branch. A conflict or a failing integration test records
-    INTEGRATION_FAILED and raises MergeFailed (exit 3), the integration branch untouched."""
+    INTEGRATION_FAILED and raises MergeFailed (exit 3), the integration branch untouched.
+
+    With a team remote: the board and the integration branch are pulled first (a failed pull
+    fails the merge: merging on a stale tip would fork the branch), review_commit is fetched if
+    this machine lacks it, and auto-sync pushes MERGED and the integration branch in one atomic
+    push. If another machine's merge reached the remote in between, this merge is undone locally
+    (never shared) and done again on the new tip."""
+    notes: list[str] = []
+    for attempt in range(1, MERGE_ATTEMPTS + 1):
+        pull_first(liza, f"merge {task}", strict=True)
+        try:
+            res = _merge_once(liza, task, integration_timeout)
+        except _MergeLost as e:
+            if attempt == MERGE_ATTEMPTS:
+                raise ConcurrencyConflict(f"merge {task}: the integration branch kept moving on "
+                                          f"the remote ({e}); nothing was shared",
+                                          hint="retry `git liza merge`") from None
+            notes.append(f"merged again: {e}")
+            continue
+        return dataclasses.replace(res, notices=res.notices + tuple(notes))
+    raise AssertionError("unreachable")
+
+
+def _merge_once(liza: Liza, task: str, integration_timeout: float | None) -> MergeResult:
     from gitliza.git.merge import (CheckoutNotUpdated, IntegrationTestFailed, MergeConflict,
                                    merge_commit_into)
+    from gitliza.sync import IntegrationDiverged
     repo: Repository = liza.repo
     with task_lock(repo, task):
         board = liza.board()
@@ -533,6 +676,7 @@ def merge(liza: Liza, task: str, *, integration_timeout: float | None = None) ->
         _dry_run(liza, Merge(actor=liza.agent, time=liza.now(), task=task, result="merged",
                              merge_commit=t.review_commit or NO_SHA), board)
         assert t.review_commit is not None  # APPROVED implies it (the core checked the state)
+        ensure_commit(liza, t.review_commit, f"{task}'s review_commit")
         branch = board.config.integration_branch
         review = Oid(hex=t.review_commit)
         notes: list[str] = []
@@ -561,17 +705,77 @@ def merge(liza: Liza, task: str, *, integration_timeout: float | None = None) ->
         merged = outcome.new
         if outcome.kind == "up-to-date":  # merged before (a crash before the board write)
             merged = _first_parent_introducing(repo, outcome.new, review)
+        op = Merge(actor=liza.agent, time=liza.now(), task=task, result="merged",
+                   merge_commit=str(merged))
         try:
-            done = liza.apply(lambda _b, now: Merge(actor=liza.agent, time=now, task=task,
-                                                   result="merged", merge_commit=str(merged)))
+            done = liza.apply(lambda _b, now: dataclasses.replace(op, time=now))
+        except IntegrationDiverged as e:
+            # Auto-sync found another machine's merge on the remote's integration branch: ours
+            # was never shared. Take it back (board op and branch, each by CAS) and merge again.
+            if not _undo_merge(liza, branch, outcome, task, str(merged)):
+                raise
+            raise _MergeLost(str(e)) from None
+        except IllegalTransition as e:
+            if getattr(e, "code", "") == "OP_DROPPED":
+                # Auto-sync dropped the MERGED record (the task moved on remotely): the local
+                # merge commit must not stay on the integration branch, nothing records it.
+                _undo_branch(repo, branch, outcome)
+                raise
+            raise _unrecorded(branch, task, outcome, e) from e
         except LizaError as e:
-            # Two refs cannot move together: the branch has the work, the board says APPROVED.
-            raise InconsistentState(
-                f"{branch} now contains {task}'s review commit (at {outcome.new}) but MERGED "
-                f"could not be recorded: {e}",
-                hint="`git liza doctor --fix` records it; do not merge again by hand") from e
+            raise _unrecorded(branch, task, outcome, e) from e
         notes += _drop_worktree(liza, task)
     return MergeResult(done, outcome, branch, done.outcome.notices + tuple(notes))
+
+
+def _unrecorded(branch: str, task: str, outcome: MergeOutcome, e: LizaError) -> InconsistentState:
+    # Two refs cannot move together: the branch has the work, the board says APPROVED.
+    return InconsistentState(
+        f"{branch} now contains {task}'s review commit (at {outcome.new}) but MERGED "
+        f"could not be recorded: {e}",
+        hint="`git liza doctor --fix` records it; do not merge again by hand")
+
+
+def _undo_merge(liza: Liza, branch: str, outcome: MergeOutcome, task: str, merged: str) -> bool:
+    """Take back a merge that was never shared: the local board's tip must be exactly this MERGED
+    op (recorded here, or replayed onto the remote's board by the sync that refused to push it),
+    and the integration branch must still be at the merge result. Both move back by CAS."""
+    from gitliza.core import record
+    store = liza.store
+    tip = store.tip()
+    if tip is None:
+        return False
+    commit = liza.repo[tip]
+    try:
+        op = record.parse(commit.message).op
+    except LizaError:
+        return False
+    if not (isinstance(op, Merge) and op.task == task and op.merge_commit == merged
+            and op.actor == liza.agent and commit.parent_ids):
+        return False
+    from gitliza.sync import retract_tip
+    if not retract_tip(store, tip, f"liza merge: undo unshared merge of {task}"):
+        return False
+    return _undo_branch(liza.repo, branch, outcome)
+
+
+def _undo_branch(repo: Repository, branch: str, outcome: MergeOutcome) -> bool:
+    """Move the integration branch back from our merge result to where it was, by CAS; not when
+    a worktree has it checked out (its files followed the merge) -- then it stays, and the next
+    sync reports the divergence."""
+    from gitliza.git.worktrees import checkouts_of_branch
+    ref = repo.references.get(f"refs/heads/{branch}")
+    if outcome.kind == "up-to-date" or ref is None or ref_oid(ref) != outcome.new:
+        return outcome.kind == "up-to-date"
+    if checkouts_of_branch(repo, f"refs/heads/{branch}"):
+        warn(f"{branch} keeps the unshared merge {str(outcome.new)[:12]}: it is checked out; "
+             f"reset it to {str(outcome.old)[:12]} by hand")
+        return False
+    try:
+        ref.set_target(outcome.old, "liza merge: undo unshared merge")
+    except (pygit2.GitError, OSError):
+        return False
+    return True
 
 
 def _merge_message(t: Task, branch: str) -> str:

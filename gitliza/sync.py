@@ -357,6 +357,14 @@ def _move(store: Store, old: pygit2.Oid | None, new: pygit2.Oid, why: str) -> bo
         return False
 
 
+def retract_tip(store: Store, tip: pygit2.Oid, why: str) -> bool:
+    """Move the local board from `tip` back to its parent by CAS: only for an op that was never
+    shared (a merge whose sync found the remote's integration branch moved on). False when the
+    ref moved meanwhile or `tip` has no parent."""
+    parents = _commit(store.repo, tip).parent_ids
+    return bool(parents) and _move(store, tip, parents[0], why)
+
+
 def _count(store: Store, tip: pygit2.Oid | None, stop: pygit2.Oid | None) -> int:
     if tip is None:
         return 0
@@ -499,6 +507,25 @@ class _Branches:
     @property
     def namespace_prefix(self) -> str:
         return self.state_tracking[: -len("liza/state")]  # refs/remotes/<ns>/
+
+
+def pull_branches(store: Store, remote: str | None = None, *,
+                  timeout: float = transport.DEFAULT_TIMEOUT) -> SyncReport:
+    """Fetch (board tracking ref and branches) and bring the local integration branch up to the
+    remote's, without touching the local board: what a claim needs (it branches from the
+    integration tip; its own op is reconciled by the auto-sync after it is committed)."""
+    repo = store.repo
+    path = repo_path(repo)
+    remote = remote or configured_remote(repo)
+    rep = SyncReport(mode="pull", remote=transport.resolve_remote(path, remote), rounds=1)
+    integ = _integration(store, store.tip())
+    fetched = _fetch(path, remote, integ, timeout, None)
+    if integ is None:  # no local board yet: the remote's board names the branch
+        integ = _integration(store, pygit2.Oid(hex=fetched.new_oid) if fetched.new_oid else None)
+        if integ is not None:
+            fetched = _fetch(path, remote, integ, timeout, None)
+    follow_integration(store, integ, fetched.branches.get(_heads(integ)), rep, lambda _l: None)
+    return rep
 
 
 def _integration(store: Store, tip: pygit2.Oid | None) -> str | None:

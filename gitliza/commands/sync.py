@@ -13,7 +13,10 @@ locally first, then synced:
   `git liza claim` without a task id moves on to the next candidate by itself);
 - the remote could not be reached, or every round lost a race: a warning on stderr, exit 0 -- the
   op stands on the local board and the next sync shares it (or reports it dropped then);
-- the remote's hook refused the push: PushRejected, exit 3 -- retrying will not help.
+- the remote's hook refused the push: PushRejected, exit 3 -- retrying will not help;
+- a merge recorded here is not on the remote's integration branch, which moved on (another
+  machine merged first): IntegrationDiverged, exit 2, nothing pushed -- `git liza merge` catches
+  it, takes its unshared merge back and merges again on the new tip.
 """
 from __future__ import annotations
 
@@ -76,6 +79,8 @@ def _print(env: Env, rep: engine.SyncReport, error: str | None = None) -> None:
         return
     if error is None:
         out.line(_summary(rep))
+        for b in rep.branches:
+            out.line(f"{rep.remote}: {b}")
     for d in rep.dropped:
         out.notice(d.describe())
     for n in rep.notices:
@@ -122,8 +127,10 @@ def after_commit(liza: Any, committed: Committed) -> Committed | None:
     report: engine.SyncReport | None
     try:
         report = engine.sync(store, remote)
-    except PushRejected:
-        raise  # the remote's hook said no: every later sync would too
+    except (PushRejected, engine.IntegrationDiverged):
+        # The remote's hook said no, or pushing would make the board lie about a merge: every
+        # later sync would say the same, so the command must not pass for shared.
+        raise
     except engine.SyncGaveUp as e:
         report = e.report
         out.notice(f"committed locally but not shared yet: {e}")
