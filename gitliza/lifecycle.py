@@ -264,9 +264,21 @@ def claim(liza: Liza, task: str | None = None) -> ClaimResult:
     is recorded, and the next candidate is tried.
 
     With a team remote, the integration branch is brought up to date first: a claim branches from
-    the integration tip the team sees, not from a stale local one.
+    the integration tip the team sees, not from a stale local one. The board is pulled too when
+    the local one refuses the claim (the task may have come back from review on another machine);
+    a claim the local board allows is committed and reconciled by auto-sync, like every op.
     """
     pull_first(liza, "claim", board=False)
+    try:
+        return _claim(liza, task)
+    except ValidationError as e:  # illegal transition, busy coder, no candidate...
+        if sync_remote(liza) is None or e.code == "OP_DROPPED":
+            raise  # no remote to ask, or the remote's board is what refused it
+        pull_first(liza, "claim", board=True)
+        return _claim(liza, task)
+
+
+def _claim(liza: Liza, task: str | None) -> ClaimResult:
     if task is not None:
         with task_lock(liza.repo, task) as _:
             return _claim_locked(liza, task)
