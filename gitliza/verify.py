@@ -10,33 +10,31 @@ op and the reason (seed `event-log-invariants.md`: errors include the position, 
 the reason), exit code 4.
 
 Speed: consecutive commits share almost every blob, and the store's GitSource caches decoded
-entities by blob oid, so each entity version is decoded about once; trees are rebuilt only along
-the changed paths (objects that already exist are not rewritten by libgit2).
+entities by blob oid, so each entity version is decoded about once; the tree is recomputed only
+along the changed paths, in memory (gitliza/git/trees.py, the write path's builder without its
+writes), and the tree computed for one commit is the parsed base of the next.
 """
 from __future__ import annotations
 
 import gc
-import hashlib
 import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from functools import reduce
 from typing import Any, Callable, Iterable, Iterator
 
 import pygit2
 from pygit2.enums import SortMode
 
-from gitliza.core import codec, layout, record
+from gitliza.core import layout, record
 from gitliza.core.board import Board, Changes
 from gitliza.core.invariants import problems_of_change
 from gitliza.core.ops.base import apply
 from gitliza.errors import InconsistentState, LizaError
+from gitliza.git import trees
 from gitliza.git.store import GitSource, Store, check_format, decode_blob, signature
 
 ZERO = "0" * 40
-BLOB_MODE = pygit2.GIT_FILEMODE_BLOB
-TREE_MODE = pygit2.GIT_FILEMODE_TREE
 
 
 class VerifyFailure(InconsistentState):
@@ -160,13 +158,13 @@ def verify_commit(store: Store, parent: pygit2.Commit | None, commit: pygit2.Com
         raise VerifyFailure(oid, op.NAME, f"breaks an invariant: {bad[0]}")
     # The exact tree: any blob edited by hand, added or removed shows up as a different tree id.
     try:
-        tree = expected_tree(store.repo, parent.tree if parent is not None else None,
-                             outcome.changes)
+        built = trees.build(store.repo, parent.tree_id if parent is not None else None,
+                            outcome.changes, write=False)
     except (LizaError, pygit2.GitError, OSError, KeyError) as e:
         raise VerifyFailure(oid, op.NAME, f"cannot rebuild the tree: {e}") from None
-    if tree != commit.tree_id:
+    if built.tree != commit.tree_id:
         raise VerifyFailure(oid, op.NAME, f"tree {str(commit.tree_id)[:12]} is not what the op "
-                            f"produces ({str(tree)[:12]}): {_tree_diff(parent, commit, outcome.changes)}")
+                            f"produces ({str(built.tree)[:12]}): {_tree_diff(parent, commit, built)}")
     # The rest of the commit: a reworded subject or an author other than the actor misleads anyone
     # reading `git log`, so it is refused like a forged tree.
     if commit.message != record.message(op, outcome.event):
@@ -180,65 +178,17 @@ def verify_commit(store: Store, parent: pygit2.Commit | None, commit: pygit2.Com
         # The next commit reads these entities: they are exactly the ones just written (the tree
         # matched), so hand them over instead of decoding the blobs again.
         for (coll, key), entity in outcome.changes.items():
-            if entity is not None:
-                cache[(coll, key, commit.tree[layout.path_of(coll, key)].id)] = entity
+            blob = built.blobs[(coll, key)]
+            if blob is not None:
+                cache[(coll, key, blob)] = entity
     return op.NAME
 
 
 def expected_tree(repo: pygit2.Repository, base: pygit2.Tree | None, changes: Changes) -> pygit2.Oid:
     """The id of the tree `Store.build_tree(base, changes)` writes, computed without writing any
     object: verify stays read-only (a tampered commit leaves no garbage behind, and the server hook
-    writes nothing into the push quarantine), and hashing in memory is faster than writing."""
-    blobs: dict[tuple[str, ...], bytes | None] = {
-        tuple(layout.path_of(c, k).split("/")): None if e is None else codec.dumps(e)
-        for (c, k), e in changes.items()}
-    if base is None:
-        blobs[(layout.FORMAT_FILE,)] = layout.FORMAT_BLOB
-    oid = _hash_tree(repo, base, _nest(blobs))
-    if oid is None:  # build_tree writes the empty tree then
-        return _tree_oid({})
-    return oid
-
-
-def _nest(blobs: dict[tuple[str, ...], bytes | None]) -> dict[str, Any]:
-    """{("a", "b", "c.toml"): data} -> {"a": {"b": {"c.toml": data}}}"""
-    top: dict[str, Any] = {}
-    for parts, data in blobs.items():
-        reduce(lambda node, name: node.setdefault(name, {}), parts[:-1], top)[parts[-1]] = data
-    return top
-
-
-def _hash_tree(repo: pygit2.Repository, tree: pygit2.Tree | None,
-               updates: dict[str, Any]) -> pygit2.Oid | None:
-    entries: dict[str, tuple[int, pygit2.Oid]] = {}
-    if tree is not None:
-        for e in tree:
-            entries[str(e.name)] = (e.filemode, e.id)
-    for name, upd in updates.items():
-        if isinstance(upd, dict):
-            old = entries.get(name)
-            sub = repo[old[1]] if old is not None and old[0] == TREE_MODE else None
-            oid = _hash_tree(repo, sub, upd)  # type: ignore[arg-type]
-            if oid is None:
-                entries.pop(name, None)
-            else:
-                entries[name] = (TREE_MODE, oid)
-        elif upd is None:
-            entries.pop(name, None)
-        else:
-            entries[name] = (BLOB_MODE, pygit2.hash(upd))
-    return _tree_oid(entries) if entries else None
-
-
-def _tree_oid(entries: dict[str, tuple[int, pygit2.Oid]]) -> pygit2.Oid:
-    # git's tree object: entries sorted by name, a subtree sorting as if its name ended in "/";
-    # each is "<octal mode> <name>\0<20-byte id>" (mode without leading zeros: 40000, 100644).
-    def order(item: tuple[str, tuple[int, pygit2.Oid]]) -> bytes:
-        name, (mode, _oid) = item
-        return name.encode() + (b"/" if mode == TREE_MODE else b"")
-    body = b"".join(b"%o %s\0%s" % (mode, name.encode(), oid.raw)
-                    for name, (mode, oid) in sorted(entries.items(), key=order))
-    return pygit2.Oid(raw=hashlib.sha1(b"tree %d\0" % len(body) + body).digest())
+    writes nothing into the push quarantine). The same builder as the write path, hash-only sink."""
+    return trees.tree_id(repo, base, changes)
 
 
 Decoded = dict[tuple[str, str, pygit2.Oid], Any]
@@ -274,19 +224,18 @@ class ReplaySource:
         return layout.path_of(coll, key) in self._tree
 
 
-def _tree_diff(parent: pygit2.Commit | None, commit: pygit2.Commit, changes: Changes) -> str:
+def _tree_diff(parent: pygit2.Commit | None, commit: pygit2.Commit, built: trees.Built) -> str:
     """Where the recorded tree departs from the replayed one (the replayed tree is never written,
     so compare path by path): first the entities the op wrote, then any other path touched."""
-    for (coll, key), entity in changes.items():
+    for (coll, key), want in built.blobs.items():
         path = layout.path_of(coll, key)
-        want = None if entity is None else pygit2.hash(codec.dumps(entity))
         try:
             have = commit.tree[path].id
         except KeyError:
             have = None
         if want != have:
             return f"{path} is not what the op writes"
-    written = {layout.path_of(c, k) for c, k in changes}
+    written = {layout.path_of(c, k) for c, k in built.blobs}
     if parent is not None:
         try:
             for delta in parent.tree.diff_to_tree(commit.tree).deltas:

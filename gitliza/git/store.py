@@ -25,14 +25,12 @@ from gitliza.core.invariants import problems_of_change
 from gitliza.core.ops.base import Op, Outcome, apply
 from gitliza.errors import (ConcurrencyConflict, GitFailure, InconsistentState, LizaError,
                             MissingDependency, ValidationError)
+from gitliza.git import trees
 
 STATE_REF = "refs/liza/state"
 RETRY_DELAYS = (0.0, 0.1, 0.25, 0.5)  # before attempts 2..5
 JITTER = 0.05
 STALE_LOCK_SECONDS = 5.0
-
-BLOB = pygit2.GIT_FILEMODE_BLOB
-TREE = pygit2.GIT_FILEMODE_TREE
 
 
 # Decoded entities by blob oid. Blobs are immutable, so an entry never goes stale; successive
@@ -195,37 +193,10 @@ class Store:
 
     # -- writing ---------------------------------------------------------------------------------
     def build_tree(self, base: pygit2.Tree | None, changes: Changes) -> pygit2.Oid:
-        """The tree of `base` with `changes` applied, rewriting only the trees on changed paths."""
-        nested: dict[str, Any] = {}
-        for (coll, key), entity in changes.items():
-            parts = layout.path_of(coll, key).split("/")
-            node = nested
-            for p in parts[:-1]:
-                node = node.setdefault(p, {})
-            node[parts[-1]] = None if entity is None else codec.dumps(entity)
-        if base is None:
-            nested[layout.FORMAT_FILE] = layout.FORMAT_BLOB
-        oid = self._edit(base, nested)
-        assert oid is not None
-        return oid
-
-    def _edit(self, tree: pygit2.Tree | None, updates: dict[str, Any]) -> pygit2.Oid | None:
-        tb = self.repo.TreeBuilder(tree) if tree is not None else self.repo.TreeBuilder()
-        for name, upd in updates.items():
-            if isinstance(upd, dict):
-                sub = tree[name] if tree is not None and name in tree else None
-                oid = self._edit(sub, upd)  # type: ignore[arg-type]
-                if oid is None:
-                    if tb.get(name) is not None:
-                        tb.remove(name)
-                else:
-                    tb.insert(name, oid, TREE)
-            elif upd is None:
-                if tb.get(name) is not None:
-                    tb.remove(name)
-            else:
-                tb.insert(name, self.repo.create_blob(upd), BLOB)
-        return None if len(tb) == 0 else tb.write()
+        """The tree of `base` with `changes` applied, writing the changed blobs and only the trees
+        on their paths (unchanged subtrees keep their oids). `trees.build` is shared with verify,
+        which computes the same ids without writing."""
+        return trees.build(self.repo, base, changes, write=True).tree
 
     def write_commit(self, parent: pygit2.Commit | None, outcome: Outcome, op: Op) -> pygit2.Oid:
         tree = self.build_tree(parent.tree if parent is not None else None, outcome.changes)

@@ -1,0 +1,174 @@
+"""The one tree builder: a state tree plus entity changes gives the next state tree.
+
+Two callers need the same answer for different reasons: the write path (`Store.build_tree`) must
+store the new blobs and trees, while `verify` (also run by the server hook inside a push
+quarantine, and by sync's dry runs) must only know the tree id, writing nothing: a forged commit
+then leaves no garbage behind and the quarantine receives no objects. Keeping one implementation
+with two sinks ("write" and "hash only") is what guarantees that a replay recomputes exactly the
+tree a transition wrote.
+
+The objects are built here, not by libgit2's TreeBuilder, so that both sinks share every byte:
+
+- a blob or tree id is sha1(b"<type> <len>\\0" + body);
+- a tree body is its entries sorted by name, a subtree sorting as if its name ended in "/", each
+  `<octal mode> <name>\\0<20-byte id>`, the mode without leading zeros (`100644`, `40000`).
+
+Only the trees on the changed paths are rebuilt; every other entry, subtrees included, keeps the
+base tree's id. Base trees are read raw from the object database and parsed here, and parsed
+entries are cached by tree id (objects never change): a long-lived process (verify, a supervisor)
+reads the tree it built for one transition as the base of the next without touching the odb.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+import pygit2
+
+from gitliza.core import codec, layout
+from gitliza.core.board import Changes, Key
+from gitliza.errors import InconsistentState
+
+BLOB_MODE = b"100644"
+TREE_MODE = b"40000"
+
+# name -> (sort key, mode, name, raw id). The sort key (name, plus "/" for a subtree) comes first so
+# that sorting the values sorts the entries the way git does; names are unique, so the comparison
+# never reaches the other fields.
+Entry = tuple[bytes, bytes, bytes, bytes]
+Entries = dict[bytes, Entry]
+
+# Parsed trees by raw id, shared by every repository in the process: the key is the hash of the
+# content, so an entry is right wherever the tree is found. Trees only computed (the hash sink) are
+# cached too; that is safe because a tree is looked up only as the base given by the caller or as a
+# subtree of one, and the caller's base comes from the repository, so a tree reached from it exists
+# there with all its subtrees. Bounded by dropping everything when full.
+_PARSED: dict[bytes, Entries] = {}
+_PARSED_MAX = 20_000
+
+
+@dataclass(frozen=True)
+class Built:
+    """A new state tree and the ids of the entity blobs it holds (None: the entity was removed),
+    so that callers need not look them up again."""
+
+    tree: pygit2.Oid
+    blobs: dict[Key, pygit2.Oid | None]
+
+
+def build(repo: pygit2.Repository, base: pygit2.Tree | pygit2.Oid | None, changes: Changes,
+          *, write: bool) -> Built:
+    """The tree of `base` (None: the empty board, which gets the `format` blob) with `changes`
+    applied. `write=True` stores the new blobs and trees in `repo`; `write=False` only computes
+    their ids and writes nothing."""
+    sink = _Writer(repo) if write else _Hasher(repo)
+    nested: dict[bytes, Any] = {}  # name -> raw blob id, None (removed) or a dict (a subtree)
+    blobs: dict[Key, pygit2.Oid | None] = {}
+    for (coll, key), entity in changes.items():
+        *dirs, leaf = layout.path_of(coll, key).encode().split(b"/")
+        node = nested
+        for d in dirs:
+            node = node.setdefault(d, {})
+        raw = None if entity is None else sink.store(b"blob", codec.dumps(entity))
+        node[leaf] = raw
+        blobs[(coll, key)] = None if raw is None else pygit2.Oid(raw=raw)
+    if base is None:
+        nested[layout.FORMAT_FILE.encode()] = sink.store(b"blob", layout.FORMAT_BLOB)
+    tree = sink.edit(None if base is None else _raw_id(base), nested)
+    if tree is None:  # every entry removed: the empty tree (never happens with a `format` blob)
+        tree = sink.tree({})
+    return Built(pygit2.Oid(raw=tree), blobs)
+
+
+def tree_id(repo: pygit2.Repository, base: pygit2.Tree | pygit2.Oid | None,
+            changes: Changes) -> pygit2.Oid:
+    """The id of the tree `build(..., write=True)` would write, without writing anything."""
+    return build(repo, base, changes, write=False).tree
+
+
+def _raw_id(base: pygit2.Tree | pygit2.Oid) -> bytes:
+    return base.raw if isinstance(base, pygit2.Oid) else base.id.raw
+
+
+class _Hasher:
+    """The hash-only sink: object ids computed in memory."""
+
+    def __init__(self, repo: pygit2.Repository) -> None:
+        self.repo = repo
+
+    def store(self, kind: bytes, body: bytes) -> bytes:
+        """The raw id of the object of type `kind` (b"blob", b"tree") with this body."""
+        return hashlib.sha1(b"%s %d\0" % (kind, len(body)) + body).digest()
+
+    def tree(self, entries: Entries) -> bytes:
+        body = b"".join([mode + b" " + name + b"\0" + oid
+                         for _key, mode, name, oid in sorted(entries.values())])
+        raw = self.store(b"tree", body)
+        if len(_PARSED) >= _PARSED_MAX:
+            _PARSED.clear()
+        _PARSED[raw] = entries
+        return raw
+
+    def entries(self, raw: bytes) -> Entries:
+        found = _PARSED.get(raw)
+        if found is None:
+            kind, body = self.repo.odb.read(pygit2.Oid(raw=raw))
+            if kind != pygit2.GIT_OBJECT_TREE:
+                raise InconsistentState(f"{pygit2.Oid(raw=raw)} is not a tree")
+            found = parse(body)
+            if len(_PARSED) >= _PARSED_MAX:
+                _PARSED.clear()
+            _PARSED[raw] = found
+        return found
+
+    def edit(self, base: bytes | None, updates: dict[bytes, Any]) -> bytes | None:
+        """The raw id of tree `base` (None: empty) with `updates` applied: name -> a raw blob id,
+        None (remove) or a dict (the updates of a subtree). None when the result is empty, which
+        removes it from its parent: git has no empty subtrees."""
+        entries = dict(self.entries(base)) if base is not None else {}
+        for name, upd in updates.items():
+            if type(upd) is dict:
+                old = entries.get(name)
+                # A base entry that is not a tree (a forged tree) is replaced, not descended into.
+                sub = self.edit(old[3] if old is not None and old[1] == TREE_MODE else None, upd)
+                if sub is None:
+                    entries.pop(name, None)
+                else:
+                    entries[name] = (name + b"/", TREE_MODE, name, sub)
+            elif upd is None:
+                entries.pop(name, None)
+            else:
+                entries[name] = (name, BLOB_MODE, name, upd)
+        return self.tree(entries) if entries else None
+
+
+class _Writer(_Hasher):
+    """The write sink: the same bytes, stored in the repository's object database (which does not
+    rewrite an object it already has)."""
+
+    _TYPES = {b"blob": pygit2.GIT_OBJECT_BLOB, b"tree": pygit2.GIT_OBJECT_TREE}
+
+    def store(self, kind: bytes, body: bytes) -> bytes:
+        return self.repo.odb.write(self._TYPES[kind], body).raw
+
+
+def parse(body: bytes) -> Entries:
+    """A raw tree body's entries. Leading zeros of a mode are dropped, as libgit2 and git do when
+    they rewrite a tree."""
+    out: Entries = {}
+    pos, end = 0, len(body)
+    try:
+        while pos < end:
+            sp = body.index(b" ", pos)
+            nul = body.index(b"\0", sp)
+            mode = body[pos:sp].lstrip(b"0")
+            name = body[sp + 1:nul]
+            oid = body[nul + 1:nul + 21]
+            if len(oid) != 20:
+                raise ValueError("truncated")
+            out[name] = (name + b"/" if mode == TREE_MODE else name, mode, name, oid)
+            pos = nul + 21
+    except ValueError:
+        raise InconsistentState("malformed tree object") from None
+    return out
