@@ -388,7 +388,10 @@ def _lean_app(args: list[str]) -> typer.Typer:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of `git-liza` / `gitliza`. Returns (and exits with) the exit code."""
-    from gitliza.errors import EXIT_DEPENDENCY, EXIT_VALIDATION, LizaError
+    import os
+
+    from gitliza.errors import (EXIT_DEPENDENCY, EXIT_GIT, EXIT_INCONSISTENT, EXIT_VALIDATION,
+                                LizaError)
     from gitliza.output import err
     args = sys.argv[1:] if argv is None else argv
     try:
@@ -407,12 +410,19 @@ def main(argv: list[str] | None = None) -> int:
         err(f"missing dependency: Python module {e.name!r} is not installed "
             "(reinstall gitliza with its dependencies: pip install gitliza)")
         code = EXIT_DEPENDENCY
-    except Exception as e:  # click usage errors: one line, exit 1
+    except Exception as e:
         fmt = getattr(e, "format_message", None)
-        if fmt is None:
+        if fmt is not None:  # click usage errors: one line, exit 1
+            err(fmt())
+            code = EXIT_VALIDATION
+        elif os.environ.get("LIZA_DEBUG"):
             raise
-        err(fmt())
-        code = EXIT_VALIDATION
+        else:  # a bug or an unexpected environment: still one line, still an exit code
+            git_side = isinstance(e, OSError) or type(e).__module__.startswith("pygit2")
+            err(f"{'git operation failed' if git_side else 'internal error'}: "
+                f"{type(e).__name__}: {' '.join(str(e).split())} (LIZA_DEBUG=1 shows the "
+                "traceback; please report it)")
+            code = EXIT_GIT if git_side else EXIT_INCONSISTENT
     if argv is None:
         sys.exit(code)
     return code

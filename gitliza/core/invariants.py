@@ -206,6 +206,14 @@ def is_claimable(board: Board, t: Task, now: str, coder: str | None = None) -> b
         t.status == S.CLAIMED and not (t.lease_expires and t.lease_expires > now))
     if not ok_state or (coder is not None and coder in t.failed_by):
         return False
+    if coder is not None and t.status in (S.REJECTED, S.INTEGRATION_FAILED) and \
+            t.assigned_to not in (None, coder):
+        # Kept for its coder while that coder waits to re-claim it (the spec's supervisor
+        # re-claims a rejected task for the original coder); another coder can still take it by
+        # naming it, which counts the first one as failed.
+        holder = board.agent(t.assigned_to)
+        if holder is not None and holder.current_task == t.id and holder.status == "WAITING":
+            return False
     return all((d := board.task(dep)) is not None and d.status == S.MERGED
                for dep in t.depends_on)
 

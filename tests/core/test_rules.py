@@ -186,3 +186,85 @@ def test_bad_task_ids_are_refused(bad: str) -> None:
     with pytest.raises(ValidationError):
         r.do(Add, "planner-1", task=bad, description="d")
     assert r.board.keys("tasks") == []
+
+
+def test_a_reviewer_whose_lease_expired_can_start_over() -> None:
+    from gitliza.core.ops import ClaimReview
+    r = board_in(S.READY_FOR_REVIEW)
+    r.do(ClaimReview, "reviewer-1", task="task-1")
+    r.minute += 10  # the review lease (5 min) expired; nobody took over
+    with pytest.raises(LeaseLost):
+        r.do(Heartbeat, "reviewer-1")
+    r.do(ClaimReview, "reviewer-1", task="task-1")  # its own task again: a fresh lease
+    t = r.board.task("task-1")
+    assert t.reviewing_by == "reviewer-1" and t.review_lease_expires > r.now()
+
+
+def test_a_stale_reviewer_moving_to_another_task_releases_the_first() -> None:
+    from gitliza.core.ops import ClaimReview
+    r = team()
+    for task in ("task-1", "task-2"):
+        add_ready(r, task)
+    to_review(r, "task-1", "coder-1")
+    to_review(r, "task-2", "coder-2")
+    r.do(ClaimReview, "reviewer-1", task="task-1")
+    r.minute += 10
+    r.do(ClaimReview, "reviewer-1", task="task-2")
+    assert r.board.task("task-1").reviewing_by is None
+    assert [t.id for t in __import__("gitliza.core.invariants", fromlist=["x"]).reviewable(
+        r.board, r.now(), "reviewer-2")] == ["task-1"]
+
+
+def test_a_coder_whose_lease_expired_can_claim_other_work() -> None:
+    r = team()
+    add_ready(r, "task-1")
+    add_ready(r, "task-2")
+    claim(r, "task-1")
+    with pytest.raises(ValidationError, match="finish or release it first"):
+        claim(r, "task-2")
+    r.minute += 10
+    claim(r, "task-2")
+    assert r.board.agent("coder-1").current_task == "task-2"
+
+
+def test_a_rejected_task_waits_for_its_coder_in_automatic_picking() -> None:
+    r = board_in(S.REJECTED)
+    assert claimable(r.board, r.now(), "coder-2") == []
+    assert [t.id for t in claimable(r.board, r.now(), "coder-1")] == ["task-1"]
+    claim(r, coder="coder-2")  # naming it still reassigns it (a planner's decision)
+    assert r.board.task("task-1").failed_by == ("coder-1",)
+
+
+def test_a_handoff_is_not_a_failure() -> None:
+    from gitliza.core.ops import HandoffOp
+    r = board_in(S.CLAIMED)
+    r.do(HandoffOp, "coder-1", task="task-1", summary="80% done", next_action="add the test")
+    r.minute += 10
+    claim(r, coder="coder-2")
+    assert r.board.task("task-1").failed_by == ()
+
+
+def test_only_the_planner_or_human_registers_agents() -> None:
+    from gitliza.core.ops import Register
+    r = team()
+    with pytest.raises(PermissionDenied, match="register is for the planner"):
+        r.do(Register, "coder-1", agent="sneaky-reviewer", role="code_reviewer")
+    r.do(Register, "planner-1", agent="reviewer-9", role="code_reviewer")
+    r.do(Register, "coder-7", agent="coder-7", role="coder")  # self-registration
+    with pytest.raises(ValidationError, match="already registered"):
+        r.do(Register, "coder-1", agent="coder-1", role="code_reviewer")
+
+
+def test_config_values_are_bounded() -> None:
+    from gitliza.core.ops import ConfigSet
+    r = team()
+    with pytest.raises(ValidationError, match="at most"):
+        r.do(ConfigSet, "planner-1", key="lease_duration", value="99999999999999999999")
+    r.do(ConfigSet, "planner-1", key="lease_duration", value="600")
+    assert r.board.config.lease_duration == 600
+
+
+def test_text_that_is_not_utf8_is_refused() -> None:
+    r = team()
+    with pytest.raises(ValidationError, match="not valid UTF-8"):
+        r.do(Add, "planner-1", task="task-9", description="bad\udcff")

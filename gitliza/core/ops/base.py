@@ -196,6 +196,7 @@ def apply(board: Board, op: Op) -> Outcome:
     """Validate `op` against `board` and return what it changes. Raises a LizaError, changing
     nothing, when the op is not a legal transition for this actor at this time."""
     clock.check_ts(op.time, "op time")
+    _check_text(op.args(), op.NAME)
     if op.actor != HUMAN_ACTOR:
         check_id(op.actor, "agent id")
     if op.NAME != "init" and not board.initialized:
@@ -209,6 +210,22 @@ def apply(board: Board, op: Op) -> Outcome:
     _check_agent_moves(board, changes)
     return Outcome(changes=changes, event=event, board=board.with_changes(changes),
                    notices=tuple(ctx.notices))
+
+
+def _check_text(value: Any, where: str) -> None:
+    """Every string an op carries must be storable as UTF-8 (no lone surrogates, which a
+    command line can smuggle in from undecodable bytes)."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValidationError(f"{where}: text is not valid UTF-8") from None
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _check_text(v, f"{where} {k}")
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            _check_text(v, where)
 
 
 def _check_agent_moves(board: Board, changes: Changes) -> None:

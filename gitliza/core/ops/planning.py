@@ -28,6 +28,10 @@ def check_branch(name: str) -> str:
 
 
 _CONFIG_TYPES = typing.get_type_hints(Config)
+# Upper bounds keep every derived timestamp representable and every limit meaningful.
+_CONFIG_MAX = {"lease_duration": 7 * 86400, "heartbeat_interval": 86400,
+               "coder_poll_interval": 86400, "coder_max_wait": 7 * 86400,
+               "max_coder_iterations": 1000, "max_review_cycles": 1000}
 
 
 def coerce_config(key: str, value: ConfigValue | None) -> ConfigValue | None:
@@ -43,6 +47,8 @@ def coerce_config(key: str, value: ConfigValue | None) -> ConfigValue | None:
             n = None
         if n is None or n <= 0:
             raise ValidationError(f"config {key} must be a positive integer, got {value!r}")
+        if n > _CONFIG_MAX[key]:
+            raise ValidationError(f"config {key} must be at most {_CONFIG_MAX[key]}, got {n}")
         return n
     if key == "escalation_webhook":
         return None if value in (None, "", "null", "none") else str(value)
@@ -118,6 +124,11 @@ class Register(Op):
     terminal: str | None = None
 
     def run(self, ctx: Ctx) -> None:
+        # Registering gives a role, reviewer included: only the planner or the human may register
+        # others, or a coder could register a reviewer and approve its own work. An agent may
+        # register itself (its first act), which claims nothing beyond its own id.
+        if self.actor != self.agent and ctx.role() not in PLANNING:
+            raise PermissionDenied(f"register is for the planner or a human, not {self.actor}")
         check_id(self.agent, "agent id")
         if self.agent == HUMAN_ACTOR:
             raise ValidationError("'human' is reserved for the person at the keyboard")

@@ -62,6 +62,29 @@ def block_fields(ctx: Ctx, t: Task, reason: str, questions: tuple[str, ...],
     return blocked
 
 
+def holds_live(ctx: Ctx, me: Agent) -> bool:
+    """Whether `me` still holds its current task with a live lease. An agent whose lease expired
+    (or was taken over) is WORKING/REVIEWING on the board until it acts again; it must be able to
+    start over rather than be stuck behind a hold it no longer has."""
+    t = ctx.task(me.current_task) if me.current_task else None
+    if t is None:
+        return False
+    if me.status == A.WORKING:
+        return t.status == S.CLAIMED and t.assigned_to == me.id and \
+            lease_live(t.lease_expires, ctx.op.time)
+    if me.status == A.REVIEWING:
+        return t.status == S.READY_FOR_REVIEW and t.reviewing_by == me.id and \
+            lease_live(t.review_lease_expires, ctx.op.time)
+    return me.status in (A.WAITING, A.HANDOFF)
+
+
+def drop_stale_review(ctx: Ctx, me: Agent) -> None:
+    """A reviewer starting over lets go of its expired review lease, so the task is reviewable."""
+    t = ctx.task(me.current_task) if me.current_task else None
+    if me.status == A.REVIEWING and t is not None and t.reviewing_by == me.id:
+        ctx.put_task(replace(t, reviewing_by=None, review_lease_expires=None))
+
+
 def holder_check(ctx: Ctx, t: Task, what: str) -> Agent:
     """The actor must be the coder holding `t` with a live lease; otherwise it must stand down."""
     me = ctx.require_agent()
@@ -91,7 +114,7 @@ class Claim(Op):
             raise IllegalTransition(f"{t.id} is already claimed by {who} "
                                     f"(lease until {t.lease_expires})")
         ctx.transition(t, S.CLAIMED)
-        if me.current_task not in (None, t.id) and me.status in (A.WORKING, A.REVIEWING, A.WAITING):
+        if me.current_task not in (None, t.id) and holds_live(ctx, me):
             raise ValidationError(f"{me.id} is {me.status} on {me.current_task}; "
                                   "finish or release it first")
         if me.id in t.failed_by:
@@ -106,7 +129,9 @@ class Claim(Op):
 
         same_coder = t.assigned_to == me.id
         previous = None if same_coder else t.assigned_to
-        failed = with_failed(t, previous)
+        # A coder that handed off (context exhaustion) did not fail the task: its successor
+        # continues the same hypothesis from the handoff notes.
+        failed = t.failed_by if t.handoff_pending else with_failed(t, previous)
         if previous is not None:
             _free_agent(ctx, t, previous)
             ctx.notices.append(f"{previous} lost {t.id} to {me.id}: it must stand down")
@@ -258,9 +283,11 @@ class ClaimReview(Op):
             who = "you" if t.reviewing_by == me.id else t.reviewing_by
             raise IllegalTransition(f"{t.id} is already being reviewed by {who} "
                                     f"(lease until {t.review_lease_expires})")
-        if me.status != A.IDLE:
+        if me.status != A.IDLE and holds_live(ctx, me):
             raise ValidationError(f"{me.id} is {me.status} on {me.current_task}; finish it first")
-        if t.reviewing_by is not None:
+        if me.current_task != t.id:
+            drop_stale_review(ctx, me)
+        if t.reviewing_by is not None and t.reviewing_by != me.id:
             _free_agent(ctx, t, t.reviewing_by)
             ctx.notices.append(f"{t.reviewing_by}'s review lease on {t.id} had expired: "
                                "it must stand down")
