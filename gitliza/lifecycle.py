@@ -394,6 +394,11 @@ def _keep_leftovers(repo: Repository, task: str, path: Path, base: Oid) -> None:
     worktree and branch are replaced. The attic is outside refs/liza/, which sync and the server
     hook own; `git log refs/liza-attic/<task>/<oid>` shows what was kept."""
     keep: list[Oid] = []
+    if path.is_dir() and not (path / ".git").exists() and any(path.iterdir()):
+        # Not a worktree gitliza made: someone's files. Refuse rather than delete them.
+        raise ValidationError(f"{worktree_path(task)} holds files that are not a gitliza "
+                              "worktree; a fresh claim would delete them",
+                              hint=f"move them out of {path}, then claim again")
     if path.is_dir() and (path / ".git").exists() and clean_sync_problems(path):
         wt = pygit2.Repository(str(path))
         index = wt.index
@@ -404,15 +409,26 @@ def _keep_leftovers(repo: Repository, task: str, path: Path, base: Oid) -> None:
         keep.append(wt.create_commit(None, sig, sig, f"gitliza: uncommitted work left in "
                                      f"{worktree_path(task)}, kept before a fresh claim",
                                      tree, parents))
-    branch = repo.references.get(f"refs/heads/{task_branch(task)}")
-    if branch is not None:
-        tip = ref_oid(branch)
-        if tip != base and not repo.descendant_of(base, tip):
-            keep.append(tip)
+    keep += _unmerged_branch_tip(repo, task, base)
     for oid in keep:
-        name = f"{ATTIC}/{task}/{oid}"
-        if repo.references.get(name) is None:
-            repo.references.create(name, oid)
+        _to_attic(repo, task, oid)
+
+
+def _unmerged_branch_tip(repo: Repository, task: str, contained_in: Oid | None) -> list[Oid]:
+    """The tip of `liza/<task>` if it has commits that `contained_in` lacks, else nothing."""
+    branch = repo.references.get(f"refs/heads/{task_branch(task)}")
+    if branch is None:
+        return []
+    tip = ref_oid(branch)
+    if contained_in is not None and (tip == contained_in or repo.descendant_of(contained_in, tip)):
+        return []
+    return [tip]
+
+
+def _to_attic(repo: Repository, task: str, oid: Oid) -> None:
+    name = f"{ATTIC}/{task}/{oid}"
+    if repo.references.get(name) is None:
+        repo.references.create(name, oid)
 
 
 def _claim_outcome(board: Board, op: Op, task: str) -> bool:
@@ -829,8 +845,19 @@ def _drop_worktree(liza: Liza, task: str) -> tuple[str, ...]:
                    f"{task_branch(task)}` once you have saved what you need")
             warn(msg)
             return (msg,)
+    # release, abandon, rescope, unblock and merge let the branch go; commits on it that the
+    # integration branch does not contain (work given back, follow-ups made after the review)
+    # are kept in the attic rather than left dangling for gc.
+    try:
+        merged_into: Oid | None = integration_tip(repo, liza.board().config.integration_branch)
+    except LizaError:
+        merged_into = None
+    notes: tuple[str, ...] = ()
+    for oid in _unmerged_branch_tip(repo, task, merged_into):
+        _to_attic(repo, task, oid)
+        notes = (f"kept the unmerged commits of {task_branch(task)} as {ATTIC}/{task}/{oid}",)
     remove_task_worktree(repo, task)
-    return ()
+    return notes
 
 
 def _has_git_side(repo: Repository, task: str) -> bool:

@@ -314,9 +314,12 @@ def test_rejected_task_claimed_by_another_coder_starts_fresh(board: Path) -> Non
 
 def test_release_removes_the_worktree_and_branch(board: Path) -> None:
     wt = Path(claimed(board, "t1", "c1")["worktree"])
-    commit_file(wt, "a.txt", "1\n")
-    ok(board, "release", "t1", agent="c1")
+    work = commit_file(wt, "a.txt", "1\n")
+    out = ok(board, "release", "t1", agent="c1")
     assert not wt.exists() and git(board, "branch", "--list", "liza/t1") == ""
+    # the given-back commits are not left dangling: the attic keeps them
+    assert git(board, "rev-parse", f"refs/liza-attic/t1/{work}") == work
+    assert any("liza-attic" in n for n in out["notices"])
     t = task(board, "t1")
     assert t.status == "UNCLAIMED" and t.worktree is None
     again = claimed(board, "t1", "c2")  # from scratch, at the integration tip
@@ -389,7 +392,9 @@ def test_claim_past_max_iterations_blocks_and_keeps_the_worktree(board: Path) ->
        "--ready", "--max-iterations", "1", agent="p1")
     to_review(repo, "t3", "c1", "r1")
     ok(repo, "verdict", "t3", "reject", "--reason", "no", agent="r1")
-    data = ok(repo, "claim", "t3", agent="c1")
+    r = run(repo, "claim", "t3", "--json", agent="c1")
+    assert r.returncode == 1 and "t3 was not claimed: it moved to BLOCKED" in r.stderr
+    data = json.loads(r.stdout)  # the recorded transition is still reported
     assert data["to"] == "BLOCKED" and data["worktree"] is None
     assert task(repo, "t3").status == "BLOCKED"
     assert (repo / ".worktrees" / "t3").is_dir()  # BLOCKED keeps it for the diagnosis
@@ -545,3 +550,11 @@ def test_fresh_claim_keeps_leftover_work_in_the_attic(tmp_path: Path) -> None:
     assert snap.parents[0].id == pygit2.Oid(hex=committed)
     assert snap.tree["a.txt"].data == b"uncommitted edit\n"  # type: ignore[union-attr]
     assert snap.tree["new.txt"].data == b"untracked\n"  # type: ignore[union-attr]
+
+
+def test_a_fresh_claim_refuses_to_delete_foreign_files(board: Path) -> None:
+    foreign = board / ".worktrees" / "t2"
+    foreign.mkdir(parents=True)
+    (foreign / "notes.txt").write_text("mine\n")
+    assert "not a gitliza worktree" in fails(board, 1, "claim", "t2", agent="c1")
+    assert (foreign / "notes.txt").read_text() == "mine\n"

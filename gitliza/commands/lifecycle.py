@@ -10,7 +10,8 @@ from typing import Any
 from gitliza import lifecycle as life
 from gitliza.commands import Env
 from gitliza.commands.board import report
-from gitliza.errors import EXIT_INCONSISTENT
+from gitliza.errors import EXIT_INCONSISTENT, EXIT_VALIDATION
+from gitliza.output import err
 
 
 def _notices(env: Env, notes: tuple[str, ...], already: tuple[str, ...]) -> None:
@@ -34,6 +35,12 @@ def claim(env: Env, task: str | None) -> int:
         env.out.line(f"worktree {res.worktree} (branch {res.branch}, base "
                      f"{str(res.base_commit)[:12]}{', reused' if res.reused else ''})")
     _notices(env, res.notices, res.committed.outcome.notices)
+    if res.status.value != "CLAIMED":
+        # The board recorded the exhaustion (a legitimate transition), but the agent holds no
+        # task: `git liza claim T && start-coder` must not start a coder on it.
+        err(f"{res.task} was not claimed: it moved to {res.status.value} (see the notices); "
+            "the planner decides what happens to it next")
+        return EXIT_VALIDATION
     return 0
 
 
