@@ -8,6 +8,7 @@ from someone else's push.
 from __future__ import annotations
 
 import dataclasses
+import operator
 import re
 import tomllib
 import typing
@@ -32,13 +33,17 @@ def _fail(where: str, msg: str) -> typing.NoReturn:
     raise InconsistentState(f"malformed entity at {where}: {msg}")
 
 
+def _same(v: Any) -> Any:
+    return v
+
+
 def _scalar(kind: type) -> tuple[Enc, Dec]:
     def dec(v: Any, where: str) -> Any:
         # bool is an int subclass in Python; a TOML `true` must not pass as a priority.
         if type(v) is not kind:
             _fail(where, f"expected {kind.__name__}, got {type(v).__name__}")
         return v
-    return (lambda v: v), dec
+    return _same, dec
 
 
 def _enum(kind: type[Enum]) -> tuple[Enc, Dec]:
@@ -62,7 +67,7 @@ def _codec_for(tp: Any) -> tuple[Enc, Dec]:
             if not isinstance(v, (str, int, bool)):
                 _fail(where, f"unsupported value {v!r}")
             return v
-        return (lambda v: v), dec_any
+        return _same, dec_any
     if origin is tuple:
         if len(args) == 2 and args[1] is Ellipsis:
             item = args[0]
@@ -112,16 +117,63 @@ def _spec(cls: type) -> _Spec:
     return spec
 
 
-def _omitted(v: Any) -> bool:
-    return v is None or v is False or v == ()
+# Per class: a getter of all field values at once, and per field (key, encoder or None when the
+# value is stored as it is, whether the value is a nested entity or a tuple of them). Every transition
+# encodes what it changes and verify re-encodes every commit's changes: fetching the fields in one C
+# call and skipping identity encoders halves encode.
+_Field = tuple[str, Enc | None, bool]
+_Encoder = tuple[Callable[[Any], tuple[Any, ...]], tuple[_Field, ...]]
+_ENCODERS: dict[type, _Encoder] = {}
+
+
+def _nested(tp: Any) -> bool:
+    """Whether a field holds an entity or a tuple of them (whose encoders are then made too: the
+    writer recognises an entity by its type having an encoder)."""
+    args = [a for a in typing.get_args(tp) if a is not type(None) and a is not Ellipsis]
+    if typing.get_origin(tp) is not None and len(args) == 1:  # X | None, tuple[X, ...]
+        tp = args[0]
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        if tp not in _ENCODERS:
+            _encoder(tp)
+        return True
+    return False
+
+
+def _encoder(cls: type) -> _Encoder:
+    spec = _spec(cls)
+    hints = typing.get_type_hints(cls)
+    attrs = [attr for attr, *_rest in spec]
+    getter: Callable[[Any], tuple[Any, ...]]
+    if len(attrs) > 1:
+        getter = operator.attrgetter(*attrs)
+    else:  # attrgetter returns a bare value for one attribute
+        getter = lambda e: tuple(getattr(e, a) for a in attrs)  # noqa: E731
+    found = _ENCODERS[cls] = (getter, tuple(
+        (key, None if enc is _same else enc, _nested(hints[attr]))
+        for attr, key, enc, _dec, _req in spec))
+    return found
 
 
 def encode(entity: Any) -> dict[str, Any]:
+    """The entity as a table: fields in dataclass order, None, False and () left out."""
+    getter, fields = _ENCODERS.get(type(entity)) or _encoder(type(entity))
     out: dict[str, Any] = {}
-    for attr, key, enc, _dec, _req in _spec(type(entity)):
-        v = getattr(entity, attr)
-        if not _omitted(v):
-            out[key] = enc(v)
+    for (key, enc, _nest), v in zip(fields, getter(entity)):
+        if v is None or v is False or v == ():
+            continue
+        out[key] = v if enc is None else enc(v)
+    return out
+
+
+def _shallow(entity: Any) -> dict[str, Any]:
+    """`encode` one level deep: nested entities are left as they are, for the TOML writer (which
+    caches their rendering)."""
+    getter, fields = _ENCODERS.get(type(entity)) or _encoder(type(entity))
+    out: dict[str, Any] = {}
+    for (key, enc, nest), v in zip(fields, getter(entity)):
+        if v is None or v is False or v == ():
+            continue
+        out[key] = v if enc is None or nest else enc(v)
     return out
 
 
@@ -146,11 +198,18 @@ def decode(cls: type[T], data: Any, where: str = "") -> T:
 
 
 def dumps(entity: Any) -> bytes:
-    table = encode(entity)
     try:
-        return _toml(table).encode()
+        return _render(entity).encode()
     except _Unsupported:  # a value shape the fast writer does not know: tomli-w decides
-        return tomli_w.dumps(table).encode()
+        return tomli_w.dumps(encode(entity)).encode()
+
+
+def loads(cls: type[T], blob: bytes, where: str = "") -> T:
+    try:
+        data = tomllib.loads(blob.decode())
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        _fail(where or cls.__name__, f"not TOML: {e}")
+    return decode(cls, data, where)
 
 
 # -- TOML writer ----------------------------------------------------------------------------------
@@ -218,6 +277,8 @@ def _literal(v: Any, nest: int) -> str:
             ",\n" + _INDENT * nest + "]"
     if t is dict:
         return _inline_table(v)
+    if t in _ENCODERS:
+        return _item(v)[0]
     if isinstance(v, str):  # a str subclass (an enum member) renders as its text
         return _string(v)
     raise _Unsupported()
@@ -230,46 +291,92 @@ def _inline_table(t: dict[str, Any]) -> str:
     return "{ " + ", ".join([_key(k) + " = " + _literal(v, 0) for k, v in t.items()]) + " }"
 
 
+# Renderings of nested entities (history entries...) by identity: a task carries the same entry
+# objects from one version to the next (dataclasses.replace copies references), so each entry is
+# rendered about once. The entity itself is held in the entry, so its id cannot be reused while
+# cached; entities are frozen, so the rendering cannot go stale. Bounded by dropping all when full.
+_ITEMS: dict[int, tuple[Any, str, str | None]] = {}
+_ITEMS_MAX = 50_000
+
+
+def _item(entity: Any) -> tuple[str, str | None]:
+    """A nested entity as an inline table, and as the lines of its `[[name]]` table (None when it
+    has sub-tables: its header names them, so those lines depend on where it is)."""
+    found = _ITEMS.get(id(entity))
+    if found is not None and found[0] is entity:
+        return found[1], found[2]
+    table = _shallow(entity)
+    inline = _inline_table(table)
+    lines, tables = _split(table)
+    flat = None if tables else "".join(lines)
+    if len(_ITEMS) >= _ITEMS_MAX:
+        _ITEMS.clear()
+    _ITEMS[id(entity)] = (entity, inline, flat)
+    return inline, flat
+
+
+def _render(entity: Any) -> str:
+    """The entity as tomli-w renders `encode(entity)`; raises _Unsupported for other shapes."""
+    out: list[str] = []
+    _table(_shallow(entity), "", False, out)
+    return "".join(out)
+
+
 def _toml(table: dict[str, Any]) -> str:
+    """A plain table (dicts, lists, scalars) as tomli-w renders it."""
     out: list[str] = []
     _table(table, "", False, out)
     return "".join(out)
 
 
-def _table(table: dict[str, Any], name: str, in_array: bool, out: list[str]) -> None:
-    literals: list[str] = []  # rendered "key = value" lines
-    tables: list[tuple[str, dict[str, Any], bool]] = []
+_Sub = tuple[str, Any, bool]  # (key, a dict or an entity, whether it is an item of an array)
+
+
+def _split(table: dict[str, Any]) -> tuple[list[str], list[_Sub]]:
+    """A table's rendered "key = value" lines, and its sub-tables in order (tomli-w writes the
+    lines first)."""
+    lines: list[str] = []
+    tables: list[_Sub] = []
     for k, v in table.items():
-        if type(v) is dict:
+        t = type(v)
+        if t is dict or t in _ENCODERS:
             tables.append((k, v, False))
-        elif type(v) in (list, tuple) and v and all(type(t) is dict for t in v):
+        elif (t is list or t is tuple) and v and \
+                all(type(x) is dict or type(x) in _ENCODERS for x in v):
             # An array of tables stays inline only if every item fits on its line; the items are
             # rendered once, for the test and for the output.
-            items = [_INDENT + _inline_table(t) + "," for t in v]
+            items = [_INDENT + (_inline_table(x) if type(x) is dict else _item(x)[0]) + ","
+                     for x in v]
             if all(len(i) <= _MAX_LINE and "\n" not in i for i in items):
-                literals.append(_key(k) + " = [\n" + "\n".join(items) + "\n]\n")
+                lines.append(_key(k) + " = [\n" + "\n".join(items) + "\n]\n")
             else:
-                tables.extend((k, t, True) for t in v)
+                tables.extend((k, x, True) for x in v)
         else:
-            literals.append(_key(k) + " = " + _literal(v, 0) + "\n")
+            lines.append(_key(k) + " = " + _literal(v, 0) + "\n")
+    return lines, tables
+
+
+def _table(table: dict[str, Any], name: str, in_array: bool, out: list[str]) -> None:
+    lines, tables = _split(table)
     written = False
-    if in_array or name and (literals or not tables):
+    if in_array or name and (lines or not tables):
         written = True
         out.append(f"[[{name}]]\n" if in_array else f"[{name}]\n")
-    if literals:
+    if lines:
         written = True
-        out.extend(literals)
+        out.extend(lines)
     for k, t, in_arr in tables:
         if written:
             out.append("\n")
         written = True
         part = _key(k)
-        _table(t, f"{name}.{part}" if name else part, in_arr, out)
-
-
-def loads(cls: type[T], blob: bytes, where: str = "") -> T:
-    try:
-        data = tomllib.loads(blob.decode())
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
-        _fail(where or cls.__name__, f"not TOML: {e}")
-    return decode(cls, data, where)
+        sub = f"{name}.{part}" if name else part
+        if type(t) is dict:
+            _table(t, sub, in_arr, out)
+            continue
+        flat = _item(t)[1] if in_arr else None
+        if flat is not None:  # an item of an array of tables, without sub-tables of its own
+            out.append(f"[[{sub}]]\n")
+            out.append(flat)
+        else:
+            _table(_shallow(t), sub, in_arr, out)

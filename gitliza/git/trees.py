@@ -30,13 +30,13 @@ from gitliza.core import codec, layout
 from gitliza.core.board import Changes, Key
 from gitliza.errors import InconsistentState
 
-BLOB_MODE = b"100644"
-TREE_MODE = b"40000"
+BLOB_HEAD = b"100644 "
+TREE_HEAD = b"40000 "
 
-# name -> (sort key, mode, name, raw id). The sort key (name, plus "/" for a subtree) comes first so
-# that sorting the values sorts the entries the way git does; names are unique, so the comparison
-# never reaches the other fields.
-Entry = tuple[bytes, bytes, bytes, bytes]
+# name -> (sort key, head, raw id), head being the entry's bytes before the id: b"<mode> <name>\0".
+# The sort key (the name, plus "/" for a subtree) comes first so that sorting the values sorts the
+# entries the way git does; names are unique, so the comparison never reaches the other fields.
+Entry = tuple[bytes, bytes, bytes]
 Entries = dict[bytes, Entry]
 
 # Parsed trees by raw id, shared by every repository in the process: the key is the hash of the
@@ -102,8 +102,7 @@ class _Hasher:
         return hashlib.sha1(b"%s %d\0" % (kind, len(body)) + body).digest()
 
     def tree(self, entries: Entries) -> bytes:
-        body = b"".join([mode + b" " + name + b"\0" + oid
-                         for _key, mode, name, oid in sorted(entries.values())])
+        body = b"".join([head + oid for _key, head, oid in sorted(entries.values())])
         raw = self.store(b"tree", body)
         if len(_PARSED) >= _PARSED_MAX:
             _PARSED.clear()
@@ -131,15 +130,16 @@ class _Hasher:
             if type(upd) is dict:
                 old = entries.get(name)
                 # A base entry that is not a tree (a forged tree) is replaced, not descended into.
-                sub = self.edit(old[3] if old is not None and old[1] == TREE_MODE else None, upd)
+                sub = self.edit(old[2] if old is not None and old[1].startswith(TREE_HEAD) else None,
+                                upd)
                 if sub is None:
                     entries.pop(name, None)
                 else:
-                    entries[name] = (name + b"/", TREE_MODE, name, sub)
+                    entries[name] = (name + b"/", TREE_HEAD + name + b"\0", sub)
             elif upd is None:
                 entries.pop(name, None)
             else:
-                entries[name] = (name, BLOB_MODE, name, upd)
+                entries[name] = (name, BLOB_HEAD + name + b"\0", upd)
         return self.tree(entries) if entries else None
 
 
@@ -162,12 +162,12 @@ def parse(body: bytes) -> Entries:
         while pos < end:
             sp = body.index(b" ", pos)
             nul = body.index(b"\0", sp)
-            mode = body[pos:sp].lstrip(b"0")
+            head = body[pos:nul + 1].lstrip(b"0")
             name = body[sp + 1:nul]
             oid = body[nul + 1:nul + 21]
-            if len(oid) != 20:
+            if len(oid) != 20 or not name:
                 raise ValueError("truncated")
-            out[name] = (name + b"/" if mode == TREE_MODE else name, mode, name, oid)
+            out[name] = (name + b"/" if head.startswith(TREE_HEAD) else name, head, oid)
             pos = nul + 21
     except ValueError:
         raise InconsistentState("malformed tree object") from None

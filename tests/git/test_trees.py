@@ -180,8 +180,9 @@ def test_parse_reads_git_trees_and_refuses_garbage(tmp_path: Path) -> None:
     tree = tb.write()
     _kind, body = repo.odb.read(tree)
     entries = trees.parse(body)
-    assert {n: (m, o) for n, (_k, m, _n, o) in entries.items()} == {
-        b"a": (b"100644", blob.raw), b"a.b": (b"100755", blob.raw), b"dir": (b"40000", sub.raw)}
+    assert {n: (h, o) for n, (_k, h, o) in entries.items()} == {
+        b"a": (b"100644 a\0", blob.raw), b"a.b": (b"100755 a.b\0", blob.raw),
+        b"dir": (b"40000 dir\0", sub.raw)}
     # zero-padded modes (written by old tools) read as git rewrites them
     padded = body.replace(b"40000 dir", b"040000 dir")
     assert trees.parse(padded) == entries
