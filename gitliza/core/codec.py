@@ -296,7 +296,7 @@ def _inline_table(t: dict[str, Any]) -> str:
 # rendered about once. The entity itself is held in the entry, so its id cannot be reused while
 # cached; entities are frozen, so the rendering cannot go stale. Bounded by dropping all when full.
 _ITEMS: dict[int, tuple[Any, str, str | None]] = {}
-_ITEMS_MAX = 50_000
+_ITEMS_MAX = 20_000
 
 
 def _item(entity: Any) -> tuple[str, str | None]:

@@ -45,7 +45,7 @@ Entries = dict[bytes, Entry]
 # subtree of one, and the caller's base comes from the repository, so a tree reached from it exists
 # there with all its subtrees. Bounded by dropping everything when full.
 _PARSED: dict[bytes, Entries] = {}
-_PARSED_MAX = 20_000
+_PARSED_MAX = 4_096  # ~8 KB for a 40-entry leaf tree: tens of MB at most
 
 
 @dataclass(frozen=True)
