@@ -20,6 +20,7 @@ reads the tree it built for one transition as the base of the next without touch
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass
 from typing import Any
@@ -48,6 +49,11 @@ _PARSED: dict[bytes, Entries] = {}
 _PARSED_MAX = 4_096  # ~8 KB for a 40-entry leaf tree: tens of MB at most
 
 
+# layout.path_of hashes the key (sha1) for its fan-out; verify asks for the same few paths on every
+# commit (the tasks an op reads and writes), so they are remembered.
+path_of = functools.lru_cache(maxsize=1 << 16)(layout.path_of)
+
+
 @dataclass(frozen=True)
 class Built:
     """A new state tree and the ids of the entity blobs it holds (None: the entity was removed),
@@ -66,7 +72,7 @@ def build(repo: pygit2.Repository, base: pygit2.Tree | pygit2.Oid | None, change
     nested: dict[bytes, Any] = {}  # name -> raw blob id, None (removed) or a dict (a subtree)
     blobs: dict[Key, pygit2.Oid | None] = {}
     for (coll, key), entity in changes.items():
-        *dirs, leaf = layout.path_of(coll, key).encode().split(b"/")
+        *dirs, leaf = path_of(coll, key).encode().split(b"/")
         node = nested
         for d in dirs:
             node = node.setdefault(d, {})
