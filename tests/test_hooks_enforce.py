@@ -106,6 +106,15 @@ def clone(tmp_path: Path, bare: Path, name: str) -> Path:
     return path
 
 
+def commit_on_integration(c: Path, name: str, text: str, msg: str) -> str:
+    """A plain commit on the local integration branch (no review), checked out; its id."""
+    git(c, "checkout", "-q", "integration")
+    (c / name).write_text(text)
+    git(c, "add", name)
+    git(c, "commit", "-q", "-m", msg)
+    return git(c, "rev-parse", "HEAD")
+
+
 def forge(path: Path, op: Op, changes: dict[tuple[str, str], object], event: Event) -> str:
     """Write a state commit for `op` with the given changes, bypassing the core's checks, and move
     refs/liza/state onto it (libgit2: no hooks run)."""
@@ -280,10 +289,7 @@ def test_unapproved_work_pushed_to_the_integration_branch_is_refused(
     bare, _seed = team
     before = remote_ref(bare, "refs/heads/integration")
     c = clone(tmp_path, bare, "c")
-    git(c, "checkout", "-q", "integration")
-    (c / "sneaky.txt").write_text("unreviewed\n")
-    git(c, "add", "sneaky.txt")
-    git(c, "commit", "-q", "-m", "sneak in")
+    commit_on_integration(c, "sneaky.txt", "unreviewed\n", "sneak in")
     line = refused(push(c, "integration"), "refs/heads/integration")
     assert "1 commit(s) never approved" in line and "sneak in" in line
     # A task under review (not approved yet) cannot be merged by hand either.
@@ -407,3 +413,75 @@ def test_a_takeover_of_a_live_lease_is_refused_by_the_servers_clock(
                    "refs/liza/state")
     assert "takes over a lease that runs until" in line
     assert remote_ref(bare, "refs/liza/state") == before
+
+
+def _approved_on(c: Path, base: str, files: dict[str, str], msg: str) -> str:
+    """t1 claimed from `base`, a review commit with `files` on top of it, submitted, approved
+    (all through the core, at the real time); returns the review commit."""
+    from gitliza.core.ops import ClaimReview, Submit
+    repo = pygit2.Repository(str(c))
+    tb = repo.TreeBuilder(repo[pygit2.Oid(hex=base)].peel(pygit2.Commit).tree)
+    for name, text in files.items():
+        tb.insert(name, repo.create_blob(text.encode()), pygit2.GIT_FILEMODE_BLOB)
+    sig = pygit2.Signature("coder-1", "c@x")
+    review = str(repo.create_commit(None, sig, sig, msg, tb.write(), [pygit2.Oid(hex=base)]))
+    Liza.open(c, agent="coder-1").do(Claim, task="t1", worktree=".worktrees/t1", base_commit=base)
+    Liza.open(c, agent="coder-1").do(Submit, task="t1", commit=review)
+    Liza.open(c, agent="rev-1").do(ClaimReview, task="t1")
+    Liza.open(c, agent="rev-1").do(Verdict, task="t1", verdict="approve", commit=review)
+    return review
+
+
+def test_unreviewed_commits_under_a_claims_base_are_refused(tmp_path: Path,
+                                                            team: tuple[Path, Path]) -> None:
+    """A review covers base_commit..review_commit: a coder who branches from a local unreviewed
+    commit cannot carry it in under a small approved change."""
+    from gitliza.core.ops import Merge
+    bare, _seed = team
+    before = remote_ref(bare, "refs/heads/integration")
+    c = clone(tmp_path, bare, "c")
+    evil = commit_on_integration(c, "backdoor.sh", "evil\n", "smuggled base")
+    git(c, "checkout", "-q", "main")
+    review = _approved_on(c, evil, {"t1.txt": "small change\n"}, "t1: reviewed change")
+    Liza.open(c, agent="rev-1").do(Merge, task="t1", result="merged", merge_commit=review)
+    git(c, "update-ref", "refs/heads/integration", review)
+    line = refused(push(c, "integration", "refs/liza/state:refs/liza/state"),
+                   "refs/heads/integration")
+    assert "never approved" in line and "smuggled base" in line
+    assert remote_ref(bare, "refs/heads/integration") == before
+
+
+def test_a_recorded_merge_commit_with_a_forged_tree_is_refused(tmp_path: Path,
+                                                               team: tuple[Path, Path]) -> None:
+    """The merge commit recorded on a MERGED task must be the clean merge of its first parent and
+    the review commit: the same two parents with a tree that adds a file are refused, the true
+    merge is accepted (the only difference between the two pushes is the tree)."""
+    from gitliza.core.ops import Merge
+    bare, _seed = team
+    c = clone(tmp_path, bare, "c")
+    tip = git(c, "rev-parse", "integration")
+    review = _approved_on(c, tip, {"t1.txt": "t1\n"}, "t1 work")
+    repo = pygit2.Repository(str(c))
+    parents = [pygit2.Oid(hex=tip), pygit2.Oid(hex=review)]
+    true_tree = repo.merge_commits(*parents).write_tree(repo)
+    tb = repo.TreeBuilder(repo[true_tree].peel(pygit2.Tree))
+    tb.insert("backdoor.sh", repo.create_blob(b"evil\n"), pygit2.GIT_FILEMODE_BLOB)
+    sig = pygit2.Signature("rev-1", "r@x", 1700000000, 0)
+    forged = repo.create_commit(None, sig, sig, "merge t1", tb.write(), parents)
+    true = repo.create_commit(None, sig, sig, "merge t1", true_tree, parents)
+    approved_state = git(c, "rev-parse", "refs/liza/state")
+    before = remote_ref(bare, "refs/heads/integration")
+
+    Liza.open(c, agent="rev-1").do(Merge, task="t1", result="merged", merge_commit=str(forged))
+    git(c, "update-ref", "refs/heads/integration", str(forged))
+    line = refused(push(c, "integration", "refs/liza/state:refs/liza/state"),
+                   "refs/heads/integration")
+    assert "1 commit(s) never approved" in line and str(forged)[:12] in line
+    assert remote_ref(bare, "refs/heads/integration") == before
+
+    git(c, "update-ref", "refs/liza/state", approved_state)
+    Liza.open(c, agent="rev-1").do(Merge, task="t1", result="merged", merge_commit=str(true))
+    git(c, "update-ref", "refs/heads/integration", str(true))
+    r = push(c, "integration", "refs/liza/state:refs/liza/state")
+    assert r.returncode == 0, r.stderr
+    assert remote_ref(bare, "refs/heads/integration") == str(true)
