@@ -180,3 +180,47 @@ def test_writer_inline_table_limit_is_tomli_ws(n: int) -> None:
     table = {"history": [{"time": "x" * n}, {"time": "y"}]}
     assert codec._toml(table) == tomli_w.dumps(table)
     assert codec._toml(table).startswith("history = [" if n <= 82 else "[[history]]")
+
+
+GOLDEN_TASK = b'''id = "task-1"
+description = "Retry \\"get_user\\"\\nline two"
+status = "CLAIMED"
+created = "2025-01-17T14:00:00Z"
+priority = 2
+spec_ref = "specs/r.md#x"
+done_when = "retries 3x"
+depends_on = [
+    "a",
+    "b",
+]
+assigned_to = "coder-1"
+lease_expires = "2025-01-17T14:05:00Z"
+iteration = 1
+review_cycles_current = 0
+review_cycles_total = 0
+failed_by = [
+    "coder-9",
+]
+integration_fix = true
+history = [
+    { time = "2025-01-17T14:00:00Z", event = "created" },
+    { time = "2025-01-17T14:01:00Z", event = "claimed", agent = "coder-1" },
+]
+'''
+
+
+def test_storage_format_v1_bytes_are_pinned() -> None:
+    """Replay (verify, the server hook) needs every machine to write the same bytes for the same
+    entity, whatever version of gitliza or tomli-w it has. A change here is a format change: it
+    needs a new FORMAT_VERSION, not an edit of this test."""
+    from gitliza.core.model import HistoryEntry
+    from gitliza.core.states import TaskState
+    t = Task(id="task-1", description='Retry "get_user"\nline two', status=TaskState.CLAIMED,
+             created="2025-01-17T14:00:00Z", priority=2, spec_ref="specs/r.md#x",
+             done_when="retries 3x", depends_on=("a", "b"), assigned_to="coder-1",
+             lease_expires="2025-01-17T14:05:00Z", iteration=1, failed_by=("coder-9",),
+             integration_fix=True,
+             history=(HistoryEntry(time="2025-01-17T14:00:00Z", event="created"),
+                      HistoryEntry(time="2025-01-17T14:01:00Z", event="claimed",
+                                   agent="coder-1")))
+    assert codec.dumps(t) == GOLDEN_TASK
