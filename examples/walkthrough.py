@@ -114,14 +114,17 @@ def main() -> int:
     run(repo, "git", "log", "-1", "--format=%B", "refs/liza/state~3")
     liza(repo, "validate")
     liza(repo, "verify")
+    liza(repo, "materialize")  # .liza/state.yaml and log.yaml in the Liza spec's schema
+    print("\n".join((repo / ".liza" / "state.yaml").read_text().splitlines()[:14]) + "\n  ...")
 
     print("\n## 8. Sharing the board through a plain git remote")
     remote = root / "remote.git"
     run(root, "git", "init", "-q", "--bare", "-b", "main", str(remote))
     liza(remote, "hooks", "install", "--server")
     run(repo, "git", "remote", "add", "origin", str(remote))
-    liza(repo, "push")
-    run(repo, "git", "push", "-q", "origin", "main", "integration")  # judged by the server hook
+    run(repo, "git", "push", "-q", "origin", "main")  # the project's history, before any task
+    liza(repo, "push")  # the board, with the integration branch it records merges into
+    run(repo, "git", "ls-remote", "origin")
     other = root / "other-machine"
     run(root, "git", "clone", "-q", str(remote), str(other))
     liza(other, "pull")
