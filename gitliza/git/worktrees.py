@@ -30,7 +30,6 @@ from gitliza.errors import ConcurrencyConflict, GitFailure, NotFound, Validation
 WORKTREES_DIR = ".worktrees"
 BRANCH_PREFIX = "liza/"
 LOCK_FILE = "liza-worktrees.lock"
-EXCLUDE_LINE = f"/{WORKTREES_DIR}/"
 _TEMP_BRANCH_PREFIX = "refs/heads/liza-tmp/"
 _LOCK_POLL_SECONDS = 0.05
 
@@ -387,7 +386,7 @@ def add_task_worktree(repo: Repository, task_id: str, base: Oid, *, fresh: bool 
     main = _main_repo(repo)
     require_commit(main, base)
     with worktree_mutex(repo):
-        _ensure_excluded(lay.common_dir)
+        ensure_excluded(lay.common_dir, WORKTREES_DIR)
         if fresh:
             _remove_locked(main, lay, task_id, path)
         existing = _reusable_leftover(main, lay, task_id, path, base)
@@ -424,17 +423,20 @@ def require_commit(repo: Repository, oid: Oid) -> pygit2.Commit:
     return obj
 
 
-def _ensure_excluded(common: Path) -> None:
-    """Keep `.worktrees/` out of the main worktree's status without touching a tracked file."""
+def ensure_excluded(common: Path, directory: str) -> bool:
+    """Add `/<directory>/` to `<common-dir>/info/exclude` once, so that what gitliza keeps in the
+    main worktree (`.worktrees/`, `.liza/`) stays out of every `git status` without touching a
+    tracked .gitignore. Returns whether the line was added."""
+    line = f"/{directory}/"
     exclude = common / "info" / "exclude"
     existing = _read_text(exclude) or ""
-    accepted = {EXCLUDE_LINE, EXCLUDE_LINE.rstrip("/"), WORKTREES_DIR, f"{WORKTREES_DIR}/"}
-    if accepted & {line.strip() for line in existing.splitlines()}:
-        return
+    accepted = {line, line.rstrip("/"), directory, f"{directory}/"}
+    if accepted & {ln.strip() for ln in existing.splitlines()}:
+        return False
     exclude.parent.mkdir(parents=True, exist_ok=True)
-    separator = "\n" if existing and not exclude.read_text().endswith("\n") else ""
     with exclude.open("a") as f:
-        f.write(f"{separator}{EXCLUDE_LINE}\n")
+        f.write(("\n" if existing and not existing.endswith("\n") else "") + line + "\n")
+    return True
 
 
 def _reusable_leftover(
