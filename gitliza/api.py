@@ -22,6 +22,13 @@ NOW_ENV = "LIZA_NOW"
 
 # A hook may return a replacement record (auto-sync replays the op onto the remote's ops, which
 # gives it a new commit id); None keeps the record as it is.
+def now_utc(*, allow_override: bool = True) -> str:
+    """The time ops carry. `LIZA_NOW` (tests, demos) overrides it unless `allow_override` is
+    False, which is what the server hook uses: the pusher's environment must not set its clock."""
+    forced = os.environ.get(NOW_ENV) if allow_override else None
+    return clock.check_ts(forced, NOW_ENV) if forced else clock.from_epoch(time.time())
+
+
 AfterCommit = Callable[["Liza", Committed], "Committed | None"]
 
 
@@ -46,8 +53,7 @@ class Liza:
     def now(self) -> str:
         if self._now is not None:
             return self._now()
-        forced = os.environ.get(NOW_ENV)
-        return clock.check_ts(forced, NOW_ENV) if forced else clock.from_epoch(time.time())
+        return now_utc()
 
     def board(self, at: str | None = None) -> Board:
         return self.store.board(at)[0]

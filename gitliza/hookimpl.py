@@ -93,11 +93,9 @@ def _integration_ref(board: Board) -> str | None:
 
 
 def _now() -> str:
-    import time
-
-    from gitliza.core import clock
-    forced = os.environ.get("LIZA_NOW")  # gitliza.api.NOW_ENV: tests move time without sleeping
-    return clock.check_ts(forced, "LIZA_NOW") if forced else clock.from_epoch(time.time())
+    """Client hooks judge leases like the CLI does (LIZA_NOW honoured: they are advisory)."""
+    from gitliza.api import now_utc
+    return now_utc()
 
 
 def _lines(stdin: bytes, width: int) -> Iterator[list[str]]:
@@ -129,10 +127,8 @@ DEFAULT_MAX_SKEW = 60
 def _server_now() -> str:
     """The server's own clock. Never LIZA_NOW: over a local or file:// push the pusher's
     environment reaches pre-receive, and the pusher must not be able to move the server's clock."""
-    import time
-
-    from gitliza.core import clock
-    return clock.from_epoch(time.time())
+    from gitliza.api import now_utc
+    return now_utc(allow_override=False)
 
 
 def _latest_allowed(repo: pygit2.Repository) -> str:

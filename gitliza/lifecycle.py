@@ -48,9 +48,9 @@ from gitliza.core.ops.work import worktree_path
 from gitliza.core.states import TERMINAL, TaskState
 from gitliza.errors import (ConcurrencyConflict, GitFailure, IllegalTransition, InconsistentState,
                             LizaError, NotFound, ValidationError)
-from gitliza.git.store import STALE_LOCK_SECONDS, Committed
+from gitliza.git.store import STALE_LOCK_SECONDS, Committed, common_dir
 from gitliza.git.worktrees import (WORKTREES_DIR, TaskWorktreeEntry, add_task_worktree,
-                                   clean_sync_problems, common_dir, contained_path,
+                                   clean_sync_problems, contained_path,
                                    list_task_branches, list_task_worktrees, ref_oid,
                                    remove_task_worktree, task_branch, worktree_head)
 

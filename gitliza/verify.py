@@ -21,7 +21,7 @@ import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable
 
 import pygit2
 from pygit2.enums import SortMode
@@ -289,11 +289,6 @@ def _with_bar(store: Store, tip: pygit2.Oid, base: pygit2.Oid | None) -> Report:
         task = bar.add_task("verifying refs/liza/state", total=None)
         return replay(store, tip, base,
                       progress=lambda n, total: bar.update(task, completed=n, total=total))
-
-
-def iter_ops(report: Report) -> Iterator[tuple[str, int]]:
-    """The op counts, most frequent first (for printing)."""
-    return iter(report.ops.most_common())
 
 
 # -- the integration branch rule ------------------------------------------------------------------

@@ -17,8 +17,8 @@ import pygit2
 import pytest
 
 from gitliza.api import Liza
-from gitliza.core import codec, layout
-from gitliza.core.ops import Add, Claim, Register, Verdict
+from gitliza.core import layout
+from gitliza.core.ops import Add, Claim, Verdict
 from gitliza.core.ops.base import Event, Op, Outcome
 from gitliza.core.states import TaskState
 from gitliza.git.store import Store

@@ -133,14 +133,9 @@ def ready(env: Env, at: str | None) -> int:
 def validate(env: Env, at: str | None) -> int:
     liza = env.liza()
     board, commit = liza.store.board(at)
-    root = liza.store.repo.workdir
-    exists = None
-    if root is not None:
-        from pathlib import Path
-        main_root = Path(root)
-        wt = _main_worktree(liza)
-        exists = (lambda rel: (wt / rel).is_dir()) if wt is not None else \
-            (lambda rel: (main_root / rel).is_dir())
+    from gitliza.git.worktrees import main_worktree
+    root = main_worktree(liza.store.repo)
+    exists = None if root is None else (lambda rel: (root / rel).is_dir())
     problems = check_board(board, liza.now(), exists)
     if env.json:
         env.out.json({"state": str(commit.id) if commit else None, "valid": not problems,
@@ -153,10 +148,3 @@ def validate(env: Env, at: str | None) -> int:
                 env.out.line(f"INVALID: {p}")
         raise InconsistentState(f"{len(problems)} invariant violation(s); first: {problems[0]}")
     return 0
-
-
-def _main_worktree(liza: Any) -> Any:
-    """Worktree paths in the board are relative to the main worktree."""
-    from gitliza.git.store import common_dir
-    cd = common_dir(liza.store.repo)
-    return cd.parent if cd.name == ".git" else None

@@ -19,10 +19,10 @@ from pygit2 import Oid, Repository, Signature
 from pygit2.enums import CheckoutStrategy, FileMode, FileStatus, RepositoryOpenFlag
 
 from gitliza.errors import ConcurrencyConflict, GitFailure, NotFound, ValidationError
+from gitliza.git.store import common_dir
 from gitliza.git.worktrees import (
     checkouts_of_branch,
     clean_sync_problems,
-    common_dir,
     contained_path,
     ref_oid,
     require_commit,

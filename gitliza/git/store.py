@@ -15,7 +15,7 @@ import random
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterator
 
 import pygit2
 
@@ -304,7 +304,3 @@ def signature(op: Op) -> pygit2.Signature:
     of the op and its parent, which keeps replays and re-applied ops reproducible."""
     from gitliza.core.clock import to_epoch
     return pygit2.Signature(op.actor, f"{op.actor}@liza.invalid", to_epoch(op.time), 0)
-
-
-def entity_paths(changes: Iterable[tuple[str, str]]) -> list[str]:
-    return [layout.path_of(c, k) for c, k in changes]

@@ -26,6 +26,7 @@ from pygit2 import Oid, Repository
 from pygit2.enums import FileStatus, RepositoryOpenFlag, RepositoryState, SubmoduleStatus
 
 from gitliza.errors import ConcurrencyConflict, GitFailure, NotFound, ValidationError
+from gitliza.git.store import common_dir
 
 WORKTREES_DIR = ".worktrees"
 BRANCH_PREFIX = "liza/"
@@ -98,17 +99,15 @@ def ref_oid(ref: pygit2.Reference) -> Oid:
     return target
 
 
-def common_dir(repo: Repository) -> Path:
-    """The git directory shared by all worktrees (`.git` of the main worktree, usually)."""
-    gitdir = Path(repo.path)
-    pointer = gitdir / "commondir"
-    if pointer.is_file():
-        return (gitdir / pointer.read_text().strip()).resolve()
-    return gitdir.resolve()
-
-
 def _main_repo(repo: Repository) -> Repository:
     return Repository(str(common_dir(repo)))
+
+
+def main_worktree(repo: Repository) -> Path | None:
+    """The main worktree's directory (task worktree paths on the board are relative to it), or
+    None for a bare repository."""
+    main = _main_repo(repo)
+    return None if main.is_bare or main.workdir is None else Path(main.workdir).resolve()
 
 
 def _layout(repo: Repository) -> _Layout:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from gitliza.core.invariants import claimable, find_cycle
-from gitliza.core.ops import Add, Claim, Heartbeat, Rescope, Submit, Verdict
+from gitliza.core.ops import Add, Heartbeat, Rescope, Submit, Verdict
 from gitliza.core.ops.work import Release
 from gitliza.errors import IllegalTransition, LeaseLost, PermissionDenied, ValidationError
 from tests.core.boards import BASE, C1, S, add_ready, board_in, claim, team, to_review, verdict

@@ -11,8 +11,8 @@ from gitliza.core.ops import (Abandon, Add, Block, Claim, ClaimReview, Finalize,
 from gitliza.core.states import (FORBIDDEN, TASK_TRANSITIONS, TERMINAL, TaskState, Transition,
                                  is_legal)
 from gitliza.errors import IllegalTransition, LizaError, PermissionDenied
-from tests.core.boards import (BASE, C1, MERGE_C, Runner, S, add_ready, at, board_in, claim,
-                               team, to_review, verdict)
+from tests.core.boards import (BASE, C1, MERGE_C, Runner, S, add_ready, board_in, claim, team,
+                               verdict)
 
 # One canonical way to perform each op on task-1, by an actor allowed to.
 OPS: dict[str, Callable[[Runner], Any]] = {
@@ -30,14 +30,6 @@ OPS: dict[str, Callable[[Runner], Any]] = {
     "rescope": lambda r: r.do(Rescope, "planner-1", task="task-1", into=("task-9",), reason="r"),
     "abandon": lambda r: r.do(Abandon, "planner-1", task="task-1", reason="r"),
 }
-
-
-def _setup_for(tr: Transition) -> Runner | None:
-    """A board where `tr` is the one that happens when its op is applied."""
-    if tr.source is None:
-        return None
-    r = board_in(tr.source)
-    return r
 
 
 def _perform(tr: Transition) -> TaskState:

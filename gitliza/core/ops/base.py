@@ -196,7 +196,7 @@ def apply(board: Board, op: Op) -> Outcome:
     """Validate `op` against `board` and return what it changes. Raises a LizaError, changing
     nothing, when the op is not a legal transition for this actor at this time."""
     clock.check_ts(op.time, "op time")
-    _check_text(op.args(), op.NAME)
+    _check_text([getattr(op, f.name) for f in dataclasses.fields(op)], op.NAME)
     if op.actor != HUMAN_ACTOR:
         check_id(op.actor, "agent id")
     if op.NAME != "init" and not board.initialized:
