@@ -38,6 +38,7 @@ def status(env: Env, at: str | None) -> int:
             "tasks": [_task_row(t) for t in live], "archived": len(archived),
             "agents": [codec.encode(a) for a in agents],
             "claimable": [t.id for t in claimable(board, now)],
+            "discovered": [codec.encode(d) for d in board.values("discovered")],
         })
         return 0
     out = env.out
