@@ -346,10 +346,12 @@ def log_cmd(n: Optional[int] = typer.Option(None, "-n", help="At most N entries.
 
 
 @app.command()
-def validate(agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
+def validate(file: Optional[str] = typer.Argument(None, metavar="[FILE]",
+                                                 help="A seed-schema state.yaml to check."),
+             agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
              at: Optional[str] = AtOpt) -> None:
-    """Check the static invariants of one state (exit 4 when broken)."""
-    _run(_view().validate, agent, json, at=at)
+    """Check the static invariants of the board (exit 4 when broken), or of FILE (exit 1)."""
+    _run(_view().validate, agent, json, at=at, file=file)
 
 
 @app.command()
