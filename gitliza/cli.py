@@ -419,6 +419,48 @@ def push(remote: Optional[str] = typer.Argument(None), agent: Optional[str] = Ag
     _run(_sync().push, agent, json, remote=remote)
 
 
+# -- team: supervisors, waiting, pause/resume/abort ----------------------------------------------
+def _team() -> Any:
+    from gitliza.commands import team
+    return team
+
+
+@app.command("wait")
+def wait_cmd(condition: str = typer.Argument(
+                 "change", help="change | work | status (with --task and --status)"),
+             task: Optional[str] = typer.Option(None, "--task"),
+             status: Optional[str] = typer.Option(None, "--status"),
+             since: Optional[str] = typer.Option(
+                 None, "--since", help="change: differs from this state revision."),
+             timeout: Optional[float] = typer.Option(None, "--timeout", help="Seconds."),
+             agent: Optional[str] = AgentOpt, json: bool = JsonOpt) -> None:
+    """Block until the board satisfies CONDITION (exit 1 on timeout)."""
+    _run(_team().wait, agent, json, condition=condition, task=task, status=status,
+         since=since, timeout=timeout)
+
+
+@app.command()
+def pause(reason: Optional[str] = typer.Option(None, "--reason"),
+          agent: Optional[str] = AgentOpt, json: bool = JsonOpt, no_sync: bool = NoSyncOpt) -> None:
+    """Pause the team on every machine: agents exit 42, supervisors wait."""
+    _run(_team().pause, agent, json, no_sync, reason=reason)
+
+
+@app.command()
+def resume(decision: Optional[str] = typer.Option(None, "--decision"),
+           note: Optional[str] = typer.Option(None, "--note"),
+           agent: Optional[str] = AgentOpt, json: bool = JsonOpt, no_sync: bool = NoSyncOpt) -> None:
+    """Lift a pause and close an open checkpoint."""
+    _run(_team().resume, agent, json, no_sync, decision=decision, note=note)
+
+
+@app.command()
+def abort(reason: Optional[str] = typer.Option(None, "--reason"),
+          agent: Optional[str] = AgentOpt, json: bool = JsonOpt, no_sync: bool = NoSyncOpt) -> None:
+    """Abort the team on every machine: agents and supervisors stop."""
+    _run(_team().abort, agent, json, no_sync, reason=reason)
+
+
 def _lean_app(args: list[str]) -> typer.Typer:
     """An app holding only the command being run: typer inspects every command's signature when
     it builds the click group (~1 ms each), which a one-shot CLI process should not pay for."""

@@ -39,6 +39,7 @@ def status(env: Env, at: str | None) -> int:
             "agents": [codec.encode(a) for a in agents],
             "claimable": [t.id for t in claimable(board, now)],
             "discovered": [codec.encode(d) for d in board.values("discovered")],
+            "control": codec.encode(board.control),
         })
         return 0
     out = env.out
@@ -46,6 +47,8 @@ def status(env: Env, at: str | None) -> int:
     out.line(f"state {str(commit.id)[:12] if commit else '-'}  integration branch "
              f"{board.config.integration_branch}  done {m.tasks_done}  in progress "
              f"{m.tasks_in_progress}  blocked {m.tasks_blocked}  archived {len(archived)}")
+    for line in _control_lines(board):
+        out.line(line)
     out.table("tasks", ["task", "status", "pri", "assigned", "lease/review", "depends on"],
               [[t.id, t.status.value, t.priority, t.assigned_to or "",
                 t.review_lease_expires or t.lease_expires or "", ", ".join(t.depends_on)]
@@ -54,6 +57,22 @@ def status(env: Env, at: str | None) -> int:
               [[a.id, a.role.value, a.status.value, a.current_task or "", a.lease_expires or ""]
                for a in agents])
     return 0
+
+
+def _control_lines(board: Board) -> list[str]:
+    """PAUSED / ABORTED / CHECKPOINT, when set (the board's record, not the local files)."""
+    c, lines = board.control, []
+    if c.aborted:
+        lines.append(f"ABORTED by {c.aborted_by} at {c.aborted_at}"
+                     + (f": {c.abort_reason}" if c.abort_reason else ""))
+    if c.paused:
+        lines.append(f"PAUSED by {c.paused_by} at {c.paused_at}"
+                     + (f": {c.pause_reason}" if c.pause_reason else ""))
+    if board.sprint.status == "CHECKPOINT":
+        lines.append(f"CHECKPOINT ({c.checkpoint_trigger or 'manual'}) by {c.checkpoint_by} at "
+                     f"{board.sprint.timeline.checkpoint_at}"
+                     + (f": {c.checkpoint_reason}" if c.checkpoint_reason else ""))
+    return lines
 
 
 def _task_row(t: Task) -> dict[str, Any]:

@@ -13,6 +13,8 @@ _WHERE = {
     "Init": "planning", "Register": "planning", "Rescope": "planning", "Unblock": "planning",
     "Block": "work", "Claim": "work", "ClaimReview": "work", "HandoffOp": "work",
     "Heartbeat": "work", "Merge": "work", "Release": "work", "Submit": "work", "Verdict": "work",
+    "AbortOp": "control", "Checkpoint": "control", "Pause": "control", "Resume": "control",
+    "Supervise": "control",
 }
 
 __all__ = ["OPS", "Ctx", "Event", "Op", "Outcome", "apply", "load_all", "op_from_record",

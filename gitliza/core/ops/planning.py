@@ -31,7 +31,9 @@ _CONFIG_TYPES = typing.get_type_hints(Config)
 # Upper bounds keep every derived timestamp representable and every limit meaningful.
 _CONFIG_MAX = {"lease_duration": 7 * 86400, "heartbeat_interval": 86400,
                "coder_poll_interval": 86400, "coder_max_wait": 7 * 86400,
-               "max_coder_iterations": 1000, "max_review_cycles": 1000}
+               "max_coder_iterations": 1000, "max_review_cycles": 1000,
+               "planner_max_wait": 7 * 86400, "reviewer_max_wait": 7 * 86400,
+               "restart_delay": 3600, "crash_delay": 3600, "crash_delay_max": 86400}
 
 
 def coerce_config(key: str, value: ConfigValue | None) -> ConfigValue | None:
