@@ -60,9 +60,10 @@ SUITED: dict[str, tuple[str, ...]] = {
                                "abort-goal", "init", "note")},
     **{op: CODERS for op in ("claim", "release", "submit", "block", "handoff", "discover")},
     **{op: REVIEWERS for op in ("claim-review", "verdict", "merge")},
+    **{op: PLANNERS for op in ("pause", "resume", "abort", "checkpoint")},
     "heartbeat": CODERS + REVIEWERS, "anomaly": CODERS + REVIEWERS + PLANNERS,
 }
-RARE = ("complete-goal", "abort-goal", "init")
+RARE = ("complete-goal", "abort-goal", "init", "abort", "checkpoint", "pause")
 
 
 class OpsMachine(RuleBasedStateMachine):
@@ -153,6 +154,8 @@ class OpsMachine(RuleBasedStateMachine):
             return None
         if name == "task" and op == "add" and not self.rarely(data):
             return self.fresh()
+        if name == "gen":  # a supervisor generation: mostly none, now and then a stale one
+            return data.draw(st.integers(0, 3)) if self.rarely(data) else None
         if name in ("task", "for_task", "during"):
             return self.task_id(data)
         if name == "into":
@@ -298,29 +301,45 @@ class OpsMachine(RuleBasedStateMachine):
                 "done_when": "w", "scope": "s", "ready": True})
             return
         t = data.draw(st.sampled_from(tasks))
-        coder = data.draw(st.sampled_from(["coder-1", "coder-2"]))
-        reviewer = data.draw(st.sampled_from(["reviewer-1", "reviewer-2"]))
+        coder = data.draw(st.sampled_from(CODERS))
+        reviewer = data.draw(st.sampled_from(REVIEWERS))
+        holder = t.assigned_to or coder
         sha = data.draw(SHA)
-        moves = {
-            "DRAFT": ("planner-1", "finalize", {"task": t.id}),
-            "UNCLAIMED": (coder, "claim", {"task": t.id, "worktree": f".worktrees/{t.id}",
-                                           "base_commit": sha}),
-            "REJECTED": (coder, "claim", {"task": t.id, "worktree": f".worktrees/{t.id}",
-                                          "base_commit": sha}),
-            "CLAIMED": (t.assigned_to or coder, "submit", {"task": t.id, "commit": sha}),
-            "READY_FOR_REVIEW": ((reviewer, "claim-review", {"task": t.id})
-                                 if t.reviewing_by is None else
-                                 (t.reviewing_by, "verdict", {
-                                     "task": t.id, "commit": t.review_commit or sha,
-                                     "verdict": data.draw(st.sampled_from(["approve", "reject"])),
-                                     "reason": "needs work"})),
-            "APPROVED": (reviewer, "merge", {"task": t.id, "result": "merged",
-                                             "merge_commit": sha}),
-            "BLOCKED": ("planner-1", "unblock", {"task": t.id}),
+        wt = {"task": t.id, "worktree": f".worktrees/{t.id}", "base_commit": sha}
+        retire = [("planner-1", "abandon", {"task": t.id, "reason": "not needed"}),
+                  ("planner-1", "rescope", {"task": t.id, "into": (self.fresh(), self.fresh()),
+                                            "reason": "split"})]
+        gaps = {"spec_ref": "specs/r.md#x", "done_when": "it works", "scope": "src"}
+        moves: dict[str, list[tuple[str, str, dict[str, Any]]]] = {
+            "DRAFT": [("planner-1", "edit", {"task": t.id, **gaps}),
+                      ("planner-1", "finalize", {"task": t.id})] + retire,
+            "UNCLAIMED": [(coder, "claim", wt), (coder, "claim", wt),
+                          ("planner-1", "edit", {"task": t.id, "priority": 1,
+                                                 "lease_duration_override": 900})] + retire,
+            "REJECTED": [(coder, "claim", wt)] + retire,
+            "INTEGRATION_FAILED": [(coder, "claim", wt)] + retire,
+            "CLAIMED": [(holder, "submit", {"task": t.id, "commit": sha}),
+                        (holder, "release", {"task": t.id}),
+                        (holder, "block", {"task": t.id, "reason": "stuck",
+                                           "questions": ("what now?",)}),
+                        (holder, "heartbeat", {"task": t.id}),
+                        (holder, "handoff", {"task": t.id, "summary": "half done",
+                                             "next_action": "finish"})],
+            "READY_FOR_REVIEW": [(reviewer, "claim-review", {"task": t.id})] if
+            t.reviewing_by is None else [(t.reviewing_by, "verdict", {
+                "task": t.id, "commit": t.review_commit or sha, "verdict": v,
+                "reason": "needs work"}) for v in ("approve", "reject")],
+            "APPROVED": [(reviewer, "merge", {"task": t.id, "result": "merged",
+                                              "merge_commit": sha}),
+                         (reviewer, "merge", {"task": t.id, "result": "failed",
+                                              "reason": "tests fail"})],
+            "BLOCKED": [("planner-1", "unblock", {"task": t.id})] + retire,
         }
-        move = moves.get(t.status.value)
-        if move is not None:
-            self.attempt(move[0], self.ops[move[1]], move[2])
+        options = moves.get(t.status.value)
+        if options:
+            actor, op, args = data.draw(st.sampled_from(options))
+            if op in self.ops:
+                self.attempt(actor, self.ops[op], args)
 
     @invariant()
     def board_is_valid(self) -> None:

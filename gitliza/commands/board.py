@@ -64,11 +64,11 @@ def init(env: Env, goal: str, integration_branch: str | None, config: Path | Non
     cfg = tuple((k, v) for k, v in pairs.items() if v is not None)
 
     def make(board: Board, now: str) -> Op:
-        ids = {}
         if board.initialized:  # a new goal after the previous one ended (the op checks that)
-            ids = {"goal_id": next_id(board.goal.id, "goal"),
-                   "sprint_id": next_id(board.sprint.id, "sprint")}
-        return Init(actor=liza.agent, time=now, goal=goal, deadline=deadline, config=cfg, **ids)
+            return Init(actor=liza.agent, time=now, goal=goal, deadline=deadline, config=cfg,
+                        goal_id=next_id(board.goal.id, "goal"),
+                        sprint_id=next_id(board.sprint.id, "sprint"))
+        return Init(actor=liza.agent, time=now, goal=goal, deadline=deadline, config=cfg)
     done = liza.apply(make)
     _after_init(liza, done.outcome.board)
     return report(env, done)
