@@ -158,3 +158,39 @@ def test_lease_duration_override_sets_claim_heartbeat_and_review_leases(board: P
     c2 = json.loads(ok(liza(board, "claim", "short", "--json", agent="coder-2", env=at)))
     assert c2["task_record"]["lease_expires"] == "2030-01-01T10:05:00Z"
     ok(liza(board, "verify"))
+
+
+def _has_seed_reader() -> bool:
+    import importlib.util
+    try:
+        return importlib.util.find_spec("gitliza.interop.seed") is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def test_validate_without_a_board_is_exit_1_not_valid(repo: Path) -> None:
+    r = liza(repo, "validate", agent=None)
+    assert r.returncode == 1 and "no board here" in r.stderr and "VALID" not in r.stdout
+    (repo / ".liza").mkdir()
+    (repo / ".liza" / "state.yaml").write_text("version: 1\n")
+    r = liza(repo, "validate", agent=None)
+    assert r.returncode == 1 and r.stdout == ""
+    assert "state.yaml was not read" in r.stderr and "validate .liza/state.yaml" in r.stderr
+
+
+@pytest.mark.skipif(_has_seed_reader(), reason="this gitliza has the seed reader")
+def test_validate_file_without_the_seed_reader_says_so(repo: Path) -> None:
+    (repo / "state.yaml").write_text("version: 1\n")
+    r = liza(repo, "validate", "state.yaml", agent=None)
+    assert r.returncode == 1 and "validating files is not available" in r.stderr
+
+
+@pytest.mark.skipif(not _has_seed_reader(), reason="needs gitliza.interop (git liza import)")
+def test_validate_file_checks_a_seed_schema_file(board: Path) -> None:
+    ok(liza(board, "add", "t-1", "--desc", "d"))
+    ok(liza(board, "materialize"))
+    assert ok(liza(board, "validate", ".liza/state.yaml")).strip() == "VALID"
+    bad = (board / ".liza" / "state.yaml").read_text().replace("status: DRAFT", "status: DONE")
+    (board / "bad.yaml").write_text(bad)
+    r = liza(board, "validate", "bad.yaml")
+    assert r.returncode == 1 and "DONE" in r.stderr
