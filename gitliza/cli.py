@@ -119,11 +119,33 @@ def add(task: str, desc: str = typer.Option(..., "--desc", help="What to build."
         ready: bool = typer.Option(False, "--ready", help="Finalize now (gates must be met)."),
         max_iterations: Optional[int] = typer.Option(None, "--max-iterations"),
         max_review_cycles: Optional[int] = typer.Option(None, "--max-review-cycles"),
+        lease_duration_override: Optional[int] = typer.Option(
+            None, "--lease-duration-override", help="Lease seconds for this task's long work."),
         agent: Optional[str] = AgentOpt, json: bool = JsonOpt, no_sync: bool = NoSyncOpt) -> None:
-    """Add a DRAFT task (or UNCLAIMED with --ready)."""
+    """Add a DRAFT task (or UNCLAIMED with --ready: gates met, spec on the integration branch)."""
     _run(_board().add, agent, json, no_sync, task=task, desc=desc, spec_ref=spec_ref,
          done_when=done_when, scope=scope, priority=priority, depends_on=depends_on, ready=ready,
-         max_iterations=max_iterations, max_review_cycles=max_review_cycles)
+         max_iterations=max_iterations, max_review_cycles=max_review_cycles,
+         lease_duration_override=lease_duration_override)
+
+
+@app.command()
+def edit(task: str, desc: Optional[str] = typer.Option(None, "--desc"),
+         spec_ref: Optional[str] = typer.Option(None, "--spec-ref"),
+         done_when: Optional[str] = typer.Option(None, "--done-when"),
+         scope: Optional[str] = typer.Option(None, "--scope"),
+         priority: Optional[int] = typer.Option(None, "--priority"),
+         depends_on: List[str] = typer.Option([], "--depends-on", help="Replaces the list."),
+         no_depends: bool = typer.Option(False, "--no-depends", help="Clear the dependencies."),
+         max_iterations: Optional[int] = typer.Option(None, "--max-iterations"),
+         max_review_cycles: Optional[int] = typer.Option(None, "--max-review-cycles"),
+         lease_duration_override: Optional[int] = typer.Option(None, "--lease-duration-override"),
+         agent: Optional[str] = AgentOpt, json: bool = JsonOpt, no_sync: bool = NoSyncOpt) -> None:
+    """Refine a DRAFT or UNCLAIMED task (only the fields given change)."""
+    _run(_board().edit, agent, json, no_sync, task=task, desc=desc, spec_ref=spec_ref,
+         done_when=done_when, scope=scope, priority=priority, depends_on=depends_on,
+         no_depends=no_depends, max_iterations=max_iterations,
+         max_review_cycles=max_review_cycles, lease_duration_override=lease_duration_override)
 
 
 @app.command()
@@ -187,6 +209,15 @@ def discover(description: str = typer.Argument(...),
     """Log a discovery (an adjacent problem, not fixed)."""
     _run(_board().discover, agent, json, no_sync, description=description, disc_id=id,
          during=during, severity=severity, urgency=urgency, recommendation=recommendation)
+
+
+@app.command()
+def convert(discovery: str = typer.Argument(..., metavar="DISCOVERY"),
+            task: str = typer.Option(..., "--task", help="The task the discovery became."),
+            agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
+            no_sync: bool = NoSyncOpt) -> None:
+    """Record that a discovery became TASK (sets converted_to_task; planner)."""
+    _run(_board().convert, agent, json, no_sync, discovery=discovery, task=task)
 
 
 @app.command()
@@ -315,10 +346,12 @@ def log_cmd(n: Optional[int] = typer.Option(None, "-n", help="At most N entries.
 
 
 @app.command()
-def validate(agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
+def validate(file: Optional[str] = typer.Argument(None, metavar="[FILE]",
+                                                 help="A seed-schema state.yaml to check."),
+             agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
              at: Optional[str] = AtOpt) -> None:
-    """Check the static invariants of one state (exit 4 when broken)."""
-    _run(_view().validate, agent, json, at=at)
+    """Check the static invariants of the board (exit 4 when broken), or of FILE (exit 1)."""
+    _run(_view().validate, agent, json, at=at, file=file)
 
 
 @app.command()

@@ -9,6 +9,7 @@ from gitliza.commands import Env
 from gitliza.core import codec
 from gitliza.core.board import Board
 from gitliza.core.ops.base import Op
+from gitliza.core.states import TaskState
 from gitliza.core.ops.planning import (Abandon, AbortGoal, Add, CompleteGoal, ConfigSet, Finalize,
                                        Init, Register, Rescope, Unblock, next_id)
 from gitliza.errors import ValidationError
@@ -63,11 +64,11 @@ def init(env: Env, goal: str, integration_branch: str | None, config: Path | Non
     cfg = tuple((k, v) for k, v in pairs.items() if v is not None)
 
     def make(board: Board, now: str) -> Op:
-        ids = {}
         if board.initialized:  # a new goal after the previous one ended (the op checks that)
-            ids = {"goal_id": next_id(board.goal.id, "goal"),
-                   "sprint_id": next_id(board.sprint.id, "sprint")}
-        return Init(actor=liza.agent, time=now, goal=goal, deadline=deadline, config=cfg, **ids)
+            return Init(actor=liza.agent, time=now, goal=goal, deadline=deadline, config=cfg,
+                        goal_id=next_id(board.goal.id, "goal"),
+                        sprint_id=next_id(board.sprint.id, "sprint"))
+        return Init(actor=liza.agent, time=now, goal=goal, deadline=deadline, config=cfg)
     done = liza.apply(make)
     _after_init(liza, done.outcome.board)
     return report(env, done)
@@ -119,19 +120,60 @@ def register(env: Env, agent_id: str, role: str, terminal: str | None) -> int:
     return _do(env, Register, agent=agent_id, role=role, terminal=terminal)
 
 
+def _spec_gate(liza: Any, board: Board, task: str, spec_ref: str | None) -> None:
+    from gitliza.specs import require_spec
+    require_spec(liza.repo, board.config.integration_branch, spec_ref, task)
+
+
 def add(env: Env, task: str, desc: str, spec_ref: str | None, done_when: str | None,
         scope: str | None, priority: int, depends_on: Sequence[str], ready: bool,
-        max_iterations: int | None, max_review_cycles: int | None) -> int:
-    return _do(env, Add, task=task, description=desc, spec_ref=spec_ref, done_when=done_when,
-               scope=scope, priority=priority, depends_on=tuple(depends_on), ready=ready,
-               max_iterations=max_iterations, max_review_cycles=max_review_cycles)
+        max_iterations: int | None, max_review_cycles: int | None,
+        lease_duration_override: int | None = None) -> int:
+    liza = env.liza()
+
+    def make(board: Board, now: str) -> Op:
+        if ready and board.initialized:
+            _spec_gate(liza, board, task, spec_ref)
+        return Add(actor=liza.agent, time=now, task=task, description=desc, spec_ref=spec_ref,
+                   done_when=done_when, scope=scope, priority=priority,
+                   depends_on=tuple(depends_on), ready=ready, max_iterations=max_iterations,
+                   max_review_cycles=max_review_cycles,
+                   lease_duration_override=lease_duration_override)
+    return report(env, liza.apply(make))
+
+
+def edit(env: Env, task: str, desc: str | None, spec_ref: str | None, done_when: str | None,
+         scope: str | None, priority: int | None, depends_on: Sequence[str], no_depends: bool,
+         max_iterations: int | None, max_review_cycles: int | None,
+         lease_duration_override: int | None) -> int:
+    from gitliza.core.ops.planning import Edit
+    from gitliza.core.states import TaskState
+    liza = env.liza()
+
+    def make(board: Board, now: str) -> Op:
+        t = board.task(task) if board.initialized else None
+        if t is not None and t.status == TaskState.UNCLAIMED and spec_ref is not None:
+            _spec_gate(liza, board, task, spec_ref)  # it is claimable now: the gate applies
+        return Edit(actor=liza.agent, time=now, task=task, description=desc, spec_ref=spec_ref,
+                    done_when=done_when, scope=scope, priority=priority,
+                    depends_on=tuple(depends_on) or None, clear_depends_on=no_depends,
+                    max_iterations=max_iterations, max_review_cycles=max_review_cycles,
+                    lease_duration_override=lease_duration_override)
+    return report(env, liza.apply(make))
 
 
 _SIMPLE: dict[str, type[Op]] = {"finalize": Finalize, "unblock": Unblock}
 
 
 def simple(env: Env, op: str, task: str) -> int:
-    done = env.liza().do(_SIMPLE[op], task=task)
+    liza = env.liza()
+
+    def make(board: Board, now: str) -> Op:
+        t = board.task(task) if op == "finalize" and board.initialized else None
+        if t is not None and t.status == TaskState.DRAFT:
+            _spec_gate(liza, board, task, t.spec_ref)
+        return _SIMPLE[op](actor=liza.agent, time=now, task=task)  # type: ignore[call-arg]
+    done = liza.apply(make)
     _cleanup(env, done)
     return report(env, done)
 
@@ -193,6 +235,11 @@ def parse_details(items: Sequence[str]) -> tuple[tuple[str, str | int | bool], .
             value = int(raw)
         out.append((key.strip(), value))
     return tuple(out)
+
+
+def convert(env: Env, discovery: str, task: str) -> int:
+    from gitliza.core.ops.journal import Convert
+    return _do(env, Convert, discovery=discovery, task=task)
 
 
 def anomaly(env: Env, type_: str, details: Sequence[str], task: str | None) -> int:

@@ -11,7 +11,7 @@ from gitliza.core.invariants import check_board, claimable, reviewable
 from gitliza.core.model import Task
 from gitliza.core.queries import notes_for
 from gitliza.core.states import TERMINAL, TaskState
-from gitliza.errors import InconsistentState, LizaError, NotFound
+from gitliza.errors import InconsistentState, LizaError, NotFound, ValidationError
 
 _ORDER = {s: i for i, s in enumerate(TaskState)}
 
@@ -38,6 +38,7 @@ def status(env: Env, at: str | None) -> int:
             "tasks": [_task_row(t) for t in live], "archived": len(archived),
             "agents": [codec.encode(a) for a in agents],
             "claimable": [t.id for t in claimable(board, now)],
+            "discovered": [codec.encode(d) for d in board.values("discovered")],
             "control": codec.encode(board.control),
         })
         return 0
@@ -155,11 +156,25 @@ def ready(env: Env, at: str | None) -> int:
     return 0
 
 
-def validate(env: Env, at: str | None) -> int:
+def validate(env: Env, at: str | None, file: str | None = None) -> int:
+    """The live board's invariants (exit 4 when broken: the board is inconsistent), or with FILE a
+    seed-schema state.yaml (exit 1 when it breaks the schema, as liza-validate.sh)."""
+    if file is not None:
+        if at is not None:
+            raise ValidationError("validate FILE reads the file; --at reads a board: not both")
+        return _validate_file(env, file)
     liza = env.liza()
     board, commit = liza.store.board(at)
     from gitliza.git.worktrees import main_worktree
     root = main_worktree(liza.store.repo)
+    if commit is None:
+        seed = None if root is None else root / ".liza" / "state.yaml"
+        if seed is not None and seed.is_file():
+            raise ValidationError(
+                f"no board here ({liza.store.ref} does not exist); {seed} was not read",
+                hint="`git liza validate .liza/state.yaml` checks the file against the schema")
+        raise ValidationError(f"no board here ({liza.store.ref} does not exist)",
+                              hint="run `git liza init GOAL` first")
     exists = None if root is None else (lambda rel: (root / rel).is_dir())
     problems = check_board(board, liza.now(), exists)
     if env.json:
@@ -172,4 +187,34 @@ def validate(env: Env, at: str | None) -> int:
             for p in problems:
                 env.out.line(f"INVALID: {p}")
         raise InconsistentState(f"{len(problems)} invariant violation(s); first: {problems[0]}")
+    return 0
+
+
+def _validate_file(env: Env, file: str) -> int:
+    """A seed-schema file, read with the import reader (gitliza.interop) when this gitliza has it."""
+    import importlib
+    from pathlib import Path
+    try:  # the reader of `git liza import` (gitliza/interop), when this gitliza has it
+        read_state = importlib.import_module("gitliza.interop.seed").read_state
+    except (ImportError, AttributeError):
+        raise ValidationError(f"validating files is not available in this gitliza, and {file} is "
+                              "not a board", hint="`git liza validate` checks the live board "
+                              "(refs/liza/state)") from None
+    path = Path(file) if Path(file).is_absolute() else env.path / file
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ValidationError(f"cannot read {file}: {e}") from None
+    seed = read_state(text, path.name)  # ValidationError (exit 1) with the place in the file
+    problems = check_board(seed.board(), env.liza().now())
+    if env.json:
+        env.out.json({"file": str(path), "valid": not problems,
+                      "violations": [str(p) for p in problems]})
+    else:
+        for p in problems:
+            env.out.line(f"INVALID: {p}")
+    if problems:
+        raise ValidationError(f"{file}: {len(problems)} schema violation(s); first: {problems[0]}")
+    if not env.json:
+        env.out.line("VALID")
     return 0
