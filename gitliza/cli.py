@@ -70,9 +70,25 @@ def init(goal: str = typer.Argument(..., help="The goal, in one sentence."),
          deadline: Optional[str] = typer.Option(None, "--deadline", help="Sprint deadline (ISO)."),
          agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
          no_sync: bool = NoSyncOpt) -> None:
-    """Create refs/liza/state with the goal, default config and a sprint."""
+    """Create refs/liza/state with the goal, default config and a sprint (or start the next goal
+    on a board whose goal ended)."""
     _run(_board().init, agent, json, no_sync, goal=goal, integration_branch=integration_branch,
          config=config, deadline=deadline)
+
+
+@app.command("complete-goal")
+def complete_goal(summary: Optional[str] = typer.Option(None, "--summary"),
+                  agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
+                  no_sync: bool = NoSyncOpt) -> None:
+    """Mark the goal and its sprint COMPLETED (every task must be terminal)."""
+    _run(_board().complete_goal, agent, json, no_sync, summary=summary)
+
+
+@app.command("abort-goal")
+def abort_goal(reason: str = typer.Option(..., "--reason"), agent: Optional[str] = AgentOpt,
+               json: bool = JsonOpt, no_sync: bool = NoSyncOpt) -> None:
+    """Mark the goal and its sprint ABORTED."""
+    _run(_board().abort_goal, agent, json, no_sync, reason=reason)
 
 
 @app.command("config")

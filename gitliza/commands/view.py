@@ -9,6 +9,7 @@ from gitliza.core import codec, metrics, record
 from gitliza.core.board import Board
 from gitliza.core.invariants import check_board, claimable, reviewable
 from gitliza.core.model import Task
+from gitliza.core.queries import notes_for
 from gitliza.core.states import TERMINAL, TaskState
 from gitliza.errors import InconsistentState, LizaError, NotFound
 
@@ -86,8 +87,9 @@ def show(env: Env, task: str, at: str | None) -> int:
     if t is None:
         raise NotFound(f"no task {task!r}", hint="`git liza status` lists the tasks")
     data = codec.encode(t)
+    notes = notes_for(board, t.id)
     if env.json:
-        env.out.json(data)
+        env.out.json({**data, "human_notes": [codec.encode(n) for n in notes]})
         return 0
     out = env.out
     out.line(f"{t.id} [{t.status}] priority {t.priority}"
@@ -100,6 +102,10 @@ def show(env: Env, task: str, at: str | None) -> int:
     for h in t.history:
         extra = " ".join(f"{k}={v}" for k, v in codec.encode(h).items() if k not in ("time", "event"))
         out.line(f"    {h.time}  {h.event}  {extra}".rstrip())
+    if notes:
+        out.line("  human notes (read before starting):")
+        for n in notes:
+            out.line(f"    {n.timestamp}  {n.author or 'human'}: {n.message}")
     return 0
 
 
