@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Iterable
 
+from gitliza.core import queries
 from gitliza.core.board import Board
 from gitliza.core.invariants import claimable, reviewable
 from gitliza.core.model import Discovery, GoalStatus, SprintStatus, Task
@@ -113,9 +114,9 @@ def wake_trigger(board: Board) -> WakeTrigger | None:
 
 
 def all_terminal(board: Board) -> bool:
-    """Every task is MERGED, SUPERSEDED or ABANDONED, and there is at least one."""
-    return not any(t.status not in TERMINAL for t in board.tasks()) and \
-        bool(board.keys("archive"))
+    """Every task is MERGED, SUPERSEDED or ABANDONED, and there is at least one (an empty board
+    waits for its initial planning instead)."""
+    return queries.all_tasks_terminal(board) and bool(board.keys("archive"))
 
 
 def approved_by(board: Board, agent: str) -> list[Task]:

@@ -32,11 +32,11 @@ from typing import Any, Callable
 
 from gitliza import lifecycle
 from gitliza.api import AGENT_ENV, GEN_ENV, Liza
-from gitliza.core import clock, prompts, wake
+from gitliza.core import clock, prompts, queries, wake
 from gitliza.core.board import Board
 from gitliza.core.model import HumanNote
 from gitliza.core.ops.control import Supervise
-from gitliza.core.ops.planning import Register
+from gitliza.core.ops.planning import CompleteGoal, Register
 from gitliza.core.ops.work import Heartbeat
 from gitliza.core.states import HUMAN_ACTOR, Role, TaskState
 from gitliza.core.wake import Hold, WakeTrigger
@@ -207,7 +207,15 @@ class Supervisor:
                    signature=signature)
 
     def _complete_goal(self, board: Board) -> int:
-        self.log("every task is terminal: the goal is done")
+        """The planner's supervisor marks the goal COMPLETED when every task is terminal (the
+        reference's supervisor does the same)."""
+        try:
+            done = self.liza.do(CompleteGoal)
+            self.log(f"every task is terminal: {done.outcome.event.summary}")
+        except LeaseLost:
+            raise
+        except LizaError as e:  # another planner (or the human) completed it first
+            self.log(f"complete-goal: {e}")
         return 0
 
     def _coder_work(self, board: Board, now: str) -> Job | None:
@@ -315,7 +323,9 @@ class Supervisor:
 
     @staticmethod
     def _notes(board: Board, task: str | None) -> list[HumanNote]:
-        return [n for n in board.values("human_notes") if n.for_task == task]
+        if task is not None:
+            return queries.notes_for(board, task)
+        return [n for n in board.values("human_notes") if n.for_task is None]
 
     def _save_prompt(self, text: str) -> Path:
         d = lifecycle.main_root(self.liza.repo) / ".liza" / PROMPTS_DIR
