@@ -1,6 +1,7 @@
 """Board and planning commands (mutating; no worktree involved)."""
 from __future__ import annotations
 
+import dataclasses
 import tomllib
 from pathlib import Path
 from typing import Any, Sequence
@@ -63,11 +64,11 @@ def init(env: Env, goal: str, integration_branch: str | None, config: Path | Non
     cfg = tuple((k, v) for k, v in pairs.items() if v is not None)
 
     def make(board: Board, now: str) -> Op:
-        ids = {}
+        op = Init(actor=liza.agent, time=now, goal=goal, deadline=deadline, config=cfg)
         if board.initialized:  # a new goal after the previous one ended (the op checks that)
-            ids = {"goal_id": next_id(board.goal.id, "goal"),
-                   "sprint_id": next_id(board.sprint.id, "sprint")}
-        return Init(actor=liza.agent, time=now, goal=goal, deadline=deadline, config=cfg, **ids)
+            op = dataclasses.replace(op, goal_id=next_id(board.goal.id, "goal"),
+                                     sprint_id=next_id(board.sprint.id, "sprint"))
+        return op
     done = liza.apply(make)
     _after_init(liza, done.outcome.board)
     return report(env, done)
