@@ -161,7 +161,7 @@ def lost_reason(board: Board, agent: str, task_id: str, role: Role) -> str | Non
         return f"{task_id} is {t.status}"
     last = t.history[-1].agent if t.history else None
     if role == Role.CODER:
-        if t.status == S.CLAIMED and t.assigned_to != agent:
+        if t.assigned_to is not None and t.assigned_to != agent:
             return f"{task_id} was taken over by {t.assigned_to}"
         if t.status in (S.UNCLAIMED, S.BLOCKED) and last != agent:
             return f"{task_id} was moved to {t.status} by {last or 'someone else'}"

@@ -99,6 +99,8 @@ class Supervisor:
         self.agent = self.liza.agent
         if self.agent == HUMAN_ACTOR:
             raise ValidationError("the supervisor needs an agent id: --agent ID or LIZA_AGENT_ID")
+        # A wrong --cli or a missing agent executable is an error now, before the board changes.
+        runner.command_for(opts.cli, opts.command, "", opts.interactive)
         self.gen = 0
 
     # -- the loop -------------------------------------------------------------------------------
@@ -122,13 +124,18 @@ class Supervisor:
             job = self._next_job()
             if isinstance(job, int):
                 return job
-            code = self._run_job(job)
+            code, lost = self._run_job(job)
             self.sessions += 1
             if self.stopping:
                 break
             outcome = runner.classify(code)
             cfg = self.liza.board().config
-            if outcome == runner.Outcome.DONE:
+            if lost is not None:
+                # Not the agent's failure: its task went elsewhere. No backoff, no retry of the
+                # same session: look for work afresh.
+                outcome, delay = runner.Outcome.DONE, 0.0
+                self.log(f"agent stopped ({lost}); looking for other work")
+            elif outcome == runner.Outcome.DONE:
                 crashes = 0
                 self._last_signature = job.signature
                 self.log("agent completed; checking for more work")
@@ -144,7 +151,8 @@ class Supervisor:
                          f"{delay:g}s")
             if self.opts.once:
                 return 0 if outcome == runner.Outcome.DONE else EXIT_VALIDATION
-            self._sleep(delay)
+            if delay > 0:
+                self._sleep_holding(job, delay)
         return 0
 
     def _next_job(self) -> Job | int:
@@ -277,7 +285,8 @@ class Supervisor:
         return Job(task=rt.id, worktree=done.worktree, review_commit=rt.review_commit)
 
     # -- running the agent ----------------------------------------------------------------------
-    def _run_job(self, job: Job) -> int:
+    def _run_job(self, job: Job) -> tuple[int, str | None]:
+        """Run one agent session: its exit code, and why the supervisor stopped it (if so)."""
         board = self.liza.board()
         text = self.prompt(board, job)
         path = self._save_prompt(text)
@@ -290,16 +299,14 @@ class Supervisor:
         what = job.task or (job.trigger.value if job.trigger else "planning")
         proc = self._proc = runner.AgentProcess.start(argv, env, job.worktree)
         self.log(f"started agent (pid {proc.pid}) on {what}; prompt {path}")
-        hb = self._heartbeat(job, proc).start()
+        hb = self._heartbeat(job, lambda why: proc.stop(why)).start()
         try:
             code = proc.wait()
         finally:
             hb.stop()
             self._proc = None
-        if proc.stopped_by:
-            self.log(f"agent stopped: {proc.stopped_by}")
         self._check_generation(self.liza.board())
-        return code
+        return code, proc.stopped_by
 
     def prompt(self, board: Board, job: Job) -> str:
         cfg = board.config
@@ -353,7 +360,16 @@ class Supervisor:
             env["LIZA_WAKE_TRIGGER"] = job.trigger.value
         return env
 
-    def _heartbeat(self, job: Job, proc: runner.AgentProcess) -> HeartbeatThread:
+    def _sleep_holding(self, job: Job, seconds: float) -> None:
+        """The restart delay, with the task lease kept alive: a restarted agent resumes its task
+        instead of the supervisor having to claim it again (a new iteration)."""
+        hb = self._heartbeat(job, lambda _why: self._wake.set()).start()
+        try:
+            self._sleep(seconds)
+        finally:
+            hb.stop()
+
+    def _heartbeat(self, job: Job, on_lost: Callable[[str], None]) -> HeartbeatThread:
         hb_liza = self.open_liza()  # its own repository handle: pygit2 objects stay per thread
         hb_liza.gen = self.gen
         task = job.task if self.role != Role.PLANNER else None
@@ -380,8 +396,7 @@ class Supervisor:
                 return None
 
         interval = float(self.liza.board().config.heartbeat_interval)
-        return HeartbeatThread(self.liza.repo.path, interval, beat, check,
-                               lambda why: proc.stop(why))
+        return HeartbeatThread(self.liza.repo.path, interval, beat, check, on_lost)
 
     # -- the generation token -------------------------------------------------------------------
     def _start(self) -> None:
