@@ -425,6 +425,27 @@ def _team() -> Any:
     return team
 
 
+@app.command()
+def agent(role: str = typer.Argument(..., help="planner | coder | code-reviewer"),
+          command: Optional[List[str]] = typer.Argument(
+              None, help="After --: the agent command (the prompt is appended as its last "
+                         "argument)."),
+          cli: Optional[str] = typer.Option(None, "--cli",
+                                            help="claude | codex | gemini | mistral"),
+          interactive: bool = typer.Option(False, "-i", "--interactive",
+                                           help="Print the prompt and wait for you instead."),
+          resume_task: Optional[str] = typer.Option(None, "--resume",
+                                                    help="RESUME: Task ID in the first prompt."),
+          once: bool = typer.Option(False, "--once", help="Run one agent session, then exit."),
+          takeover: bool = typer.Option(False, "--takeover",
+                                        help="Take the id from a supervisor that is gone."),
+          agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
+          no_sync: bool = NoSyncOpt) -> None:
+    """Supervise an agent: wait for work, claim it, run the agent, heartbeat, restart."""
+    _run(_team().agent, agent, json, no_sync, role=role, cli=cli, interactive=interactive,
+         command=command or [], resume_task=resume_task, once=once, takeover=takeover)
+
+
 @app.command("wait")
 def wait_cmd(condition: str = typer.Argument(
                  "change", help="change | work | status (with --task and --status)"),
