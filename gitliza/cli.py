@@ -319,6 +319,29 @@ def materialize(at: Optional[str] = AtOpt, json: bool = JsonOpt) -> None:
     _run(m.materialize, None, json, at=at)
 
 
+# -- governance and interop (docs/governance.md) -------------------------------------------------
+@app.command("import")
+def import_cmd(state: Optional[Path] = typer.Argument(None, metavar="[STATE.yaml]",
+                                                      help="Default: .liza/state.yaml."),
+               log: Optional[Path] = typer.Option(None, "--log", metavar="LOG.yaml"),
+               force: bool = typer.Option(False, "--force",
+                                          help="Replace an existing board (kept in the attic)."),
+               agent: Optional[str] = AgentOpt, json: bool = JsonOpt) -> None:
+    """Import a seed-schema state.yaml (and log.yaml) as a new board."""
+    from gitliza.commands import interop
+    _run(interop.import_board, agent, json, state=state, log=log, force=force)
+
+
+@app.command("export")
+def export_cmd(at: Optional[str] = AtOpt,
+               out: Path = typer.Option(Path("."), "--out", help="Directory, or - for stdout."),
+               no_log: bool = typer.Option(False, "--no-log", help="Write state.yaml only."),
+               json: bool = JsonOpt) -> None:
+    """Write the board (any revision) as the seed schema's state.yaml and log.yaml."""
+    from gitliza.commands import interop
+    _run(interop.export_board, None, json, at=at, out=out, with_log=not no_log)
+
+
 # -- infrastructure -------------------------------------------------------------------------------
 @hooks_app.command("install")
 def hooks_install(server: bool = typer.Option(False, "--server", help="Into a bare repository."),

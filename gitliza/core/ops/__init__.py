@@ -13,6 +13,7 @@ _WHERE = {
     "Init": "planning", "Register": "planning", "Rescope": "planning", "Unblock": "planning",
     "Block": "work", "Claim": "work", "ClaimReview": "work", "HandoffOp": "work",
     "Heartbeat": "work", "Merge": "work", "Release": "work", "Submit": "work", "Verdict": "work",
+    "Circuit": "governance", "Import": "governance",
 }
 
 __all__ = ["OPS", "Ctx", "Event", "Op", "Outcome", "apply", "load_all", "op_from_record",

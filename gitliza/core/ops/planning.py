@@ -32,6 +32,8 @@ _CONFIG_TYPES = typing.get_type_hints(Config)
 _CONFIG_MAX = {"lease_duration": 7 * 86400, "heartbeat_interval": 86400,
                "coder_poll_interval": 86400, "coder_max_wait": 7 * 86400,
                "max_coder_iterations": 1000, "max_review_cycles": 1000}
+# Watcher thresholds (optional: unset means the seed's value, see gitliza/core/alarms.py).
+_CONFIG_MAX.update({k: 30 * 86400 for k in _CONFIG_TYPES if k.startswith("alarm_")})
 
 
 def coerce_config(key: str, value: ConfigValue | None) -> ConfigValue | None:
@@ -40,7 +42,7 @@ def coerce_config(key: str, value: ConfigValue | None) -> ConfigValue | None:
         known = ", ".join(f.name for f in dataclasses.fields(Config))
         raise ValidationError(f"unknown config key {key!r}", hint=f"known keys: {known}")
     tp = _CONFIG_TYPES[key]
-    if tp is int:
+    if tp is int or key.startswith("alarm_"):
         try:
             n = int(value) if not isinstance(value, bool) else None  # type: ignore[arg-type]
         except (TypeError, ValueError):
