@@ -9,6 +9,7 @@ from gitliza.core import codec, metrics, record
 from gitliza.core.board import Board
 from gitliza.core.invariants import check_board, claimable, reviewable
 from gitliza.core.model import Task
+from gitliza.core.queries import notes_for
 from gitliza.core.states import TERMINAL, TaskState
 from gitliza.errors import InconsistentState, LizaError, NotFound
 
@@ -37,6 +38,7 @@ def status(env: Env, at: str | None) -> int:
             "tasks": [_task_row(t) for t in live], "archived": len(archived),
             "agents": [codec.encode(a) for a in agents],
             "claimable": [t.id for t in claimable(board, now)],
+            "control": codec.encode(board.control),
         })
         return 0
     out = env.out
@@ -44,6 +46,8 @@ def status(env: Env, at: str | None) -> int:
     out.line(f"state {str(commit.id)[:12] if commit else '-'}  integration branch "
              f"{board.config.integration_branch}  done {m.tasks_done}  in progress "
              f"{m.tasks_in_progress}  blocked {m.tasks_blocked}  archived {len(archived)}")
+    for line in _control_lines(board):
+        out.line(line)
     out.table("tasks", ["task", "status", "pri", "assigned", "lease/review", "depends on"],
               [[t.id, t.status.value, t.priority, t.assigned_to or "",
                 t.review_lease_expires or t.lease_expires or "", ", ".join(t.depends_on)]
@@ -52,6 +56,22 @@ def status(env: Env, at: str | None) -> int:
               [[a.id, a.role.value, a.status.value, a.current_task or "", a.lease_expires or ""]
                for a in agents])
     return 0
+
+
+def _control_lines(board: Board) -> list[str]:
+    """PAUSED / ABORTED / CHECKPOINT, when set (the board's record, not the local files)."""
+    c, lines = board.control, []
+    if c.aborted:
+        lines.append(f"ABORTED by {c.aborted_by} at {c.aborted_at}"
+                     + (f": {c.abort_reason}" if c.abort_reason else ""))
+    if c.paused:
+        lines.append(f"PAUSED by {c.paused_by} at {c.paused_at}"
+                     + (f": {c.pause_reason}" if c.pause_reason else ""))
+    if board.sprint.status == "CHECKPOINT":
+        lines.append(f"CHECKPOINT ({c.checkpoint_trigger or 'manual'}) by {c.checkpoint_by} at "
+                     f"{board.sprint.timeline.checkpoint_at}"
+                     + (f": {c.checkpoint_reason}" if c.checkpoint_reason else ""))
+    return lines
 
 
 def _task_row(t: Task) -> dict[str, Any]:
@@ -67,8 +87,9 @@ def show(env: Env, task: str, at: str | None) -> int:
     if t is None:
         raise NotFound(f"no task {task!r}", hint="`git liza status` lists the tasks")
     data = codec.encode(t)
+    notes = notes_for(board, t.id)
     if env.json:
-        env.out.json(data)
+        env.out.json({**data, "human_notes": [codec.encode(n) for n in notes]})
         return 0
     out = env.out
     out.line(f"{t.id} [{t.status}] priority {t.priority}"
@@ -81,6 +102,10 @@ def show(env: Env, task: str, at: str | None) -> int:
     for h in t.history:
         extra = " ".join(f"{k}={v}" for k, v in codec.encode(h).items() if k not in ("time", "event"))
         out.line(f"    {h.time}  {h.event}  {extra}".rstrip())
+    if notes:
+        out.line("  human notes (read before starting):")
+        for n in notes:
+            out.line(f"    {n.timestamp}  {n.author or 'human'}: {n.message}")
     return 0
 
 
