@@ -336,6 +336,36 @@ def materialize(at: Optional[str] = AtOpt, json: bool = JsonOpt) -> None:
 
 
 # -- governance and interop (docs/governance.md) -------------------------------------------------
+@app.command()
+def watch(once: bool = typer.Option(False, "--once", help="Evaluate once; exit 1 if any alarm."),
+          json: bool = typer.Option(False, "--json", help="One JSON object per alert line.")
+          ) -> None:
+    """Alarm monitor: alerts to stderr and .liza/alerts.log as conditions start, escalate, end."""
+    from gitliza.commands import governance
+    _run(governance.watch, None, json, once=once)
+
+
+@app.command()
+def analyze(no_record: bool = typer.Option(False, "--no-record",
+                                           help="Report only; record nothing on the board."),
+            resolve: Optional[str] = typer.Option(None, "--resolve", metavar="TEXT",
+                                                  help="Resolve the open trigger (human)."),
+            agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
+            no_sync: bool = NoSyncOpt) -> None:
+    """Circuit breaker: detect systemic anomaly patterns; a trigger opens a CHECKPOINT."""
+    from gitliza.commands import governance
+    _run(governance.analyze, agent, json, no_sync, record=not no_record, resolve=resolve)
+
+
+@app.command()
+def checkpoint(reason: str = typer.Option("human review", "--reason"),
+               agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
+               no_sync: bool = NoSyncOpt) -> None:
+    """Open a checkpoint (every machine halts) and write .liza/sprint_summary.md."""
+    from gitliza.commands import governance
+    _run(governance.checkpoint, agent, json, no_sync, reason=reason)
+
+
 @app.command("import")
 def import_cmd(state: Optional[Path] = typer.Argument(None, metavar="[STATE.yaml]",
                                                       help="Default: .liza/state.yaml."),

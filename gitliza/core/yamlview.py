@@ -189,6 +189,9 @@ def state_view(board: Board) -> dict[str, Any]:
         },
         "config": codec.encode(board.config) | {
             "escalation_webhook": board.config.escalation_webhook},
+        # gitliza's extension: pause/abort/checkpoint as recorded by the control ops (the seed
+        # keeps them as files in .liza/); written only when the board has it.
+        **({"control": codec.encode(c)} if (c := board.get("control")) is not None else {}),
     }
 
 

@@ -28,23 +28,23 @@ from gitliza.core import clock
 from gitliza.core.board import Board, Key, journal_key
 from gitliza.core.ids import check_id
 from gitliza.core.invariants import agent_problems, anomaly_problems, find_cycle, task_problems
-from gitliza.core.model import (ANOMALY_TYPES, SCHEMA_VERSION, Agent, Alignment, Anomaly,
-                                CBEntry, CBTrigger, CircuitBreaker, Config, Discovery, Goal,
-                                Handoff, HistoryEntry, HumanNote, SpecChange, Sprint, SprintScope,
-                                SprintTimeline, Task)
+from gitliza.core.model import (ANOMALY_TYPES, SCHEMA_VERSION, Agent, Anomaly, CircuitBreaker,
+                                Config, Control, Discovery, Goal, Handoff, HumanNote, SpecChange,
+                                Sprint, Task)
 from gitliza.core.states import HUMAN_ACTOR, REGISTRABLE_ROLES, TERMINAL, TaskState
 
 S = TaskState
 from gitliza.errors import LizaError, ValidationError
 
 TOP_KEYS = ("version", "goal", "tasks", "agents", "discovered", "handoff", "human_notes",
-            "spec_changes", "anomalies", "sprint", "circuit_breaker", "config")
+            "spec_changes", "anomalies", "sprint", "circuit_breaker", "config", "control")
 _REQUIRED_TOP = ("goal", "sprint")
 
 # Fields whose value is an ISO timestamp.
 _TIMESTAMPS = frozenset({"created", "lease_expires", "review_lease_expires", "heartbeat",
                          "registered", "timestamp", "time", "started", "deadline",
-                         "checkpoint_at", "ended", "last_check", "resolved_at"})
+                         "checkpoint_at", "ended", "last_check", "resolved_at", "paused_at",
+                         "aborted_at", "resumed_at"})
 # YAML key -> field, per class (the spec's `for` is a Python keyword).
 _RENAMES: dict[type, dict[str, str]] = {HumanNote: {"for": "for_task"},
                                         Agent: {"task": "current_task"}}
@@ -370,6 +370,10 @@ def read_state(text: str, name: str = "state.yaml") -> Seed:
     if doc.get("circuit_breaker") is not None:
         cb = _entity(CircuitBreaker, doc["circuit_breaker"], top.key(doc, "circuit_breaker"))
         put(("circuit_breaker", ""), cb, top.key(doc, "circuit_breaker"))
+
+    if doc.get("control") is not None:  # gitliza's extension (see yamlview.state_view)
+        put(("control", ""), _entity(Control, doc["control"], top.key(doc, "control")),
+            top.key(doc, "control"))
 
     _check_tasks(tasks, agents, where)
     for aid, a in agents.items():

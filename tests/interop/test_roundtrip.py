@@ -12,6 +12,7 @@ from gitliza.core import yamlview
 from gitliza.core.board import Board
 from gitliza.core.ops import (Abandon, AnomalyOp, ConfigSet, Discover, Finalize, Heartbeat,
                               Merge, Note, Rescope, SpecChangeOp, Unblock)
+from gitliza.core.ops.control import AbortOp, Checkpoint, Pause, Resume
 from gitliza.core.ops.governance import Circuit
 from gitliza.core.ops.work import Block, HandoffOp
 from gitliza.errors import LizaError
@@ -25,7 +26,7 @@ TASKS = ["task-1", "task-2", "task-3"]
 
 def entities(board: Board) -> dict[Any, Any]:
     out = {}
-    for coll in ("goal", "config", "sprint", "circuit_breaker"):
+    for coll in ("goal", "config", "sprint", "circuit_breaker", "control"):
         v = board.get(coll)
         if v is not None:
             out[(coll, "")] = v
@@ -71,6 +72,10 @@ def step(r: Runner, kind: str, task: str, text: str) -> None:
         "handoff": lambda: r.do(HandoffOp, "coder-1", task=task, summary=text, next_action=text),
         "heartbeat": lambda: r.do(Heartbeat, "coder-1"),
         "config": lambda: r.do(ConfigSet, "human", key="alarm_stall", value="600"),
+        "pause": lambda: r.do(Pause, "human", reason=text),
+        "resume": lambda: r.do(Resume, "human", decision="CONTINUE", note=text),
+        "checkpoint": lambda: r.do(Checkpoint, "human", reason=text),
+        "abort": lambda: r.do(AbortOp, "human", reason=text),
         "circuit": lambda: r.do(Circuit, "human", result="TRIGGERED", pattern=text,
                                 severity="SPEC_FLAW", report_file=".liza/circuit_breaker_report.md"),
     }
@@ -83,7 +88,8 @@ def step(r: Runner, kind: str, task: str, text: str) -> None:
 ACTIONS = st.lists(st.tuples(st.sampled_from(
     ["add", "draft", "finalize", "claim", "review", "reject", "approve", "merge", "fail", "block",
      "unblock", "abandon", "rescope", "note", "spec", "anomaly", "discover", "handoff",
-     "heartbeat", "config", "circuit"]), st.sampled_from(TASKS), TEXT), max_size=25)
+     "heartbeat", "config", "circuit", "pause", "resume", "checkpoint", "abort"]),
+    st.sampled_from(TASKS), TEXT), max_size=25)
 
 
 @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
