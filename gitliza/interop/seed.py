@@ -35,6 +35,7 @@ from gitliza.core.states import HUMAN_ACTOR, REGISTRABLE_ROLES, TERMINAL, TaskSt
 
 S = TaskState
 from gitliza.errors import LizaError, ValidationError
+from gitliza.interop import yamlload
 
 TOP_KEYS = ("version", "goal", "tasks", "agents", "discovered", "handoff", "human_notes",
             "spec_changes", "anomalies", "sprint", "circuit_breaker", "config", "control")
@@ -82,41 +83,11 @@ class _Where:
 
 
 def _line_of(node: Any, k: Any, default: int | None) -> int | None:
-    lc = getattr(node, "lc", None)
-    try:
-        if isinstance(k, int):
-            return int(lc.item(k)[0]) + 1  # type: ignore[union-attr]
-        return int(lc.key(k)[0]) + 1  # type: ignore[union-attr]
-    except (AttributeError, KeyError, TypeError, IndexError):
-        return default
-
-
-def _yaml() -> Any:
-    from ruamel.yaml import YAML
-    from ruamel.yaml.constructor import RoundTripConstructor
-
-    class _Constructor(RoundTripConstructor):
-        """Timestamps stay the strings they were written as (the schema's text form)."""
-
-    _Constructor.add_constructor("tag:yaml.org,2002:timestamp",
-                                 lambda self, node: self.construct_scalar(node))
-    y = YAML(typ="rt")
-    y.Constructor = _Constructor
-    y.allow_duplicate_keys = False
-    return y
+    return yamlload.line_of(node, k, default)
 
 
 def _load(text: str, name: str) -> Any:
-    from ruamel.yaml.error import MarkedYAMLError, YAMLError
-    try:
-        return _yaml().load(text)
-    except MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        line = f":{mark.line + 1}" if mark is not None else ""
-        what = " ".join(str(e.problem or e.context or "malformed YAML").split())
-        raise ValidationError(f"{name}{line}: not valid YAML: {what}") from None
-    except (YAMLError, ValueError) as e:
-        raise ValidationError(f"{name}: not valid YAML: {' '.join(str(e).split())}") from None
+    return yamlload.load(text, name)
 
 
 # -- values ---------------------------------------------------------------------------------------
@@ -137,7 +108,7 @@ def _scalar(tp: Any, v: Any, at: _Where, field: str) -> Any:
         return int(v)
     if tp is str:
         if isinstance(v, int) and not isinstance(v, bool):
-            v = str(v)  # an all-digit short commit id reads as a YAML integer
+            v = getattr(v, "raw", str(v))  # an all-digit short commit id, as written
         if not isinstance(v, str):
             at.fail(f"expected text, got {type(v).__name__} {v!r}")
         v = str(v)  # drop ruamel's scalar-string subclasses

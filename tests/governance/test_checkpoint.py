@@ -67,3 +67,11 @@ def test_metrics_per_sprint_from_the_history(team: Team) -> None:
     assert spans[0].ended is not None and spans[1].ended is None
     text = open_checkpoint(team.human, "review").summary.read_text()
     assert "| sprint-1 | goal-1 |" in text and "| sprint-2 | goal-2 |" in text
+
+
+def test_status_shows_the_sprint_metrics(team: Team) -> None:
+    review(team, "task-1", "reject")
+    review_again = liza(team.repo, "status", agent=None)
+    assert review_again.returncode == 0, review_again.stderr
+    assert "sprint sprint-1 [IN_PROGRESS]  iterations 1  review cycles 1  verdicts 1 (approved 0%)" \
+        "  submitted 1 (outcome approval 0%)" in review_again.stdout
