@@ -75,21 +75,28 @@ def bench_watch(root: Path, rounds: int, idle: float) -> None:
         while not q.empty():
             q.get()
         lat: list[float] = []
+        ops: list[float] = []
         for r in range(rounds):
             k = f"task-{r // 2 + 1}"
             if r % 2 == 0:
                 coder.do(Claim, task=k, worktree=f".worktrees/{k}", base_commit="a" * 40)
                 time.sleep(0.2)  # the claim's wake (no alarm) is over
+                t0 = time.perf_counter()
                 coder.do(Block, task=k, reason="bench", questions=("q?",))
             else:
+                t0 = time.perf_counter()
                 planner.do(Unblock, task=k)
             t1 = time.perf_counter()
             json.loads(q.get(timeout=60))
-            lat.append(time.perf_counter() - t1)
+            lat.append(time.perf_counter() - t0)
+            ops.append(t1 - t0)
         lat.sort()
-        print(f"watch wake latency (ref update -> alert line), {rounds} wakes, 200 tasks: "
+        # From the start of the write (the ref moves inside it) to the alert line: an upper
+        # bound of the wake latency; the write alone is printed beside it.
+        print(f"watch wake latency (write start -> alert line), {rounds} wakes, 200 tasks: "
               f"median {statistics.median(lat) * 1000:.1f} ms, p90 "
-              f"{lat[int(len(lat) * 0.9) - 1] * 1000:.1f} ms, max {lat[-1] * 1000:.1f} ms")
+              f"{lat[int(len(lat) * 0.9) - 1] * 1000:.1f} ms, max {lat[-1] * 1000:.1f} ms "
+              f"(the write alone: median {statistics.median(ops) * 1000:.1f} ms)")
         c0 = cpu_seconds(proc.pid)
         time.sleep(idle)
         c1 = cpu_seconds(proc.pid)

@@ -154,3 +154,55 @@ def test_genesis_refuses_entities_that_are_not_the_digest(repo: Path, example: P
     with pytest.raises(ValidationError, match="digest"):
         genesis.write_import(Store.discover(repo), other, op, force=False)
     assert tip(repo) == ""
+
+
+def test_a_board_exported_from_a_long_run_imports_elsewhere_identically(repo: Path,
+                                                                        tmp_path: Path) -> None:
+    from gitliza.core import clock
+    from gitliza.core.ops import (Add, Claim, ClaimReview, Init, Merge, Register, Submit,
+                                  Verdict)
+    minute = [0]
+
+    def now() -> str:
+        minute[0] += 1
+        return clock.plus("2025-01-17T14:00:00Z", minute[0] * 60)
+
+    cache: dict[str, Liza] = {}
+
+    def as_(agent: str) -> Liza:
+        return cache.setdefault(agent, Liza.open(repo, agent, now=now, sync=False))
+
+    as_("human").do(Init, goal="A long run")
+    for agent, role in [("planner-1", "planner"), ("coder-1", "coder"), ("reviewer-1",
+                                                                         "code_reviewer")]:
+        as_("human").do(Register, agent=agent, role=role)
+    for i in range(1, 9):
+        t = f"task-{i}"
+        as_("planner-1").do(Add, task=t, description=f"step {i}", spec_ref="specs/a.md",
+                            done_when="done", scope="api", ready=True,
+                            depends_on=(f"task-{i - 1}",) if i > 1 and i % 3 else ())
+        for decision in ("reject", "approve"):
+            as_("coder-1").do(Claim, task=t, worktree=f".worktrees/{t}", base_commit="a" * 40)
+            as_("coder-1").do(Submit, task=t, commit="b" * 40)
+            as_("reviewer-1").do(ClaimReview, task=t)
+            as_("reviewer-1").do(Verdict, task=t, verdict=decision, commit="b" * 40,
+                                 reason="needs tests" if decision == "reject" else None)
+        if i < 8:
+            as_("reviewer-1").do(Merge, task=t, result="merged", merge_commit="c" * 40)
+        as_("human").do(Note, message=f"checked {t}", for_task=t)
+    for rev in ("refs/liza/state~5", "refs/liza/state"):
+        out = tmp_path / rev.replace("/", "_")
+        assert export_board(Env(path=repo), rev, out, True) == 0
+        other = tmp_path / f"other{len(rev)}"
+        git(tmp_path, "init", "-q", "-b", "main", str(other))
+        assert import_board(Env(path=other), out / "state.yaml", out / "log.yaml", False) == 0
+        a = Store.discover(repo).board(rev)[0]
+        b = Liza.open(other, sync=False).board()
+        for coll in ("tasks", "archive", "agents", "human_notes", "anomalies"):
+            assert b.keys(coll) == a.keys(coll) and \
+                [b.get(coll, k) for k in b.keys(coll)] == [a.get(coll, k) for k in a.keys(coll)]
+        for single in ("goal", "config", "sprint", "circuit_breaker"):
+            assert b.get(single) == a.get(single)
+        assert verify(Store.discover(other), progress=False).ops == {"import": 1}
+        entries = seed.read_log((out / "log.yaml").read_text())
+        assert len(entries) == len(list(Store.discover(repo).history(rev)))
