@@ -7,10 +7,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 from gitliza.core.states import AgentState, Role, TaskState
 
 FORMAT_VERSION = 1  # the storage format of refs/liza/state (the `format` blob)
+SINCE_V1 = "gitliza.since_v1"
+
+
+def since_v1(default: Any) -> Any:
+    """A field added to an entity after format 1 shipped. The codec leaves it out while it holds
+    its default, so that every board written before it existed replays to the same bytes
+    (tests/test_compat.py); a non-default value is written as usual."""
+    return field(default=default, metadata={SINCE_V1: True})
 SCHEMA_VERSION = 1  # `version:` of the spec's state.yaml
 
 
@@ -151,11 +160,11 @@ class Config:
     lease_duration: int = 300
     coder_poll_interval: int = 30
     coder_max_wait: int = 300
-    planner_max_wait: int = 600
-    reviewer_max_wait: int = 1800
-    restart_delay: int = 2  # after an agent's graceful exit (42)
-    crash_delay: int = 5  # after a crash; doubled per repeated crash up to crash_delay_max
-    crash_delay_max: int = 300
+    planner_max_wait: int = since_v1(600)
+    reviewer_max_wait: int = since_v1(1800)
+    restart_delay: int = since_v1(2)  # after an agent's graceful exit (42)
+    crash_delay: int = since_v1(5)  # after a crash; doubled per repeated crash up to crash_delay_max
+    crash_delay_max: int = since_v1(300)
     integration_branch: str = "integration"
     escalation_webhook: str | None = None
     # Watcher thresholds in seconds (gitliza/core/alarms.py THRESHOLDS); unset: the seed's values.
