@@ -114,9 +114,16 @@ def _styled(value: Any, key: str = "") -> Any:
     if isinstance(value, str):
         if _TS.match(value):
             return DoubleQuotedScalarString(value)
-        if "\n" in value:
+        if "\n" in value and _block_ok(value):
             return LiteralScalarString(value)  # `|-` when there is no final newline: exact
     return value
+
+
+def _block_ok(text: str) -> bool:
+    """Whether a `|` block keeps `text` exactly: printable lines without trailing blanks, no
+    leading blank (control characters, tabs or a line's trailing spaces need double quotes)."""
+    return not text.startswith((" ", "\n")) and all(
+        line.isprintable() and line == line.rstrip() for line in text.split("\n"))
 
 
 def render_state(view: dict[str, Any], oid: str) -> str:

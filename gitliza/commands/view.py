@@ -8,7 +8,7 @@ from gitliza.commands import Env
 from gitliza.core import codec, metrics, record
 from gitliza.core.board import Board
 from gitliza.core.invariants import check_board, claimable, reviewable
-from gitliza.core.model import Task
+from gitliza.core.model import Metrics, Task
 from gitliza.core.queries import notes_for
 from gitliza.core.states import TERMINAL, TaskState
 from gitliza.errors import InconsistentState, LizaError, NotFound, ValidationError
@@ -47,6 +47,7 @@ def status(env: Env, at: str | None) -> int:
     out.line(f"state {str(commit.id)[:12] if commit else '-'}  integration branch "
              f"{board.config.integration_branch}  done {m.tasks_done}  in progress "
              f"{m.tasks_in_progress}  blocked {m.tasks_blocked}  archived {len(archived)}")
+    out.line(_sprint_line(board, m))
     for line in _control_lines(board):
         out.line(line)
     out.table("tasks", ["task", "status", "pri", "assigned", "lease/review", "depends on"],
@@ -57,6 +58,18 @@ def status(env: Env, at: str | None) -> int:
               [[a.id, a.role.value, a.status.value, a.current_task or "", a.lease_expires or ""]
                for a in agents])
     return 0
+
+
+def _sprint_line(board: Board, m: Metrics) -> str:
+    """sprint.metrics of the schema, computed from the tasks (never a stale stored copy)."""
+    def pct(v: int | None) -> str:
+        return "n/a" if v is None else f"{v}%"
+    sp = board.sprint
+    return (f"sprint {sp.id} [{sp.status}]  iterations {m.iterations_total}  review cycles "
+            f"{m.review_cycles_total}  verdicts {m.review_verdict_count} (approved "
+            f"{pct(m.review_verdict_approval_rate_percent)})  submitted "
+            f"{m.task_submitted_for_review_count} (outcome approval "
+            f"{pct(m.task_outcome_approval_rate_percent)})")
 
 
 def _control_lines(board: Board) -> list[str]:

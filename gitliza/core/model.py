@@ -170,6 +170,16 @@ class Config:
     crash_delay_max: int = since_v1(300)
     integration_branch: str = "integration"
     escalation_webhook: str | None = None
+    # Watcher thresholds in seconds (gitliza/core/alarms.py THRESHOLDS); unset: the seed's values.
+    alarm_lease_grace: int | None = None
+    alarm_orphan_grace: int | None = None
+    alarm_stall: int | None = None
+    alarm_stale_draft: int | None = None
+    alarm_checkpoint_stale: int | None = None
+    alarm_checkpoint_stuck: int | None = None
+    alarm_checkpoint_abandoned: int | None = None
+    alarm_pause_stale: int | None = None
+    alarm_pause_forgotten: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,13 +229,26 @@ class CBEntry:
     timestamp: str
     result: str
     pattern: str | None = None
+    severity: str | None = None
+    resolution: str | None = None  # set by the human when the trigger is resolved
+    resolved_at: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CBTrigger:
+    """circuit_breaker.current_trigger of the schema (circuit-breaker.md)."""
+
+    timestamp: str
+    pattern: str
+    severity: str
+    report_file: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class CircuitBreaker:
     status: CBStatus = CBStatus.OK
     last_check: str | None = None
-    current_trigger: str | None = None
+    current_trigger: CBTrigger | None = None
     history: tuple[CBEntry, ...] = ()
 
 

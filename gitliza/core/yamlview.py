@@ -187,12 +187,16 @@ def state_view(board: Board, *, archived: bool = True) -> dict[str, Any]:
         },
         "circuit_breaker": {
             "last_check": cb.last_check, "status": cb.status.value,
-            "current_trigger": cb.current_trigger,
-            "history": [{"timestamp": h.timestamp, "pattern": h.pattern, "result": h.result}
-                        for h in cb.history],
+            "current_trigger": None if cb.current_trigger is None else _ordered(
+                codec.encode(cb.current_trigger), ("timestamp", "pattern", "severity")),
+            "history": [_ordered(codec.encode(h), ("timestamp", "pattern", "severity", "result"),
+                                 ("pattern",)) for h in cb.history],
         },
         "config": codec.encode(board.config) | {
             "escalation_webhook": board.config.escalation_webhook},
+        # gitliza's extension: pause/abort/checkpoint as recorded by the control ops (the seed
+        # keeps them as files in .liza/); written only when the board has it.
+        **({"control": codec.encode(c)} if (c := board.get("control")) is not None else {}),
     }
 
 

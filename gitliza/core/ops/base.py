@@ -68,7 +68,7 @@ class Op:
 
 OPS: dict[str, type[Op]] = {}
 OP_MODULES = ("gitliza.core.ops.planning", "gitliza.core.ops.work", "gitliza.core.ops.journal",
-              "gitliza.core.ops.control")
+              "gitliza.core.ops.control", "gitliza.core.ops.governance")
 
 
 def load_all() -> dict[str, type[Op]]:

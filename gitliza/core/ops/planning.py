@@ -34,6 +34,8 @@ _CONFIG_MAX = {"lease_duration": 7 * 86400, "heartbeat_interval": 86400,
                "max_coder_iterations": 1000, "max_review_cycles": 1000,
                "planner_max_wait": 7 * 86400, "reviewer_max_wait": 7 * 86400,
                "restart_delay": 3600, "crash_delay": 3600, "crash_delay_max": 86400}
+# Watcher thresholds (optional: unset means the seed's value, see gitliza/core/alarms.py).
+_CONFIG_MAX.update({k: 30 * 86400 for k in _CONFIG_TYPES if k.startswith("alarm_")})
 
 
 def coerce_config(key: str, value: ConfigValue | None) -> ConfigValue | None:
@@ -42,7 +44,7 @@ def coerce_config(key: str, value: ConfigValue | None) -> ConfigValue | None:
         known = ", ".join(f.name for f in dataclasses.fields(Config))
         raise ValidationError(f"unknown config key {key!r}", hint=f"known keys: {known}")
     tp = _CONFIG_TYPES[key]
-    if tp is int:
+    if tp is int or key.startswith("alarm_"):
         try:
             n = int(value) if not isinstance(value, bool) else None  # type: ignore[arg-type]
         except (TypeError, ValueError):
