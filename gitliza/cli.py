@@ -370,6 +370,23 @@ def push(remote: Optional[str] = typer.Argument(None), agent: Optional[str] = Ag
     _run(_sync().push, agent, json, remote=remote)
 
 
+# -- access (agents and programs) -----------------------------------------------------------------
+def _access() -> Any:
+    from gitliza.commands import access
+    return access
+
+
+@app.command("mcp")
+def mcp_cmd(role: Optional[str] = typer.Option(
+                None, "--role", help="Expose this role's tools (default: the agent's registered "
+                                     "role)."),
+            repo: Optional[Path] = typer.Option(None, "--repo",
+                                                help="The repository (default: here)."),
+            agent: Optional[str] = AgentOpt) -> None:
+    """Serve the board to one agent as an MCP server on stdio (needs gitliza[mcp])."""
+    _run(_access().mcp, agent, role=role, repo=repo)
+
+
 def _lean_app(args: list[str]) -> typer.Typer:
     """An app holding only the command being run: typer inspects every command's signature when
     it builds the click group (~1 ms each), which a one-shot CLI process should not pay for."""

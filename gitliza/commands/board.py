@@ -18,6 +18,18 @@ from gitliza.git.store import Committed
 def report(env: Env, done: Committed, extra: dict[str, Any] | None = None) -> int:
     """Print what a transition produced; return 0."""
     ev = done.outcome.event
+    data = transition_data(done, extra)
+    out = env.out
+    out.result(data, f"{ev.summary}  [{done.commit[:12]}]")
+    if not env.json:
+        for n in done.outcome.notices:
+            out.notice(n)
+    return 0
+
+
+def transition_data(done: Committed, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What a transition produced, as the JSON the CLI prints and the MCP tools return."""
+    ev = done.outcome.event
     data: dict[str, Any] = {
         "op": ev.op, "actor": ev.actor, "task": ev.task,
         "from": ev.from_state.value if ev.from_state else None,
@@ -30,12 +42,7 @@ def report(env: Env, done: Committed, extra: dict[str, Any] | None = None) -> in
         if t is not None:
             data["task_record"] = codec.encode(t)
     data.update(extra or {})
-    out = env.out
-    out.result(data, f"{ev.summary}  [{done.commit[:12]}]")
-    if not env.json:
-        for n in done.outcome.notices:
-            out.notice(n)
-    return 0
+    return data
 
 
 def _do(env: Env, cls: type[Op], **args: Any) -> int:
@@ -116,28 +123,30 @@ _SIMPLE: dict[str, type[Op]] = {"finalize": Finalize, "unblock": Unblock}
 
 
 def simple(env: Env, op: str, task: str) -> int:
-    done = env.liza().do(_SIMPLE[op], task=task)
-    _cleanup(env, done)
-    return report(env, done)
+    return report(env, do_op(env.liza(), _SIMPLE[op], task=task))
 
 
-def _cleanup(env: Env, done: Committed) -> None:
-    """Worktrees of tasks that a transition let go of are removed (lifecycle, when present)."""
-    hook = _lifecycle_hook("cleanup_after")
-    if hook is not None:
-        hook(env.liza(), done)
+# Ops after which a task may no longer own a worktree: lifecycle drops it (and its branch).
+RELEASING_OPS = frozenset({"finalize", "unblock", "rescope", "abandon"})
+
+
+def do_op(liza: Any, cls: type[Op], **args: Any) -> Committed:
+    """`liza.do(cls, **args)`, then the worktree clean-up a releasing op needs (the CLI and the
+    MCP server both go through here)."""
+    done: Committed = liza.do(cls, **args)
+    if cls.NAME in RELEASING_OPS:
+        hook = _lifecycle_hook("cleanup_after")
+        if hook is not None:
+            hook(liza, done)
+    return done
 
 
 def rescope(env: Env, task: str, into: Sequence[str], reason: str) -> int:
-    done = env.liza().do(Rescope, task=task, into=tuple(into), reason=reason)
-    _cleanup(env, done)
-    return report(env, done)
+    return report(env, do_op(env.liza(), Rescope, task=task, into=tuple(into), reason=reason))
 
 
 def abandon(env: Env, task: str, reason: str) -> int:
-    done = env.liza().do(Abandon, task=task, reason=reason)
-    _cleanup(env, done)
-    return report(env, done)
+    return report(env, do_op(env.liza(), Abandon, task=task, reason=reason))
 
 
 def block(env: Env, task: str, reason: str, questions: Sequence[str],
@@ -154,15 +163,21 @@ def heartbeat(env: Env, task: str | None = None) -> int:
 
 def discover(env: Env, description: str, disc_id: str | None, during: str | None,
              severity: str, urgency: str, recommendation: str | None) -> int:
+    return report(env, do_discover(env.liza(), disc_id, description=description, during=during,
+                                   severity=severity, urgency=urgency,
+                                   recommendation=recommendation))
+
+
+def do_discover(liza: Any, disc_id: str | None, **fields: Any) -> Committed:
+    """Record a discovery; without an id it gets the next free `disc-N` (chosen on every CAS
+    attempt, so two agents discovering at once do not collide)."""
     from gitliza.core.ops.journal import Discover
-    liza = env.liza()
 
     def make(board: Board, now: str) -> Op:
         ident = disc_id or f"disc-{len(board.keys('discovered')) + 1}"
-        return Discover(actor=liza.agent, time=now, id=ident, description=description,
-                        during=during, severity=severity, urgency=urgency,
-                        recommendation=recommendation)
-    return report(env, liza.apply(make))
+        return Discover(actor=liza.agent, time=now, id=ident, **fields)
+    done: Committed = liza.apply(make)
+    return done
 
 
 def parse_details(items: Sequence[str]) -> tuple[tuple[str, str | int | bool], ...]:
