@@ -110,7 +110,7 @@ def build_server(session: Session) -> Any:
     import gitliza
 
     def text(data: Any) -> list[Any]:
-        return [types.TextContent(type="text", text=json.dumps(data, indent=1, default=str))]
+        return [types.TextContent(type="text", text=json.dumps(data, default=str))]
 
     async def list_tools(ctx: Any, params: Any) -> Any:
         return types.ListToolsResult(tools=[
@@ -119,7 +119,13 @@ def build_server(session: Session) -> Any:
             for t in session.tools.values()])
 
     async def call_tool(ctx: Any, params: Any) -> Any:
-        ok, data = await anyio.to_thread.run_sync(session.call, params.name, params.arguments)
+        tool = session.tools.get(params.name)
+        if tool is not None and tool.read_only:
+            # A read takes well under a millisecond: a thread hop would cost more than it.
+            ok, data = session.call(params.name, params.arguments)
+        else:  # writes may run git (a worktree, a merge, an integration test): off the loop
+            ok, data = await anyio.to_thread.run_sync(session.call, params.name,
+                                                      params.arguments)
         if ok:
             return types.CallToolResult(content=text(data), structured_content=data)
         e = data["error"]
