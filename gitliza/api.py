@@ -6,6 +6,7 @@
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from typing import Any, Callable
@@ -17,6 +18,9 @@ from gitliza.core.states import HUMAN_ACTOR
 from gitliza.git.store import Committed, Store
 
 AGENT_ENV = "LIZA_AGENT_ID"
+# Set by `git liza agent` for itself and the agent it starts: every op then carries the supervisor
+# generation (Op.gen), which the board refuses once another supervisor took the id over.
+GEN_ENV = "LIZA_SUPERVISOR_GEN"
 # Tests and demos move time forward (lease expiry) without sleeping; never set in production.
 NOW_ENV = "LIZA_NOW"
 
@@ -40,6 +44,7 @@ class Liza:
         self._now = now
         self.sync = sync
         self.after_commit: list[AfterCommit] = []
+        self.gen: int | None = _env_gen() if self.agent == os.environ.get(AGENT_ENV) else None
 
     @classmethod
     def open(cls, path: str | os.PathLike[str] = ".", agent: str | None = None,
@@ -59,6 +64,8 @@ class Liza:
         return self.store.board(at)[0]
 
     def apply(self, make_op: Callable[[Board, str], Op]) -> Committed:
+        if self.gen is not None:
+            make_op = _with_gen(make_op, self.agent, self.gen)
         done = self.store.transact(make_op, self.now)
         for hook in self.after_commit:
             done = hook(self, done) or done
@@ -67,3 +74,18 @@ class Liza:
     def do(self, cls: type[Op], **args: Any) -> Committed:
         """Apply `cls(actor=self.agent, time=now, **args)`."""
         return self.apply(lambda _board, now: cls(actor=self.agent, time=now, **args))
+
+
+def _env_gen() -> int | None:
+    raw = os.environ.get(GEN_ENV)
+    return int(raw) if raw and raw.isdigit() else None
+
+
+def _with_gen(make_op: Callable[[Board, str], Op], agent: str,
+              gen: int) -> Callable[[Board, str], Op]:
+    def make(board: Board, now: str) -> Op:
+        op = make_op(board, now)
+        if op.actor == agent and op.gen is None and op.NAME != "supervise":
+            op = dataclasses.replace(op, gen=gen)
+        return op
+    return make

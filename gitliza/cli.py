@@ -70,9 +70,25 @@ def init(goal: str = typer.Argument(..., help="The goal, in one sentence."),
          deadline: Optional[str] = typer.Option(None, "--deadline", help="Sprint deadline (ISO)."),
          agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
          no_sync: bool = NoSyncOpt) -> None:
-    """Create refs/liza/state with the goal, default config and a sprint."""
+    """Create refs/liza/state with the goal, default config and a sprint (or start the next goal
+    on a board whose goal ended)."""
     _run(_board().init, agent, json, no_sync, goal=goal, integration_branch=integration_branch,
          config=config, deadline=deadline)
+
+
+@app.command("complete-goal")
+def complete_goal(summary: Optional[str] = typer.Option(None, "--summary"),
+                  agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
+                  no_sync: bool = NoSyncOpt) -> None:
+    """Mark the goal and its sprint COMPLETED (every task must be terminal)."""
+    _run(_board().complete_goal, agent, json, no_sync, summary=summary)
+
+
+@app.command("abort-goal")
+def abort_goal(reason: str = typer.Option(..., "--reason"), agent: Optional[str] = AgentOpt,
+               json: bool = JsonOpt, no_sync: bool = NoSyncOpt) -> None:
+    """Mark the goal and its sprint ABORTED."""
+    _run(_board().abort_goal, agent, json, no_sync, reason=reason)
 
 
 @app.command("config")
@@ -368,6 +384,48 @@ def push(remote: Optional[str] = typer.Argument(None), agent: Optional[str] = Ag
          json: bool = JsonOpt) -> None:
     """Push the local board (compare-and-swap on the remote ref)."""
     _run(_sync().push, agent, json, remote=remote)
+
+
+# -- team: supervisors, waiting, pause/resume/abort ----------------------------------------------
+def _team() -> Any:
+    from gitliza.commands import team
+    return team
+
+
+@app.command("wait")
+def wait_cmd(condition: str = typer.Argument(
+                 "change", help="change | work | status (with --task and --status)"),
+             task: Optional[str] = typer.Option(None, "--task"),
+             status: Optional[str] = typer.Option(None, "--status"),
+             since: Optional[str] = typer.Option(
+                 None, "--since", help="change: differs from this state revision."),
+             timeout: Optional[float] = typer.Option(None, "--timeout", help="Seconds."),
+             agent: Optional[str] = AgentOpt, json: bool = JsonOpt) -> None:
+    """Block until the board satisfies CONDITION (exit 1 on timeout)."""
+    _run(_team().wait, agent, json, condition=condition, task=task, status=status,
+         since=since, timeout=timeout)
+
+
+@app.command()
+def pause(reason: Optional[str] = typer.Option(None, "--reason"),
+          agent: Optional[str] = AgentOpt, json: bool = JsonOpt, no_sync: bool = NoSyncOpt) -> None:
+    """Pause the team on every machine: agents exit 42, supervisors wait."""
+    _run(_team().pause, agent, json, no_sync, reason=reason)
+
+
+@app.command()
+def resume(decision: Optional[str] = typer.Option(None, "--decision"),
+           note: Optional[str] = typer.Option(None, "--note"),
+           agent: Optional[str] = AgentOpt, json: bool = JsonOpt, no_sync: bool = NoSyncOpt) -> None:
+    """Lift a pause and close an open checkpoint."""
+    _run(_team().resume, agent, json, no_sync, decision=decision, note=note)
+
+
+@app.command()
+def abort(reason: Optional[str] = typer.Option(None, "--reason"),
+          agent: Optional[str] = AgentOpt, json: bool = JsonOpt, no_sync: bool = NoSyncOpt) -> None:
+    """Abort the team on every machine: agents and supervisors stop."""
+    _run(_team().abort, agent, json, no_sync, reason=reason)
 
 
 # -- access (agents and programs) -----------------------------------------------------------------

@@ -16,6 +16,7 @@ writes), and the tree computed for one commit is the parsed base of the next.
 """
 from __future__ import annotations
 
+import dataclasses
 import gc
 import sys
 import time
@@ -27,7 +28,7 @@ import pygit2
 from pygit2.enums import SortMode
 
 from gitliza.core import layout, record
-from gitliza.core.board import Board, Changes
+from gitliza.core.board import Board, Changes, journal_key
 from gitliza.core.invariants import problems_of_change
 from gitliza.core.ops.base import apply
 from gitliza.errors import InconsistentState, LizaError
@@ -57,6 +58,8 @@ class Report:
     base: str | None = None  # the trusted commit the replay started from (None: the root)
     tip: str | None = None
     seconds: float = 0.0
+    # Commits accepted in a legacy encoding (see `_legacy_anomaly`), oldest first: named, not hidden.
+    legacy: list[str] = field(default_factory=list)
 
     @property
     def rate(self) -> float:
@@ -119,7 +122,7 @@ def replay(store: Store, new: pygit2.Oid | str, old: pygit2.Oid | str | None = N
     gc.disable()
     try:
         for i, commit in enumerate(commits):
-            name = verify_commit(store, parent, commit, cache)
+            name = verify_commit(store, parent, commit, cache, legacy=report.legacy)
             report.ops[name] += 1
             parent = commit
             if progress is not None and (i & 63 == 63 or i == len(commits) - 1):
@@ -133,9 +136,10 @@ def replay(store: Store, new: pygit2.Oid | str, old: pygit2.Oid | str | None = N
 
 
 def verify_commit(store: Store, parent: pygit2.Commit | None, commit: pygit2.Commit,
-                  cache: Decoded | None = None) -> str:
+                  cache: Decoded | None = None, *, legacy: list[str] | None = None) -> str:
     """Check that `commit` is the legal transition its message records, applied to `parent` (None:
-    the root, which must be `init` on the empty board). Returns the op name."""
+    the root, which must be `init` on the empty board). Returns the op name. A commit accepted only
+    in a legacy encoding is appended to `legacy` (its full oid)."""
     oid = str(commit.id)
     try:
         rec = record.parse(commit.message)
@@ -162,6 +166,13 @@ def verify_commit(store: Store, parent: pygit2.Commit | None, commit: pygit2.Com
                             outcome.changes, write=False)
     except (LizaError, pygit2.GitError, OSError, KeyError) as e:
         raise VerifyFailure(oid, op.NAME, f"cannot rebuild the tree: {e}") from None
+    changes = outcome.changes
+    if built.tree != commit.tree_id and op.NAME == "anomaly":
+        older = _legacy_anomaly(store.repo, parent, commit, changes)
+        if older is not None:
+            changes, built = older
+            if legacy is not None:
+                legacy.append(oid)
     if built.tree != commit.tree_id:
         raise VerifyFailure(oid, op.NAME, f"tree {str(commit.tree_id)[:12]} is not what the op "
                             f"produces ({str(built.tree)[:12]}): {_tree_diff(parent, commit, built)}")
@@ -177,11 +188,67 @@ def verify_commit(store: Store, parent: pygit2.Commit | None, commit: pygit2.Com
     if cache is not None:
         # The next commit reads these entities: they are exactly the ones just written (the tree
         # matched), so hand them over instead of decoding the blobs again.
-        for (coll, key), entity in outcome.changes.items():
+        for (coll, key), entity in changes.items():
             blob = built.blobs[(coll, key)]
             if blob is not None:
                 cache[(coll, key, blob)] = entity
     return op.NAME
+
+
+LEGACY_ANOMALY = ("anomaly details in the order they were typed (gitliza before the canonical "
+                  "order, docs/lifecycle.md \"Anomaly details\")")
+
+
+def _legacy_anomaly(repo: pygit2.Repository, parent: pygit2.Commit | None, commit: pygit2.Commit,
+                    changes: Changes) -> tuple[Changes, trees.Built] | None:
+    """The one known legacy encoding: older gitliza wrote an anomaly's details in the order they
+    were typed, while the recorded args (sorted JSON) replay them sorted, so such a commit never
+    reproduced its own tree. It is accepted when it is exactly that and nothing else: the commit
+    adds one anomaly blob whose entry is the replayed one with the same details in another order,
+    at the key the old code derived from those bytes, and the tree rebuilt with that entry is the
+    commit's tree. The content is the same; only the order of a mapping differs."""
+    journal = [(k, v) for k, v in changes.items() if k[0] == "anomalies" and v is not None]
+    if parent is None or len(journal) != 1:
+        return None
+    (_, key), entity = journal[0]
+    try:
+        added = [d.new_file.path for d in parent.tree.diff_to_tree(commit.tree).deltas
+                 if d.status == pygit2.enums.DeltaStatus.ADDED
+                 and d.new_file.path.startswith("anomalies/")]
+        if len(added) != 1:
+            return None
+        where = layout.parse_path(added[0])
+        if where is None or where[0] != "anomalies":
+            return None
+        recorded = decode_blob("anomalies", where[1], commit.tree[added[0]].data,  # type: ignore[union-attr]
+                               added[0])
+    except (LizaError, pygit2.GitError, KeyError, ValueError):
+        return None
+    typed = {(k, type(v), v) for k, v in recorded.details}
+    if (len(recorded.details) != len(entity.details) or typed != {(k, type(v), v) for k, v in
+                                                                   entity.details}
+            or dataclasses.replace(recorded, details=entity.details) != entity
+            or journal_key(recorded, entity.timestamp) != where[1]):
+        return None
+    older: Changes = {k: v for k, v in changes.items() if k != ("anomalies", key)}
+    older[("anomalies", where[1])] = recorded
+    try:
+        built = trees.build(repo, parent.tree_id, older, write=False)
+    except (LizaError, pygit2.GitError, OSError, KeyError):
+        return None
+    return (older, built) if built.tree == commit.tree_id else None
+
+
+def legacy_anomalies(board: Board) -> list[str]:
+    """Keys of the anomalies on `board` stored in the legacy (typed) detail order: what `doctor`
+    explains. Cheap: journals are small and nothing but the current tree is read."""
+    from gitliza.core.ops.journal import canonical_details
+    out = []
+    for key in board.keys("anomalies"):
+        a = board.get("anomalies", key)
+        if a is not None and a.details != canonical_details(a.details):
+            out.append(key)
+    return out
 
 
 def expected_tree(repo: pygit2.Repository, base: pygit2.Tree | None, changes: Changes) -> pygit2.Oid:

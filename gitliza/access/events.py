@@ -47,7 +47,7 @@ def line(e: dict[str, Any]) -> str:
 def resolve_since(liza: Any, since: str | None) -> pygit2.Oid | None:
     if since is None:
         return None
-    commit = liza.store.resolve(since)
+    commit: pygit2.Commit | None = liza.store.resolve(since)
     if commit is None:
         raise ValidationError(f"--since {since!r}: no such state")
     return commit.id

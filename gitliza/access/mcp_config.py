@@ -23,39 +23,43 @@ CONFIG_FILES = {
 
 
 def server(repo: str | os.PathLike[str], agent: str, role: str | None = None,
-           python: str | None = None) -> dict[str, Any]:
-    """The stdio server entry: command, args, env."""
+           python: str | None = None, gen: int | None = None) -> dict[str, Any]:
+    """The stdio server entry: command, args, env. `gen`: the supervisor generation the agent
+    runs under (`git liza agent`); the server's ops then carry it, like the CLI's."""
     args = ["-m", "gitliza", "mcp", "--repo", os.fspath(repo), "--agent", agent]
     if role:
         args += ["--role", role]
-    return {"command": python or sys.executable, "args": args,
-            "env": {"LIZA_AGENT_ID": agent}}
+    env = {"LIZA_AGENT_ID": agent}
+    if gen is not None:
+        env["LIZA_SUPERVISOR_GEN"] = str(gen)
+    return {"command": python or sys.executable, "args": args, "env": env}
 
 
 def mcp_json(repo: str | os.PathLike[str], agent: str, role: str | None = None,
-             python: str | None = None) -> dict[str, Any]:
+             python: str | None = None, gen: int | None = None) -> dict[str, Any]:
     """Claude Code's `.mcp.json` (also what `claude --mcp-config FILE` takes)."""
-    return {"mcpServers": {SERVER_NAME: {"type": "stdio", **server(repo, agent, role, python)}}}
+    entry = {"type": "stdio", **server(repo, agent, role, python, gen)}
+    return {"mcpServers": {SERVER_NAME: entry}}
 
 
 def gemini_settings(repo: str | os.PathLike[str], agent: str, role: str | None = None,
-                    python: str | None = None) -> dict[str, Any]:
+                    python: str | None = None, gen: int | None = None) -> dict[str, Any]:
     """Gemini CLI's `settings.json` fragment."""
-    return {"mcpServers": {SERVER_NAME: {**server(repo, agent, role, python),
+    return {"mcpServers": {SERVER_NAME: {**server(repo, agent, role, python, gen),
                                          "cwd": os.fspath(repo)}}}
 
 
 def codex_config(repo: str | os.PathLike[str], agent: str, role: str | None = None,
-                 python: str | None = None) -> dict[str, Any]:
+                 python: str | None = None, gen: int | None = None) -> dict[str, Any]:
     """Codex's `config.toml` table `[mcp_servers.gitliza]` (as data; `render` gives TOML)."""
-    return {"mcp_servers": {SERVER_NAME: server(repo, agent, role, python)}}
+    return {"mcp_servers": {SERVER_NAME: server(repo, agent, role, python, gen)}}
 
 
 def vibe_config(repo: str | os.PathLike[str], agent: str, role: str | None = None,
-                python: str | None = None) -> dict[str, Any]:
+                python: str | None = None, gen: int | None = None) -> dict[str, Any]:
     """Mistral Vibe's `config.toml` array of tables `[[mcp_servers]]`."""
     return {"mcp_servers": [{"name": SERVER_NAME, "transport": "stdio",
-                             **server(repo, agent, role, python)}]}
+                             **server(repo, agent, role, python, gen)}]}
 
 
 _BUILDERS = {"claude": mcp_json, "gemini": gemini_settings, "codex": codex_config,
@@ -63,14 +67,14 @@ _BUILDERS = {"claude": mcp_json, "gemini": gemini_settings, "codex": codex_confi
 
 
 def for_cli(cli: str, repo: str | os.PathLike[str], agent: str, role: str | None = None,
-            python: str | None = None) -> tuple[str, str]:
+            python: str | None = None, gen: int | None = None) -> tuple[str, str]:
     """(file name relative to the project, its text) for agent CLI `cli` (claude, gemini,
     codex, vibe)."""
     build = _BUILDERS.get(cli)
     if build is None:
         from gitliza.errors import ValidationError
         raise ValidationError(f"unknown agent CLI {cli!r}", hint="one of: " + ", ".join(_BUILDERS))
-    return CONFIG_FILES[cli], render(CONFIG_FILES[cli], build(repo, agent, role, python))
+    return CONFIG_FILES[cli], render(CONFIG_FILES[cli], build(repo, agent, role, python, gen))
 
 
 def render(filename: str, data: dict[str, Any]) -> str:

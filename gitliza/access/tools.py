@@ -21,13 +21,14 @@ import typing
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
-from gitliza.core.states import HUMAN_ACTOR, PLANNING, TASK_TRANSITIONS, Role
+from gitliza.core.states import CONTROL_OPS, HUMAN_ACTOR, PLANNING, TASK_TRANSITIONS, Role
 from gitliza.errors import PermissionDenied, ValidationError
 
 Runner = Callable[[Any, dict[str, Any]], Any]  # (Liza, checked arguments) -> JSON-able result
 
-# Not agent tools: the board is created, and agents registered, by the human or the supervisor.
-NOT_TOOLS = frozenset({"init", "register"})
+# Not agent tools: the board is created, agents registered and supervisor generations handed out
+# by the human or the supervisor.
+NOT_TOOLS = frozenset({"init", "register", "supervise"})
 AGENTS = frozenset({Role.PLANNER, Role.CODER, Role.CODE_REVIEWER})
 EVERYONE = frozenset(Role)
 
@@ -103,10 +104,12 @@ def _schema(params: Iterable[tuple[str, Any, bool]]) -> dict[str, Any]:
 
 def op_schema(cls: type, exclude: Iterable[str] = (), optional: Iterable[str] = ()
               ) -> dict[str, Any]:
-    """An op record's fields (less actor, time and `exclude`) as a tool input schema; a field
+    """An op record's own fields (less those every op has: actor, time, the supervisor
+    generation, which the server supplies, and less `exclude`) as a tool input schema; a field
     with no default is required unless named in `optional` (the library chooses it then)."""
+    from gitliza.core.ops.base import Op
     hints = typing.get_type_hints(cls)
-    skip = {"actor", "time", *exclude}
+    skip = {f.name for f in dataclasses.fields(Op)} | set(exclude)
     opt = set(optional)
     return _schema((f.name, hints[f.name],
                     f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
@@ -249,12 +252,14 @@ def _build() -> dict[str, Tool]:
           discover, optional=("id",), roles=AGENTS)
     write("anomaly", "Log an anomaly; the type's required details are checked.", roles=EVERYONE)
     # Ops landed without a line above still become tools (generic: the op record's fields, the
-    # roles of its transitions, else the planner's and the human's), so none is left out.
+    # roles of its transitions or of the control table, else the planner's and the human's), so
+    # none is left out.
     for name, cls in sorted(ops.items()):
         if name not in NOT_TOOLS and name.replace("-", "_") not in {t.name for t in tools}:
             doc = (cls.__doc__ or "").strip().splitlines()
             write(name, doc[0] if doc and not doc[0].startswith(cls.__name__ + "(")
-                  else f"The {name} op.", roles=_op_roles(name) or PLANNING)
+                  else f"The {name} op.",
+                  roles=_op_roles(name) or CONTROL_OPS.get(name) or PLANNING)
     # looking
     read("status", "The board: goal, sprint metrics, tasks, agents, claimable tasks.",
          view.status_data)

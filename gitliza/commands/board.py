@@ -9,8 +9,8 @@ from gitliza.commands import Env
 from gitliza.core import codec
 from gitliza.core.board import Board
 from gitliza.core.ops.base import Op
-from gitliza.core.ops.planning import (Abandon, Add, ConfigSet, Finalize, Init, Register, Rescope,
-                                       Unblock)
+from gitliza.core.ops.planning import (Abandon, AbortGoal, Add, CompleteGoal, ConfigSet, Finalize,
+                                       Init, Register, Rescope, Unblock, next_id)
 from gitliza.errors import ValidationError
 from gitliza.git.store import Committed
 
@@ -67,8 +67,15 @@ def init(env: Env, goal: str, integration_branch: str | None, config: Path | Non
         if not isinstance(v, (str, int, bool)) and v is not None:
             raise ValidationError(f"config {k}: unsupported value {v!r}")
     liza = env.liza()
-    done = liza.do(Init, goal=goal, deadline=deadline,
-                   config=tuple((k, v) for k, v in pairs.items() if v is not None))
+    cfg = tuple((k, v) for k, v in pairs.items() if v is not None)
+
+    def make(board: Board, now: str) -> Op:
+        ids = {}
+        if board.initialized:  # a new goal after the previous one ended (the op checks that)
+            ids = {"goal_id": next_id(board.goal.id, "goal"),
+                   "sprint_id": next_id(board.sprint.id, "sprint")}
+        return Init(actor=liza.agent, time=now, goal=goal, deadline=deadline, config=cfg, **ids)
+    done = liza.apply(make)
     _after_init(liza, done.outcome.board)
     return report(env, done)
 
@@ -86,6 +93,14 @@ def _lifecycle_hook(name: str) -> Any:
     except ImportError:
         return None
     return getattr(lifecycle, name, None)
+
+
+def complete_goal(env: Env, summary: str | None) -> int:
+    return _do(env, CompleteGoal, summary=summary)
+
+
+def abort_goal(env: Env, reason: str) -> int:
+    return _do(env, AbortGoal, reason=reason)
 
 
 def config(env: Env, key: str | None, value: str | None, at: str | None) -> int:

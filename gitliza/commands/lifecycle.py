@@ -122,11 +122,15 @@ def merge(env: Env, task: str) -> int:
 def doctor(env: Env, fix: bool) -> int:
     rep = life.doctor(env.liza(), fix)
     remaining = rep.remaining
+    legacy = _legacy_notes(env)
     if env.json:
         env.out.json({
             "problems": [p.__dict__ for p in rep.problems], "busy": rep.busy,
-            "fixed": sum(p.fixed for p in rep.problems), "remaining": len(remaining)})
+            "fixed": sum(p.fixed for p in rep.problems), "remaining": len(remaining),
+            "legacy": legacy})
     else:
+        for line in legacy:
+            env.out.line(line)
         for p in rep.problems:
             state = "fixed" if p.fixed else ("fixable with --fix" if p.fixable and not fix
                                              else "NOT fixed")
@@ -137,3 +141,11 @@ def doctor(env: Env, fix: bool) -> int:
         if not rep.problems:
             env.out.line("doctor: board and disk agree")
     return EXIT_INCONSISTENT if remaining else 0
+
+
+def _legacy_notes(env: Env) -> list[str]:
+    """Board entries an older gitliza wrote in an encoding that no longer replays byte for byte but
+    that verify accepts by name (not problems: nothing to fix, the history stays as it is)."""
+    from gitliza.verify import LEGACY_ANOMALY, legacy_anomalies
+    return [f"legacy-anomaly anomalies/{key}: {LEGACY_ANOMALY}; `git liza verify` accepts and names "
+            "the commit that wrote it, nothing to repair" for key in legacy_anomalies(env.liza().board())]

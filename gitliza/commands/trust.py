@@ -28,8 +28,14 @@ def verify(env: Env, since: str | None, at: str | None) -> int:
                             "seconds": round(report.seconds, 3),
                             "commits_per_second": round(report.rate)}
     counts = ", ".join(f"{k} {v}" for k, v in ops.items()) or "nothing new"
+    data["legacy"] = report.legacy
     env.out.result(data, f"verified {report.commits} state commit(s) up to "
                    f"{str(report.tip)[:12]} in {report.seconds:.2f}s ({report.rate:.0f}/s): {counts}")
+    if report.legacy and not env.json:
+        from gitliza.verify import LEGACY_ANOMALY
+        for oid in report.legacy:
+            env.out.notice(f"state commit {oid[:12]} (anomaly) accepted in a legacy encoding: "
+                           f"{LEGACY_ANOMALY}")
     return 0
 
 

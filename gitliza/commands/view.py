@@ -9,6 +9,7 @@ from gitliza.core import codec, metrics, record
 from gitliza.core.board import Board
 from gitliza.core.invariants import check_board, claimable, reviewable
 from gitliza.core.model import Task
+from gitliza.core.queries import notes_for
 from gitliza.core.states import TERMINAL, TaskState
 from gitliza.errors import InconsistentState, LizaError, NotFound
 
@@ -34,6 +35,7 @@ def status_data(liza: Any, at: str | None = None) -> dict[str, Any]:
         "tasks": [task_row(t) for t in live], "archived": len(archived),
         "agents": [codec.encode(a) for a in board.agents()],
         "claimable": [t.id for t in claimable(board, liza.now())],
+        "control": codec.encode(board.control),
     }
 
 
@@ -52,6 +54,8 @@ def status(env: Env, at: str | None) -> int:
     out.line(f"state {str(commit.id)[:12] if commit else '-'}  integration branch "
              f"{board.config.integration_branch}  done {m.tasks_done}  in progress "
              f"{m.tasks_in_progress}  blocked {m.tasks_blocked}  archived {len(archived)}")
+    for line in _control_lines(board):
+        out.line(line)
     out.table("tasks", ["task", "status", "pri", "assigned", "lease/review", "depends on"],
               [[t.id, t.status.value, t.priority, t.assigned_to or "",
                 t.review_lease_expires or t.lease_expires or "", ", ".join(t.depends_on)]
@@ -60,6 +64,22 @@ def status(env: Env, at: str | None) -> int:
               [[a.id, a.role.value, a.status.value, a.current_task or "", a.lease_expires or ""]
                for a in agents])
     return 0
+
+
+def _control_lines(board: Board) -> list[str]:
+    """PAUSED / ABORTED / CHECKPOINT, when set (the board's record, not the local files)."""
+    c, lines = board.control, []
+    if c.aborted:
+        lines.append(f"ABORTED by {c.aborted_by} at {c.aborted_at}"
+                     + (f": {c.abort_reason}" if c.abort_reason else ""))
+    if c.paused:
+        lines.append(f"PAUSED by {c.paused_by} at {c.paused_at}"
+                     + (f": {c.pause_reason}" if c.pause_reason else ""))
+    if board.sprint.status == "CHECKPOINT":
+        lines.append(f"CHECKPOINT ({c.checkpoint_trigger or 'manual'}) by {c.checkpoint_by} at "
+                     f"{board.sprint.timeline.checkpoint_at}"
+                     + (f": {c.checkpoint_reason}" if c.checkpoint_reason else ""))
+    return lines
 
 
 def task_row(t: Task) -> dict[str, Any]:
@@ -77,18 +97,20 @@ def find_task(board: Board, task: str) -> Task:
 
 
 def show_data(liza: Any, task: str, at: str | None = None) -> dict[str, Any]:
-    """`show --json`: one task with its history."""
-    data: dict[str, Any] = codec.encode(find_task(liza.store.board(at)[0], task))
-    return data
+    """`show --json`: one task with its history and the human notes for it."""
+    board = liza.store.board(at)[0]
+    t = find_task(board, task)
+    return {**codec.encode(t), "human_notes": [codec.encode(n) for n in notes_for(board, t.id)]}
 
 
 def show(env: Env, task: str, at: str | None) -> int:
+    if env.json:
+        env.out.json(show_data(env.liza(), task, at))
+        return 0
     board, _ = _board(env, at)
     t = find_task(board, task)
     data = codec.encode(t)
-    if env.json:
-        env.out.json(data)
-        return 0
+    notes = notes_for(board, t.id)
     out = env.out
     out.line(f"{t.id} [{t.status}] priority {t.priority}"
              + ("  (archived)" if t.status in TERMINAL else ""))
@@ -100,6 +122,10 @@ def show(env: Env, task: str, at: str | None) -> int:
     for h in t.history:
         extra = " ".join(f"{k}={v}" for k, v in codec.encode(h).items() if k not in ("time", "event"))
         out.line(f"    {h.time}  {h.event}  {extra}".rstrip())
+    if notes:
+        out.line("  human notes (read before starting):")
+        for n in notes:
+            out.line(f"    {n.timestamp}  {n.author or 'human'}: {n.message}")
     return 0
 
 
@@ -142,7 +168,8 @@ def log(env: Env, n: int | None, task: str | None, by: str | None, at: str | Non
 
 
 def ready_tasks(liza: Any, at: str | None = None) -> tuple[str, list[Task]]:
-    """What the acting agent can take: ("reviewable", ...) for a reviewer, else ("claimable", ...)."""
+    """What the acting agent can take: ("reviewable", tasks) for a reviewer, else
+    ("claimable", tasks)."""
     board, _ = liza.store.board(at)
     me = board.agent(liza.agent)
     now = liza.now()

@@ -10,11 +10,12 @@ import hashlib
 from typing import Any, Iterable, Iterator, Mapping, Protocol
 
 from gitliza.core import codec
-from gitliza.core.model import (Agent, Anomaly, CircuitBreaker, Config, Discovery, Goal, Handoff,
-                                HumanNote, SpecChange, Sprint, Task)
+from gitliza.core.model import (Agent, Anomaly, CircuitBreaker, Config, Control, Discovery, Goal,
+                                Handoff, HumanNote, SpecChange, Sprint, Supervisor, Task)
 
 SINGLETONS: dict[str, type] = {
     "goal": Goal, "config": Config, "sprint": Sprint, "circuit_breaker": CircuitBreaker,
+    "control": Control,     # pause/abort/checkpoint (written by the control ops only)
 }
 COLLECTIONS: dict[str, type] = {
     "tasks": Task,          # live tasks
@@ -25,6 +26,7 @@ COLLECTIONS: dict[str, type] = {
     "anomalies": Anomaly,   # journals: append-only, one entry per key
     "spec_changes": SpecChange,
     "human_notes": HumanNote,
+    "supervisors": Supervisor,  # generation tokens of `git liza agent` supervisors
 }
 JOURNALS = ("anomalies", "spec_changes", "human_notes")
 ENTITY_TYPES: dict[str, type] = {**SINGLETONS, **COLLECTIONS}
@@ -105,6 +107,11 @@ class Board:
     def sprint(self) -> Sprint:
         s: Sprint = self._single("sprint")
         return s
+
+    @property
+    def control(self) -> Control:
+        c = self.get("control")
+        return c if c is not None else Control()
 
     @property
     def circuit_breaker(self) -> CircuitBreaker:

@@ -151,6 +151,11 @@ class Config:
     lease_duration: int = 300
     coder_poll_interval: int = 30
     coder_max_wait: int = 300
+    planner_max_wait: int = 600
+    reviewer_max_wait: int = 1800
+    restart_delay: int = 2  # after an agent's graceful exit (42)
+    crash_delay: int = 5  # after a crash; doubled per repeated crash up to crash_delay_max
+    crash_delay_max: int = 300
     integration_branch: str = "integration"
     escalation_webhook: str | None = None
 
@@ -267,5 +272,40 @@ class Anomaly:
         return dict(self.details)
 
 
+@dataclass(frozen=True, slots=True)
+class Control:
+    """Board-wide run control: what the reference keeps as `.liza/PAUSE`, `.liza/ABORT` and
+    `.liza/CHECKPOINT` files on one machine, recorded as ops so that it reaches every machine."""
+
+    paused: bool = False
+    pause_reason: str | None = None
+    paused_by: str | None = None
+    paused_at: str | None = None
+    aborted: bool = False
+    abort_reason: str | None = None
+    aborted_by: str | None = None
+    aborted_at: str | None = None
+    checkpoint_reason: str | None = None  # the open checkpoint (sprint.status CHECKPOINT)
+    checkpoint_trigger: str | None = None
+    checkpoint_by: str | None = None
+    resumed_by: str | None = None
+    resumed_at: str | None = None
+    resume_decision: str | None = None
+    resume_note: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Supervisor:
+    """Who runs agent `agent`: the generation token of its live supervisor. A supervisor's ops
+    carry its generation; once another supervisor took the id over, they are refused."""
+
+    agent: str
+    generation: int
+    started: str
+    expires: str | None = None  # None: ended cleanly, the id is free
+    host: str | None = None
+    pid: int | None = None
+
+
 Entity = (Task | Agent | Goal | Config | Sprint | CircuitBreaker | Discovery | Handoff | HumanNote
-          | SpecChange | Anomaly)
+          | SpecChange | Anomaly | Control | Supervisor)

@@ -152,3 +152,14 @@ AGENT_TRANSITIONS: frozenset[tuple[AgentState, AgentState]] = frozenset({
     (AgentState.HANDOFF, AgentState.IDLE),
     (AgentState.HANDOFF, AgentState.WORKING),
 })
+
+# Board-level control ops (no task moves): who may run each. Pause, resume, abort and checkpoint are
+# the human override protocol's levers (the planner may pull them too); `supervise` is the agent's
+# own supervisor taking, renewing or ending its generation token.
+CONTROL_OPS: dict[str, frozenset[Role]] = {
+    "pause": PLANNING,
+    "resume": PLANNING,
+    "abort": PLANNING,
+    "checkpoint": PLANNING,
+    "supervise": REGISTRABLE_ROLES,
+}

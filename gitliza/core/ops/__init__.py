@@ -9,10 +9,12 @@ from gitliza.core.ops.base import OPS, Ctx, Event, Op, Outcome, apply, load_all,
 
 _WHERE = {
     "AnomalyOp": "journal", "Discover": "journal", "Note": "journal", "SpecChangeOp": "journal",
-    "Abandon": "planning", "Add": "planning", "ConfigSet": "planning", "Finalize": "planning",
+    "Abandon": "planning", "AbortGoal": "planning", "Add": "planning", "CompleteGoal": "planning", "ConfigSet": "planning", "Finalize": "planning",
     "Init": "planning", "Register": "planning", "Rescope": "planning", "Unblock": "planning",
     "Block": "work", "Claim": "work", "ClaimReview": "work", "HandoffOp": "work",
     "Heartbeat": "work", "Merge": "work", "Release": "work", "Submit": "work", "Verdict": "work",
+    "AbortOp": "control", "Checkpoint": "control", "Pause": "control", "Resume": "control",
+    "Supervise": "control",
 }
 
 __all__ = ["OPS", "Ctx", "Event", "Op", "Outcome", "apply", "load_all", "op_from_record",

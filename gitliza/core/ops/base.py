@@ -18,7 +18,7 @@ from gitliza.core.ids import check_id
 from gitliza.core.model import Agent, HistoryEntry, Task
 from gitliza.core.states import (AGENT_TRANSITIONS, FORBIDDEN, HUMAN_ACTOR, TERMINAL, Role,
                                  TaskState, Transition, lookup, sources_of)
-from gitliza.errors import (IllegalTransition, InconsistentState, LizaError, NotFound,
+from gitliza.errors import (IllegalTransition, InconsistentState, LeaseLost, LizaError, NotFound,
                             PermissionDenied, ValidationError)
 
 _SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
@@ -51,6 +51,9 @@ class Op:
     NAME: ClassVar[str] = ""
     actor: str
     time: str
+    # The supervisor generation the writer runs under (`git liza agent`, see ops/control.py);
+    # None for everyone else. A superseded generation's ops are refused (LeaseLost).
+    gen: int | None = None
 
     def args(self) -> dict[str, Any]:
         """The op's parameters (everything but actor and time) as plain JSON-able data."""
@@ -64,7 +67,8 @@ class Op:
 
 
 OPS: dict[str, type[Op]] = {}
-OP_MODULES = ("gitliza.core.ops.planning", "gitliza.core.ops.work", "gitliza.core.ops.journal")
+OP_MODULES = ("gitliza.core.ops.planning", "gitliza.core.ops.work", "gitliza.core.ops.journal",
+              "gitliza.core.ops.control")
 
 
 def load_all() -> dict[str, type[Op]]:
@@ -201,6 +205,8 @@ def apply(board: Board, op: Op) -> Outcome:
         check_id(op.actor, "agent id")
     if op.NAME != "init" and not board.initialized:
         raise ValidationError("no board here", hint="run `git liza init GOAL` first")
+    if op.gen is not None:
+        _check_generation(board, op)
     ctx = Ctx(board, op)
     op.run(ctx)
     event = Event(op=op.NAME, actor=op.actor, time=op.time, task=ctx.task_id,
@@ -210,6 +216,14 @@ def apply(board: Board, op: Op) -> Outcome:
     _check_agent_moves(board, changes)
     return Outcome(changes=changes, event=event, board=board.with_changes(changes),
                    notices=tuple(ctx.notices))
+
+
+def _check_generation(board: Board, op: Op) -> None:
+    sup = board.get("supervisors", op.actor)
+    if sup is None or sup.generation != op.gen:
+        now = f"generation {sup.generation}" if sup is not None else "no supervisor"
+        raise LeaseLost(f"{op.actor}: supervisor generation {op.gen} was superseded ({now} "
+                        "holds the id): stand down")
 
 
 def _check_text(value: Any, where: str) -> None:

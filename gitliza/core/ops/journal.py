@@ -56,6 +56,28 @@ class Discover(Op):
         ctx.summary = f"discover {self.id} ({sev.value}, {urg.value}) by {self.actor}"
 
 
+def canonical_details(details: tuple[tuple[str, DetailValue], ...]
+                      ) -> tuple[tuple[str, DetailValue], ...]:
+    """The detail mapping in the one order both the live write and the replay produce.
+
+    The op's args are recorded as JSON with sorted keys (record.args_json), so a replay sees the
+    details sorted whatever order the user typed them in; the entity (and its journal key, a digest
+    of its bytes) must therefore not depend on that order either. Sorted by key is also the order
+    every anomaly that replayed before this rule had, so older valid histories still verify.
+    Duplicate keys are refused: the recorded JSON object would keep only one of them."""
+    seen: set[str] = set()
+    for key, value in details:
+        if not isinstance(key, str) or not key.strip():
+            raise ValidationError("anomaly detail keys must be non-empty text")
+        if key in seen:
+            raise ValidationError(f"anomaly detail {key!r} is given twice")
+        seen.add(key)
+        if isinstance(value, int) and not isinstance(value, bool) and \
+                not -2**63 <= value < 2**63:
+            raise ValidationError(f"anomaly detail {key!r}: {value} does not fit in 64 bits")
+    return tuple(sorted(details, key=lambda kv: kv[0]))
+
+
 @register_op
 @dataclass(frozen=True, kw_only=True)
 class AnomalyOp(Op):
@@ -70,14 +92,14 @@ class AnomalyOp(Op):
         if required is None:
             raise ValidationError(f"anomaly type {self.type!r} is not one of: "
                                   + ", ".join(ANOMALY_REQUIRED))
-        have = {k for k, _ in self.details}
+        details = canonical_details(self.details)
+        have = {k for k, _ in details}
         missing = [f for f in required if f not in have]
         if missing:
             raise ValidationError(f"anomaly {self.type} needs details: {', '.join(missing)}")
         _task_ref(ctx, self.task)
         _append(ctx, "anomalies", Anomaly(timestamp=self.time, type=self.type,
-                                          reporter=self.actor, task=self.task,
-                                          details=self.details))
+                                          reporter=self.actor, task=self.task, details=details))
         ctx.summary = f"anomaly {self.type}" + (f" on {self.task}" if self.task else "") + \
             f" by {self.actor}"
 

@@ -7,11 +7,11 @@ from dataclasses import dataclass
 
 from gitliza.core import clock
 from gitliza.core.ids import check_id
-from gitliza.core.model import (Agent, Alignment, CircuitBreaker, Config, Goal, Sprint,
-                                SprintTimeline, Task)
+from gitliza.core.model import (Agent, Alignment, CircuitBreaker, Config, Goal, GoalStatus,
+                                Sprint, SprintStatus, SprintTimeline, Task)
 from gitliza.core.ops.base import Ctx, Op, need_text, register_op, replace
-from gitliza.core.states import (HUMAN_ACTOR, PLANNING, REGISTRABLE_ROLES, AgentState, Role,
-                                 TaskState)
+from gitliza.core.states import (HUMAN_ACTOR, PLANNING, REGISTRABLE_ROLES, TERMINAL, AgentState,
+                                 Role, TaskState)
 from gitliza.errors import PermissionDenied, ValidationError
 
 S = TaskState
@@ -31,7 +31,9 @@ _CONFIG_TYPES = typing.get_type_hints(Config)
 # Upper bounds keep every derived timestamp representable and every limit meaningful.
 _CONFIG_MAX = {"lease_duration": 7 * 86400, "heartbeat_interval": 86400,
                "coder_poll_interval": 86400, "coder_max_wait": 7 * 86400,
-               "max_coder_iterations": 1000, "max_review_cycles": 1000}
+               "max_coder_iterations": 1000, "max_review_cycles": 1000,
+               "planner_max_wait": 7 * 86400, "reviewer_max_wait": 7 * 86400,
+               "restart_delay": 3600, "crash_delay": 3600, "crash_delay_max": 86400}
 
 
 def coerce_config(key: str, value: ConfigValue | None) -> ConfigValue | None:
@@ -57,6 +59,14 @@ def coerce_config(key: str, value: ConfigValue | None) -> ConfigValue | None:
     return check_branch(str(value)) if key == "integration_branch" else str(value)
 
 
+def next_id(current: str, prefix: str) -> str:
+    """The id after `current` (goal-1 -> goal-2): a new goal on a board that had one."""
+    head, _, num = current.rpartition("-")
+    if head == prefix and num.isdigit():
+        return f"{prefix}-{int(num) + 1}"
+    return f"{prefix}-2" if current != f"{prefix}-2" else f"{prefix}-3"
+
+
 def definition_gaps(task: Task) -> list[str]:
     """The planner's task definition gates (agent-runtime-reference.md "Task Definition Gates")."""
     gaps = []
@@ -80,24 +90,121 @@ class Init(Op):
     config: tuple[tuple[str, ConfigValue], ...] = ()
 
     def run(self, ctx: Ctx) -> None:
-        if ctx.board.initialized:
-            raise ValidationError("a board already exists here (refs/liza/state)",
-                                  hint="`git liza status` shows it")
+        previous = _ended_goal(ctx) if ctx.board.initialized else None
         need_text(self.goal, "goal")
         check_id(self.goal_id, "goal id")
         check_id(self.sprint_id, "sprint id")
         if self.deadline is not None:
             clock.check_ts(self.deadline, "deadline")
         values = {k: coerce_config(k, v) for k, v in self.config}
-        cfg = Config(**values)  # type: ignore[arg-type]
         t = self.time
+        history: tuple[Alignment, ...] = (Alignment(t, "initialization", self.goal),)
+        if previous is None:
+            cfg = Config(**values)  # type: ignore[arg-type]
+            ctx.put("circuit_breaker", "", CircuitBreaker(last_check=t))
+        else:
+            # A new goal on the same board: agents, config, circuit breaker and the archive of the
+            # old goal's tasks stay; the old goal is named first in the new goal's alignment
+            # history (its full record stays in the state history, `git liza status --at`).
+            old, sprint = previous, ctx.board.sprint
+            if self.goal_id == old.id or self.sprint_id == sprint.id:
+                raise ValidationError(f"the new goal needs ids other than {old.id}/{sprint.id}")
+            cfg = replace(ctx.board.config, **values)
+            ended = next((a.timestamp for a in reversed(old.alignment_history)
+                          if a.event in _GOAL_END_EVENTS), None)
+            history = (Alignment(t, "previous_goal",
+                                 f"{old.id} {old.status.value} (sprint {sprint.id}"
+                                 + (f", ended {ended}" if ended else "") + f"): {old.description}"),
+                       ) + history
         ctx.put("goal", "", Goal(id=self.goal_id, description=self.goal, created=t,
-                                 alignment_history=(Alignment(t, "initialization", self.goal),)))
+                                 alignment_history=history))
         ctx.put("config", "", cfg)
         ctx.put("sprint", "", Sprint(id=self.sprint_id, goal_ref=self.goal_id,
                                      timeline=SprintTimeline(started=t, deadline=self.deadline)))
-        ctx.put("circuit_breaker", "", CircuitBreaker(last_check=t))
         ctx.summary = f"init {self.goal_id} by {self.actor}"
+
+
+_GOAL_END_EVENTS = ("goal_completed", "goal_aborted")
+
+
+def require_goal_open(ctx: Ctx) -> None:
+    """New work (adding a task, claiming one) belongs to a goal in progress."""
+    g = ctx.board.goal
+    if g.status != GoalStatus.IN_PROGRESS:
+        raise ValidationError(f"goal {g.id} is {g.status.value}: no new work on it",
+                              hint="`git liza init GOAL` starts the next goal on this board")
+
+
+def _ended_goal(ctx: Ctx) -> Goal:
+    """The board's goal, which must have ended (COMPLETED or ABORTED) for a new one to start, with
+    no live task left: a new goal never inherits work in flight."""
+    if ctx.role() not in PLANNING:
+        raise PermissionDenied(f"a new goal is for the planner or a human, not {ctx.op.actor}")
+    old = ctx.board.goal
+    if old.status == GoalStatus.IN_PROGRESS:
+        raise ValidationError(f"a board already exists here with goal {old.id} in progress",
+                              hint="`git liza complete-goal` or `git liza abort-goal --reason "
+                                   "TEXT` ends it; then `git liza init GOAL` starts the next")
+    live = [t.id for t in ctx.board.tasks() if t.status not in TERMINAL]
+    if live:
+        raise ValidationError(f"goal {old.id} ended with live task(s) {', '.join(live[:5])}",
+                              hint="abandon or rescope them before starting a new goal")
+    return old
+
+
+def _require_planning(ctx: Ctx) -> None:
+    if ctx.role() not in PLANNING:
+        raise PermissionDenied(f"{ctx.op.NAME} is for the planner or a human, not {ctx.op.actor}")
+
+
+def _end_goal(ctx: Ctx, status: GoalStatus, sprint_status: SprintStatus, event: str,
+              summary: str) -> None:
+    g, sp = ctx.board.goal, ctx.board.sprint
+    if g.status != GoalStatus.IN_PROGRESS:
+        raise ValidationError(f"goal {g.id} is already {g.status.value}",
+                              hint="`git liza init GOAL` starts a new goal on this board")
+    t = ctx.op.time
+    ctx.put("goal", "", replace(g, status=status, alignment_history=g.alignment_history + (
+        Alignment(t, event, summary),)))
+    ctx.put("sprint", "", replace(sp, status=sprint_status,
+                                  timeline=replace(sp.timeline, ended=t)))
+
+
+@register_op
+@dataclass(frozen=True, kw_only=True)
+class CompleteGoal(Op):
+    NAME = "complete-goal"
+    summary: str | None = None
+
+    def run(self, ctx: Ctx) -> None:
+        _require_planning(ctx)
+        if self.summary is not None:
+            need_text(self.summary, "summary")
+        open_tasks = [t for t in ctx.board.tasks() if t.status not in TERMINAL]
+        if open_tasks:
+            shown = ", ".join(f"{t.id} ({t.status.value})" for t in open_tasks[:5])
+            more = f" and {len(open_tasks) - 5} more" if len(open_tasks) > 5 else ""
+            raise ValidationError(f"goal cannot complete: task(s) not terminal: {shown}{more}",
+                                  hint="merge, abandon or rescope them, or `git liza abort-goal`")
+        done = sum(1 for t in ctx.board.all_tasks() if t.status == TaskState.MERGED)
+        _end_goal(ctx, GoalStatus.COMPLETED, SprintStatus.COMPLETED, "goal_completed",
+                  self.summary or f"Goal completed: {done} task(s) merged")
+        ctx.summary = f"complete-goal {ctx.board.goal.id} by {self.actor}"
+
+
+@register_op
+@dataclass(frozen=True, kw_only=True)
+class AbortGoal(Op):
+    NAME = "abort-goal"
+    reason: str
+
+    def run(self, ctx: Ctx) -> None:
+        _require_planning(ctx)
+        need_text(self.reason, "reason")
+        _end_goal(ctx, GoalStatus.ABORTED, SprintStatus.ABORTED, "goal_aborted",
+                  f"Goal aborted: {self.reason}")
+        ctx.reason = self.reason
+        ctx.summary = f"abort-goal {ctx.board.goal.id} by {self.actor}"
 
 
 @register_op
@@ -179,6 +286,7 @@ class Add(Op):
 
     def run(self, ctx: Ctx) -> None:
         check_id(self.task, "task id")
+        require_goal_open(ctx)
         if ctx.task(self.task) is not None:
             raise ValidationError(f"task {self.task} already exists")
         need_text(self.description, "description")

@@ -10,7 +10,8 @@ from gitliza.core import clock
 from gitliza.core.board import journal_key
 from gitliza.core.model import Agent, Anomaly, Handoff, Task
 from gitliza.core.ops.base import Ctx, Op, check_sha, need_text, register_op, replace
-from gitliza.core.ops.planning import _free_agent
+from gitliza.core.ops.journal import canonical_details
+from gitliza.core.ops.planning import _free_agent, require_goal_open
 from gitliza.core.states import AgentState, Role, TaskState
 from gitliza.errors import IllegalTransition, LeaseLost, PermissionDenied, ValidationError
 
@@ -37,8 +38,10 @@ def lease_live(expires: str | None, now: str) -> bool:
 
 
 def add_anomaly(ctx: Ctx, type_: str, task: str | None, **details: str | int | bool) -> None:
+    # Canonical order like `anomaly` (the details every such entry ever had were already sorted,
+    # so this changes no existing bytes; it keeps doctor's legacy check free of false alarms).
     entry = Anomaly(timestamp=ctx.op.time, type=type_, reporter=ctx.op.actor, task=task,
-                    details=tuple(details.items()))
+                    details=canonical_details(tuple(details.items())))
     ctx.put("anomalies", journal_key(entry, ctx.op.time), entry)
 
 
@@ -107,6 +110,7 @@ class Claim(Op):
     def run(self, ctx: Ctx) -> None:
         t = ctx.require_task(self.task)
         me = ctx.require_agent()
+        require_goal_open(ctx)
         now = self.time
         if t.status == S.CLAIMED and lease_live(t.lease_expires, now):
             ctx.transition(t, S.CLAIMED)  # role check first, so a planner gets the right message

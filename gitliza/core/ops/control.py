@@ -1,0 +1,176 @@
+"""Board-level control ops: pause, resume, abort, checkpoint, and the supervisor generation token.
+
+The reference stops and holds a team with files in `.liza/` (PAUSE, ABORT, CHECKPOINT), which only
+reach one machine. These ops record the same decisions on the board (the `control` entity and the
+sprint status), so every supervisor sees them through sync and `git log` shows who pulled which
+lever and why. Supervisors honour both: the files and the board.
+
+`supervise` gives each running `git liza agent` supervisor a generation number for its agent id.
+Every op a supervisor (or the agent it started) writes carries that number (`Op.gen`); `apply`
+refuses it once another supervisor took the id over, so a stale supervisor stands down at its next
+write instead of working on top of the new one.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gitliza.core import clock
+from gitliza.core.model import Control, SprintStatus, Supervisor
+from gitliza.core.ops.base import Ctx, Op, need_text, register_op, replace
+from gitliza.core.states import CONTROL_OPS
+from gitliza.errors import PermissionDenied, ValidationError
+
+CHECKPOINT_TRIGGERS = ("manual", "circuit_breaker", "deadline", "analyze", "sprint_end")
+SUPERVISE_MODES = ("start", "takeover", "renew", "end")
+
+
+def _allowed(ctx: Ctx) -> None:
+    role = ctx.role()
+    if role not in CONTROL_OPS[ctx.op.NAME]:
+        allowed = ", ".join(sorted(r.value for r in CONTROL_OPS[ctx.op.NAME]))
+        raise PermissionDenied(f"{ctx.op.NAME} is not allowed for {ctx.op.actor} "
+                               f"(role {role.value}); allowed: {allowed}")
+
+
+def _control(ctx: Ctx) -> Control:
+    c: Control | None = ctx.get("control")
+    return c if c is not None else Control()
+
+
+@register_op
+@dataclass(frozen=True, kw_only=True)
+class Pause(Op):
+    NAME = "pause"
+    reason: str | None = None
+
+    def run(self, ctx: Ctx) -> None:
+        _allowed(ctx)
+        c = _control(ctx)
+        if c.aborted:
+            raise ValidationError("the team is aborted; there is nothing to pause")
+        if c.paused:
+            raise ValidationError(f"already paused by {c.paused_by} at {c.paused_at}",
+                                  hint="`git liza resume` releases it")
+        ctx.put("control", "", replace(c, paused=True, pause_reason=self.reason,
+                                       paused_by=self.actor, paused_at=self.time))
+        ctx.reason = self.reason
+        ctx.summary = f"pause by {self.actor}" + (f": {self.reason}" if self.reason else "")
+
+
+@register_op
+@dataclass(frozen=True, kw_only=True)
+class Resume(Op):
+    """Lifts a pause and closes an open checkpoint (the human's decision, with a note)."""
+
+    NAME = "resume"
+    decision: str | None = None
+    note: str | None = None
+
+    def run(self, ctx: Ctx) -> None:
+        _allowed(ctx)
+        c = _control(ctx)
+        sprint = ctx.board.sprint
+        at_checkpoint = sprint.status == SprintStatus.CHECKPOINT
+        if not c.paused and not at_checkpoint:
+            raise ValidationError("the team is neither paused nor at a checkpoint")
+        if at_checkpoint:
+            ctx.put("sprint", "", replace(sprint, status=SprintStatus.IN_PROGRESS))
+        ctx.put("control", "", replace(
+            c, paused=False, pause_reason=None, paused_by=None, paused_at=None,
+            checkpoint_reason=None, checkpoint_trigger=None, checkpoint_by=None,
+            resumed_by=self.actor, resumed_at=self.time, resume_decision=self.decision,
+            resume_note=self.note))
+        ctx.reason = self.note
+        what = " and ".join(w for w, on in (("pause", c.paused), ("checkpoint", at_checkpoint))
+                            if on)
+        ctx.summary = f"resume ({what}) by {self.actor}" + \
+            (f": {self.decision}" if self.decision else "")
+
+
+@register_op
+@dataclass(frozen=True, kw_only=True)
+class AbortOp(Op):
+    NAME = "abort"
+    reason: str | None = None
+
+    def run(self, ctx: Ctx) -> None:
+        _allowed(ctx)
+        c = _control(ctx)
+        if c.aborted:
+            raise ValidationError(f"already aborted by {c.aborted_by} at {c.aborted_at}")
+        ctx.put("control", "", replace(c, aborted=True, abort_reason=self.reason,
+                                       aborted_by=self.actor, aborted_at=self.time))
+        ctx.reason = self.reason
+        ctx.summary = f"abort by {self.actor}" + (f": {self.reason}" if self.reason else "")
+
+
+@register_op
+@dataclass(frozen=True, kw_only=True)
+class Checkpoint(Op):
+    """Opens a checkpoint: the sprint stops at CHECKPOINT until a human resumes it."""
+
+    NAME = "checkpoint"
+    reason: str
+    trigger: str = "manual"
+
+    def run(self, ctx: Ctx) -> None:
+        _allowed(ctx)
+        need_text(self.reason, "reason")
+        if self.trigger not in CHECKPOINT_TRIGGERS:
+            raise ValidationError(f"checkpoint trigger {self.trigger!r} is not one of: "
+                                  + ", ".join(CHECKPOINT_TRIGGERS))
+        sprint = ctx.board.sprint
+        if sprint.status != SprintStatus.IN_PROGRESS:
+            raise ValidationError(f"sprint {sprint.id} is {sprint.status}; a checkpoint opens "
+                                  "only on a sprint IN_PROGRESS")
+        ctx.put("sprint", "", replace(sprint, status=SprintStatus.CHECKPOINT,
+                                      timeline=replace(sprint.timeline, checkpoint_at=self.time)))
+        ctx.put("control", "", replace(_control(ctx), checkpoint_reason=self.reason,
+                                       checkpoint_trigger=self.trigger,
+                                       checkpoint_by=self.actor))
+        ctx.reason = self.reason
+        ctx.summary = f"checkpoint ({self.trigger}) by {self.actor}: {self.reason}"
+
+
+@register_op
+@dataclass(frozen=True, kw_only=True)
+class Supervise(Op):
+    """A supervisor for agent `actor`: `start` (refused while another supervisor's token is
+    live), `takeover` (even so: the human's "I killed it" override), `renew`, `end`."""
+
+    NAME = "supervise"
+    mode: str = "start"
+    host: str | None = None
+    pid: int | None = None
+
+    def run(self, ctx: Ctx) -> None:
+        _allowed(ctx)
+        if self.mode not in SUPERVISE_MODES:
+            raise ValidationError(f"supervise mode {self.mode!r} is not one of: "
+                                  + ", ".join(SUPERVISE_MODES))
+        me = ctx.require_agent()
+        cur: Supervisor | None = ctx.get("supervisors", me.id)
+        live = cur is not None and cur.expires is not None and cur.expires > self.time
+        expires = clock.plus(self.time, ctx.board.config.lease_duration)
+        if self.mode in ("renew", "end"):
+            if cur is None or self.gen != cur.generation:
+                raise ValidationError(f"{self.mode}: this supervisor does not hold {me.id}")
+            ctx.put("supervisors", me.id, replace(
+                cur, expires=expires if self.mode == "renew" else None))
+            ctx.summary = f"supervise {self.mode} {me.id} (generation {cur.generation})"
+            return
+        if self.gen is not None:
+            raise ValidationError("a new supervisor carries no generation yet")
+        if live and self.mode == "start":
+            assert cur is not None
+            where = f" (pid {cur.pid} on {cur.host})" if cur.pid is not None else ""
+            raise ValidationError(
+                f"{me.id} is held by a live supervisor, generation {cur.generation}{where}, "
+                f"until {cur.expires}",
+                hint="use another --agent id, or take it over if that supervisor is gone")
+        gen = (cur.generation if cur is not None else 0) + 1
+        ctx.put("supervisors", me.id, Supervisor(agent=me.id, generation=gen, started=self.time,
+                                                 expires=expires, host=self.host, pid=self.pid))
+        if live:
+            ctx.notices.append(f"supervisor generation {gen - 1} of {me.id} must stand down")
+        ctx.summary = f"supervise {self.mode} {me.id} (generation {gen})"

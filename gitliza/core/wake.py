@@ -1,0 +1,174 @@
+"""When a supervisor has work, and when it must look again: pure functions of the board.
+
+The reference's supervisor (`liza-agent.sh`) polls `state.yaml` with `yq` every 30-60 s for these
+questions; gitliza's supervisor asks them once per board change (see git/refwatch.py) and sleeps
+until the next change or until `next_deadline`, the only time-based event (a lease expiring makes
+its task claimable or reviewable again).
+
+Planner wake triggers, in the reference's order of precedence (liza-prompt-builders.sh):
+INITIAL_PLANNING (no task yet), BLOCKED_TASKS, INTEGRATION_FAILED, HYPOTHESIS_EXHAUSTED,
+IMMEDIATE_DISCOVERY (urgency immediate, not converted to a task yet). Unlike the reference, a task
+that two coders failed is counted as HYPOTHESIS_EXHAUSTED only (not also as BLOCKED_TASKS), so that
+trigger can be the one reported; and only live tasks count, so a retired task wakes no one.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Iterable
+
+from gitliza.core.board import Board
+from gitliza.core.invariants import claimable, reviewable
+from gitliza.core.model import Discovery, GoalStatus, SprintStatus, Task
+from gitliza.core.states import TERMINAL, Role, TaskState
+
+S = TaskState
+
+
+class WakeTrigger(StrEnum):
+    INITIAL_PLANNING = "INITIAL_PLANNING"
+    BLOCKED_TASKS = "BLOCKED_TASKS"
+    INTEGRATION_FAILED = "INTEGRATION_FAILED"
+    HYPOTHESIS_EXHAUSTED = "HYPOTHESIS_EXHAUSTED"
+    IMMEDIATE_DISCOVERY = "IMMEDIATE_DISCOVERY"
+
+
+class Hold(StrEnum):
+    """Why a supervisor must not start an agent now (strongest first)."""
+
+    ABORT = "ABORT"
+    PAUSE = "PAUSE"
+    CHECKPOINT = "CHECKPOINT"
+
+
+ROLE_ALIASES = {"planner": Role.PLANNER, "coder": Role.CODER, "code-reviewer": Role.CODE_REVIEWER,
+                "code_reviewer": Role.CODE_REVIEWER, "reviewer": Role.CODE_REVIEWER}
+
+
+def parse_role(text: str) -> Role | None:
+    """`planner`, `coder`, `code-reviewer` (also `code_reviewer`, `reviewer`, any case)."""
+    return ROLE_ALIASES.get(text.strip().lower().replace(" ", "-"))
+
+
+@dataclass(frozen=True, slots=True)
+class SprintState:
+    """The counts the planner prompt shows (tooling.md "Agent Session Start")."""
+
+    total: int = 0
+    merged: int = 0
+    in_progress: int = 0
+    unclaimed: int = 0
+    blocked: int = 0
+    integration_failed: int = 0
+    hypothesis_exhausted: int = 0
+    immediate_discoveries: int = 0
+
+
+def exhausted(t: Task) -> bool:
+    return t.status == S.BLOCKED and len(t.failed_by) >= 2
+
+
+def open_immediate(board: Board) -> list[Discovery]:
+    return [d for d in board.values("discovered")
+            if d.urgency == "immediate" and d.converted_to_task is None]
+
+
+def sprint_state(board: Board) -> SprintState:
+    live = list(board.tasks())
+    total = len(live) + len(board.keys("archive"))
+    n = {s: 0 for s in S}
+    for t in live:
+        n[t.status] += 1
+    merged = sum(1 for t in board.values("archive") if t.status == S.MERGED)
+    hyp = sum(1 for t in live if exhausted(t))
+    return SprintState(
+        total=total, merged=merged,
+        in_progress=n[S.CLAIMED] + n[S.READY_FOR_REVIEW] + n[S.APPROVED] + n[S.REJECTED],
+        unclaimed=n[S.UNCLAIMED], blocked=n[S.BLOCKED] - hyp,
+        integration_failed=n[S.INTEGRATION_FAILED], hypothesis_exhausted=hyp,
+        immediate_discoveries=len(open_immediate(board)))
+
+
+def planner_triggers(board: Board) -> list[tuple[WakeTrigger, tuple[str, ...]]]:
+    """Every trigger that holds, in precedence order, with the ids that raise it."""
+    live = list(board.tasks())
+    if not live and not board.keys("archive"):
+        return [(WakeTrigger.INITIAL_PLANNING, ())]
+    out: list[tuple[WakeTrigger, tuple[str, ...]]] = []
+    for trig, ids in (
+            (WakeTrigger.BLOCKED_TASKS,
+             [t.id for t in live if t.status == S.BLOCKED and not exhausted(t)]),
+            (WakeTrigger.INTEGRATION_FAILED,
+             [t.id for t in live if t.status == S.INTEGRATION_FAILED]),
+            (WakeTrigger.HYPOTHESIS_EXHAUSTED, [t.id for t in live if exhausted(t)]),
+            (WakeTrigger.IMMEDIATE_DISCOVERY, [d.id for d in open_immediate(board)])):
+        if ids:
+            out.append((trig, tuple(ids)))
+    return out
+
+
+def wake_trigger(board: Board) -> WakeTrigger | None:
+    found = planner_triggers(board)
+    return found[0][0] if found else None
+
+
+def all_terminal(board: Board) -> bool:
+    """Every task is MERGED, SUPERSEDED or ABANDONED, and there is at least one."""
+    return not any(t.status not in TERMINAL for t in board.tasks()) and \
+        bool(board.keys("archive"))
+
+
+def approved_by(board: Board, agent: str) -> list[Task]:
+    """APPROVED tasks this reviewer approved: its supervisor merges them (the reference's rule)."""
+    return sorted((t for t in board.tasks() if t.status == S.APPROVED and t.approved_by == agent),
+                  key=lambda t: (t.priority, t.id))
+
+
+def work_for(board: Board, role: Role, agent: str, now: str) -> list[str]:
+    """What this agent's supervisor could start an agent on now: task ids for a coder (claimable)
+    or a reviewer (reviewable, or approved by it and not merged yet), the trigger names for a
+    planner."""
+    if role == Role.CODER:
+        return [t.id for t in claimable(board, now, agent)]
+    if role == Role.CODE_REVIEWER:
+        return [t.id for t in approved_by(board, agent)] + \
+            [t.id for t in reviewable(board, now, agent)]
+    if role == Role.PLANNER:
+        return [trig.value for trig, _ in planner_triggers(board)]
+    return []
+
+
+def holder_of(board: Board, agent: str) -> Task | None:
+    """The task `agent` is working on or reviewing according to the board, if any."""
+    a = board.agent(agent)
+    if a is None or a.current_task is None:
+        return None
+    return board.task(a.current_task)
+
+
+def next_deadline(board: Board, now: str, extra: Iterable[str | None] = ()) -> str | None:
+    """The earliest lease expiry after `now` (task and review leases, plus `extra` times such as
+    the supervisor's own renewal): the one time-based event a waiter must wake up for."""
+    times = [t.lease_expires for t in board.tasks() if t.status == S.CLAIMED]
+    times += [t.review_lease_expires for t in board.tasks() if t.status == S.READY_FOR_REVIEW]
+    times += list(extra)
+    later = [x for x in times if x is not None and x > now]
+    return min(later) if later else None
+
+
+def hold(board: Board, files: Iterable[str] = ()) -> Hold | None:
+    """ABORT, PAUSE or CHECKPOINT: from the board (every machine) or the `.liza/` files (this
+    machine, the reference's mechanism)."""
+    present = set(files)
+    c = board.control
+    if c.aborted or "ABORT" in present:
+        return Hold.ABORT
+    if c.paused or "PAUSE" in present:
+        return Hold.PAUSE
+    if board.sprint.status == SprintStatus.CHECKPOINT or "CHECKPOINT" in present:
+        return Hold.CHECKPOINT
+    return None
+
+
+def goal_over(board: Board) -> bool:
+    return board.goal.status in (GoalStatus.COMPLETED, GoalStatus.ABORTED)

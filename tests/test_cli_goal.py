@@ -1,0 +1,151 @@
+"""Issue 12 through the real `git liza` executable: anomaly details replay, legacy anomaly commits,
+the goal lifecycle (complete, abort, the next goal) and human notes in `show`."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from gitliza.api import Liza, now_utc
+from gitliza.core.board import journal_key
+from gitliza.core.ops.base import apply
+from gitliza.core.ops.journal import AnomalyOp
+from tests.conftest import git
+from tests.test_cli_board import liza, ok, tip
+
+SEED_ORDER = ("--detail", "what=flatten", "--detail", "why=unblock", "--detail",
+              "debt_created=true")
+
+
+@pytest.fixture
+def board(repo: Path) -> Path:
+    ok(liza(repo, "init", "Retry logic for all API calls", agent=None))
+    ok(liza(repo, "register", "planner-1", "--role", "planner", agent=None))
+    ok(liza(repo, "register", "coder-1", "--role", "coder", agent=None))
+    ok(liza(repo, "add", "t-1", "--desc", "retry get_user"))
+    return repo
+
+
+def _anomaly_blobs(repo: Path) -> list[dict[str, object]]:
+    names = git(repo, "ls-tree", "-r", "--name-only", "refs/liza/state", "anomalies").split()
+    return [tomllib.loads(git(repo, "show", f"refs/liza/state:{n}")) for n in names]
+
+
+def test_anomaly_in_the_seeds_detail_order_verifies(board: Path) -> None:
+    ok(liza(board, "anomaly", "trade_off", "--task", "t-1", *SEED_ORDER, agent="coder-1"))
+    ok(liza(board, "verify"))
+    [entry] = _anomaly_blobs(board)
+    assert entry["details"] == {"what": "flatten", "why": "unblock", "debt_created": True}
+    assert list(entry["details"]) == ["debt_created", "what", "why"]  # type: ignore[call-overload]
+    # The same details in another order are the same entry: refused as already recorded only if
+    # in the same second, so just check the ref replays after a second anomaly too.
+    ok(liza(board, "anomaly", "retry_loop", "--detail", "error_pattern=ünïcode \"q\"",
+            "--detail", "count=3", "--detail", "zeta=1", "--detail", "alpha=x"))
+    assert json.loads(ok(liza(board, "verify", "--json")))["legacy"] == []
+
+
+def test_duplicate_detail_key_is_refused_and_nothing_changes(board: Path) -> None:
+    before = tip(board)
+    r = liza(board, "anomaly", "trade_off", *SEED_ORDER, "--detail", "what=again")
+    assert r.returncode == 1 and "given twice" in r.stderr and len(r.stderr.splitlines()) == 1
+    assert tip(board) == before
+
+
+def _legacy_anomaly_commit(repo: Path, value: str = "flatten") -> str:
+    """What gitliza before the fix wrote: the details in typed order, keyed by those bytes."""
+    lz = Liza.open(repo)
+    store = lz.store
+    parent = store.commit(store.tip())
+    board = store.board_at(parent)
+    typed = (("what", "flatten"), ("why", "unblock"), ("debt_created", True))
+    op = AnomalyOp(actor="human", time=now_utc(), type="trade_off", task="t-1", details=typed)
+    outcome = apply(board, op)
+    [(key, entry)] = outcome.changes.items()
+    old = dataclasses.replace(entry, details=(("what", value),) + typed[1:])
+    written = dataclasses.replace(outcome, changes={("anomalies", journal_key(old, op.time)): old})
+    oid = store.write_commit(parent, written, op)
+    git(repo, "update-ref", "refs/liza/state", str(oid), str(parent.id))
+    return str(oid)
+
+
+def test_legacy_anomaly_commit_is_accepted_by_name_and_doctor_explains_it(board: Path) -> None:
+    legacy = _legacy_anomaly_commit(board)
+    ok(liza(board, "note", "after the legacy commit", "--for", "t-1", agent=None))
+    r = liza(board, "verify")
+    assert r.returncode == 0, r.stderr
+    assert f"state commit {legacy[:12]} (anomaly) accepted in a legacy encoding" in r.stderr
+    assert json.loads(ok(liza(board, "verify", "--json")))["legacy"] == [legacy]
+    doc = json.loads(ok(liza(board, "doctor", "--json")))
+    assert len(doc["legacy"]) == 1 and "legacy-anomaly anomalies/" in doc["legacy"][0]
+    assert "legacy-anomaly" in ok(liza(board, "doctor"))
+
+
+def test_a_legacy_lookalike_with_other_content_still_fails(board: Path) -> None:
+    bad = _legacy_anomaly_commit(board, value="something else")
+    r = liza(board, "verify")
+    assert r.returncode == 4 and bad[:12] in r.stderr and "not what the op writes" in r.stderr
+
+
+def test_goal_complete_then_a_new_goal_on_the_same_board(board: Path) -> None:
+    r = liza(board, "complete-goal")
+    assert r.returncode == 1 and "t-1 (DRAFT)" in r.stderr
+    r = liza(board, "complete-goal", agent="coder-1")
+    assert r.returncode == 1 and "planner or a human" in r.stderr
+    ok(liza(board, "abandon", "t-1", "--reason", "not needed"))
+    before = tip(board)
+    r = liza(board, "abort-goal", "--reason", "  ")
+    assert r.returncode == 1 and tip(board) == before
+    out = json.loads(ok(liza(board, "complete-goal", "--summary", "retries everywhere", "--json")))
+    assert out["op"] == "complete-goal"
+    st = json.loads(ok(liza(board, "status", "--json")))
+    assert st["goal"]["status"] == "COMPLETED" and st["sprint"]["status"] == "COMPLETED"
+    assert st["sprint"]["timeline"]["ended"] == st["goal"]["alignment_history"][-1]["timestamp"]
+    assert st["goal"]["alignment_history"][-1] == {
+        "timestamp": st["sprint"]["timeline"]["ended"], "event": "goal_completed",
+        "summary": "retries everywhere"}
+    assert liza(board, "complete-goal").returncode == 1  # already COMPLETED
+    r = liza(board, "add", "t-2", "--desc", "more")
+    assert r.returncode == 1 and "COMPLETED" in r.stderr
+    ok(liza(board, "init", "Second goal: circuit breakers"))
+    st = json.loads(ok(liza(board, "status", "--json")))
+    assert (st["goal"]["id"], st["sprint"]["id"]) == ("goal-2", "sprint-2")
+    assert st["goal"]["status"] == "IN_PROGRESS" and st["sprint"]["goal_ref"] == "goal-2"
+    first = st["goal"]["alignment_history"][0]
+    assert first["event"] == "previous_goal" and first["summary"].startswith("goal-1 COMPLETED")
+    assert st["archived"] == 1 and [a["id"] for a in st["agents"]] == ["coder-1", "planner-1"]
+    assert json.loads(ok(liza(board, "show", "t-1", "--json")))["status"] == "ABANDONED"
+    assert liza(board, "add", "t-1", "--desc", "reuse").returncode == 1  # ids stay unique
+    ok(liza(board, "add", "t-2", "--desc", "breaker"))
+    r = liza(board, "init", "Third goal")
+    assert r.returncode == 1 and "goal-2 in progress" in r.stderr
+    ok(liza(board, "abort-goal", "--reason", "priorities changed"))
+    r = liza(board, "init", "Third goal")
+    assert r.returncode == 1 and "live task(s) t-2" in r.stderr
+    ok(liza(board, "abandon", "t-2", "--reason", "goal aborted"))
+    ok(liza(board, "init", "Third goal"))
+    st = json.loads(ok(liza(board, "status", "--json")))
+    assert st["goal"]["id"] == "goal-3"
+    assert st["goal"]["alignment_history"][0]["summary"].startswith("goal-2 ABORTED")
+    verified = json.loads(ok(liza(board, "verify", "--json")))
+    assert verified["ops"]["init"] == 3 and verified["ops"]["abort-goal"] == 1
+    assert ok(liza(board, "validate")).strip() == "VALID"
+
+
+def test_show_displays_the_notes_for_the_task(board: Path) -> None:
+    ok(liza(board, "note", "use src/utils/retry.py", "--for", "t-1", agent=None))
+    ok(liza(board, "note", "general remark", agent=None))
+    ok(liza(board, "add", "t-2", "--desc", "other"))
+    ok(liza(board, "note", "only for t-2", "--for", "t-2", agent=None))
+    ok(liza(board, "note", "second for t-1: ünïcode", "--for", "t-1"))
+    text = ok(liza(board, "show", "t-1"))
+    assert "human notes" in text and "human: use src/utils/retry.py" in text
+    assert "planner-1: second for t-1: ünïcode" in text
+    assert "general remark" not in text and "only for t-2" not in text
+    assert text.index("use src/utils") < text.index("second for t-1")
+    shown = json.loads(ok(liza(board, "show", "t-1", "--json")))
+    assert [n["message"] for n in shown["human_notes"]] == ["use src/utils/retry.py",
+                                                           "second for t-1: ünïcode"]
+    assert shown["human_notes"][0]["for"] == "t-1"
