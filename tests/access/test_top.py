@@ -134,3 +134,15 @@ def test_live_view_in_tmux_redraws_when_a_task_moves(board: Path, tmux: Tmux) ->
     assert first.endswith("s") and first[0].isdigit(), row  # e.g. 4m59s
     screen = tmux.wait_for(lambda s: _lease(_row(s, "t1")) not in (first, ""))
     assert _lease(_row(screen, "t1")) not in (first, ""), screen
+
+
+def test_the_watchers_alarms_when_installed(board: Path) -> None:
+    pytest.importorskip("gitliza.core.alarms", reason="the watcher's alarms have not landed")
+    life.claim(Liza.open(board, "c1", now=lambda: T0), "t1")
+    liza = Liza.open(board, "p1")
+    later = clock.plus(T0, 3600)  # the lease ran out long ago
+    snap = top.snapshot(liza)
+    top.refresh_alarms(snap, later, top.watcher_alarms)
+    text = top.frame_text(snap, later)
+    alarms = text[text.index("alarms:"):text.index("last transitions")]
+    assert "LEASE" in alarms.upper() and "t1" in alarms, alarms
