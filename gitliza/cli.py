@@ -441,7 +441,7 @@ def mcp_cmd(role: Optional[str] = typer.Option(
             repo: Optional[Path] = typer.Option(None, "--repo",
                                                 help="The repository (default: here)."),
             agent: Optional[str] = AgentOpt) -> None:
-    """Serve the board to one agent as an MCP server on stdio (needs gitliza[mcp])."""
+    """Serve the board to one agent as an MCP server on stdio (needs the `mcp` extra)."""
     _run(_access().mcp, agent, role=role, repo=repo)
 
 

@@ -33,8 +33,10 @@ def setup_board(repo: Path, tasks: tuple[str, ...] = ("t1",)) -> None:
 
 @asynccontextmanager
 async def agent_session(repo: Path, agent: str, role: str | None = None,
-                        env: dict[str, str] | None = None) -> AsyncIterator[ClientSession]:
-    spec = mcp_config.mcp_json(repo, agent, role, python=sys.executable)["mcpServers"]["gitliza"]
+                        env: dict[str, str] | None = None, gen: int | None = None
+                        ) -> AsyncIterator[ClientSession]:
+    spec = mcp_config.mcp_json(repo, agent, role, python=sys.executable,
+                               gen=gen)["mcpServers"]["gitliza"]
     params = StdioServerParameters(command=spec["command"], args=spec["args"],
                                    env={**spec["env"], **(env or {})}, cwd=str(repo))
     async with stdio_client(params) as (read, write):

@@ -163,6 +163,24 @@ def test_a_held_ref_lock_is_a_concurrency_conflict_after_the_retries(board: Path
     run(main())
 
 
+def test_a_superseded_supervisor_generation_stands_the_server_down(board: Path) -> None:
+    from gitliza.core.ops.control import Supervise
+    c1 = Liza.open(board, "c1")
+    gen = c1.do(Supervise, mode="start").outcome.board.get("supervisors", "c1").generation
+
+    async def main() -> None:
+        async with agent_session(board, "c1", gen=gen) as coder:
+            ok, data = await call(coder, "heartbeat")
+            assert ok and data["op"] == "heartbeat"
+            Liza.open(board, "c1").do(Supervise, mode="takeover")  # another supervisor
+            before = tip(board)
+            ok, data = await call(coder, "claim", task="t1")
+            assert not ok and data["error"]["code"] == "LEASE_LOST", data
+            assert "superseded" in data["error"]["message"] and tip(board) == before
+            assert not (board / ".worktrees" / "t1").exists()  # no worktree left behind
+    run(main())
+
+
 def test_resources_board_task_and_log(board: Path) -> None:
     async def main() -> None:
         async with agent_session(board, "p1") as s:
