@@ -13,6 +13,7 @@ The SDK (`mcp` on PyPI) is an optional extra, imported only here, only when the 
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -63,7 +64,8 @@ class Session:
 
     def call(self, name: str, args: dict[str, Any] | None) -> tuple[bool, dict[str, Any]]:
         """(ok, structured result)."""
-        with self.lock:
+        tool = self.tools.get(name)
+        with contextlib.nullcontext() if tool is not None and tool.concurrent else self.lock:
             try:
                 data = tools.call(self.liza, self.role, name, args)
             except Exception as e:  # every failure is the agent's to read, as one line
@@ -120,7 +122,7 @@ def build_server(session: Session) -> Any:
 
     async def call_tool(ctx: Any, params: Any) -> Any:
         tool = session.tools.get(params.name)
-        if tool is not None and tool.read_only:
+        if tool is not None and tool.read_only and not tool.concurrent:
             # A read takes well under a millisecond: a thread hop would cost more than it.
             ok, data = session.call(params.name, params.arguments)
         else:  # writes may run git (a worktree, a merge, an integration test): off the loop

@@ -54,6 +54,8 @@ class Tool:
     roles: frozenset[Role]
     read_only: bool = False
     op: str | None = None  # the op record the schema came from
+    # Blocks for long (wait): runs on a repository object of its own, beside the other calls.
+    concurrent: bool = False
 
 
 class ToolRefused(ValidationError):
@@ -186,10 +188,11 @@ def _build() -> dict[str, Tool]:
                           op_schema(cls, exclude, optional), roles or _op_roles(op), op=op))
 
     def read(name: str, description: str, fn: Callable[..., Any],
-             shape: Callable[[Any], Any] = lambda x: x) -> None:
+             shape: Callable[[Any], Any] = lambda x: x, concurrent: bool = False) -> None:
         def run(liza: Any, a: dict[str, Any]) -> Any:
             return shape(fn(liza, **a))
-        tools.append(Tool(name, description, run, fn_schema(fn), EVERYONE, read_only=True))
+        tools.append(Tool(name, description, run, fn_schema(fn), EVERYONE, read_only=True,
+                          concurrent=concurrent))
 
     def claim(liza: Any, a: dict[str, Any]) -> Any:
         res = life.claim(liza, a.get("task"))
@@ -268,7 +271,29 @@ def _build() -> dict[str, Tool]:
          "first.", view.ready_tasks,
          lambda r: {"kind": r[0], "tasks": [view.task_row(t) for t in r[1]]})
     read("log", "The audit trail (newest first), one entry per state commit.", view.log_entries)
+    read("wait", "Block until the board changes (condition=change, since=STATE), there is work "
+         "for you (work), or a task reaches a status (status, with task and status); at most "
+         f"timeout seconds (default {WAIT_TIMEOUT}). Returns met=false on timeout.", wait_for,
+         concurrent=True)
     return {t.name: t for t in tools}
+
+
+WAIT_TIMEOUT = 60  # agent CLIs give up on a tool call after a few minutes at most
+
+
+def wait_for(liza: Any, condition: str = "change", task: str | None = None,
+             status: str | None = None, since: str | None = None,
+             timeout: int = WAIT_TIMEOUT) -> dict[str, Any]:
+    """`git liza wait` for a tool: the same condition and watcher (gitliza/team/wait.py), on a
+    repository object of its own so that it can block beside the agent's other calls."""
+    from gitliza.api import Liza
+    from gitliza.team import wait as w
+    if timeout < 0:
+        raise ValidationError("wait: timeout must be 0 or more seconds")
+    cond = w.parse(condition, task=task, status=status, since=since)
+    result: dict[str, Any] = w.wait(Liza.open(liza.store.repo.path, liza.agent), cond,
+                                    float(timeout)).to_json()
+    return result
 
 
 _TOOLS: dict[str, Tool] | None = None

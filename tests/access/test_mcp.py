@@ -181,6 +181,28 @@ def test_a_superseded_supervisor_generation_stands_the_server_down(board: Path) 
     run(main())
 
 
+def test_wait_blocks_beside_the_agents_other_calls(board: Path) -> None:
+    async def main() -> None:
+        async with agent_session(board, "c1") as coder:
+            ok, data = await call(coder, "wait", condition="change", timeout=0)
+            assert ok and data["met"] is False  # a timeout is an answer, not an error
+            waited: dict[str, Any] = {}
+
+            async def wait() -> None:
+                waited.update((await call(coder, "wait", condition="status", task="t1",
+                                          status="CLAIMED", timeout=120))[1])
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(wait)
+                ok, hb = await call(coder, "heartbeat")  # not queued behind the wait
+                assert ok and not waited
+                ok, claimed = await call(coder, "claim", task="t1")
+                assert ok
+            assert waited["met"] is True and waited["state"] == claimed["state"]
+            ok, data = await call(coder, "wait", condition="sometime")
+            assert not ok and data["error"]["code"] == "VALIDATION"
+    run(main())
+
+
 def test_resources_board_task_and_log(board: Path) -> None:
     async def main() -> None:
         async with agent_session(board, "p1") as s:
