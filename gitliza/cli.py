@@ -535,6 +535,41 @@ def abort(reason: Optional[str] = typer.Option(None, "--reason"),
     _run(_team().abort, agent, json, no_sync, reason=reason)
 
 
+# -- access (agents and programs) -----------------------------------------------------------------
+def _access() -> Any:
+    from gitliza.commands import access
+    return access
+
+
+@app.command("mcp")
+def mcp_cmd(role: Optional[str] = typer.Option(
+                None, "--role", help="Expose this role's tools (default: the agent's registered "
+                                     "role)."),
+            repo: Optional[Path] = typer.Option(None, "--repo",
+                                                help="The repository (default: here)."),
+            agent: Optional[str] = AgentOpt) -> None:
+    """Serve the board to one agent as an MCP server on stdio (needs the `mcp` extra)."""
+    _run(_access().mcp, agent, role=role, repo=repo)
+
+
+@app.command()
+def events(since: Optional[str] = typer.Option(
+               None, "--since", help="Start after this state (a previous line's state)."),
+           follow: bool = typer.Option(False, "--follow", "-f",
+                                       help="Then wait for new transitions, forever."),
+           json: bool = typer.Option(False, "--json", help="One JSON object per line.")) -> None:
+    """The board's transitions, one line per state commit, oldest first."""
+    _run(_access().events, None, json, since=since, follow=follow)
+
+
+@app.command()
+def top(once: bool = typer.Option(False, "--once", help="Print one frame and exit."),
+        width: Optional[int] = typer.Option(None, "--width", help="Frame width with --once.")
+        ) -> None:
+    """A live view of the board: tasks, leases, agents, alarms, the last transitions."""
+    _run(_access().top, None, once=once, width=width)
+
+
 def _lean_app(args: list[str]) -> typer.Typer:
     """An app holding only the command being run: typer inspects every command's signature when
     it builds the click group (~1 ms each), which a one-shot CLI process should not pay for."""

@@ -8,10 +8,38 @@ integration branch must not make the history that finalized against it unverifia
 on another machine must not depend on which commits of the integration branch it has."""
 from __future__ import annotations
 
+from typing import Any
+
 import pygit2
 
+from gitliza.core.board import Board
+from gitliza.core.ops.base import Op
 from gitliza.core.ops.planning import check_spec_ref, spec_path
+from gitliza.core.states import TaskState
 from gitliza.errors import ValidationError
+
+
+def gate(repo: pygit2.Repository, board: Board, op: Op) -> None:
+    """The gate for any op about to be applied through `gitliza.api.Liza` (the CLI, the MCP
+    server, the supervisor and scripts all write through it): `add --ready`, `finalize` of a
+    DRAFT, and `edit` of an UNCLAIMED task's spec_ref make a task claimable."""
+    if not board.initialized:
+        return
+    name = op.NAME
+    task_id: Any = getattr(op, "task", None)
+    spec_ref: Any = None
+    if name == "add" and getattr(op, "ready", False):
+        spec_ref = getattr(op, "spec_ref", None)
+    elif name in ("finalize", "edit") and isinstance(task_id, str):
+        t = board.task(task_id)
+        if t is None:
+            return  # the op itself reports the missing task
+        if name == "finalize" and t.status == TaskState.DRAFT:
+            spec_ref = t.spec_ref
+        elif name == "edit" and t.status == TaskState.UNCLAIMED:
+            spec_ref = getattr(op, "spec_ref", None)
+    if spec_ref:
+        require_spec(repo, board.config.integration_branch, spec_ref, str(task_id))
 
 
 def spec_problem(repo: pygit2.Repository, branch: str, spec_ref: str) -> str | None:
