@@ -11,7 +11,6 @@ real write is reported as a crashed writer.
 from __future__ import annotations
 
 import os
-import random
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -229,6 +228,7 @@ class Store:
             except _Locked:
                 locked = True
             if attempt <= len(RETRY_DELAYS):
+                import random
                 sleep(RETRY_DELAYS[attempt - 1] + random.uniform(0, JITTER))
         if locked:
             raise self._lock_error()

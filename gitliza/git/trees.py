@@ -21,13 +21,13 @@ reads the tree it built for one transition as the base of the next without touch
 from __future__ import annotations
 
 import functools
-import hashlib
 from dataclasses import dataclass
 from typing import Any
 
 import pygit2
 
 from gitliza.core import codec, layout
+from gitliza.core.layout import sha1
 from gitliza.core.board import Changes, Key
 from gitliza.errors import InconsistentState
 
@@ -105,7 +105,8 @@ class _Hasher:
 
     def store(self, kind: bytes, body: bytes) -> bytes:
         """The raw id of the object of type `kind` (b"blob", b"tree") with this body."""
-        return hashlib.sha1(b"%s %d\0" % (kind, len(body)) + body).digest()
+        digest: bytes = sha1(b"%s %d\0" % (kind, len(body)) + body).digest()
+        return digest
 
     def tree(self, entries: Entries) -> bytes:
         body = b"".join([head + oid for _key, head, oid in sorted(entries.values())])
