@@ -450,7 +450,7 @@ def _typer_main(args: list[str]) -> int:
     from gitliza.output import err
     _refresh_spec()
     if COMPLETE_VAR in os.environ:  # typer registers its shell classes only with add_completion
-        from typer.completion import completion_init
+        from typer._completion_classes import completion_init
         completion_init()
     try:
         command = typer.main.get_command(_lean_app(args))
