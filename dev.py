@@ -36,7 +36,8 @@ def _ensure_venv() -> None:
         venv.EnvBuilder(with_pip=True).create(VENV)
     print("dev.py: installing gitliza and its dependencies", flush=True)
     subprocess.run([str(PY), "-m", "pip", "install", "-q", "--upgrade", "pip"], check=False)
-    subprocess.run([str(PY), "-m", "pip", "install", "-q", "-e", f"{ROOT}[test,bench]"], check=True)
+    subprocess.run([str(PY), "-m", "pip", "install", "-q", "-e", f"{ROOT}[test,bench,mcp]"],
+                   check=True)
     STAMP.write_text(want)
 
 
