@@ -68,7 +68,7 @@ def test_wait_change_and_timeout(board: Path) -> None:
 def test_wait_work_for_a_coder(board: Path) -> None:
     waiter = subprocess.Popen(["git", "liza", "wait", "work", "--timeout", "60"], cwd=board,
                               stdout=subprocess.PIPE, text=True, env=_env("coder-1"))
-    ok(liza(board, "add", "t1", "--desc", "d", "--spec-ref", "s.md", "--done-when", "w",
+    ok(liza(board, "add", "t1", "--desc", "d", "--spec-ref", "README.md", "--done-when", "w",
             "--scope", "s", "--ready"))
     out, _ = waiter.communicate(timeout=60)
     assert waiter.returncode == 0 and "work for me: t1" in out
