@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -193,3 +194,22 @@ def test_bad_invocations_change_nothing(repo: Path) -> None:
         r = liza(repo, *args, agent=agent)
         assert r.returncode == code and msg in r.stderr, r.stderr
     assert tip(repo) == before
+
+
+def test_sigterm_stops_the_agent_and_leaves_the_board_consistent(repo: Path,
+                                                                   tmp_path: Path) -> None:
+    make_board(repo)
+    add_task(repo, "t1")
+    sup = Sup(repo, "coder", "coder-1", "--", str(script(tmp_path, "hang.sh", "exec sleep 600\n")))
+    pgid = int(sup.expect("started agent (pid ").split("(pid ")[1].split(")")[0])
+    sup.signal(signal.SIGTERM)
+    assert sup.wait() == 0 and "SIGTERM: stopping the agent" in sup.output()
+    with pytest.raises(ProcessLookupError):
+        for _ in range(600):  # SIGKILL follows SIGTERM after the grace period at the latest
+            os.killpg(pgid, 0)
+            time.sleep(0.1)
+    t = task_of(repo, "t1")
+    assert t["status"] == "CLAIMED" and t["assigned_to"] == "coder-1"  # left to expire
+    log = json.loads(ok(liza(repo, "log", "--json", "-n", "1", agent=None)))
+    assert log[0]["op"] == "supervise" and log[0]["args"]["mode"] == "end"
+    ok(liza(repo, "validate", agent=None))
