@@ -209,7 +209,7 @@ class Supervisor:
         # The same unresolved triggers do not restart the planner in a loop: it runs again when
         # the set of triggers (or the tasks raising them) changes.
         signature = tuple(found)
-        if not found or (signature == self._last_signature and not self.opts.resume_task):
+        if not found or signature == self._last_signature:
             return None
         return Job(task=None, worktree=lifecycle.main_root(self.liza.repo), trigger=found[0][0],
                    signature=signature)
