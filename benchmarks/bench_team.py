@@ -103,13 +103,13 @@ def bench_wake_planner(root: Path, n: int) -> None:
               f'\'s/.*"id": "\\(w[0-9]*\\)".*/\\1/p\' | head -1); '
               f'git liza abandon "$t" --reason done >/dev/null; date +%s.%N >> {ends}')
     liza.do(Add, task="keep", description="a draft: the goal stays open")
-    liza.do(Add, task="w0", description="d", spec_ref="s", done_when="w", scope="x", ready=True)
+    liza.do(Add, task="w0", description="d", spec_ref="README.md", done_when="w", scope="x", ready=True)
     liza.do(Block, task="w0", reason="r", questions=("q?",))
     p = supervisor(path, "planner", "planner-1", script)
     stamps(ends, 1)
     lat = []
     for i in range(1, n + 1):
-        liza.do(Add, task=f"w{i}", description="d", spec_ref="s", done_when="w", scope="x",
+        liza.do(Add, task=f"w{i}", description="d", spec_ref="README.md", done_when="w", scope="x",
                 ready=True)
         t0 = time.time()
         liza.do(Block, task=f"w{i}", reason="r", questions=("q?",))
@@ -131,7 +131,7 @@ def bench_coder(root: Path, n: int) -> None:
     lat = []
     for i in range(n):  # wake: one task at a time
         t0 = time.time()
-        liza.do(Add, task=f"c{i}", description="d", spec_ref="s", done_when="w", scope="x",
+        liza.do(Add, task=f"c{i}", description="d", spec_ref="README.md", done_when="w", scope="x",
                 ready=True)
         t1 = time.time()
         lat.append(stamps(out, i + 1)[i] - (t0 + t1) / 2)
@@ -146,7 +146,7 @@ def bench_coder(root: Path, n: int) -> None:
     script = script.replace(str(root / "coder-starts"), str(out)).replace(
         str(root / "coder-ends"), str(ends))
     for i in range(n + 1):
-        liza.do(Add, task=f"k{i}", description="d", spec_ref="s", done_when="w", scope="x",
+        liza.do(Add, task=f"k{i}", description="d", spec_ref="README.md", done_when="w", scope="x",
                 ready=True)
     p = supervisor(path, "coder", "coder-1", script)
     starts = stamps(out, n + 1)
