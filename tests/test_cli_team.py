@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.team.procs import env_for as _env
 from tests.test_cli_board import liza, ok, tip
 
 
@@ -85,14 +86,3 @@ def test_wait_work_for_a_coder(board: Path) -> None:
 def test_wait_bad_input_is_one_line_exit_1(board: Path, args: list[str], msg: str) -> None:
     r = liza(board, *args, agent=None)
     assert r.returncode == 1 and msg in r.stderr and len(r.stderr.strip().splitlines()) == 1
-
-
-def _env(agent: str | None = None) -> dict[str, str]:
-    import os
-    import sys
-    e = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
-    e.pop("LIZA_AGENT_ID", None)
-    if agent:
-        e["LIZA_AGENT_ID"] = agent
-    return e
-
