@@ -21,7 +21,7 @@ FAST = {"heartbeat_interval": "1", "lease_duration": "5", "coder_max_wait": "600
         "crash_delay": "1", "crash_delay_max": "2"}
 
 
-def env_for(agent: str | None) -> dict[str, str]:
+def env_for(agent: str | None = None) -> dict[str, str]:
     e = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
     for k in [k for k in e if k.startswith("LIZA_")]:
         del e[k]
