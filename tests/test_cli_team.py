@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.team.procs import env_for as _env
 from tests.test_cli_board import liza, ok, tip
 
 
@@ -68,7 +69,7 @@ def test_wait_change_and_timeout(board: Path) -> None:
 def test_wait_work_for_a_coder(board: Path) -> None:
     waiter = subprocess.Popen(["git", "liza", "wait", "work", "--timeout", "60"], cwd=board,
                               stdout=subprocess.PIPE, text=True, env=_env("coder-1"))
-    ok(liza(board, "add", "t1", "--desc", "d", "--spec-ref", "s.md", "--done-when", "w",
+    ok(liza(board, "add", "t1", "--desc", "d", "--spec-ref", "README.md", "--done-when", "w",
             "--scope", "s", "--ready"))
     out, _ = waiter.communicate(timeout=60)
     assert waiter.returncode == 0 and "work for me: t1" in out
@@ -85,14 +86,3 @@ def test_wait_work_for_a_coder(board: Path) -> None:
 def test_wait_bad_input_is_one_line_exit_1(board: Path, args: list[str], msg: str) -> None:
     r = liza(board, *args, agent=None)
     assert r.returncode == 1 and msg in r.stderr and len(r.stderr.strip().splitlines()) == 1
-
-
-def _env(agent: str | None = None) -> dict[str, str]:
-    import os
-    import sys
-    e = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
-    e.pop("LIZA_AGENT_ID", None)
-    if agent:
-        e["LIZA_AGENT_ID"] = agent
-    return e
-

@@ -1,10 +1,11 @@
 """Where each entity lives in a state commit's tree (the storage format, version FORMAT_VERSION).
 
     format                      "gitliza-state <version>"
-    goal.toml config.toml sprint.toml circuit_breaker.toml
+    goal.toml config.toml sprint.toml circuit_breaker.toml control.toml (pause/abort/checkpoint)
     tasks/<a>/<b>/<task-id>.toml    live tasks     <a>, <b>: the first two hex digits of
     archive/<a>/<b>/<task-id>.toml  terminal tasks  sha1(key), a 16 x 16 fan-out
     agents/<a>/<agent-id>.toml  discovered/<a>/..  handoff/<a>/<task-id>.toml
+    supervisors/<a>/<agent-id>.toml   the generation token of the agent's supervisor
     anomalies/<a>/<stamp>-<digest>.toml  spec_changes/<a>/..  human_notes/<a>/..   (journals)
 
 Why 16 x 16 and not one level of 256 (DESIGN.md's example): a transition rewrites every tree on

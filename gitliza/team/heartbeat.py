@@ -21,8 +21,9 @@ Probe = Callable[[], "str | None"]
 
 class HeartbeatThread:
     def __init__(self, repo_path: Path | str, interval: float, beat: Probe, check: Probe,
-                 on_lost: Callable[[str], None]) -> None:
+                 on_lost: Callable[[str], None], *, beat_now: bool = False) -> None:
         self.interval = interval
+        self._beat_now = beat_now
         self._beat, self._check, self._on_lost = beat, check, on_lost
         self._stop = threading.Event()
         self._watcher = RefWatcher(repo_path, control_files=False)
@@ -42,7 +43,7 @@ class HeartbeatThread:
         self._watcher.close()
 
     def _run(self) -> None:
-        next_beat = time.monotonic() + self.interval
+        next_beat = time.monotonic() + (0.0 if self._beat_now else self.interval)
         while not self._stop.is_set():
             left = next_beat - time.monotonic()
             if left <= 0:

@@ -94,7 +94,12 @@ class AgentProcess:
         return self.proc.pid
 
     def wait(self) -> int:
-        return self.proc.wait()
+        code = self.proc.wait()
+        if self.stopped_by is not None:
+            # The leader is gone after our SIGTERM; whatever it started must not outlive it (the
+            # SIGKILL timer dies with the supervisor if the supervisor exits first).
+            _killpg(self.proc.pid, signal.SIGKILL)
+        return code
 
     def stop(self, why: str, grace: float = STOP_GRACE) -> None:
         """SIGTERM to the agent's process group, SIGKILL after `grace` seconds. Safe from any

@@ -209,7 +209,7 @@ class Supervisor:
         # The same unresolved triggers do not restart the planner in a loop: it runs again when
         # the set of triggers (or the tasks raising them) changes.
         signature = tuple(found)
-        if not found or (signature == self._last_signature and not self.opts.resume_task):
+        if not found or signature == self._last_signature:
             return None
         return Job(task=None, worktree=lifecycle.main_root(self.liza.repo), trigger=found[0][0],
                    signature=signature)
@@ -363,13 +363,14 @@ class Supervisor:
     def _sleep_holding(self, job: Job, seconds: float) -> None:
         """The restart delay, with the task lease kept alive: a restarted agent resumes its task
         instead of the supervisor having to claim it again (a new iteration)."""
-        hb = self._heartbeat(job, lambda _why: self._wake.set()).start()
+        hb = self._heartbeat(job, lambda _why: self._wake.set(), beat_now=True).start()
         try:
             self._sleep(seconds)
         finally:
             hb.stop()
 
-    def _heartbeat(self, job: Job, on_lost: Callable[[str], None]) -> HeartbeatThread:
+    def _heartbeat(self, job: Job, on_lost: Callable[[str], None], *,
+                   beat_now: bool = False) -> HeartbeatThread:
         hb_liza = self.open_liza()  # its own repository handle: pygit2 objects stay per thread
         hb_liza.gen = self.gen
         task = job.task if self.role != Role.PLANNER else None
@@ -396,7 +397,8 @@ class Supervisor:
                 return None
 
         interval = float(self.liza.board().config.heartbeat_interval)
-        return HeartbeatThread(self.liza.repo.path, interval, beat, check, on_lost)
+        return HeartbeatThread(self.liza.repo.path, interval, beat, check, on_lost,
+                               beat_now=beat_now)
 
     # -- the generation token -------------------------------------------------------------------
     def _start(self) -> None:

@@ -16,12 +16,12 @@ from tests.test_cli_board import liza, ok
 BIN = Path(sys.executable).parent
 WAIT = 60.0  # upper bound for anything a test waits for (never a timing assertion)
 
-FAST = {"heartbeat_interval": "1", "lease_duration": "3", "coder_max_wait": "600",
+FAST = {"heartbeat_interval": "1", "lease_duration": "5", "coder_max_wait": "600",
         "planner_max_wait": "600", "reviewer_max_wait": "600", "restart_delay": "1",
         "crash_delay": "1", "crash_delay_max": "2"}
 
 
-def env_for(agent: str | None) -> dict[str, str]:
+def env_for(agent: str | None = None) -> dict[str, str]:
     e = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
     for k in [k for k in e if k.startswith("LIZA_")]:
         del e[k]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,8 @@ pytestmark = pytest.mark.slow
 # A coder agent that commits a file in its worktree and submits.
 SUBMIT = """test -n "$LIZA_TASK_ID" && test "$(pwd)" = "$LIZA_WORKTREE"
 echo "$LIZA_TASK_ID" > "$LIZA_TASK_ID.txt"
-git add "$LIZA_TASK_ID.txt" && git commit -q -m "implement $LIZA_TASK_ID"
+git add "$LIZA_TASK_ID.txt"
+git diff --cached --quiet || git commit -q -m "implement $LIZA_TASK_ID"
 git liza submit "$LIZA_TASK_ID"
 """
 
@@ -96,13 +98,13 @@ def test_abort_file_ends_a_supervisor(repo: Path, tmp_path: Path) -> None:
 
 
 def test_a_long_running_agent_keeps_its_lease(repo: Path, tmp_path: Path) -> None:
-    make_board(repo)  # lease 3 s, heartbeat every 1 s
+    make_board(repo)  # lease 5 s, heartbeat every 1 s
     add_task(repo, "t1")
-    agent = script(tmp_path, "slow.sh", "sleep 8\n" + SUBMIT)
+    agent = script(tmp_path, "slow.sh", "sleep 12\n" + SUBMIT)
     sup = Sup(repo, "coder", "coder-1", "--", str(agent))
     wait_status(repo, "t1", "READY_FOR_REVIEW")  # submit would be refused on an expired lease
     beats = [o for o in ops(repo) if o[0] == "heartbeat"]
-    assert len(beats) >= 3 and set(beats) == {("heartbeat", "coder-1", "t1")}
+    assert len(beats) >= 5 and set(beats) == {("heartbeat", "coder-1", "t1")}
     ok(liza(repo, "abort", agent=None))
     assert sup.wait() == 0
 
@@ -192,3 +194,22 @@ def test_bad_invocations_change_nothing(repo: Path) -> None:
         r = liza(repo, *args, agent=agent)
         assert r.returncode == code and msg in r.stderr, r.stderr
     assert tip(repo) == before
+
+
+def test_sigterm_stops_the_agent_and_leaves_the_board_consistent(repo: Path,
+                                                                   tmp_path: Path) -> None:
+    make_board(repo)
+    add_task(repo, "t1")
+    sup = Sup(repo, "coder", "coder-1", "--", str(script(tmp_path, "hang.sh", "exec sleep 600\n")))
+    pgid = int(sup.expect("started agent (pid ").split("(pid ")[1].split(")")[0])
+    sup.signal(signal.SIGTERM)
+    assert sup.wait() == 0 and "SIGTERM: stopping the agent" in sup.output()
+    with pytest.raises(ProcessLookupError):
+        for _ in range(600):  # SIGKILL follows SIGTERM after the grace period at the latest
+            os.killpg(pgid, 0)
+            time.sleep(0.1)
+    t = task_of(repo, "t1")
+    assert t["status"] == "CLAIMED" and t["assigned_to"] == "coder-1"  # left to expire
+    log = json.loads(ok(liza(repo, "log", "--json", "-n", "1", agent=None)))
+    assert log[0]["op"] == "supervise" and log[0]["args"]["mode"] == "end"
+    ok(liza(repo, "validate", agent=None))
