@@ -115,7 +115,7 @@ def render(snap: Snapshot, now: str) -> Any:
     head = Text.assemble(
         ("gitliza top  ", "bold"), f"{b.goal.id} [{b.goal.status}] {b.goal.description}\n",
         f"state {snap.state[:12] if snap.state else '-'}  now {now}  tasks {len(live)} live, "
-        f"{archived} archived")
+        f"{archived} archived", *_control(b))
 
     tasks = Table(title="tasks", title_justify="left", expand=True)
     for col in ("task", "status", "pri", "agent", "lease"):
@@ -142,6 +142,17 @@ def render(snap: Snapshot, now: str) -> Any:
         recent.add_row(e["state"][:12], e.get("time", ""), e.get("summary", e.get("error", "")))
     parts.append(recent)
     return Group(*parts)
+
+
+def _control(b: Board) -> list[tuple[str, str]]:
+    """The levers a human pulled (pause, abort, checkpoint): what every agent obeys right now."""
+    c = b.control
+    flags = [(f"  ABORTED by {c.aborted_by}", "bold red")] if c.aborted else []
+    if c.paused:
+        flags.append((f"  PAUSED by {c.paused_by}", "bold yellow"))
+    if b.sprint.status == "CHECKPOINT":
+        flags.append((f"  CHECKPOINT ({c.checkpoint_trigger or 'manual'})", "bold yellow"))
+    return flags
 
 
 def _alarms(alarms: Sequence[tuple[str, str]] | None) -> Any:

@@ -49,6 +49,14 @@ def test_a_frame_shows_tasks_agents_countdowns_alarms_and_transitions(board: Pat
     assert "expired 1m40s" in next(line for line in expired.splitlines() if " t1 " in line)
 
 
+def test_the_header_shows_a_pause(board: Path) -> None:
+    from gitliza.core.ops.control import Pause
+    liza = Liza.open(board, "p1")
+    assert "PAUSED" not in top.frame_text(top.snapshot(liza, None), liza.now())
+    liza.do(Pause, reason="lunch")
+    assert "PAUSED by p1" in top.frame_text(top.snapshot(liza, None), liza.now())
+
+
 def test_alarms_from_a_source_and_none(board: Path) -> None:
     liza = Liza.open(board, "p1")
     seen: list[str | None] = []
