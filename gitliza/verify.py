@@ -146,11 +146,18 @@ def verify_commit(store: Store, parent: pygit2.Commit | None, commit: pygit2.Com
     except LizaError as e:
         raise VerifyFailure(oid, _op_word(commit.message), f"bad record: {e}") from None
     op = rec.op
-    if parent is None and op.NAME != "init":
-        raise VerifyFailure(oid, op.NAME, "the root state commit must be `init` on the empty board")
+    if parent is None and op.NAME not in ("init", "import"):
+        raise VerifyFailure(oid, op.NAME, "the root state commit must be `init` on the empty "
+                            "board or an `import`")
     board = Board() if parent is None else Board(ReplaySource(store.repo, parent.tree, cache))
     try:
-        outcome = apply(board, op)
+        if parent is None and op.NAME == "import":
+            # The other genesis: its board is in its tree, checked against the digest it records
+            # (and below, like every op, the tree against the entities).
+            from gitliza.interop.genesis import replay_import
+            outcome = replay_import(store.repo, commit.tree, op)  # type: ignore[arg-type]
+        else:
+            outcome = apply(board, op)
     except LizaError as e:  # illegal transition, wrong role, lost lease, bad args...
         raise VerifyFailure(oid, op.NAME, f"replay refused: {e}") from None
     try:

@@ -70,11 +70,11 @@ def init(env: Env, goal: str, integration_branch: str | None, config: Path | Non
     cfg = tuple((k, v) for k, v in pairs.items() if v is not None)
 
     def make(board: Board, now: str) -> Op:
-        ids = {}
         if board.initialized:  # a new goal after the previous one ended (the op checks that)
-            ids = {"goal_id": next_id(board.goal.id, "goal"),
-                   "sprint_id": next_id(board.sprint.id, "sprint")}
-        return Init(actor=liza.agent, time=now, goal=goal, deadline=deadline, config=cfg, **ids)
+            return Init(actor=liza.agent, time=now, goal=goal, deadline=deadline, config=cfg,
+                        goal_id=next_id(board.goal.id, "goal"),
+                        sprint_id=next_id(board.sprint.id, "sprint"))
+        return Init(actor=liza.agent, time=now, goal=goal, deadline=deadline, config=cfg)
     done = liza.apply(make)
     _after_init(liza, done.outcome.board)
     return report(env, done)
@@ -128,10 +128,33 @@ def register(env: Env, agent_id: str, role: str, terminal: str | None) -> int:
 
 def add(env: Env, task: str, desc: str, spec_ref: str | None, done_when: str | None,
         scope: str | None, priority: int, depends_on: Sequence[str], ready: bool,
-        max_iterations: int | None, max_review_cycles: int | None) -> int:
-    return _do(env, Add, task=task, description=desc, spec_ref=spec_ref, done_when=done_when,
-               scope=scope, priority=priority, depends_on=tuple(depends_on), ready=ready,
-               max_iterations=max_iterations, max_review_cycles=max_review_cycles)
+        max_iterations: int | None, max_review_cycles: int | None,
+        lease_duration_override: int | None = None) -> int:
+    liza = env.liza()
+
+    def make(board: Board, now: str) -> Op:
+        return Add(actor=liza.agent, time=now, task=task, description=desc, spec_ref=spec_ref,
+                   done_when=done_when, scope=scope, priority=priority,
+                   depends_on=tuple(depends_on), ready=ready, max_iterations=max_iterations,
+                   max_review_cycles=max_review_cycles,
+                   lease_duration_override=lease_duration_override)
+    return report(env, liza.apply(make))
+
+
+def edit(env: Env, task: str, desc: str | None, spec_ref: str | None, done_when: str | None,
+         scope: str | None, priority: int | None, depends_on: Sequence[str], no_depends: bool,
+         max_iterations: int | None, max_review_cycles: int | None,
+         lease_duration_override: int | None) -> int:
+    from gitliza.core.ops.planning import Edit
+    liza = env.liza()
+
+    def make(board: Board, now: str) -> Op:
+        return Edit(actor=liza.agent, time=now, task=task, description=desc, spec_ref=spec_ref,
+                    done_when=done_when, scope=scope, priority=priority,
+                    depends_on=tuple(depends_on) or None, clear_depends_on=no_depends,
+                    max_iterations=max_iterations, max_review_cycles=max_review_cycles,
+                    lease_duration_override=lease_duration_override)
+    return report(env, liza.apply(make))
 
 
 _SIMPLE: dict[str, type[Op]] = {"finalize": Finalize, "unblock": Unblock}
@@ -208,6 +231,11 @@ def parse_details(items: Sequence[str]) -> tuple[tuple[str, str | int | bool], .
             value = int(raw)
         out.append((key.strip(), value))
     return tuple(out)
+
+
+def convert(env: Env, discovery: str, task: str) -> int:
+    from gitliza.core.ops.journal import Convert
+    return _do(env, Convert, discovery=discovery, task=task)
 
 
 def anomaly(env: Env, type_: str, details: Sequence[str], task: str | None) -> int:

@@ -8,10 +8,10 @@ from gitliza.commands import Env
 from gitliza.core import codec, metrics, record
 from gitliza.core.board import Board
 from gitliza.core.invariants import check_board, claimable, reviewable
-from gitliza.core.model import Task
+from gitliza.core.model import Metrics, Task
 from gitliza.core.queries import notes_for
 from gitliza.core.states import TERMINAL, TaskState
-from gitliza.errors import InconsistentState, LizaError, NotFound
+from gitliza.errors import InconsistentState, LizaError, NotFound, ValidationError
 
 _ORDER = {s: i for i, s in enumerate(TaskState)}
 
@@ -35,6 +35,7 @@ def status_data(liza: Any, at: str | None = None) -> dict[str, Any]:
         "tasks": [task_row(t) for t in live], "archived": len(archived),
         "agents": [codec.encode(a) for a in board.agents()],
         "claimable": [t.id for t in claimable(board, liza.now())],
+        "discovered": [codec.encode(d) for d in board.values("discovered")],
         "control": codec.encode(board.control),
     }
 
@@ -54,6 +55,7 @@ def status(env: Env, at: str | None) -> int:
     out.line(f"state {str(commit.id)[:12] if commit else '-'}  integration branch "
              f"{board.config.integration_branch}  done {m.tasks_done}  in progress "
              f"{m.tasks_in_progress}  blocked {m.tasks_blocked}  archived {len(archived)}")
+    out.line(_sprint_line(board, m))
     for line in _control_lines(board):
         out.line(line)
     out.table("tasks", ["task", "status", "pri", "assigned", "lease/review", "depends on"],
@@ -64,6 +66,18 @@ def status(env: Env, at: str | None) -> int:
               [[a.id, a.role.value, a.status.value, a.current_task or "", a.lease_expires or ""]
                for a in agents])
     return 0
+
+
+def _sprint_line(board: Board, m: Metrics) -> str:
+    """sprint.metrics of the schema, computed from the tasks (never a stale stored copy)."""
+    def pct(v: int | None) -> str:
+        return "n/a" if v is None else f"{v}%"
+    sp = board.sprint
+    return (f"sprint {sp.id} [{sp.status}]  iterations {m.iterations_total}  review cycles "
+            f"{m.review_cycles_total}  verdicts {m.review_verdict_count} (approved "
+            f"{pct(m.review_verdict_approval_rate_percent)})  submitted "
+            f"{m.task_submitted_for_review_count} (outcome approval "
+            f"{pct(m.task_outcome_approval_rate_percent)})")
 
 
 def _control_lines(board: Board) -> list[str]:
@@ -189,11 +203,25 @@ def ready(env: Env, at: str | None) -> int:
     return 0
 
 
-def validate(env: Env, at: str | None) -> int:
+def validate(env: Env, at: str | None, file: str | None = None) -> int:
+    """The live board's invariants (exit 4 when broken: the board is inconsistent), or with FILE a
+    seed-schema state.yaml (exit 1 when it breaks the schema, as liza-validate.sh)."""
+    if file is not None:
+        if at is not None:
+            raise ValidationError("validate FILE reads the file; --at reads a board: not both")
+        return _validate_file(env, file)
     liza = env.liza()
     board, commit = liza.store.board(at)
     from gitliza.git.worktrees import main_worktree
     root = main_worktree(liza.store.repo)
+    if commit is None:
+        seed = None if root is None else root / ".liza" / "state.yaml"
+        if seed is not None and seed.is_file():
+            raise ValidationError(
+                f"no board here ({liza.store.ref} does not exist); {seed} was not read",
+                hint="`git liza validate .liza/state.yaml` checks the file against the schema")
+        raise ValidationError(f"no board here ({liza.store.ref} does not exist)",
+                              hint="run `git liza init GOAL` first")
     exists = None if root is None else (lambda rel: (root / rel).is_dir())
     problems = check_board(board, liza.now(), exists)
     if env.json:
@@ -206,4 +234,34 @@ def validate(env: Env, at: str | None) -> int:
             for p in problems:
                 env.out.line(f"INVALID: {p}")
         raise InconsistentState(f"{len(problems)} invariant violation(s); first: {problems[0]}")
+    return 0
+
+
+def _validate_file(env: Env, file: str) -> int:
+    """A seed-schema file, read with the import reader (gitliza.interop) when this gitliza has it."""
+    import importlib
+    from pathlib import Path
+    try:  # the reader of `git liza import` (gitliza/interop), when this gitliza has it
+        read_state = importlib.import_module("gitliza.interop.seed").read_state
+    except (ImportError, AttributeError):
+        raise ValidationError(f"validating files is not available in this gitliza, and {file} is "
+                              "not a board", hint="`git liza validate` checks the live board "
+                              "(refs/liza/state)") from None
+    path = Path(file) if Path(file).is_absolute() else env.path / file
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ValidationError(f"cannot read {file}: {e}") from None
+    seed = read_state(text, path.name)  # ValidationError (exit 1) with the place in the file
+    problems = check_board(seed.board(), env.liza().now())
+    if env.json:
+        env.out.json({"file": str(path), "valid": not problems,
+                      "violations": [str(p) for p in problems]})
+    else:
+        for p in problems:
+            env.out.line(f"INVALID: {p}")
+    if problems:
+        raise ValidationError(f"{file}: {len(problems)} schema violation(s); first: {problems[0]}")
+    if not env.json:
+        env.out.line("VALID")
     return 0

@@ -1,6 +1,8 @@
 """Entities to plain data (TOML blobs, YAML, JSON) and back.
 
-Encoding is deterministic: fields in dataclass order, `None`/empty/False left out. Determinism is
+Encoding is deterministic: fields in dataclass order, `None`/empty/False left out, and so is a field
+added after format 1 (marked with `model.since_v1`) while it holds its default: a board written
+before the field existed must replay to the same bytes. Determinism is
 what lets `verify` and the server hook require that replaying an op reproduces the recorded tree
 byte for byte. Decoding is strict (unknown keys, wrong types are refused) because a blob may come
 from someone else's push.
@@ -14,8 +16,6 @@ import tomllib
 import typing
 from enum import Enum
 from typing import Any, Callable, TypeVar
-
-import tomli_w
 
 from gitliza.core import model
 from gitliza.errors import InconsistentState
@@ -121,7 +121,8 @@ def _spec(cls: type) -> _Spec:
 # value is stored as it is, whether the value is a nested entity or a tuple of them). Every transition
 # encodes what it changes and verify re-encodes every commit's changes: fetching the fields in one C
 # call and skipping identity encoders halves encode.
-_Field = tuple[str, Enc | None, bool]
+_Field = tuple[str, Enc | None, bool, Any]  # (key, encoder, nested, default to leave out)
+_KEEP = object()  # a field that is written whatever its value (other than None/False/())
 _Encoder = tuple[Callable[[Any], tuple[Any, ...]], tuple[_Field, ...]]
 _ENCODERS: dict[type, _Encoder] = {}
 
@@ -148,8 +149,9 @@ def _encoder(cls: type) -> _Encoder:
         getter = operator.attrgetter(*attrs)
     else:  # attrgetter returns a bare value for one attribute
         getter = lambda e: tuple(getattr(e, a) for a in attrs)  # noqa: E731
+    omit = {f.name: f.default for f in dataclasses.fields(cls) if f.metadata.get(model.SINCE_V1)}
     found = _ENCODERS[cls] = (getter, tuple(
-        (key, None if enc is _same else enc, _nested(hints[attr]))
+        (key, None if enc is _same else enc, _nested(hints[attr]), omit.get(attr, _KEEP))
         for attr, key, enc, _dec, _req in spec))
     return found
 
@@ -158,8 +160,8 @@ def encode(entity: Any) -> dict[str, Any]:
     """The entity as a table: fields in dataclass order, None, False and () left out."""
     getter, fields = _ENCODERS.get(type(entity)) or _encoder(type(entity))
     out: dict[str, Any] = {}
-    for (key, enc, _nest), v in zip(fields, getter(entity)):
-        if v is None or v is False or v == ():
+    for (key, enc, _nest, dflt), v in zip(fields, getter(entity)):
+        if v is None or v is False or v == () or (dflt is not _KEEP and v == dflt):
             continue
         out[key] = v if enc is None else enc(v)
     return out
@@ -170,8 +172,8 @@ def _shallow(entity: Any) -> dict[str, Any]:
     caches their rendering)."""
     getter, fields = _ENCODERS.get(type(entity)) or _encoder(type(entity))
     out: dict[str, Any] = {}
-    for (key, enc, nest), v in zip(fields, getter(entity)):
-        if v is None or v is False or v == ():
+    for (key, enc, nest, dflt), v in zip(fields, getter(entity)):
+        if v is None or v is False or v == () or (dflt is not _KEEP and v == dflt):
             continue
         out[key] = v if enc is None or nest else enc(v)
     return out
@@ -201,6 +203,7 @@ def dumps(entity: Any) -> bytes:
     try:
         return _render(entity).encode()
     except _Unsupported:  # a value shape the fast writer does not know: tomli-w decides
+        import tomli_w  # imported only then: most processes never need it
         return tomli_w.dumps(encode(entity)).encode()
 
 

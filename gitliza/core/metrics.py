@@ -15,13 +15,18 @@ def _pct(num: int, den: int) -> int | None:
     return round(num * 100 / den) if den else None
 
 
-def compute(tasks: Iterable[Task]) -> Metrics:
+def compute(tasks: Iterable[Task], since: str | None = None, until: str | None = None) -> Metrics:
+    """The metrics of the tasks; with `since`/`until`, the event counts (iterations, verdicts,
+    submissions) only count history entries in [since, until): one sprint's share of a board that
+    spans several (`sprint_metrics`)."""
     done = in_progress = blocked = iterations = approvals = rejections = submitted = 0
     for t in tasks:
         done += t.status == S.MERGED
         in_progress += t.status in IN_PROGRESS
         blocked += t.status == S.BLOCKED
         for h in t.history:
+            if (since is not None and h.time < since) or (until is not None and h.time >= until):
+                continue
             ev = h.event
             iterations += ev in ("claimed", "reclaimed")
             approvals += ev == "approved"

@@ -7,10 +7,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 from gitliza.core.states import AgentState, Role, TaskState
 
 FORMAT_VERSION = 1  # the storage format of refs/liza/state (the `format` blob)
+SINCE_V1 = "gitliza.since_v1"
+
+
+def since_v1(default: Any) -> Any:
+    """A field added to an entity after format 1 shipped. The codec leaves it out while it holds
+    its default, so that every board written before it existed replays to the same bytes
+    (tests/test_compat.py); a non-default value is written as usual."""
+    return field(default=default, metadata={SINCE_V1: True})
 SCHEMA_VERSION = 1  # `version:` of the spec's state.yaml
 
 
@@ -110,6 +119,9 @@ class Task:
     merge_commit: str | None = None
     max_iterations: int | None = None  # per-task override of config.max_coder_iterations
     max_review_cycles: int | None = None  # per-task override of config.max_review_cycles
+    # Seconds; per-task override of config.lease_duration for long operations (blackboard-schema.md
+    # "v1 Limitation - Long Operations"), bounded like the config value.
+    lease_duration_override: int | None = None
     history: tuple[HistoryEntry, ...] = ()
 
 
@@ -151,13 +163,23 @@ class Config:
     lease_duration: int = 300
     coder_poll_interval: int = 30
     coder_max_wait: int = 300
-    planner_max_wait: int = 600
-    reviewer_max_wait: int = 1800
-    restart_delay: int = 2  # after an agent's graceful exit (42)
-    crash_delay: int = 5  # after a crash; doubled per repeated crash up to crash_delay_max
-    crash_delay_max: int = 300
+    planner_max_wait: int = since_v1(600)
+    reviewer_max_wait: int = since_v1(1800)
+    restart_delay: int = since_v1(2)  # after an agent's graceful exit (42)
+    crash_delay: int = since_v1(5)  # after a crash; doubled per repeated crash up to crash_delay_max
+    crash_delay_max: int = since_v1(300)
     integration_branch: str = "integration"
     escalation_webhook: str | None = None
+    # Watcher thresholds in seconds (gitliza/core/alarms.py THRESHOLDS); unset: the seed's values.
+    alarm_lease_grace: int | None = None
+    alarm_orphan_grace: int | None = None
+    alarm_stall: int | None = None
+    alarm_stale_draft: int | None = None
+    alarm_checkpoint_stale: int | None = None
+    alarm_checkpoint_stuck: int | None = None
+    alarm_checkpoint_abandoned: int | None = None
+    alarm_pause_stale: int | None = None
+    alarm_pause_forgotten: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,13 +229,26 @@ class CBEntry:
     timestamp: str
     result: str
     pattern: str | None = None
+    severity: str | None = None
+    resolution: str | None = None  # set by the human when the trigger is resolved
+    resolved_at: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CBTrigger:
+    """circuit_breaker.current_trigger of the schema (circuit-breaker.md)."""
+
+    timestamp: str
+    pattern: str
+    severity: str
+    report_file: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class CircuitBreaker:
     status: CBStatus = CBStatus.OK
     last_check: str | None = None
-    current_trigger: str | None = None
+    current_trigger: CBTrigger | None = None
     history: tuple[CBEntry, ...] = ()
 
 

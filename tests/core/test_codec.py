@@ -224,3 +224,69 @@ def test_storage_format_v1_bytes_are_pinned() -> None:
                       HistoryEntry(time="2025-01-17T14:01:00Z", event="claimed",
                                    agent="coder-1")))
     assert codec.dumps(t) == GOLDEN_TASK
+
+
+# The fields of every entity as format 1 shipped them (commit 76e9c0a). A field added since must
+# either default to None/False/() or be declared with `model.since_v1(default)`, which the codec
+# leaves out while it holds its default; otherwise replaying any older board writes a different
+# blob and verify (and the server hook) refuse it.
+FORMAT1_FIELDS = {
+    "Agent": ("id", "role", "status", "current_task", "lease_expires", "heartbeat", "terminal",
+              "iterations_total", "context_percent", "registered"),
+    "Alignment": ("timestamp", "event", "summary"),
+    "Anomaly": ("timestamp", "type", "reporter", "task", "details"),
+    "CBEntry": ("timestamp", "result", "pattern"),
+    "CircuitBreaker": ("status", "last_check", "current_trigger", "history"),
+    "Config": ("max_coder_iterations", "max_review_cycles", "heartbeat_interval", "lease_duration",
+               "coder_poll_interval", "coder_max_wait", "integration_branch",
+               "escalation_webhook"),
+    "Discovery": ("id", "by", "description", "created", "during", "severity", "urgency",
+                  "recommendation", "converted_to_task"),
+    "Goal": ("id", "description", "created", "status", "alignment_history"),
+    "Handoff": ("task", "agent", "timestamp", "summary", "next_action", "context_used",
+                "approach", "blockers", "files_modified", "next_steps"),
+    "HistoryEntry": ("time", "event", "agent", "commit", "task", "reason", "note"),
+    "HumanNote": ("timestamp", "message", "for_task", "author"),
+    "SpecChange": ("timestamp", "spec", "change", "triggered_by"),
+    "Sprint": ("id", "goal_ref", "status", "scope", "timeline", "retrospective"),
+    "SprintScope": ("planned", "stretch"),
+    "SprintTimeline": ("started", "deadline", "checkpoint_at", "ended"),
+    "Task": ("id", "description", "status", "created", "priority", "spec_ref", "done_when",
+             "scope", "depends_on", "assigned_to", "worktree", "base_commit", "lease_expires",
+             "iteration", "review_commit", "reviewing_by", "review_lease_expires", "approved_by",
+             "rejection_reason", "review_cycles_current", "review_cycles_total",
+             "blocked_reason", "blocked_questions", "attempted", "failed_by", "integration_fix",
+             "integration_failure", "handoff_pending", "supersedes", "superseded_by",
+             "rescope_reason", "abandon_reason", "merge_commit", "max_iterations",
+             "max_review_cycles", "history"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FORMAT1_FIELDS))
+def test_fields_added_since_format1_leave_old_bytes_alone(name: str) -> None:
+    import dataclasses as dc
+
+    from gitliza.core import model
+    cls = getattr(model, name)
+    names = tuple(f.name for f in dc.fields(cls))
+    assert set(FORMAT1_FIELDS[name]) <= set(names), "a format-1 field went"
+    old_order = [n for n in names if n in FORMAT1_FIELDS[name]]
+    assert tuple(old_order) == FORMAT1_FIELDS[name], "format-1 fields were reordered"
+    for f in dc.fields(cls):
+        if f.name in FORMAT1_FIELDS[name]:
+            continue
+        empty = f.default in (None, False) or (f.default is dc.MISSING
+                                               and f.default_factory is tuple)
+        assert empty or f.metadata.get(model.SINCE_V1), (
+            f"{name}.{f.name} is new since format 1 and defaults to {f.default!r}: declare it "
+            "with model.since_v1(default) so older boards replay to the same bytes")
+
+
+def test_since_v1_fields_are_written_only_away_from_their_default() -> None:
+    from gitliza.core.model import Config
+    assert "planner_max_wait" not in codec.dumps(Config()).decode()
+    assert codec.dumps(Config()) == codec.dumps(Config(planner_max_wait=600))
+    blob = codec.dumps(Config(planner_max_wait=42))
+    assert b"planner_max_wait = 42" in blob
+    assert codec.loads(Config, blob).planner_max_wait == 42
+    assert codec.loads(Config, codec.dumps(Config())).planner_max_wait == 600

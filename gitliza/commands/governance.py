@@ -1,0 +1,64 @@
+"""The human's governance commands: watch, analyze, checkpoint (docs/governance.md)."""
+from __future__ import annotations
+
+from gitliza.commands import Env
+from gitliza.commands.board import report
+
+
+def watch(env: Env, once: bool) -> int:
+    from gitliza.governance.watch import Watcher
+    w = Watcher(env.liza().store, json_lines=env.json)
+    if once:
+        w.tick()
+        return 1 if w.active else 0
+    try:
+        w.run()
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def analyze(env: Env, record: bool, resolve: str | None) -> int:
+    from gitliza.governance import analyze as a
+    liza = env.liza()
+    if resolve is not None:
+        return report(env, a.resolve(liza, resolve))
+    done = a.analyze(liza, record=record)
+    hit = done.analysis.triggered
+    data = {
+        "result": "TRIGGERED" if hit else "OK",
+        "window_start": done.analysis.window_start, "anomalies": done.analysis.anomalies,
+        "findings": [{"pattern": f.pattern, "severity": f.severity, "shared": f.shared,
+                      "tasks": f.tasks, "anomalies": len(f.evidence),
+                      "commits": [e.commit for e in f.evidence]} for f in done.analysis.findings],
+        "report": str(done.report),
+        "recorded": done.recorded.commit if done.recorded else None,
+        "checkpoint": done.checkpoint.done.commit if done.checkpoint and done.checkpoint.done
+        else None,
+    }
+    if hit is None:
+        text = (f"Circuit breaker: OK \u2014 no patterns detected ({done.analysis.anomalies} "
+                f"anomalies since {done.analysis.window_start or 'the start'})")
+    else:
+        lines = ["\U0001f6a8 CIRCUIT BREAKER TRIGGERED", f"Pattern: {hit.pattern}",
+                 f"Severity: {hit.severity}", f"Evidence: {hit.summary()}"]
+        lines += [f"Also: {f.summary()}" for f in done.analysis.findings[1:]]
+        if done.recorded is None and record:
+            lines.append("Already TRIGGERED on the board: resolve it with "
+                         "`git liza analyze --resolve TEXT`")
+        if done.checkpoint is not None:
+            lines.append(f"CHECKPOINT opened; summary in {done.checkpoint.summary}")
+        text = "\n".join(lines)
+    env.out.result(data, f"{text}\nReport written to: {done.report}")
+    return 0
+
+
+def checkpoint(env: Env, reason: str) -> int:
+    from gitliza.governance.checkpoint import open_checkpoint
+    opened = open_checkpoint(env.liza(), reason)
+    assert opened.done is not None
+    code = report(env, opened.done, {"summary": str(opened.summary)})
+    if not env.json:
+        env.out.line(f"sprint summary written to {opened.summary}; review it, then "
+                     "`git liza resume --decision ...`")
+    return code

@@ -1,0 +1,74 @@
+"""`git liza import` and `git liza export`: the seed schema's files in and out."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from gitliza.commands import Env
+from gitliza.errors import GitFailure, ValidationError
+
+
+def _read(path: Path) -> tuple[bytes, str]:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise ValidationError(f"{path}: no such file") from None
+    except OSError as e:
+        raise GitFailure(f"cannot read {path}: {e}") from None
+    try:
+        return data, data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValidationError(f"{path.name}: not UTF-8 text (byte {e.start})") from None
+
+
+def import_board(env: Env, state: Path | None, log: Path | None, force: bool) -> int:
+    from gitliza.api import now_utc
+    from gitliza.core.ids import check_id
+    from gitliza.core.states import HUMAN_ACTOR
+    from gitliza.git.store import Store
+    from gitliza.interop import genesis, seed
+    store = Store.discover(env.path)
+    if state is None:
+        from gitliza.materialize import main_worktree
+        state = main_worktree(store.repo) / ".liza" / "state.yaml"
+    data, text = _read(state)
+    board = seed.read_state(text, state.name)  # everything is checked before anything is written
+    log_bytes, entries = None, 0
+    if log is not None:
+        log_bytes, log_text = _read(log)
+        entries = len(seed.read_log(log_text, log.name))
+    actor = env.agent or HUMAN_ACTOR
+    if actor != HUMAN_ACTOR:
+        check_id(actor, "agent id")
+    op = genesis.make_op(board.entities, actor, now_utc(), seed.sha256(data),
+                         None if log_bytes is None else seed.sha256(log_bytes), entries)
+    done = genesis.write_import(store, board.entities, op, force=force, log_text=log_bytes)
+    text_out = f"imported {state} as {done.commit[:12]} ({done.tasks} tasks"
+    text_out += f", {entries} log entries)" if log is not None else ")"
+    if done.attic:
+        text_out += f"; the old board is kept at {done.attic}"
+    env.out.result({"commit": done.commit, "tasks": done.tasks, "digest": op.digest,
+                    "log_entries": entries, "replaced": done.replaced, "attic": done.attic},
+                   text_out)
+    return 0
+
+
+def export_board(env: Env, at: str | None, out: Path, with_log: bool) -> int:
+    from gitliza.git.store import Store
+    from gitliza.interop.export import export
+    from gitliza.materialize import _atomic_write
+    done = export(Store.discover(env.path), at)
+    if str(out) == "-":
+        import sys
+        sys.stdout.write(done.state_yaml)
+        return 0
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        _atomic_write(out, "state.yaml", done.state_yaml.encode())
+        if with_log:
+            _atomic_write(out, "log.yaml", done.log_yaml.encode())
+    except OSError as e:
+        raise GitFailure(f"cannot write to {out}: {e}") from None
+    files = "state.yaml and log.yaml" if with_log else "state.yaml"
+    env.out.result({"state": done.state, "directory": str(out), "log_entries": done.log_entries},
+                   f"wrote {files} of {done.state[:12]} to {out}")
+    return 0

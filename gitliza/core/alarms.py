@@ -1,0 +1,357 @@
+"""The watcher's alarms (tooling.md "Alarm Conditions"), as pure functions.
+
+    evaluate(board, facts)            -> the alarms active now
+    next_deadline(board, facts)       -> when, without any change to the board, one could start
+                                         or escalate (the watcher sleeps until then)
+    step(previous, active, now)       -> the new alert state and what to report: fired, escalated,
+                                         resolved
+
+The watcher (gitliza/governance/watch.py) supplies the board, the clock and the few facts that
+live outside the board (the time of the last state commit, a `.liza/PAUSE` or `.liza/CHECKPOINT`
+file). Thresholds are board config (`alarm_*` keys, see THRESHOLDS); unset keys take the seed's
+values (liza-watch.sh, sprint-governance.md).
+
+An alarm is identified by its key (kind, subject); its text may change while it stays active (a
+duration grows) without being reported again. Alarms with stages (checkpoint and pause age) escalate
+when their stage rises: the seed's STALE -> STUCK -> ABANDONED? sequence.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from enum import StrEnum
+from typing import Iterable, Iterator, Mapping
+
+from gitliza.core import clock
+from gitliza.core.board import Board
+from gitliza.core.invariants import check_board
+from gitliza.core.model import Config, SprintStatus, Task, Urgency
+from gitliza.core.states import TERMINAL, AgentState, TaskState
+
+S = TaskState
+
+# config key -> the seed's value in seconds
+THRESHOLDS: dict[str, int] = {
+    "alarm_lease_grace": 120,          # liza-watch.sh LEASE_GRACE_PERIOD
+    "alarm_orphan_grace": 30,          # orphaned REJECTED grace
+    "alarm_stall": 1800,               # goal stalled: no state change
+    "alarm_stale_draft": 1800,         # DRAFT never finalized
+    "alarm_checkpoint_stale": 1800,    # CHECKPOINT STALE
+    "alarm_checkpoint_stuck": 7200,    # CHECKPOINT STUCK (writes .liza/ESCALATION)
+    "alarm_checkpoint_abandoned": 28800,  # CHECKPOINT ABANDONED? (suggests abort)
+    "alarm_pause_stale": 1800,         # STALE PAUSE
+    "alarm_pause_forgotten": 7200,     # PAUSE FORGOTTEN?
+}
+# How close to a limit "approaching" starts (the seed: 8/10 iterations, 3/5 review cycles).
+ITERATION_MARGIN = 2
+REVIEW_MARGIN = 2
+
+
+class Level(StrEnum):
+    WARNING = "warning"
+    CRITICAL = "critical"
+
+
+ICON = {Level.WARNING: "\u26a0\ufe0f", Level.CRITICAL: "\U0001f6a8"}
+
+
+@dataclass(frozen=True, slots=True)
+class Facts:
+    """What the board does not say. Times are ISO UTC strings."""
+
+    now: str
+    last_change: str | None = None       # Liza-Time of the newest state commit
+    pause_since: str | None = None       # the board is paused (or `.liza/PAUSE` exists) since
+    checkpoint_since: str | None = None  # a `.liza/CHECKPOINT` file exists since (else the board)
+    invalid: str | None = None           # a problem the shell found (e.g. an unreadable board)
+
+
+@dataclass(frozen=True, slots=True)
+class Alert:
+    kind: str      # LEASE_EXPIRED, BLOCKED, ...
+    subject: str   # the task, discovery or limit it is about ("" for board-wide alarms)
+    level: Level
+    text: str      # the seed's line, e.g. "LEASE EXPIRED: coder-1 on task-3"
+    stage: int = 0  # escalation stage (checkpoint, pause); higher is worse
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.kind, self.subject
+
+    def line(self) -> str:
+        return f"{ICON[self.level]} {self.text}"
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """One thing to tell the human: an alarm that started, escalated or ended."""
+
+    event: str  # "fired", "escalated", "resolved"
+    alert: Alert
+    time: str
+
+    def line(self) -> str:
+        if self.event == "resolved":
+            return f"\u2705 RESOLVED: {self.alert.text}"
+        return self.alert.line()
+
+    def as_json(self) -> dict[str, object]:
+        return {"time": self.time, "event": self.event, "kind": self.alert.kind,
+                "subject": self.alert.subject or None, "level": self.alert.level.value,
+                "stage": self.alert.stage, "text": self.alert.text, "line": self.line()}
+
+
+def thresholds(config: Config) -> dict[str, int]:
+    """The alarm thresholds in seconds: board config where set, else the seed's."""
+    out = dict(THRESHOLDS)
+    for f in fields(config):
+        if f.name in out:
+            v = getattr(config, f.name)
+            if v is not None:
+                out[f.name] = v
+    return out
+
+
+def _age(since: str, now: str) -> int:
+    return clock.to_epoch(now) - clock.to_epoch(since)
+
+
+def _minutes(seconds: int) -> int:
+    return max(seconds, 0) // 60
+
+
+def _duration(seconds: int) -> str:
+    m = _minutes(seconds)
+    return f"{m // 60}h {m % 60}m" if m >= 60 else f"{m}min"
+
+
+def _limit(task: Task, config: Config, name: str) -> int:
+    if name == "iterations":
+        return task.max_iterations or config.max_coder_iterations
+    return task.max_review_cycles or config.max_review_cycles
+
+
+def _first_claimer(task: Task) -> str | None:
+    for h in task.history:
+        if h.event == "claimed" and h.agent:
+            return h.agent
+    return None
+
+
+def _since_last(task: Task, event: str) -> str:
+    for h in reversed(task.history):
+        if h.event == event:
+            return h.time
+    return task.history[-1].time if task.history else task.created
+
+
+def _task_alerts(board: Board, t: Task, config: Config, th: Mapping[str, int],
+                 now: str) -> Iterator[Alert]:
+    W, C = Level.WARNING, Level.CRITICAL
+    grace = th["alarm_lease_grace"]
+    if t.status == S.CLAIMED and t.lease_expires and _age(t.lease_expires, now) > grace:
+        yield Alert("LEASE_EXPIRED", t.id, W, f"LEASE EXPIRED: {t.assigned_to} on {t.id}")
+    if t.status == S.READY_FOR_REVIEW and t.reviewing_by and t.review_lease_expires and \
+            _age(t.review_lease_expires, now) > grace:
+        yield Alert("REVIEW_LEASE_EXPIRED", t.id, W, f"REVIEW LEASE EXPIRED: {t.reviewing_by} "
+                    f"on {t.id} \u2014 review can be reclaimed")
+    if t.status == S.BLOCKED:
+        yield Alert("BLOCKED", t.id, W, f"BLOCKED: {t.id} \u2014 {t.blocked_reason or 'no reason'}")
+    if t.status == S.REJECTED and t.assigned_to:
+        holder = board.agent(t.assigned_to)
+        on_it = holder is not None and holder.current_task == t.id and \
+            holder.status in (AgentState.WORKING, AgentState.WAITING)
+        since = _since_last(t, "rejected")
+        if not on_it and _age(since, now) > th["alarm_orphan_grace"]:
+            status = str(holder.status) if holder is not None else "MISSING"
+            yield Alert("ORPHANED_REJECTED", t.id, C, f"ORPHANED REJECTED: {t.id} \u2014 assigned "
+                        f"to {t.assigned_to} but agent is {status}")
+    if t.status == S.CLAIMED:
+        first = _first_claimer(t)
+        if first and t.assigned_to and first != t.assigned_to:
+            yield Alert("REASSIGNED", t.id, W, f"REASSIGNED: {t.id} \u2014 now {t.assigned_to} "
+                        f"(was {first}), hypothesis exhaustion risk")
+    cliff = _limit(t, config, "reviews")
+    cycles = t.review_cycles_current
+    if cycles >= cliff:
+        yield Alert("REVIEW_LOOP", t.id, C, f"REVIEW LOOP: {t.id} \u2014 {cycles} cycles (at cliff)")
+    if t.status == S.INTEGRATION_FAILED:
+        yield Alert("INTEGRATION_FAILED", t.id, C, f"INTEGRATION FAILED: {t.id}")
+    if len(t.failed_by) >= 2:
+        yield Alert("HYPOTHESIS_EXHAUSTION", t.id, C,
+                    f"HYPOTHESIS EXHAUSTION: {t.id} \u2014 requires rescope")
+    max_iter = _limit(t, config, "iterations")
+    if t.status == S.CLAIMED and t.iteration is not None and \
+            max_iter - ITERATION_MARGIN <= t.iteration < max_iter:
+        yield Alert("APPROACHING_LIMIT", f"{t.id}:iteration", W,
+                    f"APPROACHING LIMIT: {t.id} \u2014 iteration {t.iteration}/{max_iter}")
+    if cliff - REVIEW_MARGIN <= cycles < cliff and cycles > 0:
+        yield Alert("APPROACHING_LIMIT", f"{t.id}:review", W,
+                    f"APPROACHING LIMIT: {t.id} \u2014 review cycle {cycles}/{cliff}")
+    if len(t.failed_by) == 1 and cycles >= cliff - REVIEW_MARGIN and cycles > 0:
+        yield Alert("APPROACHING_LIMIT", f"{t.id}:failures", W,
+                    f"APPROACHING LIMIT: {t.id} \u2014 1 coder failed + {cycles} review cycles "
+                    "(hypothesis exhaustion risk)")
+    if t.status == S.DRAFT:
+        age = _age(t.created, now)
+        if age > th["alarm_stale_draft"]:
+            yield Alert("STALE_DRAFT", t.id, W, f"STALE DRAFT: {t.id} \u2014 created "
+                        f"{_minutes(age)}min ago, never finalized (Planner crash?)")
+
+
+def checkpoint_since(board: Board, facts: Facts) -> str | None:
+    """When the open checkpoint started: the file's time, else the board's sprint CHECKPOINT."""
+    if facts.checkpoint_since is not None:
+        return facts.checkpoint_since
+    if board.initialized and board.sprint.status == SprintStatus.CHECKPOINT:
+        tl = board.sprint.timeline
+        return tl.checkpoint_at or tl.started
+    return None
+
+
+def _checkpoint_alert(since: str, th: Mapping[str, int], now: str) -> Alert | None:
+    age = _age(since, now)
+    if age > th["alarm_checkpoint_abandoned"]:
+        return Alert("CHECKPOINT", "", Level.CRITICAL, "CHECKPOINT ABANDONED?: no human response "
+                     f"for {age // 3600} hours", 3)
+    if age > th["alarm_checkpoint_stuck"]:
+        return Alert("CHECKPOINT", "", Level.CRITICAL, "CHECKPOINT STUCK: no human response for "
+                     f"{_minutes(age)} minutes", 2)
+    if age > th["alarm_checkpoint_stale"]:
+        return Alert("CHECKPOINT", "", Level.WARNING, "CHECKPOINT STALE: waiting for human for "
+                     f"{_minutes(age)} minutes", 1)
+    return None
+
+
+def _pause_alert(since: str, th: Mapping[str, int], now: str) -> Alert | None:
+    age = _age(since, now)
+    if age > th["alarm_pause_forgotten"]:
+        return Alert("PAUSE", "", Level.CRITICAL, f"PAUSE FORGOTTEN?: PAUSE file exists for "
+                     f"{_minutes(age)}min \u2014 remove to resume", 2)
+    if age > th["alarm_pause_stale"]:
+        return Alert("PAUSE", "", Level.WARNING, f"STALE PAUSE: PAUSE file exists for "
+                     f"{_minutes(age)}min \u2014 forgotten?", 1)
+    return None
+
+
+def evaluate(board: Board, facts: Facts) -> list[Alert]:
+    """Every alarm active at `facts.now`, in a stable order."""
+    now = facts.now
+    out: list[Alert] = []
+    if facts.invalid:
+        out.append(Alert("INVALID_STATE", "", Level.CRITICAL, f"INVALID STATE: {facts.invalid}"))
+    if not board.initialized:
+        return out
+    config = board.config
+    th = thresholds(config)
+    for t in sorted(board.tasks(), key=lambda t: t.id):
+        out.extend(_task_alerts(board, t, config, th, now))
+    for d in sorted(board.values("discovered"), key=lambda d: d.id):
+        if d.urgency == Urgency.IMMEDIATE and not d.converted_to_task:
+            out.append(Alert("IMMEDIATE_DISCOVERY", d.id, Level.CRITICAL, f"IMMEDIATE DISCOVERY: "
+                             f"{d.id} \u2014 {d.description} (Planner should wake)"))
+    if not facts.invalid:
+        problems = check_board(board, now)
+        if problems:
+            more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
+            out.append(Alert("INVALID_STATE", "", Level.CRITICAL,
+                             f"INVALID STATE: {problems[0]}{more}"))
+    if _working(board) and facts.last_change is not None:
+        idle = _age(facts.last_change, now)
+        if idle > th["alarm_stall"] and facts.pause_since is None and \
+                checkpoint_since(board, facts) is None:
+            out.append(Alert("STALLED", "", Level.WARNING,
+                             f"STALLED: no progress for {_duration(idle)}"))
+    since = checkpoint_since(board, facts)
+    if since is not None:
+        a = _checkpoint_alert(since, th, now)
+        if a is not None:
+            out.append(a)
+    if facts.pause_since is not None:
+        a = _pause_alert(facts.pause_since, th, now)
+        if a is not None:
+            out.append(a)
+    return out
+
+
+def _working(board: Board) -> bool:
+    """A goal in progress with live work: a finished or empty board is not 'stalled'."""
+    return board.goal.status == "IN_PROGRESS" and any(
+        t.status not in TERMINAL for t in board.tasks())
+
+
+def next_deadline(board: Board, facts: Facts) -> str | None:
+    """The earliest time after `facts.now` at which `evaluate` could change with the board and the
+    facts unchanged (a lease passes its grace, a draft or a checkpoint ages...), or None."""
+    now = facts.now
+    if not board.initialized:
+        return None
+    th = thresholds(board.config)
+    times: list[str] = []
+
+    def at(since: str | None, seconds: int) -> None:
+        if since is not None:
+            times.append(clock.plus(since, seconds + 1))  # alarms fire strictly after
+
+    for t in board.tasks():
+        if t.status == S.CLAIMED:
+            at(t.lease_expires, th["alarm_lease_grace"])
+        elif t.status == S.READY_FOR_REVIEW and t.reviewing_by:
+            at(t.review_lease_expires, th["alarm_lease_grace"])
+        elif t.status == S.REJECTED:
+            at(_since_last(t, "rejected"), th["alarm_orphan_grace"])
+        elif t.status == S.DRAFT:
+            at(t.created, th["alarm_stale_draft"])
+    if _working(board):
+        at(facts.last_change, th["alarm_stall"])
+    since = checkpoint_since(board, facts)
+    for k in ("alarm_checkpoint_stale", "alarm_checkpoint_stuck", "alarm_checkpoint_abandoned"):
+        at(since, th[k])
+    for k in ("alarm_pause_stale", "alarm_pause_forgotten"):
+        at(facts.pause_since, th[k])
+    # Board-wide invariants with a clock (a WORKING agent's lease) are re-checked at their time.
+    for a in board.agents():
+        if a.status == AgentState.WORKING:
+            at(a.lease_expires, 60)
+    future = [t for t in times if t > now]
+    return min(future) if future else None
+
+
+State = Mapping[tuple[str, str], Alert]
+
+
+def step(previous: State, active: Iterable[Alert], now: str
+         ) -> tuple[dict[tuple[str, str], Alert], list[Report]]:
+    """Fire once, escalate, resolve: compare what was active with what is active now."""
+    current: dict[tuple[str, str], Alert] = {}
+    reports: list[Report] = []
+    for a in active:
+        current[a.key] = a
+        old = previous.get(a.key)
+        if old is None:
+            reports.append(Report("fired", a, now))
+        elif a.stage > old.stage:
+            reports.append(Report("escalated", a, now))
+        elif a.stage < old.stage:
+            # A stage never goes down while the condition lasts; keep the reported one.
+            current[a.key] = replace(a, stage=old.stage)
+    for key, old in previous.items():
+        if key not in current:
+            reports.append(Report("resolved", old, now))
+    return current, reports
+
+
+def escalation_text(board: Board, alert: Alert, since: str, now: str) -> str:
+    """The `.liza/ESCALATION` file of sprint-governance.md for a stuck or abandoned checkpoint."""
+    word = "CHECKPOINT_ABANDONED" if alert.stage >= 3 else "CHECKPOINT_STUCK"
+    age = _age(since, now)
+    waiting = sorted((t for t in board.tasks() if t.status not in TERMINAL), key=lambda t: t.id)
+    listed = ", ".join(f"{t.id} {t.status.value}" for t in waiting[:10])
+    more = ", ..." if len(waiting) > 10 else ""
+    sprint = board.sprint.id if board.initialized else "none"
+    lines = [f"{word} since {since} ({age // 3600}h {(age % 3600) // 60}m)",
+             f"Sprint: {sprint}",
+             f"Tasks waiting: {len(waiting)}" + (f" ({listed}{more})" if waiting else ""),
+             "Action required: `git liza resume` to continue, or `git liza abort` to stop"]
+    if alert.stage >= 3:
+        lines.append("Suggestion: no human response for 8h+; consider aborting the goal")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,126 @@
+"""`git liza checkpoint`: open a checkpoint on the board and write the sprint summary the reference
+writes (`.liza/sprint_summary.md`, liza-checkpoint.sh) for the human's review.
+
+The checkpoint itself is the board's `checkpoint` op (gitliza/core/ops/control.py): the sprint goes
+to CHECKPOINT on every machine, supervisors wait, `git liza resume --decision ...` ends it with the
+decision recorded. The summary adds what the reference's has (task counts, durations of merged
+tasks, anomalies, blocked tasks) and the metrics of every sprint in the history.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from gitliza.core import clock, metrics
+from gitliza.core.board import Board
+from gitliza.core.ops.control import Checkpoint
+from gitliza.core.states import TaskState
+from gitliza.git.store import Committed, Store
+from gitliza.git.worktrees import main_worktree
+from gitliza.governance.history import SprintSpan, sprint_metrics
+
+SUMMARY = "sprint_summary.md"
+S = TaskState
+DONE = (S.MERGED, S.ABANDONED, S.SUPERSEDED)
+IN_PROGRESS = (S.CLAIMED, S.READY_FOR_REVIEW, S.REJECTED)
+
+
+def liza_dir(store: Store) -> Path:
+    root = main_worktree(store.repo)
+    path = (root or Path(store.repo.path)) / ".liza"
+    path.mkdir(exist_ok=True)
+    return path
+
+
+def _hours(a: str, b: str) -> str:
+    return f"{(clock.to_epoch(b) - clock.to_epoch(a)) / 3600:.1f}h"
+
+
+def _first(events: list[tuple[str, str]], name: str) -> str | None:
+    return next((t for e, t in events if e == name), None)
+
+
+def summary(board: Board, now: str, spans: list[SprintSpan], state: str) -> str:
+    """The sprint summary (pure: the board, the time and the per-sprint metrics)."""
+    sp = board.sprint
+    tasks = sorted(board.all_tasks(), key=lambda t: t.id)
+    count = {k: sum(1 for t in tasks if t.status in v) for k, v in
+             (("done", DONE), ("progress", IN_PROGRESS), ("blocked", (S.BLOCKED,)),
+              ("unclaimed", (S.UNCLAIMED,)))}
+    started, deadline = sp.timeline.started, sp.timeline.deadline
+    lines = ["# Sprint Summary", "",
+             f"**Generated:** {now}", f"**Sprint:** {sp.id} ({sp.status.value})",
+             f"**Goal:** {board.goal.id}: {board.goal.description}",
+             f"**Started:** {started or 'unknown'}", f"**Deadline:** {deadline or 'none'}",
+             f"**Elapsed:** {_hours(started, now) if started else 'unknown'}",
+             f"**Board:** refs/liza/state {state[:12]}", "",
+             "## Task Status", "", "| Status | Count |", "|--------|-------|",
+             f"| Done (MERGED/ABANDONED/SUPERSEDED) | {count['done']} |",
+             f"| In Progress (CLAIMED/READY_FOR_REVIEW/REJECTED) | {count['progress']} |",
+             f"| Blocked | {count['blocked']} |", f"| Unclaimed | {count['unclaimed']} |",
+             f"| **Total** | {len(tasks)} |", "",
+             "## Task Durations (Completed)", "", "| Task | Duration |", "|------|----------|"]
+    for t in tasks:
+        ev = [(h.event, h.time) for h in t.history]
+        created, merged = _first(ev, "created") or t.created, _first(ev, "merged")
+        if t.status == S.MERGED and merged:
+            lines.append(f"| {t.id} | {_hours(created, merged)} |")
+    m = metrics.compute(tasks, since=started)
+    lines += ["", "## Metrics (this sprint)", "", "| Metric | Value |", "|--------|-------|"]
+    for name in ("iterations_total", "review_cycles_total", "review_verdict_count",
+                 "review_verdict_approval_rate_percent", "task_submitted_for_review_count",
+                 "task_outcome_approval_rate_percent"):
+        v = getattr(m, name)
+        lines.append(f"| {name} | {'n/a' if v is None else v} |")
+    if spans:
+        lines += ["", "## Sprints in the History", "",
+                  "| Sprint | Goal | Started | Ended | Done | Iterations | Verdicts | Approval % |",
+                  "|--------|------|---------|-------|------|------------|----------|------------|"]
+        for s in spans:
+            rate = s.metrics.review_verdict_approval_rate_percent
+            lines.append(f"| {s.sprint} | {s.goal} | {s.started or '-'} | {s.ended or '-'} | "
+                         f"{s.metrics.tasks_done} | {s.metrics.iterations_total} | "
+                         f"{s.metrics.review_verdict_count} | {'n/a' if rate is None else rate} |")
+    anomalies = list(board.values("anomalies"))
+    lines += ["", "## Anomalies", "", f"Total logged: {len(anomalies)}", ""]
+    for a in anomalies:
+        details = ", ".join(f"{k}={v}" for k, v in a.details)
+        lines.append(f"- [{a.type}] {a.task or '-'}: {details}")
+    lines += ["", "## Blocked Tasks", ""]
+    blocked = [t for t in tasks if t.status == S.BLOCKED]
+    for t in blocked:
+        lines += [f"### {t.id}", f"**Reason:** {t.blocked_reason or 'no reason'}", "**Questions:**"]
+        lines += [f"- {q}" for q in t.blocked_questions] + [""]
+    if not blocked:
+        lines += ["None", ""]
+    lines += ["## Human Review Checklist", "", "- [ ] Review task progress",
+              "- [ ] Review anomalies for patterns", "- [ ] Check goal alignment",
+              "- [ ] Decide: CONTINUE / ADJUST_SPECS / ADJUST_CONTRACTS / REPLAN / PIVOT / STOP",
+              "", "## To Resume", "", "```bash",
+              'git liza resume --decision CONTINUE --note "why"   # or: git liza abort', "```", ""]
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Opened:
+    done: Committed | None  # None: a checkpoint was already open (the summary is refreshed)
+    summary: Path
+
+
+def write_summary(store: Store, now: str) -> Path:
+    board, commit = store.board()
+    assert commit is not None
+    text = summary(board, now, sprint_metrics(store), str(commit.id))
+    path = liza_dir(store) / SUMMARY
+    tmp = path.with_name(f".{SUMMARY}.tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+    return path
+
+
+def open_checkpoint(liza: object, reason: str, trigger: str = "manual") -> Opened:
+    """The board's checkpoint op, then the summary (which reads the board with the checkpoint)."""
+    from gitliza.api import Liza
+    assert isinstance(liza, Liza)
+    done = liza.do(Checkpoint, reason=reason, trigger=trigger)
+    return Opened(done, write_summary(liza.store, liza.now()))

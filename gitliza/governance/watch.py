@@ -1,0 +1,172 @@
+"""`git liza watch`: the human's alarm monitor (tooling.md "Alarm Conditions", liza-watch.sh).
+
+The evaluation is pure (gitliza/core/alarms.py). This module gathers the facts the board does not
+hold, reports what changed, and sleeps: on the board ref and the `.liza/` control files (the shared
+RefWatcher, inotify through watchdog), with a timeout that ends at the next time-based threshold
+(`alarms.next_deadline`). It never reads the board on a timer.
+
+Output (Alert Output in tooling.md): each report is a line `[time] <icon> <text>` on stderr and
+appended to `.liza/alerts.log`; with --json, one JSON object a line on stdout instead of stderr.
+A checkpoint stuck for the seed's 2 h (or abandoned, 8 h) writes `.liza/ESCALATION`
+(sprint-governance.md), removed when the checkpoint ends. `notify-send`, where it exists, shows
+each report on the desktop.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, TextIO
+
+from gitliza.core import alarms, clock
+from gitliza.core.alarms import Alert, Facts, Report
+from gitliza.core.board import Board
+from gitliza.errors import LizaError
+from gitliza.git.store import Store
+from gitliza.git.worktrees import main_worktree
+
+ALERTS_LOG = "alerts.log"
+ESCALATION = "ESCALATION"
+LIZA_DIR = ".liza"
+
+
+def _file_since(path: Path, first_line_time: bool) -> str | None:
+    """When a control file was made: the timestamp on its first line (the seed's CHECKPOINT file
+    format), else its mtime; None when it does not exist."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    if first_line_time:
+        try:
+            first = path.read_text(errors="replace").split("\n", 1)[0].strip()
+            return clock.check_ts(first)
+        except (OSError, LizaError):
+            pass
+    return clock.from_epoch(st.st_mtime)
+
+
+class Watcher:
+    """One watcher over one repository: `tick()` evaluates and reports, `run()` loops."""
+
+    def __init__(self, store: Store, *, json_lines: bool = False, notify: bool | None = None,
+                 now: Callable[[], str] | None = None, err: TextIO | None = None,
+                 out: TextIO | None = None) -> None:
+        from gitliza.api import now_utc
+        self.store = store
+        root = main_worktree(store.repo)
+        self.liza_dir = (root or Path(store.repo.path)) / LIZA_DIR
+        self.json_lines = json_lines
+        self.notify = shutil.which("notify-send") is not None if notify is None else notify
+        self.now = now or now_utc
+        self.err = err or sys.stderr
+        self.out = out or sys.stdout
+        self.state: dict[tuple[str, str], Alert] = {}
+        self.board = Board()
+        self.facts = Facts(now=self.now())
+
+    # -- one evaluation -------------------------------------------------------------------------
+    def read(self) -> tuple[Board, Facts]:
+        now = self.now()
+        invalid = None
+        last = None
+        try:
+            board, commit = self.store.board()
+            if commit is None:
+                invalid = "no board on refs/liza/state (run `git liza init` or `git liza import`)"
+            else:
+                last = clock.from_epoch(commit.author.time)
+                board.initialized  # noqa: B018 - decode the goal now: a bad blob is reported here
+        except LizaError as e:
+            board, invalid = Board(), str(e)
+        pause = None
+        if board.initialized and board.control.paused:
+            pause = board.control.paused_at
+        pause = pause or _file_since(self.liza_dir / "PAUSE", False)
+        checkpoint = _file_since(self.liza_dir / "CHECKPOINT", True)
+        return board, Facts(now=now, last_change=last, pause_since=pause,
+                            checkpoint_since=checkpoint, invalid=invalid)
+
+    def tick(self) -> list[Report]:
+        self.board, self.facts = self.read()
+        try:
+            active = alarms.evaluate(self.board, self.facts)
+        except LizaError as e:  # a blob that does not decode shows up as the board is walked
+            active = [Alert("INVALID_STATE", "", alarms.Level.CRITICAL, f"INVALID STATE: {e}")]
+        self.state, reports = alarms.step(self.state, active, self.facts.now)
+        for r in reports:
+            self.emit(r)
+        self._escalation(reports)
+        return reports
+
+    def next_timeout(self) -> float | None:
+        """Seconds until the next time-based threshold (None: only a change can alter anything)."""
+        try:
+            nd = alarms.next_deadline(self.board, self.facts)
+        except LizaError:
+            return None
+        if nd is None:
+            return None
+        return max(0.0, clock.to_epoch(nd) - time.time()) + 0.05
+
+    # -- reporting ------------------------------------------------------------------------------
+    def emit(self, report: Report) -> None:
+        line = f"[{report.time}] {report.line()}"
+        self._append(line)  # the persistent copy first: whoever sees the alert can find it there
+        if self.json_lines:
+            self.out.write(json.dumps(report.as_json(), ensure_ascii=False) + "\n")
+            self.out.flush()
+        else:
+            self.err.write(line + "\n")
+            self.err.flush()
+        if self.notify:
+            try:
+                subprocess.run(["notify-send", "Liza Alert", report.line()], timeout=5,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+            except (OSError, subprocess.SubprocessError):
+                self.notify = False  # no desktop here after all: stop trying
+
+    def _append(self, line: str) -> None:
+        try:
+            self.liza_dir.mkdir(exist_ok=True)
+            with open(self.liza_dir / ALERTS_LOG, "a", encoding="utf-8") as f:
+                f.write(line + "\n")
+        except OSError as e:
+            self.err.write(f"gitliza: cannot append to {self.liza_dir / ALERTS_LOG}: {e}\n")
+
+    def _escalation(self, reports: list[Report]) -> None:
+        path = self.liza_dir / ESCALATION
+        for r in reports:
+            if r.alert.kind != "CHECKPOINT":
+                continue
+            if r.event == "resolved":
+                try:
+                    path.unlink()
+                except FileNotFoundError:
+                    pass
+            elif r.alert.stage >= 2:
+                since = alarms.checkpoint_since(self.board, self.facts) or self.facts.now
+                text = alarms.escalation_text(self.board, r.alert, since, self.facts.now)
+                tmp = path.with_name(f".{ESCALATION}.tmp")
+                tmp.write_text(text)
+                os.replace(tmp, path)
+
+    # -- the loop ------------------------------------------------------------------------------
+    def run(self, *, stop: Callable[[], bool] | None = None) -> None:
+        from gitliza.git.refwatch import RefWatcher
+        with RefWatcher(self.store.repo.workdir or self.store.repo.path) as w:
+            while stop is None or not stop():
+                self.tick()
+                w.wait(self.next_timeout())
+
+    @property
+    def active(self) -> list[Alert]:
+        return list(self.state.values())
+
+
+def as_json(reports: list[Report]) -> list[dict[str, Any]]:
+    return [r.as_json() for r in reports]

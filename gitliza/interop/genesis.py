@@ -1,0 +1,118 @@
+"""The import commit: a board read from the seed schema written as the first commit of a chain, and
+the check `verify` makes of such a commit.
+
+Writing: every entity is a change on the empty board (one tree, built by the write path's builder),
+the commit has no parent, its message records `Liza-Op: import` with the board's digest, and the
+ref is created (or, with --force, moved after the old chain is kept under refs/liza-attic/state/).
+
+Verifying: the entities are decoded from the recorded tree (every path must be a layout path) and
+handed to the core's `genesis`, which checks them against the recorded digest; verify then
+recomputes the tree from them and compares it, message and signature, as for any other op.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pygit2
+
+from gitliza.core import layout, record
+from gitliza.core.board import Key
+from gitliza.core.invariants import problems_of_change
+from gitliza.core.ops.base import Outcome
+from gitliza.core.ops.governance import Import, board_digest, genesis
+from gitliza.errors import ConcurrencyConflict, GitFailure, InconsistentState, ValidationError
+from gitliza.git import trees
+from gitliza.git.store import Store, decode_blob, signature
+
+ATTIC = "refs/liza-attic/state"
+IMPORT_LOG_REF = "refs/liza/import-log"  # the imported log.yaml, as a blob
+
+
+@dataclass(frozen=True)
+class Imported:
+    commit: str
+    tasks: int
+    replaced: str | None   # the old tip, kept under ATTIC (--force)
+    attic: str | None
+
+
+def make_op(entities: dict[Key, Any], actor: str, time: str, source: str | None,
+            log: str | None, log_entries: int) -> Import:
+    n = sum(1 for c, _k in entities if c in ("tasks", "archive"))
+    return Import(actor=actor, time=time, digest=board_digest(entities), tasks=n,
+                  source_sha256=source, log_sha256=log, log_entries=log_entries)
+
+
+def write_import(store: Store, entities: dict[Key, Any], op: Import, *, force: bool,
+                 log_text: bytes | None = None) -> Imported:
+    """Write the import commit and point refs/liza/state at it. Refuses (nothing written to the
+    ref) an existing board unless `force`."""
+    repo = store.repo
+    old = store.tip()
+    if old is not None and not force:
+        raise ValidationError(f"{store.ref} already holds a board",
+                              hint="`git liza import --force` replaces it (the old chain is kept "
+                                   f"under {ATTIC}/)")
+    outcome = genesis(op, entities)
+    bad = problems_of_change(outcome.board, outcome.changes)
+    if bad:
+        raise ValidationError(f"the imported board breaks an invariant: {bad[0]}")
+    tree = trees.build(repo, None, outcome.changes, write=True).tree
+    sig = signature(op)
+    commit = repo.create_commit(None, sig, sig, record.message(op, outcome.event), tree, [])
+    attic = None
+    try:
+        if old is None:
+            repo.create_reference(store.ref, commit, force=False, message="import")
+        else:
+            attic = f"{ATTIC}/{old}"
+            repo.create_reference(attic, old, force=True, message="import --force: old board")
+            ref = repo.lookup_reference(store.ref)
+            if ref.target != old:
+                raise ConcurrencyConflict(f"{store.ref} moved during the import; nothing was "
+                                          "changed", hint="retry")
+            ref.set_target(commit, "import --force")
+        if log_text is not None:
+            repo.create_reference(IMPORT_LOG_REF, repo.create_blob(log_text), force=True,
+                                  message="import: log.yaml")
+        elif old is not None and IMPORT_LOG_REF in repo.references:
+            repo.references.delete(IMPORT_LOG_REF)  # the log of the board just replaced
+    except pygit2.AlreadyExistsError:
+        raise ConcurrencyConflict(f"{store.ref} was created during the import; nothing was "
+                                  "changed", hint="retry with --force to replace it") from None
+    except pygit2.GitError as e:
+        raise GitFailure(f"cannot update {store.ref}: {e}") from None
+    return Imported(str(commit), op.tasks, None if old is None else str(old), attic)
+
+
+def imported_log(repo: pygit2.Repository) -> bytes | None:
+    """The log.yaml imported with the board, if any."""
+    try:
+        obj = repo.lookup_reference(IMPORT_LOG_REF).peel(pygit2.Blob)
+    except (KeyError, pygit2.GitError, ValueError):
+        return None
+    data: bytes = obj.data
+    return data
+
+
+def replay_import(repo: pygit2.Repository, tree: pygit2.Tree, op: Import) -> Outcome:
+    """What an import commit recorded, checked against its digest (for verify). The entities come
+    from the tree; `verify` then checks the tree is exactly the one they make."""
+    entities: dict[Key, Any] = {}
+    stack: list[tuple[str, pygit2.Tree]] = [("", tree)]
+    while stack:
+        prefix, node = stack.pop()
+        for entry in node:
+            path = prefix + (entry.name or "")
+            obj = repo[entry.id]
+            if isinstance(obj, pygit2.Tree):
+                stack.append((path + "/", obj))
+                continue
+            if path == layout.FORMAT_FILE:
+                continue
+            where = layout.parse_path(path)
+            if where is None or not isinstance(obj, pygit2.Blob):
+                raise InconsistentState(f"{path} is not a path of the board's layout")
+            entities[where] = decode_blob(where[0], where[1], obj.data, path)
+    return genesis(op, entities)
