@@ -214,7 +214,13 @@ def test_resources_board_task_and_log(board: Path) -> None:
             async def read(uri: str) -> Any:
                 res = await s.read_resource(uri)
                 return json.loads(res.contents[0].text)  # type: ignore[union-attr]
-            assert (await read("liza://board"))["state"] == tip(board)
+            board_res = await read("liza://board")
+            assert board_res["state"] == tip(board)
+            # The same library answers the CLI: `status --json` says what the tool says.
+            ok, status = await call(s, "status")
+            cli = subprocess.run([sys.executable, "-m", "gitliza", "status", "--json"],
+                                 cwd=board, capture_output=True, text=True, check=True)
+            assert ok and status == json.loads(cli.stdout) == board_res
             assert (await read("liza://task/t1"))["status"] == "UNCLAIMED"
             assert (await read("liza://log"))[0]["op"] == "add"
     run(main())
