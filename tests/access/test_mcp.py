@@ -108,6 +108,38 @@ def test_whole_cycle_through_tools_only(board: Path) -> None:
     assert r.returncode == 0, r.stderr
 
 
+def test_a_merge_conflict_is_exit_3_with_the_recorded_integration_failure(
+        board: Path, tmp_path: Path) -> None:
+    def land_theirs() -> str:  # someone else's change to the same file lands after the claim
+        other = tmp_path / "other"
+        git(board, "worktree", "add", "-q", str(other), "integration")
+        (other / "feature.py").write_text("theirs\n")
+        git(other, "add", "feature.py")
+        git(other, "commit", "-q", "-m", "theirs")
+        git(board, "worktree", "remove", str(other))
+        return git(board, "rev-parse", "integration")
+
+    async def main() -> str:
+        async with agent_session(board, "c1") as coder:
+            wt = Path((await call(coder, "claim"))[1]["worktree"])
+            (wt / "feature.py").write_text("ours\n")
+            git(wt, "add", "feature.py")
+            git(wt, "commit", "-q", "-m", "ours")
+            assert (await call(coder, "submit", task="t1"))[0]
+        integration = land_theirs()
+        async with agent_session(board, "r1") as reviewer:
+            assert (await call(reviewer, "claim_review", task="t1"))[0]
+            assert (await call(reviewer, "verdict", task="t1", verdict="approve"))[0]
+            ok, data = await call(reviewer, "merge", task="t1")
+            assert not ok
+            assert (data["error"]["code"], data["error"]["exit_code"]) == ("INTEGRATION_FAILED", 3)
+            assert data["result"]["to"] == "INTEGRATION_FAILED"
+            assert data["result"]["state"] == tip(board) and data["result"]["reason"]
+        return integration
+    integration = run(main())
+    assert git(board, "rev-parse", "integration") == integration  # the branch is untouched
+
+
 def test_bad_arguments_and_foreign_tools_are_refused_with_nothing_changed(board: Path) -> None:
     async def main() -> None:
         before = tip(board)
