@@ -114,13 +114,15 @@ def render(snap: Snapshot, now: str) -> Any:
         f"{archived} archived", *_control(b))
 
     tasks = Table(title="tasks", title_justify="left", expand=True)
-    for col in ("task", "status", "pri", "agent", "lease"):
+    for col in ("task", "status", "pri", "agent"):
         tasks.add_column(col, no_wrap=col != "agent")
+    tasks.add_column("description", no_wrap=True, overflow="ellipsis", ratio=2)
+    tasks.add_column("lease", no_wrap=True)
     for t in live:
         lease = t.review_lease_expires if t.status == TaskState.READY_FOR_REVIEW else \
             t.lease_expires
         tasks.add_row(t.id, Text(t.status.value, style=_STATUS_STYLE.get(t.status, "")),
-                      str(t.priority), _task_agent(t), countdown(lease, now))
+                      str(t.priority), _task_agent(t), t.description, countdown(lease, now))
 
     agents = Table(title="agents", title_justify="left", expand=True)
     for col in ("agent", "role", "status", "task", "heartbeat", "lease"):
