@@ -168,6 +168,9 @@ def test_bad_arguments_and_foreign_tools_are_refused_with_nothing_changed(board:
             assert not ok and "expected integer" in data["error"]["message"]
             ok, data = await call(planner, "add", task="t2", description="d", priority="high")
             assert not ok and data["error"]["code"] == "VALIDATION"
+            ok, data = await call(planner, "add", task="t2", description="d", ready=True,
+                                  spec_ref="missing.md", done_when="w", scope="s")
+            assert not ok and "missing.md" in data["error"]["message"]  # the CLI's spec gate
             assert tip(board) == before
             ok, data = await call(planner, "add", task="t2", description="d2",
                                   depends_on=["t1"])
