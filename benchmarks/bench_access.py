@@ -59,6 +59,7 @@ def build(repo: Path, tasks: int) -> None:
     for i in range(50):
         (repo / "src" / f"m{i}.py").parent.mkdir(exist_ok=True)
         (repo / "src" / f"m{i}.py").write_text(f"x = {i}\n" * 40)
+    (repo / "spec.md").write_text("# the spec\n")  # a ready task's spec_ref must exist
     git(repo, "add", ".")
     git(repo, "commit", "-q", "-m", "initial")
     human = Liza.open(repo, "human")
@@ -68,7 +69,7 @@ def build(repo: Path, tasks: int) -> None:
     human.do(Register, agent="c1", role="coder")
     planner = Liza.open(repo, "p1")
     for i in range(tasks):
-        planner.do(Add, task=f"t{i}", description="d", spec_ref="s", done_when="w", scope="x",
+        planner.do(Add, task=f"t{i}", description="d", spec_ref="spec.md", done_when="w", scope="x",
                    ready=True)
 
 

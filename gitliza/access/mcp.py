@@ -78,7 +78,8 @@ class Session:
                     out["result"] = extra
                 elif committed is not None:
                     from gitliza.commands.board import transition_data
-                    out["result"] = transition_data(committed, {"result": "failed"})
+                    out["result"] = transition_data(committed, {
+                        "result": "failed", "reason": getattr(e, "message", str(e))})
                 return False, out
         return True, data if isinstance(data, dict) else {"result": data}
 

@@ -1,5 +1,5 @@
 """Access commands: `mcp` (the board as an MCP server), `events` (the transitions as a stream),
-`top` (a live view). The work is in gitliza/access/."""
+`top` (a live view). The work is in gitliza/access/ and gitliza/governance/top.py."""
 from __future__ import annotations
 
 import json
@@ -30,7 +30,7 @@ def events(env: Env, since: str | None, follow: bool) -> int:
 
 
 def top(env: Env, once: bool, width: int | None) -> int:
-    from gitliza.access import top as view
+    from gitliza.governance import top as view
     liza = env.liza()
     if once or not sys.stdout.isatty():
         sys.stdout.write(view.frame_text(view.snapshot(liza), liza.now(), width or 100))

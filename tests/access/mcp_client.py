@@ -15,11 +15,13 @@ from gitliza.access import mcp_config
 from gitliza.api import Liza
 from gitliza.core.ops import Add, Init, Register
 from gitliza.lifecycle import ensure_integration_branch
+from tests.conftest import commit_specs
 
 AGENTS = (("p1", "planner"), ("c1", "coder"), ("r1", "code_reviewer"))
 
 
 def setup_board(repo: Path, tasks: tuple[str, ...] = ("t1",)) -> None:
+    commit_specs(repo, "spec.md")  # a ready task's spec must be on the integration branch
     human = Liza.open(repo, "human")
     done = human.do(Init, goal="build it")
     ensure_integration_branch(human, done.outcome.board.config.integration_branch)

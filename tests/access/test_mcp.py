@@ -108,6 +108,38 @@ def test_whole_cycle_through_tools_only(board: Path) -> None:
     assert r.returncode == 0, r.stderr
 
 
+def test_a_merge_conflict_is_exit_3_with_the_recorded_integration_failure(
+        board: Path, tmp_path: Path) -> None:
+    def land_theirs() -> str:  # someone else's change to the same file lands after the claim
+        other = tmp_path / "other"
+        git(board, "worktree", "add", "-q", str(other), "integration")
+        (other / "feature.py").write_text("theirs\n")
+        git(other, "add", "feature.py")
+        git(other, "commit", "-q", "-m", "theirs")
+        git(board, "worktree", "remove", str(other))
+        return git(board, "rev-parse", "integration")
+
+    async def main() -> str:
+        async with agent_session(board, "c1") as coder:
+            wt = Path((await call(coder, "claim"))[1]["worktree"])
+            (wt / "feature.py").write_text("ours\n")
+            git(wt, "add", "feature.py")
+            git(wt, "commit", "-q", "-m", "ours")
+            assert (await call(coder, "submit", task="t1"))[0]
+        integration = land_theirs()
+        async with agent_session(board, "r1") as reviewer:
+            assert (await call(reviewer, "claim_review", task="t1"))[0]
+            assert (await call(reviewer, "verdict", task="t1", verdict="approve"))[0]
+            ok, data = await call(reviewer, "merge", task="t1")
+            assert not ok
+            assert (data["error"]["code"], data["error"]["exit_code"]) == ("INTEGRATION_FAILED", 3)
+            assert data["result"]["to"] == "INTEGRATION_FAILED"
+            assert data["result"]["state"] == tip(board) and data["result"]["reason"]
+        return integration
+    integration = run(main())
+    assert git(board, "rev-parse", "integration") == integration  # the branch is untouched
+
+
 def test_bad_arguments_and_foreign_tools_are_refused_with_nothing_changed(board: Path) -> None:
     async def main() -> None:
         before = tip(board)
@@ -136,6 +168,9 @@ def test_bad_arguments_and_foreign_tools_are_refused_with_nothing_changed(board:
             assert not ok and "expected integer" in data["error"]["message"]
             ok, data = await call(planner, "add", task="t2", description="d", priority="high")
             assert not ok and data["error"]["code"] == "VALIDATION"
+            ok, data = await call(planner, "add", task="t2", description="d", ready=True,
+                                  spec_ref="missing.md", done_when="w", scope="s")
+            assert not ok and "missing.md" in data["error"]["message"]  # the CLI's spec gate
             assert tip(board) == before
             ok, data = await call(planner, "add", task="t2", description="d2",
                                   depends_on=["t1"])
@@ -214,7 +249,13 @@ def test_resources_board_task_and_log(board: Path) -> None:
             async def read(uri: str) -> Any:
                 res = await s.read_resource(uri)
                 return json.loads(res.contents[0].text)  # type: ignore[union-attr]
-            assert (await read("liza://board"))["state"] == tip(board)
+            board_res = await read("liza://board")
+            assert board_res["state"] == tip(board)
+            # The same library answers the CLI: `status --json` says what the tool says.
+            ok, status = await call(s, "status")
+            cli = subprocess.run([sys.executable, "-m", "gitliza", "status", "--json"],
+                                 cwd=board, capture_output=True, text=True, check=True)
+            assert ok and status == json.loads(cli.stdout) == board_res
             assert (await read("liza://task/t1"))["status"] == "UNCLAIMED"
             assert (await read("liza://log"))[0]["op"] == "add"
     run(main())

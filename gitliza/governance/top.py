@@ -6,13 +6,12 @@ fixed-width Console); `run` keeps a rich Live screen up to date. It redraws when
 changes (gitliza/git/refwatch.py, no polling) and, only while a lease or review lease is
 counting down, once a second for the countdowns; the board is re-read only when the tip moved.
 
-Alarms come from the watcher's pure evaluator (gitliza/core/alarms.py, `evaluate(board, Facts)`)
-when it is installed; `alarm_source` is the extension point for anything else that can say what
-is wrong with a board.
+Alarms are the watcher's (gitliza/governance/watch.py gathers the facts the board does not hold,
+gitliza/core/alarms.py evaluates them), re-evaluated for every frame since they move with the
+clock; `alarm_source` is the extension point for anything else that can say what is wrong.
 """
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -29,19 +28,17 @@ _STATUS_STYLE = {
     TaskState.INTEGRATION_FAILED: "red", TaskState.MERGED: "green dim",
 }
 
-# (board, now, time of the last state commit) -> [(level, text)], or None: no alarm source here.
-AlarmSource = Callable[[Board, str, "str | None"], "list[tuple[str, str]] | None"]
+# (Liza, now) -> [(level, text)] active now, or None: no alarm source here.
+AlarmSource = Callable[[Any, str], "list[tuple[str, str]] | None"]
 
 
-def watcher_alarms(board: Board, now: str, last_change: str | None
-                   ) -> list[tuple[str, str]] | None:
-    """The watcher's alarms, if gitliza/core/alarms.py is installed (it is optional here)."""
-    try:
-        alarms: Any = importlib.import_module("gitliza.core.alarms")
-    except ImportError:
-        return None
-    facts = alarms.Facts(now=now, last_change=last_change)
-    return [(str(a.level), str(a.text)) for a in alarms.evaluate(board, facts)]
+def watcher_alarms(liza: Any, now: str) -> list[tuple[str, str]] | None:
+    """What `git liza watch` would say is active now (its facts: the board, the time of the last
+    state commit, a pause, a `.liza/CHECKPOINT` file)."""
+    from gitliza.core import alarms
+    from gitliza.governance.watch import Watcher
+    board, facts = Watcher(liza.store, now=lambda: now, notify=False).read()
+    return [(a.level.value, a.text) for a in alarms.evaluate(board, facts)]
 
 
 @dataclass
@@ -63,14 +60,13 @@ def snapshot(liza: Any, alarm_source: AlarmSource | None = watcher_alarms) -> Sn
     board, commit = liza.store.board()
     snap = Snapshot(board, str(commit.id) if commit is not None else None,
                     log_entries(liza, RECENT))
-    refresh_alarms(snap, liza.now(), alarm_source)
+    refresh_alarms(snap, liza, liza.now(), alarm_source)
     return snap
 
 
-def refresh_alarms(snap: Snapshot, now: str, alarm_source: AlarmSource | None) -> None:
+def refresh_alarms(snap: Snapshot, liza: Any, now: str, alarm_source: AlarmSource | None) -> None:
     """Alarms depend on the clock too (a lease runs out): re-evaluated for every frame."""
-    last = snap.recent[0].get("time") if snap.recent else None
-    snap.alarms = alarm_source(snap.board, now, last) if alarm_source is not None else None
+    snap.alarms = alarm_source(liza, now) if alarm_source is not None else None
 
 
 def countdown(expires: str | None, now: str) -> str:
@@ -115,16 +111,18 @@ def render(snap: Snapshot, now: str) -> Any:
     head = Text.assemble(
         ("gitliza top  ", "bold"), f"{b.goal.id} [{b.goal.status}] {b.goal.description}\n",
         f"state {snap.state[:12] if snap.state else '-'}  now {now}  tasks {len(live)} live, "
-        f"{archived} archived")
+        f"{archived} archived", *_control(b))
 
     tasks = Table(title="tasks", title_justify="left", expand=True)
-    for col in ("task", "status", "pri", "agent", "lease"):
+    for col in ("task", "status", "pri", "agent"):
         tasks.add_column(col, no_wrap=col != "agent")
+    tasks.add_column("description", no_wrap=True, overflow="ellipsis", ratio=2)
+    tasks.add_column("lease", no_wrap=True)
     for t in live:
         lease = t.review_lease_expires if t.status == TaskState.READY_FOR_REVIEW else \
             t.lease_expires
         tasks.add_row(t.id, Text(t.status.value, style=_STATUS_STYLE.get(t.status, "")),
-                      str(t.priority), _task_agent(t), countdown(lease, now))
+                      str(t.priority), _task_agent(t), t.description, countdown(lease, now))
 
     agents = Table(title="agents", title_justify="left", expand=True)
     for col in ("agent", "role", "status", "task", "heartbeat", "lease"):
@@ -144,10 +142,21 @@ def render(snap: Snapshot, now: str) -> Any:
     return Group(*parts)
 
 
+def _control(b: Board) -> list[tuple[str, str]]:
+    """The levers a human pulled (pause, abort, checkpoint): what every agent obeys right now."""
+    c = b.control
+    flags = [(f"  ABORTED by {c.aborted_by}", "bold red")] if c.aborted else []
+    if c.paused:
+        flags.append((f"  PAUSED by {c.paused_by}", "bold yellow"))
+    if b.sprint.status == "CHECKPOINT":
+        flags.append((f"  CHECKPOINT ({c.checkpoint_trigger or 'manual'})", "bold yellow"))
+    return flags
+
+
 def _alarms(alarms: Sequence[tuple[str, str]] | None) -> Any:
     from rich.text import Text
     if alarms is None:
-        return Text("alarms: not available (no watcher alarm source installed)", style="dim")
+        return Text("alarms: not available (no alarm source)", style="dim")
     if not alarms:
         return Text("alarms: none", style="green")
     out = Text("alarms:\n", style="bold")
@@ -184,7 +193,7 @@ def run(liza: Any, alarm_source: AlarmSource | None = watcher_alarms,
                 if changed or snap.state != _tip(liza):
                     snap = snapshot(liza, alarm_source)
                 else:
-                    refresh_alarms(snap, now, alarm_source)
+                    refresh_alarms(snap, liza, now, alarm_source)
                 live.update(render(snap, now), refresh=True)
 
 

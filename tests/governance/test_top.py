@@ -15,7 +15,7 @@ from typing import Callable, Iterator
 import pytest
 
 from gitliza import lifecycle as life
-from gitliza.access import top
+from gitliza.governance import top
 from gitliza.api import Liza
 from gitliza.core import clock
 from tests.access.mcp_client import setup_board
@@ -49,16 +49,24 @@ def test_a_frame_shows_tasks_agents_countdowns_alarms_and_transitions(board: Pat
     assert "expired 1m40s" in next(line for line in expired.splitlines() if " t1 " in line)
 
 
+def test_the_header_shows_a_pause(board: Path) -> None:
+    from gitliza.core.ops.control import Pause
+    liza = Liza.open(board, "p1")
+    assert "PAUSED" not in top.frame_text(top.snapshot(liza, None), liza.now())
+    liza.do(Pause, reason="lunch")
+    assert "PAUSED by p1" in top.frame_text(top.snapshot(liza, None), liza.now())
+
+
 def test_alarms_from_a_source_and_none(board: Path) -> None:
     liza = Liza.open(board, "p1")
-    seen: list[str | None] = []
+    seen: list[str] = []
 
-    def source(b: object, now: str, last: str | None) -> list[tuple[str, str]]:
-        seen.append(last)
+    def source(lz: Liza, now: str) -> list[tuple[str, str]]:
+        seen.append(now)
         return [("critical", "LEASE EXPIRED: c1 on t1"), ("warning", "t2 approaching limit")]
     text = top.frame_text(top.snapshot(liza, source), liza.now())
     assert "CRITICAL LEASE EXPIRED: c1 on t1" in text and "WARNING  t2 approaching" in text
-    assert seen and seen[0] is not None  # given the time of the last transition
+    assert len(seen) == 1  # one evaluation per frame
     quiet = top.frame_text(top.snapshot(liza, lambda *a: []), liza.now())
     assert "alarms: none" in quiet
 
@@ -136,13 +144,13 @@ def test_live_view_in_tmux_redraws_when_a_task_moves(board: Path, tmux: Tmux) ->
     assert _lease(_row(screen, "t1")) not in (first, ""), screen
 
 
-def test_the_watchers_alarms_when_installed(board: Path) -> None:
-    pytest.importorskip("gitliza.core.alarms", reason="the watcher's alarms have not landed")
+def test_the_watchers_alarms(board: Path) -> None:
     life.claim(Liza.open(board, "c1", now=lambda: T0), "t1")
     liza = Liza.open(board, "p1")
     later = clock.plus(T0, 3600)  # the lease ran out long ago
     snap = top.snapshot(liza)
-    top.refresh_alarms(snap, later, top.watcher_alarms)
+    assert "LEASE" not in top.frame_text(snap, T0).split("alarms:")[1].split("last")[0]
+    top.refresh_alarms(snap, liza, later, top.watcher_alarms)
     text = top.frame_text(snap, later)
     alarms = text[text.index("alarms:"):text.index("last transitions")]
     assert "LEASE" in alarms.upper() and "t1" in alarms, alarms
