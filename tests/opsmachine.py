@@ -72,7 +72,16 @@ class OpsMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.dir = tempfile.mkdtemp(prefix="liza-ops-")
-        pygit2.init_repository(self.dir)
+        repo = pygit2.init_repository(self.dir)
+        # The spec the drawn spec_refs name, on the integration branch: the spec gate (Liza.apply)
+        # lets the tasks that name it become claimable.
+        spec = repo.create_blob(b"# retry\n")
+        specs = repo.TreeBuilder()
+        specs.insert("r.md", spec, pygit2.enums.FileMode.BLOB)
+        root = repo.TreeBuilder()
+        root.insert("specs", specs.write(), pygit2.enums.FileMode.TREE)
+        sig = pygit2.Signature("t", "t@example.invalid", 1893456000, 0)
+        repo.create_commit("refs/heads/integration", sig, sig, "specs", root.write(), [])
         self.store = Store(pygit2.Repository(self.dir))
         self.t = clock.to_epoch(START)
         self.accepted: Counter[str] = Counter()

@@ -187,9 +187,15 @@ def test_validate_file_without_the_seed_reader_says_so(repo: Path) -> None:
 
 @pytest.mark.skipif(not _has_seed_reader(), reason="needs gitliza.interop (git liza import)")
 def test_validate_file_checks_a_seed_schema_file(board: Path) -> None:
-    ok(liza(board, "add", "t-1", "--desc", "d"))
+    ok(liza(board, "add", "t-0", "--desc", "old"))
+    ok(liza(board, "add", "t-1", "--desc", "d", "--depends-on", "t-0"))
+    ok(liza(board, "abandon", "t-0", "--reason", "gone"))
     ok(liza(board, "materialize"))
+    # t-0 is in .liza/archive/, which validate reads with the materialized state.yaml.
     assert ok(liza(board, "validate", ".liza/state.yaml")).strip() == "VALID"
+    (board / "alone.yaml").write_text((board / ".liza" / "state.yaml").read_text())
+    r = liza(board, "validate", "alone.yaml")
+    assert r.returncode == 1 and "'t-0' does not exist" in r.stderr
     bad = (board / ".liza" / "state.yaml").read_text().replace("status: DRAFT", "status: DONE")
     (board / "bad.yaml").write_text(bad)
     r = liza(board, "validate", "bad.yaml")

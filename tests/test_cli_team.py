@@ -9,11 +9,13 @@ from pathlib import Path
 import pytest
 
 from tests.team.procs import env_for as _env
+from tests.conftest import commit_specs
 from tests.test_cli_board import liza, ok, tip
 
 
 @pytest.fixture
 def board(repo: Path) -> Path:
+    commit_specs(repo, "s.md")  # add --ready checks the spec is on the integration branch
     ok(liza(repo, "init", "Build hello", agent=None))
     ok(liza(repo, "register", "planner-1", "--role", "planner", agent=None))
     ok(liza(repo, "register", "coder-1", "--role", "coder", agent=None))

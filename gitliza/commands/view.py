@@ -252,6 +252,7 @@ def _validate_file(env: Env, file: str) -> int:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise ValidationError(f"cannot read {file}: {e}") from None
+    text = _with_archive(text, path)
     seed = read_state(text, path.name)  # ValidationError (exit 1) with the place in the file
     problems = check_board(seed.board(), env.liza().now())
     if env.json:
@@ -265,3 +266,31 @@ def _validate_file(env: Env, file: str) -> int:
     if not env.json:
         env.out.line("VALID")
     return 0
+
+
+def _with_archive(text: str, path: Any) -> str:
+    """A materialized state.yaml keeps live tasks only; the archived ones it may reference
+    (depends_on, notes...) are in `archive/<id>.yaml` beside it. Read them in too, so that the file
+    is judged as the board it shows. A plain seed file (no such directory) is read as it is."""
+    archive = path.parent / "archive"
+    files = sorted(archive.glob("*.yaml")) if archive.is_dir() else []
+    if not files:
+        return text
+    import io
+
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+    yaml = YAML(typ="rt")
+    try:
+        doc = yaml.load(text)
+        if not isinstance(doc, dict):
+            return text
+        tasks = doc.get("tasks") or []
+        for f in files:
+            tasks.append(yaml.load(f.read_text(encoding="utf-8")))
+        doc["tasks"] = tasks
+    except (YAMLError, OSError, UnicodeDecodeError, AttributeError):
+        return text  # the reader reports the file's own problem, with its line
+    buf = io.StringIO()
+    yaml.dump(doc, buf)
+    return buf.getvalue()
