@@ -24,6 +24,7 @@ repository sees the same changes.
 """
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -64,6 +65,7 @@ class RefWatcher:
         if self._observer is not None:
             return self
         from watchdog.observers import Observer
+        _quiet_watchdog()
         obs = Observer()
         handler = _Handler(self._relevant, self._signal)
         # The ref's directory may not exist yet (no board): watch its nearest existing parent
@@ -151,6 +153,16 @@ class RefWatcher:
             return True
         return self.liza_dir is not None and p.parent == self.liza_dir and \
             p.name in CONTROL_FILES
+
+
+def _quiet_watchdog() -> None:
+    """watchdog logs an error when its inotify thread is stopped while events are still queued
+    (a normal shutdown race). With no logging configured, Python's last-resort handler would
+    print it as a stray stderr line next to our one-line errors; a NullHandler keeps it out
+    while leaving it visible to an application that configures logging."""
+    log = logging.getLogger("watchdog")
+    if not log.handlers:
+        log.addHandler(logging.NullHandler())
 
 
 class _Handler(FileSystemEventHandler):
