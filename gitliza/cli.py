@@ -509,11 +509,13 @@ def agent(role: str = typer.Argument(..., help="planner | coder | code-reviewer"
           once: bool = typer.Option(False, "--once", help="Run one agent session, then exit."),
           takeover: bool = typer.Option(False, "--takeover",
                                         help="Take the id from a supervisor that is gone."),
+          mcp: bool = typer.Option(False, "--mcp", help="Hand the agent an MCP configuration "
+                                   "for `git liza mcp` ($LIZA_MCP_CONFIG; claude: --mcp-config)."),
           agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
           no_sync: bool = NoSyncOpt) -> None:
     """Supervise an agent: wait for work, claim it, run the agent, heartbeat, restart."""
     _run(_team().agent, agent, json, no_sync, role=role, cli=cli, interactive=interactive,
-         command=command or [], resume_task=resume_task, once=once, takeover=takeover)
+         command=command or [], resume_task=resume_task, once=once, takeover=takeover, mcp=mcp)
 
 
 @app.command("wait")

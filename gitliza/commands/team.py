@@ -31,10 +31,10 @@ def wait(env: Env, condition: str, task: str | None, status: str | None, since: 
 
 
 def agent(env: Env, role: str, cli: str | None, interactive: bool, command: Sequence[str],
-          resume_task: str | None, once: bool, takeover: bool) -> int:
+          resume_task: str | None, once: bool, takeover: bool, mcp: bool = False) -> int:
     from gitliza.team.supervisor import Supervisor, SupervisorOptions
     opts = SupervisorOptions(role=role, cli=cli, interactive=interactive, command=tuple(command),
-                             resume_task=resume_task, once=once, takeover=takeover)
+                             resume_task=resume_task, once=once, takeover=takeover, mcp=mcp)
 
     def open_liza() -> Any:
         # A fresh handle per caller (the heartbeat thread has its own), with the same hooks.

@@ -73,6 +73,17 @@ def command_for(cli: str | None, command: Sequence[str], prompt: str,
     return argv
 
 
+def with_mcp_config(argv: list[str], cli: str | None, command: Sequence[str], config: Path,
+                    interactive: bool) -> list[str]:
+    """Claude Code takes the MCP configuration as `--mcp-config FILE` (before the prompt, which
+    stays the last argument); other CLIs and `-- COMMAND` read it from $LIZA_MCP_CONFIG or
+    their own settings file (docs/mcp.md)."""
+    if command or (cli or "claude") != "claude":
+        return argv
+    at = len(argv) if interactive else len(argv) - 1
+    return [*argv[:at], "--mcp-config", str(config), *argv[at:]]
+
+
 @dataclass
 class AgentProcess:
     """One running agent session."""

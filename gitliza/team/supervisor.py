@@ -59,6 +59,7 @@ class SupervisorOptions:
     resume_task: str | None = None
     once: bool = False  # one agent session, then exit
     takeover: bool = False  # take the id from a supervisor whose token is still live
+    mcp: bool = False  # hand the agent an MCP configuration for `git liza mcp` (LIZA_MCP_CONFIG)
 
 
 @dataclass(frozen=True)
@@ -292,6 +293,11 @@ class Supervisor:
         path = self._save_prompt(text)
         env = self._env(job, path)
         argv = runner.command_for(self.opts.cli, self.opts.command, text, self.opts.interactive)
+        if self.opts.mcp:
+            mcp_file = self._write_mcp_config()
+            env["LIZA_MCP_CONFIG"] = str(mcp_file)
+            argv = runner.with_mcp_config(argv, self.opts.cli, self.opts.command, mcp_file,
+                                          self.opts.interactive)
         if self.opts.interactive:
             self.log(f"interactive: the prompt is saved at {path}; paste it into the session")
             sys.stdout.write(text)
@@ -342,6 +348,21 @@ class Supervisor:
         while path.exists():
             n += 1
             path = d / f"{self.agent}-{stamp}-{n}.txt"
+        path.write_text(text)
+        return path
+
+    def _write_mcp_config(self) -> Path:
+        """The agent CLI's MCP configuration for `git liza mcp` as this agent, role and
+        supervisor generation (so the server's ops stand down with this supervisor), written
+        beside the prompts: never into the task's worktree, where it would be committed."""
+        from gitliza.access import mcp_config
+        cli = self.opts.cli if self.opts.cli in mcp_config.CONFIG_FILES else "claude"
+        root = lifecycle.main_root(self.liza.repo)
+        name, text = mcp_config.for_cli(cli, root, self.agent, prompts.ROLE_WORDS[self.role],
+                                        gen=self.gen)
+        d = root / ".liza" / PROMPTS_DIR
+        d.mkdir(parents=True, exist_ok=True)
+        path = d / f"{self.agent}-mcp{Path(name).suffix}"
         path.write_text(text)
         return path
 
