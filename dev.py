@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Set-up and entry points that need nothing but Python 3.11+ and git.
 
-    python3 dev.py example   # run the end-to-end example (examples/walkthrough.py)
+    python3 dev.py example   # the main job: a team builds the hello-CLI demo (examples/team.py)
+    python3 dev.py example walkthrough   # the scripted command-by-command walkthrough
     python3 dev.py test      # run the whole test suite
     python3 dev.py bench     # run the benchmarks (not part of the tests)
 
@@ -35,7 +36,8 @@ def _ensure_venv() -> None:
         venv.EnvBuilder(with_pip=True).create(VENV)
     print("dev.py: installing gitliza and its dependencies", flush=True)
     subprocess.run([str(PY), "-m", "pip", "install", "-q", "--upgrade", "pip"], check=False)
-    subprocess.run([str(PY), "-m", "pip", "install", "-q", "-e", f"{ROOT}[test,bench]"], check=True)
+    subprocess.run([str(PY), "-m", "pip", "install", "-q", "-e", f"{ROOT}[test,bench,mcp]"],
+                   check=True)
     STAMP.write_text(want)
 
 
@@ -47,7 +49,8 @@ def main(argv: list[str]) -> int:
     env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
     cmd, rest = argv[0], argv[1:]
     if cmd == "example":
-        args = [str(PY), str(ROOT / "examples" / "walkthrough.py"), *rest]
+        name = rest.pop(0) if rest and not rest[0].startswith("-") else "team"
+        args = [str(PY), str(ROOT / "examples" / f"{name}.py"), *rest]
     elif cmd == "test":
         args = [str(PY), "-m", "pytest", "-n", "auto", *rest]
     else:

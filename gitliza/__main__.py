@@ -13,10 +13,17 @@ from gitliza.errors import EXIT_DEPENDENCY
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    from gitliza import classcache, clifast
+
     if args[:1] == ["hook-impl"]:
+        classcache.install()
         from gitliza.hookimpl import main as hook_main
 
         return hook_main(args[1:])
+    code = clifast.guarded(lambda: clifast.run(args))
+    if code is not None:  # run from the cached spec, without importing typer
+        return int(code)
+    classcache.install()
     try:
         cli = importlib.import_module("gitliza.cli")
     except ModuleNotFoundError as err:

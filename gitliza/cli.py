@@ -7,6 +7,7 @@ reserves for a concurrency conflict).
 """
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any, Callable, List, Optional
@@ -15,12 +16,28 @@ import typer
 
 from gitliza.commands import Env
 
+# Plain click help (rich_markup_mode=None): the same text on a terminal and in a pipe, which the
+# fast path can serve from its cache; `git liza --help` shows the man page (gitliza/manpage.py).
 app = typer.Typer(
     name="git liza", add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-    help="gitliza: the Liza multi-agent blackboard on refs/liza/state.",
+    rich_markup_mode=None, help="gitliza: the Liza multi-agent blackboard on refs/liza/state.",
     context_settings={"help_option_names": ["-h", "--help"]})
-hooks_app = typer.Typer(help="Install or remove the git hook shims.", no_args_is_help=True)
+hooks_app = typer.Typer(help="Install or remove the git hook shims.", no_args_is_help=True,
+                        rich_markup_mode=None)
 app.add_typer(hooks_app, name="hooks")
+
+
+def _version(value: bool) -> None:
+    if value:
+        from gitliza import __version__
+        sys.stdout.write(f"git-liza version {__version__}\n")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", is_eager=True, callback=_version,
+                                       help="Print the version and exit.")) -> None:
+    """gitliza: the Liza multi-agent blackboard on refs/liza/state."""
 
 AgentOpt = typer.Option(None, "--agent", envvar="LIZA_AGENT_ID", show_envvar=True,
                         help="Acting agent id (default: $LIZA_AGENT_ID, else 'human').")
@@ -119,11 +136,33 @@ def add(task: str, desc: str = typer.Option(..., "--desc", help="What to build."
         ready: bool = typer.Option(False, "--ready", help="Finalize now (gates must be met)."),
         max_iterations: Optional[int] = typer.Option(None, "--max-iterations"),
         max_review_cycles: Optional[int] = typer.Option(None, "--max-review-cycles"),
+        lease_duration_override: Optional[int] = typer.Option(
+            None, "--lease-duration-override", help="Lease seconds for this task's long work."),
         agent: Optional[str] = AgentOpt, json: bool = JsonOpt, no_sync: bool = NoSyncOpt) -> None:
-    """Add a DRAFT task (or UNCLAIMED with --ready)."""
+    """Add a DRAFT task (or UNCLAIMED with --ready: gates met, spec on the integration branch)."""
     _run(_board().add, agent, json, no_sync, task=task, desc=desc, spec_ref=spec_ref,
          done_when=done_when, scope=scope, priority=priority, depends_on=depends_on, ready=ready,
-         max_iterations=max_iterations, max_review_cycles=max_review_cycles)
+         max_iterations=max_iterations, max_review_cycles=max_review_cycles,
+         lease_duration_override=lease_duration_override)
+
+
+@app.command()
+def edit(task: str, desc: Optional[str] = typer.Option(None, "--desc"),
+         spec_ref: Optional[str] = typer.Option(None, "--spec-ref"),
+         done_when: Optional[str] = typer.Option(None, "--done-when"),
+         scope: Optional[str] = typer.Option(None, "--scope"),
+         priority: Optional[int] = typer.Option(None, "--priority"),
+         depends_on: List[str] = typer.Option([], "--depends-on", help="Replaces the list."),
+         no_depends: bool = typer.Option(False, "--no-depends", help="Clear the dependencies."),
+         max_iterations: Optional[int] = typer.Option(None, "--max-iterations"),
+         max_review_cycles: Optional[int] = typer.Option(None, "--max-review-cycles"),
+         lease_duration_override: Optional[int] = typer.Option(None, "--lease-duration-override"),
+         agent: Optional[str] = AgentOpt, json: bool = JsonOpt, no_sync: bool = NoSyncOpt) -> None:
+    """Refine a DRAFT or UNCLAIMED task (only the fields given change)."""
+    _run(_board().edit, agent, json, no_sync, task=task, desc=desc, spec_ref=spec_ref,
+         done_when=done_when, scope=scope, priority=priority, depends_on=depends_on,
+         no_depends=no_depends, max_iterations=max_iterations,
+         max_review_cycles=max_review_cycles, lease_duration_override=lease_duration_override)
 
 
 @app.command()
@@ -187,6 +226,15 @@ def discover(description: str = typer.Argument(...),
     """Log a discovery (an adjacent problem, not fixed)."""
     _run(_board().discover, agent, json, no_sync, description=description, disc_id=id,
          during=during, severity=severity, urgency=urgency, recommendation=recommendation)
+
+
+@app.command()
+def convert(discovery: str = typer.Argument(..., metavar="DISCOVERY"),
+            task: str = typer.Option(..., "--task", help="The task the discovery became."),
+            agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
+            no_sync: bool = NoSyncOpt) -> None:
+    """Record that a discovery became TASK (sets converted_to_task; planner)."""
+    _run(_board().convert, agent, json, no_sync, discovery=discovery, task=task)
 
 
 @app.command()
@@ -315,10 +363,12 @@ def log_cmd(n: Optional[int] = typer.Option(None, "-n", help="At most N entries.
 
 
 @app.command()
-def validate(agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
+def validate(file: Optional[str] = typer.Argument(None, metavar="[FILE]",
+                                                 help="A seed-schema state.yaml to check."),
+             agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
              at: Optional[str] = AtOpt) -> None:
-    """Check the static invariants of one state (exit 4 when broken)."""
-    _run(_view().validate, agent, json, at=at)
+    """Check the static invariants of the board (exit 4 when broken), or of FILE (exit 1)."""
+    _run(_view().validate, agent, json, at=at, file=file)
 
 
 @app.command()
@@ -445,6 +495,27 @@ def _team() -> Any:
     return team
 
 
+@app.command()
+def agent(role: str = typer.Argument(..., help="planner | coder | code-reviewer"),
+          command: Optional[List[str]] = typer.Argument(
+              None, help="After --: the agent command (the prompt is appended as its last "
+                         "argument)."),
+          cli: Optional[str] = typer.Option(None, "--cli",
+                                            help="claude | codex | gemini | mistral"),
+          interactive: bool = typer.Option(False, "-i", "--interactive",
+                                           help="Print the prompt and wait for you instead."),
+          resume_task: Optional[str] = typer.Option(None, "--resume",
+                                                    help="RESUME: Task ID in the first prompt."),
+          once: bool = typer.Option(False, "--once", help="Run one agent session, then exit."),
+          takeover: bool = typer.Option(False, "--takeover",
+                                        help="Take the id from a supervisor that is gone."),
+          agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
+          no_sync: bool = NoSyncOpt) -> None:
+    """Supervise an agent: wait for work, claim it, run the agent, heartbeat, restart."""
+    _run(_team().agent, agent, json, no_sync, role=role, cli=cli, interactive=interactive,
+         command=command or [], resume_task=resume_task, once=once, takeover=takeover)
+
+
 @app.command("wait")
 def wait_cmd(condition: str = typer.Argument(
                  "change", help="change | work | status (with --task and --status)"),
@@ -481,6 +552,65 @@ def abort(reason: Optional[str] = typer.Option(None, "--reason"),
     _run(_team().abort, agent, json, no_sync, reason=reason)
 
 
+# -- access (agents and programs) -----------------------------------------------------------------
+def _access() -> Any:
+    from gitliza.commands import access
+    return access
+
+
+@app.command("mcp")
+def mcp_cmd(role: Optional[str] = typer.Option(
+                None, "--role", help="Expose this role's tools (default: the agent's registered "
+                                     "role)."),
+            repo: Optional[Path] = typer.Option(None, "--repo",
+                                                help="The repository (default: here)."),
+            agent: Optional[str] = AgentOpt) -> None:
+    """Serve the board to one agent as an MCP server on stdio (needs the `mcp` extra)."""
+    _run(_access().mcp, agent, role=role, repo=repo)
+
+
+@app.command()
+def events(since: Optional[str] = typer.Option(
+               None, "--since", help="Start after this state (a previous line's state)."),
+           follow: bool = typer.Option(False, "--follow", "-f",
+                                       help="Then wait for new transitions, forever."),
+           json: bool = typer.Option(False, "--json", help="One JSON object per line.")) -> None:
+    """The board's transitions, one line per state commit, oldest first."""
+    _run(_access().events, None, json, since=since, follow=follow)
+
+
+@app.command()
+def top(once: bool = typer.Option(False, "--once", help="Print one frame and exit."),
+        width: Optional[int] = typer.Option(None, "--width", help="Frame width with --once.")
+        ) -> None:
+    """A live view of the board: tasks, leases, agents, alarms, the last transitions."""
+    _run(_access().top, None, once=once, width=width)
+
+
+@app.command("help")
+def help_cmd(command: Optional[List[str]] = typer.Argument(None, metavar="[COMMAND]...")) -> None:
+    """Show the help of COMMAND (of git liza without one)."""
+    from gitliza.errors import ValidationError
+    group: Any = typer.main.get_command(app)
+    ctx: Any = group.context_class(group, info_name="git liza", **group.context_settings)
+    cmd: Any = group
+    for word in command or []:
+        sub = cmd.commands.get(word) if hasattr(cmd, "commands") else None
+        if sub is None:
+            raise ValidationError(f"no such command: {' '.join(command or [])!r} "
+                                  "(git liza help lists the commands)")
+        ctx = sub.context_class(sub, info_name=word, parent=ctx, **sub.context_settings)
+        cmd = sub
+    typer.echo(cmd.get_help(ctx))
+
+
+@app.command()
+def completion(shell: str = typer.Argument(..., metavar="bash|zsh|fish")) -> None:
+    """Print the shell completion script for `git liza` (see docs/conventions.md)."""
+    from gitliza import completion as c
+    _run(c.script, None, False, shell=shell)
+
+
 def _lean_app(args: list[str]) -> typer.Typer:
     """An app holding only the command being run: typer inspects every command's signature when
     it builds the click group (~1 ms each), which a one-shot CLI process should not pay for."""
@@ -490,50 +620,56 @@ def _lean_app(args: list[str]) -> typer.Typer:
     if not infos:
         return app  # help, groups (hooks ...), typos: the full app gives the full answer
     lean = typer.Typer(name=app.info.name, add_completion=False, pretty_exceptions_enable=False,
-                       context_settings={"help_option_names": ["-h", "--help"]})
+                       rich_markup_mode=None, context_settings={"help_option_names": ["-h", "--help"]})
     lean.registered_commands = infos
     # A second (hidden) command keeps typer from collapsing the group into the lone command.
     lean.command("-", hidden=True)(lambda: None)
     return lean
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of `git-liza` / `gitliza`. Returns (and exits with) the exit code."""
-    import os
+def _refresh_spec() -> None:
+    """Save the spec the fast path (gitliza/clifast.py) runs commands from when cli.py changed
+    since it was saved: once per change of this file, never a step to remember."""
+    from gitliza import clibuild, clifast
+    if clifast.load() is not None:
+        return
+    try:
+        spec = clibuild.build(typer.main.get_command(app), Path(__file__).read_text("utf-8"))
+    except Exception:  # the cache only saves time: a failure to build it must not fail a command
+        if os.environ.get("LIZA_DEBUG"):
+            raise
+        return
+    clifast.write_cache("cli-spec", spec)
 
-    from gitliza.errors import (EXIT_DEPENDENCY, EXIT_GIT, EXIT_INCONSISTENT, EXIT_VALIDATION,
-                                LizaError)
+
+COMPLETE_VAR = "_GIT_LIZA_COMPLETE"  # what gitliza/completion.py's scripts set
+
+
+def _typer_main(args: list[str]) -> int:
+    from gitliza.errors import EXIT_VALIDATION
     from gitliza.output import err
-    args = sys.argv[1:] if argv is None else argv
+    _refresh_spec()
+    if COMPLETE_VAR in os.environ:  # typer registers its shell classes only with add_completion
+        from typer._completion_classes import completion_init
+        completion_init()
     try:
         command = typer.main.get_command(_lean_app(args))
-        code = command.main(args=args, prog_name="git liza", standalone_mode=False)
-        code = code if isinstance(code, int) else 0
-    except LizaError as e:
-        err(str(e))
-        code = e.exit_code
+        code = command.main(args=args, prog_name="git liza", standalone_mode=False,
+                            complete_var=COMPLETE_VAR)
+        return code if isinstance(code, int) else 0
     except typer.Exit as e:
-        code = e.exit_code
+        return e.exit_code
     except typer.Abort:
         err("aborted")
-        code = EXIT_VALIDATION
-    except ModuleNotFoundError as e:  # e.g. pygit2 missing from this environment
-        err(f"missing dependency: Python module {e.name!r} is not installed "
-            "(reinstall gitliza with its dependencies: pip install gitliza)")
-        code = EXIT_DEPENDENCY
-    except Exception as e:
-        fmt = getattr(e, "format_message", None)
-        if fmt is not None:  # click usage errors: one line, exit 1
-            err(fmt())
-            code = EXIT_VALIDATION
-        elif os.environ.get("LIZA_DEBUG"):
-            raise
-        else:  # a bug or an unexpected environment: still one line, still an exit code
-            git_side = isinstance(e, OSError) or type(e).__module__.startswith("pygit2")
-            err(f"{'git operation failed' if git_side else 'internal error'}: "
-                f"{type(e).__name__}: {' '.join(str(e).split())} (LIZA_DEBUG=1 shows the "
-                "traceback; please report it)")
-            code = EXIT_GIT if git_side else EXIT_INCONSISTENT
+        return EXIT_VALIDATION
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of `git-liza` / `gitliza` through typer (gitliza/__main__.py tries the fast path
+    first). Returns (and exits with) the exit code."""
+    from gitliza.clifast import guarded
+    args = sys.argv[1:] if argv is None else argv
+    code: int = guarded(lambda: _typer_main(args))
     if argv is None:
         sys.exit(code)
     return code

@@ -362,6 +362,7 @@ def reference_transaction(args: list[str], stdin: bytes) -> int:
     if not lines:
         return 0
     repo = _open()
+    _remember_integration(_store(repo))
     # git passes the caller's expected old value, all zeros when it did not check one; the ref is
     # locked but not moved yet, so its current value is the real starting point.
     updates = [(cur, n, r) for n, r in lines
@@ -370,6 +371,29 @@ def reference_transaction(args: list[str], stdin: bytes) -> int:
     # merge made by hand may precede its record (`git liza merge` records it).
     refused = _judge(_store(repo), updates, pending_merges=True, rewind_ok=True)
     return _refuse("reference-transaction", f"{refused[0][0]}: {refused[0][1]}") if refused else 0
+
+
+CACHE_FILE = "gitliza-hooks.cache"
+
+
+def _remember_integration(store: Store) -> None:
+    """Leave "<state commit> <integration branch>" where the shim reads it (hook_template.sh), so
+    that later ref updates naming neither a refs/liza/* ref nor that branch need no Python. The
+    shim trusts it only while refs/liza/state still names that commit."""
+    from gitliza.git.store import common_dir
+    tip = store.tip()
+    if tip is None:
+        return
+    board = _board_at(store, tip)
+    if not board.initialized:
+        return
+    path = common_dir(store.repo) / CACHE_FILE
+    tmp = path.with_name(f"{CACHE_FILE}.{os.getpid()}")
+    try:
+        tmp.write_text(f"{tip} {board.config.integration_branch}\n", encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:  # a read-only repository: the shim just keeps asking Python
+        pass
 
 
 def pre_push(args: list[str], stdin: bytes) -> int:

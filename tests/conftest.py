@@ -47,6 +47,16 @@ def git(cwd: Path | str, *args: str, check: bool = True, env: dict[str, str] | N
     return r.stdout.strip()
 
 
+def commit_specs(path: Path, *names: str) -> None:
+    """Commit spec files on the current branch: `finalize`/`add --ready` require a task's spec_ref
+    to exist on the integration branch, which `init` creates at HEAD."""
+    for name in names:
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
+        (path / name).write_text(f"# {name}\n")
+    git(path, "add", *names)
+    git(path, "commit", "-q", "-m", "specs")
+
+
 @pytest.fixture
 def repo(tmp_path: Path) -> Iterator[Path]:
     """A fresh non-bare repository on branch main with one commit."""

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import git
+from tests.conftest import commit_specs, git
 
 GIT_LIZA = str(Path(sys.executable).parent / "git-liza")
 
@@ -37,6 +37,7 @@ def tip(repo: Path) -> str:
 
 @pytest.fixture
 def board(repo: Path) -> Path:
+    commit_specs(repo, "specs/r.md")
     ok(liza(repo, "init", "Retry logic for all API calls", agent=None))
     ok(liza(repo, "register", "planner-1", "--role", "planner", agent=None))
     return repo

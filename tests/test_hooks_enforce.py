@@ -67,7 +67,8 @@ def team(tmp_path: Path, bare: Path) -> tuple[Path, Path]:
     seed = tmp_path / "seed"
     git(tmp_path, "clone", "-q", str(bare), str(seed))
     (seed / "README.md").write_text("project\n")
-    git(seed, "add", "README.md")
+    (seed / "s").write_text("the spec\n")
+    git(seed, "add", "README.md", "s")
     git(seed, "commit", "-q", "-m", "initial")
     liza(seed, "init", "the goal")
     for agent, role in (("coder-1", "coder"), ("coder-2", "coder"), ("rev-1", "code_reviewer")):

@@ -18,7 +18,7 @@ from gitliza.core import clock
 from gitliza.errors import ConcurrencyConflict, InconsistentState, ValidationError
 from gitliza.core.ops import Add, Init, Register
 from gitliza.lifecycle import ensure_integration_branch, merge, task_dir
-from tests.conftest import git
+from tests.conftest import commit_specs, git
 
 VENV_BIN = str(Path(sys.executable).parent)
 STATE = "refs/liza/state"
@@ -79,6 +79,7 @@ def later(seconds: int) -> str:
 def setup_board(repo: Path, tasks: tuple[str, ...] = ("t1", "t2"), **task_args: Any) -> None:
     """Planner p1, coders c1 c2, reviewers r1 r2 and ready tasks, written in-process (the CLI
     costs a process start per call; the lifecycle itself is driven through the CLI)."""
+    commit_specs(repo, "spec.md", "s")
     human = Liza.open(repo, "human")
     done = human.do(Init, goal="build it")
     ensure_integration_branch(human, done.outcome.board.config.integration_branch)
@@ -113,6 +114,7 @@ def to_review(repo: Path, tid: str, coder: str, reviewer: str, text: str = "x\n"
 
 # -- the whole lifecycle --------------------------------------------------------------------------
 def test_whole_lifecycle_reject_then_approve_then_merge(repo: Path) -> None:
+    commit_specs(repo, "spec.md")
     ok(repo, "init", "build it")
     for agent, role in (("p1", "planner"), ("c1", "coder"), ("r1", "code_reviewer")):
         ok(repo, "register", agent, "--role", role)

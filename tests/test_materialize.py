@@ -17,7 +17,8 @@ from ruamel.yaml import YAML
 
 from gitliza.api import Liza
 from gitliza.core import clock, yamlview
-from gitliza.core.ops import (Add, Claim, ClaimReview, Init, Merge, Register, Submit, Verdict)
+from gitliza.core.ops import (Abandon, Add, Claim, ClaimReview, Init, Merge, Register, Submit,
+                              Verdict)
 from gitliza.core.ops.journal import Note
 from gitliza.errors import ValidationError
 from gitliza.git.store import Store
@@ -99,9 +100,12 @@ def test_state_yaml_has_the_spec_shape(board: Path) -> None:
     assert done.state in text.splitlines()[0]
 
     tasks = {t["id"]: t for t in state["tasks"]}
-    # Live first, in state-machine order, then priority; the merged (archived) task last.
-    assert [t["id"] for t in state["tasks"]] == ["t2", "t3", "t1"]
-    t1, t2, t3 = tasks["t1"], tasks["t2"], tasks["t3"]
+    # Live tasks only, in state-machine order, then priority; the merged task is archived.
+    assert [t["id"] for t in state["tasks"]] == ["t2", "t3"]
+    assert sorted(p.name for p in (board / ".liza" / "archive").iterdir()) == [
+        ".index.json", "t1.yaml"]
+    t1 = _load(board / ".liza" / "archive" / "t1.yaml")
+    t2, t3 = tasks["t2"], tasks["t3"]
     assert list(t1)[:4] == ["id", "description", "status", "priority"]
     assert list(t1)[-2:] == ["created", "history"]
     assert t1["status"] == "MERGED" and t1["worktree"] is None and "worktree" in t1
@@ -159,8 +163,13 @@ def test_log_yaml_one_entry_per_commit(board: Path) -> None:
                         ["timestamp", "agent", "action", "task", "detail"]), keys
         assert e["detail"] and "\n" not in e["detail"]
     assert "task" not in log[0] and log[0]["agent"] == "human"
+    # detail: what happened, as the seed's log shows it (not the commit subject).
     assert log[7] == {"timestamp": log[7]["timestamp"], "agent": "coder-1", "action": "claimed",
-                      "task": "t1", "detail": "claim t1 (UNCLAIMED -> CLAIMED) by coder-1"}
+                      "task": "t1", "detail": "iteration 1: retry get_user"}
+    assert log[0]["detail"] == "Retry logic for all API calls"
+    assert log[8]["detail"].startswith("Iteration 1, commit ")
+    assert log[10]["detail"] == "no tests at all"  # the reviewer's reason, on one line
+    assert log[15]["detail"].startswith("merged ") and log[-1]["detail"] == "Consider src/utils/retry.py"
     first = git(board, "log", "--reverse", "--format=%(trailers:key=Liza-Time,valueonly)", STATE)
     assert log[0]["timestamp"] == first.splitlines()[0].strip()
 
@@ -307,7 +316,7 @@ def test_config_materializes_after_every_command(board: Path) -> None:
     assert r.returncode == 0, r.stderr
     stamp = json.loads((board / ".liza" / ".materialized").read_text())
     assert stamp["state"] == git(board, "rev-parse", STATE)
-    assert _load(board / ".liza" / "log.yaml")[-1]["detail"].startswith("note")
+    assert _load(board / ".liza" / "log.yaml")[-1]["detail"] == "now with a view"
     assert git(board, "status", "--porcelain") == ""
 
 
@@ -344,3 +353,25 @@ def test_log_entry_detail_is_one_line() -> None:
                             "Liza-Op": "note"}, "a\n  multi   line\tsubject")
     assert e == {"timestamp": "2025-01-17T14:00:00Z", "agent": "a", "action": "human_note",
                  "detail": "a multi line subject"}
+
+
+def test_archive_files_follow_the_board(board: Path) -> None:
+    """Archived tasks live in .liza/archive/<id>.yaml; a run writes only the ones that changed and
+    removes the ones a rewritten history no longer archives."""
+    first = _mat(board)
+    assert first.archive_written == 1
+    arch = board / ".liza" / "archive"
+    before = (arch / "t1.yaml").stat().st_mtime_ns
+    now = lambda: "2025-02-01T00:00:00Z"  # noqa: E731
+    _as(board, "planner-1", now).do(Abandon, task="t2", reason="not needed")
+    done = _mat(board)
+    assert (done.archive_written, done.archive_removed) == (1, 0)
+    assert (arch / "t1.yaml").stat().st_mtime_ns == before  # untouched
+    t2 = _load(arch / "t2.yaml")
+    assert t2["status"] == "ABANDONED" and t2["abandon_reason"] == "not needed"
+    assert [t["id"] for t in _load(board / ".liza" / "state.yaml")["tasks"]] == ["t3"]
+    assert _mat(board).cached
+    # A rewritten history (as a sync can make): back before t1 merged, the files follow.
+    past = _mat(board, f"{STATE}~5")
+    assert past.archive_removed == 2 and not any(arch.glob("*.yaml"))
+    assert {t["id"] for t in _load(board / ".liza" / "state.yaml")["tasks"]} == {"t1", "t2", "t3"}

@@ -78,7 +78,8 @@ def make_team(tmp: Path, bare: Path, url: str) -> tuple[Team, Path, Path, Path]:
     team = Team(tmp, bare, url)
     a = team.machine("a")
     (a / "README.md").write_text("project\n")
-    git(a, "add", "README.md")
+    (a / "spec.md").write_text("the spec\n")
+    git(a, "add", "README.md", "spec.md")
     git(a, "commit", "-q", "-m", "initial")
     team.run(a, "git", "push", "-q", "origin", "main")
     team.liza(a, "init", "ship it")  # auto-sync: the board reaches the remote at once

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import git
+from tests.conftest import commit_specs, git
 
 BIN = str(Path(sys.executable).parent)
 
@@ -39,6 +39,7 @@ def _env() -> dict[str, str]:
 
 
 def _setup(repo: Path) -> None:
+    commit_specs(repo, "s")
     for args in (["init", "race"], ["register", "planner-1", "--role", "planner"]):
         subprocess.run(["git", "liza", *args], cwd=repo, env=_env(), check=True,
                        capture_output=True)

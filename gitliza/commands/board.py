@@ -18,6 +18,18 @@ from gitliza.git.store import Committed
 def report(env: Env, done: Committed, extra: dict[str, Any] | None = None) -> int:
     """Print what a transition produced; return 0."""
     ev = done.outcome.event
+    data = transition_data(done, extra)
+    out = env.out
+    out.result(data, f"{ev.summary}  [{done.commit[:12]}]")
+    if not env.json:
+        for n in done.outcome.notices:
+            out.notice(n)
+    return 0
+
+
+def transition_data(done: Committed, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What a transition produced, as the JSON the CLI prints and the MCP tools return."""
+    ev = done.outcome.event
     data: dict[str, Any] = {
         "op": ev.op, "actor": ev.actor, "task": ev.task,
         "from": ev.from_state.value if ev.from_state else None,
@@ -30,12 +42,7 @@ def report(env: Env, done: Committed, extra: dict[str, Any] | None = None) -> in
         if t is not None:
             data["task_record"] = codec.encode(t)
     data.update(extra or {})
-    out = env.out
-    out.result(data, f"{ev.summary}  [{done.commit[:12]}]")
-    if not env.json:
-        for n in done.outcome.notices:
-            out.notice(n)
-    return 0
+    return data
 
 
 def _do(env: Env, cls: type[Op], **args: Any) -> int:
@@ -63,11 +70,11 @@ def init(env: Env, goal: str, integration_branch: str | None, config: Path | Non
     cfg = tuple((k, v) for k, v in pairs.items() if v is not None)
 
     def make(board: Board, now: str) -> Op:
-        ids = {}
         if board.initialized:  # a new goal after the previous one ended (the op checks that)
-            ids = {"goal_id": next_id(board.goal.id, "goal"),
-                   "sprint_id": next_id(board.sprint.id, "sprint")}
-        return Init(actor=liza.agent, time=now, goal=goal, deadline=deadline, config=cfg, **ids)
+            return Init(actor=liza.agent, time=now, goal=goal, deadline=deadline, config=cfg,
+                        goal_id=next_id(board.goal.id, "goal"),
+                        sprint_id=next_id(board.sprint.id, "sprint"))
+        return Init(actor=liza.agent, time=now, goal=goal, deadline=deadline, config=cfg)
     done = liza.apply(make)
     _after_init(liza, done.outcome.board)
     return report(env, done)
@@ -121,38 +128,63 @@ def register(env: Env, agent_id: str, role: str, terminal: str | None) -> int:
 
 def add(env: Env, task: str, desc: str, spec_ref: str | None, done_when: str | None,
         scope: str | None, priority: int, depends_on: Sequence[str], ready: bool,
-        max_iterations: int | None, max_review_cycles: int | None) -> int:
-    return _do(env, Add, task=task, description=desc, spec_ref=spec_ref, done_when=done_when,
-               scope=scope, priority=priority, depends_on=tuple(depends_on), ready=ready,
-               max_iterations=max_iterations, max_review_cycles=max_review_cycles)
+        max_iterations: int | None, max_review_cycles: int | None,
+        lease_duration_override: int | None = None) -> int:
+    liza = env.liza()
+
+    def make(board: Board, now: str) -> Op:
+        return Add(actor=liza.agent, time=now, task=task, description=desc, spec_ref=spec_ref,
+                   done_when=done_when, scope=scope, priority=priority,
+                   depends_on=tuple(depends_on), ready=ready, max_iterations=max_iterations,
+                   max_review_cycles=max_review_cycles,
+                   lease_duration_override=lease_duration_override)
+    return report(env, liza.apply(make))
+
+
+def edit(env: Env, task: str, desc: str | None, spec_ref: str | None, done_when: str | None,
+         scope: str | None, priority: int | None, depends_on: Sequence[str], no_depends: bool,
+         max_iterations: int | None, max_review_cycles: int | None,
+         lease_duration_override: int | None) -> int:
+    from gitliza.core.ops.planning import Edit
+    liza = env.liza()
+
+    def make(board: Board, now: str) -> Op:
+        return Edit(actor=liza.agent, time=now, task=task, description=desc, spec_ref=spec_ref,
+                    done_when=done_when, scope=scope, priority=priority,
+                    depends_on=tuple(depends_on) or None, clear_depends_on=no_depends,
+                    max_iterations=max_iterations, max_review_cycles=max_review_cycles,
+                    lease_duration_override=lease_duration_override)
+    return report(env, liza.apply(make))
 
 
 _SIMPLE: dict[str, type[Op]] = {"finalize": Finalize, "unblock": Unblock}
 
 
 def simple(env: Env, op: str, task: str) -> int:
-    done = env.liza().do(_SIMPLE[op], task=task)
-    _cleanup(env, done)
-    return report(env, done)
+    return report(env, do_op(env.liza(), _SIMPLE[op], task=task))
 
 
-def _cleanup(env: Env, done: Committed) -> None:
-    """Worktrees of tasks that a transition let go of are removed (lifecycle, when present)."""
-    hook = _lifecycle_hook("cleanup_after")
-    if hook is not None:
-        hook(env.liza(), done)
+# Ops after which a task may no longer own a worktree: lifecycle drops it (and its branch).
+RELEASING_OPS = frozenset({"finalize", "unblock", "rescope", "abandon"})
+
+
+def do_op(liza: Any, cls: type[Op], **args: Any) -> Committed:
+    """`liza.do(cls, **args)`, then the worktree clean-up a releasing op needs (the CLI and the
+    MCP server both go through here)."""
+    done: Committed = liza.do(cls, **args)
+    if cls.NAME in RELEASING_OPS:
+        hook = _lifecycle_hook("cleanup_after")
+        if hook is not None:
+            hook(liza, done)
+    return done
 
 
 def rescope(env: Env, task: str, into: Sequence[str], reason: str) -> int:
-    done = env.liza().do(Rescope, task=task, into=tuple(into), reason=reason)
-    _cleanup(env, done)
-    return report(env, done)
+    return report(env, do_op(env.liza(), Rescope, task=task, into=tuple(into), reason=reason))
 
 
 def abandon(env: Env, task: str, reason: str) -> int:
-    done = env.liza().do(Abandon, task=task, reason=reason)
-    _cleanup(env, done)
-    return report(env, done)
+    return report(env, do_op(env.liza(), Abandon, task=task, reason=reason))
 
 
 def block(env: Env, task: str, reason: str, questions: Sequence[str],
@@ -169,15 +201,21 @@ def heartbeat(env: Env, task: str | None = None) -> int:
 
 def discover(env: Env, description: str, disc_id: str | None, during: str | None,
              severity: str, urgency: str, recommendation: str | None) -> int:
+    return report(env, do_discover(env.liza(), disc_id, description=description, during=during,
+                                   severity=severity, urgency=urgency,
+                                   recommendation=recommendation))
+
+
+def do_discover(liza: Any, disc_id: str | None, **fields: Any) -> Committed:
+    """Record a discovery; without an id it gets the next free `disc-N` (chosen on every CAS
+    attempt, so two agents discovering at once do not collide)."""
     from gitliza.core.ops.journal import Discover
-    liza = env.liza()
 
     def make(board: Board, now: str) -> Op:
         ident = disc_id or f"disc-{len(board.keys('discovered')) + 1}"
-        return Discover(actor=liza.agent, time=now, id=ident, description=description,
-                        during=during, severity=severity, urgency=urgency,
-                        recommendation=recommendation)
-    return report(env, liza.apply(make))
+        return Discover(actor=liza.agent, time=now, id=ident, **fields)
+    done: Committed = liza.apply(make)
+    return done
 
 
 def parse_details(items: Sequence[str]) -> tuple[tuple[str, str | int | bool], ...]:
@@ -193,6 +231,11 @@ def parse_details(items: Sequence[str]) -> tuple[tuple[str, str | int | bool], .
             value = int(raw)
         out.append((key.strip(), value))
     return tuple(out)
+
+
+def convert(env: Env, discovery: str, task: str) -> int:
+    from gitliza.core.ops.journal import Convert
+    return _do(env, Convert, discovery=discovery, task=task)
 
 
 def anomaly(env: Env, type_: str, details: Sequence[str], task: str | None) -> int:

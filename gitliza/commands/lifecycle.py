@@ -23,48 +23,76 @@ def _notices(env: Env, notes: tuple[str, ...], already: tuple[str, ...]) -> None
             env.out.notice(n)
 
 
+# -- what each command returns (printed by the CLI with --json, returned by the MCP tools) -------
+def claim_extra(res: life.ClaimResult) -> dict[str, Any]:
+    return {"task": res.task, "status": res.status.value,
+            "worktree": str(res.worktree) if res.worktree else None, "branch": res.branch,
+            "base_commit": res.base_commit, "reused": res.reused, "notices": list(res.notices)}
+
+
+def release_extra(done: life.Done) -> dict[str, Any]:
+    return {"notices": list(done.notices)}
+
+
+def submit_extra(done: life.Done) -> dict[str, Any]:
+    return {"worktree": str(done.worktree)}
+
+
+def claim_review_extra(done: life.Done) -> dict[str, Any]:
+    tid = done.committed.outcome.event.task
+    t = done.committed.outcome.board.task(tid) if tid else None
+    return {"worktree": str(done.worktree) if done.worktree else None,
+            "review_commit": t.review_commit if t is not None else None}
+
+
+def merge_extra(res: life.MergeResult) -> dict[str, Any]:
+    m = res.merge
+    return {"result": "merged", "branch": res.branch, "kind": m.kind, "old": str(m.old),
+            "merge_commit": str(m.new), "integration_tested": m.integration_tested,
+            "notices": list(res.notices)}
+
+
 def claim(env: Env, task: str | None) -> int:
     res = life.claim(env.liza(), task)
-    extra: dict[str, Any] = {
-        "task": res.task, "status": res.status.value,
-        "worktree": str(res.worktree) if res.worktree else None, "branch": res.branch,
-        "base_commit": res.base_commit, "reused": res.reused, "notices": list(res.notices),
-    }
-    report(env, res.committed, extra)
+    report(env, res.committed, claim_extra(res))
     if not env.json and res.worktree is not None:
         env.out.line(f"worktree {res.worktree} (branch {res.branch}, base "
                      f"{str(res.base_commit)[:12]}{', reused' if res.reused else ''})")
     _notices(env, res.notices, res.committed.outcome.notices)
-    if res.status.value != "CLAIMED":
-        # The board recorded the exhaustion (a legitimate transition), but the agent holds no
-        # task: `git liza claim T && start-coder` must not start a coder on it.
-        err(f"{res.task} was not claimed: it moved to {res.status.value} (see the notices); "
-            "the planner decides what happens to it next")
+    refused = claim_refusal(res)
+    if refused:
+        err(refused)
         return EXIT_VALIDATION
     return 0
 
 
+def claim_refusal(res: life.ClaimResult) -> str | None:
+    """The board recorded the exhaustion (a legitimate transition), but the agent holds no task:
+    `git liza claim T && start-coder` must not start a coder on it, so this is a failure."""
+    if res.status.value == "CLAIMED":
+        return None
+    return (f"{res.task} was not claimed: it moved to {res.status.value} (see the notices); "
+            "the planner decides what happens to it next")
+
+
 def release(env: Env, task: str) -> int:
     done = life.release(env.liza(), task)
-    report(env, done.committed, {"notices": list(done.notices)})
+    report(env, done.committed, release_extra(done))
     _notices(env, done.notices, done.committed.outcome.notices)
     return 0
 
 
 def submit(env: Env, task: str, commit: str | None) -> int:
     done = life.submit(env.liza(), task, commit)
-    return report(env, done.committed, {"worktree": str(done.worktree)})
+    return report(env, done.committed, submit_extra(done))
 
 
 def claim_review(env: Env, task: str | None) -> int:
     done = life.claim_review(env.liza(), task)
-    tid = done.committed.outcome.event.task
-    t = done.committed.outcome.board.task(tid) if tid else None
-    review = t.review_commit if t is not None else None
-    report(env, done.committed, {"worktree": str(done.worktree) if done.worktree else None,
-                                 "review_commit": review})
+    extra = claim_review_extra(done)
+    report(env, done.committed, extra)
     if not env.json and done.worktree is not None:
-        env.out.line(f"review {review} in {done.worktree}")
+        env.out.line(f"review {extra['review_commit']} in {done.worktree}")
     return 0
 
 
@@ -83,10 +111,7 @@ def merge(env: Env, task: str) -> int:
             report(env, e.committed, {"result": "failed", "reason": e.message})
         raise
     m = res.merge
-    report(env, res.committed, {
-        "result": "merged", "branch": res.branch, "kind": m.kind, "old": str(m.old),
-        "merge_commit": str(m.new), "integration_tested": m.integration_tested,
-        "notices": list(res.notices)})
+    report(env, res.committed, merge_extra(res))
     if not env.json:
         env.out.line(f"{res.branch}: {m.kind} {str(m.old)[:12]} -> {str(m.new)[:12]}"
                      f"{' (integration test passed)' if m.integration_tested else ''}")

@@ -1,7 +1,7 @@
 """Team commands: pause, resume, abort (board ops that every machine sees), wait, agent."""
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 from gitliza.commands import Env
 from gitliza.commands.board import report
@@ -28,3 +28,15 @@ def wait(env: Env, condition: str, task: str | None, status: str | None, since: 
     result = w.wait(liza, cond, timeout)
     env.out.result(result.to_json(), result.describe())
     return 0 if result.met else w.EXIT_TIMEOUT
+
+
+def agent(env: Env, role: str, cli: str | None, interactive: bool, command: Sequence[str],
+          resume_task: str | None, once: bool, takeover: bool) -> int:
+    from gitliza.team.supervisor import Supervisor, SupervisorOptions
+    opts = SupervisorOptions(role=role, cli=cli, interactive=interactive, command=tuple(command),
+                             resume_task=resume_task, once=once, takeover=takeover)
+
+    def open_liza() -> Any:
+        # A fresh handle per caller (the heartbeat thread has its own), with the same hooks.
+        return Env(path=env.path, agent=env.agent, no_sync=env.no_sync).liza()
+    return Supervisor(open_liza, opts).run()

@@ -11,7 +11,7 @@ from gitliza.core.invariants import check_board, claimable, reviewable
 from gitliza.core.model import Metrics, Task
 from gitliza.core.queries import notes_for
 from gitliza.core.states import TERMINAL, TaskState
-from gitliza.errors import InconsistentState, LizaError, NotFound
+from gitliza.errors import InconsistentState, LizaError, NotFound, ValidationError
 
 _ORDER = {s: i for i, s in enumerate(TaskState)}
 
@@ -22,25 +22,34 @@ def _board(env: Env, at: str | None) -> tuple[Board, Any]:
     return board, commit
 
 
+def status_data(liza: Any, at: str | None = None) -> dict[str, Any]:
+    """`status --json` (and the MCP `status` tool and board resource)."""
+    board, commit = liza.store.board(at)
+    live = sorted(board.tasks(), key=lambda t: (_ORDER[t.status], t.priority, t.id))
+    archived = list(board.values("archive"))
+    m = metrics.compute([*live, *archived])
+    return {
+        "state": str(commit.id) if commit else None, "goal": codec.encode(board.goal),
+        "sprint": {**codec.encode(board.sprint), "metrics": codec.encode(m)},
+        "config": codec.encode(board.config),
+        "tasks": [task_row(t) for t in live], "archived": len(archived),
+        "agents": [codec.encode(a) for a in board.agents()],
+        "claimable": [t.id for t in claimable(board, liza.now())],
+        "discovered": [codec.encode(d) for d in board.values("discovered")],
+        "control": codec.encode(board.control),
+    }
+
+
 def status(env: Env, at: str | None) -> int:
+    if env.json:
+        env.out.json(status_data(env.liza(), at))
+        return 0
     board, commit = _board(env, at)
     goal = board.goal
     live = sorted(board.tasks(), key=lambda t: (_ORDER[t.status], t.priority, t.id))
     archived = list(board.values("archive"))
     agents = list(board.agents())
     m = metrics.compute([*live, *archived])
-    now = env.liza().now()
-    if env.json:
-        env.out.json({
-            "state": str(commit.id) if commit else None, "goal": codec.encode(goal),
-            "sprint": {**codec.encode(board.sprint), "metrics": codec.encode(m)},
-            "config": codec.encode(board.config),
-            "tasks": [_task_row(t) for t in live], "archived": len(archived),
-            "agents": [codec.encode(a) for a in agents],
-            "claimable": [t.id for t in claimable(board, now)],
-            "control": codec.encode(board.control),
-        })
-        return 0
     out = env.out
     out.line(f"goal {goal.id} [{goal.status}]: {goal.description}")
     out.line(f"state {str(commit.id)[:12] if commit else '-'}  integration branch "
@@ -87,23 +96,35 @@ def _control_lines(board: Board) -> list[str]:
     return lines
 
 
-def _task_row(t: Task) -> dict[str, Any]:
+def task_row(t: Task) -> dict[str, Any]:
     return {"id": t.id, "status": t.status.value, "priority": t.priority,
             "assigned_to": t.assigned_to, "depends_on": list(t.depends_on),
             "lease_expires": t.lease_expires, "reviewing_by": t.reviewing_by,
             "description": t.description}
 
 
-def show(env: Env, task: str, at: str | None) -> int:
-    board, _ = _board(env, at)
+def find_task(board: Board, task: str) -> Task:
     t = board.task(task)
     if t is None:
         raise NotFound(f"no task {task!r}", hint="`git liza status` lists the tasks")
+    return t
+
+
+def show_data(liza: Any, task: str, at: str | None = None) -> dict[str, Any]:
+    """`show --json`: one task with its history and the human notes for it."""
+    board = liza.store.board(at)[0]
+    t = find_task(board, task)
+    return {**codec.encode(t), "human_notes": [codec.encode(n) for n in notes_for(board, t.id)]}
+
+
+def show(env: Env, task: str, at: str | None) -> int:
+    if env.json:
+        env.out.json(show_data(env.liza(), task, at))
+        return 0
+    board, _ = _board(env, at)
+    t = find_task(board, task)
     data = codec.encode(t)
     notes = notes_for(board, t.id)
-    if env.json:
-        env.out.json({**data, "human_notes": [codec.encode(n) for n in notes]})
-        return 0
     out = env.out
     out.line(f"{t.id} [{t.status}] priority {t.priority}"
              + ("  (archived)" if t.status in TERMINAL else ""))
@@ -122,26 +143,36 @@ def show(env: Env, task: str, at: str | None) -> int:
     return 0
 
 
-def log(env: Env, n: int | None, task: str | None, by: str | None, at: str | None) -> int:
-    store = env.liza().store
+def log_entry(commit: Any) -> dict[str, Any]:
+    """One state commit as a log entry (`log --json`, `events`, the MCP log)."""
+    try:
+        rec = record.parse(commit.message)
+    except LizaError as bad:
+        return {"state": str(commit.id), "error": str(bad)}
+    tr = rec.trailers
+    return {"state": str(commit.id), "time": tr["Liza-Time"], "op": tr["Liza-Op"],
+            "actor": tr["Liza-Actor"], "task": tr.get("Liza-Task"),
+            "from": tr.get("Liza-From"), "to": tr.get("Liza-To"),
+            "args": _json.loads(tr["Liza-Args"]), "summary": rec.subject}
+
+
+def log_entries(liza: Any, n: int | None = None, task: str | None = None, by: str | None = None,
+                at: str | None = None) -> list[dict[str, Any]]:
+    """The audit trail, newest first, filtered."""
     entries: list[dict[str, Any]] = []
-    for commit in store.history(at):
+    for commit in liza.store.history(at):
         if n is not None and len(entries) >= n:
             break
-        try:
-            rec = record.parse(commit.message)
-        except LizaError as bad:
-            entries.append({"state": str(commit.id), "error": str(bad)})
+        e = log_entry(commit)
+        if "error" not in e and ((task is not None and e["task"] != task)
+                                 or (by is not None and e["actor"] != by)):
             continue
-        tr = rec.trailers
-        if task is not None and tr.get("Liza-Task") != task:
-            continue
-        if by is not None and tr.get("Liza-Actor") != by:
-            continue
-        entries.append({"state": str(commit.id), "time": tr["Liza-Time"], "op": tr["Liza-Op"],
-                        "actor": tr["Liza-Actor"], "task": tr.get("Liza-Task"),
-                        "from": tr.get("Liza-From"), "to": tr.get("Liza-To"),
-                        "args": _json.loads(tr["Liza-Args"]), "summary": rec.subject})
+        entries.append(e)
+    return entries
+
+
+def log(env: Env, n: int | None, task: str | None, by: str | None, at: str | None) -> int:
+    entries = log_entries(env.liza(), n, task, by, at)
     if env.json:
         env.out.json(entries)
         return 0
@@ -150,29 +181,47 @@ def log(env: Env, n: int | None, task: str | None, by: str | None, at: str | Non
     return 0
 
 
-def ready(env: Env, at: str | None) -> int:
-    board, _ = _board(env, at)
-    liza = env.liza()
+def ready_tasks(liza: Any, at: str | None = None) -> tuple[str, list[Task]]:
+    """What the acting agent can take: ("reviewable", tasks) for a reviewer, else
+    ("claimable", tasks)."""
+    board, _ = liza.store.board(at)
     me = board.agent(liza.agent)
     now = liza.now()
     if me is not None and me.role.value == "code_reviewer":
-        tasks = reviewable(board, now, me.id)
-    else:
-        tasks = claimable(board, now, me.id if me is not None else None)
+        return "reviewable", list(reviewable(board, now, me.id))
+    return "claimable", list(claimable(board, now, me.id if me is not None else None))
+
+
+def ready(env: Env, at: str | None) -> int:
+    kind, tasks = ready_tasks(env.liza(), at)
     if env.json:
-        env.out.json([_task_row(t) for t in tasks])
+        env.out.json([task_row(t) for t in tasks])
         return 0
-    env.out.table("claimable" if me is None or me.role.value != "code_reviewer" else "reviewable",
+    env.out.table(kind,
                   ["task", "status", "pri", "description"],
                   [[t.id, t.status.value, t.priority, t.description[:60]] for t in tasks])
     return 0
 
 
-def validate(env: Env, at: str | None) -> int:
+def validate(env: Env, at: str | None, file: str | None = None) -> int:
+    """The live board's invariants (exit 4 when broken: the board is inconsistent), or with FILE a
+    seed-schema state.yaml (exit 1 when it breaks the schema, as liza-validate.sh)."""
+    if file is not None:
+        if at is not None:
+            raise ValidationError("validate FILE reads the file; --at reads a board: not both")
+        return _validate_file(env, file)
     liza = env.liza()
     board, commit = liza.store.board(at)
     from gitliza.git.worktrees import main_worktree
     root = main_worktree(liza.store.repo)
+    if commit is None:
+        seed = None if root is None else root / ".liza" / "state.yaml"
+        if seed is not None and seed.is_file():
+            raise ValidationError(
+                f"no board here ({liza.store.ref} does not exist); {seed} was not read",
+                hint="`git liza validate .liza/state.yaml` checks the file against the schema")
+        raise ValidationError(f"no board here ({liza.store.ref} does not exist)",
+                              hint="run `git liza init GOAL` first")
     exists = None if root is None else (lambda rel: (root / rel).is_dir())
     problems = check_board(board, liza.now(), exists)
     if env.json:
@@ -185,4 +234,34 @@ def validate(env: Env, at: str | None) -> int:
             for p in problems:
                 env.out.line(f"INVALID: {p}")
         raise InconsistentState(f"{len(problems)} invariant violation(s); first: {problems[0]}")
+    return 0
+
+
+def _validate_file(env: Env, file: str) -> int:
+    """A seed-schema file, read with the import reader (gitliza.interop) when this gitliza has it."""
+    import importlib
+    from pathlib import Path
+    try:  # the reader of `git liza import` (gitliza/interop), when this gitliza has it
+        read_state = importlib.import_module("gitliza.interop.seed").read_state
+    except (ImportError, AttributeError):
+        raise ValidationError(f"validating files is not available in this gitliza, and {file} is "
+                              "not a board", hint="`git liza validate` checks the live board "
+                              "(refs/liza/state)") from None
+    path = Path(file) if Path(file).is_absolute() else env.path / file
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ValidationError(f"cannot read {file}: {e}") from None
+    seed = read_state(text, path.name)  # ValidationError (exit 1) with the place in the file
+    problems = check_board(seed.board(), env.liza().now())
+    if env.json:
+        env.out.json({"file": str(path), "valid": not problems,
+                      "violations": [str(p) for p in problems]})
+    else:
+        for p in problems:
+            env.out.line(f"INVALID: {p}")
+    if problems:
+        raise ValidationError(f"{file}: {len(problems)} schema violation(s); first: {problems[0]}")
+    if not env.json:
+        env.out.line("VALID")
     return 0

@@ -6,7 +6,6 @@ op wrote over the source without copying it. Ops return those changes; the store
 """
 from __future__ import annotations
 
-import hashlib
 from typing import Any, Iterable, Iterator, Mapping, Protocol
 
 from gitliza.core import codec
@@ -156,5 +155,6 @@ class Board:
 def journal_key(entry: Any, timestamp: str) -> str:
     """A journal entry's key: its time (so names sort chronologically) and a digest of its content
     (so two entries in the same second never collide, and replay derives the same key)."""
-    digest = hashlib.sha1(codec.dumps(entry)).hexdigest()[:10]
+    from gitliza.core.layout import sha1
+    digest = sha1(codec.dumps(entry)).hexdigest()[:10]
     return f"{timestamp.replace(':', '').replace('-', '')}-{digest}"

@@ -17,8 +17,6 @@ import typing
 from enum import Enum
 from typing import Any, Callable, TypeVar
 
-import tomli_w
-
 from gitliza.core import model
 from gitliza.errors import InconsistentState
 
@@ -205,6 +203,7 @@ def dumps(entity: Any) -> bytes:
     try:
         return _render(entity).encode()
     except _Unsupported:  # a value shape the fast writer does not know: tomli-w decides
+        import tomli_w  # imported only then: most processes never need it
         return tomli_w.dumps(encode(entity)).encode()
 
 

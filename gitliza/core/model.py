@@ -119,6 +119,9 @@ class Task:
     merge_commit: str | None = None
     max_iterations: int | None = None  # per-task override of config.max_coder_iterations
     max_review_cycles: int | None = None  # per-task override of config.max_review_cycles
+    # Seconds; per-task override of config.lease_duration for long operations (blackboard-schema.md
+    # "v1 Limitation - Long Operations"), bounded like the config value.
+    lease_duration_override: int | None = None
     history: tuple[HistoryEntry, ...] = ()
 
 

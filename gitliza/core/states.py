@@ -78,6 +78,8 @@ TASK_TRANSITIONS: tuple[Transition, ...] = tuple(
     + _t("add", (None,), S.UNCLAIMED, PLANNING, "add --ready with every gate met")
     + _t("rescope", (None,), S.DRAFT, PLANNING, "a successor task of a rescope")
     + _t("finalize", (S.DRAFT,), S.UNCLAIMED, PLANNING, "definition gates checked")
+    + _t("edit", (S.DRAFT,), S.DRAFT, PLANNING, "refine a task nobody holds")
+    + _t("edit", (S.UNCLAIMED,), S.UNCLAIMED, PLANNING, "refine a task nobody holds")
     + _t("claim", (S.UNCLAIMED, S.REJECTED, S.INTEGRATION_FAILED), S.CLAIMED, CODERS)
     + _t("claim", (S.CLAIMED,), S.CLAIMED, CODERS, "takeover after the holder's lease expired")
     + _t("claim", (S.CLAIMED, S.REJECTED, S.INTEGRATION_FAILED), S.BLOCKED, CODERS,

@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Iterable
 
+from gitliza.core import queries
 from gitliza.core.board import Board
 from gitliza.core.invariants import claimable, reviewable
 from gitliza.core.model import Discovery, GoalStatus, SprintStatus, Task
-from gitliza.core.states import TERMINAL, Role, TaskState
+from gitliza.core.states import TERMINAL, AgentState, Role, TaskState
 
 S = TaskState
 
@@ -113,9 +114,9 @@ def wake_trigger(board: Board) -> WakeTrigger | None:
 
 
 def all_terminal(board: Board) -> bool:
-    """Every task is MERGED, SUPERSEDED or ABANDONED, and there is at least one."""
-    return not any(t.status not in TERMINAL for t in board.tasks()) and \
-        bool(board.keys("archive"))
+    """Every task is MERGED, SUPERSEDED or ABANDONED, and there is at least one (an empty board
+    waits for its initial planning instead)."""
+    return queries.all_tasks_terminal(board) and bool(board.keys("archive"))
 
 
 def approved_by(board: Board, agent: str) -> list[Task]:
@@ -129,7 +130,11 @@ def work_for(board: Board, role: Role, agent: str, now: str) -> list[str]:
     or a reviewer (reviewable, or approved by it and not merged yet), the trigger names for a
     planner."""
     if role == Role.CODER:
-        return [t.id for t in claimable(board, now, agent)]
+        ids = [t.id for t in claimable(board, now, agent)]
+        me = board.agent(agent)
+        if me is not None and me.status in (AgentState.WAITING, AgentState.HANDOFF):
+            ids = [i for i in ids if i == me.current_task]  # it may only take its own task back
+        return ids
     if role == Role.CODE_REVIEWER:
         return [t.id for t in approved_by(board, agent)] + \
             [t.id for t in reviewable(board, now, agent)]
@@ -144,6 +149,38 @@ def holder_of(board: Board, agent: str) -> Task | None:
     if a is None or a.current_task is None:
         return None
     return board.task(a.current_task)
+
+
+def lost_reason(board: Board, agent: str, task_id: str, role: Role) -> str | None:
+    """Why `agent` no longer holds `task_id` according to the board, or None. The agent's own
+    moves (submit, verdict, release, block) are not losses: the session is ending normally."""
+    t = board.task(task_id)
+    if t is None:
+        return f"{task_id} is no longer on the board"
+    if t.status in TERMINAL:
+        return f"{task_id} is {t.status}"
+    last = t.history[-1].agent if t.history else None
+    if role == Role.CODER:
+        if t.assigned_to is not None and t.assigned_to != agent:
+            return f"{task_id} was taken over by {t.assigned_to}"
+        if t.status in (S.UNCLAIMED, S.BLOCKED) and last != agent:
+            return f"{task_id} was moved to {t.status} by {last or 'someone else'}"
+    elif role == Role.CODE_REVIEWER:
+        if t.status == S.READY_FOR_REVIEW and t.reviewing_by != agent:
+            return f"the review of {task_id} went to {t.reviewing_by or 'nobody'}"
+        if t.status in (S.UNCLAIMED, S.BLOCKED, S.CLAIMED) and last != agent:
+            return f"{task_id} was moved to {t.status} by {last or 'someone else'}"
+    return None
+
+
+def still_holds(board: Board, agent: str, task_id: str, role: Role) -> bool:
+    """Whether the agent still holds a lease on the task (worth a heartbeat)."""
+    t = board.task(task_id)
+    if t is None:
+        return False
+    if role == Role.CODER:
+        return t.status == S.CLAIMED and t.assigned_to == agent
+    return t.status == S.READY_FOR_REVIEW and t.reviewing_by == agent
 
 
 def next_deadline(board: Board, now: str, extra: Iterable[str | None] = ()) -> str | None:

@@ -80,6 +80,8 @@ _ACTIONS = {
     "release": "released", "block": "blocked", "submit": "ready_for_review",
     "claim-review": "review_claimed", "handoff": "handoff", "discover": "discovered",
     "anomaly": "anomaly_logged", "note": "human_note", "spec-change": "spec_changed",
+    "complete-goal": "goal_completed", "abort-goal": "goal_aborted", "edit": "task_edited",
+    "convert": "discovery_converted",
 }
 _ACTIONS_BY_TARGET = {
     ("claim", "BLOCKED"): "blocked",  # hypothesis exhaustion or max iterations: not claimed
@@ -143,13 +145,16 @@ def agent_view(a: Agent) -> dict[str, Any]:
     return _ordered(data, AGENT_ORDER, always, _AGENT_DEFAULTS)
 
 
-def state_view(board: Board) -> dict[str, Any]:
+def state_view(board: Board, *, archived: bool = True) -> dict[str, Any]:
     """The whole board as the spec's state.yaml document (top-level keys in the spec's order).
+    With `archived` False, `tasks` holds the live tasks only (the materialized view writes the
+    archived ones to `.liza/archive/`); the metrics count every task either way.
     Raises ValidationError when there is no board (no goal)."""
     goal = board.goal
-    tasks = sorted(board.all_tasks(), key=task_key)
+    every = list(board.all_tasks())
+    tasks = sorted(every if archived else board.tasks(), key=task_key)
     sprint = codec.encode(board.sprint)
-    computed = metrics.compute(tasks)
+    computed = metrics.compute(every)
     # Every metric, in the spec's order; a rate with no denominator is null (0 % would claim
     # every review was a rejection).
     m = {f.name: getattr(computed, f.name) for f in dataclasses.fields(computed)}
@@ -209,8 +214,11 @@ def one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def log_entry(trailers: Mapping[str, str], subject: str) -> dict[str, Any]:
-    """One log.yaml entry from a state commit's `Liza-*` trailers and subject line."""
+def log_entry(trailers: Mapping[str, str], subject: str,
+              task_record: Task | None = None) -> dict[str, Any]:
+    """One log.yaml entry from a state commit's `Liza-*` trailers and subject line. `task_record`:
+    the entry's task as that commit left it, when the caller has it (its description and iteration
+    make a better `detail`)."""
     entry: dict[str, Any] = {
         "timestamp": trailers.get("Liza-Time"),
         "agent": trailers.get("Liza-Actor"),
@@ -220,5 +228,99 @@ def log_entry(trailers: Mapping[str, str], subject: str) -> dict[str, Any]:
     task = trailers.get("Liza-Task")
     if task:
         entry["task"] = task  # the spec leaves `task` out of goal-level entries
-    entry["detail"] = one_line(subject) or entry["action"]
+    entry["detail"] = describe(trailers, task_record) or one_line(subject) or entry["action"]
     return entry
+
+
+_DETAIL_MAX = 200
+
+
+def describe(trailers: Mapping[str, str], task: Task | None = None) -> str:
+    """The log's `detail`: what happened, for a human skimming the log (blackboard-schema.md's
+    log.yaml: the task's description on a claim, "Iteration 2, commit a1b2c3d4" on a submit, the
+    reviewer's reason, "SUPERSEDED -> task-4a, task-4b (reason)"...), from the recorded op
+    arguments. Empty when the op says nothing more than its subject line."""
+    import json
+    try:
+        args = json.loads(trailers.get("Liza-Args", "{}"))
+    except ValueError:
+        args = {}
+    if not isinstance(args, dict):
+        args = {}
+    op, to = trailers.get("Liza-Op", ""), trailers.get("Liza-To")
+    text = _describe(op, to, args, task)
+    text = one_line(text)
+    return text if len(text) <= _DETAIL_MAX else text[: _DETAIL_MAX - 3] + "..."
+
+
+def _sha(value: Any) -> str:
+    return str(value)[:8] if value else ""
+
+
+def _describe(op: str, to: str | None, a: dict[str, Any], task: Task | None) -> str:
+    desc = task.description if task is not None else ""
+    if op == "init":
+        return str(a.get("goal", ""))
+    if op == "config":
+        return f"{a.get('key')} = {a.get('value')}"
+    if op == "register":
+        return f"{a.get('agent')} as {a.get('role')}"
+    if op == "add":
+        return str(a.get("description", "")) + (" (ready)" if a.get("ready") else "")
+    if op == "edit":
+        changed = sorted(k for k in a if k not in ("task", "gen"))
+        return f"changed {', '.join(changed)}" + (f": {desc}" if desc else "")
+    if op == "finalize":
+        return f"DRAFT -> UNCLAIMED: {desc}" if desc else "DRAFT -> UNCLAIMED"
+    if op == "claim":
+        if to == "BLOCKED":
+            if task is not None and task.blocked_reason:
+                return f"not claimed, blocked: {task.blocked_reason}"
+            return "not claimed: the task is exhausted"
+        it = f"iteration {task.iteration}: " if task is not None and task.iteration else ""
+        return it + desc
+    if op == "submit":
+        it = f"Iteration {task.iteration}, " if task is not None and task.iteration else ""
+        return f"{it}commit {_sha(a.get('commit'))}"
+    if op == "claim-review":
+        if task is not None and task.review_commit:
+            return f"review of commit {_sha(task.review_commit)}"
+        return "review claimed"
+    if op == "verdict":
+        word = "Approved" if to == "APPROVED" else "Rejected"
+        return str(a.get("reason") or f"{word} commit {_sha(a.get('commit'))}")
+    if op == "merge":
+        if to == "MERGED":
+            return f"merged {_sha(a.get('merge_commit'))} into the integration branch"
+        return str(a.get("reason") or "integration failed")
+    if op == "rescope":
+        into = a.get("into") or []
+        return f"SUPERSEDED -> {', '.join(map(str, into))} ({a.get('reason', '')})"
+    if op in ("abandon", "block", "abort-goal"):
+        return str(a.get("reason", ""))
+    if op == "release":
+        return "given back" + (f": {desc}" if desc else "")
+    if op == "unblock":
+        return "BLOCKED -> UNCLAIMED" + (f": {desc}" if desc else "")
+    if op == "heartbeat":
+        until = task.lease_expires or task.review_lease_expires if task is not None else None
+        return f"lease until {until}" if until else "alive"
+    if op == "handoff":
+        return f"{a.get('summary', '')}; next: {a.get('next_action', '')}"
+    if op == "discover":
+        return f"{a.get('description', '')} ({a.get('severity', 'medium')}, " \
+               f"{a.get('urgency', 'deferred')})"
+    if op == "convert":
+        return f"{a.get('discovery')} -> task {a.get('task')}"
+    if op == "anomaly":
+        details = a.get("details") or {}
+        pairs = ", ".join(f"{k}={v}" for k, v in details.items()) if isinstance(details, dict) \
+            else ""
+        return f"{a.get('type')}" + (f": {pairs}" if pairs else "")
+    if op == "note":
+        return str(a.get("message", ""))
+    if op == "spec-change":
+        return f"{a.get('spec')}: {a.get('change')}"
+    if op == "complete-goal":
+        return str(a.get("summary") or "goal completed")
+    return str(a.get("reason") or "")

@@ -11,7 +11,6 @@ real write is reported as a crashed writer.
 from __future__ import annotations
 
 import os
-import random
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -199,11 +198,20 @@ class Store:
         return trees.build(self.repo, base, changes, write=True).tree
 
     def write_commit(self, parent: pygit2.Commit | None, outcome: Outcome, op: Op) -> pygit2.Oid:
-        tree = self.build_tree(parent.tree if parent is not None else None, outcome.changes)
-        sig = signature(op)
+        """The new blobs, trees and the commit, written together as one pack."""
+        batch = trees.Batch(self.repo)
+        tree = trees.build_into(batch, parent.tree if parent is not None else None,
+                                outcome.changes).tree
         parents = [parent.id] if parent is not None else []
-        return self.repo.create_commit(None, sig, sig, record.message(op, outcome.event), tree,
-                                       parents)
+        message = record.message(op, outcome.event)
+        body = commit_body(tree, parents, op, message)
+        if body is None:  # an actor libgit2 would rewrite: let it format the commit
+            batch.flush()
+            sig = signature(op)
+            return self.repo.create_commit(None, sig, sig, message, tree, parents)
+        raw = batch.store(b"commit", body)
+        batch.flush()
+        return pygit2.Oid(raw=raw)
 
     def transact(self, make_op: Callable[[Board, str], Op], now: Callable[[], str],
                  *, sleep: Callable[[float], None] = time.sleep) -> Committed:
@@ -229,6 +237,7 @@ class Store:
             except _Locked:
                 locked = True
             if attempt <= len(RETRY_DELAYS):
+                import random
                 sleep(RETRY_DELAYS[attempt - 1] + random.uniform(0, JITTER))
         if locked:
             raise self._lock_error()
@@ -297,6 +306,24 @@ def check_format(tree: pygit2.Tree, where: str) -> None:
                                 f"{data.decode(errors='replace').strip()!r}; this gitliza reads "
                                 f"{layout.FORMAT_BLOB.decode().strip()!r}",
                                 hint="upgrade gitliza")
+
+
+def commit_body(tree: pygit2.Oid, parents: list[pygit2.Oid], op: Op, message: str) -> bytes | None:
+    """The commit object libgit2 writes for `signature(op)` (git_commit_create: tree, parents,
+    author, committer, a blank line, the message as is), or None for an actor it would trim or
+    refuse, which then goes through libgit2 (tests/git/test_store.py compares the two)."""
+    from gitliza.core.clock import to_epoch
+    actor = op.actor
+    if not actor or actor != actor.strip() or any(c in actor for c in "<>\n") or \
+            actor != actor.strip(" \t\n\v\f\r.,:;\"'"):
+        return None
+    when = to_epoch(op.time)
+    if when < 0:
+        return None
+    who = f"{actor} <{actor}@liza.invalid> {when} +0000"
+    head = [f"tree {tree}", *(f"parent {p}" for p in parents), f"author {who}",
+            f"committer {who}"]
+    return ("\n".join(head) + "\n\n" + message).encode()
 
 
 def signature(op: Op) -> pygit2.Signature:

@@ -21,13 +21,14 @@ reads the tree it built for one transition as the base of the next without touch
 from __future__ import annotations
 
 import functools
-import hashlib
 from dataclasses import dataclass
 from typing import Any
 
 import pygit2
 
 from gitliza.core import codec, layout
+from gitliza.core.layout import sha1
+from gitliza.git import packs
 from gitliza.core.board import Changes, Key
 from gitliza.errors import InconsistentState
 
@@ -66,9 +67,19 @@ class Built:
 def build(repo: pygit2.Repository, base: pygit2.Tree | pygit2.Oid | None, changes: Changes,
           *, write: bool) -> Built:
     """The tree of `base` (None: the empty board, which gets the `format` blob) with `changes`
-    applied. `write=True` stores the new blobs and trees in `repo`; `write=False` only computes
-    their ids and writes nothing."""
-    sink = _Writer(repo) if write else _Hasher(repo)
+    applied. `write=True` stores the new blobs and trees in `repo` (one pack); `write=False` only
+    computes their ids and writes nothing."""
+    if not write:
+        return build_into(_Hasher(repo), base, changes)
+    batch = Batch(repo)
+    built = build_into(batch, base, changes)
+    batch.flush()
+    return built
+
+
+def build_into(sink: _Hasher, base: pygit2.Tree | pygit2.Oid | None, changes: Changes) -> Built:
+    """`build` with the sink given: a `Batch` collects the new objects for the caller to add to
+    (the commit) and flush."""
     nested: dict[bytes, Any] = {}  # name -> raw blob id, None (removed) or a dict (a subtree)
     blobs: dict[Key, pygit2.Oid | None] = {}
     for (coll, key), entity in changes.items():
@@ -105,7 +116,8 @@ class _Hasher:
 
     def store(self, kind: bytes, body: bytes) -> bytes:
         """The raw id of the object of type `kind` (b"blob", b"tree") with this body."""
-        return hashlib.sha1(b"%s %d\0" % (kind, len(body)) + body).digest()
+        digest: bytes = sha1(b"%s %d\0" % (kind, len(body)) + body).digest()
+        return digest
 
     def tree(self, entries: Entries) -> bytes:
         body = b"".join([head + oid for _key, head, oid in sorted(entries.values())])
@@ -149,14 +161,32 @@ class _Hasher:
         return self.tree(entries) if entries else None
 
 
-class _Writer(_Hasher):
-    """The write sink: the same bytes, stored in the repository's object database (which does not
-    rewrite an object it already has)."""
+class Batch(_Hasher):
+    """The write sink: the same bytes, kept until `flush` writes them all as one pack
+    (gitliza/git/packs.py), or, where packs cannot be written directly (a quarantined or
+    redirected object directory), through libgit2's object database one by one."""
 
-    _TYPES = {b"blob": pygit2.GIT_OBJECT_BLOB, b"tree": pygit2.GIT_OBJECT_TREE}
+    _TYPES = {b"blob": pygit2.GIT_OBJECT_BLOB, b"tree": pygit2.GIT_OBJECT_TREE,
+              b"commit": pygit2.GIT_OBJECT_COMMIT}
+
+    def __init__(self, repo: pygit2.Repository) -> None:
+        super().__init__(repo)
+        self.objects: dict[bytes, tuple[bytes, bytes, bytes]] = {}
 
     def store(self, kind: bytes, body: bytes) -> bytes:
-        return self.repo.odb.write(self._TYPES[kind], body).raw
+        raw = super().store(kind, body)
+        self.objects[raw] = (raw, kind, body)
+        return raw
+
+    def flush(self) -> None:
+        objs, self.objects = list(self.objects.values()), {}
+        target = packs.objects_dir(self.repo)
+        if target is None:
+            for _raw, kind, body in objs:
+                self.repo.odb.write(self._TYPES[kind], body)
+            return
+        if packs.due(packs.write(target, objs)):
+            packs.consolidate(target)
 
 
 def parse(body: bytes) -> Entries:

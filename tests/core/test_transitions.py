@@ -6,8 +6,8 @@ from typing import Any, Callable
 
 import pytest
 
-from gitliza.core.ops import (Abandon, Add, Block, Claim, ClaimReview, Finalize, Merge, Release,
-                              Rescope, Submit, Unblock, Verdict, apply)
+from gitliza.core.ops import (Abandon, Add, Block, Claim, ClaimReview, Edit, Finalize, Merge,
+                              Release, Rescope, Submit, Unblock, Verdict, apply)
 from gitliza.core.states import (FORBIDDEN, TASK_TRANSITIONS, TERMINAL, TaskState, Transition,
                                  is_legal)
 from gitliza.errors import IllegalTransition, LizaError, PermissionDenied
@@ -17,6 +17,7 @@ from tests.core.boards import (BASE, C1, MERGE_C, Runner, S, add_ready, board_in
 # One canonical way to perform each op on task-1, by an actor allowed to.
 OPS: dict[str, Callable[[Runner], Any]] = {
     "finalize": lambda r: r.do(Finalize, "planner-1", task="task-1"),
+    "edit": lambda r: r.do(Edit, "planner-1", task="task-1", description="refined"),
     "claim": lambda r: claim(r, coder="coder-2"),
     "release": lambda r: r.do(Release, "coder-1", task="task-1"),
     "block": lambda r: r.do(Block, "planner-1", task="task-1", reason="r", questions=("q?",)),

@@ -8,8 +8,8 @@ from typing import Any
 from gitliza.core.ops.base import OPS, Ctx, Event, Op, Outcome, apply, load_all, op_from_record
 
 _WHERE = {
-    "AnomalyOp": "journal", "Discover": "journal", "Note": "journal", "SpecChangeOp": "journal",
-    "Abandon": "planning", "AbortGoal": "planning", "Add": "planning", "CompleteGoal": "planning", "ConfigSet": "planning", "Finalize": "planning",
+    "AnomalyOp": "journal", "Convert": "journal", "Discover": "journal", "Note": "journal", "SpecChangeOp": "journal",
+    "Abandon": "planning", "AbortGoal": "planning", "Add": "planning", "CompleteGoal": "planning", "ConfigSet": "planning", "Edit": "planning", "Finalize": "planning",
     "Init": "planning", "Register": "planning", "Rescope": "planning", "Unblock": "planning",
     "Block": "work", "Claim": "work", "ClaimReview": "work", "HandoffOp": "work",
     "Heartbeat": "work", "Merge": "work", "Release": "work", "Submit": "work", "Verdict": "work",

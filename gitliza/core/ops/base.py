@@ -234,6 +234,8 @@ def _check_text(value: Any, where: str) -> None:
             value.encode("utf-8")
         except UnicodeEncodeError:
             raise ValidationError(f"{where}: text is not valid UTF-8") from None
+        if "\x00" in value:  # git cuts a commit message (and refuses a reflog line) at NUL
+            raise ValidationError(f"{where}: text must not contain a NUL character")
     elif isinstance(value, dict):
         for k, v in value.items():
             _check_text(v, f"{where} {k}")

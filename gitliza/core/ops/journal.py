@@ -7,9 +7,9 @@ from gitliza.core.board import journal_key
 from gitliza.core.ids import check_id
 from gitliza.core.model import (ANOMALY_REQUIRED, Anomaly, Discovery, HumanNote, Severity,
                                 SpecChange, Urgency)
-from gitliza.core.ops.base import Ctx, Op, need_text, register_op
+from gitliza.core.ops.base import Ctx, Op, need_text, register_op, replace
 from gitliza.core.states import PLANNING
-from gitliza.errors import PermissionDenied, ValidationError
+from gitliza.errors import NotFound, PermissionDenied, ValidationError
 
 DetailValue = str | int | bool
 
@@ -54,6 +54,33 @@ class Discover(Op):
             id=self.id, by=self.actor, description=self.description, created=self.time,
             during=self.during, severity=sev, urgency=urg, recommendation=self.recommendation))
         ctx.summary = f"discover {self.id} ({sev.value}, {urg.value}) by {self.actor}"
+
+
+@register_op
+@dataclass(frozen=True, kw_only=True)
+class Convert(Op):
+    """The planner turned a discovery into a task (`converted_to_task`): the discovery stops being
+    an open wake condition (an immediate one wakes the planner until it is converted)."""
+
+    NAME = "convert"
+    discovery: str
+    task: str
+
+    def run(self, ctx: Ctx) -> None:
+        if ctx.role() not in PLANNING:
+            raise PermissionDenied(f"convert is for the planner or a human, not {self.actor}")
+        check_id(self.discovery, "discovery id")
+        d = ctx.get("discovered", self.discovery)
+        if d is None:
+            raise NotFound(f"no discovery {self.discovery!r}",
+                           hint="`git liza status --json` lists them under discovered")
+        if d.converted_to_task is not None:
+            raise ValidationError(f"discovery {d.id} is already converted to "
+                                  f"{d.converted_to_task}")
+        ctx.require_task(self.task)
+        ctx.task_id = self.task
+        ctx.put("discovered", d.id, replace(d, converted_to_task=self.task))
+        ctx.summary = f"convert {d.id} to {self.task} by {self.actor}"
 
 
 def canonical_details(details: tuple[tuple[str, DetailValue], ...]

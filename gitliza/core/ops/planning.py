@@ -267,8 +267,52 @@ def _check_depends(ctx: Ctx, task_id: str, depends_on: tuple[str, ...]) -> None:
         seen.add(dep)
         if ctx.task(dep) is None:
             raise ValidationError(f"{task_id} depends on {dep}, which does not exist")
-    # A new task has no dependents, so it cannot close a cycle; rescope rewires dependents and
-    # checks cycles itself.
+    # A new task has no dependents, so it cannot close a cycle; `edit` checks cycles itself.
+
+
+def _check_no_cycle(ctx: Ctx, task_id: str, depends_on: tuple[str, ...]) -> None:
+    """Refuse dependencies that lead back to `task_id` (an edit can close a cycle: the task may
+    already have dependents). Depth-first over depends_on, live and archived tasks alike."""
+    stack, seen = list(depends_on), set()
+    while stack:
+        dep = stack.pop()
+        if dep == task_id:
+            raise ValidationError(f"{task_id}: these dependencies would form a cycle "
+                                  f"({', '.join(depends_on)} lead back to {task_id})")
+        if dep in seen:
+            continue
+        seen.add(dep)
+        t = ctx.task(dep)
+        if t is not None:
+            stack.extend(t.depends_on)
+
+
+def _check_limits(op: Op) -> None:
+    """Per-task overrides: positive, and a lease override bounded like config lease_duration."""
+    for name in ("max_iterations", "max_review_cycles", "lease_duration_override"):
+        v = getattr(op, name, None)
+        if v is not None and v <= 0:
+            raise ValidationError(f"{name} must be a positive integer")
+    lease = getattr(op, "lease_duration_override", None)
+    if lease is not None and lease > _CONFIG_MAX["lease_duration"]:
+        raise ValidationError(f"lease_duration_override must be at most "
+                              f"{_CONFIG_MAX['lease_duration']} seconds (like config "
+                              f"lease_duration), got {lease}")
+
+
+def check_spec_ref(spec_ref: str) -> str:
+    """`path/in/repo.md` with an optional `#anchor`: a relative path inside the repository."""
+    path = spec_path(spec_ref)
+    parts = path.split("/")
+    if not path or path.startswith("/") or any(p in ("", ".", "..") for p in parts) \
+            or any(ord(c) < 32 for c in spec_ref):
+        raise ValidationError(f"spec_ref {spec_ref!r} is not a relative path (PATH[#anchor])")
+    return spec_ref
+
+
+def spec_path(spec_ref: str) -> str:
+    """The file part of a spec_ref (`specs/retry.md#auth` -> `specs/retry.md`)."""
+    return spec_ref.partition("#")[0]
 
 
 @register_op
@@ -285,6 +329,7 @@ class Add(Op):
     ready: bool = False
     max_iterations: int | None = None
     max_review_cycles: int | None = None
+    lease_duration_override: int | None = None
 
     def run(self, ctx: Ctx) -> None:
         check_id(self.task, "task id")
@@ -292,17 +337,14 @@ class Add(Op):
         if ctx.task(self.task) is not None:
             raise ValidationError(f"task {self.task} already exists")
         need_text(self.description, "description")
-        if not 1 <= self.priority <= 5:
-            raise ValidationError(f"priority must be 1 (highest) to 5 (lowest), got {self.priority}")
-        for name in ("max_iterations", "max_review_cycles"):
-            v = getattr(self, name)
-            if v is not None and v <= 0:
-                raise ValidationError(f"{name} must be a positive integer")
+        _check_priority(self.priority)
+        _check_limits(self)
         _check_depends(ctx, self.task, self.depends_on)
         task = Task(id=self.task, description=self.description, status=S.DRAFT, created=self.time,
                     priority=self.priority, spec_ref=self.spec_ref, done_when=self.done_when,
                     scope=self.scope, depends_on=self.depends_on,
-                    max_iterations=self.max_iterations, max_review_cycles=self.max_review_cycles)
+                    max_iterations=self.max_iterations, max_review_cycles=self.max_review_cycles,
+                    lease_duration_override=self.lease_duration_override)
         target = S.DRAFT
         if self.ready:
             gaps = definition_gaps(task)
@@ -313,6 +355,66 @@ class Add(Op):
         ctx.transition(None, target, task_id=self.task)
         ctx.put_task(replace(task, status=target,
                              history=(ctx.history(task, "created"))))
+
+
+def _check_priority(priority: int) -> None:
+    if not 1 <= priority <= 5:
+        raise ValidationError(f"priority must be 1 (highest) to 5 (lowest), got {priority}")
+
+
+_EDITABLE = ("description", "spec_ref", "done_when", "scope", "priority", "max_iterations",
+             "max_review_cycles", "lease_duration_override")
+
+
+@register_op
+@dataclass(frozen=True, kw_only=True)
+class Edit(Op):
+    """Refine a DRAFT or UNCLAIMED task (planner or human). A field left None is unchanged.
+    `depends_on` replaces the list when non-empty; `clear_depends_on` empties it (an empty tuple
+    cannot mean "clear": the recorded args leave empty values out, so replay would read it as
+    "unchanged")."""
+
+    NAME = "edit"
+    task: str
+    description: str | None = None
+    spec_ref: str | None = None
+    done_when: str | None = None
+    scope: str | None = None
+    priority: int | None = None
+    depends_on: tuple[str, ...] | None = None
+    clear_depends_on: bool = False
+    max_iterations: int | None = None
+    max_review_cycles: int | None = None
+    lease_duration_override: int | None = None
+
+    def run(self, ctx: Ctx) -> None:
+        t = ctx.require_task(self.task)
+        ctx.transition(t, t.status)  # DRAFT and UNCLAIMED only, planner or human
+        for name in ("description", "done_when", "scope"):
+            if getattr(self, name) is not None:
+                need_text(getattr(self, name), name)
+        if self.spec_ref is not None:
+            check_spec_ref(self.spec_ref)
+        if self.priority is not None:
+            _check_priority(self.priority)
+        _check_limits(self)
+        fields: dict[str, object] = {n: getattr(self, n) for n in _EDITABLE
+                                     if getattr(self, n) is not None}
+        if self.depends_on and self.clear_depends_on:
+            raise ValidationError("give new dependencies or clear them, not both")
+        if self.depends_on:
+            _check_depends(ctx, t.id, self.depends_on)
+            _check_no_cycle(ctx, t.id, self.depends_on)
+            fields["depends_on"] = self.depends_on
+        elif self.clear_depends_on:
+            fields["depends_on"] = ()
+        changed = sorted(k for k, v in fields.items() if getattr(t, k) != v)
+        if not changed:
+            raise ValidationError(f"edit {t.id}: nothing to change",
+                                  hint="give at least one new value (--desc, --done-when, ...)")
+        ctx.put_task(replace(t, **fields, history=ctx.history(t, "edited",
+                                                              note=", ".join(changed))))
+        ctx.summary = f"edit {t.id} ({', '.join(changed)}) by {self.actor}"
 
 
 @register_op
@@ -375,7 +477,8 @@ class Rescope(Op):
             succ = Task(id=new, description=t.description, status=S.DRAFT, created=self.time,
                         priority=t.priority, spec_ref=t.spec_ref, done_when=t.done_when,
                         scope=t.scope, depends_on=t.depends_on, supersedes=t.id,
-                        max_iterations=t.max_iterations, max_review_cycles=t.max_review_cycles)
+                        max_iterations=t.max_iterations, max_review_cycles=t.max_review_cycles,
+                        lease_duration_override=t.lease_duration_override)
             ctx.put_task(replace(succ, history=ctx.history(succ, "created",
                                                             note=f"rescoped from {t.id}")))
         # Dependents of the original now wait for all of its successors instead: waiting for a

@@ -33,6 +33,13 @@ def deps_unmerged(ctx: Ctx, task: Task) -> list[str]:
     return out
 
 
+def lease_seconds(ctx: Ctx, task: Task | None) -> int:
+    """The lease length for work on `task`: its override, else the board's config."""
+    if task is not None and task.lease_duration_override is not None:
+        return task.lease_duration_override
+    return int(ctx.board.config.lease_duration)
+
+
 def lease_live(expires: str | None, now: str) -> bool:
     return expires is not None and expires > now
 
@@ -158,7 +165,7 @@ class Claim(Op):
             ctx.notices.append(f"{t.id} moved to BLOCKED (max_coder_iterations); not claimed")
             return
 
-        expires = clock.plus(now, ctx.board.config.lease_duration)
+        expires = clock.plus(now, lease_seconds(ctx, t))
         event = "claimed" if previous is None or t.status != S.CLAIMED else "reclaimed"
         ctx.put_task(replace(
             t, status=S.CLAIMED, assigned_to=me.id, worktree=self.worktree,
@@ -187,9 +194,9 @@ class Heartbeat(Op):
             raise LeaseLost(f"{me.id} does not hold {self.task} (it is {me.status}"
                             + (f" on {me.current_task}" if me.current_task else "")
                             + f"): {STAND_DOWN}")
-        now, dur = self.time, ctx.board.config.lease_duration
-        expires = clock.plus(now, dur)
+        now = self.time
         t = ctx.task(me.current_task) if me.current_task else None
+        expires = clock.plus(now, lease_seconds(ctx, t))
         if t is not None and me.status in (A.WORKING, A.HANDOFF) and t.status == S.CLAIMED:
             holder_check(ctx, t, "heartbeat")
             ctx.put_task(replace(t, lease_expires=expires, handoff_pending=False))
@@ -295,7 +302,7 @@ class ClaimReview(Op):
             _free_agent(ctx, t, t.reviewing_by)
             ctx.notices.append(f"{t.reviewing_by}'s review lease on {t.id} had expired: "
                                "it must stand down")
-        expires = clock.plus(self.time, ctx.board.config.lease_duration)
+        expires = clock.plus(self.time, lease_seconds(ctx, t))
         ctx.put_task(replace(t, reviewing_by=me.id, review_lease_expires=expires,
                              history=ctx.history(t, "review_claimed", agent=me.id)))
         ctx.put_agent(replace(me, status=A.REVIEWING, current_task=t.id, lease_expires=expires,

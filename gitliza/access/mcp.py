@@ -1,0 +1,182 @@
+"""`git liza mcp`: the board as an MCP server on stdio, for one agent.
+
+The tools are the table in gitliza/access/tools.py, restricted to the agent's role; every call
+runs in this process through the library the CLI uses (one `Liza` for the server's lifetime, so
+a call costs the op, not a process start). The actor is the server's agent id: no tool takes one.
+A failure is a tool error (`is_error`) whose text is `CODE (exit N): message` and whose structured
+content carries the same code, exit code and one-line message as the CLI's.
+
+Resources: `liza://board` (what `status` returns), `liza://log` (the audit trail) and
+`liza://task/{id}` (one task with its history).
+
+The SDK (`mcp` on PyPI) is an optional extra, imported only here, only when the server starts.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from gitliza.access import tools
+from gitliza.core.states import Role
+from gitliza.errors import (EXIT_GIT, EXIT_INCONSISTENT, LizaError, MissingDependency,
+                            ValidationError)
+
+INSTALL_HINT = "pip install 'gitliza[mcp]'"
+BOARD_URI = "liza://board"
+LOG_URI = "liza://log"
+TASK_PREFIX = "liza://task/"
+LOG_RESOURCE_ENTRIES = 200
+
+
+def require_sdk() -> None:
+    try:
+        import mcp.server.lowlevel  # noqa: F401
+    except ImportError:
+        raise MissingDependency("the MCP server needs the MCP Python SDK (module 'mcp')",
+                                hint=INSTALL_HINT) from None
+
+
+def error_payload(e: BaseException) -> dict[str, Any]:
+    """What a failed call returns: the CLI's exit-code class and one-line message."""
+    if isinstance(e, LizaError):
+        return {"code": e.code, "exit_code": e.exit_code, "message": str(e)}
+    git_side = isinstance(e, OSError) or type(e).__module__.startswith("pygit2")
+    return {"code": "GIT_FAILURE" if git_side else "INTERNAL_ERROR",
+            "exit_code": EXIT_GIT if git_side else EXIT_INCONSISTENT,
+            "message": f"{type(e).__name__}: {' '.join(str(e).split())}"}
+
+
+class Session:
+    """One agent's view: its Liza, its role, its tools. Synchronous; the server serializes calls
+    (one repository object, one writer per server)."""
+
+    def __init__(self, path: Path, agent: str | None, role: str | None) -> None:
+        from gitliza.commands import Env
+        # Env.liza() is the CLI's own: auto-sync and materialize hooks included.
+        self.liza: Any = Env(path=path, agent=agent).liza()
+        self.role: Role = tools.resolve_role(self.liza.board(), self.liza.agent, role)
+        self.tools = {t.name: t for t in tools.tools_for(self.role)}
+        self.lock = threading.Lock()
+
+    def call(self, name: str, args: dict[str, Any] | None) -> tuple[bool, dict[str, Any]]:
+        """(ok, structured result)."""
+        tool = self.tools.get(name)
+        with contextlib.nullcontext() if tool is not None and tool.concurrent else self.lock:
+            try:
+                data = tools.call(self.liza, self.role, name, args)
+            except Exception as e:  # every failure is the agent's to read, as one line
+                if not isinstance(e, LizaError) and os.environ.get("LIZA_DEBUG"):
+                    raise
+                out: dict[str, Any] = {"error": error_payload(e)}
+                extra = getattr(e, "data", None)
+                committed = getattr(e, "committed", None)  # MergeFailed: recorded, then failed
+                if extra is not None:
+                    out["result"] = extra
+                elif committed is not None:
+                    from gitliza.commands.board import transition_data
+                    out["result"] = transition_data(committed, {"result": "failed"})
+                return False, out
+        return True, data if isinstance(data, dict) else {"result": data}
+
+    def read(self, uri: str) -> Any:
+        from gitliza.commands import view
+        with self.lock:
+            if uri == BOARD_URI:
+                return view.status_data(self.liza)
+            if uri == LOG_URI:
+                return view.log_entries(self.liza, LOG_RESOURCE_ENTRIES)
+            if uri.startswith(TASK_PREFIX):
+                return view.show_data(self.liza, uri[len(TASK_PREFIX):])
+        raise ValidationError(f"unknown resource {uri!r}")
+
+    def task_ids(self) -> list[str]:
+        with self.lock:
+            return sorted(t.id for t in self.liza.board().tasks())
+
+    def instructions(self) -> str:
+        return (f"The Liza board of {self.liza.store.repo.workdir or self.liza.store.repo.path}. "
+                f"You act as {self.liza.agent} (role {self.role.value}); the tools are the "
+                "`git liza` commands your role may run. A failed call says CODE (exit N): what "
+                "to do; LEASE_LOST means stand down.")
+
+
+def build_server(session: Session) -> Any:
+    import anyio
+    import mcp_types as types
+    from mcp.server.lowlevel import Server
+
+    import gitliza
+
+    def text(data: Any) -> list[Any]:
+        return [types.TextContent(type="text", text=json.dumps(data, default=str))]
+
+    async def list_tools(ctx: Any, params: Any) -> Any:
+        return types.ListToolsResult(tools=[
+            types.Tool(name=t.name, description=t.description, input_schema=t.schema,
+                       annotations=types.ToolAnnotations(read_only_hint=t.read_only))
+            for t in session.tools.values()])
+
+    async def call_tool(ctx: Any, params: Any) -> Any:
+        tool = session.tools.get(params.name)
+        if tool is not None and tool.read_only and not tool.concurrent:
+            # A read takes well under a millisecond: a thread hop would cost more than it.
+            ok, data = session.call(params.name, params.arguments)
+        else:  # writes may run git (a worktree, a merge, an integration test): off the loop
+            ok, data = await anyio.to_thread.run_sync(session.call, params.name,
+                                                      params.arguments)
+        if ok:
+            return types.CallToolResult(content=text(data), structured_content=data)
+        e = data["error"]
+        return types.CallToolResult(
+            content=[types.TextContent(type="text",
+                                       text=f"{e['code']} (exit {e['exit_code']}): "
+                                            f"{e['message']}")],
+            structured_content=data, is_error=True)
+
+    async def list_resources(ctx: Any, params: Any) -> Any:
+        ids = await anyio.to_thread.run_sync(session.task_ids)
+        fixed = [types.Resource(uri=BOARD_URI, name="board", mime_type="application/json",
+                                description="The board (what the status tool returns)."),
+                 types.Resource(uri=LOG_URI, name="log", mime_type="application/json",
+                                description="The audit trail, newest first.")]
+        return types.ListResourcesResult(resources=fixed + [
+            types.Resource(uri=TASK_PREFIX + i, name=i, mime_type="application/json")
+            for i in ids])
+
+    async def list_templates(ctx: Any, params: Any) -> Any:
+        return types.ListResourceTemplatesResult(resource_templates=[
+            types.ResourceTemplate(uri_template=TASK_PREFIX + "{task}", name="task",
+                                   mime_type="application/json",
+                                   description="One task with its history.")])
+
+    async def read_resource(ctx: Any, params: Any) -> Any:
+        uri = str(params.uri)
+        data = await anyio.to_thread.run_sync(session.read, uri)
+        return types.ReadResourceResult(contents=[types.TextResourceContents(
+            uri=uri, mime_type="application/json", text=json.dumps(data, default=str))])
+
+    return Server("gitliza", version=gitliza.__version__, instructions=session.instructions(),
+                  on_list_tools=list_tools, on_call_tool=call_tool,
+                  on_list_resources=list_resources, on_list_resource_templates=list_templates,
+                  on_read_resource=read_resource)
+
+
+def serve(path: Path, agent: str | None, role: str | None) -> int:
+    """Run the stdio server until the client closes it."""
+    require_sdk()
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    session = Session(path, agent, role)
+    server = build_server(session)
+
+    async def main() -> None:
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    anyio.run(main)
+    return 0

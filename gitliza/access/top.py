@@ -1,0 +1,194 @@
+"""`git liza top`: a live terminal view of the board.
+
+`snapshot` reads what one frame shows (the board at the tip, the last transitions, the alarms);
+`render` turns a snapshot and the time into rich renderables (pure: tests render it to a
+fixed-width Console); `run` keeps a rich Live screen up to date. It redraws when the board ref
+changes (gitliza/git/refwatch.py, no polling) and, only while a lease or review lease is
+counting down, once a second for the countdowns; the board is re-read only when the tip moved.
+
+Alarms come from the watcher's pure evaluator (gitliza/core/alarms.py, `evaluate(board, Facts)`)
+when it is installed; `alarm_source` is the extension point for anything else that can say what
+is wrong with a board.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from gitliza.core import clock
+from gitliza.core.board import Board
+from gitliza.core.model import Task
+from gitliza.core.states import TaskState
+
+RECENT = 8
+_ORDER = {s: i for i, s in enumerate(TaskState)}
+_STATUS_STYLE = {
+    TaskState.CLAIMED: "cyan", TaskState.READY_FOR_REVIEW: "magenta",
+    TaskState.APPROVED: "green", TaskState.REJECTED: "yellow", TaskState.BLOCKED: "red",
+    TaskState.INTEGRATION_FAILED: "red", TaskState.MERGED: "green dim",
+}
+
+# (board, now, time of the last state commit) -> [(level, text)], or None: no alarm source here.
+AlarmSource = Callable[[Board, str, "str | None"], "list[tuple[str, str]] | None"]
+
+
+def watcher_alarms(board: Board, now: str, last_change: str | None
+                   ) -> list[tuple[str, str]] | None:
+    """The watcher's alarms, if gitliza/core/alarms.py is installed (it is optional here)."""
+    try:
+        alarms: Any = importlib.import_module("gitliza.core.alarms")
+    except ImportError:
+        return None
+    facts = alarms.Facts(now=now, last_change=last_change)
+    return [(str(a.level), str(a.text)) for a in alarms.evaluate(board, facts)]
+
+
+@dataclass
+class Snapshot:
+    board: Board
+    state: str | None
+    recent: list[dict[str, Any]] = field(default_factory=list)  # newest first
+    alarms: list[tuple[str, str]] | None = None
+
+    @property
+    def counting_down(self) -> bool:
+        """Whether a frame changes with the clock alone (a lease is running)."""
+        return any(t.lease_expires or t.review_lease_expires for t in self.board.tasks()) or \
+            any(a.lease_expires for a in self.board.agents())
+
+
+def snapshot(liza: Any, alarm_source: AlarmSource | None = watcher_alarms) -> Snapshot:
+    from gitliza.commands.view import log_entries
+    board, commit = liza.store.board()
+    snap = Snapshot(board, str(commit.id) if commit is not None else None,
+                    log_entries(liza, RECENT))
+    refresh_alarms(snap, liza.now(), alarm_source)
+    return snap
+
+
+def refresh_alarms(snap: Snapshot, now: str, alarm_source: AlarmSource | None) -> None:
+    """Alarms depend on the clock too (a lease runs out): re-evaluated for every frame."""
+    last = snap.recent[0].get("time") if snap.recent else None
+    snap.alarms = alarm_source(snap.board, now, last) if alarm_source is not None else None
+
+
+def countdown(expires: str | None, now: str) -> str:
+    """'4m05s' left, or 'expired 12s' ago; '' without a lease."""
+    if not expires:
+        return ""
+    left = clock.to_epoch(expires) - clock.to_epoch(now)
+    return _span(left) if left > 0 else f"expired {_span(-left)}"
+
+
+def ago(ts: str | None, now: str) -> str:
+    if not ts:
+        return ""
+    return f"{_span(max(0, clock.to_epoch(now) - clock.to_epoch(ts)))} ago"
+
+
+def _span(seconds: int) -> str:
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds // 60 % 60:02d}m"
+
+
+def _task_agent(t: Task) -> str:
+    if t.status == TaskState.READY_FOR_REVIEW and t.reviewing_by:
+        return f"{t.assigned_to or ''} / review {t.reviewing_by}"
+    return t.assigned_to or ""
+
+
+def render(snap: Snapshot, now: str) -> Any:
+    """One frame: header, tasks, agents, alarms, last transitions."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    b = snap.board
+    if not b.initialized:
+        return Text("no board here: run `git liza init GOAL` first")
+    live = sorted(b.tasks(), key=lambda t: (_ORDER[t.status], t.priority, t.id))
+    archived = sum(1 for _ in b.values("archive"))
+    head = Text.assemble(
+        ("gitliza top  ", "bold"), f"{b.goal.id} [{b.goal.status}] {b.goal.description}\n",
+        f"state {snap.state[:12] if snap.state else '-'}  now {now}  tasks {len(live)} live, "
+        f"{archived} archived")
+
+    tasks = Table(title="tasks", title_justify="left", expand=True)
+    for col in ("task", "status", "pri", "agent", "lease"):
+        tasks.add_column(col, no_wrap=col != "agent")
+    for t in live:
+        lease = t.review_lease_expires if t.status == TaskState.READY_FOR_REVIEW else \
+            t.lease_expires
+        tasks.add_row(t.id, Text(t.status.value, style=_STATUS_STYLE.get(t.status, "")),
+                      str(t.priority), _task_agent(t), countdown(lease, now))
+
+    agents = Table(title="agents", title_justify="left", expand=True)
+    for col in ("agent", "role", "status", "task", "heartbeat", "lease"):
+        agents.add_column(col, no_wrap=True)
+    for a in sorted(b.agents(), key=lambda a: a.id):
+        agents.add_row(a.id, a.role.value, a.status.value, a.current_task or "",
+                       ago(a.heartbeat, now), countdown(a.lease_expires, now))
+
+    parts: list[Any] = [head, tasks, agents, _alarms(snap.alarms)]
+    recent = Table(title="last transitions", title_justify="left", expand=True)
+    recent.add_column("state", no_wrap=True)
+    recent.add_column("time", no_wrap=True)
+    recent.add_column("transition")
+    for e in snap.recent:
+        recent.add_row(e["state"][:12], e.get("time", ""), e.get("summary", e.get("error", "")))
+    parts.append(recent)
+    return Group(*parts)
+
+
+def _alarms(alarms: Sequence[tuple[str, str]] | None) -> Any:
+    from rich.text import Text
+    if alarms is None:
+        return Text("alarms: not available (no watcher alarm source installed)", style="dim")
+    if not alarms:
+        return Text("alarms: none", style="green")
+    out = Text("alarms:\n", style="bold")
+    for level, text in alarms:
+        out.append(f"  {level.upper():8} {text}\n", style="red" if level == "critical"
+                   else "yellow")
+    return out
+
+
+def frame_text(snap: Snapshot, now: str, width: int = 100) -> str:
+    """A frame as plain text at a fixed width (what `top --once` prints when piped)."""
+    import io
+
+    from rich.console import Console
+    console = Console(width=width, file=io.StringIO(), color_system=None, record=True)
+    console.print(render(snap, now))
+    return console.export_text()
+
+
+def run(liza: Any, alarm_source: AlarmSource | None = watcher_alarms,
+        console: Any = None) -> None:
+    """Keep the view up until interrupted."""
+    from rich.live import Live
+
+    from gitliza.git.refwatch import RefWatcher
+
+    with RefWatcher(liza.store.repo.path, control_files=False) as watcher:
+        snap = snapshot(liza, alarm_source)
+        with Live(render(snap, liza.now()), console=console, screen=True,
+                  auto_refresh=False) as live:
+            while True:
+                changed = watcher.wait(timeout=1.0 if snap.counting_down else None)
+                now = liza.now()
+                if changed or snap.state != _tip(liza):
+                    snap = snapshot(liza, alarm_source)
+                else:
+                    refresh_alarms(snap, now, alarm_source)
+                live.update(render(snap, now), refresh=True)
+
+
+def _tip(liza: Any) -> str | None:
+    tip = liza.store.tip()
+    return str(tip) if tip is not None else None
+

@@ -1,0 +1,294 @@
+"""The command line's fast path: run a command from a cached spec of the typer app, without
+importing typer.
+
+typer stays the one definition of the CLI (gitliza/cli.py). Importing typer and building its click
+command costs ~25 ms per start, more than gitliza's own work for most commands, so the spec that
+typer builds is saved once (`build`, called by the typer path whenever the saved one is stale) and
+read here by a small parser. The spec is keyed by cli.py's size and mtime, so a new or changed
+command needs no registration step: the next start sees a stale key and rebuilds it.
+
+Only what the parser understands for sure is run here: a command whose body is the usual single
+`_run(_module().fn, ...)` call, options and arguments of the plain types (str, int, path, flags,
+repeatable options). Anything else (`--help` of a command that is not cached, a usage error, an
+unknown option, a shell-completion request) returns None, and the caller hands the arguments to
+typer, which gives the full answer. What runs here is thus what typer would run, with the same
+values: tests/test_clifast.py checks that call for call against typer's own parsing.
+"""
+from __future__ import annotations
+
+import marshal
+import os
+import sys
+from typing import Any
+
+CACHE_FORMAT = 1
+_PKG = os.path.dirname(os.path.abspath(__file__))
+_CLI = os.path.join(_PKG, "cli.py")
+
+Spec = dict[str, Any]
+
+
+def cache_dirs() -> list[str]:
+    """Where the spec (and the class cache, gitliza/classcache.py) live: next to the package's
+    bytecode, else (a read-only install) in the user's cache directory."""
+    user = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return [os.path.join(_PKG, "__pycache__"), os.path.join(user, "gitliza")]
+
+
+def cache_name(stem: str) -> str:
+    return f"{stem}.{sys.implementation.cache_tag}.marshal"
+
+
+def read_cache(stem: str) -> Any:
+    for d in cache_dirs():
+        try:
+            with open(os.path.join(d, cache_name(stem)), "rb") as f:
+                return marshal.load(f)
+        except (OSError, EOFError, ValueError, TypeError):
+            continue
+    return None
+
+
+def write_cache(stem: str, data: Any) -> None:
+    """Atomically (concurrent CLI processes may write at once); silently nowhere if no cache
+    directory is writable: the cache only saves time."""
+    for d in cache_dirs():
+        tmp = os.path.join(d, f".{cache_name(stem)}.{os.getpid()}")
+        try:
+            os.makedirs(d, exist_ok=True)
+            with open(tmp, "wb") as f:
+                marshal.dump(data, f)
+            os.replace(tmp, os.path.join(d, cache_name(stem)))
+            return
+        except (OSError, ValueError):
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
+def spec_key() -> tuple[Any, ...]:
+    st = os.stat(_CLI)
+    return (CACHE_FORMAT, _CLI, st.st_size, st.st_mtime_ns, sys.version)
+
+
+def load() -> Spec | None:
+    """The saved spec if it was built from this cli.py, else None."""
+    try:
+        key = spec_key()
+    except OSError:
+        return None
+    spec = read_cache("cli-spec")
+    if not isinstance(spec, dict) or spec.get("key") != key:
+        return None
+    return spec
+
+
+# -- running --------------------------------------------------------------------------------------
+class _Fallback(Exception):
+    """Not for the fast path: typer answers."""
+
+
+def run(args: list[str]) -> int | None:
+    """Run `git liza ARGS` from the spec; None when typer must (stale spec, help, usage error)."""
+    found = plan(args)
+    if found is None or isinstance(found, int):
+        return found
+    fn, run_args, kw = found
+    from gitliza.commands import Env
+    agent, json, no_sync = (run_args + [None, False, False][len(run_args):])[:3]
+    env = Env(path=_cwd(), agent=agent, json=json, no_sync=no_sync)
+    code: int = fn(env, **kw)
+    return code or 0
+
+
+def plan(args: list[str]) -> Any:
+    """What running ARGS means: an exit code when it is already answered (--version, help), the
+    call `(fn, [agent, json, no_sync], kwargs)` that cli.py's `_run` would make, or None (typer)."""
+    if "_GIT_LIZA_COMPLETE" in os.environ:
+        return None  # a shell-completion request: typer's machinery answers
+    spec = load()
+    if spec is None:
+        return None
+    if args == ["--version"]:
+        sys.stdout.write(spec["version"] + "\n")
+        return 0
+    try:
+        path, cmd, rest = _find(spec, args)
+        if cmd is None:  # a group, then -h/--help
+            return _print(spec, path)
+        if any(a in ("-h", "--help") for a in _before_dashdash(rest)):
+            return _print(spec, path)
+        if path == "help":
+            return _help(spec, rest)
+        values = _parse(cmd, rest)
+    except _Fallback:
+        return None
+    return _target(cmd, values)
+
+
+def _find(spec: Spec, args: list[str]) -> tuple[str, Spec | None, list[str]]:
+    path = ""
+    i = 0
+    while i < len(args):
+        word = args[i]
+        if word in ("-h", "--help") and i == len(args) - 1:
+            return path, None, []
+        candidate = f"{path} {word}".strip()
+        if candidate in spec["groups"]:
+            path, i = candidate, i + 1
+            continue
+        if candidate in spec["commands"]:
+            return candidate, spec["commands"][candidate], args[i + 1:]
+        break
+    raise _Fallback
+
+
+def _before_dashdash(args: list[str]) -> list[str]:
+    return args[: args.index("--")] if "--" in args else args
+
+
+def _columns() -> int:
+    """click's help width: $COLUMNS, else the terminal's, else 80."""
+    try:
+        return int(os.environ.get("COLUMNS") or os.get_terminal_size(sys.__stdout__.fileno())[0]
+                   if sys.__stdout__ is not None else 80)
+    except (OSError, ValueError, AttributeError):
+        return 80
+
+
+def _print(spec: Spec, path: str) -> int:
+    text = spec["help"].get(path)
+    if text is None or _columns() < 80:  # narrower terminals: click wraps differently
+        raise _Fallback
+    sys.stdout.write(text + "\n")
+    return 0
+
+
+def _help(spec: Spec, rest: list[str]) -> int:
+    """`git liza help [COMMAND...]`: the help of that command (of the CLI without one)."""
+    return _print(spec, " ".join(rest))
+
+
+def _parse(cmd: Spec, args: list[str]) -> dict[str, Any]:
+    """Click's parsing for the plain cases; anything it would treat specially is a fallback."""
+    if not cmd["fast"]:
+        raise _Fallback
+    by_opt = {o: p for p in cmd["params"] if p["kind"] == "option"
+              for o in p["opts"] + p["secondary"]}
+    positional = [p for p in cmd["params"] if p["kind"] == "argument"]
+    given: dict[str, Any] = {}
+    values: list[str] = []
+    i, dashdash = 0, False
+    while i < len(args):
+        a = args[i]
+        i += 1
+        if dashdash or a == "-" or not a.startswith("-"):
+            values.append(a)
+            continue
+        if a == "--":
+            dashdash = True
+            continue
+        name, eq, explicit = a.partition("=") if a.startswith("--") else (a, "", "")
+        p = by_opt.get(name)
+        if p is None:
+            raise _Fallback  # unknown, a cluster (-n2) or a prefix: typer says what is wrong
+        if p["flag"]:
+            if eq:
+                raise _Fallback
+            given[p["name"]] = name in p["opts"]  # --x sets, --no-x clears
+            continue
+        if eq:
+            raw = explicit
+        elif i < len(args):
+            raw, i = args[i], i + 1
+        else:
+            raise _Fallback
+        value = _convert(p, raw)
+        if p["multiple"]:
+            given.setdefault(p["name"], []).append(value)
+        else:
+            given[p["name"]] = value
+    if len(values) > len(positional):
+        raise _Fallback
+    for p, raw in zip(positional, values):
+        given[p["name"]] = _convert(p, raw)
+    out: dict[str, Any] = {}
+    for p in cmd["params"]:
+        if p["name"] in given:
+            out[p["name"]] = given[p["name"]]
+            continue
+        env = os.environ.get(p["envvar"]) if p["envvar"] else None
+        if env:
+            out[p["name"]] = _convert(p, env)
+        elif p["required"]:
+            raise _Fallback
+        else:
+            default = p["default"]
+            out[p["name"]] = list(default) if p["multiple"] else default
+    return out
+
+
+def _convert(p: Spec, raw: str) -> Any:
+    t = p["type"]
+    if t == "str":
+        return raw
+    if t == "int":
+        try:
+            return int(raw)
+        except ValueError:
+            raise _Fallback from None
+    if t == "path":
+        from pathlib import Path
+        return Path(raw)
+    raise _Fallback
+
+
+def _target(cmd: Spec, values: dict[str, Any]) -> tuple[Any, list[Any], dict[str, Any]]:
+    import importlib
+
+    from gitliza import classcache
+    classcache.install()  # before the command's modules create their dataclasses
+
+    def arg(ref: list[Any]) -> Any:
+        return values[ref[1]] if ref[0] == "param" else ref[1]
+
+    module, fname = cmd["target"]
+    fn = getattr(importlib.import_module(module), fname)
+    return fn, [arg(r) for r in cmd["args"]], {k: arg(r) for k, r in cmd["kwargs"].items()}
+
+
+def _cwd() -> Any:
+    from pathlib import Path
+    return Path.cwd()
+
+
+def guarded(body: Any) -> Any:
+    """Run `body()` as the CLI runs a command: every LizaError becomes one stderr line and its exit
+    code; usage errors exit 1 (not click's 2, which the spec reserves for a concurrency conflict);
+    anything unexpected is still one line and an exit code. Shared by the fast path and typer's."""
+    from gitliza.errors import (EXIT_DEPENDENCY, EXIT_GIT, EXIT_INCONSISTENT, EXIT_VALIDATION,
+                                LizaError)
+    from gitliza.output import err
+    try:
+        return body()
+    except LizaError as e:
+        err(str(e))
+        return e.exit_code
+    except ModuleNotFoundError as e:  # e.g. pygit2 missing from this environment
+        err(f"missing dependency: Python module {e.name!r} is not installed "
+            "(reinstall gitliza with its dependencies: pip install gitliza)")
+        return EXIT_DEPENDENCY
+    except Exception as e:
+        fmt = getattr(e, "format_message", None)
+        if fmt is not None:  # click usage errors: one line, exit 1
+            err(fmt())
+            return EXIT_VALIDATION
+        if os.environ.get("LIZA_DEBUG"):
+            raise
+        # a bug or an unexpected environment: still one line, still an exit code
+        git_side = isinstance(e, OSError) or type(e).__module__.startswith("pygit2")
+        err(f"{'git operation failed' if git_side else 'internal error'}: "
+            f"{type(e).__name__}: {' '.join(str(e).split())} (LIZA_DEBUG=1 shows the "
+            "traceback; please report it)")
+        return EXIT_GIT if git_side else EXIT_INCONSISTENT

@@ -1,0 +1,42 @@
+"""Access commands: `mcp` (the board as an MCP server), `events` (the transitions as a stream),
+`top` (a live view). The work is in gitliza/access/."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+from gitliza.commands import Env
+
+
+def mcp(env: Env, role: str | None, repo: Path | None) -> int:
+    from gitliza.access import mcp as server
+    return server.serve(repo or env.path, env.agent, role)
+
+
+def events(env: Env, since: str | None, follow: bool) -> int:
+    """One line (JSON object with --json) per state commit, flushed as it comes."""
+    from gitliza.access import events as ev
+    try:
+        for e in ev.events(env.liza(), since, follow):
+            sys.stdout.write((json.dumps(e, default=str) if env.json else ev.line(e)) + "\n")
+            sys.stdout.flush()
+    except KeyboardInterrupt:
+        pass
+    except BrokenPipeError:  # `git liza events | head`: the reader is done, so are we
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0
+
+
+def top(env: Env, once: bool, width: int | None) -> int:
+    from gitliza.access import top as view
+    liza = env.liza()
+    if once or not sys.stdout.isatty():
+        sys.stdout.write(view.frame_text(view.snapshot(liza), liza.now(), width or 100))
+        return 0
+    try:
+        view.run(liza)
+    except KeyboardInterrupt:
+        pass
+    return 0

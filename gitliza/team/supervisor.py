@@ -1,0 +1,488 @@
+"""`git liza agent ROLE`: the supervisor loop (the reference's `liza-agent.sh`, without polling).
+
+    ABORT -> exit 0; PAUSE or CHECKPOINT -> wait;
+    a reviewer merges what it approved; wait for work for this role (exit 0 after the role's max
+    wait, or when the goal is over); a coder claims its task (worktree and all), a reviewer takes
+    the review lease, a planner picks the wake trigger; build and save the prompt; run the agent
+    with a heartbeat thread; exit 0 -> more work, 42 -> restart after restart_delay, else crash ->
+    restart after a delay that doubles per crash in a row (capped).
+
+Waiting blocks on the board ref and `.liza/` (RefWatcher) with a timer only for time-based events
+(a lease that expires, the supervisor's own token renewal, the max wait).
+
+One id, one supervisor: at start the supervisor takes a generation token on the board (`supervise`
+op); every op it or its agent writes carries the generation, and once another supervisor took the
+id over (`--takeover`, or after the token expired), those ops are refused and this supervisor stands
+down (exit 1). SIGINT/SIGTERM stop the agent (SIGTERM to its process group, then SIGKILL), leave its
+task to expire (its work stays in its worktree; a later claim keeps leftovers in the attic), give
+the token back and exit 0.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any, Callable
+
+from gitliza import lifecycle
+from gitliza.api import AGENT_ENV, GEN_ENV, Liza
+from gitliza.core import clock, prompts, queries, wake
+from gitliza.core.board import Board
+from gitliza.core.model import HumanNote
+from gitliza.core.ops.control import Supervise
+from gitliza.core.ops.planning import CompleteGoal, Register
+from gitliza.core.ops.work import Heartbeat
+from gitliza.core.states import HUMAN_ACTOR, Role, TaskState
+from gitliza.core.wake import Hold, WakeTrigger
+from gitliza.errors import EXIT_VALIDATION, LeaseLost, LizaError, ValidationError
+from gitliza.git.refwatch import RefWatcher
+from gitliza.team import runner
+from gitliza.team.heartbeat import HeartbeatThread
+from gitliza.team.wait import min_timeout, seconds_until
+
+PROMPTS_DIR = "agent-prompts"
+S = TaskState
+
+
+@dataclass(frozen=True)
+class SupervisorOptions:
+    role: str
+    cli: str | None = None
+    interactive: bool = False
+    command: tuple[str, ...] = ()
+    resume_task: str | None = None
+    once: bool = False  # one agent session, then exit
+    takeover: bool = False  # take the id from a supervisor whose token is still live
+
+
+@dataclass(frozen=True)
+class Job:
+    """One agent session to run."""
+
+    task: str | None
+    worktree: Path
+    trigger: WakeTrigger | None = None
+    review_commit: str | None = None
+    resume: bool = False
+    signature: tuple[Any, ...] = ()  # planner: the trigger set this session answers
+
+
+class StandDown(Exception):
+    """Another supervisor holds this agent id now."""
+
+
+class Supervisor:
+    def __init__(self, open_liza: Callable[[], Liza], opts: SupervisorOptions,
+                 log: Callable[[str], None] | None = None) -> None:
+        self.open_liza = open_liza
+        self.opts = opts
+        self._log = log
+        self.stopping = False
+        self._wake = threading.Event()
+        self._proc: runner.AgentProcess | None = None
+        self._watcher: RefWatcher | None = None
+        self._token_lock = threading.Lock()
+        self._renew_at = ""
+        self._last_signature: tuple[Any, ...] = ()
+        self.sessions = 0
+        role = wake.parse_role(opts.role)
+        if role is None:
+            raise ValidationError(f"role {opts.role!r} is not planner, coder or code-reviewer")
+        self.role: Role = role
+        self.liza = open_liza()
+        self.agent = self.liza.agent
+        if self.agent == HUMAN_ACTOR:
+            raise ValidationError("the supervisor needs an agent id: --agent ID or LIZA_AGENT_ID")
+        # A wrong --cli or a missing agent executable is an error now, before the board changes.
+        runner.command_for(opts.cli, opts.command, "", opts.interactive)
+        self.gen = 0
+
+    # -- the loop -------------------------------------------------------------------------------
+    def run(self) -> int:
+        self._start()
+        restore = self._install_signals()
+        try:
+            with RefWatcher(self.liza.repo.path) as w:
+                self._watcher = w
+                return self._loop()
+        except (StandDown, LeaseLost) as e:
+            self.log(f"standing down: {e}")
+            return EXIT_VALIDATION
+        finally:
+            restore()
+            self._end_token()
+
+    def _loop(self) -> int:
+        crashes = 0
+        while not self.stopping:
+            job = self._next_job()
+            if isinstance(job, int):
+                return job
+            code, lost = self._run_job(job)
+            self.sessions += 1
+            if self.stopping:
+                break
+            outcome = runner.classify(code)
+            cfg = self.liza.board().config
+            if lost is not None:
+                # Not the agent's failure: its task went elsewhere. No backoff, no retry of the
+                # same session: look for work afresh.
+                outcome, delay = runner.Outcome.DONE, 0.0
+                self.log(f"agent stopped ({lost}); looking for other work")
+            elif outcome == runner.Outcome.DONE:
+                crashes = 0
+                self._last_signature = job.signature
+                self.log("agent completed; checking for more work")
+                delay = 0.0
+            elif outcome == runner.Outcome.RESTART:
+                crashes = 0
+                delay = float(cfg.restart_delay)
+                self.log(f"agent exited 42 (graceful); restarting in {delay:g}s")
+            else:
+                crashes += 1
+                delay = runner.crash_delay(cfg.crash_delay, cfg.crash_delay_max, crashes)
+                self.log(f"agent crashed (exit {code}, {crashes} in a row); restarting in "
+                         f"{delay:g}s")
+            if self.opts.once:
+                return 0 if outcome == runner.Outcome.DONE else EXIT_VALIDATION
+            if delay > 0:
+                self._sleep_holding(job, delay)
+        return 0
+
+    def _next_job(self) -> Job | int:
+        """Wait until there is work and take it (claim, review lease); or an exit code."""
+        w = self._watcher
+        assert w is not None
+        idle_since = time.monotonic()
+        said = ""
+        while not self.stopping:
+            board, now = self.liza.board(), self.liza.now()
+            self._check_generation(board)
+            if wake.goal_over(board):
+                self.log(f"goal {board.goal.status}; exiting")
+                return 0
+            held = wake.hold(board, w.flags())
+            if held == Hold.ABORT:
+                self.log("ABORT; exiting")
+                return 0
+            if held is not None:
+                if said != held:
+                    self.log(f"{held}: waiting")
+                    said = held
+                idle_since = time.monotonic()
+                job: Job | int | None = None
+            else:
+                said = ""
+                job = self._find_work(board, now)
+            if job is not None:
+                return job
+            cfg = board.config
+            max_wait = {Role.PLANNER: cfg.planner_max_wait, Role.CODER: cfg.coder_max_wait,
+                        Role.CODE_REVIEWER: cfg.reviewer_max_wait}[self.role]
+            left = max_wait - (time.monotonic() - idle_since)
+            if left <= 0:
+                self.log(f"no work for {max_wait}s (max wait); exiting")
+                return 0
+            deadline = wake.next_deadline(board, now, [self._renew_at])
+            w.wait(min_timeout(left, seconds_until(deadline, now)))
+            self._renew_if_due(self.liza)
+        return 0
+
+    # -- finding work ---------------------------------------------------------------------------
+    def _find_work(self, board: Board, now: str) -> Job | int | None:
+        if self.role == Role.PLANNER:
+            return self._planner_work(board)
+        if self.role == Role.CODER:
+            return self._coder_work(board, now)
+        return self._reviewer_work(board, now)
+
+    def _planner_work(self, board: Board) -> Job | int | None:
+        if wake.all_terminal(board):
+            return self._complete_goal(board)
+        found = wake.planner_triggers(board)
+        # The same unresolved triggers do not restart the planner in a loop: it runs again when
+        # the set of triggers (or the tasks raising them) changes.
+        signature = tuple(found)
+        if not found or (signature == self._last_signature and not self.opts.resume_task):
+            return None
+        return Job(task=None, worktree=lifecycle.main_root(self.liza.repo), trigger=found[0][0],
+                   signature=signature)
+
+    def _complete_goal(self, board: Board) -> int:
+        """The planner's supervisor marks the goal COMPLETED when every task is terminal (the
+        reference's supervisor does the same)."""
+        try:
+            done = self.liza.do(CompleteGoal)
+            self.log(f"every task is terminal: {done.outcome.event.summary}")
+        except LeaseLost:
+            raise
+        except LizaError as e:  # another planner (or the human) completed it first
+            self.log(f"complete-goal: {e}")
+        return 0
+
+    def _coder_work(self, board: Board, now: str) -> Job | None:
+        held = wake.holder_of(board, self.agent)
+        if held is not None and held.status == S.CLAIMED and held.assigned_to == self.agent \
+                and held.lease_expires is not None and held.lease_expires > now:
+            return Job(task=held.id, worktree=lifecycle.task_dir(self.liza.repo, held.id),
+                       resume=True)
+        if not wake.work_for(board, Role.CODER, self.agent, now):
+            return None
+        try:
+            res = lifecycle.claim(self.liza)
+        except LeaseLost:
+            raise
+        except LizaError as e:  # the task went to another coder first: wait for the next change
+            self.log(f"claim: {e}")
+            return None
+        for n in res.notices:
+            self.log(n)
+        if res.status != S.CLAIMED or res.worktree is None:
+            return None
+        self.log(f"claimed {res.task} in {res.worktree}")
+        return Job(task=res.task, worktree=res.worktree)
+
+    def _reviewer_work(self, board: Board, now: str) -> Job | None:
+        merged = False
+        for t in wake.approved_by(board, self.agent):
+            merged = True
+            try:
+                res = lifecycle.merge(self.liza, t.id)
+                self.log(f"merged {t.id} into {res.branch} ({res.merge.kind})")
+            except lifecycle.MergeFailed as e:
+                self.log(f"merge of {t.id} failed (INTEGRATION_FAILED): {e}")
+            except LeaseLost:
+                raise
+            except LizaError as e:
+                self.log(f"merge of {t.id}: {e}")
+        if merged:
+            board, now = self.liza.board(), self.liza.now()
+        held = wake.holder_of(board, self.agent)
+        if held is not None and wake.still_holds(board, self.agent, held.id, self.role) and \
+                held.review_lease_expires is not None and held.review_lease_expires > now:
+            return Job(task=held.id, worktree=lifecycle.task_dir(self.liza.repo, held.id),
+                       review_commit=held.review_commit, resume=True)
+        if not wake.work_for(board, Role.CODE_REVIEWER, self.agent, now):
+            return None
+        try:
+            done = lifecycle.claim_review(self.liza)
+        except LeaseLost:
+            raise
+        except LizaError as e:
+            self.log(f"claim-review: {e}")
+            return None
+        tid = done.committed.outcome.event.task
+        rt = done.committed.outcome.board.task(tid) if tid else None
+        if rt is None or done.worktree is None:
+            return None
+        self.log(f"reviewing {rt.id} at {str(rt.review_commit)[:12]}")
+        return Job(task=rt.id, worktree=done.worktree, review_commit=rt.review_commit)
+
+    # -- running the agent ----------------------------------------------------------------------
+    def _run_job(self, job: Job) -> tuple[int, str | None]:
+        """Run one agent session: its exit code, and why the supervisor stopped it (if so)."""
+        board = self.liza.board()
+        text = self.prompt(board, job)
+        path = self._save_prompt(text)
+        env = self._env(job, path)
+        argv = runner.command_for(self.opts.cli, self.opts.command, text, self.opts.interactive)
+        if self.opts.interactive:
+            self.log(f"interactive: the prompt is saved at {path}; paste it into the session")
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        what = job.task or (job.trigger.value if job.trigger else "planning")
+        proc = self._proc = runner.AgentProcess.start(argv, env, job.worktree)
+        self.log(f"started agent (pid {proc.pid}) on {what}; prompt {path}")
+        hb = self._heartbeat(job, lambda why: proc.stop(why)).start()
+        try:
+            code = proc.wait()
+        finally:
+            hb.stop()
+            self._proc = None
+        self._check_generation(self.liza.board())
+        return code, proc.stopped_by
+
+    def prompt(self, board: Board, job: Job) -> str:
+        cfg = board.config
+        boot = prompts.Bootstrap(role=self.role, agent=self.agent,
+                                 project=str(lifecycle.main_root(self.liza.repo)),
+                                 goal=board.goal.description,
+                                 integration_branch=cfg.integration_branch)
+        text = prompts.base_prompt(boot)
+        t = board.task(job.task) if job.task else None
+        if self.role == Role.CODER and t is not None:
+            text += prompts.coder_section(t, str(job.worktree), self._notes(board, t.id))
+        elif self.role == Role.CODE_REVIEWER and t is not None:
+            text += prompts.reviewer_section(t, str(job.worktree), self._notes(board, t.id))
+        elif self.role == Role.PLANNER:
+            text += prompts.planner_section(job.trigger, wake.sprint_state(board),
+                                            notes=self._notes(board, None))
+        resume = self.opts.resume_task if self.sessions == 0 else None
+        if resume or job.resume:
+            text += prompts.resume_line(resume or job.task or "")
+        return text
+
+    @staticmethod
+    def _notes(board: Board, task: str | None) -> list[HumanNote]:
+        if task is not None:
+            return queries.notes_for(board, task)
+        return [n for n in board.values("human_notes") if n.for_task is None]
+
+    def _save_prompt(self, text: str) -> Path:
+        d = lifecycle.main_root(self.liza.repo) / ".liza" / PROMPTS_DIR
+        d.mkdir(parents=True, exist_ok=True)
+        stamp = self.liza.now().replace(":", "-")
+        path, n = d / f"{self.agent}-{stamp}.txt", 1
+        while path.exists():
+            n += 1
+            path = d / f"{self.agent}-{stamp}-{n}.txt"
+        path.write_text(text)
+        return path
+
+    def _env(self, job: Job, prompt_file: Path) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update({AGENT_ENV: self.agent, "LIZA_ROLE": prompts.ROLE_WORDS[self.role],
+                    "LIZA_PROMPT_FILE": str(prompt_file), GEN_ENV: str(self.gen)})
+        for k in ("LIZA_TASK_ID", "LIZA_WORKTREE", "LIZA_REVIEW_COMMIT", "LIZA_WAKE_TRIGGER"):
+            env.pop(k, None)
+        if job.task is not None:
+            env["LIZA_TASK_ID"] = job.task
+            env["LIZA_WORKTREE"] = str(job.worktree)
+        if job.review_commit is not None:
+            env["LIZA_REVIEW_COMMIT"] = job.review_commit
+        if job.trigger is not None:
+            env["LIZA_WAKE_TRIGGER"] = job.trigger.value
+        return env
+
+    def _sleep_holding(self, job: Job, seconds: float) -> None:
+        """The restart delay, with the task lease kept alive: a restarted agent resumes its task
+        instead of the supervisor having to claim it again (a new iteration)."""
+        hb = self._heartbeat(job, lambda _why: self._wake.set()).start()
+        try:
+            self._sleep(seconds)
+        finally:
+            hb.stop()
+
+    def _heartbeat(self, job: Job, on_lost: Callable[[str], None]) -> HeartbeatThread:
+        hb_liza = self.open_liza()  # its own repository handle: pygit2 objects stay per thread
+        hb_liza.gen = self.gen
+        task = job.task if self.role != Role.PLANNER else None
+
+        def check() -> str | None:
+            board = hb_liza.board()
+            sup = board.get("supervisors", self.agent)
+            if sup is None or sup.generation != self.gen:
+                return "another supervisor took over this agent id"
+            return wake.lost_reason(board, self.agent, task, self.role) if task else None
+
+        def beat() -> str | None:
+            try:
+                why = check()
+                if why is None and task is not None and \
+                        wake.still_holds(hb_liza.board(), self.agent, task, self.role):
+                    hb_liza.do(Heartbeat, task=task)
+                self._renew_if_due(hb_liza)
+                return why
+            except (LeaseLost, StandDown) as e:
+                return str(e)
+            except LizaError as e:  # a conflict or a git hiccup: try again at the next beat
+                self.log(f"heartbeat: {e}")
+                return None
+
+        interval = float(self.liza.board().config.heartbeat_interval)
+        return HeartbeatThread(self.liza.repo.path, interval, beat, check, on_lost)
+
+    # -- the generation token -------------------------------------------------------------------
+    def _start(self) -> None:
+        board = self.liza.board()
+        if not board.initialized:
+            raise ValidationError("no board here", hint="run `git liza init GOAL` first")
+        me = board.agent(self.agent)
+        if me is None:
+            self.liza.do(Register, agent=self.agent, role=self.role.value)
+        elif me.role != self.role:
+            raise ValidationError(f"{self.agent} is registered as {me.role.value}, not "
+                                  f"{self.role.value}")
+        self.liza.gen = None
+        done = self.liza.do(Supervise, mode="takeover" if self.opts.takeover else "start",
+                            host=socket.gethostname(), pid=os.getpid())
+        sup = done.outcome.board.get("supervisors", self.agent)
+        assert sup is not None
+        self.gen = sup.generation
+        self.liza.gen = self.gen
+        self._renew_at = clock.plus(done.outcome.event.time, board.config.lease_duration // 2)
+        self.log(f"supervising {self.agent} ({self.role.value}), generation {self.gen}")
+
+    def _renew_if_due(self, liza: Liza) -> None:
+        with self._token_lock:
+            now = liza.now()
+            if now < self._renew_at:
+                return
+            try:
+                done = liza.do(Supervise, mode="renew", gen=self.gen)
+            except LeaseLost as e:
+                raise StandDown(str(e)) from None
+            except ValidationError as e:
+                raise StandDown(str(e)) from None
+            lease = done.outcome.board.config.lease_duration
+            self._renew_at = clock.plus(now, max(1, lease // 2))
+
+    def _check_generation(self, board: Board) -> None:
+        sup = board.get("supervisors", self.agent)
+        if sup is None or sup.generation != self.gen:
+            raise StandDown(f"generation {self.gen} of {self.agent} was superseded")
+
+    def _end_token(self) -> None:
+        if not self.gen:
+            return
+        try:
+            board = self.liza.board()
+            sup = board.get("supervisors", self.agent)
+            if sup is not None and sup.generation == self.gen:
+                self.liza.do(Supervise, mode="end", gen=self.gen)
+        except LizaError:
+            pass  # the token then simply expires
+
+    # -- signals and sleeping -------------------------------------------------------------------
+    def stop(self, why: str = "supervisor stopping") -> None:
+        """Stop the agent and the loop (signal handlers, tests, embedding code)."""
+        self.stopping = True
+        proc = self._proc
+        if proc is not None:
+            proc.stop(why)
+        self._wake.set()
+        if self._watcher is not None:
+            self._watcher.poke()
+
+    def _install_signals(self) -> Callable[[], None]:
+        if threading.current_thread() is not threading.main_thread():
+            return lambda: None
+
+        def handler(signum: int, _frame: FrameType | None) -> None:
+            self.log(f"{signal.Signals(signum).name}: stopping the agent and exiting")
+            self.stop(f"supervisor got {signal.Signals(signum).name}")
+
+        old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+
+        def restore() -> None:
+            for s, h in old.items():
+                signal.signal(s, h)
+        return restore
+
+    def _sleep(self, seconds: float) -> None:
+        if seconds > 0:
+            self._wake.wait(seconds)
+            self._wake.clear()
+
+    def log(self, text: str) -> None:
+        if self._log is not None:
+            self._log(text)
+            return
+        sys.stdout.write(f"[{self.agent}] {text}\n")
+        sys.stdout.flush()

@@ -1,0 +1,80 @@
+"""The tool table without MCP: schemas generated from the op records, argument checking, roles
+from the transition table, every op an agent may run offered as a tool."""
+from __future__ import annotations
+
+import tomllib
+import json
+from pathlib import Path
+
+import pytest
+
+from gitliza.access import mcp_config, tools
+from gitliza.core.ops import load_all
+from gitliza.core.states import Role
+from gitliza.errors import PermissionDenied, ValidationError
+
+
+def test_every_op_but_init_and_register_is_a_tool_with_its_record_fields() -> None:
+    table = tools.all_tools()
+    for name, cls in load_all().items():
+        if name in tools.NOT_TOOLS:
+            assert name.replace("-", "_") not in table
+            continue
+        tool = table[name.replace("-", "_")]
+        assert tool.op == name
+        fields = set(cls.__dataclass_fields__) - {"actor", "time"}
+        assert set(tool.schema["properties"]) <= fields, name
+        assert tool.roles, name
+
+
+def test_excluded_fields_are_what_the_library_fills_in() -> None:
+    t = tools.all_tools()
+    assert set(t["claim"].schema["properties"]) == {"task"}
+    assert set(t["merge"].schema["properties"]) == {"task"}
+    assert t["submit"].schema["required"] == ["task"]
+    assert t["anomaly"].schema["properties"]["details"]["type"] == "object"
+
+
+def test_roles_come_from_the_transition_table() -> None:
+    t = tools.all_tools()
+    assert t["claim"].roles == {Role.CODER}
+    assert t["verdict"].roles == {Role.CODE_REVIEWER}
+    assert t["merge"].roles == {Role.CODE_REVIEWER, Role.HUMAN}
+    assert t["block"].roles == {Role.CODER, Role.PLANNER, Role.HUMAN}
+    assert t["status"].roles == set(Role)
+
+
+def test_check_args_converts_to_the_record_types_and_refuses_bad_ones() -> None:
+    t = tools.all_tools()
+    got = tools.check_args(t["anomaly"], {"type": "x", "details": {"a": 1, "b": "c"}})
+    assert got == {"type": "x", "details": (("a", 1), ("b", "c"))}
+    got = tools.check_args(t["add"], {"task": "t", "description": "d", "depends_on": ["a"],
+                                      "spec_ref": None})
+    assert got == {"task": "t", "description": "d", "depends_on": ("a",)}
+    for args in ({"task": "t", "description": "d", "priority": True},
+                 {"task": "t", "description": "d", "ready": 1},
+                 {"task": "t", "description": "d", "depends_on": "a"},
+                 {"task": "t"}, {"task": "t", "description": "d", "actor": "x"}):
+        with pytest.raises(ValidationError):
+            tools.check_args(t["add"], args)
+
+
+def test_call_refuses_another_roles_tool_before_touching_anything() -> None:
+    with pytest.raises(PermissionDenied, match="not a coder tool"):
+        tools.call(object(), Role.CODER, "verdict", {"task": "t1", "verdict": "approve"})
+
+
+@pytest.mark.parametrize("cli", ["claude", "gemini", "codex", "vibe"])
+def test_mcp_config_for_each_agent_cli(cli: str, tmp_path: Path) -> None:
+    name, text = mcp_config.for_cli(cli, tmp_path, "coder-1", "coder", python="/py")
+    data = tomllib.loads(text) if name.endswith(".toml") else json.loads(text)
+    servers = data["mcpServers" if cli in ("claude", "gemini") else "mcp_servers"]
+    entry = servers[0] if isinstance(servers, list) else servers["gitliza"]
+    assert entry["command"] == "/py"
+    assert entry["args"] == ["-m", "gitliza", "mcp", "--repo", str(tmp_path), "--agent",
+                             "coder-1", "--role", "coder"]
+    assert entry["env"] == {"LIZA_AGENT_ID": "coder-1"}
+    if cli == "vibe":
+        assert entry["name"] == "gitliza" and entry["transport"] == "stdio"
+    with pytest.raises(ValidationError):
+        mcp_config.for_cli("nope", tmp_path, "a")

@@ -1,0 +1,90 @@
+"""Planner wake triggers, work-for-role predicates, the next time-based deadline, holds."""
+from __future__ import annotations
+
+from gitliza.core import clock, wake
+from gitliza.core.ops import Claim
+from gitliza.core.ops.control import AbortOp, Checkpoint, Pause
+from gitliza.core.ops.journal import Discover
+from gitliza.core.states import Role, TaskState
+from gitliza.core.wake import Hold, WakeTrigger
+from tests.core.boards import BASE, add_ready, board_in, claim, team, to_review
+
+S = TaskState
+
+
+def test_initial_planning_only_on_an_empty_board() -> None:
+    r = team()
+    assert wake.planner_triggers(r.board) == [(WakeTrigger.INITIAL_PLANNING, ())]
+    add_ready(r)
+    assert wake.planner_triggers(r.board) == [] and wake.wake_trigger(r.board) is None
+
+
+def test_triggers_in_reference_precedence() -> None:
+    assert wake.wake_trigger(board_in(S.BLOCKED).board) == WakeTrigger.BLOCKED_TASKS
+    assert wake.wake_trigger(board_in(S.INTEGRATION_FAILED).board) == \
+        WakeTrigger.INTEGRATION_FAILED
+    r = board_in(S.INTEGRATION_FAILED)
+    r.do(Discover, "coder-1", id="d1", description="x", urgency="immediate")
+    r.do(Discover, "coder-1", id="d2", description="y")  # deferred: no trigger
+    assert [t for t, _ in wake.planner_triggers(r.board)] == [
+        WakeTrigger.INTEGRATION_FAILED, WakeTrigger.IMMEDIATE_DISCOVERY]
+    assert wake.planner_triggers(r.board)[1][1] == ("d1",)
+    assert wake.sprint_state(r.board).immediate_discoveries == 1
+
+
+def test_hypothesis_exhausted_is_its_own_trigger() -> None:
+    r = team()
+    add_ready(r)
+    claim(r, coder="coder-1")
+    r.minute += 10  # lease expired: coder-2 takes over, coder-1 counts as failed
+    r.do(Claim, "coder-2", task="task-1", worktree=".worktrees/task-1", base_commit=BASE)
+    r.minute += 10
+    r.do(Claim, "coder-3", task="task-1", worktree=".worktrees/task-1", base_commit=BASE)
+    assert r.board.task("task-1").status == S.BLOCKED
+    assert wake.wake_trigger(r.board) == WakeTrigger.HYPOTHESIS_EXHAUSTED
+    s = wake.sprint_state(r.board)
+    assert (s.blocked, s.hypothesis_exhausted) == (0, 1)
+
+
+def test_work_for_each_role() -> None:
+    r = team()
+    add_ready(r, "task-1")
+    now = r.now()
+    assert wake.work_for(r.board, Role.CODER, "coder-1", now) == ["task-1"]
+    assert wake.work_for(r.board, Role.CODE_REVIEWER, "reviewer-1", now) == []
+    assert wake.work_for(r.board, Role.PLANNER, "planner-1", now) == []
+    to_review(r)
+    assert wake.work_for(r.board, Role.CODE_REVIEWER, "reviewer-1", r.now()) == ["task-1"]
+    approved = board_in(S.APPROVED)
+    assert wake.approved_by(approved.board, "reviewer-1")[0].id == "task-1"
+    assert wake.work_for(approved.board, Role.CODE_REVIEWER, "reviewer-2", approved.now()) == []
+    assert not wake.all_terminal(approved.board)
+    assert wake.all_terminal(board_in(S.MERGED).board)
+
+
+def test_next_deadline_is_the_earliest_lease_after_now() -> None:
+    r = board_in(S.CLAIMED)
+    t = r.board.task("task-1")
+    assert wake.next_deadline(r.board, r.now()) == t.lease_expires
+    assert wake.next_deadline(r.board, r.now(), ["2000-01-01T00:00:00Z"]) == t.lease_expires
+    assert wake.next_deadline(r.board, t.lease_expires) is None
+    early = clock.plus(r.now(), 30)
+    assert wake.next_deadline(r.board, r.now(), [early]) == early
+
+
+def test_hold_from_board_or_files() -> None:
+    r = team()
+    assert wake.hold(r.board) is None
+    assert wake.hold(r.board, {"PAUSE"}) == Hold.PAUSE
+    r.do(Checkpoint, "human", reason="look")
+    assert wake.hold(r.board) == Hold.CHECKPOINT
+    r.do(Pause, "human")
+    assert wake.hold(r.board) == Hold.PAUSE
+    r.do(AbortOp, "human")
+    assert wake.hold(r.board) == Hold.ABORT
+
+
+def test_parse_role_aliases() -> None:
+    assert wake.parse_role("Code Reviewer") == Role.CODE_REVIEWER
+    assert wake.parse_role("code_reviewer") == wake.parse_role("reviewer") == Role.CODE_REVIEWER
+    assert wake.parse_role("CODER") == Role.CODER and wake.parse_role("boss") is None

@@ -1,0 +1,122 @@
+"""Transitions written as packs: the same object ids and commit ids as libgit2 would write, packs
+git reads and checks (fsck, verify-pack), small packs merged without losing an object, even for a
+reader that loaded the old indexes first."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pygit2
+import pytest
+
+from gitliza.core.ops import Add, Init, Register
+from gitliza.git import packs
+from gitliza.git.store import STATE_REF, Store, commit_body, signature
+from tests.conftest import git
+
+T = "2025-01-17T14:00:00Z"
+
+
+def _board(repo: Path, n: int) -> Store:
+    store = Store(pygit2.Repository(str(repo)))
+    store.transact(lambda b, t: Init(actor="human", time=t, goal="g"), lambda: T)
+    store.transact(lambda b, t: Register(actor="human", time=t, agent="planner-1",
+                                         role="planner"), lambda: T)
+    for i in range(n):
+        store.transact(lambda b, t, i=i: Add(actor="planner-1", time=t, task=f"task-{i}",
+                                             description=f"d{i} é"), lambda: T)
+    return store
+
+
+def _loose(repo: Path) -> list[Path]:
+    return sorted((repo / ".git" / "objects").glob("[0-9a-f][0-9a-f]/*"))
+
+
+def _pack_names(repo: Path) -> list[str]:
+    return sorted(p.name for p in (repo / ".git" / "objects" / "pack").glob("*.idx"))
+
+
+def test_commits_are_the_bytes_libgit2_writes(repo: Path) -> None:
+    store = _board(repo, 3)
+    for commit in store.history():
+        rec_parents = [p.id for p in commit.parents]
+        from gitliza.core import record
+        op = record.parse(commit.message).op
+        sig = signature(op)
+        again = store.repo.create_commit(None, sig, sig, commit.message, commit.tree_id,
+                                         rec_parents)
+        assert again == commit.id
+        assert commit_body(commit.tree_id, rec_parents, op, commit.message) is not None
+
+
+def test_odd_actor_falls_back_to_libgit2(repo: Path) -> None:
+    op = Add(actor=" spaced ", time=T, task="t", description="d")
+    assert commit_body(pygit2.Oid(hex="0" * 40), [], op, "m\n") is None
+
+
+def test_git_reads_and_checks_the_packs(repo: Path) -> None:
+    loose = _loose(repo)
+    _board(repo, 40)
+    assert _loose(repo) == loose  # the board's objects are all in packs
+    git(repo, "fsck", "--strict", "--no-dangling")
+    for idx in (repo / ".git" / "objects" / "pack").glob("*.idx"):
+        git(repo, "verify-pack", str(idx))
+    assert git(repo, "rev-list", "--count", STATE_REF) == "42"
+    assert "task-39" in git(repo, "log", "-1", "--format=%B", STATE_REF)
+    packs.consolidate(str(repo / ".git" / "objects"))  # what one write in eight does
+    assert len(_pack_names(repo)) <= packs.PACK_LIMIT
+
+
+def test_consolidation_keeps_every_object_for_readers_that_loaded_old_indexes(repo: Path) -> None:
+    store = _board(repo, 0)
+    reader = pygit2.Repository(str(repo))
+    objdir = str(repo / ".git" / "objects")
+    written = []
+    for i in range(12):
+        body = f"blob {i}\n".encode()
+        raw = packs.object_id(b"blob", body)
+        packs.write(objdir, [(raw, b"blob", body)])
+        written.append((raw, body))
+        assert reader.odb.read(pygit2.Oid(raw=raw))[1] == body  # the reader loads each index
+    before = _pack_names(repo)
+    merged = packs.consolidate(objdir, limit=4)
+    assert merged is not None and len(_pack_names(repo)) < len(before)
+    fresh = pygit2.Repository(str(repo))
+    for raw, body in written:
+        assert reader.odb.read(pygit2.Oid(raw=raw))[1] == body
+        assert fresh.odb.read(pygit2.Oid(raw=raw))[1] == body
+    git(repo, "fsck", "--strict", "--no-dangling")
+    assert store.tip() is not None
+
+
+def test_packs_git_made_with_deltas_are_left_alone(repo: Path) -> None:
+    text = "".join(f"line {i} of a long file that deltas well\n" for i in range(300))
+    for i in range(3):
+        (repo / "f.txt").write_text(text + f"change {i}\n")
+        git(repo, "add", "f.txt")
+        git(repo, "commit", "-q", "-m", f"c{i}")
+    git(repo, "repack", "-adq")
+    gits = _pack_names(repo)
+    assert len(gits) == 1
+    objdir = str(repo / ".git" / "objects")
+    for i in range(6):
+        body = f"x{i}".encode()
+        packs.write(objdir, [(packs.object_id(b"blob", body), b"blob", body)])
+    packs.consolidate(objdir, limit=2)
+    assert gits[0] in _pack_names(repo)
+    git(repo, "fsck", "--strict", "--no-dangling")
+
+
+def test_in_a_quarantine_objects_go_through_libgit2(repo: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GIT_QUARANTINE_PATH", str(repo / ".git" / "objects" / "incoming"))
+    loose = _loose(repo)
+    _board(repo, 1)
+    assert _pack_names(repo) == []
+    assert len(_loose(repo)) > len(loose)
+
+
+def test_due_is_one_in_eight() -> None:
+    names = [f"pack-{os.urandom(20).hex()}" for _ in range(4000)]
+    share = sum(packs.due(n) for n in names) / len(names)
+    assert 0.08 < share < 0.17 and not packs.due(None)

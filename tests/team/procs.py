@@ -1,0 +1,131 @@
+"""Helpers for supervisor tests: a board with short leases, scripted agents, supervisors as real
+processes whose output is read line by line."""
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from tests.test_cli_board import liza, ok
+
+BIN = Path(sys.executable).parent
+WAIT = 60.0  # upper bound for anything a test waits for (never a timing assertion)
+
+FAST = {"heartbeat_interval": "1", "lease_duration": "3", "coder_max_wait": "600",
+        "planner_max_wait": "600", "reviewer_max_wait": "600", "restart_delay": "1",
+        "crash_delay": "1", "crash_delay_max": "2"}
+
+
+def env_for(agent: str | None) -> dict[str, str]:
+    e = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
+    for k in [k for k in e if k.startswith("LIZA_")]:
+        del e[k]
+    if agent:
+        e["LIZA_AGENT_ID"] = agent
+    return e
+
+
+def make_board(repo: Path, **config: str) -> Path:
+    ok(liza(repo, "init", "Build hello", agent=None))
+    for k, v in {**FAST, **config}.items():
+        ok(liza(repo, "config", k, v, agent=None))
+    return repo
+
+
+def add_task(repo: Path, task: str, *deps: str) -> None:
+    args = ["add", task, "--desc", f"do {task}", "--spec-ref", "README.md", "--done-when", "done",
+            "--scope", task, "--ready"]
+    for d in deps:
+        args += ["--depends-on", d]
+    ok(liza(repo, *args, agent=None))
+
+
+def script(tmp: Path, name: str, body: str) -> Path:
+    """A scripted agent: a shell script (it acts only through git and `git liza`)."""
+    path = tmp / name
+    path.write_text("#!/bin/sh\nset -e\n" + body)
+    path.chmod(0o755)
+    return path
+
+
+class Sup:
+    """One `git liza agent` supervisor process."""
+
+    def __init__(self, repo: Path, role: str, agent: str, *argv: str) -> None:
+        # git-liza itself, not `git liza` (git would run it as a child: signals to git's pid
+        # would not reach the supervisor).
+        self.proc = subprocess.Popen(
+            [str(BIN / "git-liza"), "agent", role, *argv], cwd=repo, env=env_for(agent),
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.lines: list[str] = []
+        self._q: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self._q.put(line.rstrip("\n"))
+        self._q.put(None)
+
+    def expect(self, text: str, timeout: float = WAIT) -> str:
+        """Read output until a line containing `text` (fails on EOF or after `timeout`)."""
+        for line in self.lines:
+            if text in line:
+                return line
+        while True:
+            try:
+                line = self._q.get(timeout=timeout)
+            except queue.Empty:
+                raise AssertionError(f"no {text!r} in:\n" + "\n".join(self.lines)) from None
+            if line is None:
+                self._q.put(None)
+                raise AssertionError(f"exited before {text!r}:\n" + "\n".join(self.lines))
+            self.lines.append(line)
+            if text in line:
+                return line
+
+    def wait(self, timeout: float = WAIT) -> int:
+        code = self.proc.wait(timeout)
+        try:
+            self.expect("\0", 0.5)  # drain
+        except AssertionError:
+            pass
+        return code
+
+    def output(self) -> str:
+        return "\n".join(self.lines)
+
+    def signal(self, sig: signal.Signals) -> None:
+        self.proc.send_signal(sig)
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+def board_json(repo: Path) -> Any:
+    import json
+    return json.loads(ok(liza(repo, "status", "--json", agent=None)))
+
+
+def task_of(repo: Path, task: str) -> Any:
+    import json
+    return json.loads(ok(liza(repo, "show", task, "--json", agent=None)))
+
+
+def ops(repo: Path) -> list[tuple[str, str, str | None]]:
+    """(op, actor, task) of every state commit, oldest first."""
+    import json
+    log = json.loads(ok(liza(repo, "log", "--json", agent=None)))
+    return [(e["op"], e["actor"], e.get("task")) for e in reversed(log)]
+
+
+def wait_status(repo: Path, task: str, status: str) -> None:
+    ok(liza(repo, "wait", "status", "--task", task, "--status", status, "--timeout", str(WAIT),
+            agent=None))

@@ -1,0 +1,30 @@
+"""The main job as a test: examples/team.py runs a planner, two coders and a reviewer as real
+supervisor processes with the scripted agents, and checks the result itself (every task MERGED,
+`python -m hello` on the integration branch, its tests, `git liza verify`)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+def test_the_team_builds_the_hello_cli_end_to_end(tmp_path: Path) -> None:
+    env = dict(os.environ, TMPDIR=str(tmp_path))
+    r = subprocess.run([sys.executable, str(ROOT / "examples" / "team.py")], env=env,
+                       capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
+    out = r.stdout
+    assert "add greeting (new -> UNCLAIMED) by planner-1" in out
+    assert "verdict greeting (READY_FOR_REVIEW -> REJECTED) by reviewer-1" in out
+    assert "merge cli (APPROVED -> MERGED) by reviewer-1" in out
+    assert "complete-goal goal-1 by planner-1" in out
+    assert "every task MERGED: cli, greeting, readme" in out
+    assert "`python -m hello` -> 'Hello, World!', --name Bob -> 'Hello, Bob!'" in out
+    assert "verified " in out and "team run complete" in out
+    assert not list(tmp_path.glob("gitliza-team-*"))  # a successful run cleans up after itself

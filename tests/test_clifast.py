@@ -1,0 +1,207 @@
+"""The CLI's fast path (gitliza/clifast.py) makes exactly the call typer would make, falls back to
+typer for everything else, and rebuilds its spec by itself when cli.py changes."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+
+from gitliza import cli, clibuild, clifast
+
+GIT_LIZA = str(Path(sys.executable).parent / "git-liza")
+
+
+@pytest.fixture(scope="module")
+def spec() -> clifast.Spec:
+    return clibuild.build(typer.main.get_command(cli.app), Path(cli.__file__).read_text("utf-8"))
+
+
+def _sample(p: dict[str, Any], i: int) -> list[str]:
+    value = {"str": f"v{i}", "int": str(i + 2), "path": f"some/file{i}.toml"}.get(p["type"], "")
+    if p["kind"] == "argument":
+        return [value]
+    if p["flag"]:
+        return [p["opts"][0]]
+    if p["multiple"]:
+        return [p["opts"][0], value, f"{p['opts'][0]}={value}b"]
+    return [f"{p['opts'][-1]}={value}" if i % 2 else p["opts"][-1], value][: 1 if i % 2 else 2]
+
+
+def _argvs(path: str, cmd: dict[str, Any]) -> list[list[str]]:
+    """Minimal (required only) and full (every parameter given) command lines."""
+    words = path.split()
+    required = [p for p in cmd["params"] if p["required"]]
+    minimal = [a for i, p in enumerate(required) for a in _sample(p, i)]
+    full_opts = [a for i, p in enumerate(cmd["params"]) if p["kind"] == "option"
+                 for a in _sample(p, i)]
+    args = [a for i, p in enumerate(cmd["params"]) if p["kind"] == "argument"
+            for a in _sample(p, i)]
+    return [words + minimal, words + args + full_opts, words + full_opts + ["--"] + args]
+
+
+def _typer_call(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> Any:
+    seen: list[Any] = []
+
+    def fake_run(fn: Any, *a: Any, **kw: Any) -> None:
+        seen.append((fn, list(a), kw))
+    monkeypatch.setattr(cli, "_run", fake_run)
+    cli._typer_main(argv)
+    assert len(seen) == 1, argv
+    return seen[0]
+
+
+def test_common_commands_are_fast(spec: clifast.Spec) -> None:
+    for name in ("add", "heartbeat", "status", "claim", "submit", "init", "log", "show",
+                 "hooks install", "completion"):
+        assert spec["commands"][name]["fast"], name
+    assert not spec["commands"]["hook-impl"]["fast"]  # a custom body: typer runs it
+
+
+def test_fast_path_makes_typers_call(spec: clifast.Spec, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(clifast, "load", lambda: spec)
+    monkeypatch.setenv("LIZA_AGENT_ID", "env-agent")
+    checked = 0
+    for path, cmd in spec["commands"].items():
+        if not cmd["fast"]:
+            continue
+        for argv in _argvs(path, cmd):
+            fast = clifast.plan(argv)
+            assert fast is not None, argv
+            fn, args, kw = _typer_call(argv, monkeypatch)
+            assert (fast[0], fast[1], fast[2]) == (fn, args, kw), argv
+            checked += 1
+    assert checked > 60
+
+
+@pytest.mark.parametrize("argv", [
+    ["add"],                                  # missing argument and required option
+    ["add", "t", "--desc"],                   # option without its value
+    ["add", "t", "--desc", "d", "--nope"],    # unknown option
+    ["add", "t", "u", "--desc", "d"],         # one argument too many
+    ["add", "t", "--desc", "d", "--priority", "high"],  # not an int
+    ["log", "-n2"],                           # a short option with its value attached
+    ["hook-impl", "pre-commit"],              # not a plain `_run` body
+    ["no-such-command"],
+    ["hooks"],
+])
+def test_what_typer_must_answer_falls_back(spec: clifast.Spec, monkeypatch: pytest.MonkeyPatch,
+                                           argv: list[str]) -> None:
+    monkeypatch.setattr(clifast, "load", lambda: spec)
+    assert clifast.plan(argv) is None
+
+
+def test_completion_requests_go_to_typer(spec: clifast.Spec,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(clifast, "load", lambda: spec)
+    monkeypatch.setenv("_GIT_LIZA_COMPLETE", "complete_bash")
+    assert clifast.plan(["status"]) is None
+
+
+def test_a_new_command_in_the_usual_style_is_fast_without_registration(tmp_path: Path) -> None:
+    source = textwrap.dedent('''
+        from typing import Optional
+        import typer
+        app = typer.Typer()
+
+        def _run(fn, agent=None, json=False, no_sync=False, **kw): ...
+
+        def _board():
+            from gitliza.commands import board
+            return board
+
+        @app.command("brand-new")
+        def brand_new(task: str, why: Optional[str] = typer.Option(None, "--why"),
+                      agent: Optional[str] = typer.Option(None, "--agent"),
+                      json: bool = typer.Option(False, "--json")) -> None:
+            """A command added later, written like the others."""
+            _run(_board().simple, agent, json, op="finalize", task=task, note=why)
+
+        @app.command()
+        def odd(task: str) -> None:
+            print(task.upper())
+    ''')
+    (tmp_path / "newcli.py").write_text(source)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import newcli  # type: ignore[import-not-found]
+        built = clibuild.build(typer.main.get_command(newcli.app), source)
+    finally:
+        sys.path.remove(str(tmp_path))
+    cmd = built["commands"]["brand-new"]
+    assert cmd["fast"] and cmd["target"] == ["gitliza.commands.board", "simple"]
+    assert cmd["kwargs"] == {"op": ["const", "finalize"], "task": ["param", "task"],
+                             "note": ["param", "why"]}
+    assert not built["commands"]["odd"]["fast"]
+
+
+def test_spec_is_rebuilt_when_cli_changes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    copy = tmp_path / "cli.py"
+    copy.write_text(Path(cli.__file__).read_text("utf-8"))
+    monkeypatch.setattr(clifast, "_CLI", str(copy))
+    monkeypatch.setattr(clifast, "cache_dirs", lambda: [str(tmp_path / "cache")])
+    assert clifast.load() is None
+    clifast.write_cache("cli-spec", {"key": clifast.spec_key(), "commands": {}})
+    assert clifast.load() is not None
+    copy.write_text(copy.read_text() + "\n# a new command\n")
+    assert clifast.load() is None  # stale: the next typer start rebuilds it
+
+
+def _cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    e = dict(os.environ, **(env or {}))
+    return subprocess.run([GIT_LIZA, *args], cwd=cwd, capture_output=True, text=True, env=e,
+                          timeout=60)
+
+
+def _typer_only(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    code = f"import sys; from gitliza.cli import main; sys.exit(main({list(args)!r}))"
+    return subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True,
+                          timeout=60)
+
+
+def test_help_and_version_match_typers(tmp_path: Path) -> None:
+    _cli("--version", cwd=tmp_path)  # any start refreshes the spec if needed
+    for args in (["--help"], ["add", "--help"], ["hooks", "install", "-h"], ["help", "claim"],
+                 ["--version"]):
+        fast, slow = _cli(*args, cwd=tmp_path, env={"COLUMNS": "100"}), _typer_only(*args,
+                                                                                    cwd=tmp_path)
+        assert fast.returncode == slow.returncode == 0, (args, fast.stderr, slow.stderr)
+        assert fast.stdout == slow.stdout, args
+    assert _cli("--version", cwd=tmp_path).stdout.startswith("git-liza version ")
+    bad = _cli("help", "no-such", cwd=tmp_path)
+    assert bad.returncode == 1 and "no such command" in bad.stderr
+
+
+def test_usage_errors_exit_1_from_either_path(repo: Path) -> None:
+    r = _cli("add", "t", "--desc", "d", "--nope", cwd=repo)
+    assert r.returncode == 1 and "--nope" in r.stderr
+
+
+def test_bash_completion_lists_commands_and_options(repo: Path) -> None:
+    env = {"_GIT_LIZA_COMPLETE": "complete_bash", "COMP_WORDS": "git-liza cl", "COMP_CWORD": "1"}
+    r = _cli(cwd=repo, env=env)
+    assert set(r.stdout.split()) >= {"claim", "claim-review"}, r.stderr
+    env = {"_GIT_LIZA_COMPLETE": "complete_bash", "COMP_WORDS": "git-liza add t --de",
+           "COMP_CWORD": "3"}
+    assert "--desc" in _cli(cwd=repo, env=env).stdout.split()
+
+
+def test_bash_script_plugs_into_gits_completion(repo: Path) -> None:
+    script = _cli("completion", "bash", cwd=repo).stdout
+    driver = script + textwrap.dedent('''
+        words=(git liza cla); cword=2
+        _git_liza
+        printf '%s\\n' "${COMPREPLY[@]}"
+    ''')
+    r = subprocess.run(["bash", "-c", driver], cwd=repo, capture_output=True, text=True,
+                       env=dict(os.environ, PATH=f"{Path(GIT_LIZA).parent}:{os.environ['PATH']}"),
+                       timeout=60)
+    assert set(r.stdout.split()) == {"claim", "claim-review"}, r.stderr
+    for shell in ("zsh", "fish"):
+        assert "git-liza" in _cli("completion", shell, cwd=repo).stdout
+    assert _cli("completion", "tcsh", cwd=repo).returncode == 1
