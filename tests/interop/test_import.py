@@ -16,6 +16,7 @@ from gitliza.git.store import Store
 from gitliza.interop import genesis, seed
 from gitliza.verify import verify
 from tests.conftest import git
+from tests.governance.conftest import with_spec
 from tests.interop.test_seed import CORPUS, fixed_example
 from tests.test_cli_board import liza, tip
 
@@ -174,6 +175,7 @@ def test_a_board_exported_from_a_long_run_imports_elsewhere_identically(repo: Pa
     def as_(agent: str) -> Liza:
         return cache.setdefault(agent, Liza.open(repo, agent, now=now, sync=False))
 
+    with_spec(repo)
     as_("human").do(Init, goal="A long run")
     for agent, role in [("planner-1", "planner"), ("coder-1", "coder"), ("reviewer-1",
                                                                          "code_reviewer")]:
