@@ -33,22 +33,6 @@ def now_utc(*, allow_override: bool = True) -> str:
     return clock.check_ts(forced, NOW_ENV) if forced else clock.from_epoch(time.time())
 
 
-_GATED_OPS = frozenset({"add", "finalize", "edit"})
-
-
-def _gated(make_op: Callable[[Board, str], Op], repo: Any) -> Callable[[Board, str], Op]:
-    """Shell-side gates read git (a spec on the integration branch), so they run here, for every
-    writer (the CLI, the MCP server, the supervisor, scripts), and never in replay: the op records
-    nothing about them."""
-    def make(board: Board, now: str) -> Op:
-        op = make_op(board, now)
-        if op.NAME in _GATED_OPS:
-            from gitliza.specs import gate
-            gate(repo, board, op)
-        return op
-    return make
-
-
 AfterCommit = Callable[["Liza", Committed], "Committed | None"]
 
 
@@ -82,7 +66,7 @@ class Liza:
     def apply(self, make_op: Callable[[Board, str], Op]) -> Committed:
         if self.gen is not None:
             make_op = _with_gen(make_op, self.agent, self.gen)
-        done = self.store.transact(_gated(make_op, self.repo), self.now)
+        done = self.store.transact(make_op, self.now)
         for hook in self.after_commit:
             done = hook(self, done) or done
         return done

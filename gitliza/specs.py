@@ -8,7 +8,7 @@ integration branch must not make the history that finalized against it unverifia
 on another machine must not depend on which commits of the integration branch it has."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import pygit2
 
@@ -19,10 +19,25 @@ from gitliza.core.states import TaskState
 from gitliza.errors import ValidationError
 
 
+GATED_OPS = frozenset({"add", "finalize", "edit"})
+
+
+def gated(repo: pygit2.Repository,
+          make_op: Callable[[Board, str], Op]) -> Callable[[Board, str], Op]:
+    """`make_op` with the gate checked on the board each attempt sees. The command layer (the CLI
+    and the MCP tools, which share it) writes through this; the bare library (`Liza.apply`) and
+    replay do not gate: the op records nothing about the check."""
+    def make(board: Board, now: str) -> Op:
+        op = make_op(board, now)
+        if op.NAME in GATED_OPS:
+            gate(repo, board, op)
+        return op
+    return make
+
+
 def gate(repo: pygit2.Repository, board: Board, op: Op) -> None:
-    """The gate for any op about to be applied through `gitliza.api.Liza` (the CLI, the MCP
-    server, the supervisor and scripts all write through it): `add --ready`, `finalize` of a
-    DRAFT, and `edit` of an UNCLAIMED task's spec_ref make a task claimable."""
+    """`add --ready`, `finalize` of a DRAFT, and `edit` of an UNCLAIMED task's spec_ref make a
+    task claimable: its spec must then exist on the integration branch."""
     if not board.initialized:
         return
     name = op.NAME

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from gitliza.commands import Env
 from gitliza.core import codec
@@ -80,6 +80,11 @@ def init(env: Env, goal: str, integration_branch: str | None, config: Path | Non
     return report(env, done)
 
 
+def _gated(liza: Any, make: Callable[[Board, str], Op]) -> Callable[[Board, str], Op]:
+    from gitliza.specs import gated
+    return gated(liza.repo, make)
+
+
 def _after_init(liza: Any, board: Board) -> None:
     """The integration branch exists from init on (created at the current HEAD if missing)."""
     ensure = _lifecycle_hook("ensure_integration_branch")
@@ -138,7 +143,7 @@ def add(env: Env, task: str, desc: str, spec_ref: str | None, done_when: str | N
                    depends_on=tuple(depends_on), ready=ready, max_iterations=max_iterations,
                    max_review_cycles=max_review_cycles,
                    lease_duration_override=lease_duration_override)
-    return report(env, liza.apply(make))
+    return report(env, liza.apply(_gated(liza, make)))
 
 
 def edit(env: Env, task: str, desc: str | None, spec_ref: str | None, done_when: str | None,
@@ -154,7 +159,7 @@ def edit(env: Env, task: str, desc: str | None, spec_ref: str | None, done_when:
                     depends_on=tuple(depends_on) or None, clear_depends_on=no_depends,
                     max_iterations=max_iterations, max_review_cycles=max_review_cycles,
                     lease_duration_override=lease_duration_override)
-    return report(env, liza.apply(make))
+    return report(env, liza.apply(_gated(liza, make)))
 
 
 _SIMPLE: dict[str, type[Op]] = {"finalize": Finalize, "unblock": Unblock}
@@ -171,7 +176,8 @@ RELEASING_OPS = frozenset({"finalize", "unblock", "rescope", "abandon"})
 def do_op(liza: Any, cls: type[Op], **args: Any) -> Committed:
     """`liza.do(cls, **args)`, then the worktree clean-up a releasing op needs (the CLI and the
     MCP server both go through here)."""
-    done: Committed = liza.do(cls, **args)
+    done: Committed = liza.apply(
+        _gated(liza, lambda _board, now: cls(actor=liza.agent, time=now, **args)))
     if cls.NAME in RELEASING_OPS:
         hook = _lifecycle_hook("cleanup_after")
         if hook is not None:
