@@ -46,7 +46,11 @@ def repo(root: Path) -> Path:
     path = root / "repo"
     path.mkdir(parents=True)
     git(path, "init", "-q", "-b", "main")
-    git(path, "commit", "-q", "--allow-empty", "-m", "initial")
+    (path / "specs").mkdir()
+    (path / "specs" / "a.md").write_text("# spec\n")
+    git(path, "add", "specs/a.md")
+    git(path, "commit", "-q", "-m", "initial")
+    git(path, "branch", "integration")  # ready tasks need their spec on it
     return path
 
 
@@ -63,7 +67,7 @@ def bench_watch(root: Path, rounds: int, idle: float) -> None:
     human.do(Register, agent="coder-1", role="coder")
     planner, coder = Liza.open(path, "planner-1", sync=False), Liza.open(path, "coder-1", sync=False)
     for i in range(200):  # a board of some size: every wake evaluates all of it
-        planner.do(Add, task=f"task-{i}", description="x", spec_ref="s", done_when="d",
+        planner.do(Add, task=f"task-{i}", description="x", spec_ref="specs/a.md", done_when="d",
                    scope="a", ready=True)
     env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}", **GIT_ENV)
     proc = subprocess.Popen(["git", "liza", "watch", "--json"], cwd=path, env=env,

@@ -114,9 +114,16 @@ def _styled(value: Any, key: str = "") -> Any:
     if isinstance(value, str):
         if _TS.match(value):
             return DoubleQuotedScalarString(value)
+        if _OTHER_BREAKS.search(value):
+            # NEL, LS, PS are line breaks to a YAML reader: written plain they would fold to a
+            # space; double quotes escape them (\N, \L, \P).
+            return DoubleQuotedScalarString(value)
         if "\n" in value and _block_ok(value):
             return LiteralScalarString(value)  # `|-` when there is no final newline: exact
     return value
+
+
+_OTHER_BREAKS = re.compile("[\x85\u2028\u2029]")
 
 
 def _block_ok(text: str) -> bool:

@@ -18,7 +18,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
@@ -111,7 +110,8 @@ class Watcher:
             return None
         if nd is None:
             return None
-        return max(0.0, clock.to_epoch(nd) - time.time()) + 0.05
+        # On the watcher's own clock (`now`): the deadline is after it by construction.
+        return max(0.0, clock.to_epoch(nd) - clock.to_epoch(self.facts.now)) + 0.05
 
     # -- reporting ------------------------------------------------------------------------------
     def emit(self, report: Report) -> None:

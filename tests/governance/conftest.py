@@ -9,8 +9,18 @@ import pytest
 from gitliza.api import Liza
 from gitliza.core import clock
 from gitliza.core.ops import Add, Init, Register
+from tests.conftest import git
 
 T0 = "2025-01-17T14:00:00Z"
+
+
+def with_spec(repo: Path) -> None:
+    """specs/a.md on an integration branch: a task becomes claimable only with its spec there."""
+    (repo / "specs").mkdir(exist_ok=True)
+    (repo / "specs" / "a.md").write_text("# spec\n")
+    git(repo, "add", "specs/a.md")
+    git(repo, "commit", "-q", "-m", "spec")
+    git(repo, "branch", "-f", "integration")
 
 
 class Team:
@@ -32,6 +42,7 @@ class Team:
 
 @pytest.fixture
 def team(repo: Path) -> Team:
+    with_spec(repo)
     t = Team(repo)
     t.human.do(Init, goal="Retry logic")
     for agent, role in [("planner-1", "planner"), ("coder-1", "coder"), ("coder-2", "coder"),

@@ -56,7 +56,7 @@ def test_metrics_per_sprint_from_the_history(team: Team) -> None:
         team.do("planner-1", Abandon, task=t, reason="pivot")
     team.do("planner-1", AbortGoal, reason="pivot")
     team.human.do(Init, goal="Second goal", goal_id="goal-2", sprint_id="sprint-2")
-    team.do("planner-1", Add, task="task-9", description="x", spec_ref="s", done_when="d",
+    team.do("planner-1", Add, task="task-9", description="x", spec_ref="specs/a.md", done_when="d",
             scope="a", ready=True)
     review(team, "task-9", "approve")
     spans = sprint_metrics(Store.discover(team.repo))

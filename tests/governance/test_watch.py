@@ -98,3 +98,16 @@ def test_escalation_file_for_a_stuck_checkpoint(team: Team) -> None:
     ended = [(r.event, r.alert.kind) for r in w.tick()]
     assert ("resolved", "CHECKPOINT") in ended and not esc.exists()
     assert ("fired", "STALLED") in ended  # a checkpoint no longer explains the silence
+
+
+def test_the_timer_runs_to_the_next_threshold_on_the_watchers_clock(team: Team) -> None:
+    team.do("coder-1", Claim, task="task-1", worktree=".worktrees/task-1", base_commit="a" * 40)
+    store = Store.discover(team.repo)
+    lease = store.board()[0].task("task-1").lease_expires
+    now = team.now()
+    w = Watcher(store, now=lambda: now, notify=False, err=open(os.devnull, "w"))
+    w.tick()
+    # The WORKING agent's lease invariant (60 s grace) is the first time-based change.
+    timeout = w.next_timeout()
+    assert timeout is not None
+    assert abs(timeout - (clock.to_epoch(lease) + 61 - clock.to_epoch(now) + 0.05)) < 1e-6

@@ -16,6 +16,7 @@ from gitliza.git.store import Store
 from gitliza.interop import genesis, seed
 from gitliza.verify import verify
 from tests.conftest import git
+from tests.governance.conftest import with_spec
 from tests.interop.test_seed import CORPUS, fixed_example
 from tests.test_cli_board import liza, tip
 
@@ -57,10 +58,12 @@ def test_import_is_a_genesis_verify_accepts_and_ops_follow(repo: Path, example: 
     entries = seed.read_log((out / "log.yaml").read_text())
     assert [e["action"] for e in entries] == ["goal_created", "claimed", "import", "human_note",
                                               "agent_registered"]
-    again = seed.read_state((out / "state.yaml").read_text())
-    assert again.entities == seed.read_state(
-        (out / "state.yaml").read_text()).entities
-    assert again.board().goal == board.goal
+    again = seed.read_state((out / "state.yaml").read_text()).board()
+    board = lz.board()
+    for coll in ("tasks", "archive", "agents", "human_notes", "anomalies", "discovered"):
+        assert [again.get(coll, k) for k in again.keys(coll)] == \
+            [board.get(coll, k) for k in board.keys(coll)]
+    assert again.goal == board.goal and again.sprint == board.sprint
 
 
 def test_round_trip_through_git_gives_the_same_board_digest(repo: Path, example: Path,
@@ -172,6 +175,7 @@ def test_a_board_exported_from_a_long_run_imports_elsewhere_identically(repo: Pa
     def as_(agent: str) -> Liza:
         return cache.setdefault(agent, Liza.open(repo, agent, now=now, sync=False))
 
+    with_spec(repo)
     as_("human").do(Init, goal="A long run")
     for agent, role in [("planner-1", "planner"), ("coder-1", "coder"), ("reviewer-1",
                                                                          "code_reviewer")]:
@@ -206,3 +210,35 @@ def test_a_board_exported_from_a_long_run_imports_elsewhere_identically(repo: Pa
         assert verify(Store.discover(other), progress=False).ops == {"import": 1}
         entries = seed.read_log((out / "log.yaml").read_text())
         assert len(entries) == len(list(Store.discover(repo).history(rev)))
+
+
+@pytest.mark.slow
+def test_the_server_hook_accepts_an_imported_board_and_refuses_a_forged_one(
+        tmp_path: Path, bare: Path, example: Path) -> None:
+    import sys
+
+    from gitliza.hookinstall import install
+    from tests.test_hooks_enforce import push, refused, remote_ref
+    install(bare, server=True, python=sys.executable)
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(bare), str(clone))
+    (clone / "README.md").write_text("project\n")
+    git(clone, "add", "README.md")
+    git(clone, "commit", "-q", "-m", "initial")
+    assert import_board(Env(path=clone), example, None, False) == 0
+    r = push(clone, "main", "refs/liza/state:refs/liza/state")
+    assert r.returncode == 0, r.stderr
+    assert remote_ref(bare, "refs/liza/state") == tip(clone)
+    # A forged import (a task edited under the recorded digest) on another remote ref is refused.
+    store = Store.discover(clone)
+    root = store.repo[store.tip()]
+    from dataclasses import replace as _replace
+
+    from gitliza.git import trees
+    t = store.board()[0].task("task-2")
+    tree = trees.build(store.repo, root.tree, {("tasks", "task-2"): _replace(t, priority=5)},
+                       write=True).tree
+    forged = store.repo.create_commit(None, root.author, root.committer, root.message, tree, [])
+    git(clone, "update-ref", "refs/liza/state", str(forged))
+    refused(push(clone, "+refs/liza/state:refs/liza/state"), "refs/liza/state")
+    assert remote_ref(bare, "refs/liza/state") == str(root.id)
