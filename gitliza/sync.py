@@ -244,8 +244,13 @@ def replay(store: Store, onto: pygit2.Commit | None, commits: Sequence[pygit2.Co
     """Re-apply the ops recorded by `commits` on `onto`, writing one commit per op that still
     applies. Writes objects only: no ref moves. `origin` maps a commit to the local commit its op
     was first recorded in (for reports across rounds)."""
+    from gitliza.git.trees import Batch
     origin = origin or {}
-    parent = onto
+    # One pack for every REROOT_EVERY ops (written before the board is re-read from git), not
+    # one per op: parents and their trees are followed by id, never read back.
+    batch = Batch(store.repo)
+    parent = None if onto is None else onto.id
+    parent_tree = None if onto is None else onto.tree_id
     board = store.board_at(onto)
     replayed: list[Replayed] = []
     dropped: list[tuple[Dropped, Op]] = []
@@ -269,16 +274,18 @@ def replay(store: Store, onto: pygit2.Commit | None, commits: Sequence[pygit2.Co
         if bad:  # a core bug; never commit it (same rule as Store.transact)
             raise InconsistentState(f"replaying {op.NAME} from {first[:12]} would break an "
                                     f"invariant: {bad[0]}")
-        new = store.write_commit(parent, outcome, op)
-        parent = _commit(store.repo, new)
+        new, parent_tree = store.stage_commit(batch, parent, parent_tree, outcome, op)
+        parent = new
         if (n + 1) % REROOT_EVERY == 0:
-            board = store.board_at(parent)
+            batch.flush()
+            board = store.board_at(_commit(store.repo, new))
         else:
             board = outcome.board
         replayed.append(Replayed(op=op.NAME, actor=op.actor, task=outcome.event.task,
                                  time=op.time, original=first, commit=str(new),
                                  notices=outcome.notices))
-    return Rebuilt(None if parent is None else parent.id, replayed, dropped, board)
+    batch.flush()
+    return Rebuilt(parent, replayed, dropped, board)
 
 
 # --------------------------------------------------------------------------------------------------
