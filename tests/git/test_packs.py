@@ -160,3 +160,24 @@ def test_concurrent_writers_while_packs_are_merged(repo: Path,
     git(repo, "fsck", "--strict", "--no-dangling")
     from gitliza.verify import verify
     verify(Store(pygit2.Repository(str(repo))), progress=False)
+
+
+def test_a_batch_builds_on_its_own_unwritten_trees(repo: Path) -> None:
+    """Sync's replay stacks many transitions in one batch: a tree built earlier in the batch is
+    read from the batch, even once the shared parse cache has been emptied."""
+    from gitliza.core.model import Task
+    from gitliza.core.states import TaskState
+    from gitliza.git import trees
+    store = _board(repo, 0)
+    base = store.repo[store.tip()].tree_id
+    batch = trees.Batch(store.repo)
+
+    def task(i: int) -> Task:
+        return Task(id=f"t-{i}", description="d", status=TaskState.DRAFT, created=T)
+    first = trees.build_into(batch, base, {("tasks", "t-1"): task(1)}).tree
+    trees._PARSED.clear()
+    second = trees.build_into(batch, first, {("tasks", "t-2"): task(2)}).tree
+    assert second not in store.repo
+    batch.flush()
+    names = git(repo, "ls-tree", "-r", "--name-only", str(second)).split()
+    assert {"t-1.toml", "t-2.toml"} <= {n.rsplit("/", 1)[-1] for n in names}
