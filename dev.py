@@ -41,11 +41,19 @@ def _ensure_venv() -> None:
     STAMP.write_text(want)
 
 
+def _install_man() -> None:
+    """Regenerate man/git-liza.1 from the CLI and put it in the venv's share/man/man1, where
+    `git help liza` (and so `git liza --help`) finds it with the venv's bin on PATH."""
+    subprocess.run([str(PY), "-m", "gitliza.manpage", str(ROOT / "man" / "git-liza.1"),
+                    str(VENV / "share" / "man" / "man1" / "git-liza.1")], cwd=ROOT, check=False)
+
+
 def main(argv: list[str]) -> int:
     if not argv or argv[0] not in {"example", "test", "bench"}:
         print(__doc__)
         return 1
     _ensure_venv()
+    _install_man()
     env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
     cmd, rest = argv[0], argv[1:]
     if cmd == "example":

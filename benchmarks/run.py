@@ -2,9 +2,17 @@
 """gitliza benchmarks (not part of the test suite). `python3 dev.py bench` runs them all.
 
     transition  one transition in-process (read tip, apply, write blobs/trees/commit, CAS the ref)
-                on boards of 10, 1,000 and 10,000 live tasks; median and p90 of many runs
-    cli         one `git liza add` process beside a bare `python -c "import pygit2"` process
+                on boards of 10 to 10,000 live tasks; median and p90 of many runs; and the
+                original's design (benchmarks/baseline_yaml.py: flock + whole-file YAML)
+    cli         CLI processes (add, heartbeat, status, --help, --version) on a 1,000-task board
+                beside a bare `python -c "import pygit2"` (interleaved)
+    hooks       client hooks on a commit; the server hook on a one-commit push (bench_paths.py)
+    sync        a sync bringing one op at 10 and 1,000 open tasks, against git fetch + push
+    writers     W processes writing one board: ops/s, p99, ops that gave up
     others      benchmarks/bench_*.py (lifecycle, verify, sync), each printing its own figures
+
+Writes the figures into docs/performance.md (between its bench markers) and the plots into
+docs/img/ (benchmarks/report.py); --no-write only prints.
 
 Boards are written once with a bulk-load commit (a fixture, not a replayable op), then measured.
 Each figure is given for the default temp dir (a real disk) and for /dev/shm (tmpfs) when it
@@ -24,7 +32,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from typing import Any
+
 import pygit2
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gitliza.core.model import Task
 from gitliza.core.ops import Add, Init, Register
@@ -33,6 +45,7 @@ from gitliza.git.store import STATE_REF, Store
 
 HERE = Path(__file__).resolve().parent
 T = "2025-01-17T14:00:00Z"
+SECTIONS = ["transition", "cli", "hooks", "sync", "writers", "others"]
 
 
 def make_board(path: Path, n: int) -> Store:
@@ -80,50 +93,113 @@ def _median_process(cmd: list[str], runs: int, cwd: Path, env: dict[str, str]) -
     return statistics.median(times) * 1000
 
 
-def bench_cli(root: Path, runs: int) -> tuple[float, float, float]:
-    make_board(root / "cli", 10)
+def _cli_env() -> dict[str, str]:
+    """As a new user has it: bytecode written and used (this machine's environment may set
+    PYTHONDONTWRITEBYTECODE, which makes every start compile gitliza from source)."""
     bindir = Path(sys.executable).parent
     env = dict(os.environ, LIZA_AGENT_ID="planner-1",
                PATH=f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}")
-    bare = _median_process([sys.executable, "-c", "import pygit2"], runs, root, env)
-    cli = _median_process([str(bindir / "git-liza"), "add", "cli-{i}", "--desc", "x"], runs,
-                          root / "cli", env)
-    status = _median_process([str(bindir / "git-liza"), "status"], runs, root / "cli", env)
-    return bare, cli, status
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(HERE.parent / "gitliza")],
+                   env=env, stdout=subprocess.DEVNULL, check=False)
+    return env
+
+
+def bench_cli(root: Path, runs: int) -> dict[str, float]:
+    """Medians (ms) of interleaved process starts on a 1,000-task board."""
+    make_board(root / "cli", 1_000)
+    bindir = Path(sys.executable).parent
+    env = _cli_env()
+    liza = str(bindir / "git-liza")
+    cmds = {"python -c pass": [sys.executable, "-c", "pass"],
+            "python -c 'import pygit2'": [sys.executable, "-c", "import pygit2"],
+            "add": [liza, "add", "cli-{i}", "--desc", "x"],
+            "heartbeat": [liza, "heartbeat"],
+            "status": [liza, "status"],
+            "--version": [liza, "--version"],
+            "--help": [liza, "--help"]}
+    times: dict[str, list[float]] = {k: [] for k in cmds}
+    for k, c in cmds.items():  # warm-up: caches (bytecode, the CLI spec, compiled classes)
+        subprocess.run([a.replace("{i}", "w") for a in c], cwd=root / "cli", env=env,
+                       stdout=subprocess.DEVNULL, check=True)
+    for i in range(runs):
+        for k, c in cmds.items():
+            t0 = time.perf_counter()
+            subprocess.run([a.replace("{i}", str(i)) for a in c], cwd=root / "cli", env=env,
+                           stdout=subprocess.DEVNULL, check=True)
+            times[k].append(time.perf_counter() - t0)
+    return {k: statistics.median(v) * 1000 for k, v in times.items()}
+
+
+def bench_baseline(root: Path, sizes: list[int]) -> list[tuple[int, float]]:
+    from baseline_yaml import median_ms
+    return [(n, median_ms(root, n, 5 if n <= 1_000 else 1)) for n in sizes]
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--runs", type=int, default=300, help="transitions per board size")
-    ap.add_argument("--cli-runs", type=int, default=21)
-    ap.add_argument("--only", choices=["transition", "cli", "others"], action="append")
+    ap.add_argument("--cli-runs", type=int, default=15)
+    ap.add_argument("--only", choices=SECTIONS, action="append")
+    ap.add_argument("--no-write", action="store_true", help="print only: leave docs/ alone")
     args = ap.parse_args()
-    only = set(args.only or ["transition", "cli", "others"])
-    print(f"gitliza benchmarks: python {platform.python_version()}, pygit2 {pygit2.__version__} "
-          f"(libgit2 {pygit2.LIBGIT2_VERSION}), git {_git_version()}, {os.cpu_count()} cpus")
+    only = set(args.only or SECTIONS)
+    home = tempfile.mkdtemp(prefix="gitliza-bench-home-")
+    os.environ.update(HOME=home, GIT_CONFIG_GLOBAL=str(Path(home) / ".gitconfig"),
+                      GIT_CONFIG_NOSYSTEM="1", GIT_AUTHOR_NAME="bench",
+                      GIT_AUTHOR_EMAIL="bench@example.invalid", GIT_COMMITTER_NAME="bench",
+                      GIT_COMMITTER_EMAIL="bench@example.invalid")
+    env_line = (f"python {platform.python_version()}, pygit2 {pygit2.__version__} (libgit2 "
+                f"{pygit2.LIBGIT2_VERSION}), git {_git_version()}, {os.cpu_count()} cpus, load "
+                f"{os.getloadavg()[0]:.1f} at start")
+    print(f"gitliza benchmarks: {env_line}")
+    res: dict[str, Any] = {"env": env_line}
     places = [("disk", Path(tempfile.gettempdir()))]
     if Path("/dev/shm").is_dir():
         places.append(("tmpfs", Path("/dev/shm")))
+    sizes = [10, 100, 1_000, 3_000, 10_000]
     for label, base in places:
         root = Path(tempfile.mkdtemp(prefix="gitliza-bench-", dir=base))
         try:
             if "transition" in only:
-                rows = bench_transition(root, [10, 1_000, 10_000], args.runs)
-                small = rows[0][1]
+                rows = bench_transition(root, sizes, args.runs)
+                res[f"transition_{label}"] = rows
                 for n, med, p90 in rows:
                     print(f"[{label}] transition at {n:>6} tasks: median {med:.3f} ms, "
-                          f"p90 {p90:.3f} ms, {med / small:.2f}x the 10-task time")
-            if "cli" in only:
-                bare, cli, status = bench_cli(root, args.cli_runs)
-                print(f"[{label}] python -c 'import pygit2': {bare:.1f} ms; git liza add: "
-                      f"{cli:.1f} ms ({cli / bare:.2f}x); git liza status: {status:.1f} ms "
-                      f"({status / bare:.2f}x)")
+                          f"p90 {p90:.3f} ms, {med / rows[0][1]:.2f}x the 10-task time")
+                if label == "disk":
+                    res["baseline"] = bench_baseline(root, [10, 100, 1_000, 3_000])
+                    for n, med in res["baseline"]:
+                        print(f"[{label}] yaml+flock baseline at {n:>6} tasks: {med:.1f} ms")
+            if "cli" in only and label == "tmpfs":
+                res["cli"] = bench_cli(root, args.cli_runs)
+                floor = res["cli"]["python -c 'import pygit2'"]
+                for k, v in res["cli"].items():
+                    print(f"[{label}] {k}: {v:.1f} ms ({v / floor:.2f}x the pygit2 floor)")
+            if "hooks" in only and label == "disk":
+                import bench_paths
+                res["hooks"] = bench_paths.bench_hooks(root, max(5, args.cli_runs // 2))
+                print(f"[{label}] hooks: {res['hooks']}")
+            if "sync" in only and label == "disk":
+                import bench_paths
+                res["sync"] = {n: bench_paths.bench_sync(root, n, 7) for n in (10, 1_000)}
+                print(f"[{label}] sync: {res['sync']}")
+            if "writers" in only and label == "tmpfs":
+                import bench_paths
+                res["writers"] = bench_paths.bench_writers(root, [1, 2, 4, 8], 150)
+                for row in res["writers"]:
+                    print(f"[{label}] writers: {row}")
         finally:
             shutil.rmtree(root, ignore_errors=True)
     if "others" in only:
         for script in sorted(HERE.glob("bench_*.py")):
+            if script.name == "bench_paths.py":
+                continue
             print(f"--- {script.name}", flush=True)
             subprocess.run([sys.executable, str(script)], check=False)
+    if not args.no_write:
+        import report
+        report.write(res)
     return 0
 
 

@@ -629,6 +629,11 @@ def _lean_app(args: list[str]) -> typer.Typer:
     return lean
 
 
+def click_group() -> Any:
+    """The whole CLI as the click group typer builds (for the man page and the fast path's spec)."""
+    return typer.main.get_command(app)
+
+
 def _refresh_spec() -> None:
     """Save the spec the fast path (gitliza/clifast.py) runs commands from when cli.py changed
     since it was saved: once per change of this file, never a step to remember."""
@@ -636,7 +641,7 @@ def _refresh_spec() -> None:
     if clifast.load() is not None:
         return
     try:
-        spec = clibuild.build(typer.main.get_command(app), Path(__file__).read_text("utf-8"))
+        spec = clibuild.build(click_group(), Path(__file__).read_text("utf-8"))
     except Exception:  # the cache only saves time: a failure to build it must not fail a command
         if os.environ.get("LIZA_DEBUG"):
             raise

@@ -396,9 +396,22 @@ def _remember_integration(store: Store) -> None:
         pass
 
 
+def _pre_commit_push_line() -> bytes:
+    """Run by the pre-commit framework (.pre-commit-hooks.yaml), which reads git's pre-push stdin
+    itself and passes the ref being pushed in PRE_COMMIT_* variables: the same line, rebuilt."""
+    env = os.environ
+    to, remote_ref = env.get("PRE_COMMIT_TO_REF"), env.get("PRE_COMMIT_REMOTE_BRANCH")
+    if not to or not remote_ref:
+        return b""
+    line = (f"{env.get('PRE_COMMIT_LOCAL_BRANCH') or 'HEAD'} {to} {remote_ref} "
+            f"{env.get('PRE_COMMIT_FROM_REF') or ZERO}\n")
+    return line.encode()
+
+
 def pre_push(args: list[str], stdin: bytes) -> int:
     """Refuse early, before anything is sent, what the server's pre-receive would refuse."""
     import pygit2
+    stdin = stdin or _pre_commit_push_line()
     lines = [(roid, loid, rref) for _lref, loid, rref, roid in _lines(stdin, 4) if _relevant(rref)]
     if not lines:
         return 0

@@ -244,8 +244,13 @@ def replay(store: Store, onto: pygit2.Commit | None, commits: Sequence[pygit2.Co
     """Re-apply the ops recorded by `commits` on `onto`, writing one commit per op that still
     applies. Writes objects only: no ref moves. `origin` maps a commit to the local commit its op
     was first recorded in (for reports across rounds)."""
+    from gitliza.git.trees import Batch
     origin = origin or {}
-    parent = onto
+    # One pack for every REROOT_EVERY ops (written before the board is re-read from git), not
+    # one per op: parents and their trees are followed by id, never read back.
+    batch = Batch(store.repo)
+    parent = None if onto is None else onto.id
+    parent_tree = None if onto is None else onto.tree_id
     board = store.board_at(onto)
     replayed: list[Replayed] = []
     dropped: list[tuple[Dropped, Op]] = []
@@ -269,16 +274,18 @@ def replay(store: Store, onto: pygit2.Commit | None, commits: Sequence[pygit2.Co
         if bad:  # a core bug; never commit it (same rule as Store.transact)
             raise InconsistentState(f"replaying {op.NAME} from {first[:12]} would break an "
                                     f"invariant: {bad[0]}")
-        new = store.write_commit(parent, outcome, op)
-        parent = _commit(store.repo, new)
+        new, parent_tree = store.stage_commit(batch, parent, parent_tree, outcome, op)
+        parent = new
         if (n + 1) % REROOT_EVERY == 0:
-            board = store.board_at(parent)
+            batch.flush()
+            board = store.board_at(_commit(store.repo, new))
         else:
             board = outcome.board
         replayed.append(Replayed(op=op.NAME, actor=op.actor, task=outcome.event.task,
                                  time=op.time, original=first, commit=str(new),
                                  notices=outcome.notices))
-    return Rebuilt(None if parent is None else parent.id, replayed, dropped, board)
+    batch.flush()
+    return Rebuilt(parent, replayed, dropped, board)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -393,12 +400,17 @@ def sync(store: Store, remote: str | None = None, *, mode: str = "sync", rounds:
     say = progress or (lambda _line: None)
     origin: dict[str, str] = {}  # rebuilt commit -> the local commit its op came from
     integ = _integration(store, store.tip())
+    prefix = transport.tracking_ref(path, remote)[: -len("liza/state")]  # refs/remotes/<ns>/
     for rnd in range(1, rounds + 1):
         rep.rounds = rnd
         if rnd > 1:
             sleep(ROUND_DELAYS[min(rnd - 2, len(ROUND_DELAYS) - 1)] + random.uniform(0, JITTER))
         say(f"fetching the board from {rep.remote}" + (f" (round {rnd})" if rnd > 1 else ""))
-        fetched = _fetch(path, remote, integ, timeout, progress)
+        # The remote's task branches only matter for pushing ours; fetching them all would make
+        # every sync cost as much as there are open tasks. A later round fetches them all.
+        unsure, known = _task_leases(store, prefix)
+        tasks = unsure or rnd > 1
+        fetched = _fetch(path, remote, integ, timeout, progress, tasks)
         r_hex = fetched.new_oid
         r = pygit2.Oid(hex=r_hex) if r_hex else None
         want = _integration(store, r)
@@ -406,10 +418,11 @@ def sync(store: Store, remote: str | None = None, *, mode: str = "sync", rounds:
             # The remote's board names an integration branch we did not fetch (a first pull, or
             # a changed config): fetch again with it, before judging anything.
             integ = want
-            fetched = _fetch(path, remote, integ, timeout, progress)
+            fetched = _fetch(path, remote, integ, timeout, progress, tasks)
             r_hex = fetched.new_oid
             r = pygit2.Oid(hex=r_hex) if r_hex else None
-        br = _Branches(integ, dict(fetched.branches), fetched.tracking_ref)
+        br = _Branches(integ, dict(fetched.branches) if tasks else {**known, **fetched.branches},
+                       fetched.tracking_ref)
         local = store.tip()
         if rnd == 1:
             rep.local_before = None if local is None else str(local)
@@ -537,9 +550,46 @@ def _integration(store: Store, tip: pygit2.Oid | None) -> str | None:
 
 
 def _fetch(path: Path, remote: str | None, integ: str | None, timeout: float,
-           progress: Progress | None) -> transport.FetchResult:
-    return transport.fetch_board(path, remote, integration=integ, task_branches=True,
+           progress: Progress | None, tasks: bool = True) -> transport.FetchResult:
+    return transport.fetch_board(path, remote, integration=integ, task_branches=tasks,
                                  timeout=timeout, progress=progress)
+
+
+def _track(store: Store, br: _Branches | None, u: transport.RefUpdate) -> None:
+    """After a push of task branch `u`, its tracking ref says what the remote now has (git does
+    not update it: our refspecs are not the remote's configured ones), so the next sync knows it
+    need not fetch the remote's task branches to push it."""
+    if br is None or not u.ref.startswith(transport.TASK_BRANCHES):
+        return
+    name = f"{br.namespace_prefix}{transport.TASKS_NAMESPACE}/{u.ref[len(transport.TASK_BRANCHES):]}"
+    try:
+        store.repo.references.create(name, pygit2.Oid(hex=u.local_oid), force=True)
+    except (pygit2.GitError, ValueError):  # only a hint: the next sync fetches and knows
+        pass
+
+
+def _task_leases(store: Store, prefix: str) -> tuple[bool, dict[str, str]]:
+    """The local task branches sync may push (a submitted task whose branch tip is its review
+    commit), with what this clone knows of the remote's (its tracking ref, `prefix`liza-tasks/):
+    (whether any may still need pushing, so the remote's must be fetched; ref -> known oid)."""
+    repo = store.repo
+    tip = store.tip()
+    branches = list_task_branches(repo)
+    if tip is None or not branches:
+        return False, {}
+    board = store.board_at(_commit(repo, tip))
+    known: dict[str, str] = {}
+    unsure = False
+    for task_id, head in branches.items():
+        t = board.task(task_id)
+        if t is None or t.status not in SUBMITTED or t.review_commit != str(head):
+            continue
+        tracked = repo.references.get(f"{prefix}{transport.TASKS_NAMESPACE}/{task_id}")
+        if tracked is None or ref_oid(tracked) != head:
+            unsure = True
+        else:
+            known[f"{transport.TASK_BRANCHES}{task_id}"] = str(head)
+    return unsure, known
 
 
 def _finish(store: Store, path: Path, remote: str | None, tip: pygit2.Oid, r: pygit2.Oid | None,
@@ -710,6 +760,7 @@ def _push(store: Store, path: Path, remote: str | None, local: pygit2.Oid, r: py
                 rep.remote_after = str(local)
             elif one.status == transport.PushStatus.OK:
                 rep.branches.append(f"pushed {u.ref[len('refs/heads/'):]} {u.local_oid[:12]}")
+                _track(store, br, u)
         return True
     return False  # STALE / NON_FAST_FORWARD: the remote moved on; fetch and replay again
 

@@ -301,7 +301,7 @@ def test_a_failure_midway_leaves_the_local_ref_alone(tmp_path: Path,
 
     def boom(*_a: Any, **_k: Any) -> Any:
         raise GitFailure("disk on fire")
-    monkeypatch.setattr(engine.Store, "write_commit", boom)
+    monkeypatch.setattr(engine.Store, "stage_commit", boom)
     with pytest.raises(GitFailure):
         engine.sync(Store.discover(a))
     assert tip(a) == before

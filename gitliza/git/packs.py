@@ -17,16 +17,17 @@ without the other.
 Packs pile up, one per transition, and every pack is one more index to search, so small packs are
 merged as they accumulate (`consolidate`): when there are more than PACK_LIMIT, the smallest
 ones, as many as keep the sizes a geometric progression (git's `repack --geometric=2` rule), are
-copied entry by entry (no recompression) into one pack, which is renamed into place before the old
-ones are removed, index first. A reader that loaded an old index and finds its pack gone treats it
-as a miss, rescans the directory and finds the merged pack; two processes merging at once each
-remove only packs they copied completely. Packs with deltas (those git made) and packs marked
+copied entry by entry (no recompression) into one pack, which is renamed into place; the old ones
+are marked and removed, index first, by a later merge once the mark is a minute old, so that a
+reader that listed the directory before the merged pack appeared still finds them. Two processes
+merging at once each mark only packs they copied completely. Packs with deltas (those git made) and packs marked
 .keep or .promisor are left alone.
 """
 from __future__ import annotations
 
 import os
 import struct
+import time
 import zlib
 from typing import Any, Iterable
 
@@ -34,6 +35,8 @@ from gitliza.core.layout import sha1
 
 TYPE_CODES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
 PACK_LIMIT = 32  # packs in objects/pack/ before the small ones are merged
+GRACE_SECONDS = 60.0  # a merged pack stays this long (marked) before it is removed
+MERGED = ".merged"
 LEVEL = 1  # zlib level of blobs and commits (TOML and text: about half their size)
 
 Obj = tuple[bytes, bytes, bytes]  # (raw id, kind, body)
@@ -122,15 +125,27 @@ def _put(path: str, data: bytes) -> None:
         os.close(fd)
 
 
-def consolidate(objects_dir: str, limit: int = PACK_LIMIT) -> str | None:
-    """Merge the smallest packs when there are more than `limit`; the merged pack's name."""
+def consolidate(objects_dir: str, limit: int | None = None, grace: float | None = None
+                ) -> str | None:
+    """Merge the smallest packs when there are more than `limit`; the merged pack's name.
+
+    A merged pack is not removed at once: a reader that listed the directory just before the
+    merged pack appeared would then find neither (libgit2 rescans once per miss). It is marked
+    (`<pack>.merged`) and removed by a later call once the mark is `grace` seconds old."""
     pack_dir = os.path.join(objects_dir, "pack")
     try:
         names = os.listdir(pack_dir)
     except FileNotFoundError:
         return None
-    idx_names = [n[:-4] for n in names if n.endswith(".idx")]
-    if len(idx_names) <= limit:
+    now = time.time()
+    grace = GRACE_SECONDS if grace is None else grace
+    merged_marks = {n[: -len(MERGED)] for n in names if n.endswith(MERGED)}
+    for base in merged_marks:
+        _remove_if_old(pack_dir, base, now - grace)
+    # Only finished packs: a writer's tmp_* files are not ours to take (it renames them next).
+    idx_names = [n[:-4] for n in names if n.startswith("pack-") and n.endswith(".idx")
+                 and n[:-4] not in merged_marks]
+    if len(idx_names) <= (PACK_LIMIT if limit is None else limit):
         return None
     held = {n.rsplit(".", 1)[0] for n in names if n.endswith((".keep", ".promisor"))}
     sizes = []
@@ -165,14 +180,23 @@ def consolidate(objects_dir: str, limit: int = PACK_LIMIT) -> str | None:
         return None
     merged = _write(objects_dir, list(entries.items()))
     for base in copied:
-        if base == merged:
-            continue
-        for ext in (".idx", ".pack", ".rev"):  # index first: new readers stop seeing it at once
-            try:
-                os.unlink(os.path.join(pack_dir, base + ext))
-            except FileNotFoundError:
-                pass
+        if base != merged:
+            _put(os.path.join(pack_dir, base + MERGED), b"")
     return merged
+
+
+def _remove_if_old(pack_dir: str, base: str, before: float) -> None:
+    mark = os.path.join(pack_dir, base + MERGED)
+    try:
+        if os.stat(mark).st_mtime > before:
+            return
+    except FileNotFoundError:
+        return
+    for ext in (".idx", ".pack", ".rev", MERGED):  # index first: readers stop seeing it at once
+        try:
+            os.unlink(os.path.join(pack_dir, base + ext))
+        except FileNotFoundError:
+            pass
 
 
 def _read(base: str) -> list[tuple[bytes, bytes]] | None:

@@ -200,18 +200,26 @@ class Store:
     def write_commit(self, parent: pygit2.Commit | None, outcome: Outcome, op: Op) -> pygit2.Oid:
         """The new blobs, trees and the commit, written together as one pack."""
         batch = trees.Batch(self.repo)
-        tree = trees.build_into(batch, parent.tree if parent is not None else None,
-                                outcome.changes).tree
-        parents = [parent.id] if parent is not None else []
+        commit, _tree = self.stage_commit(batch, None if parent is None else parent.id,
+                                          None if parent is None else parent.tree_id, outcome, op)
+        batch.flush()
+        return commit
+
+    def stage_commit(self, batch: trees.Batch, parent: pygit2.Oid | None,
+                     parent_tree: pygit2.Oid | None, outcome: Outcome, op: Op
+                     ) -> tuple[pygit2.Oid, pygit2.Oid]:
+        """The commit of `op` on `parent` (and its tree), its objects added to `batch` for the
+        caller to flush: a bulk path (sync's replay) writes one pack for many transitions. The
+        parent's tree must be in the repository or built earlier in this process."""
+        tree = trees.build_into(batch, parent_tree, outcome.changes).tree
+        parents = [parent] if parent is not None else []
         message = record.message(op, outcome.event)
         body = commit_body(tree, parents, op, message)
         if body is None:  # an actor libgit2 would rewrite: let it format the commit
             batch.flush()
             sig = signature(op)
-            return self.repo.create_commit(None, sig, sig, message, tree, parents)
-        raw = batch.store(b"commit", body)
-        batch.flush()
-        return pygit2.Oid(raw=raw)
+            return self.repo.create_commit(None, sig, sig, message, tree, parents), tree
+        return pygit2.Oid(raw=batch.store(b"commit", body)), tree
 
     def transact(self, make_op: Callable[[Board, str], Op], now: Callable[[], str],
                  *, sleep: Callable[[float], None] = time.sleep) -> Committed:

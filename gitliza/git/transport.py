@@ -24,7 +24,7 @@ import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Callable, Mapping, Sequence
+from typing import IO, Any, Callable, Mapping, Sequence
 
 from gitliza.errors import ConcurrencyConflict, GitFailure, MissingDependency, ValidationError
 
@@ -235,17 +235,26 @@ class _Remote:
     namespace: str  # refs/remotes/<namespace>/liza/* holds its tracking refs
 
 
+# Local reads (remotes, config, refs, ancestry) go through libgit2 in process: a git process per
+# read cost a sync ~10 ms each, more than its own work; only fetch and push run git.
+def _repo(repo_path: Path | str) -> Any:
+    import pygit2
+    try:
+        return pygit2.Repository(str(repo_path))
+    except pygit2.GitError as e:
+        raise GitFailure(f"cannot read the git repository at {repo_path}: {e}") from None
+
+
 def _configured_remotes(repo_path: Path | str) -> set[str]:
-    run = _local_git(repo_path, "remote")
-    if run.returncode != 0:
-        raise GitFailure(f"git remote failed in {repo_path}: {_error_line(run.stderr)}")
-    return set(run.stdout.split())
+    return set(_repo(repo_path).remotes.names())
 
 
 def _config_remote(repo_path: Path | str) -> str | None:
-    run = _local_git(repo_path, "config", "--get", CONFIG_KEY)
-    value = run.stdout.strip()
-    return value or None  # exit 1 = unset; an empty value counts as unset
+    try:
+        value = str(_repo(repo_path).config[CONFIG_KEY]).strip()
+    except KeyError:
+        return None
+    return value or None  # an empty value counts as unset
 
 
 def _is_url(name: str) -> bool:
@@ -262,6 +271,7 @@ def _url_namespace(url: str) -> str:
 
 
 def _resolve(repo_path: Path | str, remote: str | None) -> _Remote:
+    _git_executable()  # transport needs git itself: say so before judging the remote's name
     source = "argument"
     name = remote
     if name is None:
@@ -320,8 +330,16 @@ def _check_oid(oid: str, what: str) -> None:
 
 
 def _read_ref(repo_path: Path | str, ref: str) -> str | None:
-    run = _local_git(repo_path, "rev-parse", "--verify", "--quiet", "--end-of-options", ref)
-    return run.stdout.strip() if run.returncode == 0 else None
+    if not ref.startswith("refs/"):
+        run = _local_git(repo_path, "rev-parse", "--verify", "--quiet", "--end-of-options", ref)
+        return run.stdout.strip() if run.returncode == 0 else None
+    found = _repo(repo_path).references.get(ref)
+    if found is None:
+        return None
+    try:
+        return str(found.resolve().target)
+    except (KeyError, ValueError):  # a dangling symbolic ref
+        return None
 
 
 # --------------------------------------------------------------------------------------------------
@@ -602,11 +620,21 @@ def push_refs(
 def _descends(repo_path: Path | str, local_oid: str, expected_oid: str) -> bool:
     # Exit 0: ancestor; 1: not; 128: an object is missing here -- we cannot have built on an
     # expected tip we do not have, which for the caller is the same thing: fetch and replay.
-    return _local_git(repo_path, "merge-base", "--is-ancestor", expected_oid, local_oid).returncode == 0
+    import pygit2
+    repo = _repo(repo_path)
+    try:
+        local, expected = pygit2.Oid(hex=local_oid), pygit2.Oid(hex=expected_oid)
+        return local == expected or (expected in repo and bool(repo.descendant_of(local, expected)))
+    except (KeyError, ValueError, pygit2.GitError):
+        return False
 
 
 def _has_commit(repo_path: Path | str, oid: str) -> bool:
-    return _local_git(repo_path, "cat-file", "-e", f"{oid}^{{commit}}").returncode == 0
+    import pygit2
+    try:
+        return isinstance(_repo(repo_path).get(oid), pygit2.Commit)
+    except (KeyError, ValueError, pygit2.GitError):
+        return False
 
 
 def _push(
@@ -687,7 +715,18 @@ def _update_tracking(repo_path: Path | str, tracking: str, oid: str, before: str
     # value is at least as fresh as ours, so a failed update is simply left alone.
     if before == oid:
         return
-    _local_git(repo_path, "update-ref", "-m", "liza: push", tracking, oid, before or "0" * len(oid))
+    import pygit2
+    repo = _repo(repo_path)
+    try:
+        if before is None:
+            repo.create_reference(tracking, pygit2.Oid(hex=oid), force=False,
+                                  message="liza: push")
+            return
+        ref = repo.references.get(tracking)
+        if ref is not None and str(ref.target) == before:
+            ref.set_target(pygit2.Oid(hex=oid), "liza: push")  # libgit2 checks the old value
+    except (pygit2.GitError, ValueError, KeyError):  # moved meanwhile: that value is fresher
+        pass
 
 
 def print_progress(line: str) -> None:

@@ -178,6 +178,14 @@ class Batch(_Hasher):
         self.objects[raw] = (raw, kind, body)
         return raw
 
+    def entries(self, raw: bytes) -> Entries:
+        """A tree built in this batch is not in the repository until `flush`: read it from here
+        (the shared parse cache may have been emptied meanwhile)."""
+        pending = self.objects.get(raw)
+        if pending is not None and pending[1] == b"tree" and raw not in _PARSED:
+            return parse(pending[2])
+        return super().entries(raw)
+
     def flush(self) -> None:
         objs, self.objects = list(self.objects.values()), {}
         target = packs.objects_dir(self.repo)
