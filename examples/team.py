@@ -126,9 +126,11 @@ def follow(repo: Path, deadline: float) -> bool:
     with RefWatcher(repo) as w:
         while True:
             tip = w.tip()
-            if tip != seen:
+            if tip is not None and tip != seen:
+                # Walk and judge the one tip read above: the ref may move meanwhile, and that
+                # move wakes the next wait, so nothing is skipped or judged before it is shown.
                 new = []
-                for c in liza.store.history():
+                for c in liza.store.history(tip):
                     if str(c.id) == seen:
                         break
                     new.append(c)
@@ -136,7 +138,7 @@ def follow(repo: Path, deadline: float) -> bool:
                     elapsed = time.monotonic() - started
                     print(f"  {elapsed:6.1f}s  {c.message.splitlines()[0]}", flush=True)
                 seen = tip
-                if liza.board().goal.status == "COMPLETED":
+                if liza.board(tip).goal.status == "COMPLETED":
                     return True
             left = deadline - time.monotonic()
             if left <= 0:
