@@ -160,14 +160,6 @@ def test_lease_duration_override_sets_claim_heartbeat_and_review_leases(board: P
     ok(liza(board, "verify"))
 
 
-def _has_seed_reader() -> bool:
-    import importlib.util
-    try:
-        return importlib.util.find_spec("gitliza.interop.seed") is not None
-    except ModuleNotFoundError:
-        return False
-
-
 def test_validate_without_a_board_is_exit_1_not_valid(repo: Path) -> None:
     r = liza(repo, "validate", agent=None)
     assert r.returncode == 1 and "no board here" in r.stderr and "VALID" not in r.stdout
@@ -178,14 +170,6 @@ def test_validate_without_a_board_is_exit_1_not_valid(repo: Path) -> None:
     assert "state.yaml was not read" in r.stderr and "validate .liza/state.yaml" in r.stderr
 
 
-@pytest.mark.skipif(_has_seed_reader(), reason="this gitliza has the seed reader")
-def test_validate_file_without_the_seed_reader_says_so(repo: Path) -> None:
-    (repo / "state.yaml").write_text("version: 1\n")
-    r = liza(repo, "validate", "state.yaml", agent=None)
-    assert r.returncode == 1 and "validating files is not available" in r.stderr
-
-
-@pytest.mark.skipif(not _has_seed_reader(), reason="needs gitliza.interop (git liza import)")
 def test_validate_file_checks_a_seed_schema_file(board: Path) -> None:
     ok(liza(board, "add", "t-0", "--desc", "old"))
     ok(liza(board, "add", "t-1", "--desc", "d", "--depends-on", "t-0"))

@@ -238,15 +238,10 @@ def validate(env: Env, at: str | None, file: str | None = None) -> int:
 
 
 def _validate_file(env: Env, file: str) -> int:
-    """A seed-schema file, read with the import reader (gitliza.interop) when this gitliza has it."""
-    import importlib
+    """A seed-schema file, read with the strict reader of `git liza import`."""
     from pathlib import Path
-    try:  # the reader of `git liza import` (gitliza/interop), when this gitliza has it
-        read_state = importlib.import_module("gitliza.interop.seed").read_state
-    except (ImportError, AttributeError):
-        raise ValidationError(f"validating files is not available in this gitliza, and {file} is "
-                              "not a board", hint="`git liza validate` checks the live board "
-                              "(refs/liza/state)") from None
+
+    from gitliza.interop.seed import read_state
     path = Path(file) if Path(file).is_absolute() else env.path / file
     try:
         text = path.read_text(encoding="utf-8")

@@ -157,9 +157,9 @@ def lost_reason(board: Board, agent: str, task_id: str, role: Role) -> str | Non
     t = board.task(task_id)
     if t is None:
         return f"{task_id} is no longer on the board"
-    if t.status in TERMINAL:
-        return f"{task_id} is {t.status}"
     last = t.history[-1].agent if t.history else None
+    if t.status in TERMINAL and last != agent:  # a reviewer's own merge ends its session
+        return f"{task_id} is {t.status}"
     if role == Role.CODER:
         if t.assigned_to is not None and t.assigned_to != agent:
             return f"{task_id} was taken over by {t.assigned_to}"

@@ -19,6 +19,9 @@ from gitliza.git.refwatch import RefWatcher
 Probe = Callable[[], "str | None"]
 
 
+MAX_FAILURES = 3  # heartbeats failing in a row (not refused: failing) before the agent is stopped
+
+
 class HeartbeatThread:
     def __init__(self, repo_path: Path | str, interval: float, beat: Probe, check: Probe,
                  on_lost: Callable[[str], None], *, beat_now: bool = False) -> None:
@@ -44,16 +47,26 @@ class HeartbeatThread:
 
     def _run(self) -> None:
         next_beat = time.monotonic() + (0.0 if self._beat_now else self.interval)
+        failures = 0
         while not self._stop.is_set():
             left = next_beat - time.monotonic()
-            if left <= 0:
-                why = self._beat()
-                self.beats += 1
+            try:
+                if left <= 0:
+                    why = self._beat()
+                    self.beats += 1
+                    next_beat = time.monotonic() + self.interval
+                elif self._watcher.wait(left):
+                    why = None if self._stop.is_set() else self._check()
+                else:
+                    continue
+                failures = 0
+            except Exception as e:  # noqa: BLE001 - a dead heartbeat thread would let the
+                # lease expire while the agent keeps working on a task someone else then claims:
+                # retry on the next interval, and give the task up after repeated failures.
+                failures += 1
                 next_beat = time.monotonic() + self.interval
-            elif self._watcher.wait(left):
-                why = None if self._stop.is_set() else self._check()
-            else:
-                continue
+                why = None if failures < MAX_FAILURES else (
+                    f"heartbeat failed {failures} times in a row: {type(e).__name__}: {e}")
             if why is not None and not self._stop.is_set():
                 self.lost = why
                 self._on_lost(why)

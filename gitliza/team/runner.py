@@ -11,7 +11,7 @@ import shutil
 import signal
 import subprocess
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -90,40 +90,88 @@ class AgentProcess:
 
     proc: subprocess.Popen[bytes]
     stopped_by: str | None = None  # why the supervisor stopped it (None: it exited by itself)
+    group: bool = True  # the agent leads its own process group (not in an interactive session)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _timer: threading.Timer | None = None
+    _done: bool = False
 
     @classmethod
-    def start(cls, argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> AgentProcess:
+    def start(cls, argv: Sequence[str], env: Mapping[str, str], cwd: Path,
+              interactive: bool = False) -> AgentProcess:
+        """A batch agent gets its own session (its process group is killed as a whole) and no
+        stdin; an interactive one keeps the terminal (stdin, and the foreground process group,
+        which a new session would lose), so only its own pid can be signalled."""
         try:
-            proc = subprocess.Popen(list(argv), env=dict(env), cwd=cwd, start_new_session=True,
-                                    stdin=subprocess.DEVNULL)
+            if interactive:
+                proc = subprocess.Popen(list(argv), env=dict(env), cwd=cwd)
+            else:
+                proc = subprocess.Popen(list(argv), env=dict(env), cwd=cwd,
+                                        start_new_session=True, stdin=subprocess.DEVNULL)
         except OSError as e:
             raise MissingDependency(f"cannot start agent {argv[0]!r}: {e.strerror}") from None
-        return cls(proc)
+        return cls(proc, group=not interactive)
 
     @property
     def pid(self) -> int:
         return self.proc.pid
 
     def wait(self) -> int:
-        code = self.proc.wait()
-        if self.stopped_by is not None:
-            # The leader is gone after our SIGTERM; whatever it started must not outlive it (the
-            # SIGKILL timer dies with the supervisor if the supervisor exits first).
-            _killpg(self.proc.pid, signal.SIGKILL)
-        return code
+        # Reap only after the group is killed: once the leader is reaped its pid (the group id)
+        # may be reused, and a late signal would hit a stranger.
+        if self.group:
+            try:
+                os.waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOWAIT)
+            except ChildProcessError:
+                pass  # already reaped
+        else:
+            self.proc.wait()
+        with self._lock:
+            self._done = True
+            if self._timer is not None:
+                self._timer.cancel()
+            if self.group:
+                # Whatever the agent started (test runners, dev servers) must not outlive its
+                # session, whether it exited by itself or was stopped.
+                _killpg(self.proc.pid, signal.SIGKILL)
+        return self.proc.wait()
 
     def stop(self, why: str, grace: float = STOP_GRACE) -> None:
         """SIGTERM to the agent's process group, SIGKILL after `grace` seconds. Safe from any
-        thread and more than once."""
-        if self.stopped_by is None:
-            self.stopped_by = why
-        _killpg(self.proc.pid, signal.SIGTERM)
-        timer = threading.Timer(grace, self._kill)
-        timer.daemon = True
-        timer.start()
+        thread and more than once; a no-op once the agent has exited (its exit code stands)."""
+        with self._lock:
+            if self._done or self._exited():
+                return
+            if self.stopped_by is None:
+                self.stopped_by = why
+            self._signal(signal.SIGTERM)
+            if self._timer is None:
+                self._timer = threading.Timer(grace, self._kill)
+                self._timer.daemon = True
+                self._timer.start()
+
+    def _exited(self) -> bool:
+        """Whether the agent has exited, without reaping it (its pid must stay ours)."""
+        if self.proc.returncode is not None:
+            return True
+        try:
+            return os.waitid(os.P_PID, self.proc.pid,
+                             os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+        except ChildProcessError:
+            return True
 
     def _kill(self) -> None:
-        _killpg(self.proc.pid, signal.SIGKILL)
+        with self._lock:
+            if not self._done:
+                self._signal(signal.SIGKILL)
+
+    def _signal(self, sig: signal.Signals) -> None:
+        if self.group:
+            _killpg(self.proc.pid, sig)
+        else:
+            try:
+                self.proc.send_signal(sig)
+            except ProcessLookupError:
+                pass
 
 
 def _killpg(pgid: int, sig: signal.Signals) -> None:

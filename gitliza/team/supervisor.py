@@ -303,7 +303,10 @@ class Supervisor:
             sys.stdout.write(text)
             sys.stdout.flush()
         what = job.task or (job.trigger.value if job.trigger else "planning")
-        proc = self._proc = runner.AgentProcess.start(argv, env, job.worktree)
+        proc = self._proc = runner.AgentProcess.start(argv, env, job.worktree,
+                                                      self.opts.interactive)
+        if self.stopping:  # a SIGINT/SIGTERM that came while the work was being claimed
+            proc.stop("supervisor stopping")
         self.log(f"started agent (pid {proc.pid}) on {what}; prompt {path}")
         hb = self._heartbeat(job, lambda why: proc.stop(why)).start()
         try:

@@ -88,3 +88,12 @@ def test_parse_role_aliases() -> None:
     assert wake.parse_role("Code Reviewer") == Role.CODE_REVIEWER
     assert wake.parse_role("code_reviewer") == wake.parse_role("reviewer") == Role.CODE_REVIEWER
     assert wake.parse_role("CODER") == Role.CODER and wake.parse_role("boss") is None
+
+
+def test_a_reviewers_own_merge_is_not_a_loss_but_someone_elses_end_is() -> None:
+    merged = board_in(S.MERGED).board  # merged by reviewer-1
+    assert wake.lost_reason(merged, "reviewer-1", "task-1", Role.CODE_REVIEWER) is None
+    assert wake.lost_reason(merged, "reviewer-2", "task-1", Role.CODE_REVIEWER) == \
+        "task-1 is MERGED"
+    abandoned = board_in(S.ABANDONED).board  # the planner's move, not the coder's
+    assert wake.lost_reason(abandoned, "coder-1", "task-1", Role.CODER) == "task-1 is ABANDONED"
