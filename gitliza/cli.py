@@ -518,6 +518,25 @@ def agent(role: str = typer.Argument(..., help="planner | coder | code-reviewer"
          command=command or [], resume_task=resume_task, once=once, takeover=takeover, mcp=mcp)
 
 
+@app.command("team")
+def team_cmd(command: Optional[List[str]] = typer.Argument(
+                 None, help="After --: the agent command for every member (it reads $LIZA_ROLE)."),
+             planners: int = typer.Option(1, "--planners", help="Planner supervisors."),
+             coders: int = typer.Option(2, "--coders", help="Coder supervisors."),
+             reviewers: int = typer.Option(1, "--reviewers", help="Code-reviewer supervisors."),
+             prefix: str = typer.Option("", "--prefix",
+                                        help="Before every agent id (one per machine)."),
+             cli: Optional[str] = typer.Option(None, "--cli",
+                                               help="claude | codex | gemini | mistral"),
+             mcp: bool = typer.Option(False, "--mcp", help="Hand every agent the MCP server."),
+             logs: Optional[Path] = typer.Option(None, "--logs",
+                                                 help="Also write each supervisor's log here."),
+             json: bool = JsonOpt, no_sync: bool = NoSyncOpt) -> None:
+    """Start a whole team: one `git liza agent` supervisor per member, output labelled."""
+    _run(_team().team, None, json, no_sync, planners=planners, coders=coders,
+         reviewers=reviewers, prefix=prefix, cli=cli, mcp=mcp, command=command or [], logs=logs)
+
+
 @app.command("wait")
 def wait_cmd(condition: str = typer.Argument(
                  "change", help="change | work | status (with --task and --status)"),

@@ -1,6 +1,7 @@
 """Team commands: pause, resume, abort (board ops that every machine sees), wait, agent."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Sequence
 
 from gitliza.commands import Env
@@ -40,3 +41,39 @@ def agent(env: Env, role: str, cli: str | None, interactive: bool, command: Sequ
         # A fresh handle per caller (the heartbeat thread has its own), with the same hooks.
         return Env(path=env.path, agent=env.agent, no_sync=env.no_sync).liza()
     return Supervisor(open_liza, opts).run()
+
+
+def team(env: Env, planners: int, coders: int, reviewers: int, prefix: str, cli: str | None,
+         mcp: bool, command: Sequence[str], logs: Path | None) -> int:
+    """Start the supervisors, relay their output, stop them on SIGINT/SIGTERM; exit 0 when every
+    supervisor did (the goal COMPLETED, an ABORT, or nothing left to wait for)."""
+    import signal
+    import sys
+
+    from gitliza.team.launch import Team, members
+    from gitliza.team.runner import command_for
+    crew = members(planners, coders, reviewers, prefix)
+    if command or cli:  # refuse a missing agent program now, not in every supervisor's log
+        command_for(cli, command, "", False)
+    from gitliza.lifecycle import main_root
+
+    def write(text: str) -> None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    running = Team(main_root(env.liza().repo), crew, cli, mcp, env.no_sync, command, logs,
+                   write).start()
+
+    def on_signal(_sig: int, _frame: Any) -> None:
+        running.stop()
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        codes = running.wait()
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+    bad = {a: c for a, c in codes.items() if c}
+    env.out.result({"exit_codes": codes},
+                   "team: every supervisor exited 0" if not bad else
+                   "team: " + ", ".join(f"{a} exited {c}" for a, c in sorted(bad.items())))
+    # A supervisor's own exit code (the taxonomy), or 1 for one killed by a signal.
+    return next((c for c in sorted(bad.values()) if c > 0), 1) if bad else 0

@@ -1,0 +1,116 @@
+"""`git liza team`: a whole team from one command, one `git liza agent` supervisor per member.
+
+Each member is a real supervisor process (`python -m gitliza agent ROLE`, the same program a user
+starts by hand), so a team started here behaves exactly like supervisors started in separate
+terminals: same waiting, claiming, heartbeats, restarts and generation tokens. This module only
+starts them, labels their output, forwards a stop, and reports how they ended. On several
+machines, each runs `git liza team` with its own `--prefix` (ids must differ: a second supervisor
+for a live id is refused) and shares the board through a sync remote.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Callable, Sequence
+
+from gitliza.core.ids import check_id
+from gitliza.errors import ValidationError
+
+ROLES = (("planner", "planner"), ("coder", "coder"), ("code-reviewer", "reviewer"))
+
+
+@dataclass(frozen=True)
+class Member:
+    role: str  # the word `git liza agent` takes
+    agent: str
+
+
+def members(planners: int, coders: int, reviewers: int, prefix: str = "") -> list[Member]:
+    """planner-1, coder-1..N, reviewer-1..M (each id behind `prefix`)."""
+    counts = (planners, coders, reviewers)
+    if any(n < 0 for n in counts) or sum(counts) == 0:
+        raise ValidationError("a team needs at least one member (--planners/--coders/--reviewers "
+                              "are counts of 0 or more)")
+    if any(n > 64 for n in counts):
+        raise ValidationError("at most 64 members of one role per `git liza team`")
+    out = []
+    for (role, word), n in zip(ROLES, counts):
+        for i in range(1, n + 1):
+            out.append(Member(role, check_id(f"{prefix}{word}-{i}", "agent id")))
+    return out
+
+
+def supervisor_argv(member: Member, cli: str | None, mcp: bool, no_sync: bool,
+                    command: Sequence[str]) -> list[str]:
+    argv = [sys.executable, "-m", "gitliza", "agent", member.role]
+    if cli:
+        argv += ["--cli", cli]
+    if mcp:
+        argv.append("--mcp")
+    if no_sync:
+        argv.append("--no-sync")
+    if command:
+        argv += ["--", *command]
+    return argv
+
+
+class Team:
+    """The running supervisors of one `git liza team`."""
+
+    def __init__(self, repo: Path, team: Sequence[Member], cli: str | None, mcp: bool,
+                 no_sync: bool, command: Sequence[str], logs: Path | None,
+                 write: Callable[[str], None]) -> None:
+        self.repo, self.team, self.logs, self._write = repo, list(team), logs, write
+        self._argv = {m.agent: supervisor_argv(m, cli, mcp, no_sync, command) for m in team}
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self._pumps: list[threading.Thread] = []
+        self._lock = threading.Lock()
+
+    def start(self) -> Team:
+        if self.logs is not None:
+            self.logs.mkdir(parents=True, exist_ok=True)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("LIZA_")}
+        for m in self.team:
+            p = subprocess.Popen(self._argv[m.agent], cwd=self.repo,
+                                 env={**env, "LIZA_AGENT_ID": m.agent}, stdin=subprocess.DEVNULL,
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            self.procs[m.agent] = p
+            log = (self.logs / f"{m.agent}.log").open("ab") if self.logs is not None else None
+            t = threading.Thread(target=self._pump, args=(m.agent, p.stdout, log), daemon=True)
+            t.start()
+            self._pumps.append(t)
+            self._line(m.agent, f"started `git liza agent {m.role}` (pid {p.pid})")
+        return self
+
+    def stop(self) -> None:
+        """SIGTERM to every supervisor: each stops its agent and leaves the board consistent."""
+        for p in self.procs.values():
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+
+    def wait(self) -> dict[str, int]:
+        codes = {agent: p.wait() for agent, p in self.procs.items()}
+        for t in self._pumps:
+            t.join(timeout=10)
+        return codes
+
+    def _pump(self, agent: str, stream: IO[bytes] | None, log: IO[bytes] | None) -> None:
+        assert stream is not None
+        try:
+            for raw in iter(stream.readline, b""):
+                if log is not None:
+                    log.write(raw)
+                    log.flush()
+                self._line(agent, raw.decode("utf-8", "replace").rstrip("\n"))
+        finally:
+            if log is not None:
+                log.close()
+
+    def _line(self, agent: str, text: str) -> None:
+        with self._lock:  # whole lines, never two supervisors' output interleaved in one
+            self._write(f"[{agent}] {text}\n")
