@@ -12,6 +12,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "performance.md"
 IMG = ROOT / "docs" / "img"
+RESULTS = ROOT / "benchmarks" / "results.json"
 BEGIN = "<!-- bench:begin (written by `python3 dev.py bench`: edit benchmarks/report.py, not this) -->"
 END = "<!-- bench:end -->"
 # One agent's writes at the seed's defaults: a heartbeat every heartbeat_interval (60 s), plus a
@@ -154,6 +155,20 @@ def _plots(res: dict[str, Any]) -> None:
         fig.tight_layout()
         fig.savefig(IMG / "writers.png", dpi=110)
         plt.close(fig)
+
+
+def merged(res: dict[str, Any]) -> dict[str, Any]:
+    """`res` over the last run's results (benchmarks/results.json), so that `--only cli`
+    refreshes its figures and keeps the others; saved back for the next run."""
+    import json
+    saved: dict[str, Any] = {}
+    if RESULTS.exists():
+        saved = json.loads(RESULTS.read_text("utf-8"))
+    saved.update(res)
+    if "sync" in saved:
+        saved["sync"] = {int(k): v for k, v in saved["sync"].items()}
+    RESULTS.write_text(json.dumps(saved, indent=1, sort_keys=True) + "\n", "utf-8")
+    return saved
 
 
 def write(res: dict[str, Any]) -> None:

@@ -199,7 +199,7 @@ def main() -> int:
             subprocess.run([sys.executable, str(script)], check=False)
     if not args.no_write:
         import report
-        report.write(res)
+        report.write(report.merged(res))
     return 0
 
 

@@ -5,11 +5,12 @@ of each class and compiles it with `exec`, at every import: ~0.7 ms per frozen c
 CLI start for the model and op records, more than the command itself. The source depends only on
 the class definition, so its compiled code can be kept: `install()` gives the `dataclasses` module
 an `exec` that looks the source text up in a cache of code objects (saved with marshal next to the
-package's bytecode, see gitliza/clifast.py) and compiles only what it has not seen. Executing the
-same code object is exactly what `exec(source)` does after compiling it, so classes are identical;
-a new or changed class (a new op, a new field) simply misses once. Only gitliza's own classes are
-cached (those of other libraries a command happens to import are compiled as usual). Used by the CLI entry point only
-(gitliza/__main__.py): the library leaves `dataclasses` alone.
+package's bytecode, see gitliza/clifast.py, one file per module so that a command reads only the
+modules it imports) and compiles only what it has not seen. Executing the same code object is
+exactly what `exec(source)` does after compiling it, so classes are identical; a new or changed
+class (a new op, a new field) simply misses once. Only gitliza's own classes are cached (those of
+other libraries a command happens to import are compiled as usual). Used by the CLI entry point
+only (gitliza/__main__.py): the library leaves `dataclasses` alone.
 """
 from __future__ import annotations
 
@@ -18,23 +19,33 @@ import marshal
 from typing import Any
 
 _STEM = "dataclass-code"
-_LIMIT = 4000  # entries kept across runs before the cache is pruned to what the last run used
-_cache: dict[str, bytes] = {}
-_used: set[str] = set()
-_dirty = False
+_LIMIT = 400  # entries kept per module before its file is pruned to what the last run used
+_modules: dict[str, dict[str, bytes]] = {}  # module -> source -> marshalled code
+_used: dict[str, set[str]] = {}
+_dirty: set[str] = set()
+
+
+def _entries(module: str) -> dict[str, bytes]:
+    found = _modules.get(module)
+    if found is None:
+        from gitliza import clifast
+        saved = clifast.read_cache(f"{_STEM}.{module}")
+        found = _modules[module] = saved if isinstance(saved, dict) else {}
+    return found
 
 
 def _exec(source: Any, globals_: Any = None, locals_: Any = None, /) -> None:
-    global _dirty
-    if isinstance(source, str) and str((globals_ or {}).get("__name__", "")).startswith("gitliza"):
-        saved = _cache.get(source)
+    module = str((globals_ or {}).get("__name__", ""))
+    if isinstance(source, str) and module.startswith("gitliza"):
+        entries = _entries(module)
+        saved = entries.get(source)
         if saved is None:
             code = compile(source, "<string>", "exec")
-            _cache[source] = marshal.dumps(code)
-            _dirty = True
+            entries[source] = marshal.dumps(code)
+            _dirty.add(module)
         else:
             code = marshal.loads(saved)
-        _used.add(source)
+        _used.setdefault(module, set()).add(source)
         source = code
     builtins.exec(source, globals_, locals_)
 
@@ -44,20 +55,17 @@ def install() -> None:
     import atexit
     import dataclasses
 
-    from gitliza import clifast
     if getattr(dataclasses, "exec", None) is _exec:
         return
-    saved = clifast.read_cache(_STEM)
-    if isinstance(saved, dict):
-        _cache.update(saved)  # source -> marshalled code, unmarshalled on first use
     dataclasses.exec = _exec  # type: ignore[attr-defined]  # shadows the builtin in that module
     atexit.register(save)
 
 
 def save() -> None:
-    if not _dirty:
-        return
     from gitliza import clifast
-    keep = _cache if len(_cache) <= _LIMIT else {k: _cache[k] for k in _used}
-    clifast.write_cache(_STEM, keep)
-
+    for module in sorted(_dirty):
+        entries = _modules[module]
+        if len(entries) > _LIMIT:
+            entries = {k: entries[k] for k in _used.get(module, ())}
+        clifast.write_cache(f"{_STEM}.{module}", entries)
+    _dirty.clear()

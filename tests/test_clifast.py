@@ -205,3 +205,40 @@ def test_bash_script_plugs_into_gits_completion(repo: Path) -> None:
     for shell in ("zsh", "fish"):
         assert "git-liza" in _cli("completion", shell, cwd=repo).stdout
     assert _cli("completion", "tcsh", cwd=repo).returncode == 1
+
+
+def test_classcache_compiles_a_class_once(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import dataclasses
+    import types
+
+    from gitliza import classcache
+    monkeypatch.setattr(clifast, "cache_dirs", lambda: [str(tmp_path)])
+    for name, empty in (("_modules", {}), ("_used", {}), ("_dirty", set())):
+        monkeypatch.setattr(classcache, name, empty)
+    monkeypatch.setattr(dataclasses, "exec", classcache._exec, raising=False)
+    src = textwrap.dedent('''
+        from dataclasses import dataclass
+        @dataclass(frozen=True)
+        class P:
+            x: int
+            y: str = "a"
+    ''')
+
+    def define() -> Any:
+        module = types.ModuleType("gitliza.cachetest")
+        monkeypatch.setitem(sys.modules, module.__name__, module)
+        exec(src, module.__dict__)
+        return module.P
+    define()
+    assert classcache._dirty == {"gitliza.cachetest"}
+    classcache.save()
+    monkeypatch.setattr(classcache, "_modules", {})  # a new process: the file is all there is
+    compiled: list[Any] = []
+    monkeypatch.setattr(classcache, "compile", lambda *a: compiled.append(a) or compile(*a),
+                        raising=False)
+    P = define()
+    assert compiled == [] and not classcache._dirty
+    assert P(1) == P(1) and P(1) != P(2) and hash(P(1)) == hash(P(1))
+    assert repr(P(1)) == "P(x=1, y='a')"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        P(1).x = 2  # type: ignore[misc]

@@ -12,7 +12,7 @@ import pytest
 from ruamel.yaml import YAML
 
 from gitliza import cli, hookimpl, manpage
-from tests.conftest import git
+from tests.conftest import commit_specs, git
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -98,11 +98,12 @@ def test_wheel_installs_and_runs_in_a_fresh_environment(tmp_path: Path, repo: Pa
         assert r.returncode == 0, (args, r.stderr)
         return r.stdout
     assert liza("--version").startswith("git-liza version ")
+    commit_specs(repo, "spec.md")
     liza("init", "wheel goal")
     liza("register", "planner-1", "--role", "planner")
     liza("register", "coder-1", "--role", "coder")
-    liza("add", "task-1", "--desc", "d", "--spec-ref", "s", "--done-when", "w", "--scope", "x",
-         "--ready")
+    liza("add", "task-1", "--desc", "d", "--spec-ref", "spec.md", "--done-when", "w", "--scope",
+         "x", "--ready")
     env["LIZA_AGENT_ID"] = "coder-1"
     assert "task-1" in liza("claim", "task-1")
     assert "CLAIMED" in liza("show", "task-1")
