@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import os
 import struct
+import threading
 import time
 import zlib
 from typing import Any, Iterable
@@ -97,7 +98,8 @@ def _write(objects_dir: str, entries: list[tuple[bytes, bytes]]) -> str | None:
     idx += sha1(idx).digest()
     name = "pack-" + pack_sha.hex()
     pack_dir = os.path.join(objects_dir, "pack")
-    tmp = os.path.join(pack_dir, f"tmp_{name}_{os.getpid()}")
+    # Per process and thread: a supervisor's main and heartbeat threads may write the same pack.
+    tmp = os.path.join(pack_dir, f"tmp_{name}_{os.getpid()}_{threading.get_ident()}")
     try:
         _put(tmp + ".pack", body + pack_sha)
     except FileNotFoundError:  # a fresh repository without objects/pack yet
@@ -181,8 +183,17 @@ def consolidate(objects_dir: str, limit: int | None = None, grace: float | None 
     merged = _write(objects_dir, list(entries.items()))
     for base in copied:
         if base != merged:
-            _put(os.path.join(pack_dir, base + MERGED), b"")
+            _mark(os.path.join(pack_dir, base + MERGED))
     return merged
+
+
+def _mark(path: str) -> None:
+    """Create (or leave) a mark. Another process may have marked the same pack: `_put` would
+    truncate its read-only file, which fails for anyone but root."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+    except FileExistsError:
+        pass
 
 
 def _remove_if_old(pack_dir: str, base: str, before: float) -> None:
@@ -210,20 +221,30 @@ def _read(base: str) -> list[tuple[bytes, bytes]] | None:
         return None
     if idx[:8] != b"\xfftOc\x00\x00\x00\x02" or pack[:4] != b"PACK":
         return None
-    n = struct.unpack_from(">I", idx, 8 + 255 * 4)[0]
-    ids_at = 8 + 1024
-    offs_at = ids_at + 24 * n  # past the ids (20 bytes each) and the CRCs (4 bytes each)
-    offsets = struct.unpack_from(f">{n}I", idx, offs_at)
-    if any(o & 0x80000000 for o in offsets):
-        return None  # 64-bit offsets: a big pack, not one of ours
-    by_offset = sorted((offsets[i], idx[ids_at + 20 * i: ids_at + 20 * i + 20]) for i in range(n))
-    end = len(pack) - 20
-    out = []
-    for k, (off, raw) in enumerate(by_offset):
-        stop = by_offset[k + 1][0] if k + 1 < n else end
-        if (pack[off] >> 4) & 7 not in (1, 2, 3, 4):
-            return None  # a delta: a pack git wrote, left to git
-        out.append((raw, pack[off:stop]))
+    try:
+        n = struct.unpack_from(">I", idx, 8 + 255 * 4)[0]
+        # A pack cut short (a crash, a full disk) is not copied: its bytes would be trusted and
+        # its original removed. Left alone, it is git's to judge (`git fsck`).
+        if len(idx) != 1072 + 28 * n or struct.unpack_from(">I", pack, 8)[0] != n:
+            return None
+        ids_at = 8 + 1024
+        offs_at = ids_at + 24 * n  # past the ids (20 bytes each) and the CRCs (4 bytes each)
+        offsets = struct.unpack_from(f">{n}I", idx, offs_at)
+        if any(o & 0x80000000 for o in offsets):
+            return None  # 64-bit offsets: a big pack, not one of ours
+        by_offset = sorted((offsets[i], idx[ids_at + 20 * i: ids_at + 20 * i + 20])
+                           for i in range(n))
+        end = len(pack) - 20
+        out = []
+        for k, (off, raw) in enumerate(by_offset):
+            stop = by_offset[k + 1][0] if k + 1 < n else end
+            if not 12 <= off < stop <= end:
+                return None
+            if (pack[off] >> 4) & 7 not in (1, 2, 3, 4):
+                return None  # a delta: a pack git wrote, left to git
+            out.append((raw, pack[off:stop]))
+    except (struct.error, IndexError):
+        return None
     return out
 
 

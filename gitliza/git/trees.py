@@ -193,8 +193,16 @@ class Batch(_Hasher):
             for _raw, kind, body in objs:
                 self.repo.odb.write(self._TYPES[kind], body)
             return
-        if packs.due(packs.write(target, objs)):
-            packs.consolidate(target)
+        try:
+            name = packs.write(target, objs)
+        except OSError as e:  # a full disk, a read-only object store: the ref was not moved
+            from gitliza.errors import GitFailure
+            raise GitFailure(f"cannot write objects to {target}: {e.strerror or e}") from None
+        if packs.due(name):
+            try:
+                packs.consolidate(target)
+            except OSError:
+                pass  # housekeeping only: this write's own pack is complete and in place
 
 
 def parse(body: bytes) -> Entries:

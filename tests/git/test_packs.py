@@ -181,3 +181,35 @@ def test_a_batch_builds_on_its_own_unwritten_trees(repo: Path) -> None:
     batch.flush()
     names = git(repo, "ls-tree", "-r", "--name-only", str(second)).split()
     assert {"t-1.toml", "t-2.toml"} <= {n.rsplit("/", 1)[-1] for n in names}
+
+
+def _one_pack(tmp_path: Path) -> tuple[str, str]:
+    objects = tmp_path / "objects"
+    (objects / "pack").mkdir(parents=True)
+    body = b"hello\n"
+    name = packs.write(str(objects), [(packs.object_id(b"blob", body), b"blob", body)])
+    assert name is not None
+    return str(objects), str(objects / "pack" / name)
+
+
+def test_a_damaged_pack_is_not_copied(tmp_path: Path) -> None:
+    _objects, base = _one_pack(tmp_path)
+    found = packs._read(base)
+    assert found is not None and len(found) == 1
+    data = Path(base + ".pack").read_bytes()
+    os.chmod(base + ".pack", 0o644)
+    Path(base + ".pack").write_bytes(data[:14])  # header and a cut entry
+    assert packs._read(base) is None
+    idx = Path(base + ".idx").read_bytes()
+    os.chmod(base + ".idx", 0o644)
+    Path(base + ".idx").write_bytes(idx[:1100])  # a short index
+    assert packs._read(base) is None
+
+
+def test_marking_a_pack_twice_keeps_the_first_mark(tmp_path: Path) -> None:
+    _objects, base = _one_pack(tmp_path)
+    mark = base + packs.MERGED
+    packs._mark(mark)
+    os.utime(mark, (1, 1))
+    packs._mark(mark)  # a second process merging the same packs: no error, the age stands
+    assert os.stat(mark).st_mtime == 1
