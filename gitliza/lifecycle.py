@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import pygit2
 from pygit2 import Oid, Repository
@@ -60,10 +60,10 @@ if TYPE_CHECKING:
 
 S = TaskState
 INTEGRATION_TEST = "scripts/integration-test.sh"
-# Test hook: sleep this many seconds between creating the worktree and committing CLAIMED, so a
-# test can SIGKILL a claim inside its two-phase gap. Never set in production.
-PAUSE_ENV = "LIZA_TEST_PAUSE_AFTER_WORKTREE"
-PAUSED_MARK = "LIZA_TEST_PAUSED"
+# Observers of the two-phase claim's gap: called with the task id after its worktree exists and
+# before the CLAIMED commit. Empty in the CLI; a harness (crash-recovery tests, fault injection)
+# registers one in its own process to act inside the gap.
+AFTER_WORKTREE: list[Callable[[str], None]] = []
 TASK_LOCK_DIR = "liza-task-locks"
 TASK_LOCK_TIMEOUT = 60.0  # a claim or merge of one task holds its lock for milliseconds
 MERGE_ATTEMPTS = 3  # the integration branch moved under us (another merge): merge again
@@ -371,7 +371,8 @@ def _claim_attempt(liza: Liza, task: str) -> ClaimResult:
                            done.outcome.notices)
     # Phase 2: the worktree. Phase 3: CLAIMED by CAS, make_op re-validating on every retry.
     path, created = _prepare_worktree(repo, task, Oid(hex=base), reuse)
-    _test_pause(task)
+    for observe in AFTER_WORKTREE:
+        observe(task)
     try:
         done = liza.apply(make_op)
     except BaseException:
@@ -465,15 +466,6 @@ def _on_branch(path: Path, task: str) -> bool:
     except (pygit2.GitError, KeyError):
         return False
     return bool(head.name == f"refs/heads/{task_branch(task)}")
-
-
-def _test_pause(task: str) -> None:
-    raw = os.environ.get(PAUSE_ENV)
-    if not raw:
-        return
-    sys.stderr.write(f"{PAUSED_MARK} {task}\n")
-    sys.stderr.flush()
-    time.sleep(float(raw))
 
 
 # -- release, submit, review ----------------------------------------------------------------------

@@ -19,7 +19,7 @@ import pytest
 from gitliza.api import Liza
 from gitliza.core.ops import Add, Init, Register
 from gitliza.git.worktrees import list_task_branches, list_task_worktrees
-from gitliza.lifecycle import PAUSE_ENV, PAUSED_MARK, ensure_integration_branch
+from gitliza.lifecycle import ensure_integration_branch
 from tests.conftest import git
 from tests.test_lifecycle import run
 
@@ -122,13 +122,29 @@ def test_concurrent_claims_of_one_task_make_one_winner_and_one_worktree(repo: Pa
     assert list(held) == ["task-0"] and held["task-0"] == coders[codes.index(0)]
 
 
+PAUSED_MARK = "CLAIM-IN-GAP"
+# The CLI's own entry point, with an observer of the claim's gap (lifecycle.AFTER_WORKTREE) that
+# says so and then holds the claim there, so the test can SIGKILL it between worktree and commit.
+_HELD_CLAIM = f"""
+import sys, time
+from gitliza import lifecycle
+from gitliza.__main__ import main
+def hold(task):
+    sys.stderr.write("{PAUSED_MARK} " + task + "\\n"); sys.stderr.flush(); time.sleep(60)
+lifecycle.AFTER_WORKTREE.append(hold)
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def _claim_held_in_its_gap(repo: Path, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-c", _HELD_CLAIM, *args], cwd=repo,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+
+
 def test_claim_killed_between_worktree_and_commit_is_recovered_by_doctor(repo: Path) -> None:
     build(repo, 2, ["c1", "c2"])
-    env = {**os.environ, "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"],
-           PAUSE_ENV: "60"}
-    p = subprocess.Popen(["git", "liza", "claim", "task-0", "--agent", "c1"], cwd=repo, env=env,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         start_new_session=True)
+    p = _claim_held_in_its_gap(repo, "claim", "task-0", "--agent", "c1")
     assert p.stderr is not None
     line = p.stderr.readline()  # the claim says when it sits in the gap
     assert line.startswith(PAUSED_MARK), line
@@ -154,11 +170,7 @@ def test_claim_killed_between_worktree_and_commit_is_recovered_by_doctor(repo: P
 
 def test_a_new_claim_replaces_a_killed_claims_leftover(repo: Path) -> None:
     build(repo, 1, ["c1", "c2"])
-    env = {**os.environ, "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"],
-           PAUSE_ENV: "60"}
-    p = subprocess.Popen(["git", "liza", "claim", "--agent", "c1"], cwd=repo, env=env,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         start_new_session=True)
+    p = _claim_held_in_its_gap(repo, "claim", "--agent", "c1")
     assert p.stderr is not None and p.stderr.readline().startswith(PAUSED_MARK)
     # While the claim sits in its gap, doctor leaves the task alone (its lock is held).
     busy = json.loads(run(repo, "doctor", "--fix", "--json").stdout)
