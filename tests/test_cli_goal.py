@@ -135,11 +135,15 @@ def test_goal_complete_then_a_new_goal_on_the_same_board(board: Path) -> None:
 
 
 def test_show_displays_the_notes_for_the_task(board: Path) -> None:
-    ok(liza(board, "note", "use src/utils/retry.py", "--for", "t-1", agent=None))
-    ok(liza(board, "note", "general remark", agent=None))
-    ok(liza(board, "add", "t-2", "--desc", "other"))
-    ok(liza(board, "note", "only for t-2", "--for", "t-2", agent=None))
-    ok(liza(board, "note", "second for t-1: ünïcode", "--for", "t-1"))
+    # Notes carry second-resolution timestamps (the seed's schema); "oldest first" is only
+    # defined between different seconds, so the two notes for t-1 are a minute apart.
+    later = {"LIZA_NOW": "2099-01-01T00:01:00Z"}
+    ok(liza(board, "note", "use src/utils/retry.py", "--for", "t-1", agent=None,
+            env={"LIZA_NOW": "2099-01-01T00:00:00Z"}))
+    ok(liza(board, "note", "general remark", agent=None, env=later))
+    ok(liza(board, "add", "t-2", "--desc", "other", env=later))
+    ok(liza(board, "note", "only for t-2", "--for", "t-2", agent=None, env=later))
+    ok(liza(board, "note", "second for t-1: ünïcode", "--for", "t-1", env=later))
     text = ok(liza(board, "show", "t-1"))
     assert "human notes" in text and "human: use src/utils/retry.py" in text
     assert "planner-1: second for t-1: ünïcode" in text
