@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -34,23 +33,12 @@ from gitliza.access import mcp_config  # noqa: E402
 from gitliza.api import Liza  # noqa: E402
 from gitliza.commands import view  # noqa: E402
 from gitliza.core.ops import Add, Init, Note, Register  # noqa: E402
-
-GIT_ENV = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.invalid",
-           "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.invalid"}
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True,
-                          env={**os.environ, **GIT_ENV}).stdout.strip()
+import benchutil  # noqa: E402
+from benchutil import git  # noqa: E402
 
 
 def show(name: str, ms: list[float]) -> float:
-    ms = sorted(ms)
-    p90 = ms[min(len(ms) - 1, int(len(ms) * 0.9))]
-    med = statistics.median(ms)
-    print(f"{name:<44} n={len(ms):<4} median {med:7.2f} ms   p90 {p90:7.2f} ms   "
-          f"max {ms[-1]:7.2f} ms")
-    return med
+    return benchutil.show(name, ms, digits=2)
 
 
 def build(repo: Path, tasks: int) -> None:

@@ -31,15 +31,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from gitliza.api import Liza  # noqa: E402
 from gitliza.core.ops import Add, Claim, Init, Register, Unblock  # noqa: E402
 from gitliza.core.ops.work import Block  # noqa: E402
+from benchutil import GIT_ENV, git  # noqa: E402
 
-GIT_ENV = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.invalid",
-           "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.invalid"}
 BIN = Path(sys.executable).parent
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True,
-                          env={**os.environ, **GIT_ENV}).stdout.strip()
 
 
 def repo(root: Path) -> Path:

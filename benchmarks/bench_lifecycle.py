@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -28,27 +27,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from gitliza import lifecycle  # noqa: E402
 from gitliza.api import Liza  # noqa: E402
 from gitliza.core.ops import Add, ClaimReview, Init, Register, Submit, Verdict  # noqa: E402
-
-GIT_ENV = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.invalid",
-           "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.invalid"}
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True,
-                          env={**os.environ, **GIT_ENV}).stdout.strip()
+from benchutil import git, show  # noqa: E402
 
 
 def timed(fn: Callable[[], object]) -> float:
     t0 = time.perf_counter()
     fn()
     return (time.perf_counter() - t0) * 1000
-
-
-def show(name: str, ms: list[float]) -> None:
-    ms = sorted(ms)
-    p90 = ms[min(len(ms) - 1, int(len(ms) * 0.9))]
-    print(f"{name:<44} n={len(ms):<4} median {statistics.median(ms):7.1f} ms   "
-          f"p90 {p90:7.1f} ms   max {ms[-1]:7.1f} ms")
 
 
 def build(repo: Path, tasks: int, coders: int) -> None:

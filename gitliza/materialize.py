@@ -166,7 +166,9 @@ def render_log_entries(entries: list[dict[str, Any]]) -> str:
 
 
 # -- reading the history -----------------------------------------------------------------------------
-def _entry(store: Store, commit: pygit2.Commit) -> dict[str, Any]:
+def commit_entry(commit: pygit2.Commit, store: Store | None = None) -> dict[str, Any]:
+    """The log.yaml entry of a state commit; with `store`, the detail draws on its task as the
+    commit left it (export, reading a whole chain, goes without)."""
     try:
         rec = record.parse(commit.message)
     except LizaError as bad:
@@ -175,7 +177,7 @@ def _entry(store: Store, commit: pygit2.Commit) -> dict[str, Any]:
         return {"timestamp": None, "agent": commit.author.name, "action": "unreadable",
                 "detail": yamlview.one_line(f"{first} ({bad})")}
     task = None
-    if rec.task:  # the task as this commit left it: one blob, decoded once per version
+    if rec.task and store is not None:  # one blob, decoded once per version
         try:
             task = store.board_at(commit).task(rec.task)
         except LizaError:
@@ -340,13 +342,13 @@ def materialize(store: Store, at: str | None = None) -> Materialized:
         if met and stamp is not None:
             # Append: copy the old bytes and add the new entries, still via temp + rename, so
             # a reader never sees a torn entry. No old entry is parsed or re-rendered.
-            text = render_log_entries([_entry(store, c) for c in commits])
+            text = render_log_entries([commit_entry(c, store) for c in commits])
             old = log_path.read_bytes() if text else b""
             log_sig = _atomic_write(directory, LOG_FILE, old + text.encode()) if text \
                 else stamp.log_file
             total, appended, rewritten = stamp.log_entries + len(commits), len(commits), False
         else:
-            text = LOG_HEADER + render_log_entries([_entry(store, c) for c in commits])
+            text = LOG_HEADER + render_log_entries([commit_entry(c, store) for c in commits])
             log_sig = _atomic_write(directory, LOG_FILE, text.encode())
             total, appended, rewritten = len(commits), len(commits), True
 

@@ -408,8 +408,7 @@ def sync(store: Store, remote: str | None = None, *, mode: str = "sync", rounds:
         say(f"fetching the board from {rep.remote}" + (f" (round {rnd})" if rnd > 1 else ""))
         # The remote's task branches only matter for pushing ours; fetching them all would make
         # every sync cost as much as there are open tasks. A later round fetches them all.
-        unsure, known = _task_leases(store, prefix)
-        tasks = unsure or rnd > 1
+        tasks, known = _task_leases(store, prefix) if rnd == 1 else (True, {})
         fetched = _fetch(path, remote, integ, timeout, progress, tasks)
         r_hex = fetched.new_oid
         r = pygit2.Oid(hex=r_hex) if r_hex else None

@@ -53,8 +53,7 @@ def team(env: Env, planners: int, coders: int, reviewers: int, prefix: str, cli:
     from gitliza.team.launch import Team, members
     from gitliza.team.runner import command_for
     crew = members(planners, coders, reviewers, prefix)
-    if command or cli:  # refuse a missing agent program now, not in every supervisor's log
-        command_for(cli, command, "", False)
+    command_for(cli, command, "", False)  # refuse a missing agent program now, not per supervisor
     from gitliza.lifecycle import main_root
 
     def write(text: str) -> None:

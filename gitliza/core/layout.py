@@ -16,22 +16,15 @@ Smaller collections (agents, journals) get one 16-wide level.
 """
 from __future__ import annotations
 
-from typing import Any
-
-try:  # the builtin sha1: importing hashlib loads OpenSSL, ~2 ms of every CLI start
-    from _sha1 import sha1 as _sha1  # type: ignore[import-not-found]
+# sha1 is the builtin one (hashlib's interface): importing hashlib loads OpenSSL, ~2 ms of every
+# CLI start. Re-exported (`as sha1`) for board.journal_key and git/packs.py.
+try:
+    from _sha1 import sha1 as sha1  # type: ignore[import-not-found]
 except ImportError:  # pragma: no cover - a Python built without it
-    from hashlib import sha1 as _sha1
+    from hashlib import sha1 as sha1
 
 from gitliza.core.board import COLLECTIONS, SINGLETONS
 from gitliza.core.model import FORMAT_VERSION
-
-
-
-def sha1(data: bytes) -> Any:
-    """A sha1 hash object (hashlib's interface)."""
-    return _sha1(data)
-
 
 FORMAT_FILE = "format"
 FORMAT_BLOB = f"gitliza-state {FORMAT_VERSION}\n".encode()

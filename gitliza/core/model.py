@@ -20,6 +20,8 @@ def since_v1(default: Any) -> Any:
     its default, so that every board written before it existed replays to the same bytes
     (tests/test_compat.py); a non-default value is written as usual."""
     return field(default=default, metadata={SINCE_V1: True})
+
+
 SCHEMA_VERSION = 1  # `version:` of the spec's state.yaml
 
 

@@ -186,9 +186,9 @@ def still_holds(board: Board, agent: str, task_id: str, role: Role) -> bool:
 def next_deadline(board: Board, now: str, extra: Iterable[str | None] = ()) -> str | None:
     """The earliest lease expiry after `now` (task and review leases, plus `extra` times such as
     the supervisor's own renewal): the one time-based event a waiter must wake up for."""
-    times = [t.lease_expires for t in board.tasks() if t.status == S.CLAIMED]
-    times += [t.review_lease_expires for t in board.tasks() if t.status == S.READY_FOR_REVIEW]
-    times += list(extra)
+    times = [t.lease_expires if t.status == S.CLAIMED else t.review_lease_expires
+             for t in board.tasks() if t.status in (S.CLAIMED, S.READY_FOR_REVIEW)]
+    times += extra
     later = [x for x in times if x is not None and x > now]
     return min(later) if later else None
 

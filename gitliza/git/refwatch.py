@@ -27,10 +27,9 @@ from __future__ import annotations
 import logging
 import os
 import threading
-import time
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable
 
 import pygit2
 from watchdog.events import FileSystemEventHandler
@@ -40,7 +39,6 @@ from gitliza.git.worktrees import main_worktree
 
 CONTROL_FILES = ("PAUSE", "ABORT", "CHECKPOINT")
 LIZA_DIR = ".liza"
-T = TypeVar("T")
 
 
 class RefWatcher:
@@ -109,19 +107,6 @@ class RefWatcher:
         if hit:
             self._changed.clear()
         return hit
-
-    def wait_until(self, check: Callable[[], T | None], timeout: float | None = None) -> T | None:
-        """Re-run `check` after every change until it returns something (returned) or the
-        timeout passes (None returned). `check` runs once at once."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            got = check()
-            if got is not None and got is not False:
-                return got
-            left = None if deadline is None else deadline - time.monotonic()
-            if left is not None and left <= 0:
-                return None
-            self.wait(left)
 
     def poke(self) -> None:
         """Wake a waiter from another thread (a signal handler, a supervisor stopping)."""

@@ -27,7 +27,6 @@ from typing import Any
 import pygit2
 
 from gitliza.core import codec, layout
-from gitliza.core.layout import sha1
 from gitliza.git import packs
 from gitliza.core.board import Changes, Key
 from gitliza.errors import InconsistentState
@@ -116,8 +115,7 @@ class _Hasher:
 
     def store(self, kind: bytes, body: bytes) -> bytes:
         """The raw id of the object of type `kind` (b"blob", b"tree") with this body."""
-        digest: bytes = sha1(b"%s %d\0" % (kind, len(body)) + body).digest()
-        return digest
+        return packs.object_id(kind, body)
 
     def tree(self, entries: Entries) -> bytes:
         body = b"".join([head + oid for _key, head, oid in sorted(entries.values())])

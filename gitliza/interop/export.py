@@ -12,7 +12,7 @@ from typing import Any
 
 from gitliza import materialize as m
 from gitliza.core import record, yamlview
-from gitliza.errors import LizaError, ValidationError
+from gitliza.errors import ValidationError
 from gitliza.git.store import Store
 from gitliza.interop import genesis, seed
 
@@ -23,15 +23,6 @@ class Exported:
     state_yaml: str
     log_yaml: str
     log_entries: int
-
-
-def _entry(commit: Any) -> dict[str, Any]:
-    try:
-        rec = record.parse(commit.message)
-    except LizaError as bad:  # a commit verify would refuse still gets its line
-        return {"timestamp": None, "agent": commit.author.name, "action": "unreadable",
-                "detail": yamlview.one_line(f"{commit.message.splitlines()[0]} ({bad})")}
-    return yamlview.log_entry(rec.trailers, rec.subject)
 
 
 def export(store: Store, at: str | None = None) -> Exported:
@@ -49,6 +40,6 @@ def export(store: Store, at: str | None = None) -> Exported:
         rec = record.parse(root.message)
         if old is not None and getattr(rec.op, "log_sha256", None) == seed.sha256(old):
             entries.extend(seed.read_log(old.decode("utf-8"), "imported log.yaml"))
-    entries.extend(_entry(c) for c in chain)
+    entries.extend(m.commit_entry(c) for c in chain)
     log = m.LOG_HEADER + m.render_log_entries(entries)
     return Exported(oid, state, log, len(entries))

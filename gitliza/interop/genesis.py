@@ -16,14 +16,13 @@ from typing import Any
 
 import pygit2
 
-from gitliza.core import layout, record
+from gitliza.core import layout
 from gitliza.core.board import Key
 from gitliza.core.invariants import problems_of_change
 from gitliza.core.ops.base import Outcome
 from gitliza.core.ops.governance import Import, board_digest, genesis
 from gitliza.errors import ConcurrencyConflict, GitFailure, InconsistentState, ValidationError
-from gitliza.git import trees
-from gitliza.git.store import Store, decode_blob, signature
+from gitliza.git.store import Store, decode_blob
 
 ATTIC = "refs/liza-attic/state"
 IMPORT_LOG_REF = "refs/liza/import-log"  # the imported log.yaml, as a blob
@@ -52,15 +51,13 @@ def write_import(store: Store, entities: dict[Key, Any], op: Import, *, force: b
     old = store.tip()
     if old is not None and not force:
         raise ValidationError(f"{store.ref} already holds a board",
-                              hint="`git liza import --force` replaces it (the old chain is kept "
-                                   f"under {ATTIC}/)")
+                              hint="`git liza import --force` replaces it, keeping the old chain "
+                                   f"under {ATTIC}/")
     outcome = genesis(op, entities)
     bad = problems_of_change(outcome.board, outcome.changes)
     if bad:
         raise ValidationError(f"the imported board breaks an invariant: {bad[0]}")
-    tree = trees.build(repo, None, outcome.changes, write=True).tree
-    sig = signature(op)
-    commit = repo.create_commit(None, sig, sig, record.message(op, outcome.event), tree, [])
+    commit = store.write_commit(None, outcome, op)
     attic = None
     try:
         if old is None:
