@@ -111,12 +111,29 @@ def open_remote(local: pygit2.Repository, cwd: Path, remote: str) -> pygit2.Repo
 
 
 def _guarded(repo: pygit2.Repository, prefixes: tuple[str, ...], keys: tuple[str, ...]) -> bool:
-    """Whether `repo`'s configuration (with the global and system files) sets any of these."""
-    try:
-        names = [e.name.lower() for e in repo.config]
-    except pygit2.GitError:
+    """Whether the configuration git would read in `repo` sets any of these: the repository's file,
+    the user's and the system's, found the way git finds them (libgit2 does not know
+    GIT_CONFIG_GLOBAL and fixes $HOME when loaded), and any `git -c` passed down in the
+    environment, which could set anything."""
+    env = os.environ
+    if env.get("GIT_CONFIG_PARAMETERS") or env.get("GIT_CONFIG_COUNT"):
         return True
-    return any(n.startswith(prefixes) or n in keys for n in names)
+    home = Path(env.get("HOME", "~")).expanduser()
+    xdg = Path(env["XDG_CONFIG_HOME"]) if env.get("XDG_CONFIG_HOME") else home / ".config"
+    files = [common_dir(repo) / "config", Path(env.get("GIT_CONFIG_GLOBAL") or home / ".gitconfig"),
+             xdg / "git" / "config"]
+    if not env.get("GIT_CONFIG_NOSYSTEM"):
+        files.append(Path(env.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig"))
+    for f in files:
+        if not f.is_file():
+            continue
+        try:
+            names = [e.name.lower() for e in pygit2.Config(str(f))]
+        except pygit2.GitError:
+            return True  # git would read it; let git say what it makes of it
+        if any(n.startswith(prefixes) or n in keys for n in names):
+            return True
+    return False
 
 
 # --------------------------------------------------------------------------------------------------
