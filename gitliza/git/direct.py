@@ -36,7 +36,7 @@ import pygit2
 
 from gitliza.git import packs
 from gitliza.git.store import common_dir
-from gitliza.git.trees import TREE_HEAD, parse
+from gitliza.git.trees import TREE_HEAD, Entries, parse
 
 # Hooks receive-pack runs in the remote (githooks(5)); any of them means "use git".
 RECEIVE_HOOKS = ("pre-receive", "update", "post-receive", "post-update", "reference-transaction",
@@ -144,12 +144,22 @@ class NeedsGit(Exception):
     """The objects to copy are not the board's linear chain: let git do the transfer."""
 
 
+PROBE_EVERY = 256  # commits walked between two "does the other side have it?" lookups
+
+
 def _missing_chain(src: pygit2.Repository, dst: pygit2.Repository, tip: pygit2.Oid,
-                   limit: int) -> list[pygit2.Commit]:
-    """The commits from `tip` back to the first one `dst` has, oldest first; linear only."""
+                   haves: set[pygit2.Oid], limit: int) -> list[pygit2.Commit]:
+    """The commits from `tip` back to one `dst` has, oldest first; linear only.
+
+    The walk stops at `haves` (commits `dst` is known to have: its tips), not at every commit that
+    `dst` has: asking libgit2 for an object it lacks rescans the pack directory, ~1 ms each with
+    the packs a busy board has, so a thousand missing commits would cost a second. A lookup every
+    PROBE_EVERY commits still stops a walk that went past what `dst` has (a rewound remote)."""
     chain: list[pygit2.Commit] = []
     oid: pygit2.Oid | None = tip
-    while oid is not None and oid not in dst:
+    while oid is not None and oid not in haves:
+        if len(chain) % PROBE_EVERY == 0 and oid in dst:  # the tip first: it may be there
+            break
         commit = src.get(oid)
         if not isinstance(commit, pygit2.Commit) or len(commit.parent_ids) > 1 \
                 or len(chain) >= limit:
@@ -161,7 +171,7 @@ def _missing_chain(src: pygit2.Repository, dst: pygit2.Repository, tip: pygit2.O
 
 
 def _tree_objects(src: pygit2.Repository, new: bytes, old: bytes | None,
-                  out: dict[bytes, packs.Obj]) -> None:
+                  out: dict[bytes, packs.Obj], parsed: dict[bytes, Entries]) -> None:
     """Every object of tree `new` that tree `old` (complete on the other side) lacks."""
     if new == old or new in out:
         return
@@ -169,14 +179,17 @@ def _tree_objects(src: pygit2.Repository, new: bytes, old: bytes | None,
     if kind != pygit2.GIT_OBJECT_TREE:
         raise NeedsGit()
     out[new] = (new, b"tree", body)
-    before = parse(src.odb.read(pygit2.Oid(raw=old))[1]) if old is not None else {}
-    for name, (_key, head, raw) in parse(body).items():
+    entries = parsed[new] = parse(body)
+    before: Entries = {}
+    if old is not None:
+        before = parsed.get(old) or parse(src.odb.read(pygit2.Oid(raw=old))[1])
+    for name, (_key, head, raw) in entries.items():
         prev = before.get(name)
         if prev is not None and prev[2] == raw:
             continue
         if head.startswith(TREE_HEAD):
             _tree_objects(src, raw, prev[2] if prev is not None and prev[1].startswith(TREE_HEAD)
-                          else None, out)
+                          else None, out, parsed)
         elif head.startswith(GITLINK):
             continue  # a submodule's commit is not an object of this repository
         elif raw not in out:
@@ -185,20 +198,28 @@ def _tree_objects(src: pygit2.Repository, new: bytes, old: bytes | None,
 
 
 def copy_chain(src: pygit2.Repository, dst: pygit2.Repository, tip: pygit2.Oid,
-               limit: int = 100_000) -> int:
-    """Write into `dst`, as one pack, the objects of the commits from `tip` back to the first one
-    `dst` has (a linear chain, each commit's tree compared with its parent's, which `dst` has
-    complete). Returns how many commits were copied. NeedsGit for anything else."""
-    chain = _missing_chain(src, dst, tip, limit)
+               haves: set[pygit2.Oid], limit: int = 100_000) -> int:
+    """Write into `dst`, as one pack, the objects of the commits from `tip` back to one of `haves`
+    (commits `dst` has) or to one `dst` has: a linear chain, each commit's tree compared with its
+    parent's, which `dst` has complete. Returns how many commits were copied. NeedsGit for
+    anything else."""
+    chain = _missing_chain(src, dst, tip, haves, limit)
     if not chain:
         return 0
     objs: dict[bytes, packs.Obj] = {}
+    parsed: dict[bytes, Entries] = {}  # a commit's tree is the next one's parent tree
+    parent_tree: bytes | None = None
+    if chain[0].parent_ids:
+        first = src.get(chain[0].parent_ids[0])
+        parent_tree = first.tree_id.raw if isinstance(first, pygit2.Commit) else None
     for commit in chain:
-        parent = src.get(commit.parent_ids[0]) if commit.parent_ids else None
-        old = parent.tree_id.raw if isinstance(parent, pygit2.Commit) else None
-        _tree_objects(src, commit.tree_id.raw, old, objs)
+        tree = commit.tree_id.raw
+        _tree_objects(src, tree, parent_tree, objs, parsed)
+        parent_tree = tree
         _kind, body = src.odb.read(commit.id)
         objs[commit.id.raw] = (commit.id.raw, b"commit", body)
+        if len(parsed) > 4096:
+            parsed.clear()
     target = packs.objects_dir(dst)
     if target is None:
         raise NeedsGit()
@@ -260,13 +281,12 @@ class Mirror:
 
 
 def fetch(local: pygit2.Repository, remote: pygit2.Repository, mirrors: list[Mirror],
-          chain_dst: str) -> bool:
+          chain_dst: str, haves: set[pygit2.Oid]) -> bool:
     """Mirror the remote's refs into the local tracking refs, like `git fetch --prune` with
     `+src:dst` refspecs. Only the objects of the ref mirrored to `chain_dst` (the board's linear
-    chain) are copied; False, with nothing changed, when another ref needs objects this side
-    lacks (use git)."""
+    chain) are copied, down to `haves` (commits this clone has); False, with nothing changed,
+    when another ref needs objects this side lacks (use git)."""
     updates: dict[str, str | None] = {}
-    copy: str | None = None
     for m in mirrors:
         if m.src.endswith("/"):
             theirs = {m.dst + n[len(m.src):]: oid for n, oid in refs_under(remote, m.src).items()}
@@ -287,14 +307,12 @@ def fetch(local: pygit2.Repository, remote: pygit2.Repository, mirrors: list[Mir
         if m.prune:
             updates.update({dst: None for dst in mine if dst not in theirs})
     for dst, want in updates.items():
-        if want is None or pygit2.Oid(hex=want) in local:
-            continue
-        if copy is not None or dst != chain_dst:
+        if want is not None and dst != chain_dst and pygit2.Oid(hex=want) not in local:
             return False
-        copy = want
-    if copy is not None:
+    chain = updates.get(chain_dst)
+    if chain is not None:
         try:
-            copy_chain(remote, local, pygit2.Oid(hex=copy))
+            copy_chain(remote, local, pygit2.Oid(hex=chain), haves)
         except NeedsGit:
             return False
     for dst, want in updates.items():
@@ -319,7 +337,7 @@ def push(local: pygit2.Repository, remote: pygit2.Repository, ref: str, new: str
         return "up-to-date"
     if now != expected:
         return "stale"
-    copy_chain(local, remote, pygit2.Oid(hex=new))
+    copy_chain(local, remote, pygit2.Oid(hex=new), {pygit2.Oid(hex=expected)} if expected else set())
     try:
         if expected is None:
             remote.references.create(ref, pygit2.Oid(hex=new), force=False)

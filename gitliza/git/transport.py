@@ -384,6 +384,8 @@ def _direct_fetch(repo_path: Path | str, rem: _Remote, integration: str | None,
                   task_branches: bool, tracking: str) -> bool:
     """The fetch in process (gitliza/git/direct.py) when the remote is a plain bare repository on
     this machine and only the board's own objects are new; False: git must do it."""
+    import pygit2
+
     from gitliza.git import direct
     local = _repo(repo_path)
     remote = direct.open_remote(local, Path(repo_path), rem.arg)
@@ -395,7 +397,9 @@ def _direct_fetch(repo_path: Path | str, rem: _Remote, integration: str | None,
                                      f"refs/remotes/{rem.namespace}/{TASKS_NAMESPACE}/"))
     if integration is not None:
         mirrors.append(direct.Mirror(HEADS + integration, _tracking(rem, HEADS + integration)))
-    return direct.fetch(local, remote, mirrors, tracking)
+    haves = {pygit2.Oid(hex=h) for h in (_read_ref(repo_path, tracking),
+                                         _read_ref(repo_path, STATE_REF)) if h}
+    return direct.fetch(local, remote, mirrors, tracking, haves)
 
 
 def _git_fetch(repo_path: Path | str, rem: _Remote, integration: str | None, task_branches: bool,
