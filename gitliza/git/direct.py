@@ -36,7 +36,7 @@ import pygit2
 
 from gitliza.git import packs
 from gitliza.git.store import common_dir
-from gitliza.git.trees import TREE_HEAD, Entries, parse
+from gitliza.git.trees import TREE_HEAD, Entries, parsed
 
 # Hooks receive-pack runs in the remote (githooks(5)); any of them means "use git".
 RECEIVE_HOOKS = ("pre-receive", "update", "post-receive", "post-update", "reference-transaction",
@@ -171,7 +171,7 @@ def _missing_chain(src: pygit2.Repository, dst: pygit2.Repository, tip: pygit2.O
 
 
 def _tree_objects(src: pygit2.Repository, new: bytes, old: bytes | None,
-                  out: dict[bytes, packs.Obj], parsed: dict[bytes, Entries]) -> None:
+                  out: dict[bytes, packs.Obj]) -> None:
     """Every object of tree `new` that tree `old` (complete on the other side) lacks."""
     if new == old or new in out:
         return
@@ -179,17 +179,17 @@ def _tree_objects(src: pygit2.Repository, new: bytes, old: bytes | None,
     if kind != pygit2.GIT_OBJECT_TREE:
         raise NeedsGit()
     out[new] = (new, b"tree", body)
-    entries = parsed[new] = parse(body)
     before: Entries = {}
     if old is not None:
-        before = parsed.get(old) or parse(src.odb.read(pygit2.Oid(raw=old))[1])
-    for name, (_key, head, raw) in entries.items():
+        before = parsed(old, src.odb.read(pygit2.Oid(raw=old))[1]) if old not in out \
+            else parsed(old, out[old][2])
+    for name, (_key, head, raw) in parsed(new, body).items():
         prev = before.get(name)
         if prev is not None and prev[2] == raw:
             continue
         if head.startswith(TREE_HEAD):
             _tree_objects(src, raw, prev[2] if prev is not None and prev[1].startswith(TREE_HEAD)
-                          else None, out, parsed)
+                          else None, out)
         elif head.startswith(GITLINK):
             continue  # a submodule's commit is not an object of this repository
         elif raw not in out:
@@ -207,19 +207,16 @@ def copy_chain(src: pygit2.Repository, dst: pygit2.Repository, tip: pygit2.Oid,
     if not chain:
         return 0
     objs: dict[bytes, packs.Obj] = {}
-    parsed: dict[bytes, Entries] = {}  # a commit's tree is the next one's parent tree
     parent_tree: bytes | None = None
     if chain[0].parent_ids:
         first = src.get(chain[0].parent_ids[0])
         parent_tree = first.tree_id.raw if isinstance(first, pygit2.Commit) else None
     for commit in chain:
         tree = commit.tree_id.raw
-        _tree_objects(src, tree, parent_tree, objs, parsed)
+        _tree_objects(src, tree, parent_tree, objs)
         parent_tree = tree
         _kind, body = src.odb.read(commit.id)
         objs[commit.id.raw] = (commit.id.raw, b"commit", body)
-        if len(parsed) > 4096:
-            parsed.clear()
     target = packs.objects_dir(dst)
     if target is None:
         raise NeedsGit()
