@@ -42,11 +42,12 @@ from gitliza.git.trees import TREE_HEAD, Entries, parsed
 RECEIVE_HOOKS = ("pre-receive", "update", "post-receive", "post-update", "reference-transaction",
                  "proc-receive", "push-to-checkout")
 # Configuration (the remote's, with the global and system files) that changes a transfer.
-GUARDED_SECTIONS = ("receive.", "transfer.", "uploadpack.", "url.", "extensions.")
+GUARDED_SECTIONS = ("receive.", "transfer.", "uploadpack.", "url.", "extensions.", "protocol.")
 GUARDED_KEYS = ("core.hookspath", "core.sharedrepository", "core.alternaterefscommand",
                 "core.alternaterefsprefixes")
 # The same for this clone's side of a fetch (objects checked as they arrive).
-LOCAL_GUARDED = ("transfer.", "fetch.fsck", "extensions.objectformat", "extensions.refstorage")
+LOCAL_GUARDED = ("transfer.", "fetch.fsck", "url.", "protocol.", "extensions.objectformat",
+                 "extensions.refstorage")
 GITLINK = b"160000 "
 _KINDS = {pygit2.GIT_OBJECT_COMMIT: b"commit", pygit2.GIT_OBJECT_TREE: b"tree",
           pygit2.GIT_OBJECT_BLOB: b"blob"}
@@ -116,7 +117,8 @@ def _guarded(repo: pygit2.Repository, prefixes: tuple[str, ...], keys: tuple[str
     GIT_CONFIG_GLOBAL and fixes $HOME when loaded), and any `git -c` passed down in the
     environment, which could set anything."""
     env = os.environ
-    if env.get("GIT_CONFIG_PARAMETERS") or env.get("GIT_CONFIG_COUNT"):
+    if env.get("GIT_CONFIG_PARAMETERS") or env.get("GIT_CONFIG_COUNT") \
+            or "GIT_ALLOW_PROTOCOL" in env:
         return True
     home = Path(env.get("HOME", "~")).expanduser()
     xdg = Path(env["XDG_CONFIG_HOME"]) if env.get("XDG_CONFIG_HOME") else home / ".config"

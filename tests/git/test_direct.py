@@ -92,8 +92,9 @@ def test_a_hook_that_refuses_still_refuses(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("setup", ["config", "hooks-path", "non-bare", "push-url", "url-scheme",
-                                   "global-config"])
-def test_what_git_would_do_differently_goes_through_git(tmp_path: Path, setup: str) -> None:
+                                   "global-config", "local-rewrite", "git-c"])
+def test_what_git_would_do_differently_goes_through_git(tmp_path: Path, setup: str,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     bare, _work = seed(tmp_path)
     a = clone(bare, tmp_path / "a")
     local = pygit2.Repository(str(a))
@@ -109,6 +110,10 @@ def test_what_git_would_do_differently_goes_through_git(tmp_path: Path, setup: s
         git(a, "config", "remote.origin.pushurl", str(tmp_path / "other.git"))
     elif setup == "url-scheme":
         remote = "git://127.0.0.1:1/remote.git"
+    elif setup == "local-rewrite":
+        git(a, "config", f"url.{tmp_path / 'other.git'}.insteadOf", str(bare))
+    elif setup == "git-c":
+        monkeypatch.setenv("GIT_CONFIG_PARAMETERS", "'protocol.file.allow'='never'")
     else:
         git(a, "config", "--global", "transfer.fsckObjects", "true")
     assert direct.open_remote(local, a, str(remote)) is None
