@@ -336,7 +336,8 @@ def push(local: pygit2.Repository, remote: pygit2.Repository, ref: str, new: str
         return "up-to-date"
     if now != expected:
         return "stale"
-    copy_chain(local, remote, pygit2.Oid(hex=new), {pygit2.Oid(hex=expected)} if expected else set())
+    copy_chain(local, remote, pygit2.Oid(hex=new),
+               {pygit2.Oid(hex=expected)} if expected else set())
     try:
         if expected is None:
             remote.references.create(ref, pygit2.Oid(hex=new), force=False)

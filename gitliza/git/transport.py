@@ -8,8 +8,10 @@ that a merge reaches the server as one update of the state ref and the integrati
 Why the executable and not pygit2: it uses the user's ssh and credential setup, and it is the only
 path on which the remote's hooks run. The one exception is a plain bare repository on this machine
 (no hooks, no transfer configuration) when only the board's own commits move: that fetch or push
-is done in process (gitliza/git/direct.py), as git would do it, without its dozen processes. Why it never hangs: no terminal prompts, no stdin, its own
-session (nothing can ask a terminal for a password), and a timeout that kills the whole process group.
+is done in process (gitliza/git/direct.py), as git would do it, without its dozen processes.
+
+Why it never hangs: no terminal prompts, no stdin, its own session (nothing can ask a terminal
+for a password), and a timeout that kills the whole process group.
 
 No board logic lives here: this module moves oids. Replay after a lost race is the caller's job.
 """

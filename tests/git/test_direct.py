@@ -92,7 +92,7 @@ def test_a_hook_that_refuses_still_refuses(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("setup", ["config", "hooks-path", "non-bare", "push-url", "url-scheme",
-                                   "global-config", "local-rewrite", "git-c"])
+                                   "global-config", "local-rewrite", "git-c", "alternates"])
 def test_what_git_would_do_differently_goes_through_git(tmp_path: Path, setup: str,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     bare, _work = seed(tmp_path)
@@ -112,6 +112,9 @@ def test_what_git_would_do_differently_goes_through_git(tmp_path: Path, setup: s
         remote = "git://127.0.0.1:1/remote.git"
     elif setup == "local-rewrite":
         git(a, "config", f"url.{tmp_path / 'other.git'}.insteadOf", str(bare))
+    elif setup == "alternates":
+        (bare / "objects" / "info").mkdir(parents=True, exist_ok=True)
+        (bare / "objects" / "info" / "alternates").write_text(f"{tmp_path}/seed/.git/objects\n")
     elif setup == "git-c":
         monkeypatch.setenv("GIT_CONFIG_PARAMETERS", "'protocol.file.allow'='never'")
     else:
