@@ -314,14 +314,18 @@ def fetch(local: pygit2.Repository, remote: pygit2.Repository, mirrors: list[Mir
             copy_chain(remote, local, pygit2.Oid(hex=chain), haves)
         except NeedsGit:
             return False
-    for dst, want in updates.items():
+    # Removals first, as git's --prune does: a pruned refs/x/y frees the name refs/x.
+    for dst, want in sorted(updates.items(), key=lambda u: u[1] is not None):
         try:
             if want is None:
                 local.references.delete(dst)
             else:
                 local.references.create(dst, pygit2.Oid(hex=want), force=True)
         except (KeyError, pygit2.GitError):
-            pass  # a concurrent fetch of this clone wrote it: its value is as fresh as ours
+            # A concurrent fetch of this clone wrote or removed it: its value is as fresh as
+            # ours. A ref that cannot be written at all (a name clash, permissions) is an error.
+            if want is not None and local.references.get(dst) is None:
+                raise
     return True
 
 

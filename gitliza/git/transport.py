@@ -403,7 +403,12 @@ def _direct_fetch(repo_path: Path | str, rem: _Remote, integration: str | None,
         mirrors.append(direct.Mirror(HEADS + integration, _tracking(rem, HEADS + integration)))
     haves = {pygit2.Oid(hex=h) for h in (_read_ref(repo_path, tracking),
                                          _read_ref(repo_path, STATE_REF)) if h}
-    return direct.fetch(local, remote, mirrors, tracking, haves)
+    try:
+        return direct.fetch(local, remote, mirrors, tracking, haves)
+    except (OSError, KeyError, pygit2.GitError) as e:
+        if "lock" in str(e):  # as git's "cannot lock ref": another process is updating it
+            raise ConcurrencyConflict(f"fetch from {rem.arg}: {e}", hint="retry the sync") from None
+        raise GitFailure(f"fetch from {rem.arg} failed: {e}") from None
 
 
 def _git_fetch(repo_path: Path | str, rem: _Remote, integration: str | None, task_branches: bool,

@@ -13,6 +13,7 @@ import pytest
 
 from gitliza import sync as engine
 from gitliza.core.ops import Note
+from gitliza.errors import ConcurrencyConflict
 from gitliza.git import direct, transport
 from gitliza.git.store import STATE_REF, Store
 from tests.conftest import git
@@ -222,3 +223,38 @@ def test_a_first_push_copies_the_whole_board(tmp_path: Path) -> None:
     got = transport.fetch_board(fresh, str(empty))
     assert got.new_oid == tip
     _whole(fresh)
+
+
+@pytest.mark.parametrize("hooked", [False, True], ids=["in-process", "git"])
+def test_a_pruned_tracking_ref_frees_its_name_for_the_board(tmp_path: Path, hooked: bool) -> None:
+    bare, work = seed(tmp_path)
+    if hooked:
+        _hook(bare, "post-update")
+    a = clone(bare, tmp_path / "a")
+    head = git(a, "rev-parse", "HEAD")
+    git(a, "update-ref", "-d", "refs/remotes/origin/liza/state")
+    git(a, "update-ref", "refs/remotes/origin/liza/state/old", head)  # a stale ref in the way
+    got = transport.fetch_board(a, "origin")
+    assert got.new_oid == git(bare, "rev-parse", STATE_REF) == git(work, "rev-parse", STATE_REF)
+    assert git(a, "for-each-ref", "--format=%(refname)", "refs/remotes/origin/liza/") \
+        == "refs/remotes/origin/liza/state"
+
+
+@pytest.mark.parametrize("hooked", [False, True], ids=["in-process", "git"])
+def test_a_locked_tracking_ref_fails_the_fetch_as_a_race(tmp_path: Path, hooked: bool) -> None:
+    bare, _work = seed(tmp_path)
+    if hooked:
+        _hook(bare, "post-update")
+    a = clone(bare, tmp_path / "a")
+    hb = liza(clone(bare, tmp_path / "b"), agent="b1")
+    hb.do(Note, message="news")
+    engine.sync(hb.store, "origin")
+    before = git(a, "rev-parse", "refs/remotes/origin/liza/state")
+    lock = a / ".git" / "refs" / "remotes" / "origin" / "liza" / "state.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    lock.write_text("")  # another process is writing it, and never finishes
+    with pytest.raises(ConcurrencyConflict):
+        transport.fetch_board(a, "origin")
+    lock.unlink()
+    assert git(a, "rev-parse", "refs/remotes/origin/liza/state") == before
+    assert transport.fetch_board(a, "origin").new_oid == git(bare, "rev-parse", STATE_REF)
