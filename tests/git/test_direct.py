@@ -35,6 +35,15 @@ def _hook(bare: Path, name: str, body: str = "exit 0") -> Path:
     return log
 
 
+def _seeded(tmp_path: Path, hooked: bool) -> tuple[Path, Path, Path]:
+    """A remote with a board (with a harmless hook, so that git must reach it, when `hooked`),
+    its seed and a clone: (bare, seed, clone)."""
+    bare, work = seed(tmp_path)
+    if hooked:
+        _hook(bare, "post-update")
+    return bare, work, clone(bare, tmp_path / "a")
+
+
 def _whole(*repos: Path) -> None:
     for r in repos:
         git(r, "fsck", "--no-progress", "--no-dangling")  # every object reachable is there
@@ -152,12 +161,9 @@ def test_a_sync_with_nothing_to_send_runs_no_push(tmp_path: Path) -> None:
 @pytest.mark.parametrize("hooked", [False, True], ids=["in-process", "git"])
 def test_a_task_branch_the_remote_pruned_loses_its_tracking_ref(tmp_path: Path,
                                                                 hooked: bool) -> None:
-    bare, work = seed(tmp_path)
+    bare, work, a = _seeded(tmp_path, hooked)
     for t in ("task-1", "task-2"):
         git(work, "push", "-q", "origin", f"main:refs/heads/liza/{t}")
-    if hooked:
-        _hook(bare, "post-update")
-    a = clone(bare, tmp_path / "a")
     got = transport.fetch_board(a, "origin", integration="main", task_branches=True)
     assert sorted(got.branches) == ["refs/heads/liza/task-1", "refs/heads/liza/task-2",
                                     "refs/heads/main"]
@@ -227,10 +233,7 @@ def test_a_first_push_copies_the_whole_board(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("hooked", [False, True], ids=["in-process", "git"])
 def test_a_pruned_tracking_ref_frees_its_name_for_the_board(tmp_path: Path, hooked: bool) -> None:
-    bare, work = seed(tmp_path)
-    if hooked:
-        _hook(bare, "post-update")
-    a = clone(bare, tmp_path / "a")
+    bare, work, a = _seeded(tmp_path, hooked)
     head = git(a, "rev-parse", "HEAD")
     git(a, "update-ref", "-d", "refs/remotes/origin/liza/state")
     git(a, "update-ref", "refs/remotes/origin/liza/state/old", head)  # a stale ref in the way
@@ -242,10 +245,7 @@ def test_a_pruned_tracking_ref_frees_its_name_for_the_board(tmp_path: Path, hook
 
 @pytest.mark.parametrize("hooked", [False, True], ids=["in-process", "git"])
 def test_a_locked_tracking_ref_fails_the_fetch_as_a_race(tmp_path: Path, hooked: bool) -> None:
-    bare, _work = seed(tmp_path)
-    if hooked:
-        _hook(bare, "post-update")
-    a = clone(bare, tmp_path / "a")
+    bare, _work, a = _seeded(tmp_path, hooked)
     hb = liza(clone(bare, tmp_path / "b"), agent="b1")
     hb.do(Note, message="news")
     engine.sync(hb.store, "origin")
