@@ -1,7 +1,6 @@
 """Board and planning commands (mutating; no worktree involved)."""
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -53,6 +52,7 @@ def init(env: Env, goal: str, integration_branch: str | None, config: Path | Non
          deadline: str | None) -> int:
     pairs: dict[str, Any] = {}
     if config is not None:
+        import tomllib
         try:
             data = tomllib.loads(Path(config).read_text())
         except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as e:

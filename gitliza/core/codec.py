@@ -12,12 +12,11 @@ from __future__ import annotations
 import dataclasses
 import operator
 import re
-import tomllib
 import typing
 from enum import Enum
 from typing import Any, Callable, TypeVar
 
-from gitliza.core import model
+from gitliza.core import model, tomlfast
 from gitliza.errors import InconsistentState
 
 T = TypeVar("T")
@@ -209,9 +208,16 @@ def dumps(entity: Any) -> bytes:
 
 def loads(cls: type[T], blob: bytes, where: str = "") -> T:
     try:
-        data = tomllib.loads(blob.decode())
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        text = blob.decode()
+    except UnicodeDecodeError as e:
         _fail(where or cls.__name__, f"not TOML: {e}")
+    data = tomlfast.loads(text)
+    if data is None:  # not in the canonical layout: the general reader decides
+        import tomllib
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as e:
+            _fail(where or cls.__name__, f"not TOML: {e}")
     return decode(cls, data, where)
 
 
