@@ -14,6 +14,7 @@ mutations of them.
 from __future__ import annotations
 
 import re
+import sys
 from typing import Any
 
 # A basic string's characters that end the fast path: the quote and the backslash (escapes) and
@@ -76,6 +77,7 @@ def _document(text: str) -> dict[str, Any]:
         key, sep, rest = line.partition(" = ")
         if not sep or key in table or not _KEY.fullmatch(key):
             raise _Bad
+        key = sys.intern(key)  # the few dozen field names, shared by every table
         if rest == "[":
             items = []
             while True:
