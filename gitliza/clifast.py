@@ -43,7 +43,7 @@ def read_cache(stem: str) -> Any:
     for d in cache_dirs():
         try:
             with open(os.path.join(d, cache_name(stem)), "rb") as f:
-                return marshal.load(f)
+                return marshal.loads(f.read())  # load(f) reads object by object: ~20x slower
         except (OSError, EOFError, ValueError, TypeError):
             continue
     return None

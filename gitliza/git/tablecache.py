@@ -35,7 +35,7 @@ def path_for(store: Store) -> Path:
 def load(path: Path) -> Tables:
     try:
         with open(path, "rb") as f:
-            head, saved = marshal.load(f)
+            head, saved = marshal.loads(f.read())  # load(f) reads object by object: ~20x slower
         if head == _FORMAT and isinstance(saved, dict):
             return Tables(saved)
     except (OSError, EOFError, ValueError, TypeError):
