@@ -157,8 +157,7 @@ def consolidate(objects_dir: str, limit: int | None = None, grace: float | None 
     now = time.time()
     grace = GRACE_SECONDS if grace is None else grace
     merged_marks = {n[: -len(MERGED)] for n in names if n.endswith(MERGED)}
-    for base in merged_marks:
-        _remove_if_old(pack_dir, base, now - grace)
+    _remove_old(pack_dir, merged_marks, now - grace)
     # Only finished packs: a writer's tmp_* files are not ours to take (it renames them next).
     idx_names = [n[:-4] for n in names if n.startswith("pack-") and n.endswith(".idx")
                  and n[:-4] not in merged_marks]
@@ -211,18 +210,32 @@ def _mark(path: str) -> None:
         pass
 
 
-def _remove_if_old(pack_dir: str, base: str, before: float) -> None:
-    mark = os.path.join(pack_dir, base + MERGED)
-    try:
-        if os.stat(mark).st_mtime > before:
-            return
-    except FileNotFoundError:
-        return
-    for ext in (".idx", ".pack", ".rev", MERGED):  # index first: readers stop seeing it at once
-        try:
-            os.unlink(os.path.join(pack_dir, base + ext))
-        except FileNotFoundError:
-            pass
+# When each pending mark was made, per pack directory: a mark is created once and never changed,
+# so a process stats it once. In a burst of writes (an import, a sync replay, a busy board) a
+# minute's marks number in the hundreds, and statting them all on every merge cost more than the
+# writes themselves.
+_MARK_TIMES: dict[str, dict[str, float]] = {}
+
+
+def _remove_old(pack_dir: str, marks: set[str], before: float) -> None:
+    known = _MARK_TIMES.get(pack_dir, {})
+    pending: dict[str, float] = {}
+    for base in marks:
+        made = known.get(base)
+        if made is None:
+            try:
+                made = os.stat(os.path.join(pack_dir, base + MERGED)).st_mtime
+            except FileNotFoundError:
+                continue
+        if made > before:
+            pending[base] = made
+            continue
+        for ext in (".idx", ".pack", ".rev", MERGED):  # index first: readers stop seeing it at once
+            try:
+                os.unlink(os.path.join(pack_dir, base + ext))
+            except FileNotFoundError:
+                pass
+    _MARK_TIMES[pack_dir] = pending
 
 
 def _read(base: str) -> list[tuple[bytes, bytes]] | None:
