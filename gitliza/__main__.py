@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-from gitliza.errors import EXIT_BROKEN_PIPE, EXIT_DEPENDENCY
+from gitliza.errors import EXIT_BROKEN_PIPE, EXIT_DEPENDENCY, EXIT_GIT
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -33,8 +33,13 @@ def _exit_now(code: int) -> int:
 
     try:
         sys.stdout.flush()
-    except (BrokenPipeError, ValueError):
+    except BrokenPipeError:
         code = code or EXIT_BROKEN_PIPE
+    except OSError as e:  # a full disk under `> file`: the output is incomplete, say so
+        sys.stderr.write(f"gitliza: error: cannot write the output: {e}\n")
+        code = code or EXIT_GIT
+    except ValueError:  # stdout closed by the command itself
+        pass
     try:
         sys.stderr.flush()
     except (OSError, ValueError):
