@@ -390,27 +390,11 @@ def reference_transaction(args: list[str], stdin: bytes) -> int:
     return _refuse("reference-transaction", f"{refused[0][0]}: {refused[0][1]}") if refused else 0
 
 
-CACHE_FILE = "gitliza-hooks.cache"
-
-
 def _remember_integration(store: Store) -> None:
-    """Leave "<state commit> <integration branch>" where the shim reads it (hook_template.sh), so
-    that later ref updates naming neither a refs/liza/* ref nor that branch need no Python. The
-    shim trusts it only while refs/liza/state still names that commit."""
-    from gitliza.git.store import common_dir
+    """Refresh the shim's cache of the integration branch (Store.remember_for_hooks)."""
     tip = store.tip()
-    if tip is None:
-        return
-    board = _board_at(store, tip)
-    if not board.initialized:
-        return
-    path = common_dir(store.repo) / CACHE_FILE
-    tmp = path.with_name(f"{CACHE_FILE}.{os.getpid()}")
-    try:
-        tmp.write_text(f"{tip} {board.config.integration_branch}\n", encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError:  # a read-only repository: the shim just keeps asking Python
-        pass
+    if tip is not None:
+        store.remember_for_hooks(tip)
 
 
 def _pre_commit_push_line() -> bytes:

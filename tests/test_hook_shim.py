@@ -51,12 +51,17 @@ def test_commit_on_an_ordinary_branch_starts_no_python(tmp_path: Path, repo: Pat
     _commit(repo, "third")
     assert _starts(log) == before  # decided in the shim
 
-    _liza(repo, "register", "planner-1", "--role", "planner")  # the board moved: cache stale
+    # The board moves: gitliza's own writes keep the cache current, so still no Python.
+    _liza(repo, "register", "planner-1", "--role", "planner")
     _commit(repo, "fourth")
-    assert len(_starts(log)) == len(before) + 1
-    after = _starts(log)
-    _commit(repo, "fifth")
-    assert _starts(log) == after
+    assert _starts(log) == before
+    state = git(repo, "rev-parse", "refs/liza/state")
+    assert (repo / ".git" / "gitliza-hooks.cache").read_text().split() == [state, "integration"]
+    # A new integration branch is in the cache at once: a commit there is gitliza's business.
+    _liza(repo, "config", "integration_branch", "feature")
+    assert (repo / ".git" / "gitliza-hooks.cache").read_text().split()[1] == "feature"
+    r = _commit(repo, "fifth", check=False)  # a commit made by hand on it: refused by Python
+    assert len(_starts(log)) == len(before) + 1 and r.returncode != 0
 
 
 def _warm(tmp_path: Path, repo: Path) -> Path:

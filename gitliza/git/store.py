@@ -30,6 +30,7 @@ STATE_REF = "refs/liza/state"
 RETRY_DELAYS = (0.0, 0.1, 0.25, 0.5)  # before attempts 2..5
 JITTER = 0.05
 STALE_LOCK_SECONDS = 5.0
+HOOKS_CACHE = "gitliza-hooks.cache"  # in the git common dir: see Store.remember_for_hooks
 
 
 # Decoded entities by blob oid. Blobs are immutable, so an entry never goes stale; successive
@@ -185,6 +186,7 @@ class Store:
         self.repo = repo
         self.ref = ref
         self.tables: Tables | None = None  # set by gitliza/git/tablecache.py for big reads
+        self._common: Path | None = None
 
     @classmethod
     def discover(cls, path: str | os.PathLike[str] = ".") -> Store:
@@ -283,7 +285,7 @@ class Store:
                 raise InconsistentState(f"{op.NAME} would break an invariant: {bad[0]}")
             commit = self.write_commit(parent, outcome, op)
             try:
-                self._cas(tip, commit, outcome.event.summary)
+                self._cas(tip, commit, outcome.event.summary, outcome.board)
                 return Committed(str(commit), None if tip is None else str(tip), op, outcome,
                                  attempt)
             except _Lost:
@@ -299,7 +301,14 @@ class Store:
             f"{self.ref} kept moving under us: gave up after {len(RETRY_DELAYS) + 1} attempts; "
             "nothing was changed", hint="retry with backoff")
 
-    def _cas(self, old: pygit2.Oid | None, new: pygit2.Oid, msg: str) -> None:
+    def _cas(self, old: pygit2.Oid | None, new: pygit2.Oid, msg: str,
+             board: Board | None = None) -> None:
+        """Move the ref from `old` to `new` or raise _Lost/_Locked; `board` is the board at `new`
+        when the caller has it."""
+        self._move_ref(old, new, msg)
+        self.remember_for_hooks(new, board, only_if_kept=True)
+
+    def _move_ref(self, old: pygit2.Oid | None, new: pygit2.Oid, msg: str) -> None:
         try:
             if old is None:
                 self.repo.create_reference(self.ref, new, force=False, message=msg)
@@ -323,6 +332,30 @@ class Store:
             if "lock" in str(e):
                 raise _Locked() from None
             raise GitFailure(f"cannot update {self.ref}: {e}") from None
+
+    def remember_for_hooks(self, tip: pygit2.Oid, board: Board | None = None, *,
+                           only_if_kept: bool = False) -> None:
+        """Leave "<state commit> <integration branch>" in HOOKS_CACHE, where the client hook shim
+        reads it (gitliza/hook_template.sh): a ref update naming neither a refs/liza/* ref nor
+        that branch then needs no Python. The shim trusts it only while refs/liza/state still
+        names that commit, so every move of the ref here refreshes it (`only_if_kept`: if the hooks
+        keep one in this repository), or the next commit after any transition would start Python.
+        """
+        if self._common is None:  # once: it resolves the path (a few system calls)
+            self._common = common_dir(self.repo)
+        path = self._common / HOOKS_CACHE
+        if only_if_kept and not path.exists():
+            return
+        if board is None:
+            board = self.board_at(self.commit(tip))
+        if not board.initialized:
+            return
+        tmp = path.with_name(f"{HOOKS_CACHE}.{os.getpid()}")
+        try:
+            tmp.write_text(f"{tip} {board.config.integration_branch}\n", encoding="utf-8")
+            os.replace(tmp, path)
+        except OSError:  # a read-only repository: the shim just keeps asking Python
+            pass
 
     def lock_path(self) -> Path:
         return common_dir(self.repo) / (self.ref + ".lock")
