@@ -200,22 +200,25 @@ def do_op(store: Any, kind: str, actor: str, task: str | None, integ: str,
     from gitliza import sync as engine
     from gitliza.api import Liza
     from gitliza.errors import ConcurrencyConflict, GitFailure, LizaError, ValidationError
-    liza = Liza(store, actor, sync=False)
+    from gitliza.lifecycle import pull_first
+    # sync=True: lifecycle's pulls see the team remote (liza.remote); no after-commit hook is
+    # installed on this handle, the sync after the op is made below.
+    liza = Liza(store, actor, sync=shared)
     liza.gen = GEN
     cls, args = _op(kind, task, integ)
     try:
-        if shared and kind == "claim":
-            engine.pull_branches(store, REMOTE)  # lifecycle.claim: pull_first(board=False)
-        if shared and kind == "claim-review":
-            engine.sync(store, REMOTE, mode="pull")  # lifecycle.claim_review: pull_first
+        if kind == "claim":
+            pull_first(liza, "claim", board=False)  # as lifecycle.claim (a no-op without remote)
+        if kind == "claim-review":
+            pull_first(liza, "claim-review")  # as lifecycle.claim_review
         try:
             done = liza.do(cls, **args)
-        except ValidationError:
-            if not (shared and kind == "claim"):
+        except ValidationError as e:
+            if not (shared and kind == "claim") or e.code == "OP_DROPPED":
                 raise
             # lifecycle.claim: the local board refused (the approval that freed this coder was
             # made on another machine): pull the board and claim again.
-            engine.sync(store, REMOTE, mode="pull")
+            pull_first(liza, "claim", board=True)
             done = liza.do(cls, **args)
     except ConcurrencyConflict as e:
         return "gave_up", 0, str(e)
@@ -692,27 +695,28 @@ def _step(root: Path, topology: str, n: int, plan: Plan, say: Any, again: bool =
 
 
 def limited_by(topology: str, rows: list[Step]) -> str:
-    """What stopped the ladder, from the step that failed (its second run, if any)."""
+    """What stopped the ladder, read from the step that failed (its second run, if any)."""
     bad = rows[-1] if rows and not rows[-1].passed else None
     if bad is None:
-        return f"not reached: every step up to N={rows[-1].agents} passed"
+        return f"nothing yet: every step up to N={rows[-1].agents:,} passed"
     slow = sorted(bad.p99_by_kind.items(), key=lambda kv: -kv[1])[:2]
     why = (f"{bad.failed_share:.1%} of the ops failed ({', '.join(bad.failed)})"
            if bad.failed_share > FAIL_LIMIT else
-           f"p99 was {bad.p99_ms:.0f} ms (slowest: "
-           + ", ".join(f"{k} {v:.0f} ms" for k, v in slow) + ")")
-    cpu = (f"the machine was {bad.machine_busy:.0%} busy, the writers using {bad.writers_cpu:.0%} "
-           f"of its {os.cpu_count()} cores at {bad.cpu_ms_per_op:.1f} ms of CPU per op")
+           f"p99 was {bad.p99_ms:,.0f} ms, slowest "
+           + " and ".join(f"{k} {v:,.0f} ms" for k, v in slow))
     if topology == "shared_remote":
-        what = (f"each op is a sync, a fetch and a push through the daemon ({bad.service_ms:.0f} ms "
-                f"median once a writer has it), and syncs from the three clones overlap and lose "
-                f"the push lease on the one ref ({bad.retried:.0%} needed another round, which "
-                f"waits 0.1-1 s)")
+        what = (f"the round trips: every op is a sync, a fetch and a push through the daemon "
+                f"({bad.service_ms:.0f} ms median once a writer has it), and the syncs of the "
+                f"three clones overlap and lose the push lease on the one ref: {bad.retried:.0%} "
+                f"needed another round, after a wait of up to 1 s")
     else:
-        what = (f"one ref, so writes are serial: a writer that loses the compare-and-swap reads, "
-                f"applies and writes again after 0, 0.1, 0.25, 0.5 s ({bad.retried:.0%} of the ops "
-                f"retried; after 5 lost attempts an op gives up)")
-    return f"at N={bad.agents} ({bad.offered:.0f} ops/s offered) {why}: {what}; {cpu}"
+        what = (f"the one ref: writes are serial, and a writer that loses the compare-and-swap "
+                f"reads, applies and writes again after 0, 0.1, 0.25 and 0.5 s; in a burst every "
+                f"writer is busy and {bad.retried:.0%} of the ops retried"
+                + (", some 5 times, then gave up" if bad.failed.get("gave_up") else ""))
+    return (f"{what} (at N={bad.agents:,}, {bad.offered:.0f} ops/s offered, {why}; the machine "
+            f"was {bad.machine_busy:.0%} busy, the writers using {bad.writers_cpu:.0%} of its "
+            f"{os.cpu_count()} cores at {bad.cpu_ms_per_op:.1f} ms of CPU per op)")
 
 
 def bench(quick: bool = False, say: Any = print) -> dict[str, Any]:
