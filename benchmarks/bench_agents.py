@@ -459,7 +459,6 @@ def run_step(root: Path, n: int, seconds: float, writers: int, *, shared: bool,
     mix = mix or Mix.defaults()
     rng = random.Random(seed)
     rates = mix.rates(n)
-    total = sum(rates.values())
     coders, reviewers = mix.team(n)
     per_stage = max(1, min(math.ceil(3 * rates["claim"] * seconds) + 3, coders // 5,
                            reviewers // 3 if reviewers >= 3 else 1))
@@ -474,7 +473,7 @@ def run_step(root: Path, n: int, seconds: float, writers: int, *, shared: bool,
     try:
         if shared:
             daemon, bare, clones = _shared_remote(base, seedrepo)
-        step = _drive(team, rng, rates, total, seconds, clones, writers, integ, shared, n)
+        step = _drive(team, rng, rates, seconds, clones, writers, integ, shared, n)
         if shared:
             from gitliza import sync as engine
             from gitliza.git.store import Store
@@ -517,50 +516,50 @@ def _shared_remote(base: Path, seed: Path) -> tuple[Any, Path, list[Path]]:
     return daemon, bare, clones
 
 
-def _drive(team: Team, rng: random.Random, rates: dict[str, float], total: float,
-           seconds: float, clones: list[Path], writers: int, integ: str, shared: bool,
-           n: int) -> Step:
+def _arrivals(rng: random.Random, rates: dict[str, float], seconds: float
+              ) -> list[tuple[float, str]]:
+    """Poisson arrivals of the total rate over `seconds`, each of a kind drawn by its rate."""
     kinds = list(rates)
     weights = [rates[k] for k in kinds]
-    ctx = multiprocessing.get_context("fork")
-    outq = ctx.Queue()
-    inqs = [ctx.Queue() for _ in clones]
-    procs = []
-    for w in range(writers):
-        k = w % len(clones)
-        p = ctx.Process(target=_worker, args=(str(clones[k]), integ, shared, inqs[k], outq),
-                        daemon=True)
-        p.start()
-        procs.append(p)
-    arrivals = []
-    t = 0.0
-    while True:
+    total = sum(weights)
+    out = []
+    t = rng.expovariate(total)
+    while t < seconds:
+        out.append((t, rng.choices(kinds, weights)[0]))
         t += rng.expovariate(total)
-        if t >= seconds:
-            break
-        arrivals.append((t, rng.choices(kinds, weights)[0]))
-    step = Step(agents=n, offered=len(arrivals) / seconds)
-    pending: dict[int, tuple[str, str, str | None, float]] = {}
-    lat: list[float] = []
-    by_kind: dict[str, list[float]] = {}
-    service: list[float] = []
-    retried = 0
-    cpu = 0.0
-    last_done = 0.0
+    return out
 
-    def handle(msg: tuple[Any, ...]) -> None:
-        nonlocal retried, cpu, last_done
+
+@dataclass
+class Collector:
+    """The results the writers send back, turned into a Step."""
+
+    step: Step
+    team: Team
+    pending: dict[int, tuple[str, str, str | None, float]] = field(default_factory=dict)
+    lat: list[float] = field(default_factory=list)
+    by_kind: dict[str, list[float]] = field(default_factory=dict)
+    service: list[float] = field(default_factory=list)
+    retried: int = 0
+    cpu: float = 0.0
+    last_done: float = 0.0
+
+    def handle(self, msg: tuple[Any, ...]) -> None:
         if msg[0] == "cpu":
-            cpu += msg[1]
+            self.cpu += msg[1]
             return
         seq, kind, status, t0, t1, tries, err = msg
-        k, actor, task, sched = pending.pop(seq)
-        team.done(kind, actor, task, status in ("ok", "unshared"))
-        lat.append(t1 - sched)
-        by_kind.setdefault(kind, []).append(t1 - sched)
-        service.append(t1 - t0)
-        last_done = max(last_done, t1)
-        retried += tries > 1
+        entry = self.pending.pop(seq, None)
+        if entry is None:
+            return
+        _kind, actor, task, sched = entry
+        self.team.done(kind, actor, task, status in ("ok", "unshared"))
+        self.lat.append(t1 - sched)
+        self.by_kind.setdefault(kind, []).append(t1 - sched)
+        self.service.append(t1 - t0)
+        self.last_done = max(self.last_done, t1)
+        self.retried += tries > 1
+        step = self.step
         if status in ("ok", "unshared"):
             step.committed += 1
             name = OP_NAMES.get(kind, kind)
@@ -572,69 +571,89 @@ def _drive(team: Team, rng: random.Random, rates: dict[str, float], total: float
             if len(step.errors) < 5:
                 step.errors.append(str(err))
 
-    def pump(until: float) -> None:
+    def pump(self, outq: Any, until: float) -> None:
+        """Take results until `until` (at least those already there)."""
         while True:
             left = until - time.monotonic()
             try:
-                handle(outq.get(timeout=max(left, 0.0)) if left > 0 else outq.get_nowait())
+                self.handle(outq.get(timeout=left) if left > 0 else outq.get_nowait())
             except queue.Empty:
                 return
 
+    def finish(self, seconds: float, start: float) -> Step:
+        step = self.step
+        if self.pending:  # never finished (a writer stuck past the deadline): failed
+            step.failed["not done in time"] = len(self.pending)
+        for kind, ks in self.by_kind.items():
+            step.p99_by_kind[kind] = _pct(ks, 0.99) * 1000
+        if self.lat:
+            step.p50_ms = _pct(self.lat, 0.5) * 1000
+            step.p99_ms = _pct(self.lat, 0.99) * 1000
+            step.service_ms = _pct(self.service, 0.5) * 1000
+            step.retried = self.retried / len(self.lat)
+            step.cpu_ms_per_op = self.cpu * 1000 / len(self.lat)
+            span = max(seconds, self.last_done - start)
+            step.achieved = step.ok / span
+            step.writers_cpu = self.cpu / (span * (os.cpu_count() or 1))
+        return step
+
+
+def _pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(len(xs) * q))]
+
+
+def _drive(team: Team, rng: random.Random, rates: dict[str, float], seconds: float,
+           clones: list[Path], writers: int, integ: str, shared: bool, n: int) -> Step:
+    """Issue the arrivals to the writers of each agent's clone; collect what they report."""
+    ctx = multiprocessing.get_context("fork")
+    outq = ctx.Queue()
+    inqs = [ctx.Queue() for _ in clones]
+    procs = []
+    for w in range(writers):
+        k = w % len(clones)
+        p = ctx.Process(target=_worker, args=(str(clones[k]), integ, shared, inqs[k], outq),
+                        daemon=True)
+        p.start()
+        procs.append(p)
+    arrivals = _arrivals(rng, rates, seconds)
+    got = Collector(Step(agents=n, offered=len(arrivals) / seconds), team)
     busy0 = _cpu_busy()
     start = time.monotonic() + 0.3
     for seq, (at, kind) in enumerate(arrivals):
-        pump(start + at)
-        got = team.pick(kind, rng)
-        if got is None:
-            step.skipped += 1
+        got.pump(outq, start + at)
+        who = team.pick(kind, rng)
+        if who is None:
+            got.step.skipped += 1
             continue
-        actor, task = got
-        pending[seq] = (kind, actor, task, start + at)
+        actor, task = who
+        got.pending[seq] = (kind, actor, task, start + at)
         home = int(actor.rsplit("-", 1)[1]) % len(clones)
         if actor.startswith("reviewer-"):
             home = (home + 1) % len(clones)  # reviewers sit on other machines than their coders
         inqs[home].put((seq, kind, actor, task, start + at))
-        step.issued += 1
+        got.step.issued += 1
     deadline = time.monotonic() + max(30.0, seconds)
-    while pending and time.monotonic() < deadline:
-        pump(min(deadline, time.monotonic() + 0.5))
-    lost = len(pending)  # still queued at the deadline: counted as failed
-    for q in inqs:
-        for _ in range(writers):
+    while got.pending and time.monotonic() < deadline:
+        got.pump(outq, min(deadline, time.monotonic() + 0.5))
+    for k, q in enumerate(inqs):
+        for _ in range(sum(1 for w in range(writers) if w % len(clones) == k)):
             q.put(None)
-    for _ in procs:
-        try:
-            while True:
-                msg = outq.get(timeout=10)
-                if msg[0] == "cpu":
-                    handle(msg)
-                    break
-                if msg[0] in pending:
-                    handle(msg)
-        except queue.Empty:
-            break
+    reported = 0
+    try:
+        while reported < len(procs):  # each writer's last message is its CPU time
+            msg = outq.get(timeout=10)
+            reported += msg[0] == "cpu"
+            got.handle(msg)
+    except queue.Empty:
+        pass
     for p in procs:
         p.join(timeout=5)
         if p.is_alive():
             p.terminate()
             p.join()
     busy1 = _cpu_busy()
-    if lost:
-        step.failed["not done in time"] = lost
-    lat.sort()
-    service.sort()
-    for kind, ks in by_kind.items():
-        ks.sort()
-        step.p99_by_kind[kind] = ks[min(len(ks) - 1, int(len(ks) * 0.99))] * 1000
-    if lat:
-        step.p50_ms = lat[len(lat) // 2] * 1000
-        step.p99_ms = lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000
-        step.service_ms = service[len(service) // 2] * 1000
-        step.retried = retried / len(lat)
-        step.cpu_ms_per_op = cpu * 1000 / len(lat)
-        span = max(seconds, last_done - start)
-        step.achieved = step.ok / span
-        step.writers_cpu = cpu / (span * (os.cpu_count() or 1))
+    step = got.finish(seconds, start)
     if busy1[1] > busy0[1]:
         step.machine_busy = (busy1[0] - busy0[0]) / (busy1[1] - busy0[1])
     return step
