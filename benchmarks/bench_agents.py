@@ -79,7 +79,8 @@ P99_LIMIT_S = 1.0
 FAIL_LIMIT = 0.01
 KINDS = ("heartbeat", "renew", "claim", "submit", "claim-review", "verdict", "merge")
 PIPELINE = ("claim", "submit", "claim-review", "verdict", "merge")
-OP_NAMES = {"renew": "supervise"}  # the op a kind of traffic writes, where the names differ
+OP_NAMES = {"renew": "supervise"}
+STATE = "refs/liza/state"  # the op a kind of traffic writes, where the names differ
 
 
 @dataclass(frozen=True)
@@ -426,6 +427,7 @@ class Step:
     p50_ms: float = 0.0
     p99_ms: float = 0.0
     service_ms: float = 0.0  # median time an op took once a writer had it (no queueing)
+    floor_ms: float = 0.0  # one op alone (one repository); git fetch + git push (shared remote)
     retried: float = 0.0  # share of ops that needed more than one CAS attempt / sync round
     cpu_ms_per_op: float = 0.0  # writer processes and their git children, per op
     writers_cpu: float = 0.0  # share of the machine's CPU the writers used during the step
@@ -466,14 +468,19 @@ def run_step(root: Path, n: int, seconds: float, writers: int, *, shared: bool,
     base = root / f"{'remote' if shared else 'repo'}-{n}"
     base.mkdir(parents=True)
     seedrepo = base / "seed"
-    team, integ, start_tip = _prepare(seedrepo, coders, reviewers, per_stage, tasks)
+    team, integ, _ = _prepare(seedrepo, coders, reviewers, per_stage, tasks)
     daemon = None
     clones = [seedrepo]
     bare: Path | None = None
     try:
         if shared:
             daemon, bare, clones = _shared_remote(base, seedrepo)
+            floor = _git_floor(clones[0])
+        else:
+            floor = _op_floor(seedrepo, team, integ, rng)
+        start_tip = str(pygit2.Repository(str(seedrepo)).lookup_reference(STATE).target)
         step = _drive(team, rng, rates, seconds, clones, writers, integ, shared, n)
+        step.floor_ms = floor * 1000
         if shared:
             from gitliza import sync as engine
             from gitliza.git.store import Store
@@ -487,9 +494,39 @@ def run_step(root: Path, n: int, seconds: float, writers: int, *, shared: bool,
     return step
 
 
+def _op_floor(repo: Path, team: Team, integ: str, rng: random.Random, runs: int = 15) -> float:
+    """One repository's floor: the median seconds of a heartbeat alone (no other writer, no
+    queue), on the step's board."""
+    from gitliza.git.store import Store
+    store = Store.discover(repo)
+    times = []
+    for _ in range(runs):
+        who = team.pick("heartbeat", rng)
+        if who is None:
+            break
+        t0 = time.perf_counter()
+        status, _n, err = do_op(store, "heartbeat", who[0], who[1], integ, shared=False)
+        times.append(time.perf_counter() - t0)
+        team.done("heartbeat", who[0], who[1], status == "ok")
+    return _pct(times, 0.5) if times else 0.0
+
+
+def _git_floor(clone: Path, runs: int = 5) -> float:
+    """The shared remote's floor: the median seconds of a bare `git fetch` of the board plus a
+    `git push` of one ref, from a clone to the same daemon."""
+    from benchutil import git
+    times = []
+    for i in range(runs):
+        t0 = time.perf_counter()
+        git(clone, "fetch", "-q", REMOTE, STATE)
+        git(clone, "push", "-q", "--force", REMOTE, f"HEAD:refs/heads/bench-probe-{i % 2}")
+        times.append(time.perf_counter() - t0)
+    return _pct(times, 0.5)
+
+
 def _count(repo: Path, since: str) -> int:
     r = pygit2.Repository(str(repo))
-    tip = r.lookup_reference("refs/liza/state").target
+    tip = r.lookup_reference(STATE).target
     walker = r.walk(tip)
     walker.hide(pygit2.Oid(hex=since))
     return sum(1 for _ in walker)
@@ -705,6 +742,7 @@ def _step(root: Path, topology: str, n: int, plan: Plan, say: Any, again: bool =
     say(f"[{topology}] N={n}{' (again)' if again else ''}: offered {step.offered:.1f} ops/s, "
         f"achieved {step.achieved:.1f}, p50 {step.p50_ms:.0f} ms, p99 {step.p99_ms:.0f} ms, "
         f"failed {step.failed_share:.2%} {step.failed or ''}, service {step.service_ms:.1f} ms, "
+        f"floor {step.floor_ms:.1f} ms, "
         f"retried {step.retried:.1%}, cpu/op {step.cpu_ms_per_op:.1f} ms, writers' cpu "
         f"{step.writers_cpu:.0%}, machine busy {step.machine_busy:.0%}, skipped "
         f"{step.skipped}, landed {step.landed}/{step.committed}"
@@ -725,7 +763,8 @@ def limited_by(topology: str, rows: list[Step]) -> str:
            + " and ".join(f"{k} {v:,.0f} ms" for k, v in slow))
     if topology == "shared_remote":
         what = (f"the round trips: every op is a sync, a fetch and a push through the daemon "
-                f"({bad.service_ms:.0f} ms median once a writer has it), and the syncs of the "
+                f"({bad.service_ms:.0f} ms median once a writer has it; a bare git fetch and git "
+                f"push to the same daemon, {bad.floor_ms:.0f} ms), and the syncs of the "
                 f"three clones overlap and lose the push lease on the one ref: {bad.retried:.0%} "
                 f"needed another round, after a wait of up to 1 s")
     else:

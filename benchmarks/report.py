@@ -90,8 +90,9 @@ def _tables(res: dict[str, Any]) -> list[str]:
     return out
 
 
-TOPOLOGIES = {"one_repo": "one repository", "shared_remote": "one shared remote (`git daemon` "
-              "on 127.0.0.1, three clones, every op followed by a sync)"}
+TOPOLOGIES = {"one_repo": ("one repository", "one op alone"),
+              "shared_remote": ("one shared remote (`git daemon` on 127.0.0.1, three clones, "
+                                "every op followed by a sync)", "git fetch + git push")}
 
 
 def _agents(a: dict[str, Any]) -> list[str]:
@@ -103,19 +104,21 @@ def _agents(a: dict[str, Any]) -> list[str]:
            "shared on the remote. N grows until more than 1% of the ops fail or p99 exceeds "
            f"1 s; a step that fails is run once more (the machine is shared). On {a['place']}"
            + (" (a quick run: tiny N, not a figure)" if a.get("quick") else "") + ".", ""]
-    for key, title in TOPOLOGIES.items():
+    for key, (title, floor) in TOPOLOGIES.items():
         t = a.get(key)
         if not t:
             continue
         out += [f"#### {title[0].upper()}{title[1:]}", "",
-                "| agents N | ops | ops/s offered | ops/s achieved | p50 ms | p99 ms | failed | "
-                "retried | CPU ms per op | |", "|---|---|---|---|---|---|---|---|---|---|"]
+                f"| agents N | ops | ops/s offered | ops/s achieved | p50 ms | p99 ms | floor: "
+                f"{floor}, ms | failed | retried | CPU ms per op | |",
+                "|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in t["rows"]:
             failed = f"{r['failed_share']:.1%}" + (
                 f" ({', '.join(f'{k} {v}' for k, v in r['failed'].items())})" if r["failed"] else "")
             out.append(f"| {r['agents']:,}{' (again)' if r['again'] else ''} | {r['issued']} | "
                        f"{r['offered']:.1f} | {r['achieved']:.1f} | {r['p50_ms']:.0f} | "
-                       f"{r['p99_ms']:.0f} | {failed} | {r['retried']:.0%} | "
+                       f"{r['p99_ms']:.0f} | {r.get('floor_ms', 0):.1f} | {failed} | "
+                       f"{r['retried']:.0%} | "
                        f"{r['cpu_ms_per_op']:.1f} | {'passed' if r['passed'] else '**failed**'} |")
         out += ["", f"Most agents: **N={t['most']:,}**, limited by {t['limit']}.", ""]
     return out
