@@ -102,7 +102,10 @@ def _agents(a: dict[str, Any]) -> list[str]:
            "processes issues the real ops of N agents at Poisson arrival times; latency runs from "
            "the scheduled arrival (queueing counts) to the op committed (one repository) or "
            "shared on the remote. N grows until more than 1% of the ops fail or p99 exceeds "
-           f"1 s; a step that fails is run once more (the machine is shared). On {a['place']}"
+           f"1 s; a step that fails is run once more (the machine is shared). Retried: ops that "
+           "needed another compare-and-swap (one repository) or sync round (shared remote); CPU "
+           "per op: the writers and the git processes they start, not the daemon's. On "
+           f"{a['place']}"
            + (" (a quick run: tiny N, not a figure)" if a.get("quick") else "") + ".", ""]
     for key, (title, floor) in TOPOLOGIES.items():
         t = a.get(key)
