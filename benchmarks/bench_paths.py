@@ -99,13 +99,14 @@ def bench_hooks(root: Path, runs: int) -> dict[str, float]:
     return out
 
 
-def bench_sync(root: Path, open_tasks: int, runs: int) -> dict[str, float]:
-    """One op each way per sync; the remote has `open_tasks` tasks, each with its branch."""
+def bench_sync(root: Path, open_tasks: int, runs: int, daemon: bool = False) -> dict[str, float]:
+    """One op each way per sync; the remote has `open_tasks` tasks, each with its branch.
+    `daemon`: the clones reach the remote through a `git daemon` (git://) instead of its path."""
     from gitliza import sync as engine
     from gitliza.api import Liza
     from gitliza.core.ops import Add, Note
     from gitliza.git.store import Store
-    base = root / f"sync-{open_tasks}"
+    base = root / f"sync-{open_tasks}{'-daemon' if daemon else ''}"
     base.mkdir()
     seed, bare = base / "seed", base / "remote.git"
     _init_board(seed)
@@ -120,8 +121,16 @@ def bench_sync(root: Path, open_tasks: int, runs: int) -> dict[str, float]:
     for chunk in range(0, len(refs), 500):
         git(seed, "push", "-q", str(bare), *refs[chunk:chunk + 500])
     a, b = base / "a", base / "b"
+    server = None
+    if daemon:
+        sys.path.insert(0, str(HERE.parent))
+        from tests.gitdaemon import GitDaemon
+        server = GitDaemon(base)
+        server.start()
     for c in (a, b):
         git(base, "clone", "-q", str(bare), str(c))
+        if server is not None:
+            git(c, "remote", "set-url", "origin", server.url("remote.git"))
         engine.pull(Store.discover(c), "origin")
     ha, hb = Liza.open(a, "planner-1"), Liza.open(b, "planner-1")
     k = [0]
@@ -142,11 +151,15 @@ def bench_sync(root: Path, open_tasks: int, runs: int) -> dict[str, float]:
         spent[1] += time.perf_counter() - t0
     spent = [0.0, 0.0]
     times: dict[str, list[float]] = {"sync": [], "floor": []}
-    for _ in range(runs):
-        for key, fn, slot in (("sync", one_sync, 0), ("floor", bare_git, 1)):
-            before = spent[slot]
-            fn()
-            times[key].append(spent[slot] - before)
+    try:
+        for _ in range(runs):
+            for key, fn, slot in (("sync", one_sync, 0), ("floor", bare_git, 1)):
+                before = spent[slot]
+                fn()
+                times[key].append(spent[slot] - before)
+    finally:
+        if server is not None:
+            server.stop()
     return {k: statistics.median(v) for k, v in times.items()}
 
 

@@ -6,7 +6,8 @@
 For each N:M: a bare remote with a board (tasks, agents), two clones; clone B makes M ops and
 pushes; clone A makes N ops offline (5% of them claims that collide with B's), then `sync`:
 fetch, replay N ops on B's M, push. Prints the wall time of that sync and of its parts (the
-in-process replay alone, and fetch+push through the git executable), and the replay rate.
+in-process replay alone, and the fetch and push: in process for this plain local bare remote,
+gitliza/git/direct.py), and the replay rate.
 Everything runs in a temporary directory with an isolated git configuration.
 """
 from __future__ import annotations
@@ -114,7 +115,7 @@ def run(n: int, m: int) -> None:
         replay_s = spent[0]
         assert rep.action == engine.REPLAYED and rep.pushed, rep.action
         print(f"N={n:5d} local over M={m:5d} remote: sync {sync_s * 1000:8.1f} ms "
-              f"(replay {replay_s * 1000:7.1f} ms = {n / replay_s:7.0f} ops/s; git fetch+push "
+              f"(replay {replay_s * 1000:7.1f} ms = {n / replay_s:7.0f} ops/s; fetch+push "
               f"~{(sync_s - replay_s) * 1000:6.1f} ms); replayed {len(rep.replayed)}, "
               f"dropped {len(rep.dropped)}, rounds {rep.rounds}")
 

@@ -186,6 +186,11 @@ def main() -> int:
                 import bench_paths
                 res["sync"] = {n: bench_paths.bench_sync(root, n, 7) for n in (10, 1_000)}
                 print(f"[{label}] sync: {res['sync']}")
+                # The same through `git daemon` (git://): printed, not in the report's table.
+                for n in (10, 1_000):
+                    d = bench_paths.bench_sync(root, n, 7, daemon=True)
+                    print(f"[{label}] sync over git daemon, {n} tasks: {d['sync'] * 1e3:.1f} ms, "
+                          f"floor {d['floor'] * 1e3:.1f} ms ({d['sync'] / d['floor']:.2f}x)")
             if "writers" in only and label == "tmpfs":
                 import bench_paths
                 res["writers"] = bench_paths.bench_writers(root, [1, 2, 4, 8], 150)

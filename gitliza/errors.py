@@ -11,6 +11,9 @@ EXIT_CONFLICT = 2
 EXIT_GIT = 3
 EXIT_INCONSISTENT = 4
 EXIT_DEPENDENCY = 5
+# Not a failure of ours: the reader of stdout went away (`git liza status | head`). Quietly, with
+# the status a shell gives a process SIGPIPE ended (128 + 13), as git's own commands end then.
+EXIT_BROKEN_PIPE = 141
 
 
 class LizaError(Exception):

@@ -3,7 +3,6 @@ piped; no colour with NO_COLOR. rich is imported only when a terminal will see i
 import and a piped command does not need it)."""
 from __future__ import annotations
 
-import json
 import os
 import sys
 from typing import Any, Sequence
@@ -16,6 +15,8 @@ class Out:
         self.color = self.tty and "NO_COLOR" not in os.environ
 
     def json(self, data: Any) -> None:
+        import json
+
         sys.stdout.write(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
 
     def line(self, text: str = "") -> None:

@@ -242,3 +242,51 @@ def test_classcache_compiles_a_class_once(monkeypatch: pytest.MonkeyPatch, tmp_p
     assert repr(P(1)) == "P(x=1, y='a')"
     with pytest.raises(dataclasses.FrozenInstanceError):
         P(1).x = 2  # type: ignore[misc]
+
+
+# -- the end of a CLI process -----------------------------------------------------------------
+# The entry point ends the process without the interpreter's teardown (gitliza/__main__.py); what
+# teardown does that matters must still happen.
+
+def _board(repo: Path, tasks: int) -> None:
+    from gitliza.api import Liza
+    from gitliza.core.ops import Add, Init
+    h = Liza.open(repo, "human")
+    h.do(Init, goal="g")
+    for i in range(tasks):
+        h.do(Add, task=f"task-{i}", description="d" * 40)
+
+
+def test_output_is_complete_and_atexit_work_is_done_before_the_quick_exit(repo: Path,
+                                                                          tmp_path: Path) -> None:
+    _board(repo, 300)  # ~20 KB of `status`: more than one stdout buffer
+    out = tmp_path / "status.txt"
+    with out.open("w") as f:
+        r = subprocess.run([GIT_LIZA, "status"], cwd=repo, stdout=f, stderr=subprocess.PIPE,
+                           text=True, timeout=60)
+    assert r.returncode == 0 and r.stderr == ""
+    rows = [line.split()[0] for line in out.read_text().splitlines() if line.startswith("task-")]
+    assert sorted(rows) == sorted(f"task-{i}" for i in range(300))
+    # atexit handlers run: the class cache, removed after a first start (which saves the CLI spec
+    # too, so that the second start takes the fast path), is written again by the quick exit.
+    cache = tmp_path / "cache"
+    code = ("import gitliza.clifast as c, sys; d = sys.argv.pop(1); c.cache_dirs = lambda: [d]; "
+            "from gitliza.__main__ import main; main()")
+    for start in ("first", "second"):
+        for p in cache.glob("dataclass-code.*"):
+            p.unlink()
+        r = subprocess.run([sys.executable, "-c", code, str(cache), "status"], cwd=repo,
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, (start, r.stderr)
+        assert (cache / clifast.cache_name("cli-spec")).exists()
+        assert (cache / clifast.cache_name("dataclass-code.gitliza.core.model")).exists(), start
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly(repo: Path) -> None:
+    _board(repo, 300)
+    r = subprocess.run(f"'{GIT_LIZA}' status | head -n 1; echo \"status=${{PIPESTATUS[0]}}\"",
+                       shell=True, executable="bash", cwd=repo, capture_output=True, text=True,
+                       timeout=60)
+    assert r.stdout.splitlines()[0].startswith("goal ")
+    assert r.stdout.splitlines()[-1] == "status=141"  # as git's own commands end (SIGPIPE)
+    assert "error" not in r.stderr, r.stderr

@@ -1,7 +1,6 @@
 """Board and planning commands (mutating; no worktree involved)."""
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -9,8 +8,6 @@ from gitliza.commands import Env
 from gitliza.core import codec
 from gitliza.core.board import Board
 from gitliza.core.ops.base import Op
-from gitliza.core.ops.planning import (Abandon, AbortGoal, Add, CompleteGoal, ConfigSet, Finalize,
-                                       Init, Register, Rescope, Unblock, next_id)
 from gitliza.errors import ValidationError
 from gitliza.git.store import Committed
 
@@ -51,8 +48,11 @@ def _do(env: Env, cls: type[Op], **args: Any) -> int:
 
 def init(env: Env, goal: str, integration_branch: str | None, config: Path | None,
          deadline: str | None) -> int:
+    from gitliza.core.ops.planning import Init, next_id
+
     pairs: dict[str, Any] = {}
     if config is not None:
+        import tomllib
         try:
             data = tomllib.loads(Path(config).read_text())
         except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
@@ -101,14 +101,20 @@ def _lifecycle_hook(name: str) -> Any:
 
 
 def complete_goal(env: Env, summary: str | None) -> int:
+    from gitliza.core.ops.planning import CompleteGoal
+
     return _do(env, CompleteGoal, summary=summary)
 
 
 def abort_goal(env: Env, reason: str) -> int:
+    from gitliza.core.ops.planning import AbortGoal
+
     return _do(env, AbortGoal, reason=reason)
 
 
 def config(env: Env, key: str | None, value: str | None, at: str | None) -> int:
+    from gitliza.core.ops.planning import ConfigSet
+
     if value is not None:
         if at is not None:
             raise ValidationError("--at reads a past board; it cannot be combined with setting")
@@ -128,6 +134,8 @@ def config(env: Env, key: str | None, value: str | None, at: str | None) -> int:
 
 
 def register(env: Env, agent_id: str, role: str, terminal: str | None) -> int:
+    from gitliza.core.ops.planning import Register
+
     return _do(env, Register, agent=agent_id, role=role, terminal=terminal)
 
 
@@ -135,6 +143,8 @@ def add(env: Env, task: str, desc: str, spec_ref: str | None, done_when: str | N
         scope: str | None, priority: int, depends_on: Sequence[str], ready: bool,
         max_iterations: int | None, max_review_cycles: int | None,
         lease_duration_override: int | None = None) -> int:
+    from gitliza.core.ops.planning import Add
+
     liza = env.liza()
 
     def make(board: Board, now: str) -> Op:
@@ -162,11 +172,10 @@ def edit(env: Env, task: str, desc: str | None, spec_ref: str | None, done_when:
     return report(env, liza.apply(_gated(liza, make)))
 
 
-_SIMPLE: dict[str, type[Op]] = {"finalize": Finalize, "unblock": Unblock}
-
-
 def simple(env: Env, op: str, task: str) -> int:
-    return report(env, do_op(env.liza(), _SIMPLE[op], task=task))
+    from gitliza.core.ops.planning import Finalize, Unblock
+
+    return report(env, do_op(env.liza(), {"finalize": Finalize, "unblock": Unblock}[op], task=task))
 
 
 # Ops after which a task may no longer own a worktree: lifecycle drops it (and its branch).
@@ -186,10 +195,14 @@ def do_op(liza: Any, cls: type[Op], **args: Any) -> Committed:
 
 
 def rescope(env: Env, task: str, into: Sequence[str], reason: str) -> int:
+    from gitliza.core.ops.planning import Rescope
+
     return report(env, do_op(env.liza(), Rescope, task=task, into=tuple(into), reason=reason))
 
 
 def abandon(env: Env, task: str, reason: str) -> int:
+    from gitliza.core.ops.planning import Abandon
+
     return report(env, do_op(env.liza(), Abandon, task=task, reason=reason))
 
 

@@ -41,6 +41,12 @@ def status_data(liza: Any, at: str | None = None) -> dict[str, Any]:
 
 
 def status(env: Env, at: str | None) -> int:
+    from gitliza.git import tablecache
+    with tablecache.reading(env.liza().store):
+        return _status(env, at)
+
+
+def _status(env: Env, at: str | None) -> int:
     if env.json:
         env.out.json(status_data(env.liza(), at))
         return 0

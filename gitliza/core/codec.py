@@ -12,12 +12,11 @@ from __future__ import annotations
 import dataclasses
 import operator
 import re
-import tomllib
 import typing
 from enum import Enum
 from typing import Any, Callable, TypeVar
 
-from gitliza.core import model
+from gitliza.core import model, tomlfast
 from gitliza.errors import InconsistentState
 
 T = TypeVar("T")
@@ -179,19 +178,43 @@ def _shallow(entity: Any) -> dict[str, Any]:
     return out
 
 
+# Per class, for decoding: (attr, key, the scalar type a value may have as it is or None, decoder,
+# required), and the keys it knows. Reading a board decodes every entity it touches (status on a
+# 1,000-task board: ~10,000 fields), so a plain scalar is checked inline and the "where" text that
+# only an error needs is built only then.
+_Row = tuple[str, str, type | None, Dec, bool]
+_DECODERS: dict[type, tuple[tuple[_Row, ...], frozenset[str]]] = {}
+
+
+def _scalar_kind(tp: Any) -> type | None:
+    args = [a for a in typing.get_args(tp) if a is not type(None)]
+    if typing.get_origin(tp) in (typing.Union, getattr(__import__("types"), "UnionType")) \
+            and len(args) == 1:
+        tp = args[0]
+    return tp if tp in (str, int, bool) else None
+
+
+def _decoder(cls: type) -> tuple[tuple[_Row, ...], frozenset[str]]:
+    hints = typing.get_type_hints(cls)
+    rows = tuple((attr, key, _scalar_kind(hints[attr]), dec, required)
+                 for attr, key, _enc, dec, required in _spec(cls))
+    found = _DECODERS[cls] = (rows, frozenset(r[1] for r in rows))
+    return found
+
+
 def _decode(cls: type[T], data: Any, where: str) -> T:
     if not isinstance(data, dict):
         _fail(where, "expected a table")
+    rows, known = _DECODERS.get(cls) or _decoder(cls)
     kwargs: dict[str, Any] = {}
-    keys = set(data)
-    for attr, key, _enc, dec, required in _spec(cls):
+    for attr, key, kind, dec, required in rows:
         if key in data:
-            kwargs[attr] = dec(data[key], f"{where}.{key}")
-            keys.discard(key)
+            v = data[key]
+            kwargs[attr] = v if type(v) is kind else dec(v, f"{where}.{key}")
         elif required:
             _fail(where, f"missing field {key!r}")
-    if keys:
-        _fail(where, f"unknown field(s) {', '.join(sorted(keys))}")
+    if len(kwargs) != len(data):
+        _fail(where, f"unknown field(s) {', '.join(sorted(set(data) - known))}")
     return cls(**kwargs)
 
 
@@ -207,12 +230,24 @@ def dumps(entity: Any) -> bytes:
         return tomli_w.dumps(encode(entity)).encode()
 
 
-def loads(cls: type[T], blob: bytes, where: str = "") -> T:
+def table(blob: bytes, where: str) -> dict[str, Any]:
+    """A blob's TOML table (what `decode` turns into an entity)."""
     try:
-        data = tomllib.loads(blob.decode())
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
-        _fail(where or cls.__name__, f"not TOML: {e}")
-    return decode(cls, data, where)
+        text = blob.decode()
+    except UnicodeDecodeError as e:
+        _fail(where, f"not TOML: {e}")
+    data = tomlfast.loads(text)
+    if data is None:  # not in the canonical layout: the general reader decides
+        import tomllib
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as e:
+            _fail(where, f"not TOML: {e}")
+    return data
+
+
+def loads(cls: type[T], blob: bytes, where: str = "") -> T:
+    return decode(cls, table(blob, where or cls.__name__), where)
 
 
 # -- TOML writer ----------------------------------------------------------------------------------

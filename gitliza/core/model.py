@@ -75,6 +75,8 @@ ANOMALY_TYPES = tuple(ANOMALY_REQUIRED)
 
 @dataclass(frozen=True, slots=True)
 class HistoryEntry:
+    """One entry of a task's `history` (time, event, who, note)."""
+
     time: str
     event: str
     agent: str | None = None
@@ -86,6 +88,8 @@ class HistoryEntry:
 
 @dataclass(frozen=True, slots=True)
 class Task:
+    """A task (`tasks:` of the schema; terminal ones live in the archive)."""
+
     id: str
     description: str
     status: TaskState
@@ -129,6 +133,8 @@ class Task:
 
 @dataclass(frozen=True, slots=True)
 class Agent:
+    """A registered agent (`agents:`): role, status, current task and lease."""
+
     id: str
     role: Role
     status: AgentState = AgentState.IDLE
@@ -143,6 +149,8 @@ class Agent:
 
 @dataclass(frozen=True, slots=True)
 class Alignment:
+    """The goal's alignment check (`goal.alignment`)."""
+
     timestamp: str
     event: str
     summary: str
@@ -150,6 +158,8 @@ class Alignment:
 
 @dataclass(frozen=True, slots=True)
 class Goal:
+    """The goal the board works towards (`goal:`)."""
+
     id: str
     description: str
     created: str
@@ -159,6 +169,8 @@ class Goal:
 
 @dataclass(frozen=True, slots=True)
 class Config:
+    """The board's settings (`config:`), seeded with the spec's defaults."""
+
     max_coder_iterations: int = 10
     max_review_cycles: int = 5
     heartbeat_interval: int = 60
@@ -186,12 +198,16 @@ class Config:
 
 @dataclass(frozen=True, slots=True)
 class SprintScope:
+    """The tasks a sprint planned and added (`sprint.scope`)."""
+
     planned: tuple[str, ...] = ()
     stretch: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class SprintTimeline:
+    """When a sprint started, checkpointed and ended (`sprint.timeline`)."""
+
     started: str | None = None
     deadline: str | None = None
     checkpoint_at: str | None = None
@@ -218,6 +234,8 @@ class Metrics:
 
 @dataclass(frozen=True, slots=True)
 class Sprint:
+    """The current sprint (`sprint:`); its metrics are computed, never stored."""
+
     id: str
     goal_ref: str
     status: SprintStatus = SprintStatus.IN_PROGRESS
@@ -228,6 +246,8 @@ class Sprint:
 
 @dataclass(frozen=True, slots=True)
 class CBEntry:
+    """One entry of the circuit breaker's history."""
+
     timestamp: str
     result: str
     pattern: str | None = None
@@ -248,6 +268,8 @@ class CBTrigger:
 
 @dataclass(frozen=True, slots=True)
 class CircuitBreaker:
+    """The circuit breaker's state (`circuit_breaker:`)."""
+
     status: CBStatus = CBStatus.OK
     last_check: str | None = None
     current_trigger: CBTrigger | None = None
@@ -256,6 +278,8 @@ class CircuitBreaker:
 
 @dataclass(frozen=True, slots=True)
 class Discovery:
+    """Something found while working, outside the task (`discovered:`)."""
+
     id: str
     by: str
     description: str
@@ -269,6 +293,8 @@ class Discovery:
 
 @dataclass(frozen=True, slots=True)
 class Handoff:
+    """A coder's notes for whoever takes the task over (`handoff:`)."""
+
     task: str
     agent: str
     timestamp: str
@@ -283,6 +309,8 @@ class Handoff:
 
 @dataclass(frozen=True, slots=True)
 class HumanNote:
+    """A human's note to the team or one task (`human_notes:`)."""
+
     timestamp: str
     message: str
     for_task: str | None = None  # `for:` in the spec's YAML (a Python keyword)
@@ -291,6 +319,8 @@ class HumanNote:
 
 @dataclass(frozen=True, slots=True)
 class SpecChange:
+    """A recorded change of a spec (`spec_changes:`)."""
+
     timestamp: str
     spec: str
     change: str
@@ -299,6 +329,8 @@ class SpecChange:
 
 @dataclass(frozen=True, slots=True)
 class Anomaly:
+    """A recorded anomaly (`anomalies:`): kind, severity, details."""
+
     timestamp: str
     type: str
     reporter: str

@@ -15,7 +15,6 @@ JSON with ASCII escapes, so it is always one line whatever the op's text contain
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +32,8 @@ def _one_line(text: str, limit: int = 200) -> str:
 
 
 def args_json(args: dict[str, Any]) -> str:
+    import json  # here, not at the top: a command that only reads the board never needs it
+
     return json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
 
 
@@ -51,6 +52,8 @@ def message(op: Op, event: Event) -> str:
 
 @dataclass(frozen=True)
 class Record:
+    """An op read back from its commit: the op, its trailers and the subject line."""
+
     op: Op
     trailers: dict[str, str]
     subject: str
@@ -78,6 +81,8 @@ def parse(msg: str) -> Record:
     missing = [k for k in _REQUIRED if k not in trailers]
     if missing:
         raise ValidationError(f"missing trailer(s) {', '.join(missing)}")
+    import json
+
     try:
         args = json.loads(trailers["Liza-Args"])
     except json.JSONDecodeError as e:

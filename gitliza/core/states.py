@@ -61,6 +61,8 @@ ANY_ROLE = frozenset(Role)
 
 @dataclass(frozen=True, slots=True)
 class Transition:
+    """A row of the transition table: an op takes a task from `source` to `target`, for `roles`."""
+
     op: str
     source: TaskState | None  # None: the task does not exist yet
     target: TaskState

@@ -10,9 +10,9 @@ id is the hash of its content, however it is stored) go into one pack and its in
 - the index, version 2: the 256-entry fan-out, the sorted ids, the CRC32 of each packed entry,
   the offsets, the pack's sha1 and the index's own sha1 (gitformat-pack(5)).
 
-Both are written under temporary names and renamed into objects/pack/, index last, so a reader
-(git or libgit2, which rescan the pack directory when an object is missing) never sees one
-without the other.
+The index is written under a temporary name and renamed into objects/pack/ after the pack is
+complete, so a reader (git or libgit2, which rescan the pack directory for indexes when an object
+is missing, and never use a pack without its index) never sees one without the other.
 
 Packs pile up, one per transition, and every pack is one more index to search, so small packs are
 merged as they accumulate (`consolidate`): when there are more than PACK_LIMIT, the smallest
@@ -105,16 +105,23 @@ def _write(objects_dir: str, entries: list[tuple[bytes, bytes]]) -> str | None:
     idx += sha1(idx).digest()
     name = "pack-" + pack_sha.hex()
     pack_dir = os.path.join(objects_dir, "pack")
+    final = os.path.join(pack_dir, name)
     # Per process and thread: a supervisor's main and heartbeat threads may write the same pack.
     tmp = os.path.join(pack_dir, f"tmp_{name}_{os.getpid()}_{threading.get_ident()}")
+    # git and libgit2 find packs by their index, never a .pack alone, so the pack can be written
+    # under its own name (one rename fewer: a rename is most of a transition's cost on a disk);
+    # only if that name exists (another writer of the same objects, perhaps still writing) does
+    # it go through a temporary file too, renamed over it whole.
     try:
-        _put(tmp + ".pack", body + pack_sha)
+        created = _put(final + ".pack", body + pack_sha, exclusive=True)
     except FileNotFoundError:  # a fresh repository without objects/pack yet
         os.makedirs(pack_dir, exist_ok=True)
+        created = _put(final + ".pack", body + pack_sha, exclusive=True)
+    if not created:
         _put(tmp + ".pack", body + pack_sha)
+        os.replace(tmp + ".pack", final + ".pack")
     _put(tmp + ".idx", idx)
-    os.replace(tmp + ".pack", os.path.join(pack_dir, name + ".pack"))
-    os.replace(tmp + ".idx", os.path.join(pack_dir, name + ".idx"))
+    os.replace(tmp + ".idx", final + ".idx")  # the pack appears to readers: whole, or not at all
     return name
 
 
@@ -124,14 +131,22 @@ def due(name: str | None) -> bool:
     return name is not None and name[5] in "01"
 
 
-def _put(path: str, data: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o444)
+def _put(path: str, data: bytes, exclusive: bool = False) -> bool:
+    """Write `data` to a new file at `path`; False if `exclusive` and it exists."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | (os.O_EXCL if exclusive else os.O_TRUNC),
+                     0o444)
+    except FileExistsError:
+        if not exclusive:
+            raise
+        return False
     try:
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view):]
     finally:
         os.close(fd)
+    return True
 
 
 def consolidate(objects_dir: str, limit: int | None = None, grace: float | None = None
@@ -149,8 +164,7 @@ def consolidate(objects_dir: str, limit: int | None = None, grace: float | None 
     now = time.time()
     grace = GRACE_SECONDS if grace is None else grace
     merged_marks = {n[: -len(MERGED)] for n in names if n.endswith(MERGED)}
-    for base in merged_marks:
-        _remove_if_old(pack_dir, base, now - grace)
+    _remove_old(pack_dir, merged_marks, now - grace)
     # Only finished packs: a writer's tmp_* files are not ours to take (it renames them next).
     idx_names = [n[:-4] for n in names if n.startswith("pack-") and n.endswith(".idx")
                  and n[:-4] not in merged_marks]
@@ -203,18 +217,32 @@ def _mark(path: str) -> None:
         pass
 
 
-def _remove_if_old(pack_dir: str, base: str, before: float) -> None:
-    mark = os.path.join(pack_dir, base + MERGED)
-    try:
-        if os.stat(mark).st_mtime > before:
-            return
-    except FileNotFoundError:
-        return
-    for ext in (".idx", ".pack", ".rev", MERGED):  # index first: readers stop seeing it at once
-        try:
-            os.unlink(os.path.join(pack_dir, base + ext))
-        except FileNotFoundError:
-            pass
+# When each pending mark was made, per pack directory: a mark is created once and never changed,
+# so a process stats it once. In a burst of writes (an import, a sync replay, a busy board) a
+# minute's marks number in the hundreds, and statting them all on every merge cost more than the
+# writes themselves.
+_MARK_TIMES: dict[str, dict[str, float]] = {}
+
+
+def _remove_old(pack_dir: str, marks: set[str], before: float) -> None:
+    known = _MARK_TIMES.get(pack_dir, {})
+    pending: dict[str, float] = {}
+    for base in marks:
+        made = known.get(base)
+        if made is None:
+            try:
+                made = os.stat(os.path.join(pack_dir, base + MERGED)).st_mtime
+            except FileNotFoundError:
+                continue
+        if made > before:
+            pending[base] = made
+            continue
+        for ext in (".idx", ".pack", ".rev", MERGED):  # index first: readers stop seeing it at once
+            try:
+                os.unlink(os.path.join(pack_dir, base + ext))
+            except FileNotFoundError:
+                pass
+    _MARK_TIMES[pack_dir] = pending
 
 
 def _read(base: str) -> list[tuple[bytes, bytes]] | None:

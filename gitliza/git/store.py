@@ -39,13 +39,30 @@ _DECODED: dict[tuple[str, pygit2.Oid], Any] = {}
 _DECODED_MAX = 50_000
 
 
+class Tables(dict[bytes, dict[str, Any]]):
+    """Blob id (raw) -> its TOML table, shared across processes by gitliza/git/tablecache.py so
+    that a command reading a whole board (`status`) need not read and parse every blob again.
+    `used` is what this process read (what is worth keeping), `missed` how many were not there."""
+
+    def __init__(self, saved: dict[bytes, dict[str, Any]] | None = None) -> None:
+        super().__init__(saved or {})
+        self.used: dict[bytes, dict[str, Any]] = {}
+        self.missed = 0
+
+
 class GitSource:
     """Entities decoded on first access from one state tree (a `Source` for the core's Board)."""
 
-    def __init__(self, repo: pygit2.Repository, tree: pygit2.Tree | None) -> None:
+    def __init__(self, repo: pygit2.Repository, tree: pygit2.Tree | None,
+                 tables: Tables | None = None) -> None:
         self._repo = repo
         self._tree = tree
+        self._tables = tables
         self._cache: dict[tuple[str, str], Any] = {}
+        # Blob ids of the entities `keys` has listed: reading a whole collection (status, metrics,
+        # the materializer) then finds each one without a path lookup, and a blob already decoded
+        # in this process without reading it at all.
+        self._ids: dict[tuple[str, str], pygit2.Oid] = {}
 
     def has(self, coll: str, key: str = "") -> bool:
         """Whether the entity exists, without decoding it."""
@@ -56,36 +73,59 @@ class GitSource:
         if k in self._cache:
             return self._cache[k]
         value = None
-        if self._tree is not None:
-            path = layout.path_of(coll, key)
+        oid = self._ids.get(k)
+        if oid is None and self._tree is not None:
             try:
-                obj = self._tree[path]
+                oid = self._tree[layout.path_of(coll, key)].id
             except KeyError:
-                obj = None
-            if obj is not None:
-                ck = (coll, obj.id)
-                value = _DECODED.get(ck)
-                if value is None or (key and _ident(coll, value) != key):
-                    value = decode_blob(coll, key, obj.data, path)  # type: ignore[union-attr]
-                    if len(_DECODED) >= _DECODED_MAX:
-                        _DECODED.clear()
-                    _DECODED[ck] = value
+                pass
+        if oid is not None:
+            ck = (coll, oid)
+            value = _DECODED.get(ck)
+            if value is None or (key and _ident(coll, value) != key):
+                path = layout.path_of(coll, key)
+                if self._tables is None:
+                    value = decode_blob(coll, key, self._repo[oid].data, path)  # type: ignore[attr-defined]
+                else:
+                    value = self._from_tables(coll, key, oid, path)
+                if len(_DECODED) >= _DECODED_MAX:
+                    _DECODED.clear()
+                _DECODED[ck] = value
         self._cache[k] = value
+        return value
+
+    def _from_tables(self, coll: str, key: str, oid: pygit2.Oid, path: str) -> Any:
+        assert self._tables is not None
+        raw = oid.raw
+        table = self._tables.get(raw)
+        if table is not None:
+            try:
+                value = decode_table(coll, key, table, path)
+                self._tables.used[raw] = table
+                return value
+            except InconsistentState:  # a damaged cache entry: the blob itself decides
+                pass
+        self._tables.missed += 1
+        table = self._tables[raw] = codec.table(self._repo[oid].data, path)  # type: ignore[attr-defined]
+        value = decode_table(coll, key, table, path)
+        self._tables.used[raw] = table
         return value
 
     def keys(self, coll: str) -> Iterator[str]:
         if self._tree is None or coll not in self._tree:
             return
-        yield from self._leaves(self._tree[coll], layout.DEPTH[coll])
+        yield from self._leaves(coll, self._tree[coll], layout.DEPTH[coll])
 
-    def _leaves(self, tree: pygit2.Object, depth: int) -> Iterator[str]:
+    def _leaves(self, coll: str, tree: pygit2.Object, depth: int) -> Iterator[str]:
         assert isinstance(tree, pygit2.Tree)
         for entry in tree:
             name = entry.name or ""
             if depth:
-                yield from self._leaves(self._repo[entry.id], depth - 1)
+                yield from self._leaves(coll, self._repo[entry.id], depth - 1)
             elif name.endswith(layout.SUFFIX):
-                yield name[: -len(layout.SUFFIX)]
+                key = name[: -len(layout.SUFFIX)]
+                self._ids[(coll, key)] = entry.id
+                yield key
 
 
 def _ident(coll: str, entity: Any) -> Any:
@@ -95,7 +135,11 @@ def _ident(coll: str, entity: Any) -> Any:
 
 
 def decode_blob(coll: str, key: str, data: bytes, path: str) -> Any:
-    entity: Any = codec.loads(ENTITY_TYPES[coll], data, where=path)
+    return decode_table(coll, key, codec.table(data, path), path)
+
+
+def decode_table(coll: str, key: str, table: dict[str, Any], path: str) -> Any:
+    entity: Any = codec.decode(ENTITY_TYPES[coll], table, where=path)
     ident = _ident(coll, entity)
     if ident is None:
         ident = key
@@ -139,6 +183,7 @@ class Store:
     def __init__(self, repo: pygit2.Repository, ref: str = STATE_REF) -> None:
         self.repo = repo
         self.ref = ref
+        self.tables: Tables | None = None  # set by gitliza/git/tablecache.py for big reads
 
     @classmethod
     def discover(cls, path: str | os.PathLike[str] = ".") -> Store:
@@ -177,7 +222,7 @@ class Store:
         if commit is None:
             return Board()
         check_format(commit.tree, str(commit.id))
-        return Board(GitSource(self.repo, commit.tree))
+        return Board(GitSource(self.repo, commit.tree, self.tables))
 
     def board(self, at: str | None = None) -> tuple[Board, pygit2.Commit | None]:
         commit = self.resolve(at)

@@ -6,8 +6,12 @@ that a merge reaches the server as one update of the state ref and the integrati
 (the server hook judges the integration branch against the board after the push).
 
 Why the executable and not pygit2: it uses the user's ssh and credential setup, and it is the only
-path on which the remote's hooks run. Why it never hangs: no terminal prompts, no stdin, its own
-session (nothing can ask a terminal for a password), and a timeout that kills the whole process group.
+path on which the remote's hooks run. The one exception is a plain bare repository on this machine
+(no hooks, no transfer configuration) when only the board's own commits move: that fetch or push
+is done in process (gitliza/git/direct.py), as git would do it, without its dozen processes.
+
+Why it never hangs: no terminal prompts, no stdin, its own session (nothing can ask a terminal
+for a password), and a timeout that kills the whole process group.
 
 No board logic lives here: this module moves oids. Replay after a lost race is the caller's job.
 """
@@ -364,11 +368,55 @@ def fetch_board(
     rem = _resolve(repo_path, remote)
     tracking = _tracking(rem, STATE_REF)
     old = _read_ref(repo_path, tracking)
+    if integration is not None:
+        check_integration_name(integration)
+    if not _direct_fetch(repo_path, rem, integration, task_branches, tracking):
+        _git_fetch(repo_path, rem, integration, task_branches, timeout, progress)
+    branches: dict[str, str] = {}
+    if task_branches:
+        prefix = f"refs/remotes/{rem.namespace}/{TASKS_NAMESPACE}/"
+        for name, oid in _list_refs(repo_path, prefix).items():
+            branches[TASK_BRANCHES + name[len(prefix):]] = oid
+    if integration is not None:
+        tip = _read_ref(repo_path, _tracking(rem, HEADS + integration))
+        if tip is not None:
+            branches[HEADS + integration] = tip
+    return FetchResult(rem.arg, tracking, old, _read_ref(repo_path, tracking), branches)
+
+
+def _direct_fetch(repo_path: Path | str, rem: _Remote, integration: str | None,
+                  task_branches: bool, tracking: str) -> bool:
+    """The fetch in process (gitliza/git/direct.py) when the remote is a plain bare repository on
+    this machine and only the board's own objects are new; False: git must do it."""
+    import pygit2
+
+    from gitliza.git import direct
+    local = _repo(repo_path)
+    remote = direct.open_remote(local, Path(repo_path), rem.arg)
+    if remote is None:
+        return False
+    mirrors = [direct.Mirror(BOARD_PREFIX, f"refs/remotes/{rem.namespace}/liza/")]
+    if task_branches:
+        mirrors.append(direct.Mirror(TASK_BRANCHES,
+                                     f"refs/remotes/{rem.namespace}/{TASKS_NAMESPACE}/"))
+    if integration is not None:
+        mirrors.append(direct.Mirror(HEADS + integration, _tracking(rem, HEADS + integration)))
+    haves = {pygit2.Oid(hex=h) for h in (_read_ref(repo_path, tracking),
+                                         _read_ref(repo_path, STATE_REF)) if h}
+    try:
+        return direct.fetch(local, remote, mirrors, tracking, haves)
+    except (OSError, KeyError, pygit2.GitError) as e:
+        if "lock" in str(e):  # as git's "cannot lock ref": another process is updating it
+            raise ConcurrencyConflict(f"fetch from {rem.arg}: {e}", hint="retry the sync") from None
+        raise GitFailure(f"fetch from {rem.arg} failed: {e}") from None
+
+
+def _git_fetch(repo_path: Path | str, rem: _Remote, integration: str | None, task_branches: bool,
+               timeout: float, progress: Progress | None) -> None:
     refspecs = [f"+{BOARD_PREFIX}*:refs/remotes/{rem.namespace}/liza/*"]
     if task_branches:
         refspecs.append(f"+{TASK_BRANCHES}*:refs/remotes/{rem.namespace}/{TASKS_NAMESPACE}/*")
     if integration is not None:
-        check_integration_name(integration)
         refspecs.append(f"+{HEADS}{integration}:{_tracking(rem, HEADS + integration)}")
     # A glob refspec matching nothing succeeds (an explicit ref would fail on a remote with no
     # board). `+` is right for tracking refs: they mirror the remote, whatever it did.
@@ -388,16 +436,6 @@ def fetch_board(
         _forget(repo_path, _tracking(rem, HEADS + integration))
     if run.returncode != 0:
         _raise_fetch_failure(rem.arg, run.stderr)
-    branches: dict[str, str] = {}
-    if task_branches:
-        prefix = f"refs/remotes/{rem.namespace}/{TASKS_NAMESPACE}/"
-        for name, oid in _list_refs(repo_path, prefix).items():
-            branches[TASK_BRANCHES + name[len(prefix):]] = oid
-    if integration is not None:
-        tip = _read_ref(repo_path, _tracking(rem, HEADS + integration))
-        if tip is not None:
-            branches[HEADS + integration] = tip
-    return FetchResult(rem.arg, tracking, old, _read_ref(repo_path, tracking), branches)
 
 
 def check_integration_name(branch: str) -> None:
@@ -418,13 +456,8 @@ def branch_tracking_ref(repo_path: Path | str, remote: str | None, branch: str) 
 
 
 def _list_refs(repo_path: Path | str, prefix: str) -> dict[str, str]:
-    run = _local_git(repo_path, "for-each-ref", "--format=%(objectname) %(refname)", prefix)
-    out: dict[str, str] = {}
-    for line in run.stdout.splitlines():
-        oid, _, name = line.partition(" ")
-        if name:
-            out[name] = oid
-    return out
+    from gitliza.git.direct import refs_under
+    return refs_under(_repo(repo_path), prefix)
 
 
 def _forget(repo_path: Path | str, ref: str) -> None:
@@ -508,6 +541,11 @@ def push_board(
         return result(PushStatus.NON_FAST_FORWARD, f"not a descendant of {expected_remote_oid}")
     tracking = _tracking(rem, ref)
     tracking_before = _read_ref(repo_path, tracking)
+    done = _direct_push(repo_path, rem, ref, local_oid, expected_remote_oid)
+    if done is not None:
+        if done in (PushStatus.OK, PushStatus.UP_TO_DATE):
+            _update_tracking(repo_path, tracking, local_oid, tracking_before)
+        return result(done, _summary(done, expected_remote_oid, local_oid))
     run = _push(repo_path, rem.arg, local_oid, expected_remote_oid, ref, timeout, progress)
     flag, summary = _porcelain_status(run, rem.arg, ref)
     if summary.startswith("[remote rejected]"):
@@ -518,6 +556,34 @@ def push_board(
     if status in (PushStatus.OK, PushStatus.UP_TO_DATE):
         _update_tracking(repo_path, tracking, local_oid, tracking_before)
     return result(status, summary)
+
+
+def _summary(status: PushStatus, old: str | None, new: str) -> str:
+    """What `git push --porcelain` says for this outcome (a summary reads the same either way)."""
+    if status == PushStatus.STALE:
+        return "[rejected] (stale info)"
+    if status == PushStatus.UP_TO_DATE:
+        return "[up to date]"
+    return "[new reference]" if old is None else f"{old[:7]}..{new[:7]}"
+
+
+def _direct_push(repo_path: Path | str, rem: _Remote, ref: str, local_oid: str,
+                 expected: str | None) -> PushStatus | None:
+    """The push in process (gitliza/git/direct.py) when the remote is a plain bare repository on
+    this machine without hooks and the board's chain is all it lacks; None: git must do it."""
+    import pygit2
+
+    from gitliza.git import direct
+    local = _repo(repo_path)
+    remote = direct.open_remote(local, Path(repo_path), rem.arg)
+    if remote is None:
+        return None
+    try:
+        return PushStatus(direct.push(local, remote, ref, local_oid, expected))
+    except direct.NeedsGit:
+        return None
+    except (OSError, pygit2.GitError) as e:
+        raise GitFailure(f"push to {rem.arg} failed: {e}") from None
 
 
 @dataclass(frozen=True)

@@ -203,6 +203,19 @@ class Batch(_Hasher):
                 pass  # housekeeping only: this write's own pack is complete and in place
 
 
+def parsed(raw: bytes, body: bytes) -> Entries:
+    """The entries of tree `raw` (whose body is `body`), from the shared cache when it has them,
+    else parsed and cached: gitliza/git/direct.py copies trees a replay just built, or that the
+    replay after a fetch reads next."""
+    found = _PARSED.get(raw)
+    if found is None:
+        found = parse(body)
+        if len(_PARSED) >= _PARSED_MAX:
+            _PARSED.clear()
+        _PARSED[raw] = found
+    return found
+
+
 def parse(body: bytes) -> Entries:
     """A raw tree body's entries. Leading zeros of a mode are dropped, as libgit2 and git do when
     they rewrite a tree."""

@@ -213,3 +213,24 @@ def test_marking_a_pack_twice_keeps_the_first_mark(tmp_path: Path) -> None:
     os.utime(mark, (1, 1))
     packs._mark(mark)  # a second process merging the same packs: no error, the age stands
     assert os.stat(mark).st_mtime == 1
+
+
+def test_a_pack_left_half_written_under_its_name_is_replaced_whole(repo: Path) -> None:
+    """The pack is written under its own name (its index, renamed in last, is what makes it
+    visible); a crash can leave a partial one behind, and writing the same objects again must
+    still give a pack git reads in full."""
+    _board(repo, 1)
+    objs = [(packs.object_id(b"blob", b"x%d\n" % i), b"blob", b"x%d\n" % i) for i in range(3)]
+    name = packs.write(str(repo / ".git" / "objects"), objs)
+    assert name is not None
+    pack, idx = (repo / ".git" / "objects" / "pack" / name).with_suffix(".pack"), \
+        (repo / ".git" / "objects" / "pack" / name).with_suffix(".idx")
+    whole = pack.read_bytes()
+    idx.unlink()
+    pack.chmod(0o644)
+    pack.write_bytes(whole[: len(whole) // 2])  # what a crash mid-write leaves
+    assert packs.write(str(repo / ".git" / "objects"), objs) == name
+    assert pack.read_bytes() == whole and idx.exists()
+    assert not list(pack.parent.glob("tmp_*"))
+    assert git(repo, "cat-file", "-p", objs[2][0].hex()) == "x2"
+    git(repo, "verify-pack", str(idx))

@@ -37,11 +37,18 @@ class Remote:
     url: str  # how clients reach it
 
 
-@pytest.fixture(params=["path", "daemon"])
+@pytest.fixture(params=["path", "path-git", "daemon"])
 def remote(request: pytest.FixtureRequest, tmp_path: Path) -> Remote:
-    if request.param == "path":
+    if request.param.startswith("path"):
         bare = tmp_path / "remote.git"
         git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
+        if request.param == "path-git":
+            # A hook makes the local remote one that git must reach (gitliza/git/direct.py):
+            # the git executable's path for a local remote stays covered.
+            hook = bare / "hooks" / "post-update"
+            hook.parent.mkdir(exist_ok=True)
+            hook.write_text("#!/bin/sh\nexit 0\n")
+            hook.chmod(0o755)
         return Remote(bare, str(bare))
     daemon: GitDaemon = request.getfixturevalue("git_daemon")
     return Remote(daemon.init_bare("remote.git"), daemon.url("remote.git"))

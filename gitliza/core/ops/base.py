@@ -15,9 +15,9 @@ from typing import Any, ClassVar
 from gitliza.core import clock, codec
 from gitliza.core.board import Board, Changes
 from gitliza.core.ids import check_id
-from gitliza.core.model import Agent, HistoryEntry, Task
-from gitliza.core.states import (AGENT_TRANSITIONS, FORBIDDEN, HUMAN_ACTOR, TERMINAL, Role,
-                                 TaskState, Transition, lookup, sources_of)
+from gitliza.core.model import Agent, GoalStatus, HistoryEntry, Task
+from gitliza.core.states import (AGENT_TRANSITIONS, FORBIDDEN, HUMAN_ACTOR, TERMINAL, AgentState,
+                                 Role, TaskState, Transition, lookup, sources_of)
 from gitliza.errors import (IllegalTransition, InconsistentState, LeaseLost, LizaError, NotFound,
                             PermissionDenied, ValidationError)
 
@@ -40,6 +40,8 @@ class Event:
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
+    """What applying an op gives: the entity changes, the event, and the board after."""
+
     changes: Changes
     event: Event
     board: Board
@@ -268,6 +270,24 @@ def _default_summary(op: Op, ctx: Ctx) -> str:
         parts.append(f"({ctx.from_state or 'new'} -> {ctx.to_state})")
     parts.append(f"by {op.actor}")
     return " ".join(parts)
+
+
+# -- helpers shared by ops (here, so that an op module imports no other) ------------------------
+def require_goal_open(ctx: Ctx) -> None:
+    """New work (adding a task, claiming one) belongs to a goal in progress."""
+    g = ctx.board.goal
+    if g.status != GoalStatus.IN_PROGRESS:
+        raise ValidationError(f"goal {g.id} is {g.status.value}: no new work on it",
+                              hint="`git liza init GOAL` starts the next goal on this board")
+
+
+def free_agent(ctx: Ctx, task: Task, agent_id: str | None) -> None:
+    """An agent whose current task was taken from it goes back to IDLE."""
+    if agent_id is None:
+        return
+    a = ctx.agent(agent_id)
+    if a is not None and a.current_task == task.id:
+        ctx.put_agent(replace(a, status=AgentState.IDLE, current_task=None, lease_expires=None))
 
 
 # -- small validators shared by ops ---------------------------------------------------------------

@@ -9,7 +9,8 @@ from gitliza.core import clock
 from gitliza.core.ids import check_id
 from gitliza.core.model import (Agent, Alignment, CircuitBreaker, Config, Goal, GoalStatus,
                                 Sprint, SprintStatus, SprintTimeline, Task)
-from gitliza.core.ops.base import Ctx, Op, need_text, register_op, replace
+from gitliza.core.ops.base import (Ctx, Op, free_agent, need_text, register_op, replace,
+                                   require_goal_open)
 from gitliza.core.states import (HUMAN_ACTOR, PLANNING, REGISTRABLE_ROLES, TERMINAL, AgentState,
                                  Role, TaskState)
 from gitliza.errors import PermissionDenied, ValidationError
@@ -127,14 +128,6 @@ class Init(Op):
 
 
 _GOAL_END_EVENTS = ("goal_completed", "goal_aborted")
-
-
-def require_goal_open(ctx: Ctx) -> None:
-    """New work (adding a task, claiming one) belongs to a goal in progress."""
-    g = ctx.board.goal
-    if g.status != GoalStatus.IN_PROGRESS:
-        raise ValidationError(f"goal {g.id} is {g.status.value}: no new work on it",
-                              hint="`git liza init GOAL` starts the next goal on this board")
 
 
 def _ended_goal(ctx: Ctx) -> Goal:
@@ -432,19 +425,10 @@ class Finalize(Op):
         ctx.put_task(replace(t, status=S.UNCLAIMED, history=ctx.history(t, "finalized")))
 
 
-def _free_agent(ctx: Ctx, task: Task, agent_id: str | None) -> None:
-    """An agent whose current task was taken from it goes back to IDLE."""
-    if agent_id is None:
-        return
-    a = ctx.agent(agent_id)
-    if a is not None and a.current_task == task.id:
-        ctx.put_agent(replace(a, status=AgentState.IDLE, current_task=None, lease_expires=None))
-
-
 def _retire(ctx: Ctx, t: Task, **fields: object) -> Task:
     """Common end of rescope/abandon: the holder is freed, the worktree is let go."""
-    _free_agent(ctx, t, t.assigned_to)
-    _free_agent(ctx, t, t.reviewing_by)
+    free_agent(ctx, t, t.assigned_to)
+    free_agent(ctx, t, t.reviewing_by)
     retired: Task = replace(t, worktree=None, lease_expires=None, reviewing_by=None,
                             review_lease_expires=None, **fields)
     return retired

@@ -9,9 +9,8 @@ from dataclasses import dataclass
 from gitliza.core import clock
 from gitliza.core.board import journal_key
 from gitliza.core.model import Agent, Anomaly, Handoff, Task
-from gitliza.core.ops.base import Ctx, Op, check_sha, need_text, register_op, replace
-from gitliza.core.ops.journal import canonical_details
-from gitliza.core.ops.planning import _free_agent, require_goal_open
+from gitliza.core.ops.base import (Ctx, Op, check_sha, free_agent, need_text, register_op,
+                                   replace, require_goal_open)
 from gitliza.core.states import AgentState, Role, TaskState
 from gitliza.errors import IllegalTransition, LeaseLost, PermissionDenied, ValidationError
 
@@ -47,6 +46,8 @@ def lease_live(expires: str | None, now: str) -> bool:
 def add_anomaly(ctx: Ctx, type_: str, task: str | None, **details: str | int | bool) -> None:
     # Canonical order like `anomaly` (the details every such entry ever had were already sorted,
     # so this changes no existing bytes; it keeps doctor's legacy check free of false alarms).
+    from gitliza.core.ops.journal import canonical_details  # the journal ops, only when needed
+
     entry = Anomaly(timestamp=ctx.op.time, type=type_, reporter=ctx.op.actor, task=task,
                     details=canonical_details(tuple(details.items())))
     ctx.put("anomalies", journal_key(entry, ctx.op.time), entry)
@@ -144,7 +145,7 @@ class Claim(Op):
         # continues the same hypothesis from the handoff notes.
         failed = t.failed_by if t.handoff_pending else with_failed(t, previous)
         if previous is not None:
-            _free_agent(ctx, t, previous)
+            free_agent(ctx, t, previous)
             ctx.notices.append(f"{previous} lost {t.id} to {me.id}: it must stand down")
         iteration = (t.iteration or 0) + 1 if same_coder else 1
         limit = t.max_iterations or ctx.board.config.max_coder_iterations
@@ -158,7 +159,7 @@ class Claim(Op):
             ctx.transition(t, S.BLOCKED)
             add_anomaly(ctx, "retry_loop", t.id, count=iteration - 1,
                         error_pattern=t.rejection_reason or t.integration_failure or "unknown")
-            _free_agent(ctx, t, me.id)
+            free_agent(ctx, t, me.id)
             ctx.put_task(block_fields(
                 ctx, t, f"max_coder_iterations ({limit}) reached",
                 (f"What should change so {t.id} can pass review?",), with_failed(t, me.id)))
@@ -253,7 +254,7 @@ class Block(Op):
         if ctx.role() == Role.CODER:
             me = holder_check(ctx, t, "block it")
             failed = with_failed(t, me.id)
-        _free_agent(ctx, t, t.assigned_to)
+        free_agent(ctx, t, t.assigned_to)
         ctx.put_task(replace(block_fields(ctx, t, self.reason, self.questions, failed),
                              attempted=t.attempted + self.attempted))
 
@@ -299,7 +300,7 @@ class ClaimReview(Op):
         if me.current_task != t.id:
             drop_stale_review(ctx, me)
         if t.reviewing_by is not None and t.reviewing_by != me.id:
-            _free_agent(ctx, t, t.reviewing_by)
+            free_agent(ctx, t, t.reviewing_by)
             ctx.notices.append(f"{t.reviewing_by}'s review lease on {t.id} had expired: "
                                "it must stand down")
         expires = clock.plus(self.time, lease_seconds(ctx, t))
@@ -349,7 +350,7 @@ class Verdict(Op):
                               heartbeat=self.time))
         base = replace(t, reviewing_by=None, review_lease_expires=None)
         if approve:
-            _free_agent(ctx, t, t.assigned_to)
+            free_agent(ctx, t, t.assigned_to)
             ctx.put_task(replace(base, status=S.APPROVED, approved_by=me.id,
                                  history=ctx.history(t, "approved", agent=me.id,
                                                      commit=self.commit)))
@@ -363,7 +364,7 @@ class Verdict(Op):
             ctx.put_task(replace(base, status=S.REJECTED))
             return
         add_anomaly(ctx, "review_deadlock", t.id, cycles=cycles)
-        _free_agent(ctx, t, t.assigned_to)
+        free_agent(ctx, t, t.assigned_to)
         ctx.put_task(block_fields(ctx, base, f"review deadlock: {cycles} review cycles without "
                                   f"approval (max_review_cycles {limit})",
                                   ("Is the done_when achievable as specified?",),
