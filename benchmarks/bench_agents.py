@@ -41,7 +41,9 @@ Topologies:
 
 N grows geometrically until more than 1% of the ops fail (CONCURRENCY_CONFLICT after the
 retries; in the shared remote also a sync that gave up, so the op is not shared) or p99 exceeds
-1 s. The largest N that passed is the figure.
+1 s; a step that fails is run once more before the ladder stops (the machine is shared). The
+largest N that passed is the figure. Each step also measures its floor: one op alone on the
+step's board (one repository), a bare `git fetch` + `git push` to the same daemon (shared).
 """
 from __future__ import annotations
 
@@ -77,10 +79,9 @@ GEN = 1  # every simulated supervisor holds generation 1 of its agent id
 REMOTE = "origin"
 P99_LIMIT_S = 1.0
 FAIL_LIMIT = 0.01
-KINDS = ("heartbeat", "renew", "claim", "submit", "claim-review", "verdict", "merge")
 PIPELINE = ("claim", "submit", "claim-review", "verdict", "merge")
-OP_NAMES = {"renew": "supervise"}
-STATE = "refs/liza/state"  # the op a kind of traffic writes, where the names differ
+OP_NAMES = {"renew": "supervise"}  # the op a kind of traffic writes, where the names differ
+STATE = "refs/liza/state"
 
 
 @dataclass(frozen=True)
