@@ -1,29 +1,69 @@
 #!/bin/sh
-# gitliza-hook-shim v2 c734ca2c-fda1-4d0c-ac1b-9f4f0fa024fb
-#
-# Installed by `git liza hooks install`; `git liza hooks uninstall` removes it and puts back the hook
-# it replaced, which lives on next to it as <hook>.gitliza-legacy and runs first. Do not edit: an
-# upgrade rewrites this file. See docs/hooks-install.md.
-#
-# The line above is the marker: "v<N>" orders shim versions (the installer upgrades older ones) and
-# the id, which never changes, tells a gitliza shim from any other hook.
-#
-# Plain POSIX sh on purpose: git runs hooks with whatever /bin/sh is (dash, busybox, Git for Windows).
-#
+# gitliza-hook-shim v3 c734ca2c-fda1-4d0c-ac1b-9f4f0fa024fb
+# Installed by `git liza hooks install`; do not edit (docs/hooks-install.md). sh parses a script as
+# it runs it: the common cases are decided in the first lines and the rest is never read.
 # start templated (the installer fills these three lines)
 HOOK='__HOOK__'
 INSTALL_PYTHON='__INSTALL_PYTHON__'
 SKIP_ALLOWED='__SKIP_ALLOWED__'
 # end templated
-
-# git runs a hook by its path, from the work tree top (or $GIT_DIR), so $0 locates the hooks dir.
-# The legacy name comes from $HOOK, not $0, so the shim still finds it when another hook manager
-# renames this file and chains it.
 case $0 in
 */*) LEGACY=${0%/*}/$HOOK.gitliza-legacy ;;
 *) LEGACY=./$HOOK.gitliza-legacy ;;
 esac
+# reference-transaction "committed" and "aborted": git ignores their exit status, so only a chained
+# hook has anything to do.
+case $HOOK/${1:-} in
+reference-transaction/prepared) ;;
+reference-transaction/*) [ -x "$LEGACY" ] || exit 0 ;;
+esac
 
+# Client reference-transaction "prepared": decide here, without Python (~100 ms), when no line
+# concerns gitliza (comments kept short up to the exit: sh reads them too). See after this block.
+nothing_concerns() {
+	gitdir=${GIT_DIR:-.git}
+	[ -f "$gitdir" ] && { read -r gitdir <"$gitdir"; gitdir=${gitdir#gitdir: }; }
+	common=$gitdir state= cache= ib= head= c=no
+	[ -f "$gitdir/commondir" ] && { read -r common <"$gitdir/commondir"; case $common in /*) ;; *) common=$gitdir/$common ;; esac; }
+	if [ -f "$common/refs/liza/state" ]; then
+		read -r state <"$common/refs/liza/state"
+		[ -f "$common/gitliza-hooks.cache" ] && read -r cache <"$common/gitliza-hooks.cache"
+		[ -n "$state" ] && [ "${cache%% *}" = "$state" ] || return 1
+		ib="refs/heads/${cache#* }"
+	elif [ -f "$common/packed-refs" ]; then
+		return 1
+	fi
+	while read -r old new ref; do
+		PENDING="$PENDING$old $new $ref
+"
+		case $ref in
+		refs/liza/* | "$ib") c=yes ;;
+		refs/heads/liza/*) [ -n "$ib" ] && { [ -n "$head" ] || read -r head <"$gitdir/HEAD"; [ "$head" = "ref: $ref" ] && c=yes; } ;;
+		esac
+	done
+	[ $c = no ]
+}
+PENDING= decided=no
+if [ "$SKIP_ALLOWED$HOOK/${1:-}" = yesreference-transaction/prepared ] && [ -z "${GITLIZA_HOOK_TRACE:-}" ] &&
+	[ "${LIZA_SKIP_HOOKS:-}" != 1 ] && [ ! -x "$LEGACY" ]; then
+	nothing_concerns && exit 0
+	decided=yes
+fi
+
+# What nothing_concerns decides: only what is certain from files git keeps; anything else goes to
+# Python. refs/liza/* lines concern gitliza, and so do the integration branch and, for the commit
+# rule, the task branch (refs/heads/liza/*) checked out here. The integration branch is the board's
+# config; hook-impl leaves it in gitliza-hooks.cache as "<state commit> <branch>", good while
+# refs/liza/state (a loose ref) still names that commit. No state ref and no packed-refs: no board,
+# so only a refs/liza/* line concerns gitliza. The lines read are kept in PENDING for Python.
+#
+# Plain POSIX sh on purpose: git runs hooks with whatever /bin/sh is (dash, busybox, Git for Windows).
+#
+# The marker on line 2: "v<N>" orders shim versions (the installer upgrades older ones) and the id,
+# which never changes, tells a gitliza shim from any other hook. `git liza hooks uninstall` removes
+# the shim and puts back the hook it replaced, which lives on next to it as <hook>.gitliza-legacy
+# and runs first.
+#
 # Emergency bypass, client hooks only. Server hooks (SKIP_ALLOWED=no) ignore it: over a local or
 # file:// push the pusher's environment reaches the receiving repository's hooks, so honouring it
 # there would hand every pusher an off switch. The chained foreign hook still runs: it is not ours
@@ -32,12 +72,13 @@ run_impl=yes
 if [ "${LIZA_SKIP_HOOKS:-}" = 1 ] && [ "$SKIP_ALLOWED" = yes ]; then
 	run_impl=skip
 fi
-# reference-transaction runs three times per transaction; only "prepared" can refuse (git ignores
-# the exit status of "committed" and "aborted"), so do not start Python for the other two.
 if [ "$HOOK" = reference-transaction ] && [ "${1:-}" != prepared ]; then
 	run_impl=no
 fi
 
+# git runs a hook by its path, from the work tree top (or $GIT_DIR), so $0 locates the hooks dir.
+# The legacy name comes from $HOOK, not $0, so the shim still finds it when another hook manager
+# renames this file and chains it.
 if [ -x "$LEGACY" ]; then
 	if [ "$run_impl" = yes ] && [ ! -t 0 ]; then
 		# Both hooks may read stdin (pre-push, pre-receive, reference-transaction): keep one copy,
@@ -70,59 +111,11 @@ skip)
 *) exit 0 ;;
 esac
 
-# Client hooks: decide here, without starting Python (~100 ms), when nothing concerns gitliza.
-# Only what is certain from files git keeps is decided; anything else goes to Python:
-# - pre-commit checks commits on task branches (liza/<task>) only: HEAD names another branch;
-# - reference-transaction checks refs/liza/* and the integration branch: the lines name neither.
-#   The integration branch is the board's config; hook-impl leaves it in gitliza-hooks.cache as
-#   "<state commit> <branch>", good while refs/liza/state (a loose ref) still names that commit.
-# Server hooks (SKIP_ALLOWED=no) always run: they enforce. GITLIZA_HOOK_TRACE runs Python too.
-PENDING=
-if [ "$SKIP_ALLOWED" = yes ] && [ -z "${GITLIZA_HOOK_TRACE:-}" ]; then
-	gitdir=${GIT_DIR:-.git}
-	if [ -f "$gitdir" ]; then
-		read -r gitdir <"$gitdir" || gitdir=
-		gitdir=${gitdir#gitdir: }
-	fi
-	common=$gitdir
-	if [ -f "$gitdir/commondir" ]; then
-		read -r common <"$gitdir/commondir" || common=.
-		case $common in /*) ;; *) common=$gitdir/$common ;; esac
-	fi
-	case $HOOK in
-	pre-commit)
-		head=
-		[ -f "$gitdir/HEAD" ] && { read -r head <"$gitdir/HEAD" || head=; }
-		case $head in
-		"ref: refs/heads/liza/"*) ;;
-		?*) exit 0 ;; # another branch, detached or unborn: hook-impl would pass it too
-		esac
-		;;
-	reference-transaction)
-		state= cache=
-		[ -f "$common/refs/liza/state" ] && { read -r state <"$common/refs/liza/state" || state=; }
-		[ -f "$common/gitliza-hooks.cache" ] && { read -r cache <"$common/gitliza-hooks.cache" || cache=; }
-		decide=no
-		if [ -n "$state" ] && [ "${cache%% *}" = "$state" ]; then
-			integration="refs/heads/${cache#* }" decide=yes
-		elif [ -z "$state" ] && [ ! -f "$common/packed-refs" ]; then
-			integration= decide=yes # no board here: only a refs/liza/* line concerns gitliza
-		fi
-		if [ "$decide" = yes ]; then
-			concerned=no
-			nl='
-'
-			while read -r old new ref; do
-				PENDING="$PENDING$old $new $ref$nl"
-				case $ref in
-				refs/liza/*) concerned=yes ;;
-				"$integration") concerned=yes ;;
-				esac
-			done
-			[ "$concerned" = no ] && exit 0
-		fi
-		;;
-	esac
+# After a chained hook, the same decision (server hooks always run: they enforce; so does
+# GITLIZA_HOOK_TRACE, which runs Python to record each run).
+if [ "$decided" = no ] && [ "$SKIP_ALLOWED$HOOK/${1:-}" = yesreference-transaction/prepared ] &&
+	[ -z "${GITLIZA_HOOK_TRACE:-}" ]; then
+	nothing_concerns && exit 0
 fi
 
 # -P: do not put the current directory (the work tree) on sys.path, so that a gitliza/ directory in

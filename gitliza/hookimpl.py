@@ -9,10 +9,12 @@ status; non-zero makes git refuse the operation. Every refusal is one line on st
 hook enforces, and what can bypass it, is in docs/enforcement.md:
 
 - pre-commit: in a task branch (`liza/<task-id>`), only the coder holding the claim with a live
-  lease commits; nobody commits while the task is READY_FOR_REVIEW or APPROVED.
+  lease commits; nobody commits while the task is READY_FOR_REVIEW or APPROVED. The installed
+  shims apply this rule in reference-transaction instead (one hook start fewer per commit).
 - pre-merge-commit: a merge into the integration branch merges approved review commits only.
 - reference-transaction: refs/liza/state only moves to a legal continuation (replayed) and is never
-  deleted; the integration branch only receives approved work.
+  deleted; the integration branch only receives approved work; the task branch checked out here
+  only moves under pre-commit's rule.
 - pre-push: the same two rules for what is about to be sent.
 - pre-receive (server): all of the above for every pushed ref, against the board after the push.
   Client hooks are advisory (`-c core.hooksPath=/dev/null` skips them); this one is not.
@@ -42,6 +44,7 @@ STATE_REF = "refs/liza/state"
 LIZA_REFS = "refs/liza/"
 ZERO = "0" * 40
 TASK_BRANCH = "liza/"
+TASK_REF = "refs/heads/" + TASK_BRANCH
 
 
 def _refuse(hook: str, reason: str) -> int:
@@ -222,41 +225,46 @@ def _check_integration(repo: pygit2.Repository, board: Board, ref: str, old: Any
 
 # -- client hooks ---------------------------------------------------------------------------------
 def pre_commit(args: list[str], stdin: bytes) -> int:
-    """In a task branch only the claim holder, with a live lease, commits; a task under review or
-    approved is frozen (its review_commit is what gets reviewed and merged)."""
+    """A commit on the task branch checked out here (see _task_commit_refused). Not installed by
+    `git liza hooks install` any more: reference-transaction applies the same rule to every move of
+    that branch, commits included. Kept for the pre-commit framework and for older shims."""
     repo = _open()
     if repo.head_is_detached or repo.head_is_unborn:
         return 0
-    branch = repo.head.shorthand
-    if not branch.startswith(TASK_BRANCH):
-        return 0
-    task_id = branch[len(TASK_BRANCH):]
+    why = _task_commit_refused(repo, repo.head.name)
+    return _refuse("pre-commit", why) if why else 0
+
+
+def _task_commit_refused(repo: pygit2.Repository, ref: str) -> str | None:
+    """Why the task branch `ref` (refs/heads/liza/<task>), checked out here, may not move: only the
+    claim holder, with a live lease, commits; a task under review or approved is frozen (its
+    review_commit is what gets reviewed and merged). None for any other branch, or with no board."""
+    if not ref.startswith(TASK_REF):
+        return None
+    branch, task_id = ref[len("refs/heads/"):], ref[len(TASK_REF):]
     store = _store(repo)
     tip = store.tip()
     if tip is None:  # no board in this repository: not ours to police
-        return 0
+        return None
     from gitliza.core.states import TaskState as S
     t = _board_at(store, tip).task(task_id)
     if t is None:
-        return _refuse("pre-commit", f"branch {branch} belongs to no task on the board "
-                       f"(no task {task_id!r})")
+        return f"branch {branch} belongs to no task on the board (no task {task_id!r})"
     if t.status in (S.READY_FOR_REVIEW, S.APPROVED):
-        return _refuse("pre-commit", f"{task_id} is {t.status}: its review commit "
-                       f"{str(t.review_commit)[:12]} is frozen until a rejection or the merge")
+        return (f"{task_id} is {t.status}: its review commit {str(t.review_commit)[:12]} is frozen "
+                "until a rejection or the merge")
     if t.status != S.CLAIMED:
-        return _refuse("pre-commit", f"{task_id} is {t.status}, not CLAIMED: claim it first "
-                       f"(`git liza claim {task_id}`)")
+        return f"{task_id} is {t.status}, not CLAIMED: claim it first (`git liza claim {task_id}`)"
     agent = os.environ.get("LIZA_AGENT_ID")
     if not agent:
-        return _refuse("pre-commit", f"{task_id} is claimed by {t.assigned_to}; set LIZA_AGENT_ID "
-                       "to say who is committing")
+        return f"{task_id} is claimed by {t.assigned_to}; set LIZA_AGENT_ID to say who is committing"
     if t.assigned_to != agent:
-        return _refuse("pre-commit", f"{task_id} is claimed by {t.assigned_to}, not {agent}")
+        return f"{task_id} is claimed by {t.assigned_to}, not {agent}"
     now = _now()
     if not (t.lease_expires and t.lease_expires > now):
-        return _refuse("pre-commit", f"{agent}'s lease on {task_id} expired at {t.lease_expires} "
-                       f"(now {now}): `git liza heartbeat` or claim again")
-    return 0
+        return (f"{agent}'s lease on {task_id} expired at {t.lease_expires} (now {now}): "
+                "`git liza heartbeat` or claim again")
+    return None
 
 
 def pre_merge_commit(args: list[str], stdin: bytes) -> int:
@@ -354,7 +362,8 @@ def _relevant(ref: str) -> bool:
 
 def reference_transaction(args: list[str], stdin: bytes) -> int:
     """Plain git moving refs (update-ref, fetch into refs/liza/state, merge, reset, commit): the
-    state ref only to a legal continuation, the integration branch only onto approved work. The
+    state ref only to a legal continuation, the integration branch only onto approved work, and the
+    task branch checked out here only by its claim holder (a commit on it, and any other move). The
     shim calls Python for the "prepared" phase only, the one that can still abort."""
     if args[:1] != ["prepared"]:
         return 0
@@ -367,6 +376,14 @@ def reference_transaction(args: list[str], stdin: bytes) -> int:
     # locked but not moved yet, so its current value is the real starting point.
     updates = [(cur, n, r) for n, r in lines
                if (cur := _ref_target(repo, r)) is None or str(cur) != n]
+    # The commit rule (pre-commit's, which is not installed: one hook fewer per commit) for the
+    # branch checked out here. Creating or deleting the branch is not committing on it.
+    head = None if repo.head_is_detached or repo.head_is_unborn else repo.head.name
+    for cur, n, r in updates:
+        if r == head and cur is not None and n != ZERO:
+            why = _task_commit_refused(repo, r)
+            if why:
+                return _refuse("reference-transaction", f"{r}: {why}")
     # Moving one's own branch back is allowed here (the server refuses a rewind on push), and a
     # merge made by hand may precede its record (`git liza merge` records it).
     refused = _judge(_store(repo), updates, pending_merges=True, rewind_ok=True)

@@ -26,15 +26,20 @@ from typing import Literal
 from gitliza.errors import GitFailure, MissingDependency, ValidationError
 
 # Client hooks, each for something gitliza's own writes (libgit2, which runs no hooks) never do:
-# - pre-commit: a commit made by hand where it must not be (e.g. in a task worktree after submit,
-#   or straight onto the integration branch);
-# - pre-merge-commit: a hand-made merge commit into the integration branch;
-# - reference-transaction: every other way a ref moves under plain git (fast-forward merges,
+# - reference-transaction: every ref move made by plain git (a commit, fast-forward merges,
 #   `git update-ref`, `git fetch` into refs/liza/state, `git branch -f`), seen before it commits;
+#   this includes a commit on a task branch where it must not be (e.g. in a task worktree after
+#   submit), the rule pre-commit used to check;
+# - pre-merge-commit: a hand-made merge commit into the integration branch, refused before the
+#   merge is written (reference-transaction would refuse it too, later);
 # - pre-push: refuse to send a refs/liza/state that is not a fast-forward of the remote's, early.
-# commit-msg and post-* hooks are left out: commit-msg sees nothing pre-commit does not, and post-*
-# hooks cannot refuse anything.
-CLIENT_HOOKS: tuple[str, ...] = ("pre-commit", "pre-merge-commit", "reference-transaction", "pre-push")
+# pre-commit is left out: git runs reference-transaction twice per commit anyway ("prepared" and
+# "committed"), and a third hook start was a third of a commit's cost. commit-msg sees nothing more,
+# and post-* hooks cannot refuse anything.
+CLIENT_HOOKS: tuple[str, ...] = ("pre-merge-commit", "reference-transaction", "pre-push")
+# Hooks older shims were installed as and the current ones are not: `install` removes our shim there
+# (putting back the hook it chained). A foreign hook under that name is not ours and stays.
+RETIRED_CLIENT_HOOKS: tuple[str, ...] = ("pre-commit",)
 # Server: pre-receive alone. It sees the whole push at once, which enforcement needs (a merge moves
 # the integration branch and refs/liza/state together; one cannot be judged without the other), and
 # it can refuse all of it. `update` would only add one Python start per pushed ref.
@@ -136,7 +141,8 @@ def install(repo_path: str | os.PathLike[str], *, server: bool = False, python: 
     refused: a repository others push to should be bare. A foreign hook is renamed to
     `<hook>.gitliza-legacy` and chained; an older shim of ours is upgraded; the same version is left
     as it is unless it records another interpreter; a newer one is kept. Every hook is checked before
-    any is touched, so a refusal leaves the hooks dir as it was.
+    any is touched, so a refusal leaves the hooks dir as it was. A shim of ours (not newer) under a
+    hook no longer installed (RETIRED_CLIENT_HOOKS) is removed, and the hook it chained put back.
     """
     if "\n" in python or "\0" in python or not python:
         raise ValidationError(f"not a usable interpreter path: {python!r}")
@@ -156,7 +162,9 @@ def install(repo_path: str | os.PathLike[str], *, server: bool = False, python: 
     plans = [_plan(hooks_dir, hook, render_shim(hook, python)) for hook in (SERVER_HOOKS if server else CLIENT_HOOKS)]
     for plan in plans:
         _apply(hooks_dir, plan)
-    return InstallReport(hooks_dir, tuple(HookAction(p.hook, p.action, p.legacy) for p in plans))
+    retired = [] if server else [a for hook in RETIRED_CLIENT_HOOKS
+                                 if (a := _retire(hooks_dir, hook, newer_too=False))]
+    return InstallReport(hooks_dir, tuple(HookAction(p.hook, p.action, p.legacy) for p in plans) + tuple(retired))
 
 
 def uninstall(repo_path: str | os.PathLike[str]) -> InstallReport:
@@ -172,7 +180,6 @@ def uninstall(repo_path: str | os.PathLike[str]) -> InstallReport:
         return InstallReport(hooks_dir, ())
     for entry in sorted(hooks_dir.iterdir()):
         name = entry.name
-        legacy = hooks_dir / (name + LEGACY_SUFFIX)
         if name.endswith(LEGACY_SUFFIX):
             # A chained hook whose shim is gone: the name is free again.
             original = hooks_dir / name[: -len(LEGACY_SUFFIX)]
@@ -180,15 +187,8 @@ def uninstall(repo_path: str | os.PathLike[str]) -> InstallReport:
                 os.rename(entry, original)
                 actions.append(HookAction(original.name, "restored", True))
             continue
-        data = _read(entry)
-        if data is None or _version_of(data) is None or _recorded(data, "HOOK") != name:
-            continue
-        if os.path.lexists(legacy):
-            os.replace(legacy, entry)
-            actions.append(HookAction(name, "restored", True))
-        else:
-            entry.unlink()
-            actions.append(HookAction(name, "removed", False))
+        if (action := _retire(hooks_dir, name)) is not None:
+            actions.append(action)
     return InstallReport(hooks_dir, tuple(actions))
 
 
@@ -267,6 +267,23 @@ def _apply(hooks_dir: Path, plan: _Plan) -> None:
     finally:
         if os.path.lexists(tmp):
             tmp.unlink()
+
+
+def _retire(hooks_dir: Path, hook: str, *, newer_too: bool = True) -> HookAction | None:
+    """Remove our shim installed as `hook` (any version), putting back the hook it chained."""
+    entry = hooks_dir / hook
+    data = _read(entry)
+    found = None if data is None else _version_of(data)
+    if data is None or found is None or _recorded(data, "HOOK") != hook:
+        return None  # missing, foreign, or renamed by another hook manager that now chains it
+    if not newer_too and found > shim_version():
+        return None  # installed by a newer gitliza, which may want it
+    legacy = hooks_dir / (hook + LEGACY_SUFFIX)
+    if os.path.lexists(legacy):
+        os.replace(legacy, entry)
+        return HookAction(hook, "restored", True)
+    entry.unlink()
+    return HookAction(hook, "removed", False)
 
 
 def _status(hooks_dir: Path, hook: str) -> HookStatus:

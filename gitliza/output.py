@@ -45,12 +45,14 @@ class Out:
             return
         if title:
             self.line(title)
-        widths = [max([len(c)] + [len("" if r[i] is None else str(r[i])) for r in rows])
-                  for i, c in enumerate(columns)]
-        self.line("  ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip())
-        for r in rows:
-            self.line("  ".join(("" if v is None else str(v)).ljust(w)
-                                for v, w in zip(r, widths)).rstrip())
+        # Each cell made text once, the lines written as one string (`status` on a big board
+        # prints thousands of rows).
+        cells = [["" if v is None else str(v) for v in r] for r in rows]
+        widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
+        fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+        lines = [fmt.format(*columns).rstrip()]
+        lines += [fmt.format(*r).rstrip() for r in cells]
+        sys.stdout.write("\n".join(lines) + "\n")
 
 
 def err(text: str) -> None:

@@ -277,7 +277,7 @@ class OpsMachine(RuleBasedStateMachine):
     @initialize(data=st.data())
     def start(self, data: st.DataObject) -> None:
         init = self.ops["init"]
-        args = {"goal": data.draw(TEXT.filter(lambda s: bool(s.strip()))),
+        args = {"goal": data.draw(TEXT.filter(lambda s: bool(s.strip()) and "\x00" not in s)),
                 "config": self.value(data, "config", Any, {})}
         assert self.attempt(HUMAN_ACTOR, init, args)
         for agent, role in (("planner-1", "planner"), ("coder-1", "coder"),

@@ -80,7 +80,7 @@ def test_what_concerns_gitliza_still_reaches_python(tmp_path: Path, repo: Path) 
     git(repo, "checkout", "-q", "-b", "liza/task-9", "feature")
     r = _commit(repo, "in a task branch", check=False)
     assert r.returncode != 0 and "task-9" in r.stderr
-    assert "pre-commit" in _starts(log)[n:]
+    assert _starts(log)[n:] == ["reference-transaction"]  # the commit rule, checked there
     n = len(_starts(log))
     r = subprocess.run(["git", "update-ref", "refs/liza/state", "HEAD"], cwd=repo,
                        capture_output=True, text=True, timeout=60)
@@ -104,3 +104,32 @@ def test_in_a_linked_worktree_the_shim_finds_the_common_dir(tmp_path: Path, repo
     n = len(_starts(log))
     _commit(wt, "in the worktree")
     assert _starts(log)[n:] == []
+
+
+def test_task_branches_reach_python_only_when_checked_out_here(tmp_path: Path, repo: Path) -> None:
+    """The commit rule applies to the task branch checked out here: creating or moving another
+    liza/* branch is decided in the shim."""
+    log = _warm(tmp_path, repo)
+    n = len(_starts(log))
+    git(repo, "branch", "liza/task-1")
+    git(repo, "branch", "-f", "liza/task-1", "HEAD~1")
+    assert _starts(log)[n:] == []
+    git(repo, "checkout", "-q", "liza/task-1")
+    r = _commit(repo, "on the task branch", check=False)
+    assert r.returncode != 0 and "belongs to no task on the board" in r.stderr
+    assert _starts(log)[n:] == ["reference-transaction"]
+
+
+def test_bypass_skips_the_check_with_a_warning(tmp_path: Path, repo: Path) -> None:
+    log = _warm(tmp_path, repo)
+    n = len(_starts(log))
+    git(repo, "checkout", "-q", "-b", "liza/task-2")
+    before = git(repo, "rev-parse", "HEAD")
+    r = subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", "bypass"], cwd=repo,
+                       capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, LIZA_SKIP_HOOKS="1"))
+    assert r.returncode == 0, r.stderr
+    assert "LIZA_SKIP_HOOKS=1: gitliza's reference-transaction checks skipped" in r.stderr
+    assert git(repo, "rev-parse", "HEAD") != before
+    assert _starts(log)[n:] == []
+    assert _commit(repo, "no bypass", check=False).returncode != 0

@@ -102,16 +102,20 @@ def test_template_is_posix_sh_with_each_placeholder_once() -> None:
 # --- client hooks, run by real git ---------------------------------------------------------------
 
 
-def test_install_then_commit_runs_the_pre_commit_shim(repo: Path, trace: Path) -> None:
+def test_install_then_commit_runs_the_reference_transaction_shim(repo: Path, trace: Path) -> None:
     report = install(repo, python=PY)
     assert report.hooks_dir == repo / ".git" / "hooks"
     assert [(a.hook, a.action, a.legacy) for a in report.actions] == [(h, "installed", False) for h in CLIENT_HOOKS]
     for hook in CLIENT_HOOKS:
         assert os.access(repo / ".git" / "hooks" / hook, os.X_OK)
+    # One hook fewer per commit: reference-transaction applies the commit rule itself.
+    assert not (repo / ".git" / "hooks" / "pre-commit").exists()
+    head = git(repo, "rev-parse", "HEAD")
     assert commit(repo).returncode == 0
     lines = traced(trace)
-    assert f"pre-commit stdin={EMPTY}" in lines
-    assert any(line.startswith("reference-transaction prepared ") for line in lines)
+    new = git(repo, "rev-parse", "HEAD")
+    update = f"{head} {new} HEAD\n{head} {new} refs/heads/main\n"
+    assert lines == [f"reference-transaction prepared stdin={sha(update)}"]
     # "committed" cannot refuse anything, so the shim does not start Python for it.
     assert not any(line.startswith("reference-transaction committed") for line in lines)
 
@@ -183,24 +187,42 @@ def test_server_and_client_installs_each_refuse_the_other_kind_of_repository(rep
 def test_foreign_hook_is_chained_and_runs_first(repo: Path, trace: Path, tmp_path: Path) -> None:
     mark = tmp_path / "foreign-ran"
     hooks = repo / ".git" / "hooks"
-    original = write_hook(hooks / "pre-commit", f"#!/bin/sh\necho \"$#\" > '{mark}'\nexit 0\n")
+    original = write_hook(hooks / "reference-transaction",
+                          f"#!/bin/sh\necho \"$*\" >> '{mark}'\ncat >> '{mark}'\nexit 0\n")
     report = install(repo, python=PY)
-    assert ("pre-commit", "installed", True) in [(a.hook, a.action, a.legacy) for a in report.actions]
-    assert (hooks / f"pre-commit{LEGACY_SUFFIX}").read_bytes() == original
+    assert ("reference-transaction", "installed", True) in [(a.hook, a.action, a.legacy) for a in report.actions]
+    assert (hooks / f"reference-transaction{LEGACY_SUFFIX}").read_bytes() == original
+    head = git(repo, "rev-parse", "HEAD")
     assert commit(repo).returncode == 0
-    assert mark.read_text() == "0\n"
-    assert f"pre-commit stdin={EMPTY}" in traced(trace)
+    new = git(repo, "rev-parse", "HEAD")
+    update = f"{head} {new} HEAD\n{head} {new} refs/heads/main\n"
+    # The chained hook sees every state with its stdin; Python only "prepared", with the same stdin.
+    assert mark.read_text() == f"prepared\n{update}committed\n{update}"
+    assert traced(trace) == [f"reference-transaction prepared stdin={sha(update)}"]
+
+
+def test_foreign_pre_commit_hook_is_left_alone(repo: Path, trace: Path) -> None:
+    """pre-commit is not a gitliza hook any more: a foreign one stays where it is, and runs."""
+    hooks = repo / ".git" / "hooks"
+    original = write_hook(hooks / "pre-commit", "#!/bin/sh\necho 'foreign pre-commit ran' >&2\n")
+    report = install(repo, python=PY)
+    assert "pre-commit" not in [a.hook for a in report.actions]
+    assert (hooks / "pre-commit").read_bytes() == original
+    assert not (hooks / f"pre-commit{LEGACY_SUFFIX}").exists()
+    assert "foreign pre-commit ran" in commit(repo).stderr
+    assert uninstall(repo).actions and (hooks / "pre-commit").read_bytes() == original
 
 
 def test_failing_foreign_hook_refuses_the_commit(repo: Path, trace: Path) -> None:
-    write_hook(repo / ".git" / "hooks" / "pre-commit", "#!/bin/sh\necho 'foreign says no' >&2\nexit 1\n")
+    write_hook(repo / ".git" / "hooks" / "reference-transaction",
+               "#!/bin/sh\n[ \"$1\" = prepared ] || exit 0\necho 'foreign says no' >&2\nexit 1\n")
     install(repo, python=PY)
     before = git(repo, "rev-parse", "HEAD")
     r = commit(repo)
     assert r.returncode != 0
     assert "foreign says no" in r.stderr
     assert git(repo, "rev-parse", "HEAD") == before
-    assert not any(line.startswith("pre-commit") for line in traced(trace))
+    assert traced(trace) == []  # gitliza's check did not run after the refusal
 
 
 def test_chained_hook_and_gitliza_read_the_same_stdin(repo: Path, bare: Path, trace: Path, tmp_path: Path) -> None:
@@ -218,7 +240,8 @@ def test_chained_hook_and_gitliza_read_the_same_stdin(repo: Path, bare: Path, tr
 
 def test_uninstall_restores_foreign_hooks_byte_for_byte(repo: Path) -> None:
     hooks = repo / ".git" / "hooks"
-    original = write_hook(hooks / "pre-commit", b"#!/bin/sh\r\n# \xff not utf-8\r\nexit 0\r\n", mode=0o750)
+    original = write_hook(hooks / "reference-transaction", b"#!/bin/sh\r\n# \xff not utf-8\r\nexit 0\r\n",
+                          mode=0o750)
     target = repo / "scripts" / "push-hook"
     write_hook(target, "#!/bin/sh\nexit 0\n")
     (hooks / "pre-push").symlink_to(os.path.relpath(target, hooks))
@@ -228,13 +251,12 @@ def test_uninstall_restores_foreign_hooks_byte_for_byte(repo: Path) -> None:
 
     report = uninstall(repo)
     assert sorted((a.hook, a.action) for a in report.actions) == sorted(
-        [("pre-commit", "restored"), ("pre-push", "restored"),
-         ("pre-merge-commit", "removed"), ("reference-transaction", "removed")]
+        [("reference-transaction", "restored"), ("pre-push", "restored"), ("pre-merge-commit", "removed")]
     )
-    assert (hooks / "pre-commit").read_bytes() == original
-    assert stat.S_IMODE((hooks / "pre-commit").stat().st_mode) == 0o750
+    assert (hooks / "reference-transaction").read_bytes() == original
+    assert stat.S_IMODE((hooks / "reference-transaction").stat().st_mode) == 0o750
     assert (hooks / "pre-push").is_symlink() and (hooks / "pre-push").resolve() == target.resolve()
-    assert sorted(p.name for p in hooks.iterdir()) == ["pre-commit", "pre-push"]
+    assert sorted(p.name for p in hooks.iterdir()) == ["pre-push", "reference-transaction"]
     assert uninstall(repo).actions == ()
 
 
@@ -253,20 +275,68 @@ def test_foreign_hook_next_to_an_existing_legacy_hook_is_refused_untouched(repo:
 def test_older_shim_is_upgraded_and_keeps_its_chain(repo: Path, trace: Path) -> None:
     hooks = repo / ".git" / "hooks"
     current = f"# gitliza-hook-shim v{shim_version()} "
-    old = render_shim("pre-commit", "/old/venv/bin/python").replace(current, "# gitliza-hook-shim v0 ")
-    write_hook(hooks / "pre-commit", old)
-    legacy = write_hook(hooks / f"pre-commit{LEGACY_SUFFIX}", "#!/bin/sh\nexit 0\n")
+    old = render_shim("reference-transaction", "/old/venv/bin/python").replace(current, "# gitliza-hook-shim v0 ")
+    write_hook(hooks / "reference-transaction", old)
+    legacy = write_hook(hooks / f"reference-transaction{LEGACY_SUFFIX}", "#!/bin/sh\nexit 0\n")
     newer = render_shim("pre-push", "/new/venv/bin/python").replace(current, "# gitliza-hook-shim v999 ")
     write_hook(hooks / "pre-push", newer)
 
     actions = {a.hook: (a.action, a.legacy) for a in install(repo, python=PY).actions}
-    assert actions["pre-commit"] == ("upgraded", True)
+    assert actions["reference-transaction"] == ("upgraded", True)
     assert actions["pre-push"] == ("kept-newer", False)
-    assert (hooks / "pre-commit").read_text() == render_shim("pre-commit", PY)
-    assert (hooks / f"pre-commit{LEGACY_SUFFIX}").read_bytes() == legacy
+    assert (hooks / "reference-transaction").read_text() == render_shim("reference-transaction", PY)
+    assert (hooks / f"reference-transaction{LEGACY_SUFFIX}").read_bytes() == legacy
     assert (hooks / "pre-push").read_text() == newer  # never downgraded
     assert commit(repo).returncode == 0
-    assert f"pre-commit stdin={EMPTY}" in traced(trace)
+    assert any(line.startswith("reference-transaction prepared ") for line in traced(trace))
+
+
+def _v2_shim(hook: str, python: str) -> str:
+    """A shim as gitliza with shim v2 installed it (tests/fixtures/hook-shim-v2.sh is that template)."""
+    text = (ROOT / "tests" / "fixtures" / "hook-shim-v2.sh").read_text()
+    values = {"HOOK": hook, "INSTALL_PYTHON": python, "SKIP_ALLOWED": "yes"}
+    for name, value in values.items():
+        text = text.replace(f"{name}='__{name}__'", f"{name}='{value}'")
+    return text
+
+
+def test_upgrade_from_v2_retires_the_pre_commit_shim(repo: Path, trace: Path) -> None:
+    """v2 installed pre-commit too: the upgrade removes that shim and puts back the hook it chained;
+    the other hooks are upgraded in place, chains kept."""
+    hooks = repo / ".git" / "hooks"
+    for hook in ("pre-commit", "pre-merge-commit", "reference-transaction", "pre-push"):
+        write_hook(hooks / hook, _v2_shim(hook, "/old/venv/bin/python"))
+    chained = write_hook(hooks / f"pre-commit{LEGACY_SUFFIX}", "#!/bin/sh\necho 'their pre-commit' >&2\n")
+    assert {h.hook: h.version for h in hooks_status(repo).hooks if h.kind == "gitliza"} == {
+        "pre-commit": 2, "pre-merge-commit": 2, "reference-transaction": 2, "pre-push": 2}
+    report = install(repo, python=PY)
+    assert [(a.hook, a.action, a.legacy) for a in report.actions] == [
+        *((h, "upgraded", False) for h in CLIENT_HOOKS), ("pre-commit", "restored", True)]
+    assert (hooks / "pre-commit").read_bytes() == chained
+    assert not (hooks / f"pre-commit{LEGACY_SUFFIX}").exists()
+    r = commit(repo)
+    assert r.returncode == 0 and "their pre-commit" in r.stderr
+    assert [line.split()[0] for line in traced(trace)] == ["reference-transaction"]
+    # Without a chained hook the retired shim is just removed; a newer gitliza's is kept.
+    (hooks / "pre-commit").unlink()
+    write_hook(hooks / "pre-commit", _v2_shim("pre-commit", PY))
+    assert [(a.hook, a.action) for a in install(repo, python=PY).actions][-1] == ("pre-commit", "removed")
+    assert not (hooks / "pre-commit").exists()
+    newer = _v2_shim("pre-commit", PY).replace("# gitliza-hook-shim v2 ", "# gitliza-hook-shim v999 ")
+    write_hook(hooks / "pre-commit", newer)
+    assert "pre-commit" not in [a.hook for a in install(repo, python=PY).actions]
+    assert (hooks / "pre-commit").read_text() == newer
+
+
+def test_uninstall_removes_v2_shims(repo: Path) -> None:
+    hooks = repo / ".git" / "hooks"
+    for hook in ("pre-commit", "reference-transaction"):
+        write_hook(hooks / hook, _v2_shim(hook, PY))
+    chained = write_hook(hooks / f"pre-commit{LEGACY_SUFFIX}", "#!/bin/sh\nexit 0\n")
+    actions = sorted((a.hook, a.action) for a in uninstall(repo).actions)
+    assert actions == [("pre-commit", "restored"), ("reference-transaction", "removed")]
+    assert (hooks / "pre-commit").read_bytes() == chained
+    assert not (hooks / "reference-transaction").exists()
 
 
 def test_reinstall_is_idempotent(repo: Path) -> None:
@@ -293,8 +363,8 @@ def test_status_reports_versions_interpreters_and_chains(repo: Path) -> None:
     assert status.hooks_dir == hooks and not status.bare and status.current_version == shim_version()
     by_hook = {h.hook: h for h in status.hooks}
     assert all(by_hook[h].kind == "gitliza" and by_hook[h].version == shim_version() for h in CLIENT_HOOKS)
-    assert by_hook["pre-push"].legacy and not by_hook["pre-commit"].legacy
-    assert by_hook["pre-commit"].python == PY
+    assert by_hook["pre-push"].legacy and not by_hook["reference-transaction"].legacy
+    assert by_hook["reference-transaction"].python == PY
     assert by_hook["pre-receive"].kind == "missing"
 
 
@@ -308,9 +378,9 @@ def test_core_hooks_path_is_respected(repo: Path, trace: Path, tmp_path: Path, a
     (repo / "sub").mkdir()
     report = install(repo / "sub", python=PY)  # from a subdirectory: relative means from the top
     assert report.hooks_dir == target
-    assert not (repo / ".git" / "hooks" / "pre-commit").exists()
+    assert not (repo / ".git" / "hooks" / "reference-transaction").exists()
     assert commit(repo / "sub").returncode == 0
-    assert f"pre-commit stdin={EMPTY}" in traced(trace)
+    assert any(line.startswith("reference-transaction prepared ") for line in traced(trace))
 
 
 def test_linked_worktree_installs_into_the_common_hooks_dir(repo: Path, trace: Path) -> None:
@@ -319,7 +389,7 @@ def test_linked_worktree_installs_into_the_common_hooks_dir(repo: Path, trace: P
     report = install(wt, python=PY)
     assert report.hooks_dir == repo / ".git" / "hooks"
     assert commit(wt).returncode == 0
-    assert f"pre-commit stdin={EMPTY}" in traced(trace)
+    assert any(line.startswith("reference-transaction prepared ") for line in traced(trace))
 
 
 def test_hooks_path_dev_null_skips_client_hooks(repo: Path, trace: Path) -> None:

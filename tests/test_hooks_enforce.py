@@ -163,7 +163,7 @@ def test_legit_lifecycle_is_accepted_with_client_and_server_hooks(tmp_path: Path
     wt = work / ".worktrees" / "t1"
     (wt / "feature.txt").write_text("feature\n")
     git(wt, "add", "feature.txt")
-    r = run(wt, "git", "commit", "-q", "-m", "feature", agent="coder-1")  # pre-commit: holder
+    r = run(wt, "git", "commit", "-q", "-m", "feature", agent="coder-1")  # the claim holder
     assert r.returncode == 0, r.stderr
     liza(work, "submit", "t1", agent="coder-1")
     r = push(work, "liza/t1", "refs/liza/state:refs/liza/state")
@@ -308,7 +308,9 @@ def test_unapproved_work_pushed_to_the_integration_branch_is_refused(
 
 
 # -- client hooks ---------------------------------------------------------------------------------
-def test_client_pre_commit_in_a_task_worktree(tmp_path: Path, team: tuple[Path, Path]) -> None:
+def test_client_commit_rule_in_a_task_worktree(tmp_path: Path, team: tuple[Path, Path]) -> None:
+    """pre-commit's rule, checked by reference-transaction (git exits 128: "ref updates aborted by
+    hook"), which also covers what pre-commit never saw: `--no-verify`, a reset of the branch."""
     bare, _seed = team
     c = clone(tmp_path, bare, "c")
     install(c, python=PY)
@@ -316,18 +318,29 @@ def test_client_pre_commit_in_a_task_worktree(tmp_path: Path, team: tuple[Path, 
     wt = c / ".worktrees" / "t1"
     (wt / "a.txt").write_text("a\n")
     git(wt, "add", "a.txt")
+    base = git(wt, "rev-parse", "HEAD")
     r = run(wt, "git", "commit", "-q", "-m", "a", agent="coder-2")
-    assert r.returncode == 1 and "t1 is claimed by coder-1, not coder-2" in r.stderr
+    assert r.returncode != 0 and "t1 is claimed by coder-1, not coder-2" in r.stderr
     r = run(wt, "git", "commit", "-q", "-m", "a", agent="coder-1", LIZA_NOW="2999-01-01T00:00:00Z")
-    assert r.returncode == 1 and "lease on t1 expired" in r.stderr
+    assert r.returncode != 0 and "lease on t1 expired" in r.stderr
+    r = run(wt, "git", "commit", "--no-verify", "-q", "-m", "a", agent="coder-2")
+    assert r.returncode != 0 and "t1 is claimed by coder-1, not coder-2" in r.stderr
+    assert git(wt, "rev-parse", "HEAD") == base
     assert run(wt, "git", "commit", "-q", "-m", "a", agent="coder-1").returncode == 0
     liza(c, "submit", "t1", agent="coder-1")
     (wt / "b.txt").write_text("b\n")
     git(wt, "add", "b.txt")
     r = run(wt, "git", "commit", "-q", "-m", "b", agent="coder-1")
-    assert r.returncode == 1 and "t1 is READY_FOR_REVIEW" in r.stderr
+    assert r.returncode != 0 and "t1 is READY_FOR_REVIEW" in r.stderr
+    r = run(wt, "git", "reset", "-q", "--soft", "HEAD~1", agent="coder-1")  # the review commit is frozen
+    assert r.returncode != 0 and "t1 is READY_FOR_REVIEW" in r.stderr
     # Advisory: switching the hooks off gets past them (the server is where enforcement is real).
     r = run(wt, "git", "-c", "core.hooksPath=/dev/null", "commit", "-q", "-m", "b", agent="coder-1")
+    assert r.returncode == 0, r.stderr
+    # Other branches are not ours to police, and creating a branch is not committing on it.
+    r = run(wt, "git", "checkout", "-q", "-b", "scratch", agent="coder-2")
+    assert r.returncode == 0, r.stderr
+    r = run(wt, "git", "commit", "-q", "--allow-empty", "-m", "c", agent="coder-2")
     assert r.returncode == 0, r.stderr
 
 

@@ -49,7 +49,7 @@ def hooks_install(env: Env, server: bool) -> int:
         env.out.json({"hooks_dir": str(report.hooks_dir), "server": server, "hooks": rows})
         return 0
     for a in report.actions:
-        chained = " (chains the hook it replaced)" if a.legacy else ""
+        chained = " (chains the hook it replaced)" if a.legacy and a.action != "restored" else ""
         env.out.line(f"{a.action:<10} {a.hook}{chained}")
     env.out.line(f"hooks dir {report.hooks_dir} ({'server' if server else 'client'} hooks; "
                  f"gitliza runs with {sys.executable})")

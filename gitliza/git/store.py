@@ -83,28 +83,29 @@ class GitSource:
             ck = (coll, oid)
             value = _DECODED.get(ck)
             if value is None or (key and _ident(coll, value) != key):
-                path = layout.path_of(coll, key)
                 if self._tables is None:
-                    value = decode_blob(coll, key, self._repo[oid].data, path)  # type: ignore[attr-defined]
+                    value = decode_blob(coll, key, self._repo[oid].data,  # type: ignore[attr-defined]
+                                        layout.path_of(coll, key))
                 else:
-                    value = self._from_tables(coll, key, oid, path)
+                    value = self._from_tables(coll, key, oid)
                 if len(_DECODED) >= _DECODED_MAX:
                     _DECODED.clear()
                 _DECODED[ck] = value
         self._cache[k] = value
         return value
 
-    def _from_tables(self, coll: str, key: str, oid: pygit2.Oid, path: str) -> Any:
+    def _from_tables(self, coll: str, key: str, oid: pygit2.Oid) -> Any:
         assert self._tables is not None
         raw = oid.raw
         table = self._tables.get(raw)
         if table is not None:
-            try:
-                value = decode_table(coll, key, table, path)
+            try:  # no location for errors: any error sends us to the blob, which has one
+                value = decode_table(coll, key, table, coll)
                 self._tables.used[raw] = table
                 return value
             except InconsistentState:  # a damaged cache entry: the blob itself decides
                 pass
+        path = layout.path_of(coll, key)
         self._tables.missed += 1
         table = self._tables[raw] = codec.table(self._repo[oid].data, path)  # type: ignore[attr-defined]
         value = decode_table(coll, key, table, path)
