@@ -9,6 +9,8 @@
     hooks       client hooks on a commit; the server hook on a one-commit push (bench_paths.py)
     sync        a sync bringing one op at 10 and 1,000 open tasks, against git fetch + push
     writers     W processes writing one board: ops/s, p99, ops that gave up
+    agents      the most agents one board serves: open-loop agent traffic at the config defaults,
+                on one repository and through a shared remote (bench_agents.py)
     others      benchmarks/bench_*.py (lifecycle, verify, sync), each printing its own figures
 
 Writes the figures into docs/performance.md (between its bench markers) and the plots into
@@ -45,7 +47,7 @@ from gitliza.git.store import STATE_REF, Store
 
 HERE = Path(__file__).resolve().parent
 T = "2025-01-17T14:00:00Z"
-SECTIONS = ["transition", "cli", "hooks", "sync", "writers", "others"]
+SECTIONS = ["transition", "cli", "hooks", "sync", "writers", "agents", "others"]
 
 
 def make_board(path: Path, n: int) -> Store:
@@ -196,9 +198,12 @@ def main() -> int:
                     print(f"[{label}] writers: {row}")
         finally:
             shutil.rmtree(root, ignore_errors=True)
+    if "agents" in only:
+        import bench_agents
+        res["agents"] = bench_agents.bench()
     if "others" in only:
         for script in sorted(HERE.glob("bench_*.py")):
-            if script.name == "bench_paths.py":
+            if script.name in ("bench_paths.py", "bench_agents.py"):
                 continue
             print(f"--- {script.name}", flush=True)
             subprocess.run([sys.executable, str(script)], check=False)

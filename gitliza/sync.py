@@ -410,7 +410,12 @@ def sync(store: Store, remote: str | None = None, *, mode: str = "sync", rounds:
         # The remote's task branches only matter for pushing ours; fetching them all would make
         # every sync cost as much as there are open tasks. A later round fetches them all.
         tasks, known = _task_leases(store, prefix) if rnd == 1 else (True, {})
-        fetched = _fetch(path, remote, integ, timeout, progress, tasks)
+        try:
+            fetched = _fetch(path, remote, integ, timeout, progress, tasks)
+        except ConcurrencyConflict:
+            # Another sync in this clone (a second supervisor, the heartbeat thread) updated the
+            # tracking ref under this fetch: a lost race like a refused push, so another round.
+            continue
         r_hex = fetched.new_oid
         r = pygit2.Oid(hex=r_hex) if r_hex else None
         want = _integration(store, r)

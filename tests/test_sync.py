@@ -336,6 +336,25 @@ def test_a_local_commit_during_the_replay_is_kept(tmp_path: Path,
     assert tip(bare) == tip(a)
 
 
+def test_a_fetch_that_loses_the_tracking_ref_to_another_sync_is_a_lost_round(
+        tmp_path: Path) -> None:
+    """Two syncs in one clone (two supervisors, a heartbeat thread): git's fetch finds the
+    tracking ref locked by the other; the sync fetches again in its next round."""
+    bare, a = behind_by_one_note(tmp_path)
+    liza(a, now=Clock(offset=60)).do(Note, message="a")
+    lock = a / ".git" / "refs" / "remotes" / "origin" / "liza" / "state.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    lock.write_text("held by the other sync\n")
+    rounds: list[float] = []
+
+    def other_sync_done(seconds: float) -> None:
+        rounds.append(seconds)
+        lock.unlink()
+    rep = engine.sync(Store.discover(a), sleep=other_sync_done)
+    assert len(rounds) == 1 and rep.rounds == 2
+    assert rep.pushed and tip(bare) == tip(a)
+
+
 def test_gives_up_after_the_bounded_rounds_with_exit_2(tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     bare, _ = seed(tmp_path)

@@ -18,7 +18,7 @@ Packs pile up, one per transition, and every pack is one more index to search, s
 merged as they accumulate (`consolidate`): when there are more than PACK_LIMIT, the smallest
 ones, as many as keep the sizes a geometric progression (git's `repack --geometric=2` rule), are
 copied entry by entry (no recompression) into one pack, which is renamed into place; the old ones
-are marked and removed, index first, by a later merge once the mark is a minute old, so that a
+are marked and removed, index first, by a later merge once the mark is GRACE_SECONDS old, so that a
 reader that listed the directory before the merged pack appeared still finds them. Two processes
 merging at once each mark only packs they copied completely. Packs with deltas (those git made) and packs marked
 .keep or .promisor are left alone.
@@ -36,7 +36,14 @@ from gitliza.core.layout import sha1
 
 TYPE_CODES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
 PACK_LIMIT = 32  # packs in objects/pack/ before the small ones are merged
-GRACE_SECONDS = 60.0  # a merged pack stays this long (marked) before it is removed
+# A merged pack stays this long (marked) before it is removed. Every pack in the directory, marked
+# or not, is one more index libgit2 searches on a miss and when a ref is set (the target must
+# exist), so under sustained writes the live packs are rate x grace: with 60 s, 55 ops/s left
+# ~3,000 packs and a transition cost ~25 ms of CPU instead of ~3 ms (benchmarks/bench_agents.py).
+# A few seconds cover a reader that listed the directory before the merged pack appeared: on a
+# miss it rescans (libgit2 and git alike) and finds the merged pack, which is in place before the
+# old ones are marked.
+GRACE_SECONDS = 5.0
 MERGED = ".merged"
 LEVEL = 1  # zlib level of blobs and commits (TOML and text: about half their size)
 
