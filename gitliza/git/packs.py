@@ -18,10 +18,10 @@ Packs pile up, one per transition, and every pack is one more index to search, s
 merged as they accumulate (`consolidate`): when there are more than PACK_LIMIT, the smallest
 ones, as many as keep the sizes a geometric progression (git's `repack --geometric=2` rule), are
 copied entry by entry (no recompression) into one pack, which is renamed into place; the old ones
-are marked and removed, index first, by a later merge once the mark is GRACE_SECONDS old, so that a
-reader that listed the directory before the merged pack appeared still finds them. Two processes
-merging at once each mark only packs they copied completely. Packs with deltas (those git made) and packs marked
-.keep or .promisor are left alone.
+are marked and their indexes removed at once (so that readers list and search only live packs),
+their pack files by the next merge (GRACE_SECONDS). Two processes merging at once each mark only
+packs they copied completely. Packs with deltas (those git made) and packs marked .keep or
+.promisor are left alone.
 """
 from __future__ import annotations
 
@@ -36,14 +36,16 @@ from gitliza.core.layout import sha1
 
 TYPE_CODES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
 PACK_LIMIT = 32  # packs in objects/pack/ before the small ones are merged
-# A merged pack stays this long (marked) before it is removed. Every pack in the directory, marked
-# or not, is one more index libgit2 searches on a miss and when a ref is set (the target must
-# exist), so under sustained writes the live packs are rate x grace: with 60 s, 55 ops/s left
-# ~3,000 packs and a transition cost ~25 ms of CPU instead of ~3 ms (benchmarks/bench_agents.py).
-# A few seconds cover a reader that listed the directory before the merged pack appeared: on a
-# miss it rescans (libgit2 and git alike) and finds the merged pack, which is in place before the
-# old ones are marked.
-GRACE_SECONDS = 5.0
+# A merged pack's files stay this long (marked) after its index is removed, then the next merge
+# removes them. Every pack in the directory is one more index libgit2 lists and searches on a miss
+# and when a ref is set (its target must exist): under sustained writes a grace of 60 s left
+# ~3,000 packs and a transition cost ~25 ms of CPU instead of ~3 ms (benchmarks/bench_agents.py),
+# and 5 s still cost ~0.1 ms per transition in a burst. No grace is needed for correctness: a
+# reader that has a merged pack open keeps reading it (the file lives while it is open), and one
+# that fails to open its index or its pack moves on to the other packs, then rescans and finds
+# the merged one, which is in place before the old ones are marked (libgit2 and git alike:
+# tests/git/test_packs.py checks a reader that had not opened them).
+GRACE_SECONDS = 0.0
 MERGED = ".merged"
 LEVEL = 1  # zlib level of blobs and commits (TOML and text: about half their size)
 
@@ -153,8 +155,8 @@ def consolidate(objects_dir: str, limit: int | None = None, grace: float | None 
                 ) -> str | None:
     """Merge the smallest packs when there are more than `limit`; the merged pack's name.
 
-    A merged pack is not removed at once: a reader that listed the directory just before the
-    merged pack appeared would then find neither (libgit2 rescans once per miss). It is marked
+    A merged pack's index is removed at once (new readers see the merged pack only), its pack
+    file not: a reader that mapped the old index still reads from it. It is marked
     (`<pack>.merged`) and removed by a later call once the mark is `grace` seconds old."""
     pack_dir = os.path.join(objects_dir, "pack")
     try:
@@ -205,6 +207,16 @@ def consolidate(objects_dir: str, limit: int | None = None, grace: float | None 
     for base in copied:
         if base != merged:
             _mark(os.path.join(pack_dir, base + MERGED))
+            # The index goes at once, the pack after the grace. Readers find packs by their
+            # index, so new readers (and every rescan) now see the merged pack only: a burst of
+            # writes no longer leaves hundreds of merged packs for libgit2 to list and search on
+            # every miss. A reader that has the old index mapped keeps it, and needs the pack
+            # file, which stays; one that had not opened it yet fails to, and like any miss
+            # that makes it rescan (libgit2 and git alike) and find the merged pack.
+            try:
+                os.unlink(os.path.join(pack_dir, base + ".idx"))
+            except FileNotFoundError:
+                pass
     return merged
 
 
