@@ -69,16 +69,23 @@ def test_git_reads_and_checks_the_packs(repo: Path) -> None:
     assert len(_pack_names(repo)) <= packs.PACK_LIMIT + 1
 
 
+def _one_pack_each(objdir: str, text: str, n: int) -> list[tuple[bytes, bytes]]:
+    """n blobs, each written as a pack of its own: (raw id, body)."""
+    written = []
+    for i in range(n):
+        body = f"{text} {i}\n".encode()
+        raw = packs.object_id(b"blob", body)
+        packs.write(objdir, [(raw, b"blob", body)])
+        written.append((raw, body))
+    return written
+
+
 def test_consolidation_keeps_every_object_for_readers_that_loaded_old_indexes(repo: Path) -> None:
     store = _board(repo, 0)
     reader = pygit2.Repository(str(repo))
     objdir = str(repo / ".git" / "objects")
-    written = []
-    for i in range(12):
-        body = f"blob {i}\n".encode()
-        raw = packs.object_id(b"blob", body)
-        packs.write(objdir, [(raw, b"blob", body)])
-        written.append((raw, body))
+    written = _one_pack_each(objdir, "blob", 12)
+    for raw, body in written:
         assert reader.odb.read(pygit2.Oid(raw=raw))[1] == body  # the reader loads each index
     before = _pack_names(repo)
     merged = packs.consolidate(objdir, limit=4)
@@ -106,12 +113,7 @@ def test_a_reader_that_had_not_opened_a_merged_index_finds_its_objects(repo: Pat
     lookups fail there, rescan, and find the merged pack."""
     _board(repo, 0)
     objdir = str(repo / ".git" / "objects")
-    written = []
-    for i in range(12):
-        body = f"late blob {i}\n".encode()
-        raw = packs.object_id(b"blob", body)
-        packs.write(objdir, [(raw, b"blob", body)])
-        written.append((raw, body))
+    written = _one_pack_each(objdir, "late blob", 12)
     reader = pygit2.Repository(str(repo))
     assert reader.odb.read(pygit2.Oid(raw=written[-1][0]))[1] == written[-1][1]
     assert packs.consolidate(objdir, limit=4) is not None
