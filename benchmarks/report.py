@@ -32,6 +32,12 @@ def _tables(res: dict[str, Any]) -> list[str]:
         out += ["", f"Targets at {rows[-1][0]:,} tasks: median <= {goal} ms: {big:.3f} ms, "
                 f"{_met(big <= goal)}; <= 1.2x the 10-task time: {ratio:.2f}x, "
                 f"{_met(ratio <= 1.2)}.", ""]
+        fs = res.get(f"fs_floor_{place}")
+        if fs:
+            out += [f"Floor of this file system: the files a transition writes (the pack, its "
+                    f"index renamed into place, the ref's lock renamed over the ref), made with "
+                    f"bare system calls, median {fs:.3f} ms; gitliza's own share at "
+                    f"{rows[-1][0]:,} tasks: {max(big - fs, 0):.3f} ms.", ""]
     if res.get("baseline"):
         disk = dict((n, m) for n, m, _p in res.get("transition_disk", []))
         out += ["### Against the original's design (flock + whole-file YAML, disk)", "",
