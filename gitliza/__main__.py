@@ -6,6 +6,7 @@ imports on every commit and ref update, and so that the hooks work even where th
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 from gitliza.errors import EXIT_BROKEN_PIPE, EXIT_DEPENDENCY, EXIT_GIT
@@ -29,19 +30,21 @@ def _exit_now(code: int) -> int:
     if threading is not None and threading.active_count() > 1:
         return code
     import atexit
-    import os
 
     try:
-        sys.stdout.flush()
+        if sys.stdout is not None:  # None: started with stdout closed
+            sys.stdout.flush()
     except BrokenPipeError:
         code = code or EXIT_BROKEN_PIPE
     except OSError as e:  # a full disk under `> file`: the output is incomplete, say so
-        sys.stderr.write(f"gitliza: error: cannot write the output: {e}\n")
+        if sys.stderr is not None:
+            sys.stderr.write(f"gitliza: error: cannot write the output: {e}\n")
         code = code or EXIT_GIT
     except ValueError:  # stdout closed by the command itself
         pass
     try:
-        sys.stderr.flush()
+        if sys.stderr is not None:
+            sys.stderr.flush()
     except (OSError, ValueError):
         pass
     atexit._run_exitfuncs()
@@ -50,6 +53,10 @@ def _exit_now(code: int) -> int:
 
 def _main(args: list[str], argv: list[str] | None) -> int:
     from gitliza import classcache, clifast
+
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is None:  # started with it closed: what is written goes nowhere,
+            setattr(sys, name, open(os.devnull, "w"))  # as git does it (it reopens them)
 
     if args[:1] == ["hook-impl"]:
         classcache.install()

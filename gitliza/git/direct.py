@@ -200,7 +200,7 @@ def _tree_objects(src: pygit2.Repository, new: bytes, old: bytes | None,
 
 
 def copy_chain(src: pygit2.Repository, dst: pygit2.Repository, tip: pygit2.Oid,
-               haves: set[pygit2.Oid], limit: int = 100_000) -> int:
+               haves: set[pygit2.Oid], limit: int = 100_000, *, durable: bool = False) -> int:
     """Write into `dst`, as one pack, the objects of the commits from `tip` back to one of `haves`
     (commits `dst` has) or to one `dst` has: a linear chain, each commit's tree compared with its
     parent's, which `dst` has complete. Returns how many commits were copied. NeedsGit for
@@ -222,7 +222,9 @@ def copy_chain(src: pygit2.Repository, dst: pygit2.Repository, tip: pygit2.Oid,
     target = packs.objects_dir(dst)
     if target is None:
         raise NeedsGit()
-    name = packs.write(target, objs.values())
+    # Into a shared remote, the pack reaches the disk before the ref can name it, as git's
+    # receive-pack makes sure (core.fsync); a power loss must not leave the ref on a cut pack.
+    name = packs.write(target, objs.values(), durable=durable)
     if packs.due(name):
         try:
             packs.consolidate(target)
@@ -341,7 +343,7 @@ def push(local: pygit2.Repository, remote: pygit2.Repository, ref: str, new: str
     if now != expected:
         return "stale"
     copy_chain(local, remote, pygit2.Oid(hex=new),
-               {pygit2.Oid(hex=expected)} if expected else set())
+               {pygit2.Oid(hex=expected)} if expected else set(), durable=True)
     try:
         if expected is None:
             remote.references.create(ref, pygit2.Oid(hex=new), force=False)

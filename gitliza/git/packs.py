@@ -18,10 +18,10 @@ Packs pile up, one per transition, and every pack is one more index to search, s
 merged as they accumulate (`consolidate`): when there are more than PACK_LIMIT, the smallest
 ones, as many as keep the sizes a geometric progression (git's `repack --geometric=2` rule), are
 copied entry by entry (no recompression) into one pack, which is renamed into place; the old ones
-are marked and their indexes removed at once (so that readers list and search only live packs),
-their pack files by the next merge (GRACE_SECONDS). Two processes merging at once each mark only
-packs they copied completely. Packs with deltas (those git made) and packs marked .keep or
-.promisor are left alone.
+are marked and removed, index first, by a later merge once the mark is GRACE_SECONDS old, so that a
+reader that listed the directory before they were merged still opens them. Two processes merging
+at once each mark only packs they copied completely. Packs with deltas (those git made) and packs
+marked .keep or .promisor are left alone.
 """
 from __future__ import annotations
 
@@ -36,16 +36,16 @@ from gitliza.core.layout import sha1
 
 TYPE_CODES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
 PACK_LIMIT = 32  # packs in objects/pack/ before the small ones are merged
-# A merged pack's files stay this long (marked) after its index is removed, then the next merge
-# removes them. Every pack in the directory is one more index libgit2 lists and searches on a miss
-# and when a ref is set (its target must exist): under sustained writes a grace of 60 s left
-# ~3,000 packs and a transition cost ~25 ms of CPU instead of ~3 ms (benchmarks/bench_agents.py),
-# and 5 s still cost ~0.1 ms per transition in a burst. No grace is needed for correctness: a
-# reader that has a merged pack open keeps reading it (the file lives while it is open), and one
-# that fails to open its index or its pack moves on to the other packs, then rescans and finds
-# the merged one, which is in place before the old ones are marked (libgit2 and git alike:
-# tests/git/test_packs.py checks a reader that had not opened them).
-GRACE_SECONDS = 0.0
+# A merged pack (index and pack file) stays this long, marked, before a later merge removes it.
+# libgit2 and git rescan the pack directory once per miss and open an index lazily: an index
+# listed by a rescan and unlinked before the reader opens it is a miss with no second rescan, so
+# removing merged packs at once (or their indexes) made concurrent readers (pygit2, `git cat-file
+# --batch`, `git cat-file -p`) fail on objects that were there, dozens of times in 25 s of bursts;
+# with the packs kept, none. Every pack in the directory is also one more index libgit2 searches on
+# a miss and when a ref is set, so under sustained writes the packs number rate x grace: with 60 s,
+# ~3,000 packs and ~25 ms of CPU per transition instead of ~3 ms (benchmarks/bench_agents.py).
+# A few seconds is far more than the microseconds between a rescan and the opening of an index.
+GRACE_SECONDS = 5.0
 MERGED = ".merged"
 LEVEL = 1  # zlib level of blobs and commits (TOML and text: about half their size)
 
@@ -71,12 +71,15 @@ def _entry(kind: bytes, body: bytes) -> bytes:
     return bytes(head) + zlib.compress(body, 0 if kind == b"tree" else LEVEL)
 
 
-def write(objects_dir: str, objs: Iterable[Obj]) -> str | None:
-    """Write `objs` as one pack (None when there is nothing to write); returns its name."""
-    return _write(objects_dir, [(raw, _entry(kind, body)) for raw, kind, body in objs])
+def write(objects_dir: str, objs: Iterable[Obj], *, durable: bool = False) -> str | None:
+    """Write `objs` as one pack (None when there is nothing to write); returns its name.
+    `durable`: both files are on the disk (fsync) before the index is renamed into place."""
+    return _write(objects_dir, [(raw, _entry(kind, body)) for raw, kind, body in objs],
+                  durable=durable)
 
 
-def _write(objects_dir: str, entries: list[tuple[bytes, bytes]]) -> str | None:
+def _write(objects_dir: str, entries: list[tuple[bytes, bytes]], *,
+           durable: bool = False) -> str | None:
     """A pack of already encoded entries (raw id, header + compressed body), ids unique."""
     if not entries:
         return None
@@ -115,14 +118,14 @@ def _write(objects_dir: str, entries: list[tuple[bytes, bytes]]) -> str | None:
     # only if that name exists (another writer of the same objects, perhaps still writing) does
     # it go through a temporary file too, renamed over it whole.
     try:
-        created = _put(final + ".pack", body + pack_sha, exclusive=True)
+        created = _put(final + ".pack", body + pack_sha, exclusive=True, sync=durable)
     except FileNotFoundError:  # a fresh repository without objects/pack yet
         os.makedirs(pack_dir, exist_ok=True)
-        created = _put(final + ".pack", body + pack_sha, exclusive=True)
+        created = _put(final + ".pack", body + pack_sha, exclusive=True, sync=durable)
     if not created:
-        _put(tmp + ".pack", body + pack_sha)
+        _put(tmp + ".pack", body + pack_sha, sync=durable)
         os.replace(tmp + ".pack", final + ".pack")
-    _put(tmp + ".idx", idx)
+    _put(tmp + ".idx", idx, sync=durable)
     os.replace(tmp + ".idx", final + ".idx")  # the pack appears to readers: whole, or not at all
     return name
 
@@ -133,8 +136,9 @@ def due(name: str | None) -> bool:
     return name is not None and name[5] in "01"
 
 
-def _put(path: str, data: bytes, exclusive: bool = False) -> bool:
-    """Write `data` to a new file at `path`; False if `exclusive` and it exists."""
+def _put(path: str, data: bytes, exclusive: bool = False, sync: bool = False) -> bool:
+    """Write `data` to a new file at `path` (`sync`: and to the disk); False if `exclusive` and it
+    exists."""
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | (os.O_EXCL if exclusive else os.O_TRUNC),
                      0o444)
@@ -146,6 +150,8 @@ def _put(path: str, data: bytes, exclusive: bool = False) -> bool:
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view):]
+        if sync:
+            os.fsync(fd)
     finally:
         os.close(fd)
     return True
@@ -155,8 +161,8 @@ def consolidate(objects_dir: str, limit: int | None = None, grace: float | None 
                 ) -> str | None:
     """Merge the smallest packs when there are more than `limit`; the merged pack's name.
 
-    A merged pack's index is removed at once (new readers see the merged pack only), its pack
-    file not: a reader that mapped the old index still reads from it. It is marked
+    A merged pack is not removed at once: a reader that listed the directory just before the
+    merge would then find neither (libgit2 and git rescan once per miss). It is marked
     (`<pack>.merged`) and removed by a later call once the mark is `grace` seconds old."""
     pack_dir = os.path.join(objects_dir, "pack")
     try:
@@ -207,16 +213,6 @@ def consolidate(objects_dir: str, limit: int | None = None, grace: float | None 
     for base in copied:
         if base != merged:
             _mark(os.path.join(pack_dir, base + MERGED))
-            # The index goes at once, the pack after the grace. Readers find packs by their
-            # index, so new readers (and every rescan) now see the merged pack only: a burst of
-            # writes no longer leaves hundreds of merged packs for libgit2 to list and search on
-            # every miss. A reader that has the old index mapped keeps it, and needs the pack
-            # file, which stays; one that had not opened it yet fails to, and like any miss
-            # that makes it rescan (libgit2 and git alike) and find the merged pack.
-            try:
-                os.unlink(os.path.join(pack_dir, base + ".idx"))
-            except FileNotFoundError:
-                pass
     return merged
 
 

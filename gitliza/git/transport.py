@@ -199,21 +199,17 @@ def _run_git(
     ]
     for t in readers:
         t.start()
-    # A blocking wait, with a timer for the timeout: `Popen.wait(timeout)` polls with sleeps
-    # doubling up to 50 ms, which noticed a ~50 ms git fetch ~13 ms late, every time.
-    expired = threading.Event()
+    # A waiter thread blocks in waitpid and sets an event the moment git exits: `Popen.wait(timeout)`
+    # polls with sleeps doubling up to 50 ms, which noticed a ~50 ms git fetch ~13 ms late, every
+    # time. On the timeout the group is killed and waited for a bounded time, as before.
+    exited = threading.Event()
 
-    def expire() -> None:
-        expired.set()
-        _kill_group(proc)
-    timer = threading.Timer(timeout, expire)
-    timer.daemon = True
-    timer.start()
-    try:
+    def wait() -> None:
         proc.wait()
-    finally:
-        timer.cancel()
-    if expired.is_set():
+        exited.set()
+    threading.Thread(target=wait, daemon=True).start()
+    if not exited.wait(timeout):
+        _kill_group(proc)
         raise GitFailure(
             f"git {args[0]} timed out after {timeout:g} s", hint="check the network and the remote"
         ) from None

@@ -91,14 +91,12 @@ def test_consolidation_keeps_every_object_for_readers_that_loaded_old_indexes(re
     merged = packs.consolidate(objdir, limit=4)
     marked = list((repo / ".git" / "objects" / "pack").glob("*.merged"))
     assert merged is not None and len(marked) >= 2
-    # The merged packs' indexes are gone at once (new readers list only live packs); their pack
-    # files stay until the next merge, or the grace if one is given.
-    assert len(_pack_names(repo)) == len(before) - len(marked) + 1
-    assert all(m.with_suffix(".pack").exists() for m in marked)
-    packs.consolidate(objdir, limit=4, grace=3600)
-    assert all(m.exists() and m.with_suffix(".pack").exists() for m in marked)
-    packs.consolidate(objdir, limit=4)
+    assert len(_pack_names(repo)) == len(before) + 1  # the merged ones stay, marked
+    packs.consolidate(objdir, limit=4)  # too soon: the marked packs stay for readers
+    assert all(m.exists() and m.with_suffix(".idx").exists() for m in marked)
+    packs.consolidate(objdir, limit=4, grace=0)
     assert not any(m.exists() or m.with_suffix(".pack").exists() for m in marked)
+    assert len(_pack_names(repo)) < len(before)
     fresh = pygit2.Repository(str(repo))
     for raw, body in written:
         assert reader.odb.read(pygit2.Oid(raw=raw))[1] == body
@@ -109,8 +107,8 @@ def test_consolidation_keeps_every_object_for_readers_that_loaded_old_indexes(re
 
 def test_a_reader_that_had_not_opened_a_merged_index_finds_its_objects(repo: Path) -> None:
     """libgit2 opens a pack's index only when a search reaches it: a reader that found its
-    object in one pack has not opened the others. Their indexes vanish with the merge; its next
-    lookups fail there, rescan, and find the merged pack."""
+    object in one pack has not opened the others. Once the merged packs are removed (after the
+    grace), its next lookups fail there, rescan, and find the merged pack."""
     _board(repo, 0)
     objdir = str(repo / ".git" / "objects")
     written = _one_pack_each(objdir, "late blob", 12)
@@ -181,7 +179,7 @@ def test_concurrent_writers_while_packs_are_merged(repo: Path,
     import multiprocessing
     _board(repo, 0)
     monkeypatch.setattr(packs, "PACK_LIMIT", 3)  # merge all the time (the workers are forked)
-    assert packs.GRACE_SECONDS == 0  # merged packs go at the next merge, under the readers' feet
+    monkeypatch.setattr(packs, "GRACE_SECONDS", 0.5)  # merged packs removed while readers run
     with multiprocessing.get_context("fork").Pool(4) as pool:
         results = pool.starmap(_writer, [(str(repo), w, 40) for w in range(4)])
     assert [e for r in results for e in r] == []
