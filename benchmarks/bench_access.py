@@ -32,9 +32,8 @@ from gitliza import lifecycle  # noqa: E402
 from gitliza.access import mcp_config  # noqa: E402
 from gitliza.api import Liza  # noqa: E402
 from gitliza.commands import view  # noqa: E402
-from gitliza.core.ops import Add, Init, Note, Register  # noqa: E402
+from gitliza.core.ops import Add, Note, Register  # noqa: E402
 import benchutil  # noqa: E402
-from benchutil import git  # noqa: E402
 
 
 def show(name: str, ms: list[float]) -> float:
@@ -43,16 +42,8 @@ def show(name: str, ms: list[float]) -> float:
 
 def build(repo: Path, tasks: int) -> None:
     repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    for i in range(50):
-        (repo / "src" / f"m{i}.py").parent.mkdir(exist_ok=True)
-        (repo / "src" / f"m{i}.py").write_text(f"x = {i}\n" * 40)
-    (repo / "spec.md").write_text("# the spec\n")  # a ready task's spec_ref must exist
-    git(repo, "add", ".")
-    git(repo, "commit", "-q", "-m", "initial")
-    human = Liza.open(repo, "human")
-    done = human.do(Init, goal="bench")
-    lifecycle.ensure_integration_branch(human, done.outcome.board.config.integration_branch)
+    # a ready task's spec_ref must exist
+    human = benchutil.project(repo, {"spec.md": "# the spec\n"})
     human.do(Register, agent="p1", role="planner")
     human.do(Register, agent="c1", role="coder")
     planner = Liza.open(repo, "p1")

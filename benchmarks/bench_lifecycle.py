@@ -26,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from gitliza import lifecycle  # noqa: E402
 from gitliza.api import Liza  # noqa: E402
-from gitliza.core.ops import Add, ClaimReview, Init, Register, Submit, Verdict  # noqa: E402
-from benchutil import git, show  # noqa: E402
+from gitliza.core.ops import Add, ClaimReview, Register, Submit, Verdict  # noqa: E402
+from benchutil import git, project, show  # noqa: E402
 
 
 def timed(fn: Callable[[], object]) -> float:
@@ -37,15 +37,7 @@ def timed(fn: Callable[[], object]) -> float:
 
 
 def build(repo: Path, tasks: int, coders: int) -> None:
-    git(repo, "init", "-q", "-b", "main")
-    for i in range(50):  # a small project: checkout cost is part of a claim
-        (repo / "src" / f"m{i}.py").parent.mkdir(exist_ok=True)
-        (repo / "src" / f"m{i}.py").write_text(f"x = {i}\n" * 40)
-    git(repo, "add", ".")
-    git(repo, "commit", "-q", "-m", "initial")
-    human = Liza.open(repo, "human")
-    done = human.do(Init, goal="bench")
-    lifecycle.ensure_integration_branch(human, done.outcome.board.config.integration_branch)
+    human = project(repo)
     human.do(Register, agent="p1", role="planner")
     human.do(Register, agent="r1", role="code_reviewer")
     for i in range(coders):

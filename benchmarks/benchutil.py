@@ -6,6 +6,7 @@ import os
 import statistics
 import subprocess
 from pathlib import Path
+from typing import Any
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.invalid",
            "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.invalid"}
@@ -14,6 +15,27 @@ GIT_ENV = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.invali
 def git(cwd: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True,
                           env={**os.environ, **GIT_ENV}).stdout.strip()
+
+
+def project(repo: Path, files: dict[str, str] | None = None) -> Any:
+    """A small project (50 source files: checkout cost is part of a claim, plus `files`) with a
+    board on it: returns the human's `Liza`, the integration branch made."""
+    from gitliza import lifecycle
+    from gitliza.api import Liza
+    from gitliza.core.ops import Init
+
+    git(repo, "init", "-q", "-b", "main")
+    for i in range(50):
+        (repo / "src" / f"m{i}.py").parent.mkdir(exist_ok=True)
+        (repo / "src" / f"m{i}.py").write_text(f"x = {i}\n" * 40)
+    for name, text in (files or {}).items():
+        (repo / name).write_text(text)
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "initial")
+    human = Liza.open(repo, "human")
+    done = human.do(Init, goal="bench")
+    lifecycle.ensure_integration_branch(human, done.outcome.board.config.integration_branch)
+    return human
 
 
 def show(name: str, ms: list[float], digits: int = 1) -> float:
