@@ -371,7 +371,10 @@ def reference_transaction(args: list[str], stdin: bytes) -> int:
     if not lines:
         return 0
     repo = _open()
-    _remember_integration(_store(repo))
+    store = _store(repo)
+    tip = store.tip()
+    if tip is not None:  # the shim's cache of the integration branch, for the next updates
+        store.remember_for_hooks(tip)
     # git passes the caller's expected old value, all zeros when it did not check one; the ref is
     # locked but not moved yet, so its current value is the real starting point.
     updates = [(cur, n, r) for n, r in lines
@@ -386,15 +389,8 @@ def reference_transaction(args: list[str], stdin: bytes) -> int:
                 return _refuse("reference-transaction", f"{r}: {why}")
     # Moving one's own branch back is allowed here (the server refuses a rewind on push), and a
     # merge made by hand may precede its record (`git liza merge` records it).
-    refused = _judge(_store(repo), updates, pending_merges=True, rewind_ok=True)
+    refused = _judge(store, updates, pending_merges=True, rewind_ok=True)
     return _refuse("reference-transaction", f"{refused[0][0]}: {refused[0][1]}") if refused else 0
-
-
-def _remember_integration(store: Store) -> None:
-    """Refresh the shim's cache of the integration branch (Store.remember_for_hooks)."""
-    tip = store.tip()
-    if tip is not None:
-        store.remember_for_hooks(tip)
 
 
 def _pre_commit_push_line() -> bytes:
