@@ -308,6 +308,18 @@ class Store:
         self._move_ref(old, new, msg)
         self.remember_for_hooks(new, board, only_if_kept=True)
 
+    def swap(self, old: pygit2.Oid | None, new: pygit2.Oid, msg: str,
+             board: Board | None = None) -> bool:
+        """One compare-and-swap of the ref from `old` (None: absent) to `new`, no retry: False if
+        it was not at `old`; a lock held too long is an error (bulk writes: import)."""
+        try:
+            self._cas(old, new, msg, board)
+        except _Lost:
+            return False
+        except _Locked:
+            raise self._lock_error() from None
+        return True
+
     def _move_ref(self, old: pygit2.Oid | None, new: pygit2.Oid, msg: str) -> None:
         try:
             if old is None:

@@ -58,26 +58,25 @@ def write_import(store: Store, entities: dict[Key, Any], op: Import, *, force: b
     if bad:
         raise ValidationError(f"the imported board breaks an invariant: {bad[0]}")
     commit = store.write_commit(None, outcome, op)
-    attic = None
+    attic = None if old is None else f"{ATTIC}/{old}"
     try:
-        if old is None:
-            repo.create_reference(store.ref, commit, force=False, message="import")
-        else:
-            attic = f"{ATTIC}/{old}"
+        kept = attic is not None and attic in repo.references
+        if attic is not None and old is not None:  # first: the old chain stays reachable
             repo.create_reference(attic, old, force=True, message="import --force: old board")
-            ref = repo.lookup_reference(store.ref)
-            if ref.target != old:
-                raise ConcurrencyConflict(f"{store.ref} moved during the import; nothing was "
-                                          "changed", hint="retry")
-            ref.set_target(commit, "import --force")
+        if not store.swap(old, commit, "import" if old is None else "import --force",
+                          outcome.board):
+            if attic is not None and not kept:
+                repo.references.delete(attic)  # nothing was changed: no attic either
+            if old is None:
+                raise ConcurrencyConflict(f"{store.ref} was created during the import; nothing "
+                                          "was changed", hint="retry with --force to replace it")
+            raise ConcurrencyConflict(f"{store.ref} moved during the import; nothing was "
+                                      "changed", hint="retry")
         if log_text is not None:
             repo.create_reference(IMPORT_LOG_REF, repo.create_blob(log_text), force=True,
                                   message="import: log.yaml")
         elif old is not None and IMPORT_LOG_REF in repo.references:
             repo.references.delete(IMPORT_LOG_REF)  # the log of the board just replaced
-    except pygit2.AlreadyExistsError:
-        raise ConcurrencyConflict(f"{store.ref} was created during the import; nothing was "
-                                  "changed", hint="retry with --force to replace it") from None
     except pygit2.GitError as e:
         raise GitFailure(f"cannot update {store.ref}: {e}") from None
     return Imported(str(commit), op.tasks, None if old is None else str(old), attic)
