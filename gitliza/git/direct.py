@@ -224,12 +224,7 @@ def copy_chain(src: pygit2.Repository, dst: pygit2.Repository, tip: pygit2.Oid,
         raise NeedsGit()
     # Into a shared remote, the pack reaches the disk before the ref can name it, as git's
     # receive-pack makes sure (core.fsync); a power loss must not leave the ref on a cut pack.
-    name = packs.write(target, objs.values(), durable=durable)
-    if packs.due(name):
-        try:
-            packs.consolidate(target)
-        except OSError:
-            pass  # housekeeping only
+    packs.add(target, objs.values(), durable=durable)
     return len(chain)
 
 

@@ -130,6 +130,18 @@ def _write(objects_dir: str, entries: list[tuple[bytes, bytes]], *,
     return name
 
 
+def add(objects_dir: str, objs: Iterable[Obj], *, durable: bool = False) -> str | None:
+    """`write`, then merge small packs when it is due. A failed merge is only housekeeping: the
+    new pack is complete and in place, so it is not an error."""
+    name = write(objects_dir, objs, durable=durable)
+    if due(name):
+        try:
+            consolidate(objects_dir)
+        except OSError:
+            pass
+    return name
+
+
 def due(name: str | None) -> bool:
     """Whether to look for packs to merge after writing pack `name`: one write in eight (the
     pack's hash decides, so no state is kept), which spares seven directory listings of eight."""

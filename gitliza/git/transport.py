@@ -341,9 +341,7 @@ def _check_oid(oid: str, what: str) -> None:
 
 
 def _read_ref(repo_path: Path | str, ref: str) -> str | None:
-    if not ref.startswith("refs/"):
-        run = _local_git(repo_path, "rev-parse", "--verify", "--quiet", "--end-of-options", ref)
-        return run.stdout.strip() if run.returncode == 0 else None
+    """The oid a full ref name (refs/...) points at, or None."""
     found = _repo(repo_path).references.get(ref)
     if found is None:
         return None
@@ -589,7 +587,7 @@ def _direct_push(repo_path: Path | str, rem: _Remote, ref: str, local_oid: str,
         return PushStatus(direct.push(local, remote, ref, local_oid, expected))
     except direct.NeedsGit:
         return None
-    except (OSError, pygit2.GitError) as e:
+    except (OSError, KeyError, pygit2.GitError) as e:  # KeyError: an object missing here
         raise GitFailure(f"push to {rem.arg} failed: {e}") from None
 
 

@@ -192,15 +192,10 @@ class Batch(_Hasher):
                 self.repo.odb.write(self._TYPES[kind], body)
             return
         try:
-            name = packs.write(target, objs)
+            packs.add(target, objs)
         except OSError as e:  # a full disk, a read-only object store: the ref was not moved
             from gitliza.errors import GitFailure
             raise GitFailure(f"cannot write objects to {target}: {e.strerror or e}") from None
-        if packs.due(name):
-            try:
-                packs.consolidate(target)
-            except OSError:
-                pass  # housekeeping only: this write's own pack is complete and in place
 
 
 def parsed(raw: bytes, body: bytes) -> Entries:

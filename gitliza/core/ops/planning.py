@@ -44,8 +44,7 @@ def coerce_config(key: str, value: ConfigValue | None) -> ConfigValue | None:
     if key not in _CONFIG_TYPES:
         known = ", ".join(f.name for f in dataclasses.fields(Config))
         raise ValidationError(f"unknown config key {key!r}", hint=f"known keys: {known}")
-    tp = _CONFIG_TYPES[key]
-    if tp is int or key.startswith("alarm_"):
+    if key in _CONFIG_MAX:  # the integer settings (alarm thresholds included), each bounded
         try:
             n = int(value) if not isinstance(value, bool) else None  # type: ignore[arg-type]
         except (TypeError, ValueError):
