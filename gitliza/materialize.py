@@ -22,7 +22,6 @@ import json
 import os
 import re
 import stat
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.representer import RoundTripRepresenter
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString, LiteralScalarString
 
+from gitliza import atomic
 from gitliza.core import record, yamlview
 from gitliza.errors import GitFailure, LizaError, ValidationError
 from gitliza.git.store import Store, common_dir
@@ -274,25 +274,6 @@ def _sig(path: Path) -> tuple[int, int] | None:
     return st.st_size, st.st_mtime_ns
 
 
-def _atomic_write(directory: Path, name: str, data: bytes) -> tuple[int, int]:
-    """Write `directory/name` by temp file + rename; return its (size, mtime_ns). The rename
-    replaces a symlink at `name` itself, never the file it points to."""
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            os.fchmod(f.fileno(), 0o644)
-        os.replace(tmp, directory / name)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    st = (directory / name).lstat()
-    return st.st_size, st.st_mtime_ns
-
-
 class _Lock:
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -332,7 +313,7 @@ def materialize(store: Store, at: str | None = None) -> Materialized:
         ensure_excluded(common_dir(store.repo), LIZA_DIR)
 
         board = store.board_at(commit)
-        state_sig = _atomic_write(directory, STATE_FILE, render_state(
+        state_sig = atomic.write(directory, STATE_FILE, render_state(
             yamlview.state_view(board, archived=False), oid).encode())
         archive_tree, written, removed = _sync_archive(
             store, board, commit, directory, None if stamp is None else stamp.archive)
@@ -344,15 +325,15 @@ def materialize(store: Store, at: str | None = None) -> Materialized:
             # a reader never sees a torn entry. No old entry is parsed or re-rendered.
             text = render_log_entries([commit_entry(c, store) for c in commits])
             old = log_path.read_bytes() if text else b""
-            log_sig = _atomic_write(directory, LOG_FILE, old + text.encode()) if text \
+            log_sig = atomic.write(directory, LOG_FILE, old + text.encode()) if text \
                 else stamp.log_file
             total, appended, rewritten = stamp.log_entries + len(commits), len(commits), False
         else:
             text = LOG_HEADER + render_log_entries([commit_entry(c, store) for c in commits])
-            log_sig = _atomic_write(directory, LOG_FILE, text.encode())
+            log_sig = atomic.write(directory, LOG_FILE, text.encode())
             total, appended, rewritten = len(commits), len(commits), True
 
-        _atomic_write(directory, STAMP_FILE,
+        atomic.write(directory, STAMP_FILE,
                       _Stamp(oid, state_sig, log_sig, total, archive_tree).dumps().encode())
     return Materialized(oid, directory, False, total, appended, rewritten, written, removed)
 
@@ -408,7 +389,7 @@ def _sync_archive(store: Store, board: Any, commit: pygit2.Commit, directory: Pa
         task = board.get("archive", task_id)
         if task is None:
             continue
-        _atomic_write(arch, f"{task_id}.yaml",
+        atomic.write(arch, f"{task_id}.yaml",
                       render_archived(yamlview.task_view(task), task_id).encode())
         written += 1
     removed = 0
@@ -416,7 +397,7 @@ def _sync_archive(store: Store, board: Any, commit: pygit2.Commit, directory: Pa
         if f.stem not in want:
             f.unlink(missing_ok=True)
             removed += 1
-    _atomic_write(arch, ARCHIVE_INDEX, (json.dumps(want, sort_keys=True) + "\n").encode())
+    atomic.write(arch, ARCHIVE_INDEX, (json.dumps(want, sort_keys=True) + "\n").encode())
     return tree_id, written, removed
 
 

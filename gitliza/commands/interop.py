@@ -55,7 +55,7 @@ def import_board(env: Env, state: Path | None, log: Path | None, force: bool) ->
 def export_board(env: Env, at: str | None, out: Path, with_log: bool) -> int:
     from gitliza.git.store import Store
     from gitliza.interop.export import export
-    from gitliza.materialize import _atomic_write
+    from gitliza import atomic
     done = export(Store.discover(env.path), at)
     if str(out) == "-":
         import sys
@@ -63,9 +63,9 @@ def export_board(env: Env, at: str | None, out: Path, with_log: bool) -> int:
         return 0
     try:
         out.mkdir(parents=True, exist_ok=True)
-        _atomic_write(out, "state.yaml", done.state_yaml.encode())
+        atomic.write(out, "state.yaml", done.state_yaml.encode())
         if with_log:
-            _atomic_write(out, "log.yaml", done.log_yaml.encode())
+            atomic.write(out, "log.yaml", done.log_yaml.encode())
     except OSError as e:
         raise GitFailure(f"cannot write to {out}: {e}") from None
     files = "state.yaml and log.yaml" if with_log else "state.yaml"

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from gitliza import atomic
 from gitliza.api import Liza
 from gitliza.core import circuit
 from gitliza.core.model import CBStatus, SprintStatus
@@ -38,9 +39,7 @@ def analyze(liza: Liza, *, record: bool = True) -> Analyzed:
     now = liza.now()
     path = liza_dir(store) / REPORT
     rel = f".liza/{REPORT}"
-    tmp = path.with_name(f".{REPORT}.tmp")
-    tmp.write_text(circuit.report(result, now, rel))
-    tmp.replace(path)
+    atomic.write(path.parent, REPORT, circuit.report(result, now, rel).encode())
     if not record:
         return Analyzed(result, path, None, None)
     hit = result.triggered

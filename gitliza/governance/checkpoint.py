@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from gitliza import atomic
 from gitliza.core import clock, metrics
 from gitliza.core.board import Board
 from gitliza.core.ops.control import Checkpoint
@@ -112,9 +113,7 @@ def write_summary(store: Store, now: str) -> Path:
     assert commit is not None
     text = summary(board, now, sprint_metrics(store), str(commit.id))
     path = liza_dir(store) / SUMMARY
-    tmp = path.with_name(f".{SUMMARY}.tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
+    atomic.write(path.parent, SUMMARY, text.encode())
     return path
 
 

@@ -14,13 +14,13 @@ each report on the desktop.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
+from gitliza import atomic
 from gitliza.core import alarms, clock
 from gitliza.core.alarms import Alert, Facts, Report
 from gitliza.core.board import Board
@@ -151,9 +151,7 @@ class Watcher:
             elif r.alert.stage >= 2:
                 since = alarms.checkpoint_since(self.board, self.facts) or self.facts.now
                 text = alarms.escalation_text(self.board, r.alert, since, self.facts.now)
-                tmp = path.with_name(f".{ESCALATION}.tmp")
-                tmp.write_text(text)
-                os.replace(tmp, path)
+                atomic.write(path.parent, ESCALATION, text.encode())
 
     # -- the loop ------------------------------------------------------------------------------
     def run(self, *, stop: Callable[[], bool] | None = None) -> None:
