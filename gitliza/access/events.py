@@ -17,7 +17,6 @@ from typing import Any, Callable, Iterator
 
 import pygit2
 
-from gitliza.errors import ValidationError
 
 
 def new_commits(repo: pygit2.Repository, tip: pygit2.Oid | None,
@@ -47,9 +46,8 @@ def line(e: dict[str, Any]) -> str:
 def resolve_since(liza: Any, since: str | None) -> pygit2.Oid | None:
     if since is None:
         return None
-    commit: pygit2.Commit | None = liza.store.resolve(since)
-    if commit is None:
-        raise ValidationError(f"--since {since!r}: no such state")
+    commit: pygit2.Commit | None = liza.store.resolve(since)  # refuses an unknown one itself
+    assert commit is not None
     return commit.id
 
 

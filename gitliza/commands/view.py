@@ -255,7 +255,8 @@ def _validate_file(env: Env, file: str) -> int:
         raise ValidationError(f"cannot read {file}: {e}") from None
     text = _with_archive(text, path)
     seed = read_state(text, path.name)  # ValidationError (exit 1) with the place in the file
-    problems = check_board(seed.board(), env.liza().now())
+    from gitliza.api import now_utc  # the clock only: FILE need not be in a repository
+    problems = check_board(seed.board(), now_utc())
     if env.json:
         env.out.json({"file": str(path), "valid": not problems,
                       "violations": [str(p) for p in problems]})

@@ -50,7 +50,7 @@ def analyze(liza: Liza, *, record: bool = True) -> Analyzed:
     done = liza.do(Circuit, result="TRIGGERED", pattern=hit.pattern, severity=hit.severity,
                    report_file=rel)
     opened = None
-    if liza.board().sprint.status == SprintStatus.IN_PROGRESS:
+    if done.outcome.board.sprint.status == SprintStatus.IN_PROGRESS:
         opened = open_checkpoint(liza, f"circuit breaker: {hit.pattern} ({hit.severity})",
                                  "circuit_breaker")
     return Analyzed(result, path, done, opened)

@@ -18,7 +18,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Callable, TextIO
+from typing import Callable, TextIO
 
 from gitliza import atomic
 from gitliza.core import alarms, clock
@@ -166,5 +166,3 @@ class Watcher:
         return list(self.state.values())
 
 
-def as_json(reports: list[Report]) -> list[dict[str, Any]]:
-    return [r.as_json() for r in reports]

@@ -76,18 +76,12 @@ class _Where:
         raise ValidationError(f"{at}:{where} {msg}")
 
     def key(self, node: Any, k: str) -> _Where:
-        return _Where(self.name, f"{self.path}.{k}" if self.path else k, _line_of(node, k, self.line))
+        return _Where(self.name, f"{self.path}.{k}" if self.path else k,
+                      yamlload.line_of(node, k, self.line))
 
     def item(self, node: Any, i: int) -> _Where:
-        return _Where(self.name, f"{self.path}[{i}]", _line_of(node, i, self.line))
+        return _Where(self.name, f"{self.path}[{i}]", yamlload.line_of(node, i, self.line))
 
-
-def _line_of(node: Any, k: Any, default: int | None) -> int | None:
-    return yamlload.line_of(node, k, default)
-
-
-def _load(text: str, name: str) -> Any:
-    return yamlload.load(text, name)
 
 
 # -- values ---------------------------------------------------------------------------------------
@@ -243,7 +237,7 @@ def _mapping(doc: Any, key: str, at: _Where) -> Iterator[tuple[str, Any, _Where]
 def read_state(text: str, name: str = "state.yaml") -> Seed:
     """Parse and check a seed-schema state.yaml. Raises ValidationError (one line, with the place in
     the file) at the first problem."""
-    doc = _load(text, name)
+    doc = yamlload.load(text, name)
     top = _Where(name, "", 1)
     if not isinstance(doc, dict):
         top.fail("the document must be a mapping (the schema's state.yaml)")
@@ -337,7 +331,7 @@ def read_state(text: str, name: str = "state.yaml") -> Seed:
         for i, tid in enumerate(getattr(sprint.scope, part)):
             node = scope.get(part) if isinstance(scope, dict) else None
             _ref(tid, tasks, "task", _Where(name, f"sprint.scope.{part}[{i}]",
-                                            _line_of(node, i, sprint_at.line)))
+                                            yamlload.line_of(node, i, sprint_at.line)))
     if doc.get("circuit_breaker") is not None:
         cb = _entity(CircuitBreaker, doc["circuit_breaker"], top.key(doc, "circuit_breaker"))
         put(("circuit_breaker", ""), cb, top.key(doc, "circuit_breaker"))
@@ -397,7 +391,7 @@ LOG_KEYS = ("timestamp", "agent", "action", "task", "detail")
 
 def read_log(text: str, name: str = "log.yaml") -> list[dict[str, str]]:
     """The seed's log.yaml: a list of {timestamp, agent, action, [task], detail}. Strict."""
-    doc = _load(text, name)
+    doc = yamlload.load(text, name)
     top = _Where(name, "", 1)
     if doc is None:
         return []
