@@ -22,12 +22,17 @@ def _board(env: Env, at: str | None) -> tuple[Board, Any]:
     return board, commit
 
 
+def _tasks(board: Board) -> tuple[list[Task], list[Task], Metrics]:
+    """The live tasks in status order, the archived ones, and the sprint metrics of all."""
+    live = sorted(board.tasks(), key=lambda t: (_ORDER[t.status], t.priority, t.id))
+    archived = list(board.values("archive"))
+    return live, archived, metrics.compute([*live, *archived])
+
+
 def status_data(liza: Any, at: str | None = None) -> dict[str, Any]:
     """`status --json` (and the MCP `status` tool and board resource)."""
     board, commit = liza.store.board(at)
-    live = sorted(board.tasks(), key=lambda t: (_ORDER[t.status], t.priority, t.id))
-    archived = list(board.values("archive"))
-    m = metrics.compute([*live, *archived])
+    live, archived, m = _tasks(board)
     return {
         "state": str(commit.id) if commit else None, "goal": codec.encode(board.goal),
         "sprint": {**codec.encode(board.sprint), "metrics": codec.encode(m)},
@@ -52,10 +57,8 @@ def _status(env: Env, at: str | None) -> int:
         return 0
     board, commit = _board(env, at)
     goal = board.goal
-    live = sorted(board.tasks(), key=lambda t: (_ORDER[t.status], t.priority, t.id))
-    archived = list(board.values("archive"))
+    live, archived, m = _tasks(board)
     agents = list(board.agents())
-    m = metrics.compute([*live, *archived])
     out = env.out
     out.line(f"goal {goal.id} [{goal.status}]: {goal.description}")
     out.line(f"state {str(commit.id)[:12] if commit else '-'}  integration branch "
