@@ -560,19 +560,6 @@ def _fetch(path: Path, remote: str | None, integ: str | None, timeout: float,
                                  timeout=timeout, progress=progress)
 
 
-def _track(store: Store, br: _Branches | None, u: transport.RefUpdate) -> None:
-    """After a push of task branch `u`, its tracking ref says what the remote now has (git does
-    not update it: our refspecs are not the remote's configured ones), so the next sync knows it
-    need not fetch the remote's task branches to push it."""
-    if br is None or not u.ref.startswith(transport.TASK_BRANCHES):
-        return
-    name = f"{br.namespace_prefix}{transport.TASKS_NAMESPACE}/{u.ref[len(transport.TASK_BRANCHES):]}"
-    try:
-        store.repo.references.create(name, pygit2.Oid(hex=u.local_oid), force=True)
-    except (pygit2.GitError, ValueError):  # only a hint: the next sync fetches and knows
-        pass
-
-
 def _task_leases(store: Store, prefix: str) -> tuple[bool, dict[str, str]]:
     """The local task branches sync may push (a submitted task whose branch tip is its review
     commit), with what this clone knows of the remote's (its tracking ref, `prefix`liza-tasks/):
@@ -764,8 +751,8 @@ def _push(store: Store, path: Path, remote: str | None, local: pygit2.Oid, r: py
                 rep.pushed = one.status == transport.PushStatus.OK
                 rep.remote_after = str(local)
             elif one.status == transport.PushStatus.OK:
+                # (push_refs moved its tracking ref: the next sync knows it need not fetch)
                 rep.branches.append(f"pushed {u.ref[len('refs/heads/'):]} {u.local_oid[:12]}")
-                _track(store, br, u)
         return True
     return False  # STALE / NON_FAST_FORWARD: the remote moved on; fetch and replay again
 
