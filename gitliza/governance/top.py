@@ -12,6 +12,7 @@ clock; `alarm_source` is the extension point for anything else that can say what
 """
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -32,12 +33,21 @@ _STATUS_STYLE = {
 AlarmSource = Callable[[Any, str], "list[tuple[str, str]] | None"]
 
 
+# One watcher per store for the life of the view: a frame is drawn every second while a lease
+# runs, and making a watcher finds the main worktree (opening the repository) each time.
+_WATCHERS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
+
 def watcher_alarms(liza: Any, now: str) -> list[tuple[str, str]] | None:
     """What `git liza watch` would say is active now (its facts: the board, the time of the last
     state commit, a pause, a `.liza/CHECKPOINT` file)."""
     from gitliza.core import alarms
     from gitliza.governance.watch import Watcher
-    board, facts = Watcher(liza.store, now=lambda: now, notify=False).read()
+    w = _WATCHERS.get(liza.store)
+    if w is None:
+        w = _WATCHERS[liza.store] = Watcher(liza.store, notify=False)
+    w.now = lambda: now
+    board, facts = w.read()
     return [(a.level.value, a.text) for a in alarms.evaluate(board, facts)]
 
 
