@@ -16,10 +16,11 @@ values: tests/test_clifast.py checks that call for call against typer's own pars
 """
 from __future__ import annotations
 
-import marshal
 import os
 import sys
 from typing import Any
+
+from gitliza.atomic import read_marshal, write_marshal
 
 CACHE_FORMAT = 1
 _PKG = os.path.dirname(os.path.abspath(__file__))
@@ -41,30 +42,21 @@ def cache_name(stem: str) -> str:
 
 def read_cache(stem: str) -> Any:
     for d in cache_dirs():
-        try:
-            with open(os.path.join(d, cache_name(stem)), "rb") as f:
-                return marshal.loads(f.read())  # load(f) reads object by object: ~20x slower
-        except (OSError, EOFError, ValueError, TypeError):
-            continue
+        found = read_marshal(os.path.join(d, cache_name(stem)))
+        if found is not None:
+            return found
     return None
 
 
 def write_cache(stem: str, data: Any) -> None:
-    """Atomically (concurrent CLI processes may write at once); silently nowhere if no cache
-    directory is writable: the cache only saves time."""
+    """Silently nowhere if no cache directory is writable: the cache only saves time."""
     for d in cache_dirs():
-        tmp = os.path.join(d, f".{cache_name(stem)}.{os.getpid()}")
         try:
             os.makedirs(d, exist_ok=True)
-            with open(tmp, "wb") as f:
-                marshal.dump(data, f)
-            os.replace(tmp, os.path.join(d, cache_name(stem)))
+        except OSError:
+            continue
+        if write_marshal(os.path.join(d, cache_name(stem)), data):
             return
-        except (OSError, ValueError):
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
 
 
 def spec_key() -> tuple[Any, ...]:

@@ -14,13 +14,12 @@ It is used by read commands only: `verify`, the hooks and every transition read 
 """
 from __future__ import annotations
 
-import marshal
-import os
 import sys
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
+from gitliza.atomic import read_marshal, write_marshal
 from gitliza.git.store import Store, Tables, common_dir
 
 NAME = "gitliza-tables.cache"
@@ -33,29 +32,17 @@ def path_for(store: Store) -> Path:
 
 
 def load(path: Path) -> Tables:
-    try:
-        with open(path, "rb") as f:
-            head, saved = marshal.loads(f.read())  # load(f) reads object by object: ~20x slower
-        if head == _FORMAT and isinstance(saved, dict):
-            return Tables(saved)
-    except (OSError, EOFError, ValueError, TypeError):
-        pass
+    found = read_marshal(str(path))
+    if isinstance(found, tuple) and len(found) == 2 and found[0] == _FORMAT \
+            and isinstance(found[1], dict):
+        return Tables(found[1])
     return Tables()
 
 
 def save(path: Path, tables: Tables) -> None:
     """Atomically (another reader may be writing it too); nothing if the directory is read-only."""
-    tmp = path.with_name(f".{NAME}.{os.getpid()}")
-    try:
-        shared: dict[str, str] = {}
-        with open(tmp, "wb") as f:
-            marshal.dump((_FORMAT, {k: _shared(t, shared) for k, t in tables.used.items()}), f)
-        os.replace(tmp, path)
-    except (OSError, ValueError):
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+    shared: dict[str, str] = {}
+    write_marshal(str(path), (_FORMAT, {k: _shared(t, shared) for k, t in tables.used.items()}))
 
 
 def _shared(v: Any, seen: dict[str, str]) -> Any:
