@@ -315,10 +315,6 @@ def objects_dir(repo: Any) -> str | None:
     gitdir = str(repo.path)
     found = _DIRS.get(gitdir)
     if found is None:
-        try:
-            with open(os.path.join(gitdir, "commondir")) as f:
-                common = os.path.normpath(os.path.join(gitdir, f.read().strip()))
-        except FileNotFoundError:
-            common = gitdir
-        found = _DIRS[gitdir] = os.path.join(common, "objects")
+        from gitliza.git.store import common_dir  # here: the store imports this module
+        found = _DIRS[gitdir] = str(common_dir(repo) / "objects")
     return found
