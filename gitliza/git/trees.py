@@ -131,10 +131,7 @@ class _Hasher:
             kind, body = self.repo.odb.read(pygit2.Oid(raw=raw))
             if kind != pygit2.GIT_OBJECT_TREE:
                 raise InconsistentState(f"{pygit2.Oid(raw=raw)} is not a tree")
-            found = parse(body)
-            if len(_PARSED) >= _PARSED_MAX:
-                _PARSED.clear()
-            _PARSED[raw] = found
+            found = parsed(raw, body)
         return found
 
     def edit(self, base: bytes | None, updates: dict[bytes, Any]) -> bytes | None:
