@@ -36,7 +36,7 @@ from gitliza import atomic
 from gitliza.core import record, yamlview
 from gitliza.errors import GitFailure, LizaError, ValidationError
 from gitliza.git.store import Store, common_dir
-from gitliza.git.worktrees import ensure_excluded
+from gitliza.git.worktrees import ensure_excluded, main_worktree as _main_root
 
 LIZA_DIR = ".liza"
 STATE_FILE = "state.yaml"
@@ -204,12 +204,11 @@ def _newer_than(store: Store, head: pygit2.Commit, stop: str | None) -> tuple[li
 # -- where to write ----------------------------------------------------------------------------------
 def main_worktree(repo: pygit2.Repository) -> Path:
     """The main worktree's root (also when `repo` is a task worktree)."""
-    common = common_dir(repo)
-    main = repo if Path(repo.path).resolve() == common else pygit2.Repository(str(common))
-    if main.is_bare or main.workdir is None:
-        raise ValidationError(f"{common} is a bare repository: there is no worktree to "
-                              f"materialize {LIZA_DIR}/ into")
-    return Path(main.workdir).resolve()
+    root = _main_root(repo)
+    if root is None:
+        raise ValidationError(f"{common_dir(repo)} is a bare repository: there is no worktree "
+                              f"to materialize {LIZA_DIR}/ into")
+    return root
 
 
 def liza_dir(root: Path, name: str = LIZA_DIR) -> Path:

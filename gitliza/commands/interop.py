@@ -28,8 +28,11 @@ def import_board(env: Env, state: Path | None, log: Path | None, force: bool) ->
     from gitliza.interop import genesis, seed
     store = Store.discover(env.path)
     if state is None:
-        from gitliza.materialize import main_worktree
-        state = main_worktree(store.repo) / ".liza" / "state.yaml"
+        from gitliza.git.worktrees import main_worktree
+        root = main_worktree(store.repo)
+        if root is None:
+            raise ValidationError("a bare repository has no .liza/state.yaml: name the file")
+        state = root / ".liza" / "state.yaml"
     data, text = _read(state)
     board = seed.read_state(text, state.name)  # everything is checked before anything is written
     log_bytes, entries = None, 0
