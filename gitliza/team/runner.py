@@ -21,6 +21,8 @@ from gitliza.errors import MissingDependency, ValidationError
 EXIT_RESTART = 42  # the agent stopped gracefully (pause, stand down, context): restart it
 STOP_GRACE = 5.0  # seconds between SIGTERM and SIGKILL
 
+DEFAULT_CLI = "claude"  # as in the reference's liza-agent.sh
+
 # How the reference (liza-agent.sh) runs each agent CLI: the executable, and the words before
 # the prompt in a non-interactive run.
 CLIS: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -60,7 +62,7 @@ def command_for(cli: str | None, command: Sequence[str], prompt: str,
     if command:
         argv = list(command)
     else:
-        name = cli or "claude"
+        name = cli or DEFAULT_CLI
         if name not in CLIS:
             raise ValidationError(f"--cli must be one of {', '.join(CLIS)}, got {name!r}")
         exe, words = CLIS[name]
@@ -78,7 +80,7 @@ def with_mcp_config(argv: list[str], cli: str | None, command: Sequence[str], co
     """Claude Code takes the MCP configuration as `--mcp-config FILE` (before the prompt, which
     stays the last argument); other CLIs and `-- COMMAND` read it from $LIZA_MCP_CONFIG or
     their own settings file (docs/mcp.md)."""
-    if command or (cli or "claude") != "claude":
+    if command or (cli or DEFAULT_CLI) != DEFAULT_CLI:
         return argv
     at = len(argv) if interactive else len(argv) - 1
     return [*argv[:at], "--mcp-config", str(config), *argv[at:]]

@@ -88,6 +88,7 @@ class Supervisor:
         self._wake = threading.Event()
         self._proc: runner.AgentProcess | None = None
         self._watcher: RefWatcher | None = None
+        self._prompts: Path | None = None
         self._token_lock = threading.Lock()
         self._renew_at = ""
         self._last_signature: tuple[Any, ...] = ()
@@ -343,9 +344,16 @@ class Supervisor:
             return queries.notes_for(board, task)
         return [n for n in board.values("human_notes") if n.for_task is None]
 
+    def _prompts_dir(self) -> Path:
+        """`.liza/agent-prompts/` of the main worktree (made once): prompts and MCP configs,
+        never in the task's worktree, where they would be committed."""
+        if self._prompts is None:
+            self._prompts = lifecycle.main_root(self.liza.repo) / ".liza" / PROMPTS_DIR
+            self._prompts.mkdir(parents=True, exist_ok=True)
+        return self._prompts
+
     def _save_prompt(self, text: str) -> Path:
-        d = lifecycle.main_root(self.liza.repo) / ".liza" / PROMPTS_DIR
-        d.mkdir(parents=True, exist_ok=True)
+        d = self._prompts_dir()
         stamp = self.liza.now().replace(":", "-")
         path, n = d / f"{self.agent}-{stamp}.txt", 1
         while path.exists():
@@ -359,12 +367,10 @@ class Supervisor:
         supervisor generation (so the server's ops stand down with this supervisor), written
         beside the prompts: never into the task's worktree, where it would be committed."""
         from gitliza.access import mcp_config
-        cli = self.opts.cli if self.opts.cli in mcp_config.CONFIG_FILES else "claude"
-        root = lifecycle.main_root(self.liza.repo)
-        name, text = mcp_config.for_cli(cli, root, self.agent, prompts.ROLE_WORDS[self.role],
-                                        gen=self.gen)
-        d = root / ".liza" / PROMPTS_DIR
-        d.mkdir(parents=True, exist_ok=True)
+        cli = self.opts.cli if self.opts.cli in mcp_config.CONFIG_FILES else runner.DEFAULT_CLI
+        d = self._prompts_dir()
+        name, text = mcp_config.for_cli(cli, d.parent.parent, self.agent,
+                                        prompts.ROLE_WORDS[self.role], gen=self.gen)
         path = d / f"{self.agent}-mcp{Path(name).suffix}"
         path.write_text(text)
         return path
