@@ -259,8 +259,8 @@ def guarded(body: Any) -> Any:
     """Run `body()` as the CLI runs a command: every LizaError becomes one stderr line and its exit
     code; usage errors exit 1 (not click's 2, which the spec reserves for a concurrency conflict);
     anything unexpected is still one line and an exit code. Shared by the fast path and typer's."""
-    from gitliza.errors import (EXIT_BROKEN_PIPE, EXIT_DEPENDENCY, EXIT_GIT, EXIT_INCONSISTENT,
-                                EXIT_VALIDATION, LizaError)
+    from gitliza.errors import (EXIT_BROKEN_PIPE, EXIT_DEPENDENCY, EXIT_VALIDATION, LizaError,
+                                unexpected)
     from gitliza.output import err
     try:
         return body()
@@ -286,8 +286,7 @@ def guarded(body: Any) -> Any:
         if os.environ.get("LIZA_DEBUG"):
             raise
         # a bug or an unexpected environment: still one line, still an exit code
-        git_side = isinstance(e, OSError) or type(e).__module__.startswith("pygit2")
-        err(f"{'git operation failed' if git_side else 'internal error'}: "
-            f"{type(e).__name__}: {' '.join(str(e).split())} (LIZA_DEBUG=1 shows the "
-            "traceback; please report it)")
-        return EXIT_GIT if git_side else EXIT_INCONSISTENT
+        git_side, code, text = unexpected(e)
+        err(f"{'git operation failed' if git_side else 'internal error'}: {text} (LIZA_DEBUG=1 "
+            "shows the traceback; please report it)")
+        return code

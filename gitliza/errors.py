@@ -87,3 +87,12 @@ class MissingDependency(LizaError):
 
     exit_code = EXIT_DEPENDENCY
     code = "MISSING_DEPENDENCY"
+
+
+def unexpected(e: BaseException) -> tuple[bool, int, str]:
+    """An exception that is not a LizaError (a bug, or an unexpected environment), still mapped
+    here: whether it came from the git side (an OSError, pygit2), its exit code, and its text on
+    one line."""
+    git_side = isinstance(e, OSError) or type(e).__module__.startswith("pygit2")
+    return (git_side, EXIT_GIT if git_side else EXIT_INCONSISTENT,
+            f"{type(e).__name__}: {' '.join(str(e).split())}")

@@ -22,8 +22,7 @@ from typing import Any
 
 from gitliza.access import tools
 from gitliza.core.states import Role
-from gitliza.errors import (EXIT_GIT, EXIT_INCONSISTENT, LizaError, MissingDependency,
-                            ValidationError)
+from gitliza.errors import LizaError, MissingDependency, ValidationError, unexpected
 
 INSTALL_HINT = "pip install 'gitliza[mcp]'"
 BOARD_URI = "liza://board"
@@ -44,10 +43,9 @@ def error_payload(e: BaseException) -> dict[str, Any]:
     """What a failed call returns: the CLI's exit-code class and one-line message."""
     if isinstance(e, LizaError):
         return {"code": e.code, "exit_code": e.exit_code, "message": str(e)}
-    git_side = isinstance(e, OSError) or type(e).__module__.startswith("pygit2")
-    return {"code": "GIT_FAILURE" if git_side else "INTERNAL_ERROR",
-            "exit_code": EXIT_GIT if git_side else EXIT_INCONSISTENT,
-            "message": f"{type(e).__name__}: {' '.join(str(e).split())}"}
+    git_side, code, text = unexpected(e)
+    return {"code": "GIT_FAILURE" if git_side else "INTERNAL_ERROR", "exit_code": code,
+            "message": text}
 
 
 class Session:
