@@ -36,9 +36,8 @@ from gitliza import atomic
 from gitliza.core import record, yamlview
 from gitliza.errors import GitFailure, LizaError, ValidationError
 from gitliza.git.store import Store, common_dir
-from gitliza.git.worktrees import ensure_excluded, main_worktree as _main_root
+from gitliza.git.worktrees import LIZA_DIR, ensure_excluded, main_worktree as _main_root
 
-LIZA_DIR = ".liza"
 STATE_FILE = "state.yaml"
 LOG_FILE = "log.yaml"
 STAMP_FILE = ".materialized"

@@ -35,10 +35,9 @@ import pygit2
 from watchdog.events import FileSystemEventHandler
 
 from gitliza.git.store import STATE_REF, common_dir, open_repository
-from gitliza.git.worktrees import main_worktree
+from gitliza.git.worktrees import LIZA_DIR, main_worktree
 
 CONTROL_FILES = ("PAUSE", "ABORT", "CHECKPOINT")
-LIZA_DIR = ".liza"
 
 
 class RefWatcher:

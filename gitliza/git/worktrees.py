@@ -103,6 +103,15 @@ def _main_repo(repo: Repository) -> Repository:
     return Repository(str(common_dir(repo)))
 
 
+# The human-facing files (views, reports, PAUSE/ABORT/CHECKPOINT), in the main worktree.
+LIZA_DIR = ".liza"
+
+
+def liza_path(repo: Repository) -> Path:
+    """`<main worktree>/.liza` (`<git dir>/.liza` for a bare repository); not created here."""
+    return (main_worktree(repo) or Path(repo.path)) / LIZA_DIR
+
+
 def main_worktree(repo: Repository) -> Path | None:
     """The main worktree's directory (task worktree paths on the board are relative to it), or
     None for a bare repository."""

@@ -17,7 +17,7 @@ from gitliza.core.board import Board
 from gitliza.core.ops.control import Checkpoint
 from gitliza.core.states import TaskState
 from gitliza.git.store import Committed, Store
-from gitliza.git.worktrees import main_worktree
+from gitliza.git.worktrees import liza_path
 from gitliza.governance.history import SprintSpan, sprint_metrics
 
 SUMMARY = "sprint_summary.md"
@@ -27,8 +27,7 @@ IN_PROGRESS = (S.CLAIMED, S.READY_FOR_REVIEW, S.REJECTED)
 
 
 def liza_dir(store: Store) -> Path:
-    root = main_worktree(store.repo)
-    path = (root or Path(store.repo.path)) / ".liza"
+    path = liza_path(store.repo)
     path.mkdir(exist_ok=True)
     return path
 

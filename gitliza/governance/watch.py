@@ -26,11 +26,10 @@ from gitliza.core.alarms import Alert, Facts, Report
 from gitliza.core.board import Board
 from gitliza.errors import LizaError
 from gitliza.git.store import Store
-from gitliza.git.worktrees import main_worktree
+from gitliza.git.worktrees import liza_path
 
 ALERTS_LOG = "alerts.log"
 ESCALATION = "ESCALATION"
-LIZA_DIR = ".liza"
 
 
 def _file_since(path: Path, first_line_time: bool) -> str | None:
@@ -57,8 +56,7 @@ class Watcher:
                  out: TextIO | None = None) -> None:
         from gitliza.api import now_utc
         self.store = store
-        root = main_worktree(store.repo)
-        self.liza_dir = (root or Path(store.repo.path)) / LIZA_DIR
+        self.liza_dir = liza_path(store.repo)
         self.json_lines = json_lines
         self.notify = shutil.which("notify-send") is not None if notify is None else notify
         self.now = now or now_utc
