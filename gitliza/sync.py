@@ -128,6 +128,7 @@ class SyncReport:
     remote_before: str | None = None  # the remote tip at the first fetch
     remote_after: str | None = None  # the remote tip when we finished (what we pushed, if we did)
     fetched: int = 0  # remote ops new to this clone at the first fetch
+    verified: int = 0  # fetched state commits replayed by verify before adopting them
     pushed: bool = False
     rounds: int = 0
     replayed: list[Replayed] = field(default_factory=list)
@@ -139,7 +140,7 @@ class SyncReport:
         return {"mode": self.mode, "remote": self.remote, "action": self.action,
                 "local_before": self.local_before, "local_after": self.local_after,
                 "remote_before": self.remote_before, "remote_after": self.remote_after,
-                "fetched": self.fetched, "replayed": [r.to_json() for r in self.replayed],
+                "fetched": self.fetched, "verified": self.verified, "replayed": [r.to_json() for r in self.replayed],
                 "dropped": [d.to_json() for d in self.dropped], "pushed": self.pushed,
                 "rounds": self.rounds, "notices": list(self.notices),
                 "branches": list(self.branches)}
@@ -213,8 +214,20 @@ def repo_path(repo: pygit2.Repository) -> Path:
 class Rebuilt:
     tip: pygit2.Oid | None
     replayed: list[Replayed]
-    dropped: list[tuple[Dropped, Op]]
+    dropped: list[tuple[Dropped, Op | None]]  # None: the commit recorded no op at all
     board: Board
+
+
+def _ops_of(commits: Sequence[pygit2.Commit]) -> dict[tuple[str, str, str], list[Op]]:
+    """The ops `commits` record, by (name, actor, time): a cheap first filter before comparing."""
+    out: dict[tuple[str, str, str], list[Op]] = {}
+    for c in commits:
+        try:
+            op = record.parse(c.message).op
+        except ValidationError:
+            continue
+        out.setdefault((op.NAME, op.actor, op.time), []).append(op)
+    return out
 
 
 def _commit(repo: pygit2.Repository, oid: pygit2.Oid) -> pygit2.Commit:
@@ -241,12 +254,19 @@ def local_only(store: Store, local: pygit2.Oid, base: pygit2.Oid | None) -> list
 
 
 def replay(store: Store, onto: pygit2.Commit | None, commits: Sequence[pygit2.Commit],
-           origin: dict[str, str] | None = None) -> Rebuilt:
+           origin: dict[str, str] | None = None, *, already: Sequence[pygit2.Commit] = (),
+           unparsable: str = "raise") -> Rebuilt:
     """Re-apply the ops recorded by `commits` on `onto`, writing one commit per op that still
     applies. Writes objects only: no ref moves. `origin` maps a commit to the local commit its op
-    was first recorded in (for reports across rounds)."""
+    was first recorded in (for reports across rounds).
+
+    `already`: commits `onto` brought since the common base; an op one of them records is on the
+    board already and is not applied twice (a remote rebuilt by `git liza repair` carries the ops
+    of this clone's old chain in new commits). `unparsable` "drop" (repair) drops a commit whose
+    message records no op instead of refusing the whole replay."""
     from gitliza.git.trees import Batch
     origin = origin or {}
+    present = _ops_of(already)
     # One pack for every REROOT_EVERY ops (written before the board is re-read from git), not
     # one per op: parents and their trees are followed by id, never read back.
     batch = Batch(store.repo)
@@ -254,17 +274,23 @@ def replay(store: Store, onto: pygit2.Commit | None, commits: Sequence[pygit2.Co
     parent_tree = None if onto is None else onto.tree_id
     board = store.board_at(onto)
     replayed: list[Replayed] = []
-    dropped: list[tuple[Dropped, Op]] = []
+    dropped: list[tuple[Dropped, Op | None]] = []
     for n, commit in enumerate(commits):
         first = origin.get(str(commit.id), str(commit.id))
         try:
             rec = record.parse(commit.message)
         except ValidationError as e:
+            if unparsable == "drop":
+                dropped.append((Dropped(op="?", actor="?", task=None, time="?", original=first,
+                                        reason=f"bad record: {e}", code=e.code), None))
+                continue
             # Not a gitliza transition: we cannot know what it meant, so we cannot replay it.
             raise InconsistentState(f"local state commit {str(commit.id)[:12]} does not record "
                                     f"an op ({e}); not syncing",
                                     hint="`git liza verify` checks the local history") from None
         op = rec.op
+        if op in present.get((op.NAME, op.actor, op.time), ()):
+            continue  # the board has it already (see `already`)
         try:
             outcome = apply(board, op)
         except ValidationError as e:  # the op is not legal any more after the remote's ops
@@ -373,6 +399,28 @@ def retract_tip(store: Store, tip: pygit2.Oid, why: str) -> bool:
     return bool(parents) and _move(store, tip, parents[0], why)
 
 
+def _adoptable(store: Store, path: Path, rep: SyncReport, r: pygit2.Oid,
+               verified: pygit2.Oid | None, tracking: str, before: str | None, *,
+               bar: bool = False) -> pygit2.Oid:
+    """Check the fetched board tip `r` before anything moves to it (gitliza/adopt.py): from the
+    newest commit this clone already trusts (its board's merge base with `r`, or the tip an
+    earlier round of this sync checked). Returns `r`; raises RemoteRefused, with the tracking ref
+    put back, when it does not verify."""
+    from gitliza.adopt import RemoteRefused, check_board, put_back, trusted_base
+    repo = store.repo
+    base = trusted_base(repo, store.tip(), r)
+    if verified is not None and (verified == r or repo.descendant_of(r, verified)) and (
+            base is None or verified == base or repo.descendant_of(verified, base)):
+        base = verified
+    try:
+        checked = check_board(store, rep.remote, r, base, bar=bar)
+    except RemoteRefused:
+        put_back(path, tracking, str(r), before)
+        raise
+    rep.verified += 0 if checked is None else checked.commits
+    return r
+
+
 def _count(store: Store, tip: pygit2.Oid | None, stop: pygit2.Oid | None) -> int:
     if tip is None:
         return 0
@@ -400,6 +448,7 @@ def sync(store: Store, remote: str | None = None, *, mode: str = "sync", rounds:
     rep.remote = transport.resolve_remote(path, remote)
     say = progress or (lambda _line: None)
     origin: dict[str, str] = {}  # rebuilt commit -> the local commit its op came from
+    verified: pygit2.Oid | None = None  # the newest remote tip this sync has checked
     integ = _integration(store, store.tip())
     prefix = transport.tracking_ref(path, remote)[: -len("liza/state")]  # refs/remotes/<ns>/
     for rnd in range(1, rounds + 1):
@@ -418,6 +467,12 @@ def sync(store: Store, remote: str | None = None, *, mode: str = "sync", rounds:
             continue
         r_hex = fetched.new_oid
         r = pygit2.Oid(hex=r_hex) if r_hex else None
+        tracking_before = fetched.old_oid
+        if r is not None and r != verified:
+            # Nothing is read from the fetched board (not even its integration branch's name)
+            # before it verifies.
+            verified = _adoptable(store, path, rep, r, verified, fetched.tracking_ref,
+                                  tracking_before, bar=progress is not None)
         want = _integration(store, r)
         if want is not None and want != integ:
             # The remote's board names an integration branch we did not fetch (a first pull, or
@@ -426,6 +481,9 @@ def sync(store: Store, remote: str | None = None, *, mode: str = "sync", rounds:
             fetched = _fetch(path, remote, integ, timeout, progress, tasks)
             r_hex = fetched.new_oid
             r = pygit2.Oid(hex=r_hex) if r_hex else None
+            if r is not None and r != verified:
+                verified = _adoptable(store, path, rep, r, verified, fetched.tracking_ref,
+                                      tracking_before, bar=progress is not None)
         br = _Branches(integ, dict(fetched.branches) if tasks else {**known, **fetched.branches},
                        fetched.tracking_ref)
         local = store.tip()
@@ -481,7 +539,8 @@ def sync(store: Store, remote: str | None = None, *, mode: str = "sync", rounds:
                 hint="keep one: e.g. `git update-ref -d refs/liza/state` here, then `git liza pull`")
         mine = local_only(store, local, base)
         say(f"replaying {len(mine)} local op(s) on {rep.remote}'s board")
-        rebuilt = replay(store, _commit(repo, r), mine, origin)
+        rebuilt = replay(store, _commit(repo, r), mine, origin,
+                         already=local_only(store, r, base))
         new_tip = rebuilt.tip
         assert new_tip is not None
         if not _move(store, local, new_tip, f"liza sync: replay on {rep.remote}"):
@@ -505,8 +564,9 @@ def sync(store: Store, remote: str | None = None, *, mode: str = "sync", rounds:
                      rep, hint="retry with backoff: `git liza sync`")
 
 
-def _with_stand_down(store: Store, d: Dropped, op: Op, rebuilt: Rebuilt, cleanup: bool) -> Dropped:
-    if d.op not in STAND_DOWN_OPS:
+def _with_stand_down(store: Store, d: Dropped, op: Op | None, rebuilt: Rebuilt,
+                     cleanup: bool) -> Dropped:
+    if d.op not in STAND_DOWN_OPS or op is None:
         return d
     fate = stand_down(store, op, rebuilt.board, rebuilt.replayed) if cleanup else None
     return dataclasses.replace(d, stand_down=True, worktree=fate)
@@ -538,11 +598,19 @@ def pull_branches(store: Store, remote: str | None = None, *,
     rep = SyncReport(mode="pull", remote=transport.resolve_remote(path, remote), rounds=1)
     integ = _integration(store, store.tip())
     fetched = _fetch(path, remote, integ, timeout, None)
+    before = fetched.old_oid
+    r = pygit2.Oid(hex=fetched.new_oid) if fetched.new_oid else None
+    if r is not None:  # the remote's board judges its integration branch: it must verify first
+        _adoptable(store, path, rep, r, None, fetched.tracking_ref, before)
     if integ is None:  # no local board yet: the remote's board names the branch
-        integ = _integration(store, pygit2.Oid(hex=fetched.new_oid) if fetched.new_oid else None)
+        integ = _integration(store, r)
         if integ is not None:
             fetched = _fetch(path, remote, integ, timeout, None)
-    follow_integration(store, integ, fetched.branches.get(_heads(integ)), rep, lambda _l: None)
+            if fetched.new_oid and fetched.new_oid != str(r):
+                r = pygit2.Oid(hex=fetched.new_oid)
+                _adoptable(store, path, rep, r, None, fetched.tracking_ref, before)
+    follow_integration(store, integ, fetched.branches.get(_heads(integ)), rep, lambda _l: None,
+                       r if r is not None else store.tip())
     return rep
 
 
@@ -590,7 +658,8 @@ def _finish(store: Store, path: Path, remote: str | None, tip: pygit2.Oid, r: py
     bring the local integration branch up to the remote's, then (sync and push modes) push the
     state ref and the branches in one atomic push. False: a lease was lost, start over."""
     if rep.mode != "push":
-        follow_integration(store, br.integration, br.remote.get(_heads(br.integration)), rep, say)
+        follow_integration(store, br.integration, br.remote.get(_heads(br.integration)), rep, say,
+                           tip)
     if rep.mode == "pull":
         return True
     return _push(store, path, remote, tip, r, rep, say, timeout, br)
@@ -601,10 +670,12 @@ def _heads(branch: str | None) -> str:
 
 
 def follow_integration(store: Store, branch: str | None, remote_tip: str | None, rep: SyncReport,
-                       say: Progress) -> None:
+                       say: Progress, board_tip: pygit2.Oid | None = None) -> None:
     """Create the local integration branch at the remote's tip, or fast-forward it when it is
     strictly behind; a checkout of it follows if clean (merge.py's rule), a dirty one stops the
-    fast-forward. Diverged or ahead: left alone (an ahead branch is pushed, if approved)."""
+    fast-forward. Diverged or ahead: left alone (an ahead branch is pushed, if approved).
+    A fast-forward must bring in approved work only, judged against the verified board at
+    `board_tip` (IntegrationRefused, exit 4, otherwise: gitliza/adopt.py)."""
     from gitliza.git.merge import CheckoutDirty, CheckoutNotUpdated, merge_commit_into
     if branch is None or remote_tip is None:
         return
@@ -626,6 +697,10 @@ def follow_integration(store: Store, branch: str | None, remote_tip: str | None,
         rep.notices.append(f"{branch} has diverged from {rep.remote}'s {branch} "
                            f"({str(mine)[:12]} vs {remote_tip[:12]}): not fast-forwarded")
         return
+    if board_tip is not None:
+        from gitliza.adopt import check_integration
+        check_integration(repo, _commit(repo, board_tip), rep.remote, branch, mine, theirs,
+                          store.board_at)
     say(f"fast-forwarding {branch} to {remote_tip[:12]}")
     sig = pygit2.Signature("gitliza", "gitliza@liza.invalid")
     try:

@@ -354,13 +354,14 @@ def verify(store: Store, at: str | None = None, since: str | None = None, *,
     return _with_bar(store, tip.id, None if base is None else base.id)
 
 
-def _with_bar(store: Store, tip: pygit2.Oid, base: pygit2.Oid | None) -> Report:
+def _with_bar(store: Store, tip: pygit2.Oid, base: pygit2.Oid | None, *,
+              label: str = "verifying refs/liza/state") -> Report:
     from rich.progress import Progress as Bar  # only on a terminal: rich is slow to import
 
     from rich.console import Console
 
     with Bar(console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task("verifying refs/liza/state", total=None)
+        task = bar.add_task(label, total=None)
         return replay(store, tip, base,
                       progress=lambda n, total: bar.update(task, completed=n, total=total))
 
