@@ -373,9 +373,12 @@ def validate(file: Optional[str] = typer.Argument(None, metavar="[FILE]",
 
 @app.command()
 def verify(since: Optional[str] = typer.Option(None, "--since"),
-           at: Optional[str] = AtOpt, json: bool = JsonOpt) -> None:
+           at: Optional[str] = AtOpt,
+           remote: Optional[str] = typer.Option(None, "--remote", metavar="NAME",
+                                                help="Check a remote's board (not adopted)."),
+           json: bool = JsonOpt) -> None:
     """Replay history: every commit is a legal transition reproducing its tree."""
-    _run(_trust().verify, None, json, since=since, at=at)
+    _run(_trust().verify, None, json, since=since, at=at, remote=remote)
 
 
 @app.command()
@@ -473,6 +476,15 @@ def sync_cmd(remote: Optional[str] = typer.Argument(None), agent: Optional[str] 
              json: bool = JsonOpt) -> None:
     """Fetch, replay local ops on the remote tip, push."""
     _run(_sync().sync, agent, json, remote=remote)
+
+
+@app.command()
+def repair(remote: Optional[str] = typer.Argument(None),
+           here: bool = typer.Option(False, "--here",
+                                     help="Repair this repository's own board (on the server)."),
+           json: bool = JsonOpt) -> None:
+    """Restore a board that fails verification: keep every op still legal, drop the rest."""
+    _run(_sync().repair, None, json, remote=remote, here=here)
 
 
 @app.command()

@@ -254,16 +254,17 @@ def local_only(store: Store, local: pygit2.Oid, base: pygit2.Oid | None) -> list
 
 
 def replay(store: Store, onto: pygit2.Commit | None, commits: Sequence[pygit2.Commit],
-           origin: dict[str, str] | None = None, *, already: Sequence[pygit2.Commit] = (),
-           unparsable: str = "raise") -> Rebuilt:
+           origin: dict[str, str] | None = None, *,
+           already: Sequence[pygit2.Commit] = ()) -> Rebuilt:
     """Re-apply the ops recorded by `commits` on `onto`, writing one commit per op that still
     applies. Writes objects only: no ref moves. `origin` maps a commit to the local commit its op
     was first recorded in (for reports across rounds).
 
     `already`: commits `onto` brought since the common base; an op one of them records is on the
     board already and is not applied twice (a remote rebuilt by `git liza repair` carries the ops
-    of this clone's old chain in new commits). `unparsable` "drop" (repair) drops a commit whose
-    message records no op instead of refusing the whole replay."""
+    of this clone's old chain in new commits). A commit whose message records no op was never
+    written by gitliza (a forgery a clone adopted before sync checked what it fetched): it is
+    dropped, with the reason."""
     from gitliza.git.trees import Batch
     origin = origin or {}
     present = _ops_of(already)
@@ -280,14 +281,10 @@ def replay(store: Store, onto: pygit2.Commit | None, commits: Sequence[pygit2.Co
         try:
             rec = record.parse(commit.message)
         except ValidationError as e:
-            if unparsable == "drop":
-                dropped.append((Dropped(op="?", actor="?", task=None, time="?", original=first,
-                                        reason=f"bad record: {e}", code=e.code), None))
-                continue
             # Not a gitliza transition: we cannot know what it meant, so we cannot replay it.
-            raise InconsistentState(f"local state commit {str(commit.id)[:12]} does not record "
-                                    f"an op ({e}); not syncing",
-                                    hint="`git liza verify` checks the local history") from None
+            dropped.append((Dropped(op="?", actor="?", task=None, time="?", original=first,
+                                    reason=f"bad record: {e}", code=e.code), None))
+            continue
         op = rec.op
         if op in present.get((op.NAME, op.actor, op.time), ()):
             continue  # the board has it already (see `already`)
@@ -637,11 +634,15 @@ def _task_leases(store: Store, prefix: str) -> tuple[bool, dict[str, str]]:
     branches = list_task_branches(repo)
     if tip is None or not branches:
         return False, {}
-    board = store.board_at(_commit(repo, tip))
+    try:
+        board = store.board_at(_commit(repo, tip))
+        tasks = {task_id: board.task(task_id) for task_id in branches}
+    except LizaError:  # a local board poisoned before sync checked (repair's case): fetch all
+        return True, {}
     known: dict[str, str] = {}
     unsure = False
     for task_id, head in branches.items():
-        t = board.task(task_id)
+        t = tasks[task_id]
         if t is None or t.status not in SUBMITTED or t.review_commit != str(head):
             continue
         tracked = repo.references.get(f"{prefix}{transport.TASKS_NAMESPACE}/{task_id}")

@@ -159,3 +159,34 @@ def after_commit(liza: Any, committed: Committed) -> Committed | None:
     if moved:  # the op now lives in a replayed commit: report that one
         return dataclasses.replace(committed, commit=moved[0].commit)
     return None
+
+
+def repair(env: Env, remote: str | None = None, here: bool = False) -> int:
+    """`git liza repair [REMOTE] [--here]` (gitliza/repair.py). For a remote, this clone then
+    syncs like any other, so it converges at once."""
+    from gitliza.repair import repair as run
+    from gitliza.git.store import Store
+    store = Store.discover(env.path)
+    rep = run(store, remote, here=here)
+    synced: engine.SyncReport | None = None
+    if not here:
+        synced = engine.sync(store, remote)
+    if env.json:
+        data = rep.to_json()
+        data["sync"] = None if synced is None else synced.to_json()
+        env.out.json(data)
+        return 0
+    out = env.out
+    f = rep.failure
+    out.line(f"{rep.where}: state commit {f.commit[:12]} ({f.op or 'unparsable op'}) does not "
+             f"verify: {f.reason}")
+    out.line(f"{rep.where}: rebuilt on {(rep.base or '')[:12]}, the last commit that verifies: "
+             f"kept {len(rep.kept)} later op(s), dropped {len(rep.dropped)}")
+    for d in rep.dropped:
+        out.line(f"{rep.where}: {d.describe()}")
+    out.line(f"{rep.where}: refs/liza/state moved {rep.before[:12]} -> {rep.after[:12]}")
+    if synced is not None:
+        out.line(_summary(synced))
+        for d in synced.dropped:
+            out.notice(d.describe())
+    return 0

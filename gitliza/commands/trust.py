@@ -5,16 +5,22 @@ import sys
 from typing import Any
 
 from gitliza.commands import Env
+from gitliza.errors import ValidationError
 
 
-def verify(env: Env, since: str | None, at: str | None) -> int:
+def verify(env: Env, since: str | None, at: str | None, remote: str | None = None) -> int:
     """Replay refs/liza/state (or --at) from the root (or from --since, trusted): every commit must
     be the legal transition it records, reproducing its tree exactly. Exit 4 names the first bad
-    commit."""
+    commit. `remote`: fetch that remote's board into its tracking ref (the local board does not
+    move) and verify it whole: what a scheduled CI job runs against a hosted remote."""
     from gitliza.git.store import Store
     from gitliza.verify import VerifyFailure
     from gitliza.verify import verify as run
     store = Store.discover(env.path)
+    if remote is not None:
+        if at is not None:
+            raise ValidationError("--remote checks the remote's tip; --at reads a local rev")
+        at = _fetch_remote_board(store, remote)
     try:
         report = run(store, at=at, since=since)
     except VerifyFailure as e:
@@ -37,6 +43,17 @@ def verify(env: Env, since: str | None, at: str | None) -> int:
             env.out.notice(f"state commit {oid[:12]} (anomaly) accepted in a legacy encoding: "
                            f"{LEGACY_ANOMALY}")
     return 0
+
+
+def _fetch_remote_board(store: Any, remote: str) -> str:
+    """Fetch `remote`'s board into its tracking ref; its tip (ValidationError: it has none)."""
+    from gitliza.git import transport
+    from gitliza.sync import repo_path
+    fetched = transport.fetch_board(repo_path(store.repo), remote)
+    if fetched.new_oid is None:
+        raise ValidationError(f"{fetched.remote} has no board ({transport.STATE_REF}): nothing "
+                              "to verify")
+    return fetched.new_oid
 
 
 def hooks_install(env: Env, server: bool) -> int:
