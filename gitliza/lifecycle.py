@@ -52,7 +52,8 @@ from gitliza.git.store import STALE_LOCK_SECONDS, Committed, common_dir
 from gitliza.git.worktrees import (WORKTREES_DIR, TaskWorktreeEntry, add_task_worktree,
                                    clean_sync_problems, contained_path,
                                    list_task_branches, list_task_worktrees, ref_oid,
-                                   remove_task_worktree, task_branch, worktree_head)
+                                   held_here, remove_task_worktree, task_branch,
+                                   worktree_head)
 
 if TYPE_CHECKING:
     from gitliza.api import Liza
@@ -854,11 +855,7 @@ def _drop_worktree(liza: Liza, task: str) -> tuple[str, ...]:
 
 def _has_git_side(repo: Repository, task: str) -> bool:
     """Whether anything of the task exists in git (cheap; a bare repository has no worktrees)."""
-    if Repository(str(common_dir(repo))).is_bare:
-        return False
-    return ((main_root(repo) / WORKTREES_DIR / task).exists()
-            or (common_dir(repo) / "worktrees" / task).exists()
-            or repo.references.get(f"refs/heads/{task_branch(task)}") is not None)
+    return held_here(repo, task)
 
 
 def cleanup_after(liza: Liza, committed: Committed) -> list[str]:
@@ -886,6 +883,8 @@ class Problem:
 class DoctorReport:
     problems: list[Problem]
     busy: list[str]  # tasks skipped because a claim/merge holds their lock right now
+    # Live tasks held on another machine (git/worktrees.py `held_here`): not judged, said so.
+    elsewhere: list[str] = field(default_factory=list)
 
     @property
     def remaining(self) -> list[Problem]:
@@ -925,7 +924,7 @@ def doctor(liza: Liza, fix: bool = False) -> DoctorReport:
                 report.busy.append(tid)
                 continue
             report.problems += _examine(liza, tid, fix, entries.get(tid, []),
-                                        branches.get(tid))
+                                        branches.get(tid), report.elsewhere)
     return report
 
 
@@ -960,7 +959,7 @@ def _stale_locks(liza: Liza, fix: bool) -> list[Problem]:
 
 
 def _examine(liza: Liza, tid: str, fix: bool, entries: list[TaskWorktreeEntry],
-             branch_tip: Oid | None) -> list[Problem]:
+             branch_tip: Oid | None, elsewhere: list[str] | None = None) -> list[Problem]:
     repo: Repository = liza.repo
     board = liza.board()  # fresh, under the task lock
     t = board.task(tid)
@@ -979,6 +978,13 @@ def _examine(liza: Liza, tid: str, fix: bool, entries: list[TaskWorktreeEntry],
         return out
     if _holds_worktree(t):
         assert t is not None
+        if not entries and branch_tip is None and not held_here(repo, tid):
+            # Claimed on another machine: its worktree is there (the branch, the admin entry and
+            # the directory are all missing here, which a claim made here never leaves).
+            (elsewhere if elsewhere is not None else []).append(f"{tid}: {t.status} by {t.assigned_to or t.reviewing_by}, "
+                                    "held on another machine (no branch or worktree of it in "
+                                    "this clone); its worktree is not judged here")
+            return out
         if not (path / ".git").exists():
             p = Problem("missing-worktree", tid, f"{t.status} task's worktree {path} is missing",
                         True)

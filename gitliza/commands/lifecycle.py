@@ -126,6 +126,7 @@ def doctor(env: Env, fix: bool) -> int:
     if env.json:
         env.out.json({
             "problems": [p.__dict__ for p in rep.problems], "busy": rep.busy,
+            "elsewhere": rep.elsewhere,
             "fixed": sum(p.fixed for p in rep.problems), "remaining": len(remaining),
             "legacy": legacy})
     else:
@@ -138,6 +139,8 @@ def doctor(env: Env, fix: bool) -> int:
             env.out.line(f"{p.kind} {p.subject}: {p.detail} [{state}]{err}")
         for tid in rep.busy:
             env.out.line(f"busy {tid}: a claim or merge is in progress; not examined")
+        for line in rep.elsewhere:
+            env.out.line(f"elsewhere {line}")
         if not rep.problems:
             env.out.line("doctor: board and disk agree")
     return EXIT_INCONSISTENT if remaining else 0

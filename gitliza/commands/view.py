@@ -232,12 +232,24 @@ def validate(env: Env, at: str | None, file: str | None = None) -> int:
         raise ValidationError(f"no board here ({liza.store.ref} does not exist)",
                               hint="run `git liza init GOAL` first")
     exists = None if root is None else (lambda rel: (root / rel).is_dir())
-    problems = check_board(board, liza.now(), exists)
+    from gitliza.git.worktrees import held_here
+    repo = liza.store.repo
+
+    def here(tid: str) -> bool:
+        return held_here(repo, tid)
+    problems = check_board(board, liza.now(), exists, here)
+    elsewhere = [] if root is None else [
+        t for t in board.tasks() if t.status.value == "CLAIMED" and t.worktree and not here(t.id)]
     if env.json:
         env.out.json({"state": str(commit.id) if commit else None, "valid": not problems,
-                      "violations": [str(p) for p in problems]})
-    elif not problems:
-        env.out.line("VALID")
+                      "violations": [str(p) for p in problems],
+                      "elsewhere": [t.id for t in elsewhere]})
+    else:
+        for t in elsewhere:
+            env.out.line(f"note: {t.id} is CLAIMED by {t.assigned_to} on another machine (no "
+                         "branch or worktree of it in this clone): its worktree is not judged here")
+        if not problems:
+            env.out.line("VALID")
     if problems:
         if not env.json:
             for p in problems:

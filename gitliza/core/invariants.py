@@ -133,9 +133,11 @@ def find_cycle(graph: dict[str, tuple[str, ...]]) -> list[str] | None:
 
 
 def check_board(board: Board, now: str,
-                worktree_exists: Callable[[str], bool] | None = None) -> list[Violation]:
+                worktree_exists: Callable[[str], bool] | None = None,
+                held_here: Callable[[str], bool] | None = None) -> list[Violation]:
     """Every static invariant of one state. `worktree_exists` (the shell's disk check) enables
-    "CLAIMED task worktree path must exist"."""
+    "CLAIMED task worktree path must exist", for the tasks `held_here` (by task id) says this
+    machine holds (all of them when it is None): another machine's worktree is not on this disk."""
     out: list[Violation] = []
     live = {t.id: t for t in board.tasks()}
     archived = {t.id: t for t in board.values("archive")}
@@ -155,7 +157,8 @@ def check_board(board: Board, now: str,
             if pending:
                 out.append(Violation(f"task {t.id}", "CLAIMED task must have all depends_on tasks "
                                      f"in MERGED status ({', '.join(pending)})"))
-            if worktree_exists is not None and t.worktree and not worktree_exists(t.worktree):
+            if worktree_exists is not None and t.worktree and (
+                    held_here is None or held_here(t.id)) and not worktree_exists(t.worktree):
                 out.append(Violation(f"task {t.id}", "CLAIMED task worktree path must exist "
                                      f"({t.worktree})"))
             if t.assigned_to and board.agent(t.assigned_to) is None:

@@ -126,6 +126,21 @@ def _layout(repo: Repository) -> _Layout:
     return _Layout(common_dir=Path(main.path).resolve(), main_root=Path(main.workdir).resolve())
 
 
+def held_here(repo: Repository, task_id: str) -> bool:
+    """Whether this clone is the machine that holds the task: it has something of the task's in
+    git (its branch liza/<task>, its worktree's admin entry, or its directory). A claim always
+    creates the branch and the worktree where it runs, and sync never creates either for another
+    machine's claim (it mirrors task branches into tracking refs only), so a task CLAIMED on the
+    board with none of them here is held on another machine: its worktree is not this clone's to
+    judge. A bare repository (a server) holds none. Cheap: two stats and one ref lookup."""
+    main = _main_repo(repo)
+    if main.is_bare or main.workdir is None:
+        return False
+    return ((Path(main.workdir) / WORKTREES_DIR / task_id).exists()
+            or (common_dir(repo) / "worktrees" / task_id).exists()
+            or repo.references.get(f"refs/heads/{task_branch(task_id)}") is not None)
+
+
 def task_branch(task_id: str) -> str:
     """Short branch name of a task: `liza/<task_id>`."""
     _validate_task_id(task_id)
