@@ -176,3 +176,35 @@ def test_repeated_ops_of_a_rebuilt_remote_are_not_applied_twice(tmp_path: Path) 
     notes = [x for x in liza(a).board().values("human_notes") if x.message == "twice?"]
     assert len(notes) == 1
     assert tip(a) == tip(bare)
+
+
+def test_first_pull_on_a_terminal_shows_a_bar(tmp_path: Path) -> None:
+    """A new clone's first pull checks the whole chain; on a terminal it says so with a bar."""
+    import os
+    import pty
+    import sys
+    bare, work = seed(tmp_path)
+    h = liza(work)
+    for i in range(300):  # above adopt.BAR_FROM
+        h.do(Note, message=f"n{i}")
+    engine.sync(h.store, "origin")
+    fresh = tmp_path / "fresh"
+    git(tmp_path, "clone", "-q", str(bare), str(fresh))
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: `git liza pull` with a terminal on stdout and stderr
+        os.chdir(fresh)
+        os.execv(sys.executable, [sys.executable, "-m", "gitliza", "pull"])
+    out = b""
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    _, status = os.waitpid(pid, 0)
+    text = out.decode(errors="replace")
+    assert os.waitstatus_to_exitcode(status) == 0, text
+    assert "verifying origin's board" in text and "fast-forwarded" in text, text
+    assert tip(fresh) == tip(bare)
