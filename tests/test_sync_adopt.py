@@ -108,6 +108,7 @@ def test_auto_sync_refuses_and_keeps_the_op(remote: tuple[str, Path, Path],
     push_forgery(b, forged)
     r = cli(a, "note", "kept locally")  # liza.remote is set: auto-sync
     assert r.returncode == 4 and forged[:12] in r.stderr, r.stderr
+    assert "note committed locally, not shared: refusing origin's board" in r.stderr
     assert "kept locally" in git(a, "log", "-1", "--format=%B", STATE_REF)
 
 

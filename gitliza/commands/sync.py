@@ -25,7 +25,7 @@ import sys
 from typing import Any
 
 from gitliza.commands import Env
-from gitliza.errors import ConcurrencyConflict, GitFailure, IllegalTransition
+from gitliza.errors import ConcurrencyConflict, GitFailure, IllegalTransition, InconsistentState
 from gitliza.git.store import Committed
 from gitliza.git.transport import PushRejected
 from gitliza.output import Out
@@ -127,6 +127,11 @@ def after_commit(liza: Any, committed: Committed) -> Committed | None:
     report: engine.SyncReport | None
     try:
         report = engine.sync(store, remote)
+    except InconsistentState as e:
+        # The remote's board (or integration branch) does not verify: nothing of it was adopted,
+        # and this op stays on the local board, shared once the remote is repaired.
+        raise InconsistentState(f"{committed.op.NAME} committed locally, not shared: {e.message}",
+                                hint=e.hint) from e
     except (PushRejected, engine.IntegrationDiverged):
         # The remote's hook said no, or pushing would make the board lie about a merge: every
         # later sync would say the same, so the command must not pass for shared.
