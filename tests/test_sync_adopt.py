@@ -143,14 +143,12 @@ def test_forged_board_refused_before_claim_moves_anything(remote: tuple[str, Pat
     push_forgery(b, forge(b, "task-4"))
     with pytest.raises(RemoteRefused):
         engine.pull_branches(Store.discover(a), "origin")
-    h = liza(a, agent="a1")
-    h.sync = False  # type: ignore[attr-defined]
-    del h
+    before = tip(a)
     r = cli(a, "claim", "task-2", agent="a1")
-    assert r.returncode == 4, r.stderr
-    # The local claim was committed (then refused on sync): work kept, nothing adopted.
-    board = liza(a).board()
-    assert board.task("task-2") is not None
+    # The claim pulls the team's integration branch first: refused there, before anything moved.
+    assert r.returncode == 4 and "refusing origin's board" in r.stderr, r.stderr
+    assert tip(a) == before and liza(a).board().task("task-2").status.value == "UNCLAIMED"
+    assert not (a / ".worktrees" / "task-2").exists()
     assert tip(a, transport.tracking_ref(a, "origin")) != git(b, "rev-parse", STATE_REF)
 
 
