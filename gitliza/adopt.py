@@ -21,10 +21,9 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Callable
-
 import pygit2
 
+from gitliza.core.board import Board
 from gitliza.errors import InconsistentState
 from gitliza.git.store import Store
 from gitliza.verify import Approvals, Report, VerifyFailure, describe, replay, unapproved
@@ -99,14 +98,12 @@ def put_back(repo_path: Path, tracking: str, refused: str | None, before: str | 
         pass  # moved meanwhile: whatever it holds now came from a later fetch, itself checked
 
 
-def check_integration(repo: pygit2.Repository, board_tip: pygit2.Commit, remote: str,
-                      branch: str, mine: pygit2.Oid, theirs: pygit2.Oid,
-                      board_at: Callable[[pygit2.Commit], object]) -> None:
+def check_integration(repo: pygit2.Repository, board: Board, remote: str, branch: str,
+                      mine: pygit2.Oid, theirs: pygit2.Oid) -> None:
     """Refuse a fast-forward of the local integration branch from `mine` to `theirs` that brings
-    in a commit no approval on the (verified) board at `board_tip` covers: the server hook's rule,
-    enforced by every client where no hook runs."""
-    board = board_at(board_tip)
-    bad = unapproved(repo, Approvals.of(board), theirs, [mine])  # type: ignore[arg-type]
+    in a commit no approval on the (verified) `board` covers: the server hook's rule, enforced by
+    every client where no hook runs."""
+    bad = unapproved(repo, Approvals.of(board), theirs, [mine])
     if bad:
         raise IntegrationRefused(
             f"refusing {remote}'s {branch}: {describe(bad)}; the local {branch} was not moved",

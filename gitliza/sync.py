@@ -700,8 +700,8 @@ def follow_integration(store: Store, branch: str | None, remote_tip: str | None,
         return
     if board_tip is not None:
         from gitliza.adopt import check_integration
-        check_integration(repo, _commit(repo, board_tip), rep.remote, branch, mine, theirs,
-                          store.board_at)
+        check_integration(repo, store.board_at(_commit(repo, board_tip)), rep.remote, branch,
+                          mine, theirs)
     say(f"fast-forwarding {branch} to {remote_tip[:12]}")
     sig = pygit2.Signature("gitliza", "gitliza@liza.invalid")
     try:
