@@ -549,6 +549,10 @@ def _shared_remote(base: Path, seed: Path) -> tuple[Any, Path, list[Path]]:
         c = base / f"clone-{k}"
         git(base, "clone", "-q", daemon.url("board.git"), str(c))
         git(c, "config", "liza.remote", REMOTE)
+        # The board starts with the bulk-load fixture commit, which no op replays: a sync would
+        # refuse it (gitliza/adopt.py). Each clone takes it as its trusted starting point, as if
+        # it had written it; every later sync checks what it fetches from there.
+        git(c, "fetch", "-q", REMOTE, "refs/liza/state:refs/liza/state")
         engine.pull(Store.discover(c), REMOTE)
         clones.append(c)
     return daemon, bare, clones
