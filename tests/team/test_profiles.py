@@ -234,3 +234,48 @@ def test_register_and_mcp_take_every_role_word(word: str, repo: Path) -> None:
     assert tools.resolve_role(board, "r1", word) is Role.CODE_REVIEWER
     bad = liza(repo, "register", "r2", "--role", "boss", agent=None)
     assert bad.returncode == 1
+
+
+# -- the supervisor launches what the profile says -------------------------------------------------
+FAKE_CLAUDE = """#!/bin/sh
+# Stands in for the executable only to record what the supervisor hands it; the real CLIs run in
+# tests/agentcli/.
+out="$FAKE_OUT"
+printf '%s\\n' "$@" > "$out/argv"
+cat > "$out/stdin"
+env > "$out/env"
+PATH=/usr/bin:/bin git liza status --json > "$out/status" 2> "$out/status.err"
+exit 0
+"""
+
+
+@pytest.mark.slow
+def test_the_supervisor_runs_the_profile_prompt_on_stdin_config_beside_the_prompts(
+        repo: Path, tmp_path: Path) -> None:
+    from tests.team.procs import add_task, env_for, make_board
+    make_board(repo)
+    add_task(repo, "t1")
+    bin_dir, out = tmp_path / "bin", tmp_path / "out"
+    bin_dir.mkdir()
+    out.mkdir()
+    (bin_dir / "claude").write_text(FAKE_CLAUDE)
+    (bin_dir / "claude").chmod(0o755)
+    env = dict(env_for("coder-1"), FAKE_OUT=str(out))
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env['PATH']}"
+    r = subprocess.run([sys.executable, "-m", "gitliza", "agent", "coder", "--cli", "claude",
+                        "--mcp", "--once"], cwd=repo, env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    argv = (out / "argv").read_text().splitlines()
+    prompts = repo / ".liza" / "agent-prompts"
+    assert argv[:3] == ["-p", "--permission-mode", "acceptEdits"]
+    assert f"--mcp-config={prompts / 'coder-1-mcp.json'}" in argv
+    prompt = next(prompts.glob("coder-1-*.txt")).read_text()
+    assert (out / "stdin").read_text() == prompt and "TASK ID: t1" in prompt
+    assert not any("TASK ID" in a for a in argv)
+    server = json.loads((prompts / "coder-1-mcp.json").read_text())["mcpServers"]["gitliza"]
+    assert server["args"][-2:] == ["--role", "coder"] and server["env"]["LIZA_SUPERVISOR_GEN"]
+    # `git liza` worked with PATH reset (the alias in the environment), as the agent.
+    assert json.loads((out / "status").read_text())["tasks"][0]["status"] == "CLAIMED", \
+        (out / "status.err").read_text()
+    assert not (repo / ".worktrees" / "t1" / ".mcp.json").exists()  # nothing in the worktree
