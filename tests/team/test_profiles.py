@@ -279,3 +279,66 @@ def test_the_supervisor_runs_the_profile_prompt_on_stdin_config_beside_the_promp
     assert json.loads((out / "status").read_text())["tasks"][0]["status"] == "CLAIMED", \
         (out / "status.err").read_text()
     assert not (repo / ".worktrees" / "t1" / ".mcp.json").exists()  # nothing in the worktree
+
+
+# -- Codex's sandbox, measured with the real codex ------------------------------------------------
+def _home() -> Path:
+    import pwd
+    return Path(pwd.getpwuid(os.getuid()).pw_dir)  # tests run with HOME set to a temp dir
+
+
+def _codex() -> str | None:
+    import glob
+    import shutil
+    found = shutil.which("codex")
+    cache = os.environ.get("GITLIZA_AGENT_CLIS", str(_home() / ".cache/gitliza-agent-clis"))
+    return found or next(iter(sorted(glob.glob(f"{cache}/codex-*/node_modules/.bin/codex"),
+                                     reverse=True)), None)
+
+
+def test_codex_workspace_write_commits_in_a_task_worktree_with_the_profiles_roots(
+        tmp_path: Path) -> None:
+    """workspace-write alone keeps a worktree's git dir read-only (no commit); the roots the
+    profile adds make the commit and a ref update work and leave hooks read-only."""
+    codex = _codex()
+    if codex is None:
+        pytest.skip("codex not installed (npm @openai/codex; tests/agentcli installs it)")
+    from gitliza.git.store import common_dir, open_repository
+    # Outside /tmp: codex's workspace-write makes /tmp writable, which would hide the result.
+    home = _home() / ".cache" / "gitliza-test-codex"
+    home.mkdir(parents=True, exist_ok=True)
+    import tempfile
+    base = Path(tempfile.mkdtemp(dir=home))
+    try:
+        main = base / "main"
+        main.mkdir()
+        for args in (["init", "-q", "-b", "main"], ["commit", "-q", "--allow-empty", "-m", "x"],
+                     ["worktree", "add", "-q", str(base / "wt"), "-b", "liza/t1"]):
+            subprocess.run(["git", *args], cwd=main, check=True, capture_output=True)
+        (main / ".liza").mkdir()
+        wt = base / "wt"
+        repo = open_repository(wt)
+        c = profiles.Context(cwd=wt, git_dir=Path(repo.path).resolve(),
+                             common_dir=common_dir(repo), liza_dir=main / ".liza",
+                             run_dir=main / ".liza", agent="coder-1", prompt_file=wt / "p",
+                             prompt="", gitliza=("true",))
+        roots = profiles.writable_git_roots(c)
+        script = ("echo hi > f.txt && git add f.txt && git commit -qm y && echo COMMITTED; "
+                  "git update-ref refs/liza/x HEAD && echo REF; "
+                  f"touch {common_dir(repo)}/hooks/evil && echo HOOKS")
+
+        def run(*extra: str) -> str:
+            r = subprocess.run([codex, "sandbox", "-c", 'sandbox_mode="workspace-write"', *extra,
+                                "--", "bash", "-c", script], cwd=wt, capture_output=True,
+                               text=True, timeout=120)
+            if "sandbox" in r.stderr.lower() and "panicked" in r.stderr:
+                pytest.skip(f"codex's sandbox does not run here: {r.stderr.splitlines()[0]}")
+            return r.stdout
+        without = run()
+        assert "COMMITTED" not in without  # the problem the roots solve
+        with_roots = run("-c", "sandbox_workspace_write.writable_roots=" + json.dumps(roots))
+        assert "COMMITTED" in with_roots and "REF" in with_roots
+        assert "HOOKS" not in with_roots
+    finally:
+        import shutil
+        shutil.rmtree(base, ignore_errors=True)
