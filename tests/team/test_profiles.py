@@ -323,22 +323,28 @@ def test_codex_workspace_write_commits_in_a_task_worktree_with_the_profiles_root
                              run_dir=main / ".liza", agent="coder-1", prompt_file=wt / "p",
                              prompt="", gitliza=("true",))
         roots = profiles.writable_git_roots(c)
+        ok(liza(main, "init", "Build hello", agent=None))
+        # gitliza itself in the sandbox: codex mounts an empty read-only `.git` (another
+        # filesystem) into each writable root, the worktree's git dir included, where libgit2
+        # stops looking when opened by that git dir (store.open_repository opens the worktree).
         script = ("echo hi > f.txt && git add f.txt && git commit -qm y && echo COMMITTED; "
                   "git update-ref refs/liza/x HEAD && echo REF; "
+                  f"{sys.executable} -m gitliza status --json > /dev/null && echo GITLIZA; "
                   f"touch {common_dir(repo)}/hooks/evil && echo HOOKS")
 
         def run(*extra: str) -> str:
             r = subprocess.run([codex, "sandbox", "-c", 'sandbox_mode="workspace-write"', *extra,
                                 "--", "bash", "-c", script], cwd=wt, capture_output=True,
-                               text=True, timeout=120)
+                               text=True, timeout=120, env={**os.environ, "HOME": str(_home())})
             if "sandbox" in r.stderr.lower() and "panicked" in r.stderr:
                 pytest.skip(f"codex's sandbox does not run here: {r.stderr.splitlines()[0]}")
             return r.stdout
         without = run()
         assert "COMMITTED" not in without  # the problem the roots solve
         with_roots = run("-c", "sandbox_workspace_write.writable_roots=" + json.dumps(roots))
-        assert "COMMITTED" in with_roots and "REF" in with_roots
+        assert "COMMITTED" in with_roots and "REF" in with_roots and "GITLIZA" in with_roots
         assert "HOOKS" not in with_roots
     finally:
         import shutil
         shutil.rmtree(base, ignore_errors=True)
+
