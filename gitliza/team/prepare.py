@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import Mapping, Sequence
 
+import pygit2
+
 from gitliza.core.states import Role
 from gitliza.git.store import common_dir, open_repository
 from gitliza.git.worktrees import LIZA_DIR
@@ -35,12 +37,19 @@ def launch(p: profiles.Profile, perms: profiles.Permissions, *, cwd: Path, main:
         liza_dir=main / LIZA_DIR, run_dir=run_dir, agent=agent, prompt_file=prompt_file,
         prompt=prompt, gitliza=gitliza_command(), base_env=env, mcp=mcp,
         tools=mcp_tools(role) if mcp is not None and role is not None else (),
-        system_settings=_gemini_settings(env) if p.wiring == "gemini" else None)
+        system_settings=_gemini_settings(env) if p.wiring == "gemini" else None,
+        identity=_identity(repo))
     out = profiles.plan(p, perms, ctx, command, interactive)
     for path, text in out.files.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     return out
+
+
+def _identity(repo: pygit2.Repository) -> tuple[tuple[str, str], ...]:
+    """user.name and user.email as the repository's config has them now (none if unset)."""
+    config = repo.config
+    return tuple((key, str(config[key])) for key in ("user.name", "user.email") if key in config)
 
 
 def _gemini_settings(env: Mapping[str, str]) -> str | None:

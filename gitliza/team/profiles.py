@@ -9,7 +9,7 @@ under each `--permissions` choice is documented per CLI in docs/agents.md; the c
   gitliza; anything else is refused without asking, so nothing ever waits for a human. As narrow
   as each CLI allows (Claude: edits confined to the working directory, an allow-list for Bash and
   gitliza's MCP tools; Codex: its workspace-write sandbox plus the task's own git metadata;
-  Gemini: edit tools auto-approved inside the workspace, the shell tool allowed; Vibe: the
+  Gemini: edit tools auto-approved inside the workspace, the shell allowed by a policy rule; Vibe: the
   accept-edits agent plus bash and gitliza's tools).
 - `bypass`: the CLI's own "approve everything, no sandbox" switch, for people who sandbox the
   whole machine (Claude refuses it as root).
@@ -166,6 +166,9 @@ class Context:
     mcp: Mapping[str, Any] | None = None  # the stdio server entry (mcp_config.server), or None
     tools: tuple[str, ...] = ()  # the MCP tools the role sees (to pre-approve one by one)
     system_settings: str | None = None  # gemini: the text of the settings it would read now
+    # The committer identity as the repository's config gives it: Gemini's shell runs git with
+    # GIT_CONFIG_GLOBAL=/dev/null (no ~/.gitconfig), but keeps this list.
+    identity: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -186,7 +189,7 @@ def plan(p: Profile, perms: Permissions, ctx: Context, command: Sequence[str] = 
         argv = [p.executable] if interactive else [p.executable, *p.headless]
         argv += p.postures.get(perms, ())
     env = dict(ctx.base_env)
-    env.update(git_alias_env(ctx.base_env, ctx.gitliza))
+    env.update(git_alias_env(ctx.base_env, ctx.gitliza, ctx.identity))
     env.update(p.env)
     launch = Launch(argv, env, None, {})
     launch = _WIRING[p.wiring](launch, perms, ctx, command)
@@ -203,15 +206,20 @@ def plan(p: Profile, perms: Permissions, ctx: Context, command: Sequence[str] = 
     return Launch(launch.argv, launch.env, ctx.prompt_file, launch.files, launch.mcp_config)
 
 
-def git_alias_env(base: Mapping[str, str], gitliza: Sequence[str]) -> dict[str, str]:
-    """GIT_CONFIG_COUNT/KEY/VALUE making `git liza` run `gitliza` wherever PATH points (git
-    reads these before any config file; an existing list is extended, not replaced)."""
+def git_alias_env(base: Mapping[str, str], gitliza: Sequence[str],
+                  extra: Sequence[tuple[str, str]] = ()) -> dict[str, str]:
+    """GIT_CONFIG_COUNT/KEY/VALUE making `git liza` run `gitliza` wherever PATH points, plus
+    `extra` entries (git reads these over every config file; an existing list is extended, not
+    replaced)."""
     try:
         n = int(base.get("GIT_CONFIG_COUNT", "0"))
     except ValueError:
         n = 0
-    return {"GIT_CONFIG_COUNT": str(n + 1), f"GIT_CONFIG_KEY_{n}": "alias.liza",
-            f"GIT_CONFIG_VALUE_{n}": "!" + shlex.join(gitliza)}
+    entries = [("alias.liza", "!" + shlex.join(gitliza)), *extra]
+    out = {"GIT_CONFIG_COUNT": str(n + len(entries))}
+    for i, (key, value) in enumerate(entries, n):
+        out[f"GIT_CONFIG_KEY_{i}"], out[f"GIT_CONFIG_VALUE_{i}"] = key, value
+    return out
 
 
 def writable_git_roots(ctx: Context) -> list[str]:
@@ -276,25 +284,32 @@ def _codex(launch: Launch, perms: Permissions, ctx: Context, _cmd: Sequence[str]
     return Launch(argv, launch.env, launch.stdin, files, mcp)
 
 
+GEMINI_POLICY = """# gitliza --permissions worktree: the shell is allowed (headless, a tool that would ask is
+# denied); --approval-mode auto_edit approves the edit tools, which stay inside the workspace.
+[[rule]]
+toolName = "run_shell_command"
+decision = "allow"
+priority = 100
+"""
+
+
 def _gemini(launch: Launch, perms: Permissions, ctx: Context, _cmd: Sequence[str]) -> Launch:
-    ours: dict[str, Any] = {}
+    argv, files = list(launch.argv), dict(launch.files)
     if perms is Permissions.WORKTREE:
-        # Headless, a tool that would ask is denied (dropped from the tool list): allow the
-        # shell; auto_edit approves the edit tools, which stay inside the workspace.
-        ours["tools"] = {"allowed": ["run_shell_command"]}
-    if ctx.mcp is not None:
-        ours.update(mcp_config.gemini_data(dict(ctx.mcp), ctx.cwd,
-                                           trust=perms is not Permissions.OWN))
-    if not ours:
-        return launch
+        # A policy file of the user tier (`--policy`; the settings' tools.allowed is deprecated).
+        policy = _file(ctx, "gemini-policy.toml")
+        argv += ["--policy", str(policy)]
+        files[policy] = GEMINI_POLICY
+    if ctx.mcp is None:
+        return Launch(argv, launch.env, launch.stdin, files)
+    ours = mcp_config.gemini_data(dict(ctx.mcp), ctx.cwd, trust=perms is not Permissions.OWN)
     # Per-run settings as the *system* settings file (highest precedence; objects and arrays
     # merge with the user's): what the administrator's file said is kept underneath.
     settings = _merge(_json_object(ctx.system_settings), ours)
     path = _file(ctx, "gemini-settings.json")
     env = {**launch.env, "GEMINI_CLI_SYSTEM_SETTINGS_PATH": str(path)}
-    text = json.dumps(settings, indent=2) + "\n"
-    return Launch(launch.argv, env, launch.stdin, {**launch.files, path: text},
-                  path if ctx.mcp is not None else None)
+    files[path] = json.dumps(settings, indent=2) + "\n"
+    return Launch(argv, env, launch.stdin, files, path)
 
 
 def _vibe(launch: Launch, perms: Permissions, ctx: Context, _cmd: Sequence[str]) -> Launch:

@@ -115,18 +115,21 @@ def test_codex_worktree_sandbox_gives_back_exactly_the_git_metadata_a_commit_nee
     assert "--sandbox" not in plan("codex", tmp_path, P.OWN).argv
 
 
-def test_gemini_is_trusted_and_allowed_its_shell_through_per_run_system_settings(
+def test_gemini_is_trusted_and_allowed_its_shell_mcp_in_per_run_system_settings(
         tmp_path: Path) -> None:
-    admin = json.dumps({"tools": {"allowed": ["read_file"]}, "telemetry": {"enabled": False}})
+    admin = json.dumps({"mcpServers": {"corp": {"command": "x"}}, "telemetry": {"enabled": False}})
     launch = profiles.plan(profiles.profile("gemini"), P.WORKTREE,
                            ctx(tmp_path, mcp=True, system_settings=admin))
     assert launch.argv[0] == "gemini" and "--skip-trust" in launch.argv
     assert launch.argv[launch.argv.index("--approval-mode") + 1] == "auto_edit"
+    policy = Path(launch.argv[launch.argv.index("--policy") + 1])
+    rule = tomllib.loads(launch.files[policy])["rule"][0]
+    assert (rule["toolName"], rule["decision"]) == ("run_shell_command", "allow")
     path = Path(launch.env["GEMINI_CLI_SYSTEM_SETTINGS_PATH"])
-    assert path.parent == tmp_path / "repo" / ".liza" / "agent-prompts"
+    assert path.parent == policy.parent == tmp_path / "repo" / ".liza" / "agent-prompts"
     settings = json.loads(launch.files[path])
-    assert settings["tools"]["allowed"] == ["read_file", "run_shell_command"]
     assert settings["telemetry"] == {"enabled": False}  # the administrator's settings stay
+    assert settings["mcpServers"]["corp"] == {"command": "x"}
     server = settings["mcpServers"]["gitliza"]
     assert server["trust"] is True and server["args"] == SERVER["args"]
     assert launch.mcp_config == path
@@ -134,6 +137,8 @@ def test_gemini_is_trusted_and_allowed_its_shell_through_per_run_system_settings
     assert yolo.argv[yolo.argv.index("--approval-mode") + 1] == "yolo"
     own = plan("gemini", tmp_path, P.OWN)
     assert own.argv == ["gemini", "--skip-trust"] and not own.files
+    assert "trust" not in json.loads(plan("gemini", tmp_path, P.OWN, mcp=True).files[path])[
+        "mcpServers"]["gitliza"]
 
 
 def test_vibe_worktree_posture_allows_bash_and_gitlizas_tools_through_its_env_layer(
@@ -195,9 +200,42 @@ def test_mcp_config_for_cli_knows_mistral_as_vibe(tmp_path: Path) -> None:
 
 # -- `git liza` that survives a login shell --------------------------------------------------------
 def test_the_git_alias_extends_an_existing_config_list() -> None:
-    env = profiles.git_alias_env({"GIT_CONFIG_COUNT": "2"}, ("/p y/python", "-m", "gitliza"))
-    assert env == {"GIT_CONFIG_COUNT": "3", "GIT_CONFIG_KEY_2": "alias.liza",
-                   "GIT_CONFIG_VALUE_2": "!'/p y/python' -m gitliza"}
+    env = profiles.git_alias_env({"GIT_CONFIG_COUNT": "2"}, ("/p y/python", "-m", "gitliza"),
+                                 (("user.name", "Ann"),))
+    assert env == {"GIT_CONFIG_COUNT": "4", "GIT_CONFIG_KEY_2": "alias.liza",
+                   "GIT_CONFIG_VALUE_2": "!'/p y/python' -m gitliza",
+                   "GIT_CONFIG_KEY_3": "user.name", "GIT_CONFIG_VALUE_3": "Ann"}
+
+
+def test_the_committer_identity_reaches_git_even_without_the_global_config(
+        repo: Path, tmp_path: Path) -> None:
+    """Gemini's shell runs git with GIT_CONFIG_GLOBAL=/dev/null: the identity of the
+    repository's config (here: the user's ~/.gitconfig) travels in the GIT_CONFIG list."""
+    import pygit2
+    from gitliza.team import prepare
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text("[user]\n\tname = Ann Global\n\temail = ann@x.invalid\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_AUTHOR", "GIT_COMM"))}
+    ok(liza(repo, "init", "Build hello", agent=None))
+    level = pygit2.enums.ConfigLevel.GLOBAL
+    old = pygit2.settings.search_path[level]
+    pygit2.settings.search_path[level] = str(home)  # libgit2's ~/.gitconfig
+    try:
+        launch = prepare.launch(profiles.profile("gemini"), P.WORKTREE, cwd=repo, main=repo,
+                                run_dir=tmp_path / "run", agent="coder-1",
+                                prompt_file=tmp_path / "p", prompt="x", env=env)
+    finally:
+        pygit2.settings.search_path[level] = old
+    (repo / "f.txt").write_text("f\n")
+    gemini_like = {**launch.env, "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"}
+    for args in (["add", "f.txt"], ["commit", "-q", "-m", "f"]):
+        r = subprocess.run(["git", *args], cwd=repo, env=gemini_like, capture_output=True,
+                           text=True)
+        assert r.returncode == 0, r.stderr
+    author = subprocess.run(["git", "log", "-1", "--format=%an <%ae>"], cwd=repo,
+                            capture_output=True, text=True).stdout.strip()
+    assert author == "Ann Global <ann@x.invalid>"
 
 
 def test_git_liza_works_in_a_login_shell_that_resets_path(repo: Path) -> None:
