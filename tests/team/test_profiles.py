@@ -386,3 +386,23 @@ def test_codex_workspace_write_commits_in_a_task_worktree_with_the_profiles_root
         import shutil
         shutil.rmtree(base, ignore_errors=True)
 
+
+
+def test_a_bad_permissions_word_is_refused_before_the_board_changes(repo: Path) -> None:
+    from tests.team.procs import add_task, make_board
+    from tests.conftest import git
+    make_board(repo)
+    add_task(repo, "t1")
+    before = git(repo, "rev-parse", "refs/liza/state")
+    for args in (["agent", "coder", "--permissions", "yolo", "--", "true"],
+                 ["team", "--permissions", "yolo", "--", "true"]):
+        r = liza(repo, *args, agent="coder-1")
+        assert r.returncode == 1 and "--permissions must be one of" in r.stderr, r.stderr
+    assert git(repo, "rev-parse", "refs/liza/state") == before
+
+
+def test_git_liza_team_passes_the_permissions_to_every_supervisor() -> None:
+    from gitliza.team.launch import members, supervisor_argv
+    for m in members(1, 1, 1):
+        argv = supervisor_argv(m, "codex", True, False, (), "bypass")
+        assert argv[-5:] == ["--cli", "codex", "--mcp", "--permissions", "bypass"]
