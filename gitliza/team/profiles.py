@@ -67,10 +67,9 @@ class Profile:
     executable: str
     headless: tuple[str, ...]  # the words of a non-interactive run
     prompt: Prompt
+    wiring: str  # also what each needs in its environment (settings paths, VIBE_*)
     prompt_words: tuple[str, ...] = ()  # before the prompt (FILE: before the path)
     postures: Mapping[Permissions, tuple[str, ...]] = field(default_factory=dict)
-    env: Mapping[str, str] = field(default_factory=dict)
-    wiring: str = "none"
     aliases: tuple[str, ...] = ()
 
 
@@ -115,10 +114,6 @@ PROFILES: dict[str, Profile] = {p.name: p for p in (
 )}
 
 PLAIN = Profile("command", "", (), Prompt.ARGUMENT, wiring="plain")
-
-
-def names() -> list[str]:
-    return list(PROFILES)
 
 
 def profile(cli: str | None) -> Profile:
@@ -190,7 +185,6 @@ def plan(p: Profile, perms: Permissions, ctx: Context, command: Sequence[str] = 
         argv += p.postures.get(perms, ())
     env = dict(ctx.base_env)
     env.update(git_alias_env(ctx.base_env, ctx.gitliza, ctx.identity))
-    env.update(p.env)
     launch = Launch(argv, env, None, {})
     launch = _WIRING[p.wiring](launch, perms, ctx, command)
     if interactive:  # the user pastes the prompt: no prompt words, the terminal as stdin
