@@ -38,12 +38,38 @@ def launch(p: profiles.Profile, perms: profiles.Permissions, *, cwd: Path, main:
         prompt=prompt, gitliza=gitliza_command(), base_env=env, mcp=mcp,
         tools=mcp_tools(role) if mcp is not None and role is not None else (),
         system_settings=_gemini_settings(env) if p.wiring == "gemini" else None,
-        identity=_identity(repo))
+        identity=_identity(repo),
+        private_dir=_private_dir(run_dir, main) if p.wiring == "gemini" else None)
     out = profiles.plan(p, perms, ctx, command, interactive)
     for path, text in out.files.items():
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         path.write_text(text)
     return out
+
+
+def _insecure(path: Path) -> bool:
+    """Whether `path` or a directory above it is group or world writable (as /tmp is)."""
+    for p in (path, *path.parents):
+        try:
+            if p.stat().st_mode & 0o022:
+                return True
+        except OSError:
+            continue  # not made yet: its parents decide
+    return False
+
+
+def _private_dir(run_dir: Path, main: Path) -> Path | None:
+    """Gemini skips a system settings file below a group/world-writable directory (a
+    repository under /tmp): then a private directory in the user's cache, one per repository."""
+    if not _insecure(run_dir):
+        return None
+    import hashlib
+    import os
+    import pwd
+    home = Path(pwd.getpwuid(os.getuid()).pw_dir)  # not $HOME, which may itself be in /tmp
+    key = hashlib.sha256(str(main.resolve()).encode()).hexdigest()[:16]
+    private = home / ".cache" / "gitliza" / "agent-runs" / key
+    return None if _insecure(home) else private
 
 
 def _identity(repo: pygit2.Repository) -> tuple[tuple[str, str], ...]:

@@ -164,6 +164,9 @@ class Context:
     # The committer identity as the repository's config gives it: Gemini's shell runs git with
     # GIT_CONFIG_GLOBAL=/dev/null (no ~/.gitconfig), but keeps this list.
     identity: tuple[tuple[str, str], ...] = ()
+    # gemini: where its settings file goes (it skips one below a group/world-writable
+    # directory, e.g. a repository under /tmp); None: run_dir.
+    private_dir: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -300,7 +303,7 @@ def _gemini(launch: Launch, perms: Permissions, ctx: Context, _cmd: Sequence[str
     # Per-run settings as the *system* settings file (highest precedence; objects and arrays
     # merge with the user's): what the administrator's file said is kept underneath.
     settings = _merge(_json_object(ctx.system_settings), ours)
-    path = _file(ctx, "gemini-settings.json")
+    path = (ctx.private_dir or ctx.run_dir) / f"{ctx.agent}-gemini-settings.json"
     env = {**launch.env, "GEMINI_CLI_SYSTEM_SETTINGS_PATH": str(path)}
     files[path] = json.dumps(settings, indent=2) + "\n"
     return Launch(argv, env, launch.stdin, files, path)

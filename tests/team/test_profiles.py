@@ -406,3 +406,20 @@ def test_git_liza_team_passes_the_permissions_to_every_supervisor() -> None:
     for m in members(1, 1, 1):
         argv = supervisor_argv(m, "codex", True, False, (), "bypass")
         assert argv[-5:] == ["--cli", "codex", "--mcp", "--permissions", "bypass"]
+
+
+def test_gemini_settings_leave_a_world_writable_tree_for_a_private_dir(tmp_path: Path) -> None:
+    """Gemini 0.61 skips a system settings file when any directory above it is group or world
+    writable ("Parent directory '/tmp' is insecure"): a repository under /tmp gets its gemini
+    settings in a private directory of the user's cache instead."""
+    from gitliza.team import prepare
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    run_dir = shared / "repo" / ".liza" / "agent-prompts"
+    private = prepare._private_dir(run_dir, shared / "repo")
+    assert private is not None and not prepare._insecure(private.parent.parent.parent)
+    assert prepare._private_dir(_home() / ".cache", _home()) is None  # a safe tree stays put
+    launch = profiles.plan(profiles.profile("gemini"), P.WORKTREE,
+                           ctx(tmp_path, mcp=True, private_dir=private))
+    assert Path(launch.env["GEMINI_CLI_SYSTEM_SETTINGS_PATH"]).parent == private
