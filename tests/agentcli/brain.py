@@ -77,11 +77,23 @@ class Board:
 
 
 @dataclass(frozen=True)
+class Wait:
+    """Wait for an MCP server that is still connecting (not a step of the role's script)."""
+
+    server: str
+    query: str = ""  # what to search for (Codex's tool_search)
+
+
+# Claude Code's wait for MCP servers still connecting; Codex's search for deferred (MCP) tools.
+WAIT_TOOLS = ("WaitForMcpServers", "tool_search")
+
+
+@dataclass(frozen=True)
 class Final:
     text: str
 
 
-Step = Shell | Read | Write | Board | Final
+Step = Shell | Read | Write | Board | Wait | Final
 Script = Generator[Step, str, None]
 
 
@@ -197,12 +209,19 @@ def next_step(conv: Conversation, policy: Policy) -> Step:
     if role is None:
         return Final("I do not know this role.")
     script = ROLES[role](prompt, policy)
+    calls = [c for c in conv.calls if c.name not in WAIT_TOOLS]
     try:
         step = next(script)
-        for call in conv.calls:
+        for call in calls:
             step = script.send(call.result)
     except StopIteration:
         return Final("Done.")
+    if isinstance(step, Board) and not any("gitliza" in n for n in conv.tools) and \
+            any(n in conv.tools for n in WAIT_TOOLS) and len(calls) == len(conv.calls):
+        # Claude Code starts the turn while MCP servers still connect and offers a tool to wait
+        # for them; Codex defers MCP tools behind `tool_search`. A model that wants gitliza's
+        # tools calls that (once), as its description says.
+        return Wait("gitliza", f"gitliza {step.tool} {step.tool.replace('_', ' ')}")
     return step
 
 

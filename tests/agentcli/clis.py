@@ -135,7 +135,7 @@ check_for_update_on_startup = false
 name = "liza scripted model"
 base_url = "{url}/v1"
 wire_api = "responses"
-env_key = "LIZA_MODEL_KEY"
+env_key = "SCRIPTED_MODEL_KEY"
 
 [analytics]
 enabled = false
@@ -207,8 +207,9 @@ def environment(base: dict[str, str], home: Path, url: str, bins: list[Path]) ->
         "ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "sk-ant-liza-test",
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
         "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1",
-        # Codex (the provider in ~/.codex/config.toml reads its key from here)
-        "LIZA_MODEL_KEY": "sk-liza-test",
+        # Codex (the provider in ~/.codex/config.toml reads its key from here; not LIZA_*,
+        # which `git liza team` keeps from its supervisors)
+        "SCRIPTED_MODEL_KEY": "sk-liza-test",
         # Gemini CLI (no relaunch of node with a larger heap: ~3 s less per run)
         "GOOGLE_GEMINI_BASE_URL": url, "GEMINI_API_KEY": "liza-test-key",
         "GEMINI_CLI_NO_RELAUNCH": "true",

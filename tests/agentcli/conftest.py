@@ -4,8 +4,10 @@ the README's quickstart shows, with a vision the planner turns into tasks."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -28,8 +30,8 @@ Two files at the top of the repository, one task each:
 Every file ends with the line `-- liza`.
 """
 
-CONFIG = {"heartbeat_interval": "5", "lease_duration": "120", "coder_max_wait": "240",
-          "planner_max_wait": "240", "reviewer_max_wait": "240", "restart_delay": "1",
+CONFIG = {"heartbeat_interval": "5", "lease_duration": "120", "coder_max_wait": "600",
+          "planner_max_wait": "600", "reviewer_max_wait": "600", "restart_delay": "1",
           "crash_delay": "1", "crash_delay_max": "4"}
 
 _install_results: dict[str, str | None] = {}
@@ -93,6 +95,21 @@ def liza(repo: Path, env: dict[str, str], *args: str, check: bool = True,
     return r
 
 
+# Where the projects live: not under /tmp. Gemini CLI skips a settings file (gitliza's per-run
+# MCP and policy settings) when any directory above it is group- or world-writable, as /tmp is.
+RUNS = clis.CACHE.parent / "gitliza-agentcli-runs"
+
+
 @pytest.fixture
-def board(tmp_path: Path, agent_env: dict[str, str]) -> Path:
-    return make_board(tmp_path / "project", agent_env)
+def private_dir() -> Iterator[Path]:
+    RUNS.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path = Path(tempfile.mkdtemp(prefix="run-", dir=RUNS))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def board(private_dir: Path, agent_env: dict[str, str]) -> Path:
+    return make_board(private_dir / "project", agent_env)

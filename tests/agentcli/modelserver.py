@@ -1,7 +1,8 @@
 """A scripted model server on 127.0.0.1 that the real agent CLIs talk to instead of a vendor API.
 
 Speaks, with streaming (server-sent events) where the CLI asks for it:
-- Anthropic Messages (`POST /v1/messages`, `/v1/messages/count_tokens`, `GET /v1/models`): Claude Code;
+- Anthropic Messages (`POST /v1/messages`, `/v1/messages/count_tokens`, `GET /v1/models`):
+  Claude Code;
 - OpenAI Responses (`POST /v1/responses`, `GET /v1/models`): Codex;
 - Gemini (`POST /v1beta/models/M:generateContent`, `:streamGenerateContent?alt=sse`,
   `:countTokens`): Gemini CLI;
@@ -36,7 +37,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from tests.agentcli import brain
 from tests.agentcli.brain import (Board, Call, Conversation, Final, Policy, Read, Shell, Step,
-                                  Write)
+                                  Wait, Write)
 
 MODEL = "liza-scripted"
 
@@ -62,7 +63,8 @@ class Entry:
         return self.conv.prompt if self.conv else None
 
     def to_json(self) -> dict[str, Any]:
-        return {"n": self.n, "t": self.t, "dialect": self.dialect, "method": self.method, "path": self.path,
+        return {"n": self.n, "t": self.t, "dialect": self.dialect, "method": self.method,
+                "path": self.path,
                 "role": self.role, "side": self.side, "answer": self.answer,
                 "calls": [c.__dict__ for c in self.conv.calls] if self.conv else None,
                 "tools": sorted(self.conv.tools) if self.conv else None,
@@ -106,15 +108,24 @@ class ToolCall:
     name: str
     args: dict[str, Any] | str  # a freeform tool (Codex's apply_patch) takes a string
     kind: str = "function"  # "custom": a freeform tool call (Responses API)
+    namespace: str | None = None  # a Responses API namespace's tool: called by its own name
 
 
 def render(step: Step, tools: dict[str, dict[str, Any]]) -> ToolCall | str:
     """The step as a call of a tool the CLI offers, or the final text."""
     if isinstance(step, Final):
         return step.text
+    if isinstance(step, Wait):
+        if "tool_search" in tools:
+            return ToolCall("tool_search", {"query": step.query or step.server, "limit": 20},
+                            kind="tool_search")
+        return ToolCall("WaitForMcpServers", {"servers": [step.server]})
     if isinstance(step, Board):
         name = mcp_tool(tools, step.tool)
         if name is not None:
+            ns = tools[name].get("namespace")
+            if ns:
+                return ToolCall(str(tools[name]["name"]), dict(step.args), namespace=ns)
             return ToolCall(name, dict(step.args))
         return render(Shell(step.shell), tools)
     if isinstance(step, Read):
@@ -141,8 +152,7 @@ def render(step: Step, tools: dict[str, dict[str, Any]]) -> ToolCall | str:
                 return ToolCall("apply_patch", patch, kind="custom")
             return ToolCall("apply_patch", {"input": patch})
         body = step.text if step.text.endswith("\n") else step.text + "\n"
-        return render(Shell(f"rm -f {brain.q(step.path)} && cat > {brain.q(step.path)} "
-                            f"<<'LIZA_EOF'\n{body}LIZA_EOF"), tools)
+        return render(Shell(f"cat > {brain.q(step.path)} <<'LIZA_EOF'\n{body}LIZA_EOF"), tools)
     assert isinstance(step, Shell)
     for name in SHELL_TOOLS:
         if name in tools:
@@ -210,6 +220,9 @@ def responses_conv(body: dict[str, Any]) -> Conversation:
     texts = _text_of(body.get("instructions"))
     calls: dict[str, Call] = {}
     order: list[Call] = []
+    tools: dict[str, dict[str, Any]] = {}
+    for t in body.get("tools", []):
+        _add_tool(tools, t)
     items = body.get("input", [])
     if isinstance(items, str):
         items = [{"type": "message", "role": "user", "content": items}]
@@ -217,20 +230,31 @@ def responses_conv(body: dict[str, Any]) -> Conversation:
         kind = it.get("type", "message")
         if kind == "message" and it.get("role") in ("user", "developer", "system"):
             texts += _text_of(it.get("content"))
-        elif kind in ("function_call", "custom_tool_call", "local_shell_call"):
+        elif kind == "tool_search_output":
+            for t in it.get("tools", []):
+                _add_tool(tools, t)
+            if it.get("call_id") in calls:
+                calls[it["call_id"]].result = json.dumps(it.get("tools", []))[:2000]
+        elif kind in ("function_call", "custom_tool_call", "local_shell_call",
+                      "tool_search_call"):
             raw = it.get("arguments", it.get("input", it.get("action")))
-            c = calls[it.get("call_id", "")] = Call(it.get("name", kind), _args(raw))
+            name = it.get("name") or ("tool_search" if kind == "tool_search_call" else kind)
+            if it.get("namespace"):
+                name = f"{it['namespace']}__{name}"
+            c = calls[it.get("call_id", "")] = Call(name, _args(raw))
             order.append(c)
         elif kind.endswith("_output") and it.get("call_id") in calls:
             calls[it["call_id"]].result = brain.results_text(it.get("output"))
-    tools: dict[str, dict[str, Any]] = {}
-    for t in body.get("tools", []):
-        name = t.get("name") or t.get("type")
-        if name:
-            tools[name] = t
-        for sub in t.get("tools", []) if t.get("type") == "namespace" else []:
-            tools[f"{t.get('name')}__{sub.get('name')}"] = sub
     return Conversation(texts, order, tools)
+
+
+def _add_tool(tools: dict[str, dict[str, Any]], t: dict[str, Any]) -> None:
+    """A Responses API tool; a namespace's tools as `namespace__tool`, and by their own name."""
+    name = t.get("name") or t.get("type")
+    if name:
+        tools[name] = t
+    for sub in t.get("tools", []) if t.get("type") == "namespace" else []:
+        tools[f"{t.get('name')}__{sub.get('name')}"] = {**sub, "namespace": t.get("name")}
 
 
 def gemini_conv(body: dict[str, Any]) -> Conversation:
@@ -337,12 +361,17 @@ def responses_answer(ans: ToolCall | str, model: str, stream: bool) -> tuple[str
                                 "status": "completed",
                                 "content": [{"type": "output_text", "text": ans,
                                              "annotations": []}]}
+    elif ans.kind == "tool_search":
+        item = {"type": "tool_search_call", "id": new_id("ts_"), "call_id": new_id("call_"),
+                "execution": "client", "arguments": ans.args, "status": "completed"}
     elif ans.kind == "custom":
         item = {"type": "custom_tool_call", "id": new_id("ctc_"), "call_id": new_id("call_"),
                 "name": ans.name, "input": ans.args, "status": "completed"}
     else:
         item = {"type": "function_call", "id": new_id("fc_"), "call_id": new_id("call_"),
                 "name": ans.name, "arguments": json.dumps(ans.args), "status": "completed"}
+        if ans.namespace:
+            item["namespace"] = ans.namespace
     usage = {"input_tokens": 100, "input_tokens_details": {"cached_tokens": 0},
              "output_tokens": 20, "output_tokens_details": {"reasoning_tokens": 0},
              "total_tokens": 120}
@@ -514,7 +543,8 @@ class _Handler(BaseHTTPRequestHandler):
                               dict(self.headers)))
         if path.endswith("/models"):
             models = [{"id": MODEL, "object": "model", "type": "model", "created": 0,
-                       "owned_by": "liza", "display_name": MODEL, "created_at": "2025-01-01T00:00:00Z"}]
+                       "owned_by": "liza", "display_name": MODEL,
+                       "created_at": "2025-01-01T00:00:00Z"}]
             self._json({"object": "list", "data": models, "models": [
                 {"slug": MODEL, "name": MODEL}], "has_more": False,
                 "first_id": MODEL, "last_id": MODEL})

@@ -20,12 +20,16 @@ DENIALS = ("denied", "requires approval", "require approval", "not allowed", "ap
            "is not a git command", "read-only file system", "operation not permitted")
 
 
-def prompts_reached_byte_for_byte(repo: Path, srv: Server) -> list[str]:
-    """Every prompt the supervisors saved, found whole in a request the CLI sent."""
+def prompts_reached_byte_for_byte(repo: Path, srv: Server, strips_end: bool = False) -> list[str]:
+    """Every prompt the supervisors saved, found whole in a request the CLI sent. `strips_end`:
+    the CLI drops the file's final newline (Vibe's --prompt-file does), nothing else."""
     saved = sorted((repo / ".liza" / "agent-prompts").glob("*.txt"))
     assert saved, "no prompt was saved"
     texts = [t for e in srv.turns() for t in (e.conv.texts if e.conv else [])]
-    missing = [p.name for p in saved if not any(p.read_text() in t for t in texts)]
+    want = {p.name: p.read_text() for p in saved}
+    if strips_end:
+        want = {n: w.rstrip("\n") for n, w in want.items()}
+    missing = [n for n, w in want.items() if not any(w in t for t in texts)]
     assert not missing, f"prompts the model never saw byte for byte: {missing}"
     return [p.name for p in saved]
 
@@ -60,14 +64,12 @@ def check_team_result(repo: Path, env: dict[str, str], srv: Server, label: str) 
     assert "verdict bye (READY_FOR_REVIEW -> REJECTED)" not in log
     assert git(repo, "show", "integration:hello.txt") == f"Hello, World!\n{SIGN}"
     assert git(repo, "show", "integration:bye.txt") == f"Goodbye!\n{SIGN}"
-    rejection = [r for n, r in tool_results(srv, "code-reviewer") if "REJECTED" in r]
-    assert rejection, "the reviewer's rejection did not come back to the model as a tool result"
     coder_prompts = [e.prompt or "" for e in srv.turns("coder")]
     assert any("PRIOR REJECTION FEEDBACK" in p and f"`{SIGN}` is missing" in p
                for p in coder_prompts), "the coder never saw the reviewer's blocker"
     verify = liza(repo, env, "verify")
     assert verify.stdout.startswith("verified "), verify.stdout
-    prompts_reached_byte_for_byte(repo, srv)
+    prompts_reached_byte_for_byte(repo, srv, strips_end=label.startswith("mistral"))
     assert srv.outbound == [], f"a CLI tried to reach the internet: {srv.outbound}"
     return metrics(srv, label)
 
@@ -88,7 +90,7 @@ def metrics(srv: Server, label: str) -> dict[str, Any]:
                 continue
             name = str(ans.get("tool"))
             kind = "mcp" if "gitliza" in name or name in ("submit", "verdict", "add", "show") \
-                else "shell" if "liza" in json.dumps(ans.get("args")) else "other"
+                else "shell" if "git liza" in json.dumps(ans.get("args")) else "other"
             rtt[kind].append(b.t - a.t)
     out = {"run": label, "turns": len(turns), "runs": len(by_conv),
            **{f"{k}_calls": len(v) for k, v in rtt.items()},
