@@ -4,6 +4,9 @@
     python3 dev.py example              # sets up .venv, then runs this
     python3 examples/team.py            # with gitliza installed
     python3 examples/team.py --keep     # keep the throw-away repository to look around
+    python3 examples/team.py --cli claude [--mcp] [--permissions worktree|bypass|own]
+                                        # the same team with a real agent CLI (codex, gemini,
+                                        # mistral too) and your own credentials
 
 A throw-away repository gets the demo's vision spec (specs/vision.md), a README and an
 integration test script. `git liza init` creates the board; then four supervisors run as real
@@ -16,11 +19,15 @@ Progress is printed live from the board. The run ends when the planner's supervi
 COMPLETED; then every task must be MERGED, the integration branch must run `python -m hello` and
 pass its tests, and `git liza verify` must accept the whole history.
 
-To run the same team with a real agent CLI instead of the scripted agents, see README.md
-("Running a team"): `git liza agent coder --cli claude`, and so on.
+With `--cli NAME` the supervisors run that agent CLI instead (`git liza agent ROLE --cli NAME`),
+with whatever credentials your environment gives it (ANTHROPIC_API_KEY, OPENAI_API_KEY,
+GEMINI_API_KEY, MISTRAL_API_KEY, or the CLI's own login); the run then needs no rejection (a real
+reviewer may approve at once) and gets a longer deadline. tests/agentcli/ runs this path against
+a scripted model server.
 """
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import subprocess
@@ -46,6 +53,7 @@ CONFIG = {"heartbeat_interval": "2", "lease_duration": "60", "coder_max_wait": "
           "planner_max_wait": "300", "reviewer_max_wait": "300", "restart_delay": "1",
           "crash_delay": "1", "crash_delay_max": "4"}
 DEADLINE = 600.0  # seconds: give up (abort the team) if the goal is not completed by then
+CLI_DEADLINE = 3600.0  # ... with a real agent CLI (a model takes minutes per task)
 
 VISION = """# Vision: Hello CLI
 
@@ -104,12 +112,27 @@ def setup(repo: Path) -> None:
         sh(repo, "git", "liza", "config", k, v)
 
 
-def start_team(repo: Path, logs: Path) -> list[tuple[str, subprocess.Popen[bytes], Path]]:
+def agent_argv(role: str, program: str, cli: str | None = None, mcp: bool = False,
+               permissions: str | None = None) -> list[str]:
+    """The supervisor of one member: the scripted agent, or `--cli NAME` (a real agent CLI)."""
+    argv = [str(BIN / "git-liza"), "agent", role]
+    if cli is None:
+        return [*argv, "--", sys.executable, str(AGENTS / program)]
+    argv += ["--cli", cli]
+    if mcp:
+        argv.append("--mcp")
+    if permissions:
+        argv += ["--permissions", permissions]
+    return argv
+
+
+def start_team(repo: Path, logs: Path, cli: str | None = None, mcp: bool = False,
+               permissions: str | None = None) -> list[tuple[str, subprocess.Popen[bytes], Path]]:
     logs.mkdir(parents=True, exist_ok=True)
     procs = []
     for role, agent, program in TEAM:
         log = logs / f"{agent}.log"
-        argv = [str(BIN / "git-liza"), "agent", role, "--", sys.executable, str(AGENTS / program)]
+        argv = agent_argv(role, program, cli, mcp, permissions)
         with log.open("wb") as out:
             p = subprocess.Popen(argv, cwd=repo, env=dict(ENV, LIZA_AGENT_ID=agent),
                                  stdout=out, stderr=subprocess.STDOUT)
@@ -146,14 +169,14 @@ def follow(repo: Path, deadline: float) -> bool:
             w.wait(left)
 
 
-def check_result(repo: Path) -> None:
+def check_result(repo: Path, scripted: bool = True) -> None:
     status = Liza.open(repo).board()
     tasks = list(status.all_tasks())
     assert tasks and all(t.status == "MERGED" for t in tasks), [(t.id, t.status) for t in tasks]
     rejected = [t.id for t in tasks if any(h.event == "rejected" for h in t.history)]
-    assert rejected, "the reviewer rejected nothing"
+    assert rejected or not scripted, "the reviewer rejected nothing"
     print(f"\nevery task MERGED: {', '.join(sorted(t.id for t in tasks))}; "
-          f"rejected at least once: {', '.join(rejected)}")
+          f"rejected at least once: {', '.join(rejected) or 'none'}")
     check = repo.parent / "integration-check"
     sh(repo, "git", "worktree", "add", "-q", "--detach", str(check), "integration")
     try:
@@ -171,16 +194,35 @@ def check_result(repo: Path) -> None:
     print(sh(repo, "git", "liza", "verify").strip())
 
 
+def parse(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description="The hello-CLI demo built by a Liza team.")
+    p.add_argument("--keep", action="store_true", help="keep the throw-away repository")
+    p.add_argument("--cli", help="run a real agent CLI: claude, codex, gemini or mistral "
+                                 "(default: the scripted agents of examples/agents/)")
+    p.add_argument("--mcp", action="store_true", help="with --cli: give the agents gitliza's "
+                                                      "MCP tools")
+    p.add_argument("--permissions", help="with --cli: worktree (default) | bypass | own")
+    p.add_argument("--deadline", type=float, help="seconds before the team is aborted "
+                   f"(default {DEADLINE:g}, {CLI_DEADLINE:g} with --cli)")
+    args = p.parse_args(argv)
+    if (args.mcp or args.permissions) and not args.cli:
+        p.error("--mcp and --permissions go with --cli")
+    return args
+
+
 def main(argv: list[str]) -> int:
-    keep = "--keep" in argv
+    args = parse(argv)
+    keep = args.keep
     root = Path(tempfile.mkdtemp(prefix="gitliza-team-"))
     repo = root / "hello-cli"
-    print(f"# the hello-CLI demo (docs/DEMO.md) in a throw-away repository: {repo}")
+    what = f"agent CLI {args.cli}" if args.cli else "scripted agents"
+    print(f"# the hello-CLI demo (docs/DEMO.md) with {what} in a throw-away repository: {repo}")
     setup(repo)
-    procs = start_team(repo, root / "logs")
+    procs = start_team(repo, root / "logs", args.cli, args.mcp, args.permissions)
     ok = False
+    deadline = args.deadline or (CLI_DEADLINE if args.cli else DEADLINE)
     try:
-        ok = follow(repo, time.monotonic() + DEADLINE)
+        ok = follow(repo, time.monotonic() + deadline)
         if not ok:
             print("the goal was not completed in time: aborting the team")
             sh(repo, "git", "liza", "abort", "--reason", "example deadline")
@@ -190,7 +232,7 @@ def main(argv: list[str]) -> int:
             for agent, _, log in procs:
                 print(f"--- {agent} ---\n{log.read_text()}")
             return 1
-        check_result(repo)
+        check_result(repo, scripted=args.cli is None)
         print(f"\nteam run complete. Supervisor logs: {root / 'logs'}")
         return 0
     finally:

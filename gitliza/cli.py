@@ -118,7 +118,8 @@ def config_cmd(key: Optional[str] = typer.Argument(None), value: Optional[str] =
 
 @app.command()
 def register(agent_id: str = typer.Argument(..., metavar="AGENT"),
-             role: str = typer.Option(..., "--role", help="planner | coder | code_reviewer"),
+             role: str = typer.Option(..., "--role",
+                                      help="planner | coder | code-reviewer (or code_reviewer)"),
              terminal: Optional[str] = typer.Option(None, "--terminal"),
              agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
              no_sync: bool = NoSyncOpt) -> None:
@@ -507,13 +508,18 @@ def _team() -> Any:
     return team
 
 
+PERMISSIONS_HELP = ("worktree (default: edit and run commands in the worktree, call gitliza; "
+                    "nothing waits) | bypass (the CLI's approve-everything switch) | own (the "
+                    "CLI's own configuration decides)")
+
+
 @app.command()
 def agent(role: str = typer.Argument(..., help="planner | coder | code-reviewer"),
           command: Optional[List[str]] = typer.Argument(
               None, help="After --: the agent command (the prompt is appended as its last "
                          "argument)."),
           cli: Optional[str] = typer.Option(None, "--cli",
-                                            help="claude | codex | gemini | mistral"),
+                                            help="claude | codex | gemini | mistral (vibe)"),
           interactive: bool = typer.Option(False, "-i", "--interactive",
                                            help="Print the prompt and wait for you instead."),
           resume_task: Optional[str] = typer.Option(None, "--resume",
@@ -521,13 +527,16 @@ def agent(role: str = typer.Argument(..., help="planner | coder | code-reviewer"
           once: bool = typer.Option(False, "--once", help="Run one agent session, then exit."),
           takeover: bool = typer.Option(False, "--takeover",
                                         help="Take the id from a supervisor that is gone."),
-          mcp: bool = typer.Option(False, "--mcp", help="Hand the agent an MCP configuration "
-                                   "for `git liza mcp` ($LIZA_MCP_CONFIG; claude: --mcp-config)."),
+          mcp: bool = typer.Option(False, "--mcp", help="Give the agent gitliza's MCP tools, "
+                                   "wired through its CLI's own configuration."),
+          permissions: Optional[str] = typer.Option(
+              None, "--permissions", help=PERMISSIONS_HELP),
           agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
           no_sync: bool = NoSyncOpt) -> None:
     """Supervise an agent: wait for work, claim it, run the agent, heartbeat, restart."""
     _run(_team().agent, agent, json, no_sync, role=role, cli=cli, interactive=interactive,
-         command=command or [], resume_task=resume_task, once=once, takeover=takeover, mcp=mcp)
+         command=command or [], resume_task=resume_task, once=once, takeover=takeover, mcp=mcp,
+         permissions=permissions)
 
 
 @app.command("team")
@@ -541,12 +550,15 @@ def team_cmd(command: Optional[List[str]] = typer.Argument(
              cli: Optional[str] = typer.Option(None, "--cli",
                                                help="claude | codex | gemini | mistral"),
              mcp: bool = typer.Option(False, "--mcp", help="Hand every agent the MCP server."),
+             permissions: Optional[str] = typer.Option(
+                 None, "--permissions", help=PERMISSIONS_HELP),
              logs: Optional[Path] = typer.Option(None, "--logs",
                                                  help="Also write each supervisor's log here."),
              json: bool = JsonOpt, no_sync: bool = NoSyncOpt) -> None:
     """Start a whole team: one `git liza agent` supervisor per member, output labelled."""
     _run(_team().team, None, json, no_sync, planners=planners, coders=coders,
-         reviewers=reviewers, prefix=prefix, cli=cli, mcp=mcp, command=command or [], logs=logs)
+         reviewers=reviewers, prefix=prefix, cli=cli, mcp=mcp, command=command or [], logs=logs,
+         permissions=permissions)
 
 
 @app.command("wait")

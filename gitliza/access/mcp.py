@@ -52,12 +52,17 @@ class Session:
     """One agent's view: its Liza, its role, its tools. Synchronous; the server serializes calls
     (one repository object, one writer per server)."""
 
-    def __init__(self, path: Path, agent: str | None, role: str | None) -> None:
+    def __init__(self, path: Path, agent: str | None, role: str | None,
+                 supervised: bool | None = None) -> None:
+        from gitliza.api import GEN_ENV
         from gitliza.commands import Env
         # Env.liza() is the CLI's own: auto-sync and materialize hooks included.
         self.liza: Any = Env(path=path, agent=agent).liza()
         self.role: Role = tools.resolve_role(self.liza.board(), self.liza.agent, role)
-        self.tools = {t.name: t for t in tools.tools_for(self.role)}
+        # Started for an agent a supervisor runs (its generation is set): the tools its prompt
+        # allows, without what the supervisor does for it (claim, heartbeat, merge ...).
+        self.supervised = bool(os.environ.get(GEN_ENV)) if supervised is None else supervised
+        self.tools = {t.name: t for t in tools.tools_for(self.role, self.supervised)}
         self.lock = threading.Lock()
 
     def call(self, name: str, args: dict[str, Any] | None) -> tuple[bool, dict[str, Any]]:
@@ -65,7 +70,7 @@ class Session:
         tool = self.tools.get(name)
         with contextlib.nullcontext() if tool is not None and tool.concurrent else self.lock:
             try:
-                data = tools.call(self.liza, self.role, name, args)
+                data = tools.call(self.liza, self.role, name, args, self.supervised)
             except Exception as e:  # every failure is the agent's to read, as one line
                 if not isinstance(e, LizaError) and os.environ.get("LIZA_DEBUG"):
                     raise

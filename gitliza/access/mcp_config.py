@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any
+from typing import Any, Callable
 
 SERVER_NAME = "gitliza"
 # Agent CLI -> the file it reads MCP servers from (relative to the project, or its home).
@@ -38,43 +38,64 @@ def server(repo: str | os.PathLike[str], agent: str, role: str | None = None,
 def mcp_json(repo: str | os.PathLike[str], agent: str, role: str | None = None,
              python: str | None = None, gen: int | None = None) -> dict[str, Any]:
     """Claude Code's `.mcp.json` (also what `claude --mcp-config FILE` takes)."""
-    entry = {"type": "stdio", **server(repo, agent, role, python, gen)}
-    return {"mcpServers": {SERVER_NAME: entry}}
+    return claude_data(server(repo, agent, role, python, gen))
 
 
-def gemini_settings(repo: str | os.PathLike[str], agent: str, role: str | None = None,
-                    python: str | None = None, gen: int | None = None) -> dict[str, Any]:
-    """Gemini CLI's `settings.json` fragment."""
-    return {"mcpServers": {SERVER_NAME: {**server(repo, agent, role, python, gen),
-                                         "cwd": os.fspath(repo)}}}
+# The data each CLI reads, from one server entry (`server`): the supervisor's launch profiles
+# (gitliza/team/profiles.py) and `for_cli` both build through these.
+def claude_data(entry: dict[str, Any]) -> dict[str, Any]:
+    return {"mcpServers": {SERVER_NAME: {"type": "stdio", **entry}}}
 
 
-def codex_config(repo: str | os.PathLike[str], agent: str, role: str | None = None,
-                 python: str | None = None, gen: int | None = None) -> dict[str, Any]:
-    """Codex's `config.toml` table `[mcp_servers.gitliza]` (as data; `render` gives TOML)."""
-    return {"mcp_servers": {SERVER_NAME: server(repo, agent, role, python, gen)}}
+def gemini_data(entry: dict[str, Any], cwd: str | os.PathLike[str],
+                trust: bool = False) -> dict[str, Any]:
+    """Gemini CLI's `settings.json` fragment; `trust`: its tools never ask."""
+    out = {**entry, "cwd": os.fspath(cwd)}
+    if trust:
+        out["trust"] = True
+    return {"mcpServers": {SERVER_NAME: out}}
 
 
-def vibe_config(repo: str | os.PathLike[str], agent: str, role: str | None = None,
-                python: str | None = None, gen: int | None = None) -> dict[str, Any]:
-    """Mistral Vibe's `config.toml` array of tables `[[mcp_servers]]`."""
-    return {"mcp_servers": [{"name": SERVER_NAME, "transport": "stdio",
-                             **server(repo, agent, role, python, gen)}]}
+def codex_data(entry: dict[str, Any]) -> dict[str, Any]:
+    """Codex's `config.toml` table `[mcp_servers.gitliza]`."""
+    return {"mcp_servers": {SERVER_NAME: dict(entry)}}
 
 
-_BUILDERS = {"claude": mcp_json, "gemini": gemini_settings, "codex": codex_config,
-             "vibe": vibe_config}
+def vibe_entry(entry: dict[str, Any]) -> dict[str, Any]:
+    """One Mistral Vibe `[[mcp_servers]]` item."""
+    return {"name": SERVER_NAME, "transport": "stdio", **entry}
+
+
+def vibe_data(entry: dict[str, Any]) -> dict[str, Any]:
+    return {"mcp_servers": [vibe_entry(entry)]}
+
+
+_BUILDERS: dict[str, Callable[[dict[str, Any], str], dict[str, Any]]] = {
+    "claude": lambda e, _repo: claude_data(e),
+    "gemini": lambda e, repo: gemini_data(e, repo),
+    "codex": lambda e, _repo: codex_data(e),
+    "vibe": lambda e, _repo: vibe_data(e),
+}
+ALIASES = {"mistral": "vibe"}
 
 
 def for_cli(cli: str, repo: str | os.PathLike[str], agent: str, role: str | None = None,
             python: str | None = None, gen: int | None = None) -> tuple[str, str]:
     """(file name relative to the project, its text) for agent CLI `cli` (claude, gemini,
-    codex, vibe)."""
-    build = _BUILDERS.get(cli)
+    codex, vibe or mistral)."""
+    key = ALIASES.get(cli, cli)
+    build = _BUILDERS.get(key)
     if build is None:
         from gitliza.errors import ValidationError
-        raise ValidationError(f"unknown agent CLI {cli!r}", hint="one of: " + ", ".join(_BUILDERS))
-    return CONFIG_FILES[cli], render(CONFIG_FILES[cli], build(repo, agent, role, python, gen))
+        raise ValidationError(f"unknown agent CLI {cli!r}",
+                              hint="one of: " + ", ".join([*_BUILDERS, *ALIASES]))
+    return for_entry(key, server(repo, agent, role, python, gen), repo)
+
+
+def for_entry(cli: str, entry: dict[str, Any], cwd: str | os.PathLike[str]) -> tuple[str, str]:
+    """(file name, text) of CLI `cli`'s configuration for one server entry."""
+    key = ALIASES.get(cli, cli)
+    return CONFIG_FILES[key], render(CONFIG_FILES[key], _BUILDERS[key](entry, os.fspath(cwd)))
 
 
 def render(filename: str, data: dict[str, Any]) -> str:

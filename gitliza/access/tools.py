@@ -306,8 +306,16 @@ def all_tools() -> dict[str, Tool]:
     return _TOOLS
 
 
-def tools_for(role: Role) -> list[Tool]:
-    return [t for t in all_tools().values() if role in t.roles]
+# What a supervisor does for its agent (docs/agents.md: claims, review leases, merges,
+# heartbeats, completing the goal): its prompt forbids them, so its tools leave them out.
+SUPERVISOR_TOOLS = frozenset({"claim", "claim_review", "merge", "heartbeat", "complete_goal"})
+
+
+def tools_for(role: Role, supervised: bool = False) -> list[Tool]:
+    """The tools of `role`; `supervised` (an agent a `git liza agent` supervisor runs): less
+    what the supervisor does for it."""
+    return [t for t in all_tools().values()
+            if role in t.roles and not (supervised and t.name in SUPERVISOR_TOOLS)]
 
 
 def resolve_role(board: Any, agent: str, role: str | None) -> Role:
@@ -320,11 +328,12 @@ def resolve_role(board: Any, agent: str, role: str | None) -> Role:
         return Role.HUMAN
     registered = board.agent(agent)
     if role is not None:
-        try:
-            want = Role(role)
-        except ValueError:
+        from gitliza.core.wake import parse_role
+        parsed = parse_role(role) or (Role.HUMAN if role == Role.HUMAN.value else None)
+        if parsed is None:
             raise ValidationError(f"unknown role {role!r}",
-                                  hint="planner | coder | code_reviewer") from None
+                                  hint="planner | coder | code-reviewer (or code_reviewer)")
+        want: Role = parsed
         if registered is not None and registered.role != want:
             raise PermissionDenied(f"{agent} is registered as {registered.role.value}, "
                                    f"not {want.value}")
@@ -336,12 +345,16 @@ def resolve_role(board: Any, agent: str, role: str | None) -> Role:
     return role_
 
 
-def call(liza: Any, role: Role, name: str, args: dict[str, Any] | None) -> Any:
+def call(liza: Any, role: Role, name: str, args: dict[str, Any] | None,
+         supervised: bool = False) -> Any:
     """Run tool `name` for `liza.agent` in `role`. Raises a LizaError (nothing changed unless
     the error says a transition was recorded)."""
     tool = all_tools().get(name)
     if tool is None:
         raise ValidationError(f"unknown tool {name!r}")
+    if supervised and name in SUPERVISOR_TOOLS:
+        raise PermissionDenied(f"{name} is your supervisor's to do, not a tool of an agent it "
+                               "runs")
     if role not in tool.roles:
         raise PermissionDenied(f"{name} is not a {role.value} tool "
                                f"(roles: {', '.join(sorted(r.value for r in tool.roles))})")

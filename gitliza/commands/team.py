@@ -32,10 +32,12 @@ def wait(env: Env, condition: str, task: str | None, status: str | None, since: 
 
 
 def agent(env: Env, role: str, cli: str | None, interactive: bool, command: Sequence[str],
-          resume_task: str | None, once: bool, takeover: bool, mcp: bool = False) -> int:
+          resume_task: str | None, once: bool, takeover: bool, mcp: bool = False,
+          permissions: str | None = None) -> int:
     from gitliza.team.supervisor import Supervisor, SupervisorOptions
     opts = SupervisorOptions(role=role, cli=cli, interactive=interactive, command=tuple(command),
-                             resume_task=resume_task, once=once, takeover=takeover, mcp=mcp)
+                             resume_task=resume_task, once=once, takeover=takeover, mcp=mcp,
+                             permissions=permissions)
 
     def open_liza() -> Any:
         # A fresh handle per caller (the heartbeat thread has its own), with the same hooks.
@@ -44,23 +46,27 @@ def agent(env: Env, role: str, cli: str | None, interactive: bool, command: Sequ
 
 
 def team(env: Env, planners: int, coders: int, reviewers: int, prefix: str, cli: str | None,
-         mcp: bool, command: Sequence[str], logs: Path | None) -> int:
+         mcp: bool, command: Sequence[str], logs: Path | None,
+         permissions: str | None = None) -> int:
     """Start the supervisors, relay their output, stop them on SIGINT/SIGTERM; exit 0 when every
     supervisor did (the goal COMPLETED, an ABORT, or nothing left to wait for)."""
     import signal
     import sys
 
+    from gitliza.team import profiles
     from gitliza.team.launch import Team, members
-    from gitliza.team.runner import command_for
+    from gitliza.team.runner import require
     crew = members(planners, coders, reviewers, prefix)
-    command_for(cli, command, "", False)  # refuse a missing agent program now, not per supervisor
+    # A wrong --cli or --permissions, or a missing agent program: refused now, not per supervisor.
+    profiles.parse_permissions(permissions)
+    require(command[0] if command else profiles.profile(cli).executable)
     from gitliza.lifecycle import main_root
 
     def write(text: str) -> None:
         sys.stdout.write(text)
         sys.stdout.flush()
     running = Team(main_root(env.liza().repo), crew, cli, mcp, env.no_sync, command, logs,
-                   write).start()
+                   write, permissions).start()
 
     def on_signal(_sig: int, _frame: Any) -> None:
         running.stop()

@@ -178,7 +178,13 @@ def open_repository(path: str | os.PathLike[str] = ".") -> pygit2.Repository:
     if found is None:
         raise ValidationError(f"not a git repository: {Path(path).resolve()}",
                               hint="run gitliza inside a repository or one of its worktrees")
-    return pygit2.Repository(found)
+    try:
+        return pygit2.Repository(found)
+    except pygit2.GitError:
+        # Codex's sandbox mounts an empty read-only `.git` (another filesystem) into every
+        # writable root, a worktree's git dir included: opened by that git dir, libgit2 stops
+        # at the mount and finds nothing. Opened from the worktree, it is found.
+        return pygit2.Repository(str(path))
 
 
 class Store:

@@ -46,12 +46,14 @@ def members(planners: int, coders: int, reviewers: int, prefix: str = "") -> lis
 
 
 def supervisor_argv(member: Member, cli: str | None, mcp: bool, no_sync: bool,
-                    command: Sequence[str]) -> list[str]:
+                    command: Sequence[str], permissions: str | None = None) -> list[str]:
     argv = [sys.executable, "-m", "gitliza", "agent", member.role]
     if cli:
         argv += ["--cli", cli]
     if mcp:
         argv.append("--mcp")
+    if permissions:
+        argv += ["--permissions", permissions]
     if no_sync:
         argv.append("--no-sync")
     if command:
@@ -64,9 +66,10 @@ class Team:
 
     def __init__(self, repo: Path, team: Sequence[Member], cli: str | None, mcp: bool,
                  no_sync: bool, command: Sequence[str], logs: Path | None,
-                 write: Callable[[str], None]) -> None:
+                 write: Callable[[str], None], permissions: str | None = None) -> None:
         self.repo, self.team, self.logs, self._write = repo, list(team), logs, write
-        self._argv = {m.agent: supervisor_argv(m, cli, mcp, no_sync, command) for m in team}
+        self._argv = {m.agent: supervisor_argv(m, cli, mcp, no_sync, command, permissions)
+                      for m in team}
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self._pumps: list[threading.Thread] = []
         self._lock = threading.Lock()

@@ -16,21 +16,10 @@ from enum import Enum
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from gitliza.errors import MissingDependency, ValidationError
+from gitliza.errors import MissingDependency
 
 EXIT_RESTART = 42  # the agent stopped gracefully (pause, stand down, context): restart it
 STOP_GRACE = 5.0  # seconds between SIGTERM and SIGKILL
-
-DEFAULT_CLI = "claude"  # as in the reference's liza-agent.sh
-
-# How the reference (liza-agent.sh) runs each agent CLI: the executable, and the words before
-# the prompt in a non-interactive run.
-CLIS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "claude": ("claude", ("-p",)),
-    "codex": ("codex", ("exec",)),
-    "gemini": ("gemini", ("-p",)),
-    "mistral": ("vibe", ("-p",)),
-}
 
 
 class Outcome(Enum):
@@ -54,36 +43,11 @@ def crash_delay(base: int, cap: int, crashes: int) -> float:
     return float(min(cap, base * 2 ** min(crashes - 1, 30)))
 
 
-def command_for(cli: str | None, command: Sequence[str], prompt: str,
-                interactive: bool) -> list[str]:
-    """The argv that runs the agent: `-- COMMAND ARGS` with the prompt appended as the last
-    argument, or the named CLI as the reference runs it. Interactive: no prompt argument (the
-    user pastes it from the saved file)."""
-    if command:
-        argv = list(command)
-    else:
-        name = cli or DEFAULT_CLI
-        if name not in CLIS:
-            raise ValidationError(f"--cli must be one of {', '.join(CLIS)}, got {name!r}")
-        exe, words = CLIS[name]
-        argv = [exe] if interactive else [exe, *words]
-    if not interactive:
-        argv.append(prompt)
-    if shutil.which(argv[0]) is None and not Path(argv[0]).is_file():
-        raise MissingDependency(f"agent command {argv[0]!r} not found on PATH",
+def require(executable: str) -> None:
+    """Refuse (exit 5) an agent program that is neither on PATH nor a file."""
+    if shutil.which(executable) is None and not Path(executable).is_file():
+        raise MissingDependency(f"agent command {executable!r} not found on PATH",
                                 hint="install the agent CLI, or pass `-- COMMAND ARGS`")
-    return argv
-
-
-def with_mcp_config(argv: list[str], cli: str | None, command: Sequence[str], config: Path,
-                    interactive: bool) -> list[str]:
-    """Claude Code takes the MCP configuration as `--mcp-config FILE` (before the prompt, which
-    stays the last argument); other CLIs and `-- COMMAND` read it from $LIZA_MCP_CONFIG or
-    their own settings file (docs/mcp.md)."""
-    if command or (cli or DEFAULT_CLI) != DEFAULT_CLI:
-        return argv
-    at = len(argv) if interactive else len(argv) - 1
-    return [*argv[:at], "--mcp-config", str(config), *argv[at:]]
 
 
 @dataclass
@@ -99,16 +63,18 @@ class AgentProcess:
 
     @classmethod
     def start(cls, argv: Sequence[str], env: Mapping[str, str], cwd: Path,
-              interactive: bool = False) -> AgentProcess:
-        """A batch agent gets its own session (its process group is killed as a whole) and no
-        stdin; an interactive one keeps the terminal (stdin, and the foreground process group,
-        which a new session would lose), so only its own pid can be signalled."""
+              interactive: bool = False, stdin: Path | None = None) -> AgentProcess:
+        """A batch agent gets its own session (its process group is killed as a whole) and
+        `stdin` (the prompt file) or nothing as standard input; an interactive one keeps the
+        terminal (stdin, and the foreground process group, which a new session would lose), so
+        only its own pid can be signalled."""
         try:
             if interactive:
                 proc = subprocess.Popen(list(argv), env=dict(env), cwd=cwd)
             else:
-                proc = subprocess.Popen(list(argv), env=dict(env), cwd=cwd,
-                                        start_new_session=True, stdin=subprocess.DEVNULL)
+                with open(stdin if stdin is not None else os.devnull, "rb") as f:
+                    proc = subprocess.Popen(list(argv), env=dict(env), cwd=cwd,
+                                            start_new_session=True, stdin=f)
         except OSError as e:
             raise MissingDependency(f"cannot start agent {argv[0]!r}: {e.strerror}") from None
         return cls(proc, group=not interactive)

@@ -42,7 +42,7 @@ from gitliza.core.states import HUMAN_ACTOR, Role, TaskState
 from gitliza.core.wake import Hold, WakeTrigger
 from gitliza.errors import EXIT_VALIDATION, LeaseLost, LizaError, ValidationError
 from gitliza.git.refwatch import RefWatcher
-from gitliza.team import runner
+from gitliza.team import profiles, runner
 from gitliza.team.heartbeat import HeartbeatThread
 from gitliza.team.wait import min_timeout, seconds_until
 
@@ -59,7 +59,8 @@ class SupervisorOptions:
     resume_task: str | None = None
     once: bool = False  # one agent session, then exit
     takeover: bool = False  # take the id from a supervisor whose token is still live
-    mcp: bool = False  # hand the agent an MCP configuration for `git liza mcp` (LIZA_MCP_CONFIG)
+    mcp: bool = False  # give the agent `git liza mcp`, wired through its CLI's configuration
+    permissions: str | None = None  # worktree (default) | bypass | own (gitliza/team/profiles.py)
 
 
 @dataclass(frozen=True)
@@ -101,8 +102,11 @@ class Supervisor:
         self.agent = self.liza.agent
         if self.agent == HUMAN_ACTOR:
             raise ValidationError("the supervisor needs an agent id: --agent ID or LIZA_AGENT_ID")
-        # A wrong --cli or a missing agent executable is an error now, before the board changes.
-        runner.command_for(opts.cli, opts.command, "", opts.interactive)
+        # A wrong --cli or --permissions, or a missing agent executable, is an error now,
+        # before the board changes.
+        self.profile = profiles.PLAIN if opts.command else profiles.profile(opts.cli)
+        self.permissions = profiles.parse_permissions(opts.permissions)
+        runner.require(opts.command[0] if opts.command else self.profile.executable)
         self.gen = 0
 
     # -- the loop -------------------------------------------------------------------------------
@@ -292,20 +296,14 @@ class Supervisor:
         board = self.liza.board()
         text = self.prompt(board, job)
         path = self._save_prompt(text)
-        env = self._env(job, path)
-        argv = runner.command_for(self.opts.cli, self.opts.command, text, self.opts.interactive)
-        if self.opts.mcp:
-            mcp_file = self._write_mcp_config()
-            env["LIZA_MCP_CONFIG"] = str(mcp_file)
-            argv = runner.with_mcp_config(argv, self.opts.cli, self.opts.command, mcp_file,
-                                          self.opts.interactive)
+        launch = self._launch(job, path, text)
         if self.opts.interactive:
             self.log(f"interactive: the prompt is saved at {path}; paste it into the session")
             sys.stdout.write(text)
             sys.stdout.flush()
         what = job.task or (job.trigger.value if job.trigger else "planning")
-        proc = self._proc = runner.AgentProcess.start(argv, env, job.worktree,
-                                                      self.opts.interactive)
+        proc = self._proc = runner.AgentProcess.start(launch.argv, launch.env, job.worktree,
+                                                      self.opts.interactive, launch.stdin)
         if self.stopping:  # a SIGINT/SIGTERM that came while the work was being claimed
             proc.stop("supervisor stopping")
         self.log(f"started agent (pid {proc.pid}) on {what}; prompt {path}")
@@ -362,18 +360,25 @@ class Supervisor:
         path.write_text(text)
         return path
 
-    def _write_mcp_config(self) -> Path:
-        """The agent CLI's MCP configuration for `git liza mcp` as this agent, role and
-        supervisor generation (so the server's ops stand down with this supervisor), written
-        beside the prompts: never into the task's worktree, where it would be committed."""
-        from gitliza.access import mcp_config
-        cli = self.opts.cli if self.opts.cli in mcp_config.CONFIG_FILES else runner.DEFAULT_CLI
-        d = self._prompts_dir()
-        name, text = mcp_config.for_cli(cli, d.parent.parent, self.agent,
-                                        prompts.ROLE_WORDS[self.role], gen=self.gen)
-        path = d / f"{self.agent}-mcp{Path(name).suffix}"
-        path.write_text(text)
-        return path
+    def _launch(self, job: Job, prompt_file: Path, text: str) -> profiles.Launch:
+        """The agent's argv, environment, standard input and per-run files (its CLI's MCP and
+        permission configuration), written beside the prompts: never into the task's
+        worktree, where they would be committed. The MCP server runs as this agent, role and
+        supervisor generation (so its ops stand down with this supervisor)."""
+        from gitliza.team import prepare
+        main = lifecycle.main_root(self.liza.repo)
+        mcp = None
+        if self.opts.mcp:
+            from gitliza.access import mcp_config
+            mcp = mcp_config.server(main, self.agent, prompts.ROLE_WORDS[self.role], gen=self.gen)
+        launch = prepare.launch(self.profile, self.permissions, cwd=job.worktree, main=main,
+                                run_dir=self._prompts_dir(), agent=self.agent,
+                                prompt_file=prompt_file, prompt=text,
+                                env=self._env(job, prompt_file), mcp=mcp, role=self.role,
+                                command=self.opts.command, interactive=self.opts.interactive)
+        if launch.mcp_config is not None:
+            launch.env["LIZA_MCP_CONFIG"] = str(launch.mcp_config)
+        return launch
 
     def _env(self, job: Job, prompt_file: Path) -> dict[str, str]:
         env = dict(os.environ)

@@ -205,14 +205,36 @@ def test_a_superseded_supervisor_generation_stands_the_server_down(board: Path) 
 
     async def main() -> None:
         async with agent_session(board, "c1", gen=gen) as coder:
-            ok, data = await call(coder, "heartbeat")
-            assert ok and data["op"] == "heartbeat"
+            ok, data = await call(coder, "discover", description="flaky test")
+            assert ok and data["op"] == "discover"
             Liza.open(board, "c1").do(Supervise, mode="takeover")  # another supervisor
             before = tip(board)
-            ok, data = await call(coder, "claim", task="t1")
+            ok, data = await call(coder, "discover", description="another one")
             assert not ok and data["error"]["code"] == "LEASE_LOST", data
             assert "superseded" in data["error"]["message"] and tip(board) == before
-            assert not (board / ".worktrees" / "t1").exists()  # no worktree left behind
+    run(main())
+
+
+def test_an_agent_under_a_supervisor_sees_only_the_tools_its_prompt_allows(board: Path) -> None:
+    """The supervisor claims, takes review leases, merges and heartbeats for its agent (the
+    prompt forbids them): a server started under a generation lists none of them and refuses
+    a call of one with nothing changed."""
+    from gitliza.core.ops.control import Supervise
+    gen = Liza.open(board, "c1").do(Supervise, mode="start").outcome.board.get(
+        "supervisors", "c1").generation
+
+    async def main() -> None:
+        async with agent_session(board, "c1", gen=gen) as coder:
+            names = {t.name for t in (await coder.list_tools()).tools}
+            assert {"submit", "release", "block", "handoff", "status"} <= names
+            assert not names & {"claim", "heartbeat", "claim_review", "merge", "verdict"}
+            before = tip(board)
+            ok, data = await call(coder, "claim", task="t1")
+            assert not ok and data["error"]["code"] == "NOT_ALLOWED", data
+            assert tip(board) == before and not (board / ".worktrees" / "t1").exists()
+        async with agent_session(board, "r1", role="code-reviewer") as reviewer:
+            names = {t.name for t in (await reviewer.list_tools()).tools}
+            assert "verdict" in names and "submit" not in names
     run(main())
 
 

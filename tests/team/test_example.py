@@ -28,3 +28,21 @@ def test_the_team_builds_the_hello_cli_end_to_end(tmp_path: Path) -> None:
     assert "`python -m hello` -> 'Hello, World!', --name Bob -> 'Hello, Bob!'" in out
     assert "verified " in out and "team run complete" in out
     assert not list(tmp_path.glob("gitliza-team-*"))  # a successful run cleans up after itself
+
+
+def test_with_a_real_cli_the_supervisors_run_it_instead_of_the_scripted_agents() -> None:
+    """`examples/team.py --cli NAME`: each supervisor runs `git liza agent ROLE --cli NAME`
+    (tests/agentcli/ runs it against the scripted model server)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("team_example", ROOT / "examples" / "team.py")
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    argv = example.agent_argv("code-reviewer", "reviewer.py", "codex", True, "bypass")
+    assert argv[1:] == ["agent", "code-reviewer", "--cli", "codex", "--mcp", "--permissions",
+                        "bypass"]
+    assert example.agent_argv("coder", "coder.py")[-1].endswith("coder.py")
+    args = example.parse(["--cli", "gemini"])
+    assert (args.cli, args.mcp, args.permissions) == ("gemini", False, None)
+    with pytest.raises(SystemExit):
+        example.parse(["--mcp"])  # --mcp without --cli: nothing to hand it to

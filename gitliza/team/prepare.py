@@ -1,0 +1,88 @@
+"""The imperative half of a launch: find the paths a profile needs, write the files its plan
+names (beside the prompts, never in a worktree, where they would be committed), and hand back
+the launch. The plan itself is pure (gitliza/team/profiles.py)."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import pygit2
+
+from gitliza.core.states import Role
+from gitliza.git.store import common_dir, open_repository
+from gitliza.git.worktrees import LIZA_DIR
+from gitliza.team import profiles
+
+GEMINI_SYSTEM_SETTINGS = Path("/etc/gemini-cli/settings.json")
+
+
+def gitliza_command() -> tuple[str, ...]:
+    """The absolute command that runs this gitliza (no reliance on PATH)."""
+    return (sys.executable, "-m", "gitliza")
+
+
+def mcp_tools(role: Role) -> tuple[str, ...]:
+    from gitliza.access import tools
+    return tuple(t.name for t in tools.tools_for(role, supervised=True))
+
+
+def launch(p: profiles.Profile, perms: profiles.Permissions, *, cwd: Path, main: Path,
+           run_dir: Path, agent: str, prompt_file: Path, prompt: str, env: Mapping[str, str],
+           mcp: dict[str, object] | None = None, role: Role | None = None,
+           command: Sequence[str] = (), interactive: bool = False) -> profiles.Launch:
+    repo = open_repository(cwd)
+    ctx = profiles.Context(
+        cwd=cwd, git_dir=Path(repo.path).resolve(), common_dir=common_dir(repo),
+        liza_dir=main / LIZA_DIR, run_dir=run_dir, agent=agent, prompt_file=prompt_file,
+        prompt=prompt, gitliza=gitliza_command(), base_env=env, mcp=mcp,
+        tools=mcp_tools(role) if mcp is not None and role is not None else (),
+        system_settings=_gemini_settings(env) if p.wiring == "gemini" else None,
+        identity=_identity(repo),
+        private_dir=_private_dir(run_dir, main) if p.wiring == "gemini" else None)
+    out = profiles.plan(p, perms, ctx, command, interactive)
+    for path, text in out.files.items():
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        path.write_text(text)
+    return out
+
+
+def _insecure(path: Path) -> bool:
+    """Whether `path` or a directory above it is group or world writable (as /tmp is)."""
+    for p in (path, *path.parents):
+        try:
+            if p.stat().st_mode & 0o022:
+                return True
+        except OSError:
+            continue  # not made yet: its parents decide
+    return False
+
+
+def _private_dir(run_dir: Path, main: Path) -> Path | None:
+    """Gemini skips a system settings file below a group/world-writable directory (a
+    repository under /tmp): then a private directory in the user's cache, one per repository."""
+    if not _insecure(run_dir):
+        return None
+    import hashlib
+    import os
+    import pwd
+    home = Path(pwd.getpwuid(os.getuid()).pw_dir)  # not $HOME, which may itself be in /tmp
+    key = hashlib.sha256(str(main.resolve()).encode()).hexdigest()[:16]
+    private = home / ".cache" / "gitliza" / "agent-runs" / key
+    return None if _insecure(home) else private
+
+
+def _identity(repo: pygit2.Repository) -> tuple[tuple[str, str], ...]:
+    """user.name and user.email as the repository's config has them now (none if unset)."""
+    config = repo.config
+    return tuple((key, str(config[key])) for key in ("user.name", "user.email") if key in config)
+
+
+def _gemini_settings(env: Mapping[str, str]) -> str | None:
+    """The system settings gemini would read without us (kept under ours)."""
+    path = Path(env.get("GEMINI_CLI_SYSTEM_SETTINGS_PATH") or GEMINI_SYSTEM_SETTINGS)
+    try:
+        return path.read_text()
+    except OSError:
+        return None
+

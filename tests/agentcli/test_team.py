@@ -1,0 +1,154 @@
+"""A whole team of real agent CLIs through gitliza's launch profiles: `git liza team --cli NAME`
+(and `--mcp`) with the default permissions, each CLI talking to the scripted model server. The
+planner turns the vision into two tasks, the coder implements them, the reviewer rejects the first
+draft of one with a blocker and approves the fix, the reviewer's supervisor merges, the planner's
+supervisor completes the goal, and `git liza verify` accepts the history.
+
+Shell path: the agents act through the CLI's shell and file tools (`git liza ...`, git).
+MCP path: the same CLIs get gitliza's MCP server through their own configuration mechanism and the
+scripted model uses its tools (`add`, `show`, `submit`, `verdict`) whenever the CLI offers them.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from tests.agentcli import clis
+from tests.agentcli.conftest import BIN, make_board
+from tests.agentcli.modelserver import Server, mcp_tool
+from tests.agentcli.team_check import check_team_result, denials, mcp_used
+
+TEAM_TIMEOUT = 900  # seconds: a hung CLI fails the test instead of CI
+
+# What a role's MCP tool list must leave out: the supervisor claims, heartbeats and merges.
+SUPERVISOR_ONLY = ("claim", "claim_review", "heartbeat", "merge", "complete_goal")
+
+
+def run_team(repo: Path, env: dict[str, str], cli: str, *extra: str,
+             prefix: list[str] | None = None) -> tuple[str, float]:
+    """`git liza team` to the end; stopped at once (SIGTERM: every supervisor stops cleanly)
+    when a member fails, instead of the others waiting out their max wait."""
+    t0 = time.monotonic()
+    argv = [*(prefix or []), str(BIN / "git-liza"), "team", "--planners", "1", "--coders", "1",
+            "--reviewers", "1", "--cli", cli, *extra]
+    p = subprocess.Popen(argv, cwd=repo, env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True)
+    killer = threading.Timer(TEAM_TIMEOUT, p.terminate)
+    killer.start()
+    lines: list[str] = []
+    assert p.stdout is not None
+    for line in p.stdout:
+        lines.append(line)
+        if "internal error" in line or re.search(r"\bexited [1-9]", line) or \
+                "agent crashed" in line:
+            p.terminate()
+    code = p.wait()
+    killer.cancel()
+    out = "".join(lines)
+    assert code == 0, f"team exited {code}\n{out[-8000:]}"
+    return out, time.monotonic() - t0
+
+
+# Combinations that do not work yet with the real CLI, and why (NOTES for the launch profiles).
+KNOWN_FAILING = {
+    ("codex", "mcp"): "codex 0.169 offers the model no gitliza MCP tool: its MCP tools "
+                      "are deferred behind tool_search (tool_search_always_defer_mcp_tools), "
+                      "and tool_search for `gitliza add` returns no tools, so the agents fall "
+                      "back to the shell",
+    ("mistral", "mcp"): "vibe 3.0.2's unified harness lists no MCP tool beside its own: a model "
+                        "reaches them through search_tool_functions and run_typescript, which the "
+                        "scripted model does not speak yet, so the agents use bash",
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", ["shell", "mcp"])
+@pytest.mark.parametrize("name", ["claude", "codex", "gemini", "mistral"])
+def test_team_of_real_clis(name: str, path: str, agent_cli: Callable[[str], clis.Cli],
+                           board: Path, agent_env: dict[str, str], server: Server,
+                           request: pytest.FixtureRequest) -> None:
+    agent_cli(name)
+    if (name, path) in KNOWN_FAILING:
+        request.applymarker(pytest.mark.xfail(reason=KNOWN_FAILING[name, path], strict=False))
+    out, took = run_team(board, agent_env, name, *(["--mcp"] if path == "mcp" else []))
+    try:
+        figures = check_team_result(board, agent_env, server, f"{name}-{path}")
+        assert denials(server) == [], denials(server)
+        if path == "mcp":
+            for role, op in (("planner", "add"), ("coder", "submit"), ("code-reviewer", "verdict")):
+                assert mcp_used(server, role, op), f"{role} never called gitliza's MCP `{op}`"
+            for role in ("planner", "coder", "code-reviewer"):
+                tools = {n for e in server.turns(role) for n in (e.conv.tools if e.conv else {})}
+                offered = [op for op in SUPERVISOR_ONLY if mcp_tool(dict.fromkeys(tools), op)]
+                assert offered == [], f"{role} was offered supervisor tools {offered}"
+        else:
+            assert not any("gitliza" in n for e in server.turns()
+                           for n in (e.conv.tools if e.conv else {}))
+    except AssertionError as e:
+        raise AssertionError(f"{e}\n--- team output ---\n{out[-6000:]}") from None
+    print(f"{name}-{path}: {took:.1f}s {figures}")
+    if os.environ.get("GITLIZA_AGENTCLI_METRICS"):
+        with open(os.environ["GITLIZA_AGENTCLI_METRICS"], "a") as f:
+            f.write(f'{{"run": "{name}-{path}", "wall_s": {took:.1f}}}\n')
+
+
+PLAIN_UID = 65534  # nobody
+
+
+def as_plain_user(cli: clis.Cli) -> list[str]:
+    """The prefix that runs a command as an unprivileged uid (none when the tests already run as
+    one), or the test skips with one line saying why it cannot."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("as a plain user: setpriv (util-linux) is not installed")
+    prefix = [setpriv, f"--reuid={PLAIN_UID}", f"--regid={PLAIN_UID}", "--clear-groups"]
+    exe = str(cli.bin / cli.exe)
+    for argv in (["test", "-r", exe], [exe, "--version"],
+                 [sys.executable, "-c", "import gitliza, pygit2"]):
+        r = subprocess.run([*prefix, *argv], capture_output=True, text=True, timeout=120)
+        if r.returncode != 0:
+            err = (r.stderr.strip().splitlines() or [f"exit {r.returncode}"])[-1]
+            what = exe if argv[0] == "test" else argv[0]
+            pytest.skip(f"as a plain user: uid {PLAIN_UID} cannot use {what} ({err[:120]}): the "
+                        f"CLI cache or the venv is in a directory it cannot enter")
+    return prefix
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["claude", "codex", "gemini", "mistral"])
+def test_team_as_a_plain_user(name: str, agent_cli: Callable[[str], clis.Cli],
+                              agent_env: dict[str, str], server: Server) -> None:
+    """The shell path again as an unprivileged user with its own HOME (Claude Code, for one,
+    behaves differently as root)."""
+    prefix = as_plain_user(agent_cli(name))
+    top = Path(tempfile.mkdtemp(prefix="gitliza-plain-"))
+    try:
+        os.chmod(top, 0o755)
+        home = top / "home"
+        home.mkdir()
+        shutil.copy(Path(agent_env["HOME"]) / ".gitconfig", home / ".gitconfig")
+        clis.configure_home(home, server.url)
+        env = dict(agent_env, HOME=str(home), GIT_CONFIG_GLOBAL=str(home / ".gitconfig"))
+        repo = make_board(top / "project", env)
+        if prefix:
+            subprocess.run(["chown", "-R", f"{PLAIN_UID}:{PLAIN_UID}", str(top)], check=True)
+        out, took = run_team(repo, env, name, prefix=prefix)
+        try:
+            check_team_result(repo, env, server, f"{name}-plain-user")
+            assert denials(server) == [], denials(server)
+        except AssertionError as e:
+            raise AssertionError(f"{e}\n--- team output ---\n{out[-6000:]}") from None
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
