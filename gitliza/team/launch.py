@@ -106,7 +106,9 @@ class Team:
                 if log is not None:
                     log.write(raw)
                     log.flush()
-                self._line(agent, raw.decode("utf-8", "replace").rstrip("\n"))
+                text = raw.decode("utf-8", "replace").rstrip("\n")
+                # The supervisor labels its own lines already; the rest (a traceback) gets ours.
+                self._line(agent, text.removeprefix(f"[{agent}] "))
         finally:
             if log is not None:
                 log.close()

@@ -12,13 +12,12 @@ import signal
 import subprocess
 import threading
 from dataclasses import dataclass, field
-from enum import Enum
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import IO, Mapping, Sequence
 
 from gitliza.errors import MissingDependency, ValidationError
+from gitliza.team import orphans
 
-EXIT_RESTART = 42  # the agent stopped gracefully (pause, stand down, context): restart it
 STOP_GRACE = 5.0  # seconds between SIGTERM and SIGKILL
 
 DEFAULT_CLI = "claude"  # as in the reference's liza-agent.sh
@@ -31,27 +30,6 @@ CLIS: dict[str, tuple[str, tuple[str, ...]]] = {
     "gemini": ("gemini", ("-p",)),
     "mistral": ("vibe", ("-p",)),
 }
-
-
-class Outcome(Enum):
-    DONE = "done"  # exit 0: look for more work
-    RESTART = "restart"  # exit 42: graceful, restart after restart_delay
-    CRASH = "crash"  # anything else: restart after a backed-off delay
-
-
-def classify(code: int) -> Outcome:
-    if code == 0:
-        return Outcome.DONE
-    if code == EXIT_RESTART:
-        return Outcome.RESTART
-    return Outcome.CRASH
-
-
-def crash_delay(base: int, cap: int, crashes: int) -> float:
-    """The delay after the `crashes`-th crash in a row: base, 2 x base, 4 x base ... up to cap."""
-    if crashes <= 0:
-        return 0.0
-    return float(min(cap, base * 2 ** min(crashes - 1, 30)))
 
 
 def command_for(cli: str | None, command: Sequence[str], prompt: str,
@@ -99,16 +77,20 @@ class AgentProcess:
 
     @classmethod
     def start(cls, argv: Sequence[str], env: Mapping[str, str], cwd: Path,
-              interactive: bool = False) -> AgentProcess:
+              interactive: bool = False, output: IO[bytes] | None = None) -> AgentProcess:
         """A batch agent gets its own session (its process group is killed as a whole) and no
         stdin; an interactive one keeps the terminal (stdin, and the foreground process group,
-        which a new session would lose), so only its own pid can be signalled."""
+        which a new session would lose), so only its own pid can be signalled. `output`: the
+        file that gets the agent's stdout and stderr (its log). Either way the agent dies with
+        the thread that calls this (orphans.parent_death_signal)."""
+        preexec = orphans.parent_death_signal()
         try:
             if interactive:
-                proc = subprocess.Popen(list(argv), env=dict(env), cwd=cwd)
+                proc = subprocess.Popen(list(argv), env=dict(env), cwd=cwd, preexec_fn=preexec)
             else:
                 proc = subprocess.Popen(list(argv), env=dict(env), cwd=cwd,
-                                        start_new_session=True, stdin=subprocess.DEVNULL)
+                                        start_new_session=True, stdin=subprocess.DEVNULL,
+                                        stdout=output, stderr=output, preexec_fn=preexec)
         except OSError as e:
             raise MissingDependency(f"cannot start agent {argv[0]!r}: {e.strerror}") from None
         return cls(proc, group=not interactive)
