@@ -32,8 +32,8 @@ PR_SET_PDEATHSIG = 1
 STOP_GRACE = 5.0
 
 
-def parent_death_signal() -> Callable[[], None] | None:
-    """A `preexec_fn` that makes the child die (SIGKILL) with the thread that forks it, or None
+def parent_death_signal(sig: signal.Signals = signal.SIGKILL) -> Callable[[], None] | None:
+    """A `preexec_fn` that sends the child `sig` when the thread that forks it dies, or None
     where the platform has no such thing. The libc function is looked up here, in the parent:
     the child between fork and exec calls it and nothing else."""
     if not sys.platform.startswith("linux"):
@@ -43,10 +43,10 @@ def parent_death_signal() -> Callable[[], None] | None:
     except (OSError, AttributeError):
         return None
     parent = os.getpid()
-    sig = int(signal.SIGKILL)
+    signum = int(sig)
 
     def preexec() -> None:
-        prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0)
+        prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0)
         if os.getppid() != parent:  # the supervisor died before the signal was armed
             os._exit(1)
     return preexec

@@ -157,14 +157,15 @@ class Supervisor:
                 streak = runs.Streak()
                 continue
             board = self.liza.board()
-            held = self._holds(board, job)
+            held = self._holds(board, job, code)
             d = runs.decide(streak, code, held, self._mark(board, job) != before, board.config)
             streak = d.streak
             if d.outcome == runs.Outcome.DONE:
                 self._last_signature = job.signature
             if self.opts.once:  # one session: report how it ended, never "restarting"
                 self.log(d.line.split("; ")[0] + "; exiting (--once)")
-                return 0 if d.outcome == runs.Outcome.DONE else EXIT_VALIDATION
+                did = d.outcome == runs.Outcome.DONE and not d.streak.no_progress
+                return 0 if did else EXIT_VALIDATION
             self.log(d.line)
             if d.give_up:
                 streak = runs.Streak()
@@ -175,11 +176,12 @@ class Supervisor:
                 self._sleep_holding(job, d.delay)
         return 0
 
-    def _holds(self, board: Board, job: Job) -> bool:
+    def _holds(self, board: Board, job: Job, code: int) -> bool:
         """Whether the agent still has the work it was started for: a coder its claim, a
-        reviewer its review lease, a planner the same triggers."""
+        reviewer its review lease, a planner the same triggers (unless it exited 0: then it has
+        answered them, and runs again only when they change)."""
         if job.task is None:
-            return tuple(wake.planner_triggers(board)) == job.signature
+            return code != 0 and tuple(wake.planner_triggers(board)) == job.signature
         return wake.still_holds(board, self.agent, job.task, self.role)
 
     def _mark(self, board: Board, job: Job) -> tuple[Any, ...]:

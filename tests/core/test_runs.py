@@ -5,8 +5,8 @@ from __future__ import annotations
 from gitliza.core import runs
 from gitliza.core.model import Config
 from gitliza.core.ops import Submit
-from gitliza.core.states import Role
-from tests.core.boards import C1, board_in, TaskState
+from gitliza.core.states import Role, TaskState
+from tests.core.boards import C1, board_in
 
 CFG = Config(restart_delay=2, crash_delay=5, crash_delay_max=60, max_no_progress_runs=4)
 

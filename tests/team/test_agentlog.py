@@ -39,6 +39,6 @@ def test_where_each_cli_keeps_its_transcript(tmp_path: Path) -> None:
         "/home/u/.claude/projects/-repo--worktrees-t1/<session>.jsonl"
     assert agentlog.transcript(["/usr/bin/codex", "exec"], {**env, "CODEX_HOME": "/c"}, wt) == \
         "/c/sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl"
-    assert agentlog.transcript(["gemini"], env, wt).startswith("/home/u/.gemini/tmp/")
+    assert str(agentlog.transcript(["gemini"], env, wt)).startswith("/home/u/.gemini/tmp/")
     assert agentlog.transcript(["vibe"], env, wt) == "/home/u/.vibe/logs/session"
     assert agentlog.transcript(["python3", "agent.py"], env, wt) is None

@@ -100,6 +100,9 @@ def test_a_reviewer_without_progress_gives_up_and_exits(repo: Path, tmp_path: Pa
     add_task(repo, "t1")
     ok(liza(repo, "register", "coder-1", "--role", "coder", agent=None))
     wt = json.loads(ok(liza(repo, "claim", "--json", agent="coder-1")))["worktree"]
+    (Path(wt) / "t1.txt").write_text("t1\n")
+    for argv in (["git", "add", "t1.txt"], ["git", "commit", "-qm", "t1"]):
+        subprocess.run(argv, cwd=wt, check=True, env=env_for("coder-1"))
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=wt, capture_output=True, text=True,
                           check=True).stdout.strip()
     ok(liza(repo, "submit", "t1", "--commit", head, agent="coder-1"))

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from gitliza.api import Liza
 from gitliza.team import orphans
-from tests.team.procs import WAIT, Sup, add_task, make_board, script
+from tests.team.procs import WAIT, Sup, add_task, env_for, make_board, script
 
 linux = pytest.mark.skipif(not sys.platform.startswith("linux"),
                            reason="parent-death signal and /proc are Linux-only")
@@ -47,14 +48,19 @@ def _read_pid(path: Path) -> int:
     raise AssertionError(f"no pid in {path}")
 
 
-@linux
-@pytest.mark.slow
-def test_the_agent_dies_with_a_sigkilled_supervisor(repo: Path, tmp_path: Path) -> None:
+def _hanging_agent(repo: Path, tmp_path: Path) -> tuple[str, Path]:
+    """A board with task t1 and an agent that writes its pid and sleeps: (agent, pid file)."""
     make_board(repo)
     add_task(repo, "t1")
     pidfile = tmp_path / "agent.pid"
-    sup = Sup(repo, "coder", "coder-1", "--",
-              str(script(tmp_path, "hang.sh", f"echo $$ > {pidfile}\nexec sleep 600\n")))
+    return str(script(tmp_path, "hang.sh", f"echo $$ > {pidfile}\nexec sleep 600\n")), pidfile
+
+
+@linux
+@pytest.mark.slow
+def test_the_agent_dies_with_a_sigkilled_supervisor(repo: Path, tmp_path: Path) -> None:
+    agent, pidfile = _hanging_agent(repo, tmp_path)
+    sup = Sup(repo, "coder", "coder-1", "--", agent)
     sup.expect("started agent")
     pid = _read_pid(pidfile)
     assert _alive(pid)
@@ -118,3 +124,27 @@ def test_a_recorded_group_is_signalled_only_when_it_is_still_the_agent(tmp_path:
     finally:
         stranger.kill()
         stranger.wait()
+
+
+@linux
+@pytest.mark.slow
+def test_a_sigkilled_team_takes_its_supervisors_and_their_agents_along(
+        repo: Path, tmp_path: Path) -> None:
+    agent, pidfile = _hanging_agent(repo, tmp_path)
+    team = subprocess.Popen([sys.executable, "-m", "gitliza", "team", "--planners", "0",
+                             "--reviewers", "0", "--coders", "1", "--", agent],
+                            cwd=repo, env=env_for(), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        pid = _read_pid(pidfile)
+        team.kill()
+        team.wait(WAIT)
+        assert _gone(pid), "the agent outlived its SIGKILLed team"
+        # The supervisor stopped cleanly (SIGTERM): it gave its token back.
+        deadline = time.monotonic() + WAIT
+        while getattr(Liza.open(repo).board().get("supervisors", "coder-1"), "expires", 0):
+            assert time.monotonic() < deadline, "the supervisor kept its token"
+            time.sleep(0.1)
+    finally:
+        if team.poll() is None:
+            team.kill()
