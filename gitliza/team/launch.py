@@ -79,10 +79,10 @@ class Team:
         for m in self.team:
             # A supervisor outlives a killed `git liza team` no more than an agent outlives its
             # supervisor: SIGTERM, so that it stops its agent and gives its token back.
-            p = subprocess.Popen(self._argv[m.agent], cwd=self.repo,
-                                 env={**env, "LIZA_AGENT_ID": m.agent}, stdin=subprocess.DEVNULL,
-                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                 preexec_fn=orphans.parent_death_signal(signal.SIGTERM))
+            argv, preexec = orphans.with_parent_death(self._argv[m.agent], signal.SIGTERM)
+            p = subprocess.Popen(argv, cwd=self.repo, env={**env, "LIZA_AGENT_ID": m.agent},
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, preexec_fn=preexec)
             self.procs[m.agent] = p
             log = (self.logs / f"{m.agent}.log").open("ab") if self.logs is not None else None
             t = threading.Thread(target=self._pump, args=(m.agent, p.stdout, log), daemon=True)

@@ -2,8 +2,9 @@
 whatever the previous generation left running on this machine.
 
 Two mechanisms, because neither covers everything:
-- The parent-death signal (Linux `prctl(PR_SET_PDEATHSIG)`, set in the child before exec): the
-  kernel SIGKILLs the agent when the thread that forked it dies, so the supervisor forks from the
+- The parent-death signal (Linux `prctl(PR_SET_PDEATHSIG)`, set in the child before it execs the
+  agent, by `setpriv --pdeathsig` or a preexec function): the kernel SIGKILLs the agent when the
+  thread that forked it dies, so the supervisor forks from the
   thread that then waits for the agent (the main thread under `git liza agent`). It reaches only
   the agent itself, not what the agent started (shells, test runners) in its process group.
 - A record of the running agent, `.liza/agent-procs/<agent>.json` (pid, process group and the
@@ -18,11 +19,12 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import shutil
 import signal
 import sys
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from gitliza import atomic
 from gitliza.api import AGENT_ENV, GEN_ENV
@@ -30,6 +32,19 @@ from gitliza.api import AGENT_ENV, GEN_ENV
 PROCS_DIR = "agent-procs"
 PR_SET_PDEATHSIG = 1
 STOP_GRACE = 5.0
+
+
+def with_parent_death(argv: Sequence[str], sig: signal.Signals = signal.SIGKILL
+                      ) -> tuple[list[str], Callable[[], None] | None]:
+    """The argv and `preexec_fn` that start `argv` with the parent-death signal `sig`: through
+    util-linux `setpriv --pdeathsig` (it sets the signal and execs the program: about 1 ms), or,
+    where there is no setpriv, a `preexec_fn` (which makes Python fork instead of vfork: about
+    25 ms more per launch)."""
+    if sys.platform.startswith("linux"):
+        setpriv = shutil.which("setpriv")
+        if setpriv is not None:
+            return [setpriv, "--pdeathsig", sig.name.removeprefix("SIG"), "--", *argv], None
+    return list(argv), parent_death_signal(sig)
 
 
 def parent_death_signal(sig: signal.Signals = signal.SIGKILL) -> Callable[[], None] | None:

@@ -82,13 +82,17 @@ class AgentProcess:
         stdin; an interactive one keeps the terminal (stdin, and the foreground process group,
         which a new session would lose), so only its own pid can be signalled. `output`: the
         file that gets the agent's stdout and stderr (its log). Either way the agent dies with
-        the thread that calls this (orphans.parent_death_signal)."""
-        preexec = orphans.parent_death_signal()
+        the thread that calls this (orphans.with_parent_death)."""
+        exe = argv[0] if os.path.isabs(argv[0]) or os.sep not in argv[0] else \
+            os.path.join(cwd, argv[0])
+        if shutil.which(exe) is None:  # behind setpriv it would only be an exit 126 or 127
+            raise MissingDependency(f"cannot start agent {argv[0]!r}: not an executable file")
+        run, preexec = orphans.with_parent_death(argv)
         try:
             if interactive:
-                proc = subprocess.Popen(list(argv), env=dict(env), cwd=cwd, preexec_fn=preexec)
+                proc = subprocess.Popen(run, env=dict(env), cwd=cwd, preexec_fn=preexec)
             else:
-                proc = subprocess.Popen(list(argv), env=dict(env), cwd=cwd,
+                proc = subprocess.Popen(run, env=dict(env), cwd=cwd,
                                         start_new_session=True, stdin=subprocess.DEVNULL,
                                         stdout=output, stderr=output, preexec_fn=preexec)
         except OSError as e:
