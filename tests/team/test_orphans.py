@@ -81,7 +81,8 @@ def test_a_new_generation_stops_what_the_old_agent_left_before_it_starts(
     agent = script(tmp_path, "agent.sh", f"""n=$(cat {runs} 2>/dev/null || echo 0); n=$((n+1))
 echo $n > {runs}
 if [ $n = 1 ]; then sleep 600 & echo $! > {child}; wait; fi
-kill -0 "$(cat {child})" 2>/dev/null && echo "OLD WORKER STILL RUNNING" && exit 3
+s=$(awk '{{print $3}}' "/proc/$(cat {child})/stat" 2>/dev/null || true)  # Z: dead, not reaped
+[ -n "$s" ] && [ "$s" != Z ] && echo "OLD WORKER STILL RUNNING" && exit 3
 exec sleep 600
 """)
     first = Sup(repo, "coder", "coder-1", "--", str(agent))
