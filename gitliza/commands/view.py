@@ -123,7 +123,15 @@ def show_data(liza: Any, task: str, at: str | None = None) -> dict[str, Any]:
     """`show --json`: one task with its history and the human notes for it."""
     board = liza.store.board(at)[0]
     t = find_task(board, task)
-    return {**codec.encode(t), "human_notes": [codec.encode(n) for n in notes_for(board, t.id)]}
+    return {**codec.encode(t), "human_notes": [codec.encode(n) for n in notes_for(board, t.id)],
+            "agent_logs": [str(p) for p in agent_logs(liza, t.id)]}
+
+
+def agent_logs(liza: Any, task: str) -> list[Any]:
+    """The agent runs' logs for `task` kept on this machine (`.liza/agent-logs/`)."""
+    from gitliza.git.worktrees import liza_path
+    from gitliza.team import agentlog
+    return agentlog.for_task(liza_path(liza.repo), task)
 
 
 def show(env: Env, task: str, at: str | None) -> int:
@@ -149,6 +157,11 @@ def show(env: Env, task: str, at: str | None) -> int:
         out.line("  human notes (read before starting):")
         for n in notes:
             out.line(f"    {n.timestamp}  {n.author or 'human'}: {n.message}")
+    logs = agent_logs(env.liza(), t.id)
+    if logs:
+        out.line("  agent logs (this machine, oldest first):")
+        for p in logs:
+            out.line(f"    {p}")
     return 0
 
 

@@ -24,7 +24,7 @@ from typing import Iterable, Iterator, Mapping
 from gitliza.core import clock
 from gitliza.core.board import Board
 from gitliza.core.invariants import check_board
-from gitliza.core.model import Config, SprintStatus, Task, Urgency
+from gitliza.core.model import Anomaly, Config, SprintStatus, Task, Urgency
 from gitliza.core.states import TERMINAL, AgentState, TaskState
 
 S = TaskState
@@ -191,11 +191,29 @@ def _task_alerts(board: Board, t: Task, config: Config, th: Mapping[str, int],
         yield Alert("APPROACHING_LIMIT", f"{t.id}:failures", W,
                     f"APPROACHING LIMIT: {t.id} \u2014 1 coder failed + {cycles} review cycles "
                     "(hypothesis exhaustion risk)")
+    gave_up = _gave_up(board, t)
+    if gave_up is not None:
+        yield Alert("GAVE_UP", t.id, C, f"GAVE UP: {gave_up.reporter}'s supervisor on {t.id} "
+                    f"\u2014 {gave_up.detail().get('error_pattern', 'no progress')}")
     if t.status == S.DRAFT:
         age = _age(t.created, now)
         if age > th["alarm_stale_draft"]:
             yield Alert("STALE_DRAFT", t.id, W, f"STALE DRAFT: {t.id} \u2014 created "
                         f"{_minutes(age)}min ago, never finalized (Planner crash?)")
+
+
+GAVE_UP_DETAIL = "supervisor_gave_up"  # the retry_loop anomaly detail a supervisor writes
+
+
+def _gave_up(board: Board, t: Task) -> Anomaly | None:
+    """The supervisor's give-up anomaly on `t`, while nothing has happened to the task since (a
+    planner's unblock, a new claim or review resolves it)."""
+    last = t.history[-1].time if t.history else t.created
+    for a in board.values("anomalies"):
+        if a.task == t.id and a.type == "retry_loop" and a.timestamp >= last and \
+                GAVE_UP_DETAIL in a.detail():
+            return a  # type: ignore[no-any-return]
+    return None
 
 
 def checkpoint_since(board: Board, facts: Facts) -> str | None:

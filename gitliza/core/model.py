@@ -182,6 +182,10 @@ class Config:
     restart_delay: int = since_v1(2)  # after an agent's graceful exit (42)
     crash_delay: int = since_v1(5)  # after a crash; doubled per repeated crash up to crash_delay_max
     crash_delay_max: int = since_v1(300)
+    # Supervisor limits (gitliza/core/runs.py): no-progress runs in a row before the supervisor
+    # gives the work up, and agent launches per supervisor in any sliding minute.
+    max_no_progress_runs: int = since_v1(5)
+    max_launches_per_minute: int = since_v1(20)
     integration_branch: str = "integration"
     escalation_webhook: str | None = None
     # Watcher thresholds in seconds (gitliza/core/alarms.py THRESHOLDS); unset: the seed's values.

@@ -20,6 +20,7 @@ from typing import IO, Callable, Sequence
 
 from gitliza.core.ids import check_id
 from gitliza.errors import ValidationError
+from gitliza.team import orphans
 
 ROLES = (("planner", "planner"), ("coder", "coder"), ("code-reviewer", "reviewer"))
 
@@ -79,9 +80,12 @@ class Team:
             self.logs.mkdir(parents=True, exist_ok=True)
         env = {k: v for k, v in os.environ.items() if not k.startswith("LIZA_")}
         for m in self.team:
-            p = subprocess.Popen(self._argv[m.agent], cwd=self.repo,
-                                 env={**env, "LIZA_AGENT_ID": m.agent}, stdin=subprocess.DEVNULL,
-                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            # A supervisor outlives a killed `git liza team` no more than an agent outlives its
+            # supervisor: SIGTERM, so that it stops its agent and gives its token back.
+            argv, preexec = orphans.with_parent_death(self._argv[m.agent], signal.SIGTERM)
+            p = subprocess.Popen(argv, cwd=self.repo, env={**env, "LIZA_AGENT_ID": m.agent},
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, preexec_fn=preexec)
             self.procs[m.agent] = p
             log = (self.logs / f"{m.agent}.log").open("ab") if self.logs is not None else None
             t = threading.Thread(target=self._pump, args=(m.agent, p.stdout, log), daemon=True)
@@ -109,7 +113,9 @@ class Team:
                 if log is not None:
                     log.write(raw)
                     log.flush()
-                self._line(agent, raw.decode("utf-8", "replace").rstrip("\n"))
+                text = raw.decode("utf-8", "replace").rstrip("\n")
+                # The supervisor labels its own lines already; the rest (a traceback) gets ours.
+                self._line(agent, text.removeprefix(f"[{agent}] "))
         finally:
             if log is not None:
                 log.close()

@@ -12,35 +12,13 @@ import signal
 import subprocess
 import threading
 from dataclasses import dataclass, field
-from enum import Enum
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import IO, Mapping, Sequence
 
 from gitliza.errors import MissingDependency
+from gitliza.team import orphans
 
-EXIT_RESTART = 42  # the agent stopped gracefully (pause, stand down, context): restart it
 STOP_GRACE = 5.0  # seconds between SIGTERM and SIGKILL
-
-
-class Outcome(Enum):
-    DONE = "done"  # exit 0: look for more work
-    RESTART = "restart"  # exit 42: graceful, restart after restart_delay
-    CRASH = "crash"  # anything else: restart after a backed-off delay
-
-
-def classify(code: int) -> Outcome:
-    if code == 0:
-        return Outcome.DONE
-    if code == EXIT_RESTART:
-        return Outcome.RESTART
-    return Outcome.CRASH
-
-
-def crash_delay(base: int, cap: int, crashes: int) -> float:
-    """The delay after the `crashes`-th crash in a row: base, 2 x base, 4 x base ... up to cap."""
-    if crashes <= 0:
-        return 0.0
-    return float(min(cap, base * 2 ** min(crashes - 1, 30)))
 
 
 def require(executable: str) -> None:
@@ -63,18 +41,27 @@ class AgentProcess:
 
     @classmethod
     def start(cls, argv: Sequence[str], env: Mapping[str, str], cwd: Path,
-              interactive: bool = False, stdin: Path | None = None) -> AgentProcess:
+              interactive: bool = False, stdin: Path | None = None,
+              output: IO[bytes] | None = None) -> AgentProcess:
         """A batch agent gets its own session (its process group is killed as a whole) and
         `stdin` (the prompt file) or nothing as standard input; an interactive one keeps the
         terminal (stdin, and the foreground process group, which a new session would lose), so
-        only its own pid can be signalled."""
+        only its own pid can be signalled. `output`: the file that gets the agent's stdout and
+        stderr (its log). Either way the agent dies with the thread that calls this
+        (orphans.with_parent_death)."""
+        exe = argv[0] if os.path.isabs(argv[0]) or os.sep not in argv[0] else \
+            os.path.join(cwd, argv[0])
+        if shutil.which(exe) is None:  # behind setpriv it would only be an exit 126 or 127
+            raise MissingDependency(f"cannot start agent {argv[0]!r}: not an executable file")
+        run, preexec = orphans.with_parent_death(argv)
         try:
             if interactive:
-                proc = subprocess.Popen(list(argv), env=dict(env), cwd=cwd)
+                proc = subprocess.Popen(run, env=dict(env), cwd=cwd, preexec_fn=preexec)
             else:
                 with open(stdin if stdin is not None else os.devnull, "rb") as f:
-                    proc = subprocess.Popen(list(argv), env=dict(env), cwd=cwd,
-                                            start_new_session=True, stdin=f)
+                    proc = subprocess.Popen(run, env=dict(env), cwd=cwd,
+                                            start_new_session=True, stdin=f, stdout=output,
+                                            stderr=output, preexec_fn=preexec)
         except OSError as e:
             raise MissingDependency(f"cannot start agent {argv[0]!r}: {e.strerror}") from None
         return cls(proc, group=not interactive)

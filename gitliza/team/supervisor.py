@@ -4,8 +4,13 @@
     a reviewer merges what it approved; wait for work for this role (exit 0 after the role's max
     wait, or when the goal is over); a coder claims its task (worktree and all), a reviewer takes
     the review lease, a planner picks the wake trigger; build and save the prompt; run the agent
-    with a heartbeat thread; exit 0 -> more work, 42 -> restart after restart_delay, else crash ->
-    restart after a delay that doubles per crash in a row (capped).
+    with a heartbeat thread, its output in `.liza/agent-logs/`; then judge the run by the board
+    (gitliza/core/runs.py): exit 0 with the work done -> more work; a run that leaves the work
+    held and the board unmoved (whatever its exit code) is a no-progress run -> restart after a
+    backoff, and after max_no_progress_runs in a row give the work up (block the task, record a
+    retry_loop anomaly: the watcher's GAVE_UP alarm); 42 -> restart after restart_delay; a crash
+    -> restart after a delay that doubles per crash in a row (capped). At most
+    max_launches_per_minute launches in any minute.
 
 Waiting blocks on the board ref and `.liza/` (RefWatcher) with a timer only for time-based events
 (a lease that expires, the supervisor's own token renewal, the max wait).
@@ -13,7 +18,9 @@ Waiting blocks on the board ref and `.liza/` (RefWatcher) with a timer only for 
 One id, one supervisor: at start the supervisor takes a generation token on the board (`supervise`
 op); every op it or its agent writes carries the generation, and once another supervisor took the
 id over (`--takeover`, or after the token expired), those ops are refused and this supervisor stands
-down (exit 1). SIGINT/SIGTERM stop the agent (SIGTERM to its process group, then SIGKILL), leave its
+down (exit 1). The agent dies with its supervisor (parent-death signal), and a supervisor that
+takes an id stops what the previous generation left running here first (gitliza/team/orphans.py).
+SIGINT/SIGTERM stop the agent (SIGTERM to its process group, then SIGKILL), leave its
 task to expire (its work stays in its worktree; a later claim keeps leftovers in the attic), give
 the token back and exit 0.
 """
@@ -28,25 +35,28 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Any, Callable
+from typing import IO, Any, Callable
 
 from gitliza import lifecycle
 from gitliza.api import AGENT_ENV, GEN_ENV, Liza
-from gitliza.core import clock, prompts, queries, wake
+from gitliza.core import alarms, clock, prompts, queries, runs, wake
 from gitliza.core.board import Board
 from gitliza.core.model import HumanNote
 from gitliza.core.ops.control import Supervise
+from gitliza.core.ops.journal import AnomalyOp
 from gitliza.core.ops.planning import CompleteGoal, Register
-from gitliza.core.ops.work import Heartbeat
+from gitliza.core.ops.work import Block, Heartbeat
 from gitliza.core.states import HUMAN_ACTOR, Role, TaskState
 from gitliza.core.wake import Hold, WakeTrigger
 from gitliza.errors import EXIT_VALIDATION, LeaseLost, LizaError, ValidationError
+from gitliza.git import worktrees
 from gitliza.git.refwatch import RefWatcher
-from gitliza.team import profiles, runner
+from gitliza.git.worktrees import LIZA_DIR
+from gitliza.team import agentlog, orphans, profiles, runner
 from gitliza.team.heartbeat import HeartbeatThread
 from gitliza.team.wait import min_timeout, seconds_until
 
-PROMPTS_DIR = "agent-prompts"
+PROMPTS_DIR = agentlog.PROMPTS_DIR
 S = TaskState
 
 
@@ -125,41 +135,102 @@ class Supervisor:
             self._end_token()
 
     def _loop(self) -> int:
-        crashes = 0
+        streak = runs.Streak()
+        launches: list[float] = []  # monotonic times of the recent launches
         while not self.stopping:
             job = self._next_job()
             if isinstance(job, int):
                 return job
+            cfg = self.liza.board().config
+            wait = runs.launch_wait(launches, time.monotonic(), cfg.max_launches_per_minute)
+            if wait > 0:
+                self.log(f"{cfg.max_launches_per_minute} agent launches in the last minute "
+                         f"(max_launches_per_minute); next launch in {wait:.0f}s")
+                self._sleep_holding(job, wait)
+                continue
+            launches = [*launches[-cfg.max_launches_per_minute:], time.monotonic()]
+            before = self._mark(self.liza.board(), job)
             code, lost = self._run_job(job)
             self.sessions += 1
             if self.stopping:
                 break
-            outcome = runner.classify(code)
-            cfg = self.liza.board().config
             if lost is not None:
                 # Not the agent's failure: its task went elsewhere. No backoff, no retry of the
                 # same session: look for work afresh.
-                outcome, delay = runner.Outcome.DONE, 0.0
                 self.log(f"agent stopped ({lost}); looking for other work")
-            elif outcome == runner.Outcome.DONE:
-                crashes = 0
+                streak = runs.Streak()
+                continue
+            board = self.liza.board()
+            held = self._holds(board, job, code)
+            d = runs.decide(streak, code, held, self._mark(board, job) != before, board.config)
+            streak = d.streak
+            if d.outcome == runs.Outcome.DONE:
                 self._last_signature = job.signature
-                self.log("agent completed; checking for more work")
-                delay = 0.0
-            elif outcome == runner.Outcome.RESTART:
-                crashes = 0
-                delay = float(cfg.restart_delay)
-                self.log(f"agent exited 42 (graceful); restarting in {delay:g}s")
-            else:
-                crashes += 1
-                delay = runner.crash_delay(cfg.crash_delay, cfg.crash_delay_max, crashes)
-                self.log(f"agent crashed (exit {code}, {crashes} in a row); restarting in "
-                         f"{delay:g}s")
-            if self.opts.once:
-                return 0 if outcome == runner.Outcome.DONE else EXIT_VALIDATION
-            if delay > 0:
-                self._sleep_holding(job, delay)
+            if self.opts.once:  # one session: report how it ended, never "restarting"
+                self.log(d.line.split("; ")[0] + "; exiting (--once)")
+                did = d.outcome == runs.Outcome.DONE and not d.streak.no_progress
+                return 0 if did else EXIT_VALIDATION
+            self.log(d.line)
+            if d.give_up:
+                streak = runs.Streak()
+                end = self._give_up(job, d.streak.no_progress, code)
+                if end is not None:
+                    return end
+            elif d.delay > 0:
+                self._sleep_holding(job, d.delay)
         return 0
+
+    def _holds(self, board: Board, job: Job, code: int) -> bool:
+        """Whether the agent still has the work it was started for: a coder its claim, a
+        reviewer its review lease, a planner the same triggers (unless it exited 0: then it has
+        answered them, and runs again only when they change)."""
+        if job.task is None:
+            return code != 0 and tuple(wake.planner_triggers(board)) == job.signature
+        return wake.still_holds(board, self.agent, job.task, self.role)
+
+    def _mark(self, board: Board, job: Job) -> tuple[Any, ...]:
+        tip = None
+        if job.task is not None and self.role == Role.CODER:
+            ref = self.liza.repo.references.get(f"refs/heads/{worktrees.task_branch(job.task)}")
+            tip = str(ref.target) if ref is not None else None
+        return runs.progress_mark(board, self.agent, self.role, job.task, tip)
+
+    def _give_up(self, job: Job, runs_in_a_row: int, code: int) -> int | None:
+        """The no-progress cap is reached: record why (a retry_loop anomaly) and let go of the
+        work, so the watcher raises GAVE_UP and a human or the planner decides. A coder blocks
+        its task (it counts as failed by this coder); a reviewer, which cannot hand a review
+        back, records the anomaly and exits, leaving its review lease to expire for another
+        reviewer; a planner waits until its triggers change. None: go on looking for work."""
+        last = "exit 0" if code == 0 else f"exit {code}"
+        pattern = f"{runs_in_a_row} agent runs in a row without board progress (last: {last})"
+        if job.task is not None and self.role == Role.CODER:
+            try:
+                self.liza.do(Block, task=job.task,
+                             reason=f"supervisor gave up: {pattern}; see the agent logs "
+                                    f"(git liza show {job.task})",
+                             questions=("Why does the agent make no progress on this task "
+                                        "(permissions, credentials, an impossible task)?",))
+            except LeaseLost:
+                raise
+            except LizaError as e:
+                self.log(f"give up: block {job.task}: {e}")
+        self._anomaly(job, runs_in_a_row, pattern)
+        if self.role == Role.CODE_REVIEWER:
+            self.log(f"giving up the review of {job.task}; exiting (its review lease expires)")
+            return EXIT_VALIDATION
+        if job.task is None:
+            self._last_signature = job.signature
+        return None
+
+    def _anomaly(self, job: Job, count: int, pattern: str) -> None:
+        try:
+            self.liza.do(AnomalyOp, type="retry_loop", task=job.task,
+                         details=(("count", count), ("error_pattern", pattern),
+                                  (alarms.GAVE_UP_DETAIL, self.role.value)))
+        except LeaseLost:
+            raise
+        except LizaError as e:
+            self.log(f"give up: anomaly: {e}")
 
     def _next_job(self) -> Job | int:
         """Wait until there is work and take it (claim, review lease); or an exit code."""
@@ -302,19 +373,46 @@ class Supervisor:
             sys.stdout.write(text)
             sys.stdout.flush()
         what = job.task or (job.trigger.value if job.trigger else "planning")
-        proc = self._proc = runner.AgentProcess.start(launch.argv, launch.env, job.worktree,
-                                                      self.opts.interactive, launch.stdin)
+        log_file, out = self._open_log(job, launch.argv, launch.env)
+        try:
+            proc = self._proc = runner.AgentProcess.start(launch.argv, launch.env, job.worktree,
+                                                          self.opts.interactive, launch.stdin,
+                                                          output=out)
+        finally:
+            if out is not None:
+                out.close()  # the agent holds its own copy of the descriptor
+        orphans.record(self._liza_dir(), self.agent, self.gen, proc.pid, job.task)
         if self.stopping:  # a SIGINT/SIGTERM that came while the work was being claimed
             proc.stop("supervisor stopping")
         self.log(f"started agent (pid {proc.pid}) on {what}; prompt {path}")
+        if log_file is not None:
+            self.log(f"agent log: {log_file}")
         hb = self._heartbeat(job, lambda why: proc.stop(why)).start()
         try:
             code = proc.wait()
         finally:
             hb.stop()
             self._proc = None
+            orphans.forget(self._liza_dir(), self.agent, self.gen)
         self._check_generation(self.liza.board())
         return code, proc.stopped_by
+
+    def _open_log(self, job: Job, argv: list[str],
+                  env: dict[str, str]) -> tuple[Path | None, IO[bytes] | None]:
+        """The file for this run's stdout and stderr (not in an interactive session, which keeps
+        the terminal), its header naming the CLI's own transcript where there is one."""
+        if self.opts.interactive:
+            return None, None
+        d = self._liza_dir() / agentlog.LOGS_DIR
+        d.mkdir(parents=True, exist_ok=True)
+        agentlog.rotate(d, self.agent, ".log", agentlog.KEEP - 1)
+        now = self.liza.now()
+        path = agentlog.log_path(d, self.agent, job.task, now)
+        where = agentlog.transcript(argv, env, job.worktree)
+        header = (f"# {now} {self.agent} ({self.role.value}, generation {self.gen}) on "
+                  f"{job.task or 'planning'} in {job.worktree}: {argv[0]}"
+                  + (f"; transcript: {where}" if where else ""))
+        return path, agentlog.open_log(path, header)
 
     def prompt(self, board: Board, job: Job) -> str:
         cfg = board.config
@@ -346,17 +444,14 @@ class Supervisor:
         """`.liza/agent-prompts/` of the main worktree (made once): prompts and MCP configs,
         never in the task's worktree, where they would be committed."""
         if self._prompts is None:
-            self._prompts = lifecycle.main_root(self.liza.repo) / ".liza" / PROMPTS_DIR
+            self._prompts = lifecycle.main_root(self.liza.repo) / LIZA_DIR / PROMPTS_DIR
             self._prompts.mkdir(parents=True, exist_ok=True)
         return self._prompts
 
     def _save_prompt(self, text: str) -> Path:
         d = self._prompts_dir()
-        stamp = self.liza.now().replace(":", "-")
-        path, n = d / f"{self.agent}-{stamp}.txt", 1
-        while path.exists():
-            n += 1
-            path = d / f"{self.agent}-{stamp}-{n}.txt"
+        agentlog.rotate(d, self.agent, ".txt", agentlog.KEEP - 1)
+        path = agentlog.prompt_path(d, self.agent, self.liza.now())
         path.write_text(text)
         return path
 
@@ -379,6 +474,9 @@ class Supervisor:
         if launch.mcp_config is not None:
             launch.env["LIZA_MCP_CONFIG"] = str(launch.mcp_config)
         return launch
+
+    def _liza_dir(self) -> Path:
+        return self._prompts_dir().parent
 
     def _env(self, job: Job, prompt_file: Path) -> dict[str, str]:
         env = dict(os.environ)
@@ -453,6 +551,9 @@ class Supervisor:
         assert sup is not None
         self.gen = sup.generation
         self.liza.gen = self.gen
+        # Whatever an earlier generation of this id left running here (its supervisor was
+        # killed, or we took over) must stop before an agent of ours works in the same places.
+        orphans.stop_previous(self._liza_dir(), self.agent, self.gen, self.log)
         self._renew_at = clock.plus(done.outcome.event.time, board.config.lease_duration // 2)
         self.log(f"supervising {self.agent} ({self.role.value}), generation {self.gen}")
 

@@ -221,3 +221,25 @@ def test_escalation_file_text() -> None:
     assert text.splitlines()[0] == f"CHECKPOINT_STUCK since {since} (2h 15m)"
     assert "Tasks waiting: 1 (task-1 CLAIMED)" in text
 
+
+
+def test_gave_up_while_nothing_happened_to_the_task_since() -> None:
+    """A supervisor that gave a task up (blocked it, recorded a retry_loop anomaly with its
+    marker) raises GAVE_UP until the task moves on; a retry_loop anomaly an agent files itself
+    is not a give-up."""
+    from gitliza.core.ops import AnomalyOp, Unblock
+    from gitliza.core.ops.work import Block
+    r = board_in(S.CLAIMED)
+    r.do(AnomalyOp, "coder-1", type="retry_loop", task="task-1",
+         details=(("count", 2), ("error_pattern", "tests fail")))
+    assert ("GAVE_UP", "task-1") not in kinds(r, r.now())
+    r.do(Block, "coder-1", task="task-1", reason="supervisor gave up", questions=("why?",))
+    r.do(AnomalyOp, "coder-1", type="retry_loop", task="task-1",
+         details=(("count", 3), ("error_pattern", "3 agent runs in a row without progress"),
+                  (alarms.GAVE_UP_DETAIL, "coder")))
+    got = kinds(r, r.now())[("GAVE_UP", "task-1")]
+    assert got.level == Level.CRITICAL
+    assert got.text == ("GAVE UP: coder-1's supervisor on task-1 \u2014 3 agent runs in a row "
+                        "without progress")
+    r.do(Unblock, "planner-1", task="task-1")
+    assert ("GAVE_UP", "task-1") not in kinds(r, r.now())

@@ -52,8 +52,10 @@ def test_an_agent_submits_through_the_mcp_server_the_supervisor_handed_it(
     agent = script(tmp_path, "agent.sh", f'exec {sys.executable} {tmp_path / "agent.py"}\n')
     (tmp_path / "agent.py").write_text(MCP_AGENT)
     sup = Sup(repo, "coder", "coder-1", "--mcp", "--", str(agent))
-    sup.expect("submitted through mcp")
+    sup.expect("agent completed")
     wait_status(repo, "t1", "READY_FOR_REVIEW")
+    # The agent's own output is in its run's log, not in the supervisor's.
+    assert "submitted through mcp" in Path(task_of(repo, "t1")["agent_logs"][0]).read_text()
     ok(liza(repo, "abort", agent=None))
     assert sup.wait() == 0
     assert ("submit", "coder-1", "t1") in ops(repo)

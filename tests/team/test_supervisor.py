@@ -37,9 +37,9 @@ case $n in 1|2) exit 3;; 3) exit 42;; esac
 grep -q "RESUME: Task t1" "$LIZA_PROMPT_FILE"
 """ + SUBMIT)
     sup = Sup(repo, "coder", "coder-1", "--", str(agent))
-    sup.expect("crashed (exit 3, 1 in a row); restarting in 1s")
-    sup.expect("crashed (exit 3, 2 in a row); restarting in 2s")  # doubled
-    sup.expect("exited 42 (graceful); restarting in 1s")
+    sup.expect("crashed (exit 3, 1 in a row) (no progress 1/5); restarting in 1s")
+    sup.expect("crashed (exit 3, 2 in a row) (no progress 2/5); restarting in 2s")  # doubled
+    sup.expect("exited 42 (graceful) (no progress 3/5); restarting in 2s")  # capped
     sup.expect("agent completed")
     ok(liza(repo, "abort", agent=None))
     assert sup.wait() == 0
@@ -48,7 +48,14 @@ grep -q "RESUME: Task t1" "$LIZA_PROMPT_FILE"
     assert [o for o in ops(repo) if o[0] == "claim"] == [("claim", "coder-1", "t1")]
     saved = sorted((repo / ".liza" / "agent-prompts").glob("coder-1-*.txt"))
     assert len(saved) == 4 and "=== ASSIGNED TASK ===" in saved[0].read_text()
-    assert "role=coder" in sup.output()
+    # The agent's output is in one log per run (not the supervisor's), listed by `show`.
+    logs = task_of(repo, "t1")["agent_logs"]
+    assert len(logs) == 4 and all("/.liza/agent-logs/coder-1--t1--" in p for p in logs)
+    assert "session 1 prompt=" in Path(logs[0]).read_text()
+    assert "session 4 prompt=" in Path(logs[3]).read_text()
+    assert f"agent log: {logs[0]}" in sup.output() and "role=coder" not in sup.output()
+    shown = ok(liza(repo, "show", "t1", agent=None))
+    assert "agent logs (this machine, oldest first):" in shown and logs[3] in shown
 
 
 def test_pause_file_and_board_op_hold_spawning_until_resume(repo: Path, tmp_path: Path) -> None:

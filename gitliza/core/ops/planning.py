@@ -34,7 +34,8 @@ _CONFIG_MAX = {"lease_duration": 7 * 86400, "heartbeat_interval": 86400,
                "coder_poll_interval": 86400, "coder_max_wait": 7 * 86400,
                "max_coder_iterations": 1000, "max_review_cycles": 1000,
                "planner_max_wait": 7 * 86400, "reviewer_max_wait": 7 * 86400,
-               "restart_delay": 3600, "crash_delay": 3600, "crash_delay_max": 86400}
+               "restart_delay": 3600, "crash_delay": 3600, "crash_delay_max": 86400,
+               "max_no_progress_runs": 1000, "max_launches_per_minute": 600}
 # Watcher thresholds (optional: unset means the seed's value, see gitliza/core/alarms.py).
 _CONFIG_MAX.update({k: 30 * 86400 for k in _CONFIG_TYPES if k.startswith("alarm_")})
 
