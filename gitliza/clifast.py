@@ -260,7 +260,7 @@ def guarded(body: Any) -> Any:
     code; usage errors exit 1 (not click's 2, which the spec reserves for a concurrency conflict);
     anything unexpected is still one line and an exit code. Shared by the fast path and typer's."""
     from gitliza.errors import (EXIT_BROKEN_PIPE, EXIT_DEPENDENCY, EXIT_VALIDATION, LizaError,
-                                unexpected)
+                                environmental, unexpected)
     from gitliza.output import err
     try:
         return body()
@@ -283,9 +283,13 @@ def guarded(body: Any) -> Any:
         if fmt is not None:  # click usage errors: one line, exit 1
             err(fmt())
             return EXIT_VALIDATION
+        known = environmental(e)
+        if known is not None:  # the environment refused: its cause and fix, no bug report
+            err(str(known))
+            return known.exit_code
         if os.environ.get("LIZA_DEBUG"):
             raise
-        # a bug or an unexpected environment: still one line, still an exit code
+        # a bug: still one line, still an exit code
         git_side, code, text = unexpected(e)
         err(f"{'git operation failed' if git_side else 'internal error'}: {text} (LIZA_DEBUG=1 "
             "shows the traceback; please report it)")

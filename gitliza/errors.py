@@ -96,3 +96,42 @@ def unexpected(e: BaseException) -> tuple[bool, int, str]:
     git_side = isinstance(e, OSError) or type(e).__module__.startswith("pygit2")
     return (git_side, EXIT_GIT if git_side else EXIT_INCONSISTENT,
             f"{type(e).__name__}: {' '.join(str(e).split())}")
+
+
+def environmental(e: BaseException) -> LizaError | None:
+    """An exception that is not a LizaError but not a bug either: the environment refused (a
+    repository owned by another user, permission denied, a read-only or full file system, a
+    deleted working directory). The LizaError that names the cause and the fix, or None."""
+    import errno
+    import os
+    import re
+    text = " ".join(str(e).split())
+    if "not owned by current user" in text:
+        m = re.search(r"repository path '([^']*)'", text)
+        path = m.group(1) if m else "the repository"
+        return GitFailure(f"{path} is owned by another user: git refuses to work in it",
+                          hint=f"if you trust it: git config --global --add safe.directory {path}")
+    code = getattr(e, "errno", None)
+    if code == errno.ENOSPC or "No space left on device" in text:
+        return GitFailure(f"no space left on device ({text})", hint="free some space and retry; "
+                          "`git liza doctor --fix` removes what a failed write left")
+    if code == errno.EROFS or "Read-only file system" in text:
+        return GitFailure(f"read-only file system ({text})",
+                          hint="run gitliza where the repository is writable")
+    if code in (errno.EACCES, errno.EPERM) or "Permission denied" in text:
+        return GitFailure(f"permission denied ({text})",
+                          hint="make the repository writable for this user, or run as its owner")
+    if isinstance(e, FileNotFoundError):
+        try:
+            os.getcwd()
+        except FileNotFoundError:
+            return ValidationError("the current directory no longer exists (it was deleted)",
+                                   hint="cd into the repository again")
+    return None
+
+
+def hint_for(e: BaseException) -> str | None:
+    """The fix for `e` when the environment caused it (see `environmental`), for an error that
+    keeps its own words (what was being done) and adds the fix."""
+    known = environmental(e)
+    return known.hint if known is not None else None

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Callable
 import pygit2
 from pygit2 import Oid, Repository
 
+from gitliza import leftovers
 from gitliza.core import clock
 from gitliza.core.board import Board
 from gitliza.core.ids import check_id
@@ -48,12 +49,14 @@ from gitliza.core.ops.work import worktree_path
 from gitliza.core.states import TERMINAL, TaskState
 from gitliza.errors import (ConcurrencyConflict, GitFailure, IllegalTransition, InconsistentState,
                             LizaError, NotFound, ValidationError)
-from gitliza.git.store import STALE_LOCK_SECONDS, Committed, common_dir
+from gitliza.git.reflocks import RefLocked, retrying
+from gitliza.git.store import Committed, common_dir
 from gitliza.git.worktrees import (WORKTREES_DIR, TaskWorktreeEntry, add_task_worktree,
                                    clean_sync_problems, contained_path,
                                    list_task_branches, list_task_worktrees, ref_oid,
                                    held_here, remove_task_worktree, task_branch,
                                    worktree_head)
+from gitliza.leftovers import Problem
 
 if TYPE_CHECKING:
     from gitliza.api import Liza
@@ -332,6 +335,10 @@ def _claim_or_skip(liza: Liza, tid: str, tried: set[str]) -> ClaimResult | LizaE
     except (IllegalTransition, NotFound) as e:  # the task moved on: the caller tries the next
         tried.add(tid)
         return e
+    except RefLocked as e:  # its branch's lock is held (a crashed git): the next task, and why
+        warn(f"skipped {tid}: {e}")
+        tried.add(tid)
+        return e
 
 
 def _claim_locked(liza: Liza, task: str) -> ClaimResult:
@@ -401,7 +408,8 @@ def _keep_leftovers(repo: Repository, task: str, path: Path, base: Oid) -> None:
         raise ValidationError(f"{worktree_path(task)} holds files that are not a gitliza "
                               "worktree; a fresh claim would delete them",
                               hint=f"move them out of {path}, then claim again")
-    if path.is_dir() and (path / ".git").exists() and clean_sync_problems(path):
+    if path.is_dir() and (path / ".git").exists() and not leftovers.cut_short(path) \
+            and clean_sync_problems(path):
         wt = pygit2.Repository(str(path))
         index = wt.index
         index.add_all()  # respects .gitignore: ignored files are not work
@@ -430,7 +438,7 @@ def _unmerged_branch_tip(repo: Repository, task: str, contained_in: Oid | None) 
 def _to_attic(repo: Repository, task: str, oid: Oid) -> None:
     name = f"{ATTIC}/{task}/{oid}"
     if repo.references.get(name) is None:
-        repo.references.create(name, oid)
+        retrying(lambda: repo.references.create(name, oid), f"cannot keep {name}")
 
 
 def _claim_outcome(board: Board, op: Op, task: str) -> bool:
@@ -849,7 +857,12 @@ def _drop_worktree(liza: Liza, task: str) -> tuple[str, ...]:
     for oid in _unmerged_branch_tip(repo, task, merged_into):
         _to_attic(repo, task, oid)
         notes = (f"kept the unmerged commits of {task_branch(task)} as {ATTIC}/{task}/{oid}",)
-    remove_task_worktree(repo, task)
+    try:
+        remove_task_worktree(repo, task)
+    except LizaError as e:
+        # The transition is recorded: what is left on disk is doctor's to finish, not an error.
+        notes += (f"{task}'s worktree or branch is left behind ({e.message}); "
+                  "`git liza doctor --fix` removes it",)
     return notes
 
 
@@ -870,16 +883,6 @@ def cleanup_after(liza: Liza, committed: Committed) -> list[str]:
 
 # -- doctor ---------------------------------------------------------------------------------------
 @dataclass
-class Problem:
-    kind: str  # stale-lock | stray-worktree | stray-branch | missing-worktree | approved-merged
-    subject: str  # a task id or a path
-    detail: str
-    fixable: bool
-    fixed: bool = False
-    error: str | None = None
-
-
-@dataclass
 class DoctorReport:
     problems: list[Problem]
     busy: list[str]  # tasks skipped because a claim/merge holds their lock right now
@@ -893,7 +896,8 @@ class DoctorReport:
 
 def doctor(liza: Liza, fix: bool = False) -> DoctorReport:
     """Compare the board with the disk; with `fix`, repair what is safe:
-    - stale ref lock files (a crashed writer) are removed;
+    - stale ref lock files (a crashed git) and the files a crashed pack writer left are removed
+      (gitliza/leftovers.py);
     - worktrees and `liza/*` branches the board does not explain are removed when they hold no
       work (clean, and the branch tip is already in the integration branch);
     - a worktree the board needs but that is missing is recreated from the task branch;
@@ -903,7 +907,7 @@ def doctor(liza: Liza, fix: bool = False) -> DoctorReport:
     mistaken for a leftover."""
     repo: Repository = liza.repo
     report = DoctorReport([], [])
-    report.problems += _stale_locks(liza, fix)
+    report.problems += leftovers.stale_locks(liza, fix) + leftovers.pack_leftovers(liza, fix)
     board = liza.board()
     # Listed once (listing reads every admin entry); each task is then judged under its lock
     # against a fresh board, which is what matters: a claim that finished since the listing has
@@ -934,28 +938,6 @@ def _lockable_id(tid: str) -> bool:
     except ValidationError:
         return False
     return True
-
-
-def _stale_locks(liza: Liza, fix: bool) -> list[Problem]:
-    repo: Repository = liza.repo
-    board = liza.board()
-    refs = [liza.store.ref, f"refs/heads/{board.config.integration_branch}"]
-    out = []
-    for ref in refs:
-        path = common_dir(repo) / f"{ref}.lock"
-        try:
-            age = time.time() - path.stat().st_mtime
-        except FileNotFoundError:
-            continue
-        if age < STALE_LOCK_SECONDS:
-            continue  # a live writer holds it for microseconds
-        p = Problem("stale-lock", str(path), f"{ref} lock is {age:.0f}s old: a writer crashed",
-                    True)
-        if fix:
-            path.unlink(missing_ok=True)
-            p.fixed = True
-        out.append(p)
-    return out
 
 
 def _examine(liza: Liza, tid: str, fix: bool, entries: list[TaskWorktreeEntry],
@@ -996,19 +978,27 @@ def _examine(liza: Liza, tid: str, fix: bool, entries: list[TaskWorktreeEntry],
     if entries:
         what = "a directory git does not know" if not entries[0].registered else (
             "admin data whose directory is gone" if entries[0].prunable else "a worktree")
-        safe, why = _disposable(repo, path, branch_tip, integ)
+        safe, why = _disposable(repo, path, branch_tip, integ, tid if t else "")
         p = Problem("stray-worktree", tid, f"{path}: {what} that no task holds ({why})", safe)
         out.append(p)
         if fix and safe:
-            _attempt(p, lambda: remove_task_worktree(repo, tid))
+            _attempt(p, lambda: _keep_and_remove(repo, tid, branch_tip, integ))
     elif branch_tip is not None:
-        safe, why = _disposable(repo, None, branch_tip, integ)
+        safe, why = _disposable(repo, None, branch_tip, integ, tid if t else "")
         p = Problem("stray-branch", tid, f"branch {task_branch(tid)} that no task holds ({why})",
                     safe)
         out.append(p)
         if fix and safe:
-            _attempt(p, lambda: remove_task_worktree(repo, tid))
+            _attempt(p, lambda: _keep_and_remove(repo, tid, branch_tip, integ))
     return out
+
+
+def _keep_and_remove(repo: Repository, tid: str, branch_tip: Oid | None,
+                     integ: Oid | None) -> None:
+    """Remove a leftover `_disposable` allowed, its commits outside integration in the attic."""
+    if branch_tip is not None and (integ is None or not _contains(repo, integ, branch_tip)):
+        _to_attic(repo, tid, branch_tip)
+    remove_task_worktree(repo, tid)
 
 
 def _attempt(p: Problem, action: Callable[[], object]) -> None:
@@ -1024,9 +1014,9 @@ def _contains(repo: Repository, tip: Oid, commit: Oid) -> bool:
 
 
 def _disposable(repo: Repository, path: Path | None, branch_tip: Oid | None,
-                integ: Oid | None) -> tuple[bool, str]:
+                integ: Oid | None, task: str = "") -> tuple[bool, str]:
     """Whether removing a leftover loses nothing: clean checkout, no commit outside integration."""
-    if path is not None and (path / ".git").exists():
+    if path is not None and (path / ".git").exists() and not leftovers.cut_short(path):
         try:
             problems = clean_sync_problems(path)
         except LizaError as e:
@@ -1035,6 +1025,12 @@ def _disposable(repo: Repository, path: Path | None, branch_tip: Oid | None,
             shown = "; ".join(problems[:3])
             return False, f"uncommitted changes: {shown}; inspect and remove it by hand"
     if branch_tip is not None and (integ is None or not _contains(repo, integ, branch_tip)):
+        if task:
+            # A task of the board that no longer holds its branch (released, abandoned: a kill
+            # came between the recorded transition and the clean-up): what those ops do with
+            # such commits, keep them in the attic, then the branch goes.
+            return True, (f"branch tip {str(branch_tip)[:12]} has commits outside the "
+                          f"integration branch: kept as {ATTIC}/{task}/{branch_tip}")
         return False, (f"branch tip {str(branch_tip)[:12]} has commits outside the integration "
                        "branch; inspect and delete it by hand")
     return True, "holds no work"

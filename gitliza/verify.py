@@ -46,7 +46,10 @@ class VerifyFailure(InconsistentState):
         self.commit = commit
         self.op = op
         self.reason = " ".join(reason.split())
-        super().__init__(f"state commit {commit[:12]} ({op or 'unparsable op'}): {self.reason}")
+        # No op name: the commit is refused for what it is (a rewind, not a commit), not for
+        # its message; a message that does not parse says so itself (bad record).
+        label = f" ({op})" if op else ""
+        super().__init__(f"state commit {commit[:12]}{label}: {self.reason}")
 
 
 @dataclass
@@ -144,7 +147,8 @@ def verify_commit(store: Store, parent: pygit2.Commit | None, commit: pygit2.Com
     try:
         rec = record.parse(commit.message)
     except LizaError as e:
-        raise VerifyFailure(oid, _op_word(commit.message), f"bad record: {e}") from None
+        raise VerifyFailure(oid, _op_word(commit.message) or "unparsable op",
+                            f"bad record: {e}") from None
     op = rec.op
     if parent is None and op.NAME not in ("init", "import"):
         raise VerifyFailure(oid, op.NAME, "the root state commit must be `init` on the empty "

@@ -20,9 +20,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from gitliza.access import tools
+from gitliza.access import jsonrpc, tools
 from gitliza.core.states import Role
-from gitliza.errors import LizaError, MissingDependency, ValidationError, unexpected
+from gitliza.errors import LizaError, MissingDependency, NotFound, environmental, unexpected
 
 INSTALL_HINT = "pip install 'gitliza[mcp]'"
 BOARD_URI = "liza://board"
@@ -41,6 +41,7 @@ def require_sdk() -> None:
 
 def error_payload(e: BaseException) -> dict[str, Any]:
     """What a failed call returns: the CLI's exit-code class and one-line message."""
+    e = environmental(e) or e
     if isinstance(e, LizaError):
         return {"code": e.code, "exit_code": e.exit_code, "message": str(e)}
     git_side, code, text = unexpected(e)
@@ -95,7 +96,8 @@ class Session:
                 return view.log_entries(self.liza, LOG_RESOURCE_ENTRIES)
             if uri.startswith(TASK_PREFIX):
                 return view.show_data(self.liza, uri[len(TASK_PREFIX):])
-        raise ValidationError(f"unknown resource {uri!r}")
+        raise NotFound(f"unknown resource {uri!r}",
+                       hint=f"the resources are {BOARD_URI}, {LOG_URI} and {TASK_PREFIX}<task>")
 
     def task_ids(self) -> list[str]:
         with self.lock:
@@ -112,6 +114,7 @@ def build_server(session: Session) -> Any:
     import anyio
     import mcp_types as types
     from mcp.server.lowlevel import Server
+    from mcp.shared.exceptions import MCPError
 
     import gitliza
 
@@ -125,6 +128,11 @@ def build_server(session: Session) -> Any:
             for t in session.tools.values()])
 
     async def call_tool(ctx: Any, params: Any) -> Any:
+        nulls = sorted(k for k, v in (params.arguments or {}).items() if v is None)
+        if nulls:  # null is no value of any tool argument: refused, never taken as "absent"
+            raise MCPError(code=jsonrpc.INVALID_PARAMS,
+                           message=f"Invalid params: {params.name}: {', '.join(nulls)} must not "
+                                   "be null (leave an argument out to use its default)")
         tool = session.tools.get(params.name)
         if tool is not None and tool.read_only and not tool.concurrent:
             # A read takes well under a millisecond: a thread hop would cost more than it.
@@ -159,7 +167,16 @@ def build_server(session: Session) -> Any:
 
     async def read_resource(ctx: Any, params: Any) -> Any:
         uri = str(params.uri)
-        data = await anyio.to_thread.run_sync(session.read, uri)
+        try:
+            data = await anyio.to_thread.run_sync(session.read, uri)
+        except NotFound as e:
+            raise MCPError(code=jsonrpc.RESOURCE_NOT_FOUND, message=f"Resource not found: {e}",
+                           data={"uri": uri}) from None
+        except Exception as e:  # one line, the CLI's code and exit code, no traceback
+            if not isinstance(e, LizaError) and os.environ.get("LIZA_DEBUG"):
+                raise
+            raise MCPError(code=jsonrpc.INTERNAL_ERROR, message=error_payload(e)["message"],
+                           data=error_payload(e)) from None
         return types.ReadResourceResult(contents=[types.TextResourceContents(
             uri=uri, mime_type="application/json", text=json.dumps(data, default=str))])
 
@@ -177,10 +194,57 @@ def serve(path: Path, agent: str | None, role: str | None) -> int:
 
     session = Session(path, agent, role)
     server = build_server(session)
+    lines = _CheckedLines()
 
     async def main() -> None:
-        async with stdio_server() as (read, write):
+        async with stdio_server(stdin=lines.claim_stdin()) as (read, write):
+            lines.answer = write
             await server.run(read, write, server.create_initialization_options())
 
-    anyio.run(main)
+    try:
+        anyio.run(main)
+    finally:
+        lines.release()
     return 0
+
+
+class _CheckedLines:
+    """stdin as the SDK reads it, less the lines JSON-RPC says to answer with an error (parse
+    errors, invalid requests, positional params): those are answered here (jsonrpc.py), since
+    the SDK would drop them unanswered. fd 0 is taken over as the SDK does by itself: handlers
+    and the programs they run read /dev/null, never the protocol."""
+
+    def __init__(self) -> None:
+        self.answer: Any = None
+        self._saved: int | None = None
+        self._file: Any = None
+
+    def claim_stdin(self) -> Any:
+        import anyio
+        self._saved = os.dup(0)
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.close(devnull)
+        self._file = anyio.wrap_file(open(os.dup(self._saved), encoding="utf-8",
+                                          errors="replace", closefd=True))
+        return self
+
+    def release(self) -> None:
+        if self._saved is not None:
+            os.dup2(self._saved, 0)
+            os.close(self._saved)
+            self._saved = None
+
+    def __aiter__(self) -> Any:
+        return self._lines()
+
+    async def _lines(self) -> Any:
+        import mcp_types as types
+        from mcp.shared.message import SessionMessage
+        async for line in self._file:
+            bad = jsonrpc.check_line(line)
+            if bad is None:
+                yield line
+            elif bad and self.answer is not None:
+                reply = types.jsonrpc_message_adapter.validate_python(bad)
+                await self.answer.send(SessionMessage(reply))

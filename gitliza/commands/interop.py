@@ -8,6 +8,8 @@ from gitliza.errors import GitFailure, ValidationError
 
 
 def _read(path: Path) -> tuple[bytes, str]:
+    from gitliza.interop.yamlload import check_size
+    check_size(path)
     try:
         data = path.read_bytes()
     except FileNotFoundError:

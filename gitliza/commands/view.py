@@ -276,7 +276,9 @@ def _validate_file(env: Env, file: str) -> int:
     from pathlib import Path
 
     from gitliza.interop.seed import read_state
+    from gitliza.interop.yamlload import check_size
     path = Path(file) if Path(file).is_absolute() else env.path / file
+    check_size(path)
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:

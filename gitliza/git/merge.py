@@ -18,7 +18,9 @@ import pygit2
 from pygit2 import Oid, Repository, Signature
 from pygit2.enums import CheckoutStrategy, FileMode, FileStatus, RepositoryOpenFlag
 
-from gitliza.errors import ConcurrencyConflict, GitFailure, NotFound, ValidationError
+from gitliza.errors import (ConcurrencyConflict, GitFailure, NotFound, ValidationError,
+                            environmental)
+from gitliza.git import reflocks
 from gitliza.git.store import common_dir
 from gitliza.git.worktrees import (
     checkouts_of_branch,
@@ -330,7 +332,8 @@ def _compare_and_swap(repo: Repository, ref: pygit2.Reference, old: Oid, new: Oi
     # Reference.set_target is libgit2's create_matching: it only succeeds if the ref still holds
     # the value read into `ref`, under the ref's lock file.
     try:
-        ref.set_target(new, reason)
+        # A held lock is waited out, a stale one named with its fix (reflocks.RefLocked).
+        reflocks.retrying(lambda: ref.set_target(new, reason), f"cannot move {ref.name}")
     except (pygit2.GitError, OSError) as e:
         raise _cas_failure(repo, ref.name, old, e) from e
 
@@ -343,6 +346,4 @@ def _cas_failure(repo: Repository, refname: str, old: Oid, error: Exception) -> 
             f"{refname} moved from {old} to {moved_to} during the merge",
             hint="re-read the branch and merge again",
         )
-    if "lock" in str(error).lower():
-        return ConcurrencyConflict(f"{refname} is locked by another process: {error}", hint="retry")
-    return GitFailure(f"could not update {refname}: {error}")
+    return environmental(error) or GitFailure(f"could not update {refname}: {error}")

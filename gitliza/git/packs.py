@@ -22,9 +22,24 @@ are marked and removed, index first, by a later merge once the mark is GRACE_SEC
 reader that listed the directory before they were merged still opens them. Two processes merging
 at once each mark only packs they copied completely. Packs with deltas (those git made) and packs
 marked .keep or .promisor are left alone.
+
+Living beside git's own housekeeping:
+- the marks are kept outside the pack directory (`<common dir>/liza-merged-packs/`): git knows
+  every file name in objects/pack/, and `git count-objects -v` calls anything else garbage;
+- git's `gc --auto` (run by git's own commits, merges and fetches) repacks when objects/pack/ holds
+  more than `gc.autoPackLimit` (50) packs, marked ones included. The packs stay below PACK_BUDGET:
+  past it, marked packs are removed once MIN_GRACE_SECONDS old instead of GRACE_SECONDS (still a
+  hundred thousand times the window a reader needs), and a process that marked packs removes
+  its own on exit (atexit), so that a burst that ends leaves the directory below the budget;
+- a write that fails (a full disk) removes what it wrote; what a killed writer leaves (a pack
+  without its index, tmp_* files) is `leftovers()`, which `git liza doctor --fix` removes;
+- `git gc` and `git repack -d` may remove any of these packs: their objects are in git's new pack,
+  and a mark whose pack is gone is dropped.
 """
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
 import struct
 import threading
@@ -35,7 +50,7 @@ from typing import Any, Iterable
 from gitliza.core.layout import sha1
 
 TYPE_CODES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
-PACK_LIMIT = 32  # packs in objects/pack/ before the small ones are merged
+PACK_LIMIT = 16  # packs in objects/pack/ before the small ones are merged
 # A merged pack (index and pack file) stays this long, marked, before a later merge removes it.
 # libgit2 and git rescan the pack directory once per miss and open an index lazily: an index
 # listed by a rescan and unlinked before the reader opens it is a miss with no second rescan, so
@@ -46,7 +61,14 @@ PACK_LIMIT = 32  # packs in objects/pack/ before the small ones are merged
 # ~3,000 packs and ~25 ms of CPU per transition instead of ~3 ms (benchmarks/bench_agents.py).
 # A few seconds is far more than the microseconds between a rescan and the opening of an index.
 GRACE_SECONDS = 5.0
+# git's gc.autoPackLimit is 50: stay below it (with room for git's own packs).
+PACK_BUDGET = 24
+MIN_GRACE_SECONDS = 0.1
 MERGED = ".merged"
+MARKS_DIR = "liza-merged-packs"  # beside objects/, in the git common dir
+# A pack file without its index, or a tmp_* file, this old is a crashed writer's (a transition
+# writes both in milliseconds; git's own index-pack of a slow fetch keeps its tmp file growing).
+LEFTOVER_SECONDS = 600.0
 LEVEL = 1  # zlib level of blobs and commits (TOML and text: about half their size)
 
 Obj = tuple[bytes, bytes, bytes]  # (raw id, kind, body)
@@ -122,11 +144,21 @@ def _write(objects_dir: str, entries: list[tuple[bytes, bytes]], *,
     except FileNotFoundError:  # a fresh repository without objects/pack yet
         os.makedirs(pack_dir, exist_ok=True)
         created = _put(final + ".pack", body + pack_sha, exclusive=True, sync=durable)
-    if not created:
-        _put(tmp + ".pack", body + pack_sha, sync=durable)
-        os.replace(tmp + ".pack", final + ".pack")
-    _put(tmp + ".idx", idx, sync=durable)
-    os.replace(tmp + ".idx", final + ".idx")  # the pack appears to readers: whole, or not at all
+    try:
+        if created is None:
+            _put(tmp + ".pack", body + pack_sha, sync=durable)
+            os.replace(tmp + ".pack", final + ".pack")
+        _put(tmp + ".idx", idx, sync=durable)
+        os.replace(tmp + ".idx", final + ".idx")  # the pack appears: whole, or not at all
+    except OSError:
+        # A full disk, a read-only mount: leave nothing half-written (a pack without its index
+        # is garbage to `git count-objects`).
+        if created is not None:
+            _unlink_own(final + ".pack", created)
+        for path in (tmp + ".pack", tmp + ".idx"):
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+        raise
     return name
 
 
@@ -134,7 +166,13 @@ def add(objects_dir: str, objs: Iterable[Obj], *, durable: bool = False) -> str 
     """`write`, then merge small packs when it is due. A failed merge is only housekeeping: the
     new pack is complete and in place, so it is not an error."""
     name = write(objects_dir, objs, durable=durable)
-    if due(name):
+    if name is None:
+        return None
+    # `due` picks one write in eight by chance; a run of misses (1 in 50 runs 30 long) would let
+    # the packs pile past git's gc.autoPackLimit, so a process looks after 12 misses anyway.
+    since = _SINCE[objects_dir] = _SINCE.get(objects_dir, 0) + 1
+    if due(name) or since >= 12 or objects_dir in _PRESSED:
+        _SINCE[objects_dir] = 0
         try:
             consolidate(objects_dir)
         except OSError:
@@ -148,25 +186,39 @@ def due(name: str | None) -> bool:
     return name is not None and name[5] in "01"
 
 
-def _put(path: str, data: bytes, exclusive: bool = False, sync: bool = False) -> bool:
-    """Write `data` to a new file at `path` (`sync`: and to the disk); False if `exclusive` and it
-    exists."""
+def _put(path: str, data: bytes, exclusive: bool = False, sync: bool = False) -> int | None:
+    """Write `data` to a new file at `path` (`sync`: and to the disk); its inode number, or None
+    if `exclusive` and it exists. A failed write (a full disk) removes the file it created."""
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | (os.O_EXCL if exclusive else os.O_TRUNC),
                      0o444)
     except FileExistsError:
         if not exclusive:
             raise
-        return False
+        return None
+    ino = os.fstat(fd).st_ino
     try:
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view):]
         if sync:
             os.fsync(fd)
+    except OSError:
+        _unlink_own(path, ino)
+        raise
     finally:
         os.close(fd)
-    return True
+    return ino
+
+
+def _unlink_own(path: str, ino: int) -> None:
+    """Remove `path` if it is still the file we created (another writer of the same objects may
+    have renamed its complete copy over it)."""
+    try:
+        if os.stat(path).st_ino == ino:
+            os.unlink(path)
+    except OSError:
+        pass
 
 
 def consolidate(objects_dir: str, limit: int | None = None, grace: float | None = None
@@ -175,19 +227,33 @@ def consolidate(objects_dir: str, limit: int | None = None, grace: float | None 
 
     A merged pack is not removed at once: a reader that listed the directory just before the
     merge would then find neither (libgit2 and git rescan once per miss). It is marked
-    (`<pack>.merged`) and removed by a later call once the mark is `grace` seconds old."""
+    (MARKS_DIR/<pack>) and removed by a later call once the mark is `grace` seconds old, or
+    MIN_GRACE_SECONDS old while the directory holds more than PACK_BUDGET packs."""
     pack_dir = os.path.join(objects_dir, "pack")
     try:
         names = os.listdir(pack_dir)
     except FileNotFoundError:
         return None
+    marks_dir = _marks_dir(objects_dir)
+    try:
+        marked = os.listdir(marks_dir)
+    except FileNotFoundError:
+        marked = []
     now = time.time()
     grace = GRACE_SECONDS if grace is None else grace
-    merged_marks = {n[: -len(MERGED)] for n in names if n.endswith(MERGED)}
-    _remove_old(pack_dir, merged_marks, now - grace)
+    # Marks of earlier versions lived in the pack directory as <pack>.merged: still honoured.
+    legacy = {n[: -len(MERGED)] for n in names if n.endswith(MERGED)}
+    merged_marks = legacy | set(marked)
+    idx_all = [n[:-4] for n in names if n.startswith("pack-") and n.endswith(".idx")]
+    left = _remove_old(pack_dir, marks_dir, merged_marks, legacy, now - grace,
+                       len(idx_all) - PACK_BUDGET, now - MIN_GRACE_SECONDS)
+    # Still over the budget (marks too young): look again at every write until it is not.
+    if len(idx_all) - left > PACK_BUDGET:
+        _PRESSED.add(objects_dir)
+    else:
+        _PRESSED.discard(objects_dir)
     # Only finished packs: a writer's tmp_* files are not ours to take (it renames them next).
-    idx_names = [n[:-4] for n in names if n.startswith("pack-") and n.endswith(".idx")
-                 and n[:-4] not in merged_marks]
+    idx_names = [n for n in idx_all if n not in merged_marks]
     if len(idx_names) <= (PACK_LIMIT if limit is None else limit):
         return None
     held = {n.rsplit(".", 1)[0] for n in names if n.endswith((".keep", ".promisor"))}
@@ -224,17 +290,25 @@ def consolidate(objects_dir: str, limit: int | None = None, grace: float | None 
     merged = _write(objects_dir, list(entries.items()))
     for base in copied:
         if base != merged:
-            _mark(os.path.join(pack_dir, base + MERGED))
+            _mark(marks_dir, base)
+    _MARKED_BY_US.add(objects_dir)
     return merged
 
 
-def _mark(path: str) -> None:
-    """Create (or leave) a mark. Another process may have marked the same pack: `_put` would
-    truncate its read-only file, which fails for anyone but root."""
+def _marks_dir(objects_dir: str) -> str:
+    return os.path.join(os.path.dirname(os.path.abspath(objects_dir)), MARKS_DIR)
+
+
+def _mark(marks_dir: str, base: str) -> None:
+    """Create (or leave) a mark. Another process may have marked the same pack: keep its time."""
+    path = os.path.join(marks_dir, base)
     try:
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
     except FileExistsError:
         pass
+    except FileNotFoundError:
+        os.makedirs(marks_dir, exist_ok=True)
+        _mark(marks_dir, base)
 
 
 # When each pending mark was made, per pack directory: a mark is created once and never changed,
@@ -242,27 +316,94 @@ def _mark(path: str) -> None:
 # minute's marks number in the hundreds, and statting them all on every merge cost more than the
 # writes themselves.
 _MARK_TIMES: dict[str, dict[str, float]] = {}
+# Object directories where this process marked packs: it removes what it can on exit.
+_MARKED_BY_US: set[str] = set()
+# Object directories found over PACK_BUDGET at the last look: looked at after every write.
+_PRESSED: set[str] = set()
+_SINCE: dict[str, int] = {}  # writes since this process last looked, per object directory
 
 
-def _remove_old(pack_dir: str, marks: set[str], before: float) -> None:
+def _remove_old(pack_dir: str, marks_dir: str, marks: set[str], legacy: set[str], before: float,
+                over_budget: int, budget_before: float) -> int:
+    """Remove the marked packs marked before `before`; and while `over_budget` > 0, the oldest
+    of the others marked before `budget_before`. How many it removed."""
     known = _MARK_TIMES.get(pack_dir, {})
     pending: dict[str, float] = {}
+    ripe: list[str] = []
     for base in marks:
         made = known.get(base)
         if made is None:
             try:
-                made = os.stat(os.path.join(pack_dir, base + MERGED)).st_mtime
+                made = os.stat(os.path.join(pack_dir, base + MERGED) if base in legacy
+                               else os.path.join(marks_dir, base)).st_mtime
             except FileNotFoundError:
                 continue
         if made > before:
             pending[base] = made
-            continue
+        else:
+            ripe.append(base)
+    over_budget -= len(ripe)
+    if over_budget > 0:
+        for made, base in sorted((m, b) for b, m in pending.items() if m <= budget_before):
+            if over_budget <= 0:
+                break
+            ripe.append(base)
+            del pending[base]
+            over_budget -= 1
+    for base in ripe:
         for ext in (".idx", ".pack", ".rev", MERGED):  # index first: readers stop seeing it at once
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 os.unlink(os.path.join(pack_dir, base + ext))
-            except FileNotFoundError:
-                pass
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(os.path.join(marks_dir, base))
     _MARK_TIMES[pack_dir] = pending
+    return len(ripe)
+
+
+@atexit.register
+def _settle() -> None:
+    """On exit, a process that merged packs removes the marked ones it may (their grace, or the
+    short grace past the budget, permitting): a burst of writes that ends leaves no pile of packs
+    for git's gc --auto to find, without waiting for the next write."""
+    for objects_dir in list(_MARKED_BY_US):
+        with contextlib.suppress(OSError):
+            if settle(objects_dir) > PACK_BUDGET:  # marks too young yet: a burst just ended
+                time.sleep(MIN_GRACE_SECONDS)
+                settle(objects_dir)
+
+
+def settle(objects_dir: str) -> int:
+    """Remove the marked packs that are due now (no merge); how many packs are left. `doctor
+    --fix` and exit run it."""
+    consolidate(objects_dir, limit=1 << 30)
+    try:
+        return sum(1 for n in os.listdir(os.path.join(objects_dir, "pack")) if n.endswith(".idx"))
+    except FileNotFoundError:
+        return 0
+
+
+def leftovers(objects_dir: str, min_age: float = LEFTOVER_SECONDS) -> list[str]:
+    """Files in objects/pack/ that a crashed writer left, at least `min_age` old: a pack without
+    its index (cut short, or killed between the two), a `tmp_*` file (ours or git's), and marks
+    of earlier versions whose pack is gone. Their paths."""
+    pack_dir = os.path.join(objects_dir, "pack")
+    try:
+        names = set(os.listdir(pack_dir))
+    except FileNotFoundError:
+        return []
+    now = time.time()
+    out = []
+    for n in sorted(names):
+        if n.startswith("tmp_") or (n.startswith("pack-") and n.endswith(".pack")
+                                    and n[:-5] + ".idx" not in names) \
+                or (n.endswith(MERGED) and n[: -len(MERGED)] + ".idx" not in names):
+            path = os.path.join(pack_dir, n)
+            try:
+                if now - os.stat(path).st_mtime >= min_age:
+                    out.append(path)
+            except FileNotFoundError:
+                continue
+    return out
 
 
 def _read(base: str) -> list[tuple[bytes, bytes]] | None:

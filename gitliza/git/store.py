@@ -23,13 +23,14 @@ from gitliza.core.board import ENTITY_TYPES, Board, Changes
 from gitliza.core.invariants import problems_of_change
 from gitliza.core.ops.base import Op, Outcome, apply
 from gitliza.errors import (ConcurrencyConflict, GitFailure, InconsistentState, LizaError,
-                            MissingDependency, ValidationError)
+                            MissingDependency, ValidationError, environmental)
 from gitliza.git import trees
+from gitliza.git import reflocks
+from gitliza.git.reflocks import STALE_LOCK_SECONDS
 
 STATE_REF = "refs/liza/state"
 RETRY_DELAYS = (0.0, 0.1, 0.25, 0.5)  # before attempts 2..5
 JITTER = 0.05
-STALE_LOCK_SECONDS = 5.0
 HOOKS_CACHE = "gitliza-hooks.cache"  # in the git common dir: see Store.remember_for_hooks
 
 
@@ -340,16 +341,16 @@ class Store:
         except pygit2.AlreadyExistsError:
             raise _Lost() from None
         except OSError as e:
-            if "lock" in str(e):
+            if reflocks.locked_path(e) is not None:
                 raise _Locked() from None
-            raise GitFailure(f"cannot update {self.ref}: {e}") from None
+            raise environmental(e) or GitFailure(f"cannot update {self.ref}: {e}") from None
         except pygit2.GitError as e:
             if "old reference value does not match" in str(e) or "reference" in str(e) and \
                     "changed" in str(e):
                 raise _Lost() from None
-            if "lock" in str(e):
+            if reflocks.locked_path(e) is not None:
                 raise _Locked() from None
-            raise GitFailure(f"cannot update {self.ref}: {e}") from None
+            raise environmental(e) or GitFailure(f"cannot update {self.ref}: {e}") from None
 
     def remember_for_hooks(self, tip: pygit2.Oid, board: Board | None = None, *,
                            only_if_kept: bool = False) -> None:

@@ -29,7 +29,7 @@ import pygit2
 from gitliza.core import codec, layout
 from gitliza.git import packs
 from gitliza.core.board import Changes, Key
-from gitliza.errors import InconsistentState
+from gitliza.errors import InconsistentState, hint_for
 
 BLOB_HEAD = b"100644 "
 TREE_HEAD = b"40000 "
@@ -192,7 +192,8 @@ class Batch(_Hasher):
             packs.add(target, objs)
         except OSError as e:  # a full disk, a read-only object store: the ref was not moved
             from gitliza.errors import GitFailure
-            raise GitFailure(f"cannot write objects to {target}: {e.strerror or e}") from None
+            raise GitFailure(f"cannot write objects to {target}: {e.strerror or e}",
+                             hint=hint_for(e)) from None
 
 
 def parsed(raw: bytes, body: bytes) -> Entries:

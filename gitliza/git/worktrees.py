@@ -25,7 +25,8 @@ import pygit2
 from pygit2 import Oid, Repository
 from pygit2.enums import FileStatus, RepositoryOpenFlag, RepositoryState, SubmoduleStatus
 
-from gitliza.errors import ConcurrencyConflict, GitFailure, NotFound, ValidationError
+from gitliza.errors import ConcurrencyConflict, GitFailure, NotFound, ValidationError, hint_for
+from gitliza.git import reflocks
 from gitliza.git.store import common_dir
 
 WORKTREES_DIR = ".worktrees"
@@ -526,12 +527,15 @@ def _create_locked(main: Repository, lay: _Layout, task_id: str, path: Path, bas
     branch = main.branches.local.get(name)
     created_branch = branch is None
     if branch is None:
-        branch = main.branches.local.create(name, require_commit(main, base))
+        commit = require_commit(main, base)
+        branch = reflocks.retrying(lambda: main.branches.local.create(name, commit),
+                                   f"cannot create branch {name}")
     try:
         main.add_worktree(task_id, str(path), branch)
     except (pygit2.GitError, OSError) as e:
         _undo_failed_add(main, lay, task_id, path, name if created_branch else None)
-        raise GitFailure(f"could not create worktree {path} for branch {name}: {e}") from e
+        raise GitFailure(f"could not create worktree {path} for branch {name}: {e}",
+                         hint=hint_for(e)) from e
 
 
 def _undo_failed_add(
@@ -558,8 +562,19 @@ def _remove_locked(main: Repository, lay: _Layout, task_id: str, path: Path) -> 
 def _delete_branch(main: Repository, name: str) -> None:
     if main.branches.local.get(name) is None:
         return
+    def delete() -> None:
+        branch = main.branches.local.get(name)
+        if branch is not None:
+            branch.delete()
+        if main.references.get(f"refs/heads/{name}") is not None:
+            # libgit2 1.9: a delete retried after failing on packed-refs.lock reports success
+            # and leaves the packed ref; still there means the lock is still held.
+            raise OSError(f"failed to lock file '{Path(main.path) / 'packed-refs.lock'}' for "
+                          "writing")
+
     try:
-        main.branches.local.delete(name)
+        # Deleting takes packed-refs.lock too, which `git pack-refs` and `git gc --auto` hold.
+        reflocks.retrying(delete, f"cannot delete branch {name}")
     except pygit2.GitError as e:
         raise GitFailure(
             f"cannot delete branch {name}: {e}",

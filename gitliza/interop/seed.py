@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Iterator
 
-from gitliza.core import clock
+from gitliza.core import clock, oplimits
 from gitliza.core.board import Board, Key, journal_key
 from gitliza.core.ids import check_id
 from gitliza.core.invariants import agent_problems, anomaly_problems, find_cycle, task_problems
@@ -257,6 +257,9 @@ def read_state(text: str, name: str = "state.yaml") -> Seed:
     def put(key: Key, entity: Any, at: _Where) -> None:
         if key in ents:
             at.fail(f"duplicate {key[0].rstrip('s')} {key[1]!r}")
+        refused = oplimits.problems(entity)
+        if refused:  # what an op would refuse to write, an import refuses too
+            at.fail(refused[0])
         ents[key] = entity
         lines[key] = at.line or 0
 

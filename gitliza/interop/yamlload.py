@@ -15,6 +15,7 @@ in a fraction of that (benchmarks/bench_governance.py).
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 from gitliza.errors import MissingDependency, ValidationError
@@ -61,45 +62,130 @@ def _scalar(node: Any) -> Any:
     return text
 
 
-def _build(node: Any, name: str) -> Any:
-    kind = node.id
-    if kind == "scalar":
-        return _scalar(node)
-    if kind == "sequence":
-        seq = Seq(_build(n, name) for n in node.value)
-        seq.line = node.start_mark.line + 1
-        seq.lines = [n.start_mark.line + 1 for n in node.value]
-        return seq
-    if kind == "mapping":
-        m = Map()
-        m.line = node.start_mark.line + 1
-        m.lines = {}
-        for knode, vnode in node.value:
-            key = _build(knode, name)
+# Limits, checked as the document is read, before anything can blow up: a file far larger than
+# any board; nesting far deeper than the schema's (4 levels) and than a recursive reader survives
+# (libyaml's own composer recursed in C: 100,000 nested `[` crashed the process); and the number
+# of values the document stands for with every alias expanded ("billion laughs": 520 bytes that
+# stand for 10^9 values). A board of 10,000 tasks is ~10 MB and ~500,000 values.
+MAX_BYTES = 64 * 1024 * 1024
+MAX_DEPTH = 64
+MAX_VALUES = 5_000_000
+MAX_ALIASES = 10_000
+
+
+def _too(name: str, line: int, what: str) -> ValidationError:
+    return ValidationError(f"{name}:{line}: refused: {what}", hint="not a board gitliza wrote; "
+                           "check where the file came from")
+
+
+class _Open:
+    """A collection being read: its value, its weight so far (the values it stands for, aliases
+    expanded), the key waiting for its value (mappings), and its anchor."""
+
+    __slots__ = ("coll", "weight", "key", "anchor")
+
+    def __init__(self, coll: Map | Seq, anchor: str | None) -> None:
+        self.coll, self.weight, self.key, self.anchor = coll, 1, _NO_KEY, anchor
+
+
+_NO_KEY: Any = object()
+
+
+def _compose(events: Any, name: str) -> Any:
+    """The document's data from libyaml's event stream, without recursion."""
+    stack: list[_Open] = []
+    anchors: dict[str, tuple[Any, int]] = {}
+    aliases = docs = 0
+    root: Any = None
+    for ev in events:
+        kind = type(ev).__name__
+        line = ev.start_mark.line + 1
+        anchor = None
+        if kind == "ScalarEvent":
+            value, weight, anchor = _scalar(ev), 1, ev.anchor
+        elif kind == "AliasEvent":
+            aliases += 1
+            if aliases > MAX_ALIASES:
+                raise _too(name, line, f"more than {MAX_ALIASES:,} aliases")
+            if ev.anchor not in anchors:
+                raise ValidationError(f"{name}:{line}: not valid YAML: found undefined alias "
+                                      f"{ev.anchor!r}")
+            value, weight = anchors[ev.anchor]
+        elif kind in ("MappingStartEvent", "SequenceStartEvent"):
+            if len(stack) >= MAX_DEPTH:
+                raise _too(name, line, f"nested more than {MAX_DEPTH} levels deep")
+            coll: Map | Seq
+            if kind == "MappingStartEvent":
+                coll = Map()
+                coll.lines = {}
+            else:
+                coll = Seq()
+                coll.lines = []
+            coll.line = line
+            stack.append(_Open(coll, ev.anchor))
+            continue
+        elif kind in ("MappingEndEvent", "SequenceEndEvent"):
+            done = stack.pop()
+            value, weight, anchor, line = done.coll, done.weight, done.anchor, done.coll.line
+        elif kind == "DocumentStartEvent":
+            docs += 1
+            if docs > 1:
+                raise ValidationError(f"{name}:{line}: not valid YAML: expected a single "
+                                      "document in the stream")
+            continue
+        else:  # the stream's and the document's ends
+            continue
+        if anchor is not None:
+            anchors[anchor] = (value, weight)
+        if not stack:
+            root = value
+            continue
+        top = stack[-1]
+        top.weight += weight
+        if top.weight > MAX_VALUES:
+            raise _too(name, line, f"stands for more than {MAX_VALUES:,} values (aliases "
+                       "expanded)")
+        if isinstance(top.coll, Seq):
+            top.coll.append(value)
+            top.coll.lines.append(line)
+        elif top.key is _NO_KEY:
             try:
-                hash(key)
+                hash(value)
             except TypeError:
-                raise ValidationError(f"{name}:{knode.start_mark.line + 1}: a key must be a "
-                                      "scalar") from None
-            if key in m:
-                raise ValidationError(f"{name}:{knode.start_mark.line + 1}: not valid YAML: "
-                                      f"duplicate key {key!r}")
-            m[key] = _build(vnode, name)
-            m.lines[key] = knode.start_mark.line + 1
-        return m
-    raise ValidationError(f"{name}:{node.start_mark.line + 1}: unsupported YAML node")
+                raise ValidationError(f"{name}:{line}: a key must be a scalar") from None
+            if value in top.coll:
+                raise ValidationError(f"{name}:{line}: not valid YAML: duplicate key {value!r}")
+            top.coll.lines[value] = line
+            top.key = value
+        else:
+            top.coll[top.key] = value
+            top.key = _NO_KEY
+    return root
+
+
+def check_size(path: Path) -> None:
+    """Refuse a file larger than MAX_BYTES before reading it (nothing is read when it is)."""
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return  # the reader says what is wrong with it
+    if size > MAX_BYTES:
+        raise _too(path.name, 1, f"{size:,} bytes, more than {MAX_BYTES:,}")
 
 
 def load(text: str, name: str) -> Any:
     """The document's data (None for an empty document). Raises ValidationError with the line of
-    the first syntax error."""
+    the first syntax error, or of the first limit exceeded."""
     try:
         import yaml  # type: ignore[import-untyped]
     except ImportError:
         raise MissingDependency("PyYAML is not installed", hint="pip install pyyaml") from None
+    size = len(text.encode("utf-8", "surrogatepass")) if len(text) * 4 > MAX_BYTES else len(text)
+    if size > MAX_BYTES:
+        raise _too(name, 1, f"{size:,} bytes, more than {MAX_BYTES:,}")
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        node = yaml.compose(text, Loader=loader)
+        return _compose(yaml.parse(text, Loader=loader), name)
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         line = f":{mark.line + 1}" if mark is not None else ""
@@ -107,7 +193,6 @@ def load(text: str, name: str) -> Any:
         raise ValidationError(f"{name}{line}: not valid YAML: {what}") from None
     except yaml.YAMLError as e:
         raise ValidationError(f"{name}: not valid YAML: {' '.join(str(e).split())}") from None
-    return None if node is None else _build(node, name)
 
 
 def line_of(node: Any, key: Any, default: int | None) -> int | None:

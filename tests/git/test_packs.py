@@ -3,8 +3,13 @@ git reads and checks (fsck, verify-pack), small packs merged without losing an o
 reader that loaded the old indexes first."""
 from __future__ import annotations
 
+import errno
 import os
+import subprocess
+import sys
+import time
 from pathlib import Path
+from typing import Any
 
 import pygit2
 import pytest
@@ -89,13 +94,17 @@ def test_consolidation_keeps_every_object_for_readers_that_loaded_old_indexes(re
         assert reader.odb.read(pygit2.Oid(raw=raw))[1] == body  # the reader loads each index
     before = _pack_names(repo)
     merged = packs.consolidate(objdir, limit=4)
-    marked = list((repo / ".git" / "objects" / "pack").glob("*.merged"))
+    pack_dir = repo / ".git" / "objects" / "pack"
+    marked = [pack_dir / (m.name + ".idx") for m in (repo / ".git" / packs.MARKS_DIR).iterdir()]
     assert merged is not None and len(marked) >= 2
     assert len(_pack_names(repo)) == len(before) + 1  # the merged ones stay, marked
+    assert not list(pack_dir.glob("*.merged"))  # no file git does not know in objects/pack/
+    assert _garbage(repo) == 0
     packs.consolidate(objdir, limit=4)  # too soon: the marked packs stay for readers
-    assert all(m.exists() and m.with_suffix(".idx").exists() for m in marked)
+    assert all(m.exists() for m in marked)
     packs.consolidate(objdir, limit=4, grace=0)
     assert not any(m.exists() or m.with_suffix(".pack").exists() for m in marked)
+    assert not list((repo / ".git" / packs.MARKS_DIR).iterdir())
     assert len(_pack_names(repo)) < len(before)
     fresh = pygit2.Repository(str(repo))
     for raw, body in written:
@@ -234,10 +243,12 @@ def test_a_damaged_pack_is_not_copied(tmp_path: Path) -> None:
 
 def test_marking_a_pack_twice_keeps_the_first_mark(tmp_path: Path) -> None:
     _objects, base = _one_pack(tmp_path)
-    mark = base + packs.MERGED
-    packs._mark(mark)
+    marks = str(tmp_path / packs.MARKS_DIR)
+    name = os.path.basename(base)
+    packs._mark(marks, name)
+    mark = os.path.join(marks, name)
     os.utime(mark, (1, 1))
-    packs._mark(mark)  # a second process merging the same packs: no error, the age stands
+    packs._mark(marks, name)  # a second process merging the same packs: no error, the age stands
     assert os.stat(mark).st_mtime == 1
 
 
@@ -260,3 +271,99 @@ def test_a_pack_left_half_written_under_its_name_is_replaced_whole(repo: Path) -
     assert not list(pack.parent.glob("tmp_*"))
     assert git(repo, "cat-file", "-p", objs[2][0].hex()) == "x2"
     git(repo, "verify-pack", str(idx))
+
+
+def test_a_burst_stays_below_gits_auto_gc_pack_limit(repo: Path) -> None:
+    """gc.autoPackLimit (50): past PACK_BUDGET, merged packs go after the short grace, so git's
+    own commits do not start `gc --auto` on every call; and after the burst nothing in objects/pack/
+    is garbage to `git count-objects -v` (finding 3 of issue 18)."""
+    _board(repo, 0)
+    objdir = str(repo / ".git" / "objects")
+    most = 0
+    for i in range(600):  # ~300 transitions a second, twice what 24 busy agents made
+        body = b"burst %d\n" % i
+        packs.add(objdir, [(packs.object_id(b"blob", body), b"blob", body)])
+        most = max(most, len(_pack_names(repo)))
+        time.sleep(0.002)
+    assert most <= 50, most
+    assert _garbage(repo) == 0
+    settled = _pack_names(repo)
+    git(repo, "-c", "gc.autoDetach=false", "gc", "--auto")  # finds nothing to do
+    assert _pack_names(repo) == settled
+
+
+def test_settle_on_exit_leaves_the_directory_below_the_budget(repo: Path) -> None:
+    _board(repo, 0)
+    objdir = str(repo / ".git" / "objects")
+    script = (
+        "import sys, time\nfrom gitliza.git import packs\n"
+        "for i in range(400):\n"
+        "    b = b'exit %d\\n' % i\n"
+        "    packs.add(sys.argv[1], [(packs.object_id(b'blob', b), b'blob', b)])\n")
+    subprocess.run([sys.executable, "-c", script, objdir], check=True)
+    assert len(_pack_names(repo)) <= packs.PACK_BUDGET
+    git(repo, "fsck", "--strict", "--no-dangling")
+
+
+def test_marks_whose_packs_git_gc_removed_are_dropped(repo: Path) -> None:
+    _board(repo, 0)
+    objdir = str(repo / ".git" / "objects")
+    _one_pack_each(objdir, "gc", 12)
+    assert packs.consolidate(objdir, limit=4) is not None
+    git(repo, "gc", "-q")  # repacks everything: our packs, marked or not, are gone
+    marks = repo / ".git" / packs.MARKS_DIR
+    assert list(marks.iterdir())
+    for m in marks.iterdir():
+        os.utime(m, (1, 1))
+    packs.settle(objdir)
+    assert not list(marks.iterdir())
+    assert _garbage(repo) == 0
+
+
+def test_a_write_that_fails_leaves_nothing_half_written(repo: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A full disk: the pack, written first under its own name, goes again with the error."""
+    _board(repo, 0)
+    objdir = str(repo / ".git" / "objects")
+    real = os.write
+    calls = {"n": 0}
+
+    def full(fd: int, data: Any) -> int:
+        calls["n"] += 1
+        if calls["n"] == 2:  # the index, after the pack
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(fd, data)
+
+    before = set(os.listdir(os.path.join(objdir, "pack")))
+    monkeypatch.setattr(os, "write", full)
+    with pytest.raises(OSError):
+        packs.write(objdir, [(packs.object_id(b"blob", b"full\n"), b"blob", b"full\n")])
+    monkeypatch.setattr(os, "write", real)
+    assert set(os.listdir(os.path.join(objdir, "pack"))) == before
+    assert _garbage(repo) == 0
+
+
+def test_leftovers_of_a_crash_are_found_by_age(repo: Path) -> None:
+    _board(repo, 0)
+    pack_dir = repo / ".git" / "objects" / "pack"
+    cut = pack_dir / ("pack-" + "ab" * 20 + ".pack")
+    cut.write_bytes(b"PACK\0\0\0\2")
+    tmp = pack_dir / "tmp_pack_XYZ"
+    tmp.write_bytes(b"x")
+    orphan = pack_dir / ("pack-" + "cd" * 20 + packs.MERGED)
+    orphan.write_bytes(b"")
+    objdir = str(repo / ".git" / "objects")
+    assert packs.leftovers(objdir) == []  # fresh: perhaps a live writer's
+    for p in (cut, tmp, orphan):
+        os.utime(p, (1, 1))
+    assert sorted(packs.leftovers(objdir)) == sorted(str(p) for p in (cut, tmp, orphan))
+
+
+def _garbage(repo: Path) -> int:
+    """`git count-objects -v`'s garbage count; its warnings (one per file) go to stderr."""
+    r = subprocess.run(["git", "count-objects", "-v"], cwd=repo, capture_output=True, text=True,
+                       check=True)
+    n = int(next(line.split()[1] for line in r.stdout.splitlines()
+                 if line.startswith("garbage:")))
+    assert (n == 0) == ("garbage" not in r.stderr), r.stderr
+    return n
