@@ -85,12 +85,15 @@ def init(goal: str = typer.Argument(..., help="The goal, in one sentence."),
          integration_branch: Optional[str] = typer.Option(None, "--integration-branch"),
          config: Optional[Path] = typer.Option(None, "--config", help="A TOML file of config."),
          deadline: Optional[str] = typer.Option(None, "--deadline", help="Sprint deadline (ISO)."),
+         spec: Optional[str] = typer.Option(
+             None, "--spec", help="The goal's spec, a file in the repository (default: "
+                                  "specs/vision.md when it exists)."),
          agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
          no_sync: bool = NoSyncOpt) -> None:
     """Create refs/liza/state with the goal, default config and a sprint (or start the next goal
     on a board whose goal ended)."""
     _run(_board().init, agent, json, no_sync, goal=goal, integration_branch=integration_branch,
-         config=config, deadline=deadline)
+         config=config, deadline=deadline, spec=spec)
 
 
 @app.command("complete-goal")

@@ -47,8 +47,9 @@ def _do(env: Env, cls: type[Op], **args: Any) -> int:
 
 
 def init(env: Env, goal: str, integration_branch: str | None, config: Path | None,
-         deadline: str | None) -> int:
+         deadline: str | None, spec: str | None = None) -> int:
     from gitliza.core.ops.planning import Init, next_id
+    from gitliza.goalspec import branch_warning, goal_spec
 
     pairs: dict[str, Any] = {}
     if config is not None:
@@ -68,16 +69,22 @@ def init(env: Env, goal: str, integration_branch: str | None, config: Path | Non
             raise ValidationError(f"config {k}: unsupported value {v!r}")
     liza = env.liza()
     cfg = tuple((k, v) for k, v in pairs.items() if v is not None)
+    spec_ref, notices = goal_spec(liza.repo, spec)
+    warning = branch_warning(liza.repo)
 
     def make(board: Board, now: str) -> Op:
         if board.initialized:  # a new goal after the previous one ended (the op checks that)
             return Init(actor=liza.agent, time=now, goal=goal, deadline=deadline, config=cfg,
                         goal_id=next_id(board.goal.id, "goal"),
-                        sprint_id=next_id(board.sprint.id, "sprint"))
-        return Init(actor=liza.agent, time=now, goal=goal, deadline=deadline, config=cfg)
+                        sprint_id=next_id(board.sprint.id, "sprint"), spec_ref=spec_ref)
+        return Init(actor=liza.agent, time=now, goal=goal, deadline=deadline, config=cfg,
+                    spec_ref=spec_ref)
     done = liza.apply(make)
     _after_init(liza, done.outcome.board)
-    return report(env, done)
+    code = report(env, done)
+    for n in ([warning] if warning else []) + notices:
+        env.out.notice(n)
+    return code
 
 
 def _gated(liza: Any, make: Callable[[Board, str], Op]) -> Callable[[Board, str], Op]:
@@ -220,7 +227,7 @@ def block(env: Env, task: str, reason: str, questions: Sequence[str],
 
 def heartbeat(env: Env, task: str | None = None) -> int:
     from gitliza.core.ops.work import Heartbeat
-    return _do(env, Heartbeat, task=task)
+    return _do(env, Heartbeat, task=task, keep_handoff=True)
 
 
 def discover(env: Env, description: str, disc_id: str | None, during: str | None,

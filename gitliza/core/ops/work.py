@@ -187,6 +187,10 @@ class Heartbeat(Op):
     # The task the agent believes it holds. An agent whose claim was taken over, or dropped by a
     # sync with another machine, is IDLE on the board; naming the task turns that into LeaseLost.
     task: str | None = None
+    # A pending handoff stays pending until the agent that continues the task was given it (in
+    # its prompt); such a heartbeat then clears it. False is format 1's behaviour (any heartbeat
+    # cleared it), which replay of older boards needs.
+    keep_handoff: bool = False
 
     def run(self, ctx: Ctx) -> None:
         me = ctx.require_agent()
@@ -200,7 +204,8 @@ class Heartbeat(Op):
         expires = clock.plus(now, lease_seconds(ctx, t))
         if t is not None and me.status in (A.WORKING, A.HANDOFF) and t.status == S.CLAIMED:
             holder_check(ctx, t, "heartbeat")
-            ctx.put_task(replace(t, lease_expires=expires, handoff_pending=False))
+            ctx.put_task(replace(t, lease_expires=expires,
+                                 handoff_pending=t.handoff_pending and self.keep_handoff))
             ctx.put_agent(replace(me, status=A.WORKING, lease_expires=expires, heartbeat=now))
         elif t is not None and me.status == A.REVIEWING and t.status == S.READY_FOR_REVIEW:
             if t.reviewing_by != me.id or not lease_live(t.review_lease_expires, now):
