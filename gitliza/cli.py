@@ -722,7 +722,7 @@ def main(argv: list[str] | None = None) -> int:
     first). Returns (and exits with) the exit code."""
     from gitliza.clifast import guarded
     args = sys.argv[1:] if argv is None else argv
-    code: int = guarded(lambda: _typer_main(args))
+    code: int = guarded(lambda: _typer_main(args), args)
     if argv is None:
         sys.exit(code)
     return code

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from gitliza.core import clock
 from gitliza.core.board import journal_key
-from gitliza.core.model import Agent, Anomaly, Handoff, Task
+from gitliza.core.model import Agent, Anomaly, CBStatus, Handoff, Task
 from gitliza.core.ops.base import (Ctx, Op, check_sha, free_agent, need_text, register_op,
                                    replace, require_goal_open)
 from gitliza.core.states import AgentState, Role, TaskState
@@ -120,6 +120,14 @@ class Claim(Op):
         me = ctx.require_agent()
         require_goal_open(ctx)
         now = self.time
+        trig = ctx.board.circuit_breaker.current_trigger
+        if ctx.board.circuit_breaker.status == CBStatus.TRIGGERED:
+            # circuit-breaker.md: work halts until the human resolves the trigger.
+            raise IllegalTransition(
+                f"claim {t.id}: the circuit breaker is TRIGGERED"
+                + (f" ({trig.pattern}, {trig.severity})" if trig is not None else "")
+                + "; no new work until the human resolves it",
+                hint="`git liza analyze --resolve TEXT` once the pattern is dealt with")
         if t.status == S.CLAIMED and lease_live(t.lease_expires, now):
             ctx.transition(t, S.CLAIMED)  # role check first, so a planner gets the right message
             who = "you" if t.assigned_to == me.id else t.assigned_to
