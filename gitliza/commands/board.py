@@ -192,11 +192,18 @@ def simple(env: Env, op: str, task: str) -> int:
 
 # Ops after which a task may no longer own a worktree: lifecycle drops it (and its branch).
 RELEASING_OPS = frozenset({"finalize", "unblock", "rescope", "abandon"})
+# Args every op of the command layer (the CLI and the MCP tools) records, whose default is the
+# format-1 behaviour that replay of older boards needs: journal entries keep append order
+# (core/ops/journal.py _append); an agent's heartbeat leaves a pending handoff pending.
+FIXED_ARGS: dict[str, dict[str, Any]] = {
+    "anomaly": {"ordered": True}, "note": {"ordered": True}, "spec-change": {"ordered": True},
+    "heartbeat": {"keep_handoff": True}}
 
 
 def do_op(liza: Any, cls: type[Op], **args: Any) -> Committed:
     """`liza.do(cls, **args)`, then the worktree clean-up a releasing op needs (the CLI and the
     MCP server both go through here)."""
+    args = {**args, **FIXED_ARGS.get(cls.NAME, {})}
     done: Committed = liza.apply(
         _gated(liza, lambda _board, now: cls(actor=liza.agent, time=now, **args)))
     if cls.NAME in RELEASING_OPS:
@@ -271,17 +278,19 @@ def convert(env: Env, discovery: str, task: str) -> int:
 
 def anomaly(env: Env, type_: str, details: Sequence[str], task: str | None) -> int:
     from gitliza.core.ops.journal import AnomalyOp
-    return _do(env, AnomalyOp, type=type_, details=parse_details(details), task=task)
+    return report(env, do_op(env.liza(), AnomalyOp, type=type_, details=parse_details(details),
+                             task=task))
 
 
 def note(env: Env, message: str, for_task: str | None) -> int:
     from gitliza.core.ops.journal import Note
-    return _do(env, Note, message=message, for_task=for_task)
+    return report(env, do_op(env.liza(), Note, message=message, for_task=for_task))
 
 
 def spec_change(env: Env, spec: str, change: str, triggered_by: str | None) -> int:
     from gitliza.core.ops.journal import SpecChangeOp
-    return _do(env, SpecChangeOp, spec=spec, change=change, triggered_by=triggered_by)
+    return report(env, do_op(env.liza(), SpecChangeOp, spec=spec, change=change,
+                             triggered_by=triggered_by))
 
 
 def handoff(env: Env, task: str, summary: str, next_action: str, context_used: str | None,
