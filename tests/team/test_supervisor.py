@@ -190,14 +190,15 @@ git liza verdict "$LIZA_TASK_ID" approve --commit "$LIZA_REVIEW_COMMIT"
 
 def test_bad_invocations_change_nothing(repo: Path) -> None:
     make_board(repo)
-    ok(liza(repo, "register", "planner-9", "--role", "planner", agent=None))
+    ok(liza(repo, "register", "m1-coder-9", "--role", "planner", agent=None))
     before = tip(repo)
     for args, agent, code, msg in [
             (["agent", "boss"], "coder-1", 1, "is not planner, coder"),
             (["agent", "coder"], None, 1, "needs an agent id"),
             (["agent", "coder", "--cli", "emacs"], "coder-1", 1, "--cli must be"),
             (["agent", "coder", "--", "no-such-agent-cli"], "coder-1", 5, "not found on PATH"),
-            (["agent", "coder", "--", "true"], "planner-9", 1, "registered as planner")]:
+            (["agent", "coder", "--", "true"], "planner-9", 1, "does not name the coder role"),
+            (["agent", "coder", "--", "true"], "m1-coder-9", 1, "registered as planner")]:
         r = liza(repo, *args, agent=agent)
         assert r.returncode == code and msg in r.stderr, r.stderr
     assert tip(repo) == before
