@@ -102,6 +102,11 @@ def test_abort_file_ends_a_supervisor(repo: Path, tmp_path: Path) -> None:
     (repo / ".liza").mkdir(exist_ok=True)
     (repo / ".liza" / "ABORT").touch()
     assert sup.wait() == 0 and "ABORT; exiting" in sup.output()
+    # It held nothing: it leaves the board, as liza-agent.sh's exit trap removes its agent
+    # (`status` would list it as IDLE forever otherwise).
+    agents = json.loads(ok(liza(repo, "status", "--json", agent=None)))["agents"]
+    assert "reviewer-1" not in {a["id"] for a in agents}
+    ok(liza(repo, "verify", agent=None))
 
 
 def test_a_long_running_agent_keeps_its_lease(repo: Path, tmp_path: Path) -> None:
@@ -218,6 +223,8 @@ def test_sigterm_stops_the_agent_and_leaves_the_board_consistent(repo: Path,
             time.sleep(0.1)
     t = task_of(repo, "t1")
     assert t["status"] == "CLAIMED" and t["assigned_to"] == "coder-1"  # left to expire
+    agents = json.loads(ok(liza(repo, "status", "--json", agent=None)))["agents"]
+    assert "coder-1" in {a["id"] for a in agents}  # it holds t1: it stays until taken over
     log = json.loads(ok(liza(repo, "log", "--json", "-n", "1", agent=None)))
     assert log[0]["op"] == "supervise" and log[0]["args"]["mode"] == "end"
     ok(liza(repo, "validate", agent=None))
