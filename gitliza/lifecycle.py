@@ -687,6 +687,7 @@ def merge(liza: Liza, task: str, *, integration_timeout: float | None = None) ->
 
 
 def _merge_once(liza: Liza, task: str, integration_timeout: float | None) -> MergeResult:
+    from gitliza.git.drift import drift_commits
     from gitliza.git.merge import (CheckoutNotUpdated, IntegrationTestFailed, MergeConflict,
                                    merge_commit_into)
     from gitliza.sync import IntegrationDiverged
@@ -700,6 +701,7 @@ def _merge_once(liza: Liza, task: str, integration_timeout: float | None) -> Mer
         ensure_commit(liza, t.review_commit, f"{task}'s review_commit")
         branch = board.config.integration_branch
         review = Oid(hex=t.review_commit)
+        drift = drift_commits(repo, branch, t.base_commit)
         notes: list[str] = []
         for attempt in range(1, MERGE_ATTEMPTS + 1):
             try:
@@ -727,7 +729,7 @@ def _merge_once(liza: Liza, task: str, integration_timeout: float | None) -> Mer
         if outcome.kind == "up-to-date":  # merged before (a crash before the board write)
             merged = _first_parent_introducing(repo, outcome.new, review)
         op = Merge(actor=liza.agent, time=liza.now(), task=task, result="merged",
-                   merge_commit=str(merged))
+                   merge_commit=str(merged), drift_commits=drift)
         try:
             done = liza.apply(lambda _b, now: dataclasses.replace(op, time=now))
         except IntegrationDiverged as e:

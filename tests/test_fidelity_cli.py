@@ -149,3 +149,33 @@ def test_the_schema_example_imports_with_each_broken_invariant_a_warning(
     assert "warning:" in r.stderr
     ok(liza(repo, "verify", agent=None))
     assert "(10 tasks, 3 log entries)" in r.stdout
+
+
+def test_merge_logs_drift_commits_as_wt_merge_sh(repo: Path) -> None:
+    from gitliza.interop import seed
+    _vision(repo)
+    ok(liza(repo, "init", "Hello", agent=None))
+    for agent, role in (("coder-1", "coder"), ("coder-2", "coder"),
+                        ("code-reviewer-1", "code_reviewer")):
+        ok(liza(repo, "register", agent, "--role", role, agent=None))
+    for task, coder in (("task-1", "coder-1"), ("task-2", "coder-2")):
+        ok(liza(repo, "add", task, "--desc", "d", "--spec-ref", "specs/vision.md", "--done-when",
+                "w", "--scope", task, "--ready", agent=None))
+        ok(liza(repo, "claim", task, agent=coder))  # both from the same integration tip
+    for task, coder in (("task-1", "coder-1"), ("task-2", "coder-2")):
+        wt = repo / ".worktrees" / task
+        (wt / f"{task}.txt").write_text(task)
+        git(wt, "add", ".")
+        git(wt, "commit", "-q", "-m", task)
+        ok(liza(repo, "submit", task, agent=coder))
+        ok(liza(repo, "claim-review", task, agent="code-reviewer-1"))
+        ok(liza(repo, "verdict", task, "approve", "--commit", git(wt, "rev-parse", "HEAD"),
+                agent="code-reviewer-1"))
+        ok(liza(repo, "merge", task, agent="code-reviewer-1"))
+    ok(liza(repo, "materialize", agent=None))
+    entries = seed.read_log((repo / ".liza" / "log.yaml").read_text())  # our reader takes it
+    merged = {e["task"]: e for e in entries if e["action"] == "merged"}
+    assert merged["task-1"]["drift_commits"] == "0"
+    assert merged["task-2"]["drift_commits"] == "1"  # task-1's merge came in since its base
+    assert list(merged["task-2"]) == ["timestamp", "agent", "action", "task", "drift_commits",
+                                      "detail"]

@@ -230,6 +230,12 @@ def log_entry(trailers: Mapping[str, str], subject: str,
     task = trailers.get("Liza-Task")
     if task:
         entry["task"] = task  # the spec leaves `task` out of goal-level entries
+    if trailers.get("Liza-Op") == "merge" and '"drift_commits"' in trailers.get("Liza-Args", ""):
+        import json
+        try:
+            entry["drift_commits"] = int(json.loads(trailers["Liza-Args"])["drift_commits"])
+        except (ValueError, KeyError, TypeError):
+            pass
     entry["detail"] = describe(trailers, task_record) or one_line(subject) or entry["action"]
     return entry
 

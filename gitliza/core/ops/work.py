@@ -393,6 +393,8 @@ class Merge(Op):
     result: str  # "merged" | "failed"
     merge_commit: str | None = None
     reason: str | None = None
+    # Integration commits since the task's base when it was merged (wt-merge.sh logs it).
+    drift_commits: int | None = None
 
     def run(self, ctx: Ctx) -> None:
         t = ctx.require_task(self.task)
