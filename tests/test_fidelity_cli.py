@@ -179,3 +179,20 @@ def test_merge_logs_drift_commits_as_wt_merge_sh(repo: Path) -> None:
     assert merged["task-2"]["drift_commits"] == "1"  # task-1's merge came in since its base
     assert list(merged["task-2"]) == ["timestamp", "agent", "action", "task", "drift_commits",
                                       "detail"]
+
+
+def test_show_prints_the_handoff_and_a_heartbeat_keeps_it_pending(repo: Path) -> None:
+    _vision(repo)
+    ok(liza(repo, "init", "Hello", agent=None))
+    ok(liza(repo, "register", "coder-1", "--role", "coder", agent=None))
+    ok(liza(repo, "add", "task-1", "--desc", "d", "--spec-ref", "specs/vision.md", "--done-when",
+            "w", "--scope", "s", "--ready", agent=None))
+    ok(liza(repo, "claim", "task-1", agent="coder-1"))
+    ok(liza(repo, "handoff", "task-1", "--summary", "parser half done", "--next-action",
+            "write the tests", agent="coder-1"))
+    ok(liza(repo, "heartbeat", "--task", "task-1", agent="coder-1"))  # it cleared the handoff
+    out = ok(liza(repo, "show", "task-1", agent=None))
+    assert "handoff by coder-1" in out and "(pending" in out
+    assert "summary: parser half done" in out and "next_action: write the tests" in out
+    data = json.loads(ok(liza(repo, "show", "task-1", "--json", agent=None)))
+    assert data["handoff_pending"] is True and data["handoff"]["next_action"] == "write the tests"

@@ -128,8 +128,10 @@ def show_data(liza: Any, task: str, at: str | None = None) -> dict[str, Any]:
     """`show --json`: one task with its history and the human notes for it."""
     board = liza.store.board(at)[0]
     t = find_task(board, task)
+    handoff = board.get("handoff", t.id)
     return {**codec.encode(t), "human_notes": [codec.encode(n) for n in notes_for(board, t.id)],
-            "agent_logs": [str(p) for p in agent_logs(liza, t.id)]}
+            "agent_logs": [str(p) for p in agent_logs(liza, t.id)],
+            **({"handoff": codec.encode(handoff)} if handoff is not None else {})}
 
 
 def agent_logs(liza: Any, task: str) -> list[Any]:
@@ -162,6 +164,13 @@ def show(env: Env, task: str, at: str | None) -> int:
         out.line("  human notes (read before starting):")
         for n in notes:
             out.line(f"    {n.timestamp}  {n.author or 'human'}: {n.message}")
+    handoff = board.get("handoff", t.id)
+    if handoff is not None:
+        pending = " (pending: not yet given to the next agent)" if t.handoff_pending else ""
+        out.line(f"  handoff by {handoff.agent} at {handoff.timestamp}{pending}:")
+        for k, v in codec.encode(handoff).items():
+            if k not in ("task", "agent", "timestamp"):
+                out.line(f"    {k}: {', '.join(map(str, v)) if isinstance(v, list) else v}")
     logs = agent_logs(env.liza(), t.id)
     if logs:
         out.line("  agent logs (this machine, oldest first):")
