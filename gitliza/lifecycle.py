@@ -716,6 +716,11 @@ def _merge_once(liza: Liza, task: str, integration_timeout: float | None) -> Mer
                 continue
             except (MergeConflict, IntegrationTestFailed) as e:
                 reason = _one_line(str(e))
+                if isinstance(e, IntegrationTestFailed):
+                    from gitliza import testlog
+                    kept = testlog.keep(repo, task, liza.now(), e.output)
+                    if kept is not None:  # the whole output, as wt-merge.sh keeps it
+                        reason = _one_line(f"{str(e)[:REASON_MAX - 80]} (full output: {kept})")
                 failed = liza.apply(lambda _b, now: Merge(actor=liza.agent, time=now, task=task,
                                                          result="failed", reason=reason))
                 raise MergeFailed(f"merge {task} failed: {reason}", failed,
