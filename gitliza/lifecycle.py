@@ -349,8 +349,12 @@ def _claim_attempt(liza: Liza, task: str) -> ClaimResult:
     board, now = liza.board(), liza.now()
     rel = worktree_path(task)
     t = board.task(task)
-    reuse = (t is not None and t.assigned_to == liza.agent and t.base_commit is not None
-             and t.status in (S.REJECTED, S.INTEGRATION_FAILED, S.CLAIMED))
+    # The same coder keeps its checkout; so does anyone taking over an INTEGRATION_FAILED task
+    # (liza-claim-task.sh preserves that worktree: the failed work is what the fix starts from).
+    reuse = (t is not None and t.base_commit is not None
+             and (t.status == S.INTEGRATION_FAILED
+                  or (t.assigned_to == liza.agent
+                      and t.status in (S.REJECTED, S.INTEGRATION_FAILED, S.CLAIMED))))
     if reuse:
         assert t is not None and t.base_commit is not None
         base = t.base_commit
