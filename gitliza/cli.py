@@ -258,6 +258,18 @@ def note(message: str, for_task: Optional[str] = typer.Option(None, "--for"),
     _run(_board().note, agent, json, no_sync, message=message, for_task=for_task)
 
 
+@app.command("sprint-scope")
+def sprint_scope(planned: List[str] = typer.Option([], "--planned",
+                                                  help="A task the sprint plans (repeatable)."),
+                 stretch: List[str] = typer.Option([], "--stretch",
+                                                  help="A stretch task (repeatable)."),
+                 agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
+                 no_sync: bool = NoSyncOpt) -> None:
+    """Set the sprint's scope (replaces it); the sprint completes when its planned tasks are
+    terminal."""
+    _run(_board().sprint_scope, agent, json, no_sync, planned=planned, stretch=stretch)
+
+
 @app.command("spec-change")
 def spec_change(spec: str, change: str = typer.Option(..., "--change"),
                 triggered_by: Optional[str] = typer.Option(None, "--triggered-by"),

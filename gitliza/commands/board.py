@@ -300,3 +300,8 @@ def handoff(env: Env, task: str, summary: str, next_action: str, context_used: s
     return _do(env, HandoffOp, task=task, summary=summary, next_action=next_action,
                context_used=context_used, approach=approach, blockers=blockers,
                files_modified=tuple(files), next_steps=tuple(next_steps))
+
+
+def sprint_scope(env: Env, planned: Sequence[str], stretch: Sequence[str]) -> int:
+    from gitliza.core.ops.sprint import SprintScopeOp
+    return _do(env, SprintScopeOp, planned=tuple(planned), stretch=tuple(stretch))

@@ -183,3 +183,30 @@ def test_handoff_section_lists_every_field() -> None:
                 next_action="n", approach="a", files_modified=("x.py",), next_steps=("one",))
     text = prompts.handoff_section(h)
     assert "APPROACH: a" in text and "FILES MODIFIED: x.py" in text and "NEXT STEP: one" in text
+
+
+def test_the_sprint_scope_is_set_and_the_sprint_completes_with_its_planned_tasks() -> None:
+    from gitliza.core.ops.sprint import SprintScopeOp
+    r = team()
+    for t in ("task-1", "task-2", "task-3"):
+        add_ready(r, t)
+    with pytest.raises(PermissionDenied):
+        r.do(SprintScopeOp, "coder-1", planned=("task-1",))
+    with pytest.raises(ValidationError, match="task-9 does not exist"):
+        r.do(SprintScopeOp, "planner-1", planned=("task-9",))
+    r.do(SprintScopeOp, "planner-1", planned=("task-1", "task-2"), stretch=("task-3",))
+    assert r.board.sprint.scope.planned == ("task-1", "task-2")
+    assert r.board.sprint.scope.stretch == ("task-3",)
+    _merge_ready(r, "task-1")
+    assert r.board.sprint.status == "IN_PROGRESS"
+    out = r.do(Abandon, "planner-1", task="task-2", reason="dropped")
+    assert r.board.sprint.status == "COMPLETED" and r.board.sprint.timeline.ended == r.now()
+    assert any("COMPLETED" in n for n in out.notices)
+    with pytest.raises(ValidationError, match="its scope is final"):
+        r.do(SprintScopeOp, "planner-1", planned=("task-3",))
+
+
+def _merge_ready(r: Runner, task: str) -> None:
+    to_review(r, task)
+    verdict(r, "approve", task)
+    r.do(Merge, "reviewer-1", task=task, result="merged", merge_commit=MERGE_C)
