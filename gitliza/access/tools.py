@@ -248,7 +248,7 @@ def _build() -> dict[str, Tool]:
     write("verdict", "Approve or reject the reviewed commit (the review lease and the SHA are "
           "checked).", verdict, optional=("commit",))
     write("merge", "Merge the approved review commit into the integration branch.", merge,
-          exclude=("result", "merge_commit", "reason"))
+          exclude=("result", "merge_commit", "reason", "drift_commits"))
     write("heartbeat", "Extend your lease(s); name the task to fail (stand down) if you no "
           "longer hold it.", roles=AGENTS, exclude=("keep_handoff",))
     write("handoff", "Write a context-exhaustion handoff for your claimed task.",

@@ -149,16 +149,16 @@ class AnomalyOp(Op):
         if required is None:
             raise ValidationError(f"anomaly type {self.type!r} is not one of: "
                                   + ", ".join(ANOMALY_REQUIRED))
-        loggers = ANOMALY_LOGGERS[self.type]
-        if self.ordered and role != Role.HUMAN and role not in loggers:
-            raise PermissionDenied(f"a {self.type} anomaly is logged by "
-                                   + " or ".join(sorted(r.value for r in loggers))
-                                   + f", not {self.actor} ({role.value})")
         details = canonical_details(self.details)
         have = {k for k, _ in details}
         missing = [f for f in required if f not in have]
         if missing:
             raise ValidationError(f"anomaly {self.type} needs details: {', '.join(missing)}")
+        loggers = ANOMALY_LOGGERS[self.type]
+        if self.ordered and role != Role.HUMAN and role not in loggers:
+            raise PermissionDenied(f"a {self.type} anomaly is logged by "
+                                   + " or ".join(sorted(r.value for r in loggers))
+                                   + f", not {self.actor} ({role.value})")
         _task_ref(ctx, self.task)
         _append(ctx, "anomalies", Anomaly(timestamp=self.time, type=self.type,
                                           reporter=self.actor, task=self.task, details=details),
