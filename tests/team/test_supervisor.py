@@ -228,3 +228,29 @@ def test_sigterm_stops_the_agent_and_leaves_the_board_consistent(repo: Path,
     log = json.loads(ok(liza(repo, "log", "--json", "-n", "1", agent=None)))
     assert log[0]["op"] == "supervise" and log[0]["args"]["mode"] == "end"
     ok(liza(repo, "validate", agent=None))
+
+
+def test_a_handoff_reaches_the_next_sessions_prompt_and_is_then_taken(repo: Path,
+                                                                       tmp_path: Path) -> None:
+    make_board(repo)
+    add_task(repo, "t1")
+    runs = tmp_path / "runs"
+    agent = script(tmp_path, "agent.sh", f"""n=$(cat {runs} 2>/dev/null || echo 0); n=$((n+1))
+echo $n > {runs}
+if [ $n = 1 ]; then
+  git liza handoff t1 --summary "parser half done" --next-action "write the tests"
+  sleep 2  # the lease keeper beats meanwhile: the handoff stays pending
+  exit 42
+fi
+grep -q "=== HANDOFF FROM coder-1" "$LIZA_PROMPT_FILE"
+grep -q "NEXT ACTION: write the tests" "$LIZA_PROMPT_FILE"
+""" + SUBMIT)
+    sup = Sup(repo, "coder", "coder-1", "--", str(agent))
+    sup.expect("exited 42 (graceful); restarting in 1s")
+    sup.expect("agent completed")
+    ok(liza(repo, "abort", agent=None))
+    assert sup.wait() == 0
+    t = task_of(repo, "t1")
+    assert t["status"] == "READY_FOR_REVIEW" and not t.get("handoff_pending")
+    events = [h["event"] for h in t["history"]]
+    assert "handoff" in events
