@@ -210,3 +210,12 @@ def _merge_ready(r: Runner, task: str) -> None:
     to_review(r, task)
     verdict(r, "approve", task)
     r.do(Merge, "reviewer-1", task=task, result="merged", merge_commit=MERGE_C)
+
+
+def test_the_checkpoint_summary_carries_the_approval_rate_warning() -> None:
+    from gitliza.governance.checkpoint import summary
+    r = team()
+    for i in range(5):
+        _merged(r, f"task-{i}")
+    text = summary(r.board, r.now(), [], "0" * 40)
+    assert "high approval rate (100% over 5 reviews)" in text
