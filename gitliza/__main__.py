@@ -63,7 +63,7 @@ def _main(args: list[str], argv: list[str] | None) -> int:
         from gitliza.hookimpl import main as hook_main
 
         return hook_main(args[1:])
-    code = clifast.guarded(lambda: clifast.run(args))
+    code = clifast.guarded(lambda: clifast.run(args), args)
     if code is not None:  # run from the cached spec, without importing typer
         return int(code)
     classcache.install()

@@ -85,12 +85,15 @@ def init(goal: str = typer.Argument(..., help="The goal, in one sentence."),
          integration_branch: Optional[str] = typer.Option(None, "--integration-branch"),
          config: Optional[Path] = typer.Option(None, "--config", help="A TOML file of config."),
          deadline: Optional[str] = typer.Option(None, "--deadline", help="Sprint deadline (ISO)."),
+         spec: Optional[str] = typer.Option(
+             None, "--spec", help="The goal's spec, a file in the repository (default: "
+                                  "specs/vision.md when it exists)."),
          agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
          no_sync: bool = NoSyncOpt) -> None:
     """Create refs/liza/state with the goal, default config and a sprint (or start the next goal
     on a board whose goal ended)."""
     _run(_board().init, agent, json, no_sync, goal=goal, integration_branch=integration_branch,
-         config=config, deadline=deadline)
+         config=config, deadline=deadline, spec=spec)
 
 
 @app.command("complete-goal")
@@ -253,6 +256,18 @@ def note(message: str, for_task: Optional[str] = typer.Option(None, "--for"),
          agent: Optional[str] = AgentOpt, json: bool = JsonOpt, no_sync: bool = NoSyncOpt) -> None:
     """Leave a human note (optionally for one task)."""
     _run(_board().note, agent, json, no_sync, message=message, for_task=for_task)
+
+
+@app.command("sprint-scope")
+def sprint_scope(planned: List[str] = typer.Option([], "--planned",
+                                                  help="A task the sprint plans (repeatable)."),
+                 stretch: List[str] = typer.Option([], "--stretch",
+                                                  help="A stretch task (repeatable)."),
+                 agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
+                 no_sync: bool = NoSyncOpt) -> None:
+    """Set the sprint's scope (replaces it); the sprint completes when its planned tasks are
+    terminal."""
+    _run(_board().sprint_scope, agent, json, no_sync, planned=planned, stretch=stretch)
 
 
 @app.command("spec-change")
@@ -719,7 +734,7 @@ def main(argv: list[str] | None = None) -> int:
     first). Returns (and exits with) the exit code."""
     from gitliza.clifast import guarded
     args = sys.argv[1:] if argv is None else argv
-    code: int = guarded(lambda: _typer_main(args))
+    code: int = guarded(lambda: _typer_main(args), args)
     if argv is None:
         sys.exit(code)
     return code

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from typing import Any, Sequence
 
 from gitliza.atomic import read_marshal, write_marshal
 
@@ -255,10 +255,38 @@ def _cwd() -> Any:
     return Path.cwd()
 
 
-def guarded(body: Any) -> Any:
+def _json_error(code: str, exit_code: int, message: str) -> None:
+    """With --json, a failure is a JSON document on stdout too (the line on stderr stays), so
+    that a program reading stdout gets the error code, not nothing."""
+    import json
+    try:
+        sys.stdout.write(json.dumps({"error": {"code": code, "exit_code": exit_code,
+                                               "message": message}}) + "\n")
+    except (OSError, ValueError):
+        pass
+
+
+def guarded(body: Any, args: Sequence[str] = ()) -> Any:
     """Run `body()` as the CLI runs a command: every LizaError becomes one stderr line and its exit
     code; usage errors exit 1 (not click's 2, which the spec reserves for a concurrency conflict);
-    anything unexpected is still one line and an exit code. Shared by the fast path and typer's."""
+    anything unexpected is still one line and an exit code. With `--json` in `args`, the error is
+    also a JSON document on stdout. Shared by the fast path and typer's."""
+    try:
+        return _guarded(body)
+    except _Failed as f:
+        code, exit_code, message = f.args
+        own = list(args)[:list(args).index("--")] if "--" in args else args
+        from gitliza import output
+        if "--json" in own and not output.json_written:  # ours, not an agent command's
+            _json_error(code, exit_code, message)
+        return exit_code
+
+
+class _Failed(Exception):
+    """(error code, exit code, message) of a failure already reported on stderr."""
+
+
+def _guarded(body: Any) -> Any:
     from gitliza.errors import (EXIT_BROKEN_PIPE, EXIT_DEPENDENCY, EXIT_VALIDATION, LizaError,
                                 environmental, unexpected)
     from gitliza.output import err
@@ -273,24 +301,26 @@ def guarded(body: Any) -> Any:
         return EXIT_BROKEN_PIPE
     except LizaError as e:
         err(str(e))
-        return e.exit_code
+        raise _Failed(e.code, e.exit_code, str(e)) from None
     except ModuleNotFoundError as e:  # e.g. pygit2 missing from this environment
-        err(f"missing dependency: Python module {e.name!r} is not installed "
-            "(reinstall gitliza with its dependencies: pip install gitliza)")
-        return EXIT_DEPENDENCY
+        text = (f"missing dependency: Python module {e.name!r} is not installed "
+                "(reinstall gitliza with its dependencies: pip install gitliza)")
+        err(text)
+        raise _Failed("MISSING_DEPENDENCY", EXIT_DEPENDENCY, text) from None
     except Exception as e:
         fmt = getattr(e, "format_message", None)
         if fmt is not None:  # click usage errors: one line, exit 1
             err(fmt())
-            return EXIT_VALIDATION
+            raise _Failed("USAGE", EXIT_VALIDATION, fmt()) from None
         known = environmental(e)
         if known is not None:  # the environment refused: its cause and fix, no bug report
             err(str(known))
-            return known.exit_code
+            raise _Failed(known.code, known.exit_code, str(known)) from None
         if os.environ.get("LIZA_DEBUG"):
             raise
         # a bug: still one line, still an exit code
         git_side, code, text = unexpected(e)
-        err(f"{'git operation failed' if git_side else 'internal error'}: {text} (LIZA_DEBUG=1 "
-            "shows the traceback; please report it)")
-        return code
+        line = (f"{'git operation failed' if git_side else 'internal error'}: {text} "
+                "(LIZA_DEBUG=1 shows the traceback; please report it)")
+        err(line)
+        raise _Failed("GIT_FAILURE" if git_side else "INTERNAL", code, line) from None

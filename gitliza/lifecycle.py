@@ -356,8 +356,12 @@ def _claim_attempt(liza: Liza, task: str) -> ClaimResult:
     board, now = liza.board(), liza.now()
     rel = worktree_path(task)
     t = board.task(task)
-    reuse = (t is not None and t.assigned_to == liza.agent and t.base_commit is not None
-             and t.status in (S.REJECTED, S.INTEGRATION_FAILED, S.CLAIMED))
+    # The same coder keeps its checkout; so does anyone taking over an INTEGRATION_FAILED task
+    # (liza-claim-task.sh preserves that worktree: the failed work is what the fix starts from).
+    reuse = (t is not None and t.base_commit is not None
+             and (t.status == S.INTEGRATION_FAILED
+                  or (t.assigned_to == liza.agent
+                      and t.status in (S.REJECTED, S.INTEGRATION_FAILED, S.CLAIMED))))
     if reuse:
         assert t is not None and t.base_commit is not None
         base = t.base_commit
@@ -695,6 +699,7 @@ def merge(liza: Liza, task: str, *, integration_timeout: float | None = None) ->
 
 
 def _merge_once(liza: Liza, task: str, integration_timeout: float | None) -> MergeResult:
+    from gitliza.git.drift import drift_commits
     from gitliza.git.merge import (CheckoutNotUpdated, IntegrationTestFailed, MergeConflict,
                                    merge_commit_into)
     from gitliza.sync import IntegrationDiverged
@@ -708,6 +713,7 @@ def _merge_once(liza: Liza, task: str, integration_timeout: float | None) -> Mer
         ensure_commit(liza, t.review_commit, f"{task}'s review_commit")
         branch = board.config.integration_branch
         review = Oid(hex=t.review_commit)
+        drift = drift_commits(repo, branch, t.base_commit)
         notes: list[str] = []
         for attempt in range(1, MERGE_ATTEMPTS + 1):
             try:
@@ -722,6 +728,11 @@ def _merge_once(liza: Liza, task: str, integration_timeout: float | None) -> Mer
                 continue
             except (MergeConflict, IntegrationTestFailed) as e:
                 reason = _one_line(str(e))
+                if isinstance(e, IntegrationTestFailed):
+                    from gitliza import testlog
+                    kept = testlog.keep(repo, task, liza.now(), e.output)
+                    if kept is not None:  # the whole output, as wt-merge.sh keeps it
+                        reason = _one_line(f"{str(e)[:REASON_MAX - 80]} (full output: {kept})")
                 failed = liza.apply(lambda _b, now: Merge(actor=liza.agent, time=now, task=task,
                                                          result="failed", reason=reason))
                 raise MergeFailed(f"merge {task} failed: {reason}", failed,
@@ -735,7 +746,7 @@ def _merge_once(liza: Liza, task: str, integration_timeout: float | None) -> Mer
         if outcome.kind == "up-to-date":  # merged before (a crash before the board write)
             merged = _first_parent_introducing(repo, outcome.new, review)
         op = Merge(actor=liza.agent, time=liza.now(), task=task, result="merged",
-                   merge_commit=str(merged))
+                   merge_commit=str(merged), drift_commits=drift)
         try:
             done = liza.apply(lambda _b, now: dataclasses.replace(op, time=now))
         except IntegrationDiverged as e:

@@ -17,7 +17,9 @@ class Out:
     def json(self, data: Any) -> None:
         import json
 
+        global json_written
         sys.stdout.write(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
+        json_written = True
 
     def line(self, text: str = "") -> None:
         sys.stdout.write(text + "\n")
@@ -53,6 +55,11 @@ class Out:
         lines = [fmt.format(*columns).rstrip()]
         lines += [fmt.format(*r).rstrip() for r in cells]
         sys.stdout.write("\n".join(lines) + "\n")
+
+
+# A command printed its JSON document (a failure after it, e.g. a merge whose integration test
+# failed, does not print a second one).
+json_written = False
 
 
 def err(text: str) -> None:

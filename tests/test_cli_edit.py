@@ -175,10 +175,14 @@ def test_validate_file_checks_a_seed_schema_file(board: Path) -> None:
     ok(liza(board, "add", "t-1", "--desc", "d", "--depends-on", "t-0"))
     ok(liza(board, "abandon", "t-0", "--reason", "gone"))
     ok(liza(board, "materialize"))
-    # t-0 is in .liza/archive/, which validate reads with the materialized state.yaml.
+    # t-0 is in .liza/archive/, and in state.yaml too: the live t-1 names it (so the file alone
+    # is a whole board, as liza-validate.sh reads it).
     assert ok(liza(board, "validate", ".liza/state.yaml")).strip() == "VALID"
     (board / "alone.yaml").write_text((board / ".liza" / "state.yaml").read_text())
-    r = liza(board, "validate", "alone.yaml")
+    assert ok(liza(board, "validate", "alone.yaml")).strip() == "VALID"
+    gone = (board / "alone.yaml").read_text().replace("- id: t-0", "- id: t-9")
+    (board / "gone.yaml").write_text(gone)
+    r = liza(board, "validate", "gone.yaml")
     assert r.returncode == 1 and "'t-0' does not exist" in r.stderr
     bad = (board / ".liza" / "state.yaml").read_text().replace("status: DRAFT", "status: DONE")
     (board / "bad.yaml").write_text(bad)

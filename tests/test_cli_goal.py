@@ -43,7 +43,7 @@ def test_anomaly_in_the_seeds_detail_order_verifies(board: Path) -> None:
     # The same details in another order are the same entry: refused as already recorded only if
     # in the same second, so just check the ref replays after a second anomaly too.
     ok(liza(board, "anomaly", "retry_loop", "--detail", "error_pattern=ünïcode \"q\"",
-            "--detail", "count=3", "--detail", "zeta=1", "--detail", "alpha=x"))
+            "--detail", "count=3", "--detail", "zeta=1", "--detail", "alpha=x", agent="coder-1"))
     assert json.loads(ok(liza(board, "verify", "--json")))["legacy"] == []
 
 

@@ -377,11 +377,23 @@ def test_failing_integration_test_leaves_the_branch_and_records_integration_fail
     assert "exited 7" in r.stderr and "3 failed" in r.stderr
     assert json.loads(r.stdout)["to"] == "INTEGRATION_FAILED"
     assert git(repo, "rev-parse", "integration") == integ
-    assert task(repo, "t1").status == "INTEGRATION_FAILED"
+    failed = task(repo, "t1")
+    assert failed.status == "INTEGRATION_FAILED"
+    # The whole output is kept under .liza/, as wt-merge.sh keeps it; the reason names the file.
+    [log] = list((repo / ".liza").glob("integration-test-t1-*.log"))
+    assert log.read_text() == "running suite\n3 failed\n" or "3 failed" in log.read_text()
+    assert failed.integration_failure is not None
+    assert f"(full output: .liza/{log.name})" in failed.integration_failure
+    assert git(repo, "status", "--porcelain") == ""  # .liza/ is excluded
+    # Another coder takes it over from the failed work itself (liza-claim-task.sh keeps that
+    # worktree), not from a fresh checkout with the work only in the attic.
+    failed_head = git(wt, "rev-parse", "HEAD")
+    data = claimed(repo, "t1", "c2")
+    assert Path(data["worktree"]) == wt and git(wt, "rev-parse", "HEAD") == failed_head
+    assert task(repo, "t1").integration_fix
     # A passing test lets it through (the fix commit changes the script).
-    claimed(repo, "t1", "c1")
     commit_file(wt, "scripts/integration-test.sh", "exit 0\n")
-    ok(repo, "submit", "t1", agent="c1")
+    ok(repo, "submit", "t1", agent="c2")
     ok(repo, "claim-review", "t1", agent="r1")
     ok(repo, "verdict", "t1", "approve", agent="r1")
     assert ok(repo, "merge", "t1", agent="r1")["integration_tested"] is True

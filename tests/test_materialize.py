@@ -20,6 +20,7 @@ from gitliza.core import clock, yamlview
 from gitliza.core.ops import (Abandon, Add, Claim, ClaimReview, Init, Merge, Register, Submit,
                               Verdict)
 from gitliza.core.ops.journal import Note
+from gitliza.core.ops.planning import ConfigSet, Edit
 from gitliza.errors import ValidationError
 from gitliza.git.store import Store
 from gitliza.materialize import main_worktree, materialize
@@ -100,8 +101,9 @@ def test_state_yaml_has_the_spec_shape(board: Path) -> None:
     assert done.state in text.splitlines()[0]
 
     tasks = {t["id"]: t for t in state["tasks"]}
-    # Live tasks only, in state-machine order, then priority; the merged task is archived.
-    assert [t["id"] for t in state["tasks"]] == ["t2", "t3"]
+    # Live tasks in state-machine order, then priority, then the merged task: it is archived,
+    # and listed too, since it ended less than config.archive_after ago and t2 depends on it.
+    assert [t["id"] for t in state["tasks"]] == ["t2", "t3", "t1"]
     assert sorted(p.name for p in (board / ".liza" / "archive").iterdir()) == [
         ".index.json", "t1.yaml"]
     t1 = _load(board / ".liza" / "archive" / "t1.yaml")
@@ -369,9 +371,36 @@ def test_archive_files_follow_the_board(board: Path) -> None:
     assert (arch / "t1.yaml").stat().st_mtime_ns == before  # untouched
     t2 = _load(arch / "t2.yaml")
     assert t2["status"] == "ABANDONED" and t2["abandon_reason"] == "not needed"
-    assert [t["id"] for t in _load(board / ".liza" / "state.yaml")["tasks"]] == ["t3"]
+    # t2 ended just now (listed until archive_after passes); t1 ended days before this state
+    # and nothing live names it any more: archive/ only.
+    assert [t["id"] for t in _load(board / ".liza" / "state.yaml")["tasks"]] == ["t3", "t2"]
     assert _mat(board).cached
     # A rewritten history (as a sync can make): back before t1 merged, the files follow.
     past = _mat(board, f"{STATE}~5")
     assert past.archive_removed == 2 and not any(arch.glob("*.yaml"))
     assert {t["id"] for t in _load(board / ".liza" / "state.yaml")["tasks"]} == {"t1", "t2", "t3"}
+
+
+def test_terminal_tasks_leave_state_yaml_after_the_threshold_unless_referenced(
+        board: Path) -> None:
+    """blackboard-schema.md: archive/ holds terminal tasks older than a threshold (config
+    archive_after, a day by default); a task a live entry names stays in state.yaml, so that
+    liza-validate.sh finds every task that depends_on names."""
+    ended = Liza.open(board, sync=False).board().get("archive", "t1").history[-1].time
+    two_hours = lambda: clock.plus(ended, 7200)  # noqa: E731
+    human = _as(board, "human", two_hours)
+    human.do(Edit, task="t2", clear_depends_on=True)  # nothing live names t1 any more
+    _mat(board)
+    assert [t["id"] for t in _load(board / ".liza" / "state.yaml")["tasks"]] == ["t2", "t3", "t1"]
+    human.do(ConfigSet, key="archive_after", value="3600")
+    _mat(board)
+    assert [t["id"] for t in _load(board / ".liza" / "state.yaml")["tasks"]] == ["t2", "t3"]
+    assert (board / ".liza" / "archive" / "t1.yaml").is_file()
+    # A fresh materialization (no stamp) finds the same; a live dependency keeps it, whatever
+    # its age.
+    (board / ".liza" / ".materialized").unlink()
+    _mat(board)
+    assert [t["id"] for t in _load(board / ".liza" / "state.yaml")["tasks"]] == ["t2", "t3"]
+    human.do(Edit, task="t2", depends_on=("t1",))
+    _mat(board)
+    assert [t["id"] for t in _load(board / ".liza" / "state.yaml")["tasks"]] == ["t2", "t3", "t1"]

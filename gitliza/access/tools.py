@@ -232,9 +232,11 @@ def _build() -> dict[str, Tool]:
     write("abandon", "Retire a task (-> ABANDONED).")
     write("unblock", "BLOCKED -> UNCLAIMED (keeps failed_by).")
     write("block", "-> BLOCKED with a diagnosis and 1-3 clarifying questions.")
-    write("spec-change", "Record a spec modification (append-only).", roles=PLANNING)
+    write("spec-change", "Record a spec modification (append-only).", roles=PLANNING,
+          exclude=("ordered",))
     write("config", "Set one config key (a recorded transition).", roles=PLANNING)
-    write("note", "Leave a human note, optionally for one task.", roles=PLANNING)
+    write("note", "Leave a human note, optionally for one task.", roles=PLANNING,
+          exclude=("ordered",))
     # work and review
     write("claim", "Claim a task (or the best claimable one) into its own git worktree.", claim,
           exclude=("worktree", "base_commit"), optional=("task",))
@@ -246,14 +248,15 @@ def _build() -> dict[str, Tool]:
     write("verdict", "Approve or reject the reviewed commit (the review lease and the SHA are "
           "checked).", verdict, optional=("commit",))
     write("merge", "Merge the approved review commit into the integration branch.", merge,
-          exclude=("result", "merge_commit", "reason"))
+          exclude=("result", "merge_commit", "reason", "drift_commits"))
     write("heartbeat", "Extend your lease(s); name the task to fail (stand down) if you no "
-          "longer hold it.", roles=AGENTS)
+          "longer hold it.", roles=AGENTS, exclude=("keep_handoff",))
     write("handoff", "Write a context-exhaustion handoff for your claimed task.",
           roles=frozenset({Role.CODER}))
     write("discover", "Log a discovery: an adjacent problem, not fixed (id defaults to disc-N).",
           discover, optional=("id",), roles=AGENTS)
-    write("anomaly", "Log an anomaly; the type's required details are checked.", roles=EVERYONE)
+    write("anomaly", "Log an anomaly; the type's required details are checked.", roles=EVERYONE,
+          exclude=("ordered",))
     # Ops landed without a line above still become tools (generic: the op record's fields, the
     # roles of its transitions or of the control table, else the planner's and the human's), so
     # none is left out.

@@ -47,8 +47,9 @@ def _do(env: Env, cls: type[Op], **args: Any) -> int:
 
 
 def init(env: Env, goal: str, integration_branch: str | None, config: Path | None,
-         deadline: str | None) -> int:
+         deadline: str | None, spec: str | None = None) -> int:
     from gitliza.core.ops.planning import Init, next_id
+    from gitliza.goalspec import branch_warning, goal_spec
 
     pairs: dict[str, Any] = {}
     if config is not None:
@@ -68,16 +69,22 @@ def init(env: Env, goal: str, integration_branch: str | None, config: Path | Non
             raise ValidationError(f"config {k}: unsupported value {v!r}")
     liza = env.liza()
     cfg = tuple((k, v) for k, v in pairs.items() if v is not None)
+    spec_ref, notices = goal_spec(liza.repo, spec)
+    warning = branch_warning(liza.repo)
 
     def make(board: Board, now: str) -> Op:
         if board.initialized:  # a new goal after the previous one ended (the op checks that)
             return Init(actor=liza.agent, time=now, goal=goal, deadline=deadline, config=cfg,
                         goal_id=next_id(board.goal.id, "goal"),
-                        sprint_id=next_id(board.sprint.id, "sprint"))
-        return Init(actor=liza.agent, time=now, goal=goal, deadline=deadline, config=cfg)
+                        sprint_id=next_id(board.sprint.id, "sprint"), spec_ref=spec_ref)
+        return Init(actor=liza.agent, time=now, goal=goal, deadline=deadline, config=cfg,
+                    spec_ref=spec_ref)
     done = liza.apply(make)
     _after_init(liza, done.outcome.board)
-    return report(env, done)
+    code = report(env, done)
+    for n in ([warning] if warning else []) + notices:
+        env.out.notice(n)
+    return code
 
 
 def _gated(liza: Any, make: Callable[[Board, str], Op]) -> Callable[[Board, str], Op]:
@@ -185,11 +192,18 @@ def simple(env: Env, op: str, task: str) -> int:
 
 # Ops after which a task may no longer own a worktree: lifecycle drops it (and its branch).
 RELEASING_OPS = frozenset({"finalize", "unblock", "rescope", "abandon"})
+# Args every op of the command layer (the CLI and the MCP tools) records, whose default is the
+# format-1 behaviour that replay of older boards needs: journal entries keep append order
+# (core/ops/journal.py _append); an agent's heartbeat leaves a pending handoff pending.
+FIXED_ARGS: dict[str, dict[str, Any]] = {
+    "anomaly": {"ordered": True}, "note": {"ordered": True}, "spec-change": {"ordered": True},
+    "heartbeat": {"keep_handoff": True}}
 
 
 def do_op(liza: Any, cls: type[Op], **args: Any) -> Committed:
     """`liza.do(cls, **args)`, then the worktree clean-up a releasing op needs (the CLI and the
     MCP server both go through here)."""
+    args = {**args, **FIXED_ARGS.get(cls.NAME, {})}
     done: Committed = liza.apply(
         _gated(liza, lambda _board, now: cls(actor=liza.agent, time=now, **args)))
     if cls.NAME in RELEASING_OPS:
@@ -220,7 +234,7 @@ def block(env: Env, task: str, reason: str, questions: Sequence[str],
 
 def heartbeat(env: Env, task: str | None = None) -> int:
     from gitliza.core.ops.work import Heartbeat
-    return _do(env, Heartbeat, task=task)
+    return _do(env, Heartbeat, task=task, keep_handoff=True)
 
 
 def discover(env: Env, description: str, disc_id: str | None, during: str | None,
@@ -264,17 +278,19 @@ def convert(env: Env, discovery: str, task: str) -> int:
 
 def anomaly(env: Env, type_: str, details: Sequence[str], task: str | None) -> int:
     from gitliza.core.ops.journal import AnomalyOp
-    return _do(env, AnomalyOp, type=type_, details=parse_details(details), task=task)
+    return report(env, do_op(env.liza(), AnomalyOp, type=type_, details=parse_details(details),
+                             task=task))
 
 
 def note(env: Env, message: str, for_task: str | None) -> int:
     from gitliza.core.ops.journal import Note
-    return _do(env, Note, message=message, for_task=for_task)
+    return report(env, do_op(env.liza(), Note, message=message, for_task=for_task))
 
 
 def spec_change(env: Env, spec: str, change: str, triggered_by: str | None) -> int:
     from gitliza.core.ops.journal import SpecChangeOp
-    return _do(env, SpecChangeOp, spec=spec, change=change, triggered_by=triggered_by)
+    return report(env, do_op(env.liza(), SpecChangeOp, spec=spec, change=change,
+                             triggered_by=triggered_by))
 
 
 def handoff(env: Env, task: str, summary: str, next_action: str, context_used: str | None,
@@ -284,3 +300,8 @@ def handoff(env: Env, task: str, summary: str, next_action: str, context_used: s
     return _do(env, HandoffOp, task=task, summary=summary, next_action=next_action,
                context_used=context_used, approach=approach, blockers=blockers,
                files_modified=tuple(files), next_steps=tuple(next_steps))
+
+
+def sprint_scope(env: Env, planned: Sequence[str], stretch: Sequence[str]) -> int:
+    from gitliza.core.ops.sprint import SprintScopeOp
+    return _do(env, SprintScopeOp, planned=tuple(planned), stretch=tuple(stretch))

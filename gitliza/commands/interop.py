@@ -28,15 +28,24 @@ def import_board(env: Env, state: Path | None, log: Path | None, force: bool) ->
     from gitliza.core.states import HUMAN_ACTOR
     from gitliza.git.store import Store
     from gitliza.interop import genesis, seed
+    from gitliza.git.worktrees import main_worktree
     store = Store.discover(env.path)
+    root = main_worktree(store.repo)
     if state is None:
-        from gitliza.git.worktrees import main_worktree
-        root = main_worktree(store.repo)
         if root is None:
             raise ValidationError("a bare repository has no .liza/state.yaml: name the file")
         state = root / ".liza" / "state.yaml"
     data, text = _read(state)
-    board = seed.read_state(text, state.name)  # everything is checked before anything is written
+    warnings: list[str] = []
+    # Everything is checked before anything is written; a broken invariant of an entity is a
+    # warning (the schema's own example breaks three), a missing section is not. A spec or a
+    # CLAIMED worktree missing here is a warning too: the board may come from another clone or
+    # machine, where its worktrees are (`validate FILE` judges a file in its own project).
+    board = seed.read_state(text, state.name, warnings)
+    from gitliza.interop import filechecks
+    lenient = bool(warnings)
+    if root is not None:
+        warnings += [f"{state.name}: {p}" for p in filechecks.problems(board.board(), root)]
     log_bytes, entries = None, 0
     if log is not None:
         log_bytes, log_text = _read(log)
@@ -46,13 +55,17 @@ def import_board(env: Env, state: Path | None, log: Path | None, force: bool) ->
         check_id(actor, "agent id")
     op = genesis.make_op(board.entities, actor, now_utc(), seed.sha256(data),
                          None if log_bytes is None else seed.sha256(log_bytes), entries)
-    done = genesis.write_import(store, board.entities, op, force=force, log_text=log_bytes)
+    done = genesis.write_import(store, board.entities, op, force=force, log_text=log_bytes,
+                                lenient=lenient)
+    for w in warnings:
+        env.out.notice(f"warning: {w}")
     text_out = f"imported {state} as {done.commit[:12]} ({done.tasks} tasks"
     text_out += f", {entries} log entries)" if log is not None else ")"
     if done.attic:
         text_out += f"; the old board is kept at {done.attic}"
     env.out.result({"commit": done.commit, "tasks": done.tasks, "digest": op.digest,
-                    "log_entries": entries, "replaced": done.replaced, "attic": done.attic},
+                    "log_entries": entries, "replaced": done.replaced, "attic": done.attic,
+                    "warnings": warnings},
                    text_out)
     return 0
 

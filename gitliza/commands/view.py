@@ -26,7 +26,8 @@ def _tasks(board: Board) -> tuple[list[Task], list[Task], Metrics]:
     """The live tasks in status order, the archived ones, and the sprint metrics of all."""
     live = sorted(board.tasks(), key=lambda t: (_ORDER[t.status], t.priority, t.id))
     archived = list(board.values("archive"))
-    return live, archived, metrics.compute([*live, *archived])
+    return live, archived, metrics.compute([*live, *archived],
+                                           sprint_started=board.sprint.timeline.started)
 
 
 def status_data(liza: Any, at: str | None = None) -> dict[str, Any]:
@@ -42,6 +43,7 @@ def status_data(liza: Any, at: str | None = None) -> dict[str, Any]:
         "claimable": [t.id for t in claimable(board, liza.now())],
         "discovered": [codec.encode(d) for d in board.values("discovered")],
         "control": codec.encode(board.control),
+        "warnings": [w for w in (metrics.rubber_stamp_warning(m),) if w],
     }
 
 
@@ -65,6 +67,9 @@ def _status(env: Env, at: str | None) -> int:
              f"{board.config.integration_branch}  done {m.tasks_done}  in progress "
              f"{m.tasks_in_progress}  blocked {m.tasks_blocked}  archived {len(archived)}")
     out.line(_sprint_line(board, m))
+    warning = metrics.rubber_stamp_warning(m)
+    if warning:
+        out.line(warning)
     for line in _control_lines(board):
         out.line(line)
     out.table("tasks", ["task", "status", "pri", "assigned", "lease/review", "depends on"],
@@ -123,8 +128,10 @@ def show_data(liza: Any, task: str, at: str | None = None) -> dict[str, Any]:
     """`show --json`: one task with its history and the human notes for it."""
     board = liza.store.board(at)[0]
     t = find_task(board, task)
+    handoff = board.get("handoff", t.id)
     return {**codec.encode(t), "human_notes": [codec.encode(n) for n in notes_for(board, t.id)],
-            "agent_logs": [str(p) for p in agent_logs(liza, t.id)]}
+            "agent_logs": [str(p) for p in agent_logs(liza, t.id)],
+            **({"handoff": codec.encode(handoff)} if handoff is not None else {})}
 
 
 def agent_logs(liza: Any, task: str) -> list[Any]:
@@ -157,6 +164,13 @@ def show(env: Env, task: str, at: str | None) -> int:
         out.line("  human notes (read before starting):")
         for n in notes:
             out.line(f"    {n.timestamp}  {n.author or 'human'}: {n.message}")
+    handoff = board.get("handoff", t.id)
+    if handoff is not None:
+        pending = " (pending: not yet given to the next agent)" if t.handoff_pending else ""
+        out.line(f"  handoff by {handoff.agent} at {handoff.timestamp}{pending}:")
+        for k, v in codec.encode(handoff).items():
+            if k not in ("task", "agent", "timestamp"):
+                out.line(f"    {k}: {', '.join(map(str, v)) if isinstance(v, list) else v}")
     logs = agent_logs(env.liza(), t.id)
     if logs:
         out.line("  agent logs (this machine, oldest first):")
@@ -250,25 +264,34 @@ def validate(env: Env, at: str | None, file: str | None = None) -> int:
 
     def here(tid: str) -> bool:
         return held_here(repo, tid)
-    problems = check_board(board, liza.now(), exists, here)
+    found = check_board(board, liza.now(), exists, here)
+    problems = [str(p) for p in found if not p.warning]
     elsewhere = [] if root is None else [
         t for t in board.tasks() if t.status.value == "CLAIMED" and t.worktree and not here(t.id)]
-    if env.json:
-        env.out.json({"state": str(commit.id) if commit else None, "valid": not problems,
-                      "violations": [str(p) for p in problems],
-                      "elsewhere": [t.id for t in elsewhere]})
-    else:
+    if not env.json:
         for t in elsewhere:
             env.out.line(f"note: {t.id} is CLAIMED by {t.assigned_to} on another machine (no "
                          "branch or worktree of it in this clone): its worktree is not judged here")
-        if not problems:
-            env.out.line("VALID")
+    _judged(env, {"state": str(commit.id) if commit else None,
+                  "elsewhere": [t.id for t in elsewhere]}, problems,
+            [str(p) for p in found if p.warning])
     if problems:
-        if not env.json:
-            for p in problems:
-                env.out.line(f"INVALID: {p}")
         raise InconsistentState(f"{len(problems)} invariant violation(s); first: {problems[0]}")
     return 0
+
+
+def _judged(env: Env, head: dict[str, Any], problems: list[str], warnings: list[str]) -> None:
+    """validate's report, liza-validate.sh's lines: WARNING: ..., INVALID: ..., or VALID."""
+    if env.json:
+        env.out.json({**head, "valid": not problems, "violations": problems,
+                      "warnings": warnings})
+        return
+    for w in warnings:
+        env.out.line(f"WARNING: {w}")
+    for p in problems:
+        env.out.line(f"INVALID: {p}")
+    if not problems:
+        env.out.line("VALID")
 
 
 def _validate_file(env: Env, file: str) -> int:
@@ -286,17 +309,15 @@ def _validate_file(env: Env, file: str) -> int:
     text = _with_archive(text, path)
     seed = read_state(text, path.name)  # ValidationError (exit 1) with the place in the file
     from gitliza.api import now_utc  # the clock only: FILE need not be in a repository
-    problems = check_board(seed.board(), now_utc())
-    if env.json:
-        env.out.json({"file": str(path), "valid": not problems,
-                      "violations": [str(p) for p in problems]})
-    else:
-        for p in problems:
-            env.out.line(f"INVALID: {p}")
+    from gitliza.interop import filechecks
+    board = seed.board()
+    found = check_board(board, now_utc())
+    # The project the file belongs to: <project>/.liza/state.yaml, as liza-validate.sh takes it.
+    problems = [str(p) for p in found if not p.warning] + filechecks.problems(
+        board, path.resolve().parent.parent)
+    _judged(env, {"file": str(path)}, problems, [str(p) for p in found if p.warning])
     if problems:
         raise ValidationError(f"{file}: {len(problems)} schema violation(s); first: {problems[0]}")
-    if not env.json:
-        env.out.line("VALID")
     return 0
 
 
@@ -318,8 +339,10 @@ def _with_archive(text: str, path: Any) -> str:
         if not isinstance(doc, dict):
             return text
         tasks = doc.get("tasks") or []
+        listed = {t.get("id") for t in tasks if isinstance(t, dict)}
         for f in files:
-            tasks.append(yaml.load(f.read_text(encoding="utf-8")))
+            if f.stem not in listed:  # a recent or referenced task is in state.yaml as well
+                tasks.append(yaml.load(f.read_text(encoding="utf-8")))
         doc["tasks"] = tasks
     except (YAMLError, OSError, UnicodeDecodeError, AttributeError):
         return text  # the reader reports the file's own problem, with its line

@@ -21,7 +21,7 @@ from dataclasses import dataclass, fields, replace
 from enum import StrEnum
 from typing import Iterable, Iterator, Mapping
 
-from gitliza.core import clock
+from gitliza.core import clock, metrics
 from gitliza.core.board import Board
 from gitliza.core.invariants import check_board
 from gitliza.core.model import Anomaly, Config, SprintStatus, Task, Urgency
@@ -63,6 +63,8 @@ class Facts:
     pause_since: str | None = None       # the board is paused (or `.liza/PAUSE` exists) since
     checkpoint_since: str | None = None  # a `.liza/CHECKPOINT` file exists since (else the board)
     invalid: str | None = None           # a problem the shell found (e.g. an unreadable board)
+    # CLAIMED tasks' worktree paths that do not exist on this machine (the shell looked)
+    missing_worktrees: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,11 +270,17 @@ def evaluate(board: Board, facts: Facts) -> list[Alert]:
             out.append(Alert("IMMEDIATE_DISCOVERY", d.id, Level.CRITICAL, f"IMMEDIATE DISCOVERY: "
                              f"{d.id} \u2014 {d.description} (Planner should wake)"))
     if not facts.invalid:
-        problems = check_board(board, now)
+        problems = [p for p in check_board(board, now,
+                                           lambda wt: wt not in facts.missing_worktrees)
+                    if not p.warning]
         if problems:
             more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
             out.append(Alert("INVALID_STATE", "", Level.CRITICAL,
                              f"INVALID STATE: {problems[0]}{more}"))
+    warning = metrics.rubber_stamp_warning(
+        metrics.compute(board.all_tasks(), sprint_started=board.sprint.timeline.started))
+    if warning:
+        out.append(Alert("HIGH_APPROVAL_RATE", "", Level.WARNING, warning))
     if _working(board) and facts.last_change is not None:
         idle = _age(facts.last_change, now)
         if idle > th["alarm_stall"] and facts.pause_since is None and \
@@ -326,10 +334,8 @@ def next_deadline(board: Board, facts: Facts) -> str | None:
         at(since, th[k])
     for k in ("alarm_pause_stale", "alarm_pause_forgotten"):
         at(facts.pause_since, th[k])
-    # Board-wide invariants with a clock (a WORKING agent's lease) are re-checked at their time.
-    for a in board.agents():
-        if a.status == AgentState.WORKING:
-            at(a.lease_expires, 60)
+    # A WORKING agent's expired lease is only a warning of `validate` (liza-validate.sh), never
+    # INVALID STATE: the lease alarm above reports it.
     future = [t for t in times if t > now]
     return min(future) if future else None
 

@@ -25,3 +25,22 @@ def check_id(value: str, what: str = "id") -> str:
 
 def is_valid_id(value: str) -> bool:
     return isinstance(value, str) and len(value) <= MAX_ID_LEN and bool(_KEBAB.match(value))
+
+
+# The id words of each role (liza-agent.sh: `{role}-{N}`; `git liza team` names code reviewers
+# `reviewer-N`), keyed by the role's value.
+ROLE_ID_WORDS = {"planner": ("planner",), "coder": ("coder",),
+                 "code_reviewer": ("code-reviewer", "reviewer")}
+
+
+def check_agent_id_for_role(agent_id: str, role: str) -> str:
+    """An agent id names its role: `{role}-{N}`, optionally behind a team prefix (`m1-coder-2`),
+    so that `coder-1` cannot be started as a planner."""
+    words = ROLE_ID_WORDS.get(role, ())
+    if not any(re.fullmatch(rf"(?:[a-z0-9]+(?:-[a-z0-9]+)*-)?{re.escape(w)}-[0-9]+", agent_id)
+               for w in words):
+        example = f"{words[0]}-1" if words else "ROLE-1"
+        raise ValidationError(f"agent id {agent_id!r} does not name the {role} role "
+                              f"(expected {' or '.join(w + '-N' for w in words)})",
+                              hint=f"e.g. LIZA_AGENT_ID={example}")
+    return agent_id

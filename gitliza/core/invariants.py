@@ -24,6 +24,9 @@ LEASE_GRACE_SECONDS = 60
 class Violation:
     entity: str  # e.g. "task task-3", "agent coder-1"
     rule: str
+    # A warning, not a broken board: liza-validate.sh only warns of a WORKING agent whose lease
+    # expired (a crashed agent, which the lease rules recover from).
+    warning: bool = False
 
     def __str__(self) -> str:
         return f"{self.entity}: {self.rule}"
@@ -163,6 +166,16 @@ def check_board(board: Board, now: str,
                                      f"({t.worktree})"))
             if t.assigned_to and board.agent(t.assigned_to) is None:
                 out.append(Violation(f"task {t.id}", f"assigned_to {t.assigned_to} is not an agent"))
+    active: dict[str, str] = {}
+    for t in sorted(live.values(), key=lambda t: t.id):
+        if t.assigned_to and t.status in (S.CLAIMED, S.READY_FOR_REVIEW, S.REJECTED):
+            # liza-validate.sh refuses this (and so do `validate FILE` and `import`); on a live
+            # board gitliza's claim rules decide who may hold what, so it is a warning here.
+            if t.assigned_to in active:
+                out.append(Violation(f"task {t.id}", f"agent {t.assigned_to} is assigned to "
+                                     f"multiple active tasks ({active[t.assigned_to]} and {t.id})",
+                                     warning=True))
+            active.setdefault(t.assigned_to, t.id)
     cycle = find_cycle({t.id: t.depends_on for t in tasks.values()})
     if cycle:
         out.append(Violation(f"task {cycle[0]}", "depends_on must not create circular "
@@ -171,9 +184,13 @@ def check_board(board: Board, now: str,
     holders: dict[tuple[Role, str], str] = {}
     for a in board.agents():
         out += [Violation(f"agent {a.id}", r) for r in agent_problems(a)]
-        if a.status == AgentState.WORKING and not (a.lease_expires and a.lease_expires > grace):
-            out.append(Violation(f"agent {a.id}", "Agent WORKING must have lease_expires in future "
-                                 "(or within grace period of 60s)"))
+        if a.status == AgentState.WORKING and a.lease_expires is None:
+            out.append(Violation(f"agent {a.id}", "Agent WORKING must have lease_expires"))
+        elif a.status == AgentState.WORKING and a.lease_expires is not None \
+                and a.lease_expires <= grace:
+            out.append(Violation(f"agent {a.id}", "has status WORKING but its lease expired at "
+                                 f"{a.lease_expires} (a crashed agent, or a long operation)",
+                                 warning=True))
         if a.current_task and a.status in (AgentState.WORKING, AgentState.REVIEWING,
                                            AgentState.WAITING):
             other = holders.get((a.role, a.current_task))

@@ -1,44 +1,77 @@
-"""Sprint metrics, derived from the tasks (their status and history), never stored."""
+"""Sprint metrics, derived from the tasks (their status and history), never stored.
+
+The definitions are the original's (update-sprint-metrics.sh, sprint-governance.md): done counts
+MERGED, ABANDONED and SUPERSEDED; in progress CLAIMED, READY_FOR_REVIEW, REJECTED and APPROVED;
+blocked BLOCKED and INTEGRATION_FAILED; `iterations_total` sums the tasks' `iteration` and
+`review_cycles_total` their `review_cycles_total`; the approval rates are whole percents rounded
+down. A board outlives its goals: a task that was already terminal when the sprint started belongs
+to an earlier sprint and is not counted (the original starts each goal on a fresh state.yaml).
+"""
 from __future__ import annotations
 
 from typing import Iterable
 
 from gitliza.core.model import Metrics, Task
-from gitliza.core.states import TaskState
+from gitliza.core.states import TERMINAL, TaskState
 
 S = TaskState
-IN_PROGRESS = frozenset({S.CLAIMED, S.READY_FOR_REVIEW, S.REJECTED, S.APPROVED,
-                         S.INTEGRATION_FAILED})
+DONE = frozenset({S.MERGED, S.ABANDONED, S.SUPERSEDED})
+IN_PROGRESS = frozenset({S.CLAIMED, S.READY_FOR_REVIEW, S.REJECTED, S.APPROVED})
+BLOCKED = frozenset({S.BLOCKED, S.INTEGRATION_FAILED})
+# The review quality warning (update-sprint-metrics.sh): more than 95 % approvals over 5 or more.
+RUBBER_STAMP_MIN_REVIEWS = 5
+RUBBER_STAMP_PERCENT = 95
 
 
 def _pct(num: int, den: int) -> int | None:
-    return round(num * 100 / den) if den else None
+    return num * 100 // den if den else None
 
 
-def compute(tasks: Iterable[Task], since: str | None = None, until: str | None = None) -> Metrics:
-    """The metrics of the tasks; with `since`/`until`, the event counts (iterations, verdicts,
-    submissions) only count history entries in [since, until): one sprint's share of a board that
-    spans several (`sprint_metrics`)."""
-    done = in_progress = blocked = iterations = approvals = rejections = submitted = 0
+def ended_before(t: Task, since: str) -> bool:
+    """True when `t` was terminal before `since` (its last history entry is the terminal one)."""
+    return t.status in TERMINAL and bool(t.history) and t.history[-1].time < since
+
+
+def compute(tasks: Iterable[Task], since: str | None = None, until: str | None = None, *,
+            sprint_started: str | None = None) -> Metrics:
+    """The metrics of the tasks of the sprint that started at `sprint_started` (tasks terminal
+    before it are an earlier sprint's); with `since`/`until`, the event counts (verdicts,
+    submissions) only count history entries in [since, until): one sprint's share of a board
+    that spans several (`sprint_metrics`)."""
+    done = in_progress = blocked = iterations = cycles = 0
+    approvals = rejections = submitted = 0
     for t in tasks:
-        done += t.status == S.MERGED
+        if sprint_started is not None and ended_before(t, sprint_started):
+            continue
+        done += t.status in DONE
         in_progress += t.status in IN_PROGRESS
-        blocked += t.status == S.BLOCKED
+        blocked += t.status in BLOCKED
+        iterations += t.iteration or 0
+        cycles += t.review_cycles_total
         for h in t.history:
             if (since is not None and h.time < since) or (until is not None and h.time >= until):
                 continue
             ev = h.event
-            iterations += ev in ("claimed", "reclaimed")
             approvals += ev == "approved"
             rejections += ev == "rejected"
             submitted += ev == "ready_for_review"
     verdicts = approvals + rejections
     return Metrics(
         tasks_done=done, tasks_in_progress=in_progress, tasks_blocked=blocked,
-        iterations_total=iterations, review_cycles_total=rejections,
+        iterations_total=iterations, review_cycles_total=cycles,
         review_verdict_approvals=approvals, review_verdict_rejections=rejections,
         review_verdict_count=verdicts,
         review_verdict_approval_rate_percent=_pct(approvals, verdicts),
         task_submitted_for_review_count=submitted,
         task_outcome_approval_rate_percent=_pct(approvals, submitted),
     )
+
+
+def rubber_stamp_warning(m: Metrics) -> str | None:
+    """The original's review quality warning, or None."""
+    rate = m.review_verdict_approval_rate_percent
+    if m.review_verdict_count >= RUBBER_STAMP_MIN_REVIEWS and rate is not None \
+            and rate > RUBBER_STAMP_PERCENT:
+        return (f"WARNING: high approval rate ({rate}% over {m.review_verdict_count} reviews): "
+                "the code reviewer may be rubber-stamping; spot-check recently merged tasks")
+    return None

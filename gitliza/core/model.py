@@ -165,6 +165,7 @@ class Goal:
     created: str
     status: GoalStatus = GoalStatus.IN_PROGRESS
     alignment_history: tuple[Alignment, ...] = ()
+    spec_ref: str | None = None  # the goal's spec (liza-init.sh's `spec_ref`); None: the default
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,6 +178,8 @@ class Config:
     lease_duration: int = 300
     coder_poll_interval: int = 30
     coder_max_wait: int = 300
+    planner_poll_interval: int = since_v1(60)  # written by liza-init.sh; kept for the seed's boards
+    reviewer_poll_interval: int = since_v1(30)
     planner_max_wait: int = since_v1(600)
     reviewer_max_wait: int = since_v1(1800)
     restart_delay: int = since_v1(2)  # after an agent's graceful exit (42)
@@ -198,6 +201,9 @@ class Config:
     alarm_checkpoint_abandoned: int | None = None
     alarm_pause_stale: int | None = None
     alarm_pause_forgotten: int | None = None
+    # Seconds a terminal task stays in the materialized `.liza/state.yaml` before it moves to
+    # `.liza/archive/` (blackboard-schema.md: "terminal-state tasks older than threshold").
+    archive_after: int = since_v1(86400)
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from gitliza.core.model import HumanNote, Task
+from gitliza.core.model import Goal, Handoff, HumanNote, Task
 from gitliza.core.states import Role
 from gitliza.core.wake import SprintState, WakeTrigger
 
@@ -30,6 +30,28 @@ class Bootstrap:
     goal: str
     goal_spec: str = DEFAULT_SPEC
     integration_branch: str = "integration"
+
+
+def goal_spec(goal: Goal) -> str:
+    """The goal's spec as liza-prompt-builders.sh reads it: `goal.spec_ref`, else the default."""
+    return goal.spec_ref or DEFAULT_SPEC
+
+
+def handoff_section(h: Handoff) -> str:
+    """The previous agent's handoff (context exhaustion), for the agent that continues the task."""
+    out = f"""
+=== HANDOFF FROM {h.agent} ({h.timestamp}) - CONTINUE FROM HERE ===
+SUMMARY: {h.summary}
+NEXT ACTION: {h.next_action}
+"""
+    for label, value in (("CONTEXT USED", h.context_used), ("APPROACH", h.approach),
+                         ("BLOCKERS", h.blockers)):
+        if value:
+            out += f"{label}: {value}\n"
+    if h.files_modified:
+        out += "FILES MODIFIED: " + ", ".join(h.files_modified) + "\n"
+    out += "".join(f"NEXT STEP: {step}\n" for step in h.next_steps)
+    return out
 
 
 def base_prompt(b: Bootstrap) -> str:
@@ -79,7 +101,8 @@ def _notes(notes: Sequence[HumanNote]) -> str:
     return f"\n=== HUMAN NOTES (READ BEFORE STARTING) ===\n{lines}\n"
 
 
-def coder_section(t: Task, worktree: str, notes: Sequence[HumanNote] = ()) -> str:
+def coder_section(t: Task, worktree: str, notes: Sequence[HumanNote] = (),
+                  handoff: Handoff | None = None) -> str:
     iteration = t.iteration or 1
     out = f"""
 === ASSIGNED TASK ===
@@ -101,6 +124,8 @@ SCOPE:
         out += f"\n=== PRIOR REJECTION FEEDBACK (MUST ADDRESS) ===\n{t.rejection_reason}\n"
     if t.integration_failure:
         out += f"\n=== INTEGRATION FAILURE (MUST FIX) ===\n{t.integration_failure}\n"
+    if handoff is not None:
+        out += handoff_section(handoff)
     out += _notes(notes)
     out += f"""
 CODER COMMANDS:

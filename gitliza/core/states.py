@@ -102,6 +102,10 @@ TASK_TRANSITIONS: tuple[Transition, ...] = tuple(
     + _t("unblock", (S.BLOCKED,), S.UNCLAIMED, PLANNING, "keeps failed_by")
     + _t("rescope", _PLANNER_RETIRABLE, S.SUPERSEDED, PLANNING)
     + _t("abandon", _PLANNER_RETIRABLE, S.ABANDONED, PLANNING)
+    # orchestrator-state-machine.md: a cancel from any non-terminal state; the holder's lease (a
+    # coder's or a reviewer's) ends with it and its work is kept (cleanup_after, the attic).
+    + _t("abandon", (S.CLAIMED, S.READY_FOR_REVIEW, S.APPROVED), S.ABANDONED, PLANNING,
+         "cancel: the holder stands down")
 )
 
 # Named because the spec names them; each also has no row above, so the table refuses them anyway.

@@ -145,16 +145,18 @@ def agent_view(a: Agent) -> dict[str, Any]:
     return _ordered(data, AGENT_ORDER, always, _AGENT_DEFAULTS)
 
 
-def state_view(board: Board, *, archived: bool = True) -> dict[str, Any]:
+def state_view(board: Board, *, archived: bool = True,
+               keep: Iterable[Task] = ()) -> dict[str, Any]:
     """The whole board as the spec's state.yaml document (top-level keys in the spec's order).
-    With `archived` False, `tasks` holds the live tasks only (the materialized view writes the
-    archived ones to `.liza/archive/`); the metrics count every task either way.
+    With `archived` False, `tasks` holds the live tasks and the archived ones in `keep` (the
+    materialized view writes every archived one to `.liza/archive/`, and keeps in state.yaml
+    those core/retention.py names); the metrics count every task either way.
     Raises ValidationError when there is no board (no goal)."""
     goal = board.goal
     every = list(board.all_tasks())
-    tasks = sorted(every if archived else board.tasks(), key=task_key)
+    tasks = sorted(every if archived else [*board.tasks(), *keep], key=task_key)
     sprint = codec.encode(board.sprint)
-    computed = metrics.compute(every)
+    computed = metrics.compute(every, sprint_started=board.sprint.timeline.started)
     # Every metric, in the spec's order; a rate with no denominator is null (0 % would claim
     # every review was a rejection).
     m = {f.name: getattr(computed, f.name) for f in dataclasses.fields(computed)}
@@ -228,6 +230,12 @@ def log_entry(trailers: Mapping[str, str], subject: str,
     task = trailers.get("Liza-Task")
     if task:
         entry["task"] = task  # the spec leaves `task` out of goal-level entries
+    if trailers.get("Liza-Op") == "merge" and '"drift_commits"' in trailers.get("Liza-Args", ""):
+        import json
+        try:
+            entry["drift_commits"] = int(json.loads(trailers["Liza-Args"])["drift_commits"])
+        except (ValueError, KeyError, TypeError):
+            pass
     entry["detail"] = describe(trailers, task_record) or one_line(subject) or entry["action"]
     return entry
 

@@ -65,13 +65,16 @@ def summary(board: Board, now: str, spans: list[SprintSpan], state: str) -> str:
         created, merged = _first(ev, "created") or t.created, _first(ev, "merged")
         if t.status == S.MERGED and merged:
             lines.append(f"| {t.id} | {_hours(created, merged)} |")
-    m = metrics.compute(tasks, since=started)
+    m = metrics.compute(tasks, since=started, sprint_started=started)
     lines += ["", "## Metrics (this sprint)", "", "| Metric | Value |", "|--------|-------|"]
     for name in ("iterations_total", "review_cycles_total", "review_verdict_count",
                  "review_verdict_approval_rate_percent", "task_submitted_for_review_count",
                  "task_outcome_approval_rate_percent"):
         v = getattr(m, name)
         lines.append(f"| {name} | {'n/a' if v is None else v} |")
+    warning = metrics.rubber_stamp_warning(m)
+    if warning:
+        lines += ["", f"**{warning}**"]
     if spans:
         lines += ["", "## Sprints in the History", "",
                   "| Sprint | Goal | Started | Ended | Done | Iterations | Verdicts | Approval % |",

@@ -71,6 +71,6 @@ def sprint_metrics(store: Store, at: str | None = None) -> list[SprintSpan]:
         ended = board.sprint.timeline.ended
         if ended is None and i + 1 < len(spans):
             ended = spans[i + 1][3].sprint.timeline.started
-        m = metrics.compute(board.all_tasks(), since=started, until=ended)
+        m = metrics.compute(board.all_tasks(), since=started, until=ended, sprint_started=started)
         out.append(SprintSpan(sid, gid, started, ended, str(commit.id), m))
     return out

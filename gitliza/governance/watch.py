@@ -86,7 +86,18 @@ class Watcher:
         pause = pause or _file_since(self.liza_dir / "PAUSE", False)
         checkpoint = _file_since(self.liza_dir / "CHECKPOINT", True)
         return board, Facts(now=now, last_change=last, pause_since=pause,
-                            checkpoint_since=checkpoint, invalid=invalid)
+                            checkpoint_since=checkpoint, invalid=invalid,
+                            missing_worktrees=self._missing_worktrees(board))
+
+    def _missing_worktrees(self, board: Board) -> frozenset[str]:
+        """CLAIMED tasks' worktrees that are not on disk (liza-validate.sh's check)."""
+        root = self.liza_dir.parent
+        try:
+            claimed = [t.worktree for t in board.tasks()
+                       if t.status == "CLAIMED" and t.worktree] if board.initialized else []
+        except LizaError:
+            return frozenset()
+        return frozenset(w for w in claimed if not (root / w).is_dir())
 
     def tick(self) -> list[Report]:
         self.board, self.facts = self.read()

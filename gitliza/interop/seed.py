@@ -39,7 +39,8 @@ from gitliza.interop import yamlload
 
 TOP_KEYS = ("version", "goal", "tasks", "agents", "discovered", "handoff", "human_notes",
             "spec_changes", "anomalies", "sprint", "circuit_breaker", "config", "control")
-_REQUIRED_TOP = ("goal", "sprint")
+# liza-validate.sh's required fields (`version` too: a file without it is not a Liza board).
+_REQUIRED_TOP = ("version", "goal", "tasks", "agents", "sprint", "config")
 
 # Fields whose value is an ISO timestamp.
 _TIMESTAMPS = frozenset({"created", "lease_expires", "review_lease_expires", "heartbeat",
@@ -71,9 +72,18 @@ class _Where:
         self.name, self.path, self.line = name, path, line
 
     def fail(self, msg: str) -> typing.NoReturn:
+        raise ValidationError(self.message(msg))
+
+    def message(self, msg: str) -> str:
         at = f"{self.name}:{self.line}" if self.line is not None else self.name
         where = f" {self.path}:" if self.path else ""
-        raise ValidationError(f"{at}:{where} {msg}")
+        return f"{at}:{where} {msg}"
+
+    def broken(self, msg: str, warnings: list[str] | None) -> None:
+        """A broken invariant: refused, or with `warnings` (import) one warning more."""
+        if warnings is None:
+            self.fail(msg)
+        warnings.append(self.message(msg))
 
     def key(self, node: Any, k: str) -> _Where:
         return _Where(self.name, f"{self.path}.{k}" if self.path else k,
@@ -234,9 +244,11 @@ def _mapping(doc: Any, key: str, at: _Where) -> Iterator[tuple[str, Any, _Where]
 
 
 # -- the document -----------------------------------------------------------------------------------
-def read_state(text: str, name: str = "state.yaml") -> Seed:
+def read_state(text: str, name: str = "state.yaml", warnings: list[str] | None = None) -> Seed:
     """Parse and check a seed-schema state.yaml. Raises ValidationError (one line, with the place in
-    the file) at the first problem."""
+    the file) at the first problem. With `warnings` (import), a broken invariant of an entity or a
+    dangling reference of a discovery is appended there instead: the schema's own example breaks
+    three, and a board written by the original scripts should come in as it is."""
     doc = yamlload.load(text, name)
     top = _Where(name, "", 1)
     if not isinstance(doc, dict):
@@ -245,9 +257,12 @@ def read_state(text: str, name: str = "state.yaml") -> Seed:
         if k not in TOP_KEYS:
             top.key(doc, k).fail(f"unknown section {k!r} (known: {', '.join(TOP_KEYS)})")
     for k in _REQUIRED_TOP:
+        if k not in doc:
+            top.fail(f"missing required section {k!r}")
+    for k in ("goal", "sprint"):
         if doc.get(k) is None:
             top.fail(f"missing required section {k!r}")
-    version = doc.get("version", SCHEMA_VERSION)
+    version = doc.get("version")
     if version != SCHEMA_VERSION:
         top.key(doc, "version").fail(f"schema version {version!r} is not supported (only "
                                      f"{SCHEMA_VERSION})")
@@ -292,8 +307,9 @@ def read_state(text: str, name: str = "state.yaml") -> Seed:
 
     for _i, node, at in _list(doc, "discovered", top):
         d = _entity(Discovery, node, at)
-        _ref(d.during, tasks, "task", at.key(node, "during"))
-        _ref(d.converted_to_task, tasks, "task", at.key(node, "converted_to_task"))
+        for fld, v in (("during", d.during), ("converted_to_task", d.converted_to_task)):
+            if v is not None and v not in tasks:
+                at.key(node, fld).broken(f"task {v!r} does not exist", warnings)
         put(("discovered", d.id), d, at)
 
     for tid, node, at in _mapping(doc, "handoff", top):
@@ -317,7 +333,7 @@ def read_state(text: str, name: str = "state.yaml") -> Seed:
                     at.key(node, "type").fail(f"{e.type!r} is not one of "
                                               f"{', '.join(ANOMALY_TYPES)}")
                 for p in anomaly_problems(e):
-                    at.fail(p)
+                    at.broken(p, warnings)
             put((coll, journal_key(e, e.timestamp)), e, at)
 
     sprint_at = top.key(doc, "sprint")
@@ -330,6 +346,9 @@ def read_state(text: str, name: str = "state.yaml") -> Seed:
     if metrics is not None and not isinstance(metrics, dict):
         sprint_at.key(doc["sprint"], "metrics").fail("expected a mapping")
     scope = doc["sprint"].get("scope")
+    timeline = doc["sprint"].get("timeline")
+    if not isinstance(timeline, dict) or timeline.get("started") is None:
+        sprint_at.fail("sprint.timeline.started is required")
     for part in ("planned", "stretch"):
         for i, tid in enumerate(getattr(sprint.scope, part)):
             node = scope.get(part) if isinstance(scope, dict) else None
@@ -343,13 +362,13 @@ def read_state(text: str, name: str = "state.yaml") -> Seed:
         put(("control", ""), _entity(Control, doc["control"], top.key(doc, "control")),
             top.key(doc, "control"))
 
-    _check_tasks(tasks, agents, where)
+    _check_tasks(tasks, agents, where, warnings)
     for aid, a in agents.items():
         at = where["agent " + aid]
         _ref(a.current_task, tasks, "task", at.key(doc["agents"][aid], "current_task")
              if "current_task" in doc["agents"][aid] else at.key(doc["agents"][aid], "task"))
         for p in agent_problems(a):
-            at.fail(p)
+            at.broken(p, warnings)
     return Seed(ents, lines)
 
 
@@ -371,7 +390,8 @@ def _config(doc: Any, top: _Where) -> Config:
 
 
 def _check_tasks(tasks: dict[str, Task], agents: dict[str, Agent],
-                 where: dict[str, _Where]) -> None:
+                 where: dict[str, _Where], warnings: list[str] | None) -> None:
+    active: dict[str, str] = {}
     for t in tasks.values():
         at = where[t.id]
         for dep in t.depends_on:
@@ -382,14 +402,21 @@ def _check_tasks(tasks: dict[str, Task], agents: dict[str, Agent],
         if t.status == S.CLAIMED:  # other holders may have exited since (a blocked coder...)
             _ref(t.assigned_to, agents, "agent", at)
         for p in task_problems(t):
-            at.fail(p)
+            at.broken(p, warnings)
+        if t.assigned_to and t.status in (S.CLAIMED, S.READY_FOR_REVIEW, S.REJECTED):
+            if t.assigned_to in active:
+                at.broken(f"agent {t.assigned_to} is assigned to multiple active tasks "
+                          f"({active[t.assigned_to]} and {t.id})", warnings)
+            active[t.assigned_to] = t.id
     cycle = find_cycle({t.id: t.depends_on for t in tasks.values()})
     if cycle:
         where[cycle[0]].fail(f"circular dependencies: {' -> '.join(cycle)}")
 
 
 # -- log.yaml ---------------------------------------------------------------------------------------
-LOG_KEYS = ("timestamp", "agent", "action", "task", "detail")
+# wt-merge.sh also writes drift_commits (merged), failed_sha and test_output (integration_failed).
+LOG_KEYS = ("timestamp", "agent", "action", "task", "detail", "drift_commits", "failed_sha",
+            "test_output")
 
 
 def read_log(text: str, name: str = "log.yaml") -> list[dict[str, str]]:

@@ -41,6 +41,7 @@ from gitliza import lifecycle
 from gitliza.api import AGENT_ENV, GEN_ENV, Liza
 from gitliza.core import alarms, clock, prompts, queries, runs, wake
 from gitliza.core.board import Board
+from gitliza.core.ids import check_agent_id_for_role
 from gitliza.core.model import HumanNote
 from gitliza.core.ops.control import Supervise
 from gitliza.core.ops.journal import AnomalyOp
@@ -112,6 +113,7 @@ class Supervisor:
         self.agent = self.liza.agent
         if self.agent == HUMAN_ACTOR:
             raise ValidationError("the supervisor needs an agent id: --agent ID or LIZA_AGENT_ID")
+        check_agent_id_for_role(self.agent, self.role.value)
         # A wrong --cli or --permissions, or a missing agent executable, is an error now,
         # before the board changes.
         self.profile = profiles.PLAIN if opts.command else profiles.profile(opts.cli)
@@ -419,11 +421,15 @@ class Supervisor:
         boot = prompts.Bootstrap(role=self.role, agent=self.agent,
                                  project=str(lifecycle.main_root(self.liza.repo)),
                                  goal=board.goal.description,
+                                 goal_spec=prompts.goal_spec(board.goal),
                                  integration_branch=cfg.integration_branch)
         text = prompts.base_prompt(boot)
         t = board.task(job.task) if job.task else None
         if self.role == Role.CODER and t is not None:
-            text += prompts.coder_section(t, str(job.worktree), self._notes(board, t.id))
+            handoff = board.get("handoff", t.id) if t.handoff_pending else None
+            text += prompts.coder_section(t, str(job.worktree), self._notes(board, t.id), handoff)
+            if handoff is not None:
+                self._handoff_given(t.id)
         elif self.role == Role.CODE_REVIEWER and t is not None:
             text += prompts.reviewer_section(t, str(job.worktree), self._notes(board, t.id))
         elif self.role == Role.PLANNER:
@@ -433,6 +439,14 @@ class Supervisor:
         if resume or job.resume:
             text += prompts.resume_line(resume or job.task or "")
         return text
+
+    def _handoff_given(self, task: str) -> None:
+        """The prompt carries the task's pending handoff: a heartbeat that clears the flag (the
+        lease keeper's heartbeats keep it, so it outlives the agent that wrote it)."""
+        try:
+            self.liza.do(Heartbeat, task=task, gen=self.gen)
+        except LizaError as e:
+            self.log(f"handoff of {task} stays pending: {e}")
 
     @staticmethod
     def _notes(board: Board, task: str | None) -> list[HumanNote]:
@@ -520,7 +534,7 @@ class Supervisor:
                 why = check()
                 if why is None and task is not None and \
                         wake.still_holds(hb_liza.board(), self.agent, task, self.role):
-                    hb_liza.do(Heartbeat, task=task)
+                    hb_liza.do(Heartbeat, task=task, keep_handoff=True)
                 self._renew_if_due(hb_liza)
                 return why
             except (LeaseLost, StandDown) as e:
@@ -583,7 +597,7 @@ class Supervisor:
             board = self.liza.board()
             sup = board.get("supervisors", self.agent)
             if sup is not None and sup.generation == self.gen:
-                self.liza.do(Supervise, mode="end", gen=self.gen)
+                self.liza.do(Supervise, mode="end", gen=self.gen, unregister=True)
         except LizaError:
             pass  # the token then simply expires
 

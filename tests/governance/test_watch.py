@@ -29,6 +29,7 @@ def env_at(now: str) -> dict[str, str]:
 
 
 def block(team: Team, task: str = "task-1") -> None:
+    (team.repo / ".worktrees" / task).mkdir(parents=True, exist_ok=True)  # a CLAIMED task's
     team.do("coder-1", Claim, task=task, worktree=f".worktrees/{task}", base_commit="a" * 40)
     team.do("coder-1", Block, task=task, reason="spec gap", questions=("which API?",))
 
@@ -107,7 +108,20 @@ def test_the_timer_runs_to_the_next_threshold_on_the_watchers_clock(team: Team) 
     now = team.now()
     w = Watcher(store, now=lambda: now, notify=False, err=open(os.devnull, "w"))
     w.tick()
-    # The WORKING agent's lease invariant (60 s grace) is the first time-based change.
+    # The lease alarm (120 s grace) is the first time-based change (an expired WORKING lease is
+    # no INVALID STATE: liza-validate.sh only warns of it).
     timeout = w.next_timeout()
     assert timeout is not None
-    assert abs(timeout - (clock.to_epoch(lease) + 61 - clock.to_epoch(now) + 0.05)) < 1e-6
+    assert abs(timeout - (clock.to_epoch(lease) + 121 - clock.to_epoch(now) + 0.05)) < 1e-6
+
+
+def test_a_claimed_task_without_its_worktree_is_invalid_state(team: Team) -> None:
+    (team.repo / ".worktrees" / "task-1").mkdir(parents=True)
+    team.do("coder-1", Claim, task="task-1", worktree=".worktrees/task-1", base_commit="a" * 40)
+    store = Store.discover(team.repo)
+    now = team.now()
+    w = Watcher(store, now=lambda: now, notify=False, err=open(os.devnull, "w"))
+    assert not [r for r in w.tick() if r.alert.kind == "INVALID_STATE"]
+    (team.repo / ".worktrees" / "task-1").rmdir()
+    fired = [r.alert.text for r in w.tick() if r.alert.kind == "INVALID_STATE"]
+    assert fired and "CLAIMED task worktree path must exist (.worktrees/task-1)" in fired[0]

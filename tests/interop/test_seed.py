@@ -12,13 +12,20 @@ from gitliza.interop import seed
 
 DATA = Path(__file__).parent / "data"
 EXAMPLE = (DATA / "schema_example.yaml").read_text()
-# The spec's example breaks three of the spec's own rules; each fix is one line.
+# The spec's example breaks three of the spec's own rules, and liza-validate.sh's "one agent on
+# one active task" twice; each fix is one line.
 DEFECTS = [
     ("converted_to_task: task-3a", "converted_to_task: task-4a",
      "discovered[1].converted_to_task: task 'task-3a' does not exist"),
     ("    base_commit: a1b2c3d4  # Integration HEAD",
      "    lease_expires: 2025-01-17T16:36:00Z\n    base_commit: a1b2c3d4  # Integration HEAD",
      "tasks[7]: CLAIMED task must have valid lease_expires"),
+    ("    assigned_to: coder-1\n    worktree: .worktrees/task-2",
+     "    assigned_to: coder-2\n    worktree: .worktrees/task-2",
+     "tasks[7]: agent coder-1 is assigned to multiple active tasks (task-2 and task-7)"),
+    ("    assigned_to: coder-1\n    worktree: .worktrees/task-8",
+     "    assigned_to: coder-3\n    worktree: .worktrees/task-8",
+     "tasks[9]: agent coder-1 is assigned to multiple active tasks (task-7 and task-8)"),
     ("    status: WAITING\n    task: null", "    status: IDLE\n    task: null",
      "agents.planner-1: only coders can be WAITING"),
 ]

@@ -102,6 +102,11 @@ def test_abort_file_ends_a_supervisor(repo: Path, tmp_path: Path) -> None:
     (repo / ".liza").mkdir(exist_ok=True)
     (repo / ".liza" / "ABORT").touch()
     assert sup.wait() == 0 and "ABORT; exiting" in sup.output()
+    # It held nothing: it leaves the board, as liza-agent.sh's exit trap removes its agent
+    # (`status` would list it as IDLE forever otherwise).
+    agents = json.loads(ok(liza(repo, "status", "--json", agent=None)))["agents"]
+    assert "reviewer-1" not in {a["id"] for a in agents}
+    ok(liza(repo, "verify", agent=None))
 
 
 def test_a_long_running_agent_keeps_its_lease(repo: Path, tmp_path: Path) -> None:
@@ -190,14 +195,15 @@ git liza verdict "$LIZA_TASK_ID" approve --commit "$LIZA_REVIEW_COMMIT"
 
 def test_bad_invocations_change_nothing(repo: Path) -> None:
     make_board(repo)
-    ok(liza(repo, "register", "planner-9", "--role", "planner", agent=None))
+    ok(liza(repo, "register", "m1-coder-9", "--role", "planner", agent=None))
     before = tip(repo)
     for args, agent, code, msg in [
             (["agent", "boss"], "coder-1", 1, "is not planner, coder"),
             (["agent", "coder"], None, 1, "needs an agent id"),
             (["agent", "coder", "--cli", "emacs"], "coder-1", 1, "--cli must be"),
             (["agent", "coder", "--", "no-such-agent-cli"], "coder-1", 5, "not found on PATH"),
-            (["agent", "coder", "--", "true"], "planner-9", 1, "registered as planner")]:
+            (["agent", "coder", "--", "true"], "planner-9", 1, "does not name the coder role"),
+            (["agent", "coder", "--", "true"], "m1-coder-9", 1, "registered as planner")]:
         r = liza(repo, *args, agent=agent)
         assert r.returncode == code and msg in r.stderr, r.stderr
     assert tip(repo) == before
@@ -217,6 +223,34 @@ def test_sigterm_stops_the_agent_and_leaves_the_board_consistent(repo: Path,
             time.sleep(0.1)
     t = task_of(repo, "t1")
     assert t["status"] == "CLAIMED" and t["assigned_to"] == "coder-1"  # left to expire
+    agents = json.loads(ok(liza(repo, "status", "--json", agent=None)))["agents"]
+    assert "coder-1" in {a["id"] for a in agents}  # it holds t1: it stays until taken over
     log = json.loads(ok(liza(repo, "log", "--json", "-n", "1", agent=None)))
     assert log[0]["op"] == "supervise" and log[0]["args"]["mode"] == "end"
     ok(liza(repo, "validate", agent=None))
+
+
+def test_a_handoff_reaches_the_next_sessions_prompt_and_is_then_taken(repo: Path,
+                                                                       tmp_path: Path) -> None:
+    make_board(repo)
+    add_task(repo, "t1")
+    runs = tmp_path / "runs"
+    agent = script(tmp_path, "agent.sh", f"""n=$(cat {runs} 2>/dev/null || echo 0); n=$((n+1))
+echo $n > {runs}
+if [ $n = 1 ]; then
+  git liza handoff t1 --summary "parser half done" --next-action "write the tests"
+  sleep 2  # the lease keeper beats meanwhile: the handoff stays pending
+  exit 42
+fi
+grep -q "=== HANDOFF FROM coder-1" "$LIZA_PROMPT_FILE"
+grep -q "NEXT ACTION: write the tests" "$LIZA_PROMPT_FILE"
+""" + SUBMIT)
+    sup = Sup(repo, "coder", "coder-1", "--", str(agent))
+    sup.expect("exited 42 (graceful); restarting in 1s")
+    sup.expect("agent completed")
+    ok(liza(repo, "abort", agent=None))
+    assert sup.wait() == 0
+    t = task_of(repo, "t1")
+    assert t["status"] == "READY_FOR_REVIEW" and not t.get("handoff_pending")
+    events = [h["event"] for h in t["history"]]
+    assert "handoff" in events

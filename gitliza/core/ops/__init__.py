@@ -17,7 +17,7 @@ _WHERE = {
     "Heartbeat": "work", "Merge": "work", "Release": "work", "Submit": "work", "Verdict": "work",
     "AbortOp": "control", "Checkpoint": "control", "Pause": "control", "Resume": "control",
     "Supervise": "control",
-    "Circuit": "governance", "Import": "governance",
+    "Circuit": "governance", "Import": "governance", "SprintScopeOp": "sprint",
 }
 
 __all__ = ["OPS", "Ctx", "Event", "Op", "Outcome", "apply", "load_all", "op_from_record",

@@ -70,7 +70,7 @@ class Op:
 
 OPS: dict[str, type[Op]] = {}
 OP_MODULES = ("gitliza.core.ops.planning", "gitliza.core.ops.work", "gitliza.core.ops.journal",
-              "gitliza.core.ops.control", "gitliza.core.ops.governance")
+              "gitliza.core.ops.control", "gitliza.core.ops.governance", "gitliza.core.ops.sprint")
 
 
 def load_all() -> dict[str, type[Op]]:
@@ -211,6 +211,8 @@ def apply(board: Board, op: Op) -> Outcome:
         _check_generation(board, op)
     ctx = Ctx(board, op)
     op.run(ctx)
+    from gitliza.core.ops.sprint import completes
+    completes(ctx)
     event = Event(op=op.NAME, actor=op.actor, time=op.time, task=ctx.task_id,
                   from_state=ctx.from_state, to_state=ctx.to_state, reason=ctx.reason,
                   summary=ctx.summary or _default_summary(op, ctx))

@@ -142,6 +142,10 @@ class Supervise(Op):
     mode: str = "start"
     host: str | None = None
     pid: int | None = None
+    # With `end`: the supervisor exits, so its agent leaves the board as liza-agent.sh's exit trap
+    # removes it (an agent holding work stays, for its lease to run out and the work to be taken
+    # over). A supervisor started later registers it again.
+    unregister: bool = False
 
     def run(self, ctx: Ctx) -> None:
         _allowed(ctx)
@@ -158,6 +162,9 @@ class Supervise(Op):
             ctx.put("supervisors", me.id, replace(
                 cur, expires=expires if self.mode == "renew" else None))
             ctx.summary = f"supervise {self.mode} {me.id} (generation {cur.generation})"
+            if self.unregister and self.mode == "end" and me.current_task is None:
+                ctx.put("agents", me.id, None)
+                ctx.summary += ", agent removed"
             return
         if self.gen is not None:
             raise ValidationError("a new supervisor carries no generation yet")

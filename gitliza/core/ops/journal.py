@@ -8,7 +8,7 @@ from gitliza.core.ids import check_id
 from gitliza.core.model import (ANOMALY_REQUIRED, Anomaly, Discovery, HumanNote, Severity,
                                 SpecChange, Urgency)
 from gitliza.core.ops.base import Ctx, Op, need_text, register_op, replace
-from gitliza.core.states import PLANNING
+from gitliza.core.states import PLANNING, Role
 from gitliza.errors import NotFound, PermissionDenied, ValidationError
 
 DetailValue = str | int | bool
@@ -20,11 +20,40 @@ def _task_ref(ctx: Ctx, task: str | None) -> None:
         ctx.task_id = task
 
 
-def _append(ctx: Ctx, coll: str, entry: object) -> None:
+_ENTRY = {"anomalies": "anomaly", "human_notes": "human note", "spec_changes": "spec change",
+          "discovered": "discovery"}
+
+
+def _append(ctx: Ctx, coll: str, entry: object, ordered: bool = False) -> None:
+    """Append `entry`. `ordered` (every op recorded since format 1.1 says so): an entry in the same
+    second as earlier ones is keyed after them (`STAMP.NNNN-digest` sorts after `STAMP-...` and
+    in NNNN order), so that append order holds, and an identical entry is a new entry; without
+    it (older boards, replayed as written) the key is `STAMP-digest` and a repeat is refused."""
     key = journal_key(entry, ctx.op.time)
+    if ordered:
+        stamp = key.partition("-")[0]
+        same = sum(1 for k in ctx.board.keys(coll) if k.startswith((stamp + "-", stamp + ".")))
+        same += sum(1 for (c, k) in ctx.changes if c == coll and k.startswith(stamp))
+        if same:
+            key = f"{stamp}.{same:04d}-{key.partition('-')[2]}"
     if ctx.get(coll, key) is not None:
-        raise ValidationError(f"this {coll[:-1].replace('_', ' ')} is already recorded")
+        raise ValidationError(f"this {_ENTRY.get(coll, 'entry')} is already recorded")
     ctx.put(coll, key, entry)
+
+
+# Who logs which anomaly (blackboard-schema.md "Anomaly Types"); the human may log any.
+ANOMALY_LOGGERS: dict[str, frozenset[Role]] = {
+    "retry_loop": frozenset({Role.CODER, Role.CODE_REVIEWER}),
+    "trade_off": frozenset({Role.CODER}), "spec_ambiguity": frozenset({Role.CODER}),
+    "external_blocker": frozenset({Role.CODER}),
+    "assumption_violated": frozenset({Role.CODER, Role.CODE_REVIEWER}),
+    "scope_deviation": frozenset({Role.CODE_REVIEWER}),
+    "workaround": frozenset({Role.CODE_REVIEWER}), "debt_created": frozenset({Role.CODE_REVIEWER}),
+    "spec_changed": frozenset({Role.CODE_REVIEWER}),
+    "hypothesis_exhaustion": frozenset({Role.PLANNER}), "spec_gap": frozenset({Role.PLANNER}),
+    "review_deadlock": frozenset({Role.PLANNER}),
+    "system_ambiguity": frozenset(Role),
+}
 
 
 @register_op
@@ -112,9 +141,10 @@ class AnomalyOp(Op):
     type: str
     details: tuple[tuple[str, DetailValue], ...] = ()
     task: str | None = None
+    ordered: bool = False  # see _append; also: the type is checked against the logger's role
 
     def run(self, ctx: Ctx) -> None:
-        ctx.role()  # any registered agent or the human
+        role = ctx.role()  # any registered agent or the human
         required = ANOMALY_REQUIRED.get(self.type)
         if required is None:
             raise ValidationError(f"anomaly type {self.type!r} is not one of: "
@@ -124,9 +154,15 @@ class AnomalyOp(Op):
         missing = [f for f in required if f not in have]
         if missing:
             raise ValidationError(f"anomaly {self.type} needs details: {', '.join(missing)}")
+        loggers = ANOMALY_LOGGERS[self.type]
+        if self.ordered and role != Role.HUMAN and role not in loggers:
+            raise PermissionDenied(f"a {self.type} anomaly is logged by "
+                                   + " or ".join(sorted(r.value for r in loggers))
+                                   + f", not {self.actor} ({role.value})")
         _task_ref(ctx, self.task)
         _append(ctx, "anomalies", Anomaly(timestamp=self.time, type=self.type,
-                                          reporter=self.actor, task=self.task, details=details))
+                                          reporter=self.actor, task=self.task, details=details),
+                self.ordered)
         ctx.summary = f"anomaly {self.type}" + (f" on {self.task}" if self.task else "") + \
             f" by {self.actor}"
 
@@ -137,12 +173,14 @@ class Note(Op):
     NAME = "note"
     message: str
     for_task: str | None = None
+    ordered: bool = False  # see _append
 
     def run(self, ctx: Ctx) -> None:
         need_text(self.message, "message")
         _task_ref(ctx, self.for_task)
         _append(ctx, "human_notes", HumanNote(timestamp=self.time, message=self.message,
-                                              for_task=self.for_task, author=self.actor))
+                                              for_task=self.for_task, author=self.actor),
+                self.ordered)
         ctx.summary = "note" + (f" for {self.for_task}" if self.for_task else "") + \
             f" by {self.actor}"
 
@@ -154,6 +192,7 @@ class SpecChangeOp(Op):
     spec: str
     change: str
     triggered_by: str | None = None
+    ordered: bool = False  # see _append
 
     def run(self, ctx: Ctx) -> None:
         if ctx.role() not in PLANNING:
@@ -162,5 +201,5 @@ class SpecChangeOp(Op):
         need_text(self.change, "change")
         _append(ctx, "spec_changes", SpecChange(timestamp=self.time, spec=self.spec,
                                                 change=self.change,
-                                                triggered_by=self.triggered_by))
+                                                triggered_by=self.triggered_by), self.ordered)
         ctx.summary = f"spec-change {self.spec} by {self.actor}"

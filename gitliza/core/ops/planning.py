@@ -35,7 +35,9 @@ _CONFIG_MAX = {"lease_duration": 7 * 86400, "heartbeat_interval": 86400,
                "max_coder_iterations": 1000, "max_review_cycles": 1000,
                "planner_max_wait": 7 * 86400, "reviewer_max_wait": 7 * 86400,
                "restart_delay": 3600, "crash_delay": 3600, "crash_delay_max": 86400,
-               "max_no_progress_runs": 1000, "max_launches_per_minute": 600}
+               "max_no_progress_runs": 1000, "max_launches_per_minute": 600,
+               "planner_poll_interval": 86400, "reviewer_poll_interval": 86400,
+               "archive_after": 365 * 86400}
 # Watcher thresholds (optional: unset means the seed's value, see gitliza/core/alarms.py).
 _CONFIG_MAX.update({k: 30 * 86400 for k in _CONFIG_TYPES if k.startswith("alarm_")})
 
@@ -91,10 +93,13 @@ class Init(Op):
     sprint_id: str = "sprint-1"
     deadline: str | None = None
     config: tuple[tuple[str, ConfigValue], ...] = ()
+    spec_ref: str | None = None  # the goal's spec (liza-init.sh's second argument)
 
     def run(self, ctx: Ctx) -> None:
         previous = _ended_goal(ctx) if ctx.board.initialized else None
         need_text(self.goal, "goal")
+        if self.spec_ref is not None:
+            check_spec_ref(self.spec_ref)
         check_id(self.goal_id, "goal id")
         check_id(self.sprint_id, "sprint id")
         if self.deadline is not None:
@@ -120,7 +125,7 @@ class Init(Op):
                                  + (f", ended {ended}" if ended else "") + f"): {old.description}"),
                        ) + history
         ctx.put("goal", "", Goal(id=self.goal_id, description=self.goal, created=t,
-                                 alignment_history=history))
+                                 alignment_history=history, spec_ref=self.spec_ref))
         ctx.put("config", "", cfg)
         ctx.put("sprint", "", Sprint(id=self.sprint_id, goal_ref=self.goal_id,
                                      timeline=SprintTimeline(started=t, deadline=self.deadline)))

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from gitliza.core import clock
 from gitliza.core.board import journal_key
-from gitliza.core.model import Agent, Anomaly, Handoff, Task
+from gitliza.core.model import Agent, Anomaly, CBStatus, Handoff, Task
 from gitliza.core.ops.base import (Ctx, Op, check_sha, free_agent, need_text, register_op,
                                    replace, require_goal_open)
 from gitliza.core.states import AgentState, Role, TaskState
@@ -120,6 +120,14 @@ class Claim(Op):
         me = ctx.require_agent()
         require_goal_open(ctx)
         now = self.time
+        trig = ctx.board.circuit_breaker.current_trigger
+        if ctx.board.circuit_breaker.status == CBStatus.TRIGGERED:
+            # circuit-breaker.md: work halts until the human resolves the trigger.
+            raise IllegalTransition(
+                f"claim {t.id}: the circuit breaker is TRIGGERED"
+                + (f" ({trig.pattern}, {trig.severity})" if trig is not None else "")
+                + "; no new work until the human resolves it",
+                hint="`git liza analyze --resolve TEXT` once the pattern is dealt with")
         if t.status == S.CLAIMED and lease_live(t.lease_expires, now):
             ctx.transition(t, S.CLAIMED)  # role check first, so a planner gets the right message
             who = "you" if t.assigned_to == me.id else t.assigned_to
@@ -187,6 +195,10 @@ class Heartbeat(Op):
     # The task the agent believes it holds. An agent whose claim was taken over, or dropped by a
     # sync with another machine, is IDLE on the board; naming the task turns that into LeaseLost.
     task: str | None = None
+    # A pending handoff stays pending until the agent that continues the task was given it (in
+    # its prompt); such a heartbeat then clears it. False is format 1's behaviour (any heartbeat
+    # cleared it), which replay of older boards needs.
+    keep_handoff: bool = False
 
     def run(self, ctx: Ctx) -> None:
         me = ctx.require_agent()
@@ -200,7 +212,8 @@ class Heartbeat(Op):
         expires = clock.plus(now, lease_seconds(ctx, t))
         if t is not None and me.status in (A.WORKING, A.HANDOFF) and t.status == S.CLAIMED:
             holder_check(ctx, t, "heartbeat")
-            ctx.put_task(replace(t, lease_expires=expires, handoff_pending=False))
+            ctx.put_task(replace(t, lease_expires=expires,
+                                 handoff_pending=t.handoff_pending and self.keep_handoff))
             ctx.put_agent(replace(me, status=A.WORKING, lease_expires=expires, heartbeat=now))
         elif t is not None and me.status == A.REVIEWING and t.status == S.READY_FOR_REVIEW:
             if t.reviewing_by != me.id or not lease_live(t.review_lease_expires, now):
@@ -380,6 +393,8 @@ class Merge(Op):
     result: str  # "merged" | "failed"
     merge_commit: str | None = None
     reason: str | None = None
+    # Integration commits since the task's base when it was merged (wt-merge.sh logs it).
+    drift_commits: int | None = None
 
     def run(self, ctx: Ctx) -> None:
         t = ctx.require_task(self.task)
