@@ -132,6 +132,17 @@ class Task:
 
 
 @dataclass(frozen=True, slots=True)
+class SigningKey:
+    """A public key an actor signs its board commits with (gitliza/core/keys.py): valid from
+    `since`; `until` is when a `rekey` retired it (rotated or revoked). Commits made while it was
+    valid stay valid."""
+
+    key: str  # `ssh-ed25519 <base64>`, no comment
+    since: str
+    until: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Agent:
     """A registered agent (`agents:`): role, status, current task and lease."""
 
@@ -145,6 +156,7 @@ class Agent:
     iterations_total: int = 0
     context_percent: int | None = None
     registered: str | None = None
+    keys: tuple[SigningKey, ...] = ()  # oldest first; the current one has no `until`
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,6 +206,10 @@ class Config:
     alarm_checkpoint_abandoned: int | None = None
     alarm_pause_stale: int | None = None
     alarm_pause_forgotten: int | None = None
+    # Signed board commits (docs/enforcement.md): off | warn | required, set only by the human,
+    # whose own keys are kept here (the human is not an agent entity); see gitliza/core/keys.py.
+    signatures: str = since_v1("off")
+    human_keys: tuple[SigningKey, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import pygit2
 
@@ -25,6 +25,9 @@ from gitliza.core.ops.base import Op, Outcome, apply
 from gitliza.errors import (ConcurrencyConflict, GitFailure, InconsistentState, LizaError,
                             MissingDependency, ValidationError)
 from gitliza.git import trees
+
+if TYPE_CHECKING:
+    from gitliza.signing import Signer
 
 STATE_REF = "refs/liza/state"
 RETRY_DELAYS = (0.0, 0.1, 0.25, 0.5)  # before attempts 2..5
@@ -187,6 +190,7 @@ class Store:
         self.ref = ref
         self.tables: Tables | None = None  # set by gitliza/git/tablecache.py for big reads
         self._common: Path | None = None
+        self._signer: Signer | None = None
 
     @classmethod
     def discover(cls, path: str | os.PathLike[str] = ".") -> Store:
@@ -267,7 +271,42 @@ class Store:
             batch.flush()
             sig = signature(op)
             return self.repo.create_commit(None, sig, sig, message, tree, parents), tree
+        # Signed before it is written (the signature is part of the object, hence of its id).
+        body = self.signer().sign(body, op.actor)
         return pygit2.Oid(raw=batch.store(b"commit", body)), tree
+
+    def signer(self) -> Signer:
+        """The keys this process signs board commits with (gitliza/signing.py), found once."""
+        if self._signer is None:
+            from gitliza.signing import signer_for
+            if self._common is None:
+                self._common = common_dir(self.repo)
+            self._signer = signer_for(self._common, self.repo.config)
+        return self._signer
+
+    def check_signable(self, before: Board, outcome: Outcome, op: Op) -> None:
+        """Under `signatures = required`, refuse before writing anything a commit that verify, sync
+        and the server hook would refuse: the actor has no key on the board, this process holds
+        no private key for it, or holds another one."""
+        from gitliza.core import keys
+        if keys.policy(before if before.initialized else None, outcome.board) != keys.REQUIRED:
+            return
+        want = keys.expected(before, outcome.board, op)
+        actor = op.actor
+        if want is None:
+            raise ValidationError(f"signatures are required and {actor} has no key on the board",
+                                  hint=f"the human gives it one: `git liza rekey {actor} "
+                                       "--generate-key` (or --key KEY)")
+        signer = self.signer()
+        have = signer.key_for(actor)
+        if have is None:
+            raise ValidationError(f"signatures are required and this clone cannot sign as "
+                                  f"{actor}: {signer.why_not(actor)}")
+        if have.public.line != want.key:
+            raise ValidationError(f"signatures are required and the key this clone holds for "
+                                  f"{actor} ({have.public.fingerprint}) is not its key on the "
+                                  "board", hint=f"`git liza rekey {actor}` or install its "
+                                                "current private key")
 
     def transact(self, make_op: Callable[[Board, str], Op], now: Callable[[], str],
                  *, sleep: Callable[[float], None] = time.sleep) -> Committed:
@@ -283,6 +322,7 @@ class Store:
             bad = problems_of_change(outcome.board, outcome.changes)
             if bad:  # the core produced a state that breaks an invariant: a bug, never commit it
                 raise InconsistentState(f"{op.NAME} would break an invariant: {bad[0]}")
+            self.check_signable(board, outcome, op)
             commit = self.write_commit(parent, outcome, op)
             try:
                 self._cas(tip, commit, outcome.event.summary, outcome.board)
