@@ -148,11 +148,24 @@ def verify(armored: bytes, payload: bytes) -> PublicKey:
     digest = hashlib.new(algo.decode(), payload).digest()
     data = MAGIC + _string(namespace) + _string(_reserved) + _string(algo) + _string(digest)
     try:
-        Ed25519PublicKey.from_public_bytes(key.raw).verify(sig, data)
+        _verifier(key.raw).verify(sig, data)
     except InvalidSignature:
         raise BadSignature(f"the signature by {key.fingerprint} does not match the commit "
                            "(edited after signing)") from None
     return key
+
+
+_VERIFIERS: dict[bytes, Ed25519PublicKey] = {}
+
+
+def _verifier(raw: bytes) -> Ed25519PublicKey:
+    """The loaded key, once per key: a replay checks thousands of commits by a handful of keys."""
+    found = _VERIFIERS.get(raw)
+    if found is None:
+        if len(_VERIFIERS) > 1024:
+            _VERIFIERS.clear()
+        found = _VERIFIERS[raw] = Ed25519PublicKey.from_public_bytes(raw)
+    return found
 
 
 # -- the commit object -----------------------------------------------------------------------------
