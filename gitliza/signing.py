@@ -93,15 +93,20 @@ class Signer:
         self._config = config  # the repository's pygit2 Config (for the human's key)
         self._keys: dict[str, Key] = {}
         self._why: dict[str, str] = {}
+        # (actor, key line) the write path last found this signer holds (Store.check_signable):
+        # checked once, not on every transition; any change of keys here forgets it.
+        self.matched: tuple[str, str] | None = None
 
     def add(self, actor: str, key: Key) -> None:
         """Sign as `actor` with `key` from now on (a key made before it is saved)."""
         self._keys[actor] = key
         self._why.pop(actor, None)
+        self.matched = None
 
     def forget(self, actor: str) -> None:
         self._keys.pop(actor, None)
         self._why.pop(actor, None)
+        self.matched = None
 
     def key_for(self, actor: str) -> Key | None:
         key = self._keys.get(actor)

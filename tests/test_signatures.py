@@ -370,3 +370,22 @@ def test_pushers_bound_to_agents_on_the_server(team: tuple[Path, Path]) -> None:
     r = run(seed, *push, REMOTE_USER="lead")
     assert r.returncode == 0, r.stderr
     assert tip(bare) == tip(seed) and done.commit
+
+
+def test_an_exported_required_board_imports_signed_by_the_key_it_carries(
+        team: tuple[Path, Path], tmp_path: Path) -> None:
+    _bare, seed = team
+    r = run(seed, "git", "liza", "export", "--out", str(tmp_path / "exp"), "--no-log")
+    assert r.returncode == 0, r.stderr
+    new = tmp_path / "new"
+    git(tmp_path, "init", "-q", str(new))
+    state = str(tmp_path / "exp" / "state.yaml")
+    r = run(new, "git", "liza", "import", state)
+    assert r.returncode == 1 and "cannot sign as human" in r.stderr, r.stderr
+    assert tip(new) is None
+    for k in ("gpg.format", "user.signingkey"):
+        git(new, "config", k, git(seed, "config", k))
+    r = run(new, "git", "liza", "import", state)
+    assert r.returncode == 0, r.stderr
+    r = run(new, "git", "liza", "verify", "--json")
+    assert r.returncode == 0 and '"signed": 1' in r.stdout, r.stdout + r.stderr

@@ -73,6 +73,8 @@ def expected(before: Board | None, after: Board, op: Any) -> SigningKey | None:
     name = getattr(op, "NAME", "")
     if name == "register" and getattr(op, "agent", None) == op.actor:
         return current(keys_of(after, op.actor))
+    if before is None and name == "import":
+        return current(keys_of(after, op.actor))  # a genesis: its board brings the keys
     if name == "rekey" and op.agent == op.actor and \
             (before is None or current(keys_of(before, op.actor)) is None):
         return current(keys_of(after, op.actor))  # the human's first key introduces itself

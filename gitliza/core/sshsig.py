@@ -17,6 +17,7 @@ import base64
 import hashlib
 import struct
 from dataclasses import dataclass
+from functools import cached_property
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
@@ -53,14 +54,20 @@ class PublicKey:
 
     raw: bytes  # the 32-byte key
 
-    @property
+    @cached_property
     def blob(self) -> bytes:
         return _string(KEY_TYPE.encode()) + _string(self.raw)
 
-    @property
+    @cached_property
     def line(self) -> str:
         """The canonical text the board records (no comment)."""
         return f"{KEY_TYPE} {base64.b64encode(self.blob).decode()}"
+
+    @cached_property
+    def sig_head(self) -> bytes:
+        """What every SSHSIG blob by this key starts with (all but the signature itself)."""
+        return (MAGIC + struct.pack(">I", 1) + _string(self.blob) + _string(NAMESPACE)
+                + _string(b"") + _string(HASH))
 
     @property
     def fingerprint(self) -> str:
@@ -98,18 +105,15 @@ def public_of(private: Ed25519PrivateKey) -> PublicKey:
                                                        serialization.PublicFormat.Raw))
 
 
-def _signed_data(payload: bytes) -> bytes:
-    return (MAGIC + _string(NAMESPACE) + _string(b"") + _string(HASH)
-            + _string(hashlib.sha512(payload).digest()))
+_SIGNED_HEAD = MAGIC + _string(NAMESPACE) + _string(b"") + _string(HASH)
+_SIG_TYPE = _string(KEY_TYPE.encode())
 
 
 def sign(private: Ed25519PrivateKey, public: PublicKey, payload: bytes) -> str:
     """The armored SSHSIG of `payload` in namespace `git` (what `ssh-keygen -Y sign -n git`
     prints, ending with a newline)."""
-    sig = private.sign(_signed_data(payload))
-    blob = (MAGIC + struct.pack(">I", 1) + _string(public.blob) + _string(NAMESPACE)
-            + _string(b"") + _string(HASH) + _string(_string(KEY_TYPE.encode()) + _string(sig)))
-    text = base64.b64encode(blob).decode()
+    sig = private.sign(_SIGNED_HEAD + _string(hashlib.sha512(payload).digest()))
+    text = base64.b64encode(public.sig_head + _string(_SIG_TYPE + _string(sig))).decode()
     lines = [text[i:i + _WRAP] for i in range(0, len(text), _WRAP)]
     return "\n".join([BEGIN, *lines, END]) + "\n"
 

@@ -22,6 +22,7 @@ from gitliza.core import codec, layout, record
 from gitliza.core.board import ENTITY_TYPES, Board, Changes
 from gitliza.core.invariants import problems_of_change
 from gitliza.core.ops.base import Op, Outcome, apply
+from gitliza.core.states import HUMAN_ACTOR
 from gitliza.errors import (ConcurrencyConflict, GitFailure, InconsistentState, LizaError,
                             MissingDependency, ValidationError)
 from gitliza.git import trees
@@ -289,16 +290,23 @@ class Store:
         and the server hook would refuse: the actor has no key on the board, this process holds
         no private key for it, or holds another one."""
         from gitliza.core import keys
-        if keys.policy(before if before.initialized else None, outcome.board) != keys.REQUIRED:
+        prev = before if before.initialized else None
+        if keys.policy(prev, outcome.board) != keys.REQUIRED:
             return
-        want = keys.expected(before, outcome.board, op)
+        want = keys.expected(prev, outcome.board, op)
         actor = op.actor
-        if want is None:
-            raise ValidationError(f"signatures are required and {actor} has no key on the board",
-                                  hint=f"the human gives it one: `git liza rekey {actor} "
-                                       "--generate-key` (or --key KEY)")
         signer = self.signer()
+        if want is not None and signer.matched == (actor, want.key):
+            return  # this actor's key was found and matched on the last transition
+        if want is None:
+            how = "`git liza rekey human --key YOUR_KEY.pub`" if actor == HUMAN_ACTOR else \
+                f"the human gives it one: `git liza rekey {actor} --generate-key` (or --key KEY)"
+            raise ValidationError(f"signatures are required and {actor} has no key on the board",
+                                  hint=how)
         have = signer.key_for(actor)
+        if have is not None and have.public.line != want.key:  # rekeyed since it was loaded?
+            signer.forget(actor)
+            have = signer.key_for(actor)
         if have is None:
             raise ValidationError(f"signatures are required and this clone cannot sign as "
                                   f"{actor}: {signer.why_not(actor)}")
@@ -307,6 +315,7 @@ class Store:
                                   f"{actor} ({have.public.fingerprint}) is not its key on the "
                                   "board", hint=f"`git liza rekey {actor}` or install its "
                                                 "current private key")
+        signer.matched = (actor, want.key)
 
     def transact(self, make_op: Callable[[Board, str], Op], now: Callable[[], str],
                  *, sleep: Callable[[float], None] = time.sleep) -> Committed:
