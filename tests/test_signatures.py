@@ -62,6 +62,10 @@ def team(tmp_path: Path, bare: Path) -> tuple[Path, Path]:
     coder-1, coder-2, rev-1 registered with generated keys, task t1 ready, signatures required,
     all pushed and accepted."""
     install(bare, server=True, python=PY)
+    return bare, make_team(tmp_path, bare)
+
+
+def make_team(tmp_path: Path, bare: Path) -> Path:
     seed = tmp_path / "seed"
     git(tmp_path, "clone", "-q", str(bare), str(seed))
     (seed / "s").write_text("the spec\n")
@@ -85,7 +89,7 @@ def team(tmp_path: Path, bare: Path) -> tuple[Path, Path]:
     r = run(seed, "git", "push", "-q", "origin", "main", "integration",
             "refs/liza/state:refs/liza/state")
     assert r.returncode == 0, r.stderr
-    return bare, seed
+    return seed
 
 
 def to_review(c: Path) -> None:
