@@ -45,5 +45,5 @@ class Rekey(Op):
         else:
             assert agent is not None
             ctx.put_agent(replace(agent, keys=updated))
-        what = "revoke" if new is None else "rotate"
+        what = "revoke" if new is None else "rotate" if keys.current(old) else "first key"
         ctx.summary = f"rekey {self.agent} ({what}) by {self.actor}"
