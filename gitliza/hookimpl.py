@@ -116,9 +116,12 @@ def _check_state(store: Store, old: Any, new: str, latest: str | None = None) ->
     if new == ZERO:
         return f"deleting {STATE_REF} is never allowed (it is the board's whole history)"
     try:
-        replay(store, new, old)
+        report = replay(store, new, old)
     except VerifyFailure as e:
         return str(e)
+    for oid, op, actor, why in report.unsigned:  # signatures = warn: reported, accepted
+        print(f"gitliza: warning: state commit {oid[:12]} ({op}): actor {actor}: {why}",
+              file=sys.stderr)
     if latest is None:
         return None
     return (_future_op(store, old, new, latest) or _early_takeover(store, old, new, _server_now())

@@ -393,3 +393,17 @@ def test_an_exported_required_board_imports_signed_by_the_key_it_carries(
     assert r.returncode == 0, r.stderr
     r = run(new, "git", "liza", "verify", "--json")
     assert r.returncode == 0 and '"signed": 1' in r.stdout, r.stdout + r.stderr
+
+
+def test_warn_reports_and_accepts_in_verify_and_the_server_hook(team: tuple[Path, Path]) -> None:
+    bare, seed = team
+    Liza.open(seed, "human").do(ConfigSet, key="signatures", value="warn")
+    bad, _says = unsigned(seed)
+    r = run(seed, "git", "liza", "verify")
+    assert r.returncode == 0, r.stderr
+    assert f"state commit {bad[:12]} (add): actor human: unsigned" in r.stderr
+    assert "(accepted: signatures = warn)" in r.stderr
+    r = run(seed, "git", "push", "--porcelain", "origin", "refs/liza/state:refs/liza/state")
+    assert r.returncode == 0, r.stderr
+    assert f"gitliza: warning: state commit {bad[:12]} (add): actor human: unsigned" in r.stderr
+    assert tip(bare) == bad
