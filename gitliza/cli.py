@@ -152,7 +152,7 @@ def rekey(agent_id: str = typer.Argument(..., metavar="AGENT", help="An agent id
 
 @app.command("allowed-signers")
 def allowed_signers(at: Optional[str] = AtOpt,
-                    output: Optional[Path] = typer.Option(None, "--output", "-o",
+                    output: Optional[Path] = typer.Option(None, "--output",
                                                           help="Write it to this file."),
                     json: bool = JsonOpt) -> None:
     """Print the board's keys as an allowed-signers file, for

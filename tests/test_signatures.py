@@ -222,7 +222,7 @@ def test_stock_git_verifies_every_state_commit_and_rejects_a_tampered_one(
     Liza.open(seed, "rev-1").do(Verdict, task="t1", verdict="approve",
                                 commit=git(seed, "rev-parse", "main"))
     allowed = tmp_path / "allowed_signers"
-    r = run(seed, "git", "liza", "allowed-signers", "-o", str(allowed))
+    r = run(seed, "git", "liza", "allowed-signers", "--output", str(allowed))
     assert r.returncode == 0, r.stderr
     text = allowed.read_text()
     assert text.count("ssh-ed25519") == 4 and "rev-1 namespaces=\"git\" ssh-ed25519" in text

@@ -156,7 +156,7 @@ class Agent:
     iterations_total: int = 0
     context_percent: int | None = None
     registered: str | None = None
-    keys: tuple[SigningKey, ...] = ()  # oldest first; the current one has no `until`
+    keys: tuple[SigningKey, ...] = since_v1(())  # oldest first; the current one has no `until`
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,7 +209,7 @@ class Config:
     # Signed board commits (docs/enforcement.md): off | warn | required, set only by the human,
     # whose own keys are kept here (the human is not an agent entity); see gitliza/core/keys.py.
     signatures: str = since_v1("off")
-    human_keys: tuple[SigningKey, ...] = ()
+    human_keys: tuple[SigningKey, ...] = since_v1(())
 
 
 @dataclass(frozen=True, slots=True)
