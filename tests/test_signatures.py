@@ -9,6 +9,7 @@ store's write path with the local checks bypassed and another key (or none) in t
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -213,6 +214,29 @@ def test_sync_of_a_forged_board_is_refused_and_the_remote_kept(team: tuple[Path,
     assert r.returncode != 0
     assert bad[:12] in r.stderr and says in r.stderr, r.stderr
     assert tip(bare) == before
+
+
+@pytest.mark.skipif(importlib.util.find_spec("gitliza.adopt") is None,
+                    reason="sync does not check fetched commits yet (issue 17, gitliza/adopt.py)")
+@pytest.mark.parametrize("forgery", [coder_signs_a_verdict_as_reviewer, unsigned],
+                         ids=lambda f: f.__name__)
+def test_sync_refuses_a_forgery_fetched_from_a_remote_without_hooks(
+        tmp_path: Path, bare: Path, forgery: object) -> None:
+    """A hosted remote runs no hook: the forger's plain push lands, and every other clone's sync
+    refuses what it fetches (exit 4, naming the commit and the actor), its own board unmoved."""
+    seed = make_team(tmp_path, bare)
+    other = tmp_path / "other"
+    git(tmp_path, "clone", "-q", str(bare), str(other))
+    r = run(other, "git", "liza", "pull", "origin")
+    assert r.returncode == 0, r.stderr
+    mine = tip(other)
+    bad, says = forgery(seed)  # type: ignore[operator]
+    r = run(seed, "git", "push", "-q", "--no-verify", "origin", "refs/liza/state:refs/liza/state")
+    assert r.returncode == 0 and tip(bare) == bad, r.stderr
+    r = run(other, "git", "liza", "sync", "origin")
+    assert r.returncode == 4, r.stdout + r.stderr
+    assert bad[:12] in r.stderr and says in r.stderr, r.stderr
+    assert tip(other) == mine
 
 
 def test_stock_git_verifies_every_state_commit_and_rejects_a_tampered_one(
