@@ -50,7 +50,7 @@ def _tables(res: dict[str, Any]) -> list[str]:
         out += ["", "On: `signatures = required`, the commit signed in process with the actor's "
                 "ed25519 key (SSHSIG in the `gpgsig` header) and checked signable before it is "
                 "written; off: an unsigned board. The same op on two boards of the same size, "
-                "interleaved.", ""]
+                f"interleaved. Measured on: {res.get('signing_env', res['env'])}.", ""]
     if res.get("verify_signed"):
         v = res["verify_signed"]
         out += ["### `verify` with signatures", "",

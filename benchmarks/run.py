@@ -272,6 +272,7 @@ def main() -> int:
                     print(f"[{label}] transition at {n:>6} tasks: median {med:.3f} ms, "
                           f"p90 {p90:.3f} ms, {med / rows[0][1]:.2f}x the 10-task time")
                 res[f"signing_{label}"] = bench_signing(root, [10, 10_000], args.runs)
+                res["signing_env"] = env_line
                 for n, off, on in res[f"signing_{label}"]:
                     print(f"[{label}] transition at {n:>6} tasks, signing off {off:.3f} ms, "
                           f"on {on:.3f} ms: {on / off:.2f}x")
