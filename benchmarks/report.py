@@ -38,6 +38,27 @@ def _tables(res: dict[str, Any]) -> list[str]:
                     f"index renamed into place, the ref's lock renamed over the ref), made with "
                     f"bare system calls, median {fs:.3f} ms; gitliza's own share at "
                     f"{rows[-1][0]:,} tasks: {max(big - fs, 0):.3f} ms.", ""]
+    for place in ("tmpfs", "disk"):
+        rows = res.get(f"signing_{place}")
+        if not rows:
+            continue
+        out += [f"### Signed board commits: one transition, signing off and on ({place})", "",
+                "| tasks | signing off, median ms | signing on, median ms | on / off | "
+                "target 1.2x |", "|---|---|---|---|---|"]
+        out += [f"| {n:,} | {off:.3f} | {on:.3f} | {on / off:.2f} | {_met(on / off <= 1.2)} |"
+                for n, off, on in rows]
+        out += ["", "On: `signatures = required`, the commit signed in process with the actor's "
+                "ed25519 key (SSHSIG in the `gpgsig` header) and checked signable before it is "
+                "written; off: an unsigned board. The same op on two boards of the same size, "
+                f"interleaved. Measured on: {res.get('signing_env', res['env'])}.", ""]
+    if res.get("verify_signed"):
+        v = res["verify_signed"]
+        out += ["### `verify` with signatures", "",
+                "| history | unsigned (off), commits/s | signed (required), commits/s | "
+                "signed / unsigned |", "|---|---|---|---|"]
+        out += [f"| {n:,} commits | {a:,.0f} | {b:,.0f} | {b / a:.2f} |" for n, a, b in v]
+        out += ["", "Every signature checked (ed25519, in process) against its actor's key on "
+                "the parent board.", ""]
     if res.get("baseline"):
         disk = dict((n, m) for n, m, _p in res.get("transition_disk", []))
         out += ["### Against the original's design (flock + whole-file YAML, disk)", "",

@@ -50,15 +50,37 @@ T = "2025-01-17T14:00:00Z"
 SECTIONS = ["transition", "cli", "hooks", "sync", "writers", "agents", "others"]
 
 
-def make_board(path: Path, n: int) -> Store:
+def make_board(path: Path, n: int, signed: bool = False) -> Store:
+    """A board of `n` live tasks and planner-1. `signed`: every commit signed (the human's key in
+    git's user.signingkey, planner-1's generated), under `signatures = required`."""
     if path.exists():
         shutil.rmtree(path)
     subprocess.run(["git", "init", "-q", str(path)], check=True)
     repo = pygit2.Repository(str(path))
     store = Store(repo)
+    key = None
+    if signed:
+        from gitliza import signing
+        from gitliza.git.store import common_dir
+        human, key = signing.new_key(), signing.new_key()
+        human_file = signing.save(common_dir(repo), "human-bench", human)
+        repo.config["gpg.format"] = "ssh"
+        repo.config["user.signingkey"] = str(human_file)
+        signing.save(common_dir(repo), "planner-1", key)
     store.transact(lambda b, t: Init(actor="human", time=t, goal="bench"), lambda: T)
+    if signed:
+        from gitliza.core.ops import ConfigSet
+        from gitliza.core.ops.keys import Rekey
+        store.transact(lambda b, t: Rekey(actor="human", time=t, agent="human",
+                                          key=human.public.line), lambda: T)
+        store.transact(lambda b, t: ConfigSet(actor="human", time=t, key="signatures",
+                                              value="required"), lambda: T)
     store.transact(lambda b, t: Register(actor="human", time=t, agent="planner-1",
-                                         role="planner"), lambda: T)
+                                         role="planner",
+                                         key=None if key is None else key.public.line),
+                   lambda: T)
+    if n == 0:
+        return store
     tip = store.tip()
     changes = {("tasks", f"task-{i}"): Task(id=f"task-{i}", description="benchmark task",
                                             status=TaskState.UNCLAIMED, created=T, spec_ref="s",
@@ -85,6 +107,55 @@ def bench_transition(root: Path, sizes: list[int], runs: int) -> list[tuple[int,
             times.append(time.perf_counter() - t0)
         times.sort()
         out.append((n, statistics.median(times) * 1000, times[int(len(times) * 0.9)] * 1000))
+    return out
+
+
+def bench_signing(root: Path, sizes: list[int], runs: int) -> list[tuple[int, float, float]]:
+    """(tasks, median ms signing off, median ms signing on): the same transition on two boards of
+    the same size, one unsigned, one under `signatures = required` (each commit signed in process
+    and checked signable), interleaved so that both see the same machine."""
+    out = []
+    for n in sizes:
+        off = make_board(root / f"off-{n}", n)
+        on = make_board(root / f"on-{n}", n, signed=True)
+        os.sync()
+        times: dict[bool, list[float]] = {False: [], True: []}
+        for i in range(runs):
+            for signed, store in ((False, off), (True, on)) if i % 2 else ((True, on), (False, off)):
+                t0 = time.perf_counter()
+                store.transact(lambda b, t, i=i: Add(actor="planner-1", time=t, task=f"new-{i}",
+                                                     description="d"), lambda: T)
+                times[signed].append(time.perf_counter() - t0)
+        assert pygit2.Repository(str(root / f"on-{n}")).revparse_single(STATE_REF).read_raw() \
+            .count(b"gpgsig -----BEGIN SSH SIGNATURE-----") == 1
+        out.append((n, statistics.median(times[False]) * 1000,
+                    statistics.median(times[True]) * 1000))
+        shutil.rmtree(root / f"off-{n}")
+        shutil.rmtree(root / f"on-{n}")
+    return out
+
+
+def bench_verify_signed(root: Path, sizes: list[int]) -> list[tuple[int, float, float]]:
+    """(commits, verify commits/s unsigned, verify commits/s signed): `verify` replaying a history
+    of `n` ops (add, claim, heartbeat... by planner-1), unsigned under `off` and signed under
+    `required`, where every signature is checked."""
+    from gitliza.verify import replay
+    out = []
+    for n in sizes:
+        rates = []
+        for signed in (False, True):
+            store = make_board(root / f"verify-{signed}", 0, signed=signed)
+            for i in range(n):
+                store.transact(lambda b, t, i=i: Add(actor="planner-1", time=t, task=f"v-{i}",
+                                                     description="d"), lambda: T)
+            best = 0.0
+            for _ in range(3):
+                report = replay(store, store.tip())
+                assert report.signed == (report.commits - 2 if signed else 0), report.signed
+                best = max(best, report.rate)
+            rates.append(best)
+            shutil.rmtree(root / f"verify-{signed}")
+        out.append((n, rates[0], rates[1]))
     return out
 
 
@@ -200,6 +271,16 @@ def main() -> int:
                 for n, med, p90 in rows:
                     print(f"[{label}] transition at {n:>6} tasks: median {med:.3f} ms, "
                           f"p90 {p90:.3f} ms, {med / rows[0][1]:.2f}x the 10-task time")
+                res[f"signing_{label}"] = bench_signing(root, [10, 10_000], args.runs)
+                res["signing_env"] = env_line
+                for n, off, on in res[f"signing_{label}"]:
+                    print(f"[{label}] transition at {n:>6} tasks, signing off {off:.3f} ms, "
+                          f"on {on:.3f} ms: {on / off:.2f}x")
+                if label == "tmpfs" or len(places) == 1:
+                    res["verify_signed"] = bench_verify_signed(root, [2_000])
+                    for n, a, b in res["verify_signed"]:
+                        print(f"[{label}] verify {n} commits: unsigned {a:.0f}/s, signed "
+                              f"{b:.0f}/s ({b / a:.2f}x)")
                 if label == "disk":
                     res["baseline"] = bench_baseline(root, [10, 100, 1_000, 3_000])
                     for n, med in res["baseline"]:

@@ -74,6 +74,11 @@ def _trust() -> Any:
     return trust
 
 
+def _keys() -> Any:
+    from gitliza.commands import keys
+    return keys
+
+
 def _sync() -> Any:
     from gitliza.commands import sync
     return sync
@@ -124,10 +129,39 @@ def register(agent_id: str = typer.Argument(..., metavar="AGENT"),
              role: str = typer.Option(..., "--role",
                                       help="planner | coder | code-reviewer (or code_reviewer)"),
              terminal: Optional[str] = typer.Option(None, "--terminal"),
+             key: Optional[str] = typer.Option(
+                 None, "--key", help="The agent's OpenSSH ed25519 public key, or a file holding it."),
+             generate_key: bool = typer.Option(
+                 False, "--generate-key", help="Make a key pair for an agent on this machine (the "
+                 "private key under the git dir, mode 0600); the default when signatures are on."),
              agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
              no_sync: bool = NoSyncOpt) -> None:
-    """Register an agent with its role."""
-    _run(_board().register, agent, json, no_sync, agent_id=agent_id, role=role, terminal=terminal)
+    """Register an agent with its role (and the key that signs its board commits)."""
+    _run(_keys().register, agent, json, no_sync, agent_id=agent_id, role=role, terminal=terminal,
+         key=key, generate_key=generate_key)
+
+
+@app.command()
+def rekey(agent_id: str = typer.Argument(..., metavar="AGENT", help="An agent id, or human."),
+          key: Optional[str] = typer.Option(None, "--key", help="The new public key (or a file)."),
+          generate_key: bool = typer.Option(False, "--generate-key",
+                                            help="Make a new key pair on this machine."),
+          revoke: bool = typer.Option(False, "--revoke", help="Revoke the key, no successor."),
+          agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
+          no_sync: bool = NoSyncOpt) -> None:
+    """Rotate or revoke an actor's signing key (the human's op); older commits stay valid."""
+    _run(_keys().rekey, agent, json, no_sync, agent_id=agent_id, key=key,
+         generate_key=generate_key, revoke=revoke)
+
+
+@app.command("allowed-signers")
+def allowed_signers(at: Optional[str] = AtOpt,
+                    output: Optional[Path] = typer.Option(None, "--output",
+                                                          help="Write it to this file."),
+                    json: bool = JsonOpt) -> None:
+    """Print the board's keys as an allowed-signers file, for
+    `git -c gpg.ssh.allowedSignersFile=FILE verify-commit` and `git log --show-signature`."""
+    _run(_keys().allowed_signers, None, json, at=at, output=output)
 
 
 @app.command()

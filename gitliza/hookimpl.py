@@ -116,12 +116,41 @@ def _check_state(store: Store, old: Any, new: str, latest: str | None = None) ->
     if new == ZERO:
         return f"deleting {STATE_REF} is never allowed (it is the board's whole history)"
     try:
-        replay(store, new, old)
+        report = replay(store, new, old)
     except VerifyFailure as e:
         return str(e)
+    for oid, op, actor, why in report.unsigned:  # signatures = warn: reported, accepted
+        print(f"gitliza: warning: state commit {oid[:12]} ({op}): actor {actor}: {why}",
+              file=sys.stderr)
     if latest is None:
         return None
-    return _future_op(store, old, new, latest) or _early_takeover(store, old, new, _server_now())
+    return (_future_op(store, old, new, latest) or _early_takeover(store, old, new, _server_now())
+            or _unbound_pusher(store, old, new))
+
+
+def _new_commits(store: Store, old: Any, new: str) -> list[Any]:
+    """The state commits in old..new, newest first (the range already replayed: linear)."""
+    import pygit2
+    commits = []
+    commit = store.commit(pygit2.Oid(hex=new))
+    while old is None or commit.id != old:
+        commits.append(commit)
+        if not commit.parents:
+            break
+        commit = commit.parents[0]
+    return commits
+
+
+def _unbound_pusher(store: Store, old: Any, new: str) -> str | None:
+    """A pusher may add only commits of the actors the server binds it to (gitliza/pushers.py)."""
+    from gitliza import pushers
+    from gitliza.core import record
+    binding = pushers.bindings(store.repo.config)
+    if not binding:
+        return None
+    return pushers.refused(binding, pushers.pusher(os.environ),
+                           ((str(c.id), record.parse(c.message).op.actor)
+                            for c in reversed(_new_commits(store, old, new))))
 
 
 DEFAULT_MAX_SKEW = 60
@@ -148,16 +177,11 @@ def _latest_allowed(repo: pygit2.Repository) -> str:
 
 
 def _future_op(store: Store, old: Any, new: str, latest: str) -> str | None:
-    import pygit2
-    commit = store.commit(pygit2.Oid(hex=new))
-    while old is None or commit.id != old:
+    for commit in _new_commits(store, old, new):
         for line in commit.message.splitlines():
             if line.startswith("Liza-Time: ") and line[11:].strip() > latest:
                 return (f"state commit {str(commit.id)[:12]} is dated {line[11:].strip()}, later "
                         f"than this server's clock allows ({latest}; git config liza.maxClockSkew)")
-        if not commit.parents:
-            break
-        commit = commit.parents[0]
     return None
 
 
@@ -166,17 +190,8 @@ def _early_takeover(store: Store, old: Any, new: str, now: str) -> str | None:
     find the lease expired by the server's clock too. The op's own time decides in the core, and
     a legitimate takeover always happened before the push, so by now its lease has expired; one
     that has not was dated ahead to fake the expiry."""
-    import pygit2
-
     from gitliza.core import record
-    commits = []
-    commit = store.commit(pygit2.Oid(hex=new))
-    while old is None or commit.id != old:
-        commits.append(commit)
-        if not commit.parents:
-            break
-        commit = commit.parents[0]
-    for c in reversed(commits):
+    for c in reversed(_new_commits(store, old, new)):
         op = record.parse(c.message).op
         if op.NAME not in ("claim", "claim-review") or not c.parents:
             continue

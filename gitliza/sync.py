@@ -290,6 +290,7 @@ def replay(store: Store, onto: pygit2.Commit | None, commits: Sequence[pygit2.Co
             continue  # the board has it already (see `already`)
         try:
             outcome = apply(board, op)
+            store.check_signable(board, outcome, op)  # re-signed by its actor's key, or dropped
         except ValidationError as e:  # the op is not legal any more after the remote's ops
             dropped.append((Dropped(op=op.NAME, actor=op.actor, task=rec.task, time=op.time,
                                     original=first, reason=e.message, code=e.code), op))

@@ -63,6 +63,9 @@ class Report:
     seconds: float = 0.0
     # Commits accepted in a legacy encoding (see `_legacy_anomaly`), oldest first: named, not hidden.
     legacy: list[str] = field(default_factory=list)
+    # Signature problems accepted under `signatures = warn`: (commit, op, actor, reason).
+    unsigned: list[tuple[str, str, str, str]] = field(default_factory=list)
+    signed: int = 0  # commits whose signature was checked and found right
 
     @property
     def rate(self) -> float:
@@ -125,7 +128,8 @@ def replay(store: Store, new: pygit2.Oid | str, old: pygit2.Oid | str | None = N
     gc.disable()
     try:
         for i, commit in enumerate(commits):
-            name = verify_commit(store, parent, commit, cache, legacy=report.legacy)
+            name = verify_commit(store, parent, commit, cache, legacy=report.legacy,
+                                 report=report)
             report.ops[name] += 1
             parent = commit
             if progress is not None and (i & 63 == 63 or i == len(commits) - 1):
@@ -139,10 +143,12 @@ def replay(store: Store, new: pygit2.Oid | str, old: pygit2.Oid | str | None = N
 
 
 def verify_commit(store: Store, parent: pygit2.Commit | None, commit: pygit2.Commit,
-                  cache: Decoded | None = None, *, legacy: list[str] | None = None) -> str:
+                  cache: Decoded | None = None, *, legacy: list[str] | None = None,
+                  report: Report | None = None) -> str:
     """Check that `commit` is the legal transition its message records, applied to `parent` (None:
-    the root, which must be `init` on the empty board). Returns the op name. A commit accepted only
-    in a legacy encoding is appended to `legacy` (its full oid)."""
+    the root, which must be `init` on the empty board), signed as the board's signatures policy
+    asks. Returns the op name. A commit accepted only in a legacy encoding is appended to `legacy`
+    (its full oid), a signature problem accepted under `warn` to `report.unsigned`."""
     oid = str(commit.id)
     try:
         rec = record.parse(commit.message)
@@ -198,6 +204,7 @@ def verify_commit(store: Store, parent: pygit2.Commit | None, commit: pygit2.Com
         if (s.name, s.email, s.time, s.offset) != (sig.name, sig.email, sig.time, sig.offset):
             raise VerifyFailure(oid, op.NAME, f"{who} {s.name} <{s.email}> at {s.time} is not the "
                                 f"op's actor {sig.name} <{sig.email}> at {sig.time}")
+    _check_signature(commit, None if parent is None else board, outcome.board, op, report)
     if cache is not None:
         # The next commit reads these entities: they are exactly the ones just written (the tree
         # matched), so hand them over instead of decoding the blobs again.
@@ -206,6 +213,35 @@ def verify_commit(store: Store, parent: pygit2.Commit | None, commit: pygit2.Com
             if blob is not None:
                 cache[(coll, key, blob)] = entity
     return op.NAME
+
+
+def _check_signature(commit: pygit2.Commit, before: Board | None, after: Board, op: Any,
+                     report: Report | None) -> None:
+    """The signatures policy (gitliza/core/keys.py): under `required` a commit not signed by its
+    actor's current key is refused; under `warn` it is reported and accepted; under `off` the
+    signature is not even read (an old unsigned board costs nothing more to verify)."""
+    from gitliza.core import keys
+    policy = keys.policy(before, after)
+    if policy == keys.OFF:
+        return
+    from gitliza.core import sshsig
+    armored, payload = sshsig.split_commit(commit.read_raw())
+    signer = bad = None
+    if armored is not None:
+        try:
+            signer = sshsig.verify(armored, payload).line
+        except sshsig.BadSignature as e:
+            bad = str(e)
+    problem = keys.judge(before, after, op, signer, bad)
+    oid = str(commit.id)
+    if problem is None:
+        if report is not None:
+            report.signed += 1
+        return
+    if policy == keys.REQUIRED:
+        raise VerifyFailure(oid, op.NAME, f"actor {op.actor}: {problem} (signatures = required)")
+    if report is not None:
+        report.unsigned.append((oid, op.NAME, op.actor, problem))
 
 
 LEGACY_ANOMALY = ("anomaly details in the order they were typed (gitliza before the canonical "

@@ -26,9 +26,9 @@ from gitliza.errors import PermissionDenied, ValidationError
 
 Runner = Callable[[Any, dict[str, Any]], Any]  # (Liza, checked arguments) -> JSON-able result
 
-# Not agent tools: the board is created (or imported), agents registered and supervisor
-# generations handed out by the human or the supervisor.
-NOT_TOOLS = frozenset({"init", "import", "register", "supervise"})
+# Not agent tools: the board is created (or imported), agents registered, signing keys handed
+# out (`rekey`) and supervisor generations handed out by the human or the supervisor.
+NOT_TOOLS = frozenset({"init", "import", "register", "supervise", "rekey"})
 AGENTS = frozenset({Role.PLANNER, Role.CODER, Role.CODE_REVIEWER})
 EVERYONE = frozenset(Role)
 

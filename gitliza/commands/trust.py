@@ -35,6 +35,9 @@ def verify(env: Env, since: str | None, at: str | None, remote: str | None = Non
                             "commits_per_second": round(report.rate)}
     counts = ", ".join(f"{k} {v}" for k, v in ops.items()) or "nothing new"
     data["legacy"] = report.legacy
+    data["signed"] = report.signed
+    data["signature_warnings"] = [{"commit": c, "op": o, "actor": a, "reason": r}
+                                  for c, o, a, r in report.unsigned]
     env.out.result(data, f"verified {report.commits} state commit(s) up to "
                    f"{str(report.tip)[:12]} in {report.seconds:.2f}s ({report.rate:.0f}/s): {counts}")
     if report.legacy and not env.json:
@@ -42,6 +45,10 @@ def verify(env: Env, since: str | None, at: str | None, remote: str | None = Non
         for oid in report.legacy:
             env.out.notice(f"state commit {oid[:12]} (anomaly) accepted in a legacy encoding: "
                            f"{LEGACY_ANOMALY}")
+    if not env.json:
+        for oid, op, actor, why in report.unsigned:
+            env.out.notice(f"state commit {oid[:12]} ({op}): actor {actor}: {why} "
+                           "(accepted: signatures = warn)")
     return 0
 
 

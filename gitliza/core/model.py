@@ -132,6 +132,17 @@ class Task:
 
 
 @dataclass(frozen=True, slots=True)
+class SigningKey:
+    """A public key an actor signs its board commits with (gitliza/core/keys.py): valid from
+    `since`; `until` is when a `rekey` retired it (rotated or revoked). Commits made while it was
+    valid stay valid."""
+
+    key: str  # `ssh-ed25519 <base64>`, no comment
+    since: str
+    until: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Agent:
     """A registered agent (`agents:`): role, status, current task and lease."""
 
@@ -145,6 +156,7 @@ class Agent:
     iterations_total: int = 0
     context_percent: int | None = None
     registered: str | None = None
+    keys: tuple[SigningKey, ...] = since_v1(())  # oldest first; the current one has no `until`
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,6 +216,10 @@ class Config:
     # Seconds a terminal task stays in the materialized `.liza/state.yaml` before it moves to
     # `.liza/archive/` (blackboard-schema.md: "terminal-state tasks older than threshold").
     archive_after: int = since_v1(86400)
+    # Signed board commits (docs/enforcement.md): off | warn | required, set only by the human,
+    # whose own keys are kept here (the human is not an agent entity); see gitliza/core/keys.py.
+    signatures: str = since_v1("off")
+    human_keys: tuple[SigningKey, ...] = since_v1(())
 
 
 @dataclass(frozen=True, slots=True)

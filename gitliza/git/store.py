@@ -14,7 +14,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import pygit2
 
@@ -22,11 +22,15 @@ from gitliza.core import codec, layout, record
 from gitliza.core.board import ENTITY_TYPES, Board, Changes
 from gitliza.core.invariants import problems_of_change
 from gitliza.core.ops.base import Op, Outcome, apply
+from gitliza.core.states import HUMAN_ACTOR
 from gitliza.errors import (ConcurrencyConflict, GitFailure, InconsistentState, LizaError,
                             MissingDependency, ValidationError, environmental)
 from gitliza.git import trees
 from gitliza.git import reflocks
 from gitliza.git.reflocks import STALE_LOCK_SECONDS
+
+if TYPE_CHECKING:
+    from gitliza.signing import Signer
 
 STATE_REF = "refs/liza/state"
 RETRY_DELAYS = (0.0, 0.1, 0.25, 0.5)  # before attempts 2..5
@@ -194,6 +198,7 @@ class Store:
         self.ref = ref
         self.tables: Tables | None = None  # set by gitliza/git/tablecache.py for big reads
         self._common: Path | None = None
+        self._signer: Signer | None = None
 
     @classmethod
     def discover(cls, path: str | os.PathLike[str] = ".") -> Store:
@@ -274,7 +279,50 @@ class Store:
             batch.flush()
             sig = signature(op)
             return self.repo.create_commit(None, sig, sig, message, tree, parents), tree
+        # Signed before it is written (the signature is part of the object, hence of its id).
+        body = self.signer().sign(body, op.actor)
         return pygit2.Oid(raw=batch.store(b"commit", body)), tree
+
+    def signer(self) -> Signer:
+        """The keys this process signs board commits with (gitliza/signing.py), found once."""
+        if self._signer is None:
+            from gitliza.signing import signer_for
+            if self._common is None:
+                self._common = common_dir(self.repo)
+            self._signer = signer_for(self._common, self.repo.config)
+        return self._signer
+
+    def check_signable(self, before: Board, outcome: Outcome, op: Op) -> None:
+        """Under `signatures = required`, refuse before writing anything a commit that verify, sync
+        and the server hook would refuse: the actor has no key on the board, this process holds
+        no private key for it, or holds another one."""
+        from gitliza.core import keys
+        prev = before if before.initialized else None
+        if keys.policy(prev, outcome.board) != keys.REQUIRED:
+            return
+        want = keys.expected(prev, outcome.board, op)
+        actor = op.actor
+        signer = self.signer()
+        if want is not None and signer.matched == (actor, want.key):
+            return  # this actor's key was found and matched on the last transition
+        if want is None:
+            how = "`git liza rekey human --key YOUR_KEY.pub`" if actor == HUMAN_ACTOR else \
+                f"the human gives it one: `git liza rekey {actor} --generate-key` (or --key KEY)"
+            raise ValidationError(f"signatures are required and {actor} has no key on the board",
+                                  hint=how)
+        have = signer.key_for(actor)
+        if have is not None and have.public.line != want.key:  # rekeyed since it was loaded?
+            signer.forget(actor)
+            have = signer.key_for(actor)
+        if have is None:
+            raise ValidationError(f"signatures are required and this clone cannot sign as "
+                                  f"{actor}: {signer.why_not(actor)}")
+        if have.public.line != want.key:
+            raise ValidationError(f"signatures are required and the key this clone holds for "
+                                  f"{actor} ({have.public.fingerprint}) is not its key on the "
+                                  "board", hint=f"`git liza rekey {actor}` or install its "
+                                                "current private key")
+        signer.matched = (actor, want.key)
 
     def transact(self, make_op: Callable[[Board, str], Op], now: Callable[[], str],
                  *, sleep: Callable[[float], None] = time.sleep) -> Committed:
@@ -290,6 +338,7 @@ class Store:
             bad = problems_of_change(outcome.board, outcome.changes)
             if bad:  # the core produced a state that breaks an invariant: a bug, never commit it
                 raise InconsistentState(f"{op.NAME} would break an invariant: {bad[0]}")
+            self.check_signable(board, outcome, op)
             commit = self.write_commit(parent, outcome, op)
             try:
                 self._cas(tip, commit, outcome.event.summary, outcome.board)

@@ -17,7 +17,7 @@ from typing import Any
 import pygit2
 
 from gitliza.core import layout
-from gitliza.core.board import Key
+from gitliza.core.board import Board, Key
 from gitliza.core.invariants import problems_of_change
 from gitliza.core.ops.base import Outcome
 from gitliza.core.ops.governance import Import, board_digest, genesis
@@ -59,6 +59,7 @@ def write_import(store: Store, entities: dict[Key, Any], op: Import, *, force: b
     bad = [] if lenient else problems_of_change(outcome.board, outcome.changes)
     if bad:
         raise ValidationError(f"the imported board breaks an invariant: {bad[0]}")
+    store.check_signable(Board(), outcome, op)  # a board that requires signatures starts signed
     commit = store.write_commit(None, outcome, op)
     attic = None if old is None else f"{ATTIC}/{old}"
     try:

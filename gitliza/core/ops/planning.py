@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from gitliza.core import clock
 from gitliza.core.ids import check_id
 from gitliza.core.model import (Agent, Alignment, CircuitBreaker, Config, Goal, GoalStatus,
-                                Sprint, SprintStatus, SprintTimeline, Task)
+                                SigningKey, Sprint, SprintStatus, SprintTimeline, Task)
 from gitliza.core.ops.base import (Ctx, Op, free_agent, need_text, register_op, replace,
                                    require_goal_open)
 from gitliza.core.states import (HUMAN_ACTOR, PLANNING, REGISTRABLE_ROLES, TERMINAL, AgentState,
@@ -59,6 +59,9 @@ def coerce_config(key: str, value: ConfigValue | None) -> ConfigValue | None:
         return n
     if key == "escalation_webhook":
         return None if value in (None, "", "null", "none") else str(value)
+    if key == "signatures":
+        from gitliza.core.keys import check_policy_word
+        return check_policy_word(value)
     if value is None or str(value) == "":
         raise ValidationError(f"config {key} must not be empty")
     return check_branch(str(value)) if key == "integration_branch" else str(value)
@@ -105,6 +108,9 @@ class Init(Op):
         if self.deadline is not None:
             clock.check_ts(self.deadline, "deadline")
         values = {k: coerce_config(k, v) for k, v in self.config}
+        if "human_keys" in values or "signatures" in values:
+            from gitliza.core.keys import check_policy_change
+            check_policy_change(ctx.board.config, self.actor, dict(values))
         t = self.time
         history: tuple[Alignment, ...] = (Alignment(t, "initialization", self.goal),)
         if previous is None:
@@ -218,6 +224,9 @@ class ConfigSet(Op):
         if ctx.role() not in PLANNING:
             raise PermissionDenied(f"config is for the planner or a human, not {self.actor}")
         v = coerce_config(self.key, self.value)
+        if self.key in ("signatures", "human_keys"):
+            from gitliza.core.keys import check_policy_change
+            check_policy_change(ctx.board.config, self.actor, {self.key: v})
         ctx.put("config", "", replace(ctx.board.config, **{self.key: v}))
         ctx.summary = f"config {self.key}={v} by {self.actor}"
 
@@ -229,6 +238,7 @@ class Register(Op):
     agent: str
     role: str
     terminal: str | None = None
+    key: str | None = None  # the agent's OpenSSH ed25519 public key (gitliza/core/keys.py)
 
     def run(self, ctx: Ctx) -> None:
         # Registering gives a role, reviewer included: only the planner or the human may register
@@ -249,8 +259,13 @@ class Register(Op):
             raise ValidationError(f"agent {self.agent} is already registered",
                                   hint="agent ids are unique; pick another id")
         assert role is not None
+        keys: tuple[SigningKey, ...] = ()
+        if self.key is not None:
+            from gitliza.core.keys import canonical_key
+            keys = (SigningKey(key=canonical_key(self.key, ctx.board, self.agent), since=self.time),)
         ctx.put_agent(Agent(id=self.agent, role=role, status=AgentState.IDLE,
-                            heartbeat=self.time, registered=self.time, terminal=self.terminal))
+                            heartbeat=self.time, registered=self.time, terminal=self.terminal,
+                            keys=keys))
         ctx.summary = f"register {self.agent} as {role.value} by {self.actor}"
 
 
