@@ -140,17 +140,6 @@ def config(env: Env, key: str | None, value: str | None, at: str | None) -> int:
     return 0
 
 
-def register(env: Env, agent_id: str, role: str, terminal: str | None) -> int:
-    from gitliza.core.ops.planning import Register
-    from gitliza.core.wake import parse_role
-
-    # The role words `git liza agent` takes (code-reviewer, code_reviewer, reviewer) mean
-    # the same here; anything else reaches the op, which refuses it.
-    parsed = parse_role(role)
-    return _do(env, Register, agent=agent_id, role=parsed.value if parsed else role,
-               terminal=terminal)
-
-
 def add(env: Env, task: str, desc: str, spec_ref: str | None, done_when: str | None,
         scope: str | None, priority: int, depends_on: Sequence[str], ready: bool,
         max_iterations: int | None, max_review_cycles: int | None,

@@ -34,6 +34,11 @@ def register(env: Env, agent_id: str, role: str, terminal: str | None, key: str 
     when the board's signatures policy is on: it could not sign otherwise)."""
     from gitliza import signing
     from gitliza.core.ops.planning import Register
+    from gitliza.core.wake import parse_role
+    # The role words `git liza agent` takes (code-reviewer, code_reviewer, reviewer) mean
+    # the same here; anything else reaches the op, which refuses it.
+    parsed = parse_role(role)
+    role = parsed.value if parsed else role
     if key is not None and generate_key:
         raise ValidationError("give --key or --generate-key, not both")
     liza = env.liza()
