@@ -89,11 +89,35 @@ WAIT_TOOLS = ("WaitForMcpServers", "tool_search")
 
 
 @dataclass(frozen=True)
+class Discover:
+    """Vibe's search for the functions a `run_typescript` program may call: ranked names for a
+    query (best_match), or the declarations of exact names (details)."""
+
+    query: str
+    functions: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Program:
+    """A `run_typescript` program that calls one tool function (`group.function`) and returns
+    its result: how Vibe's unified harness lets a model reach MCP tools."""
+
+    function: str
+    args: dict[str, Any]
+
+
+# Vibe 3's unified harness lists no MCP tool directly: a model finds `gitliza.show` with
+# search_tool_functions and calls it from a run_typescript program.
+SEARCH_TOOL, PROGRAM_TOOL = "search_tool_functions", "run_typescript"
+DISCOVERY_TOOLS = (*WAIT_TOOLS, SEARCH_TOOL)
+
+
+@dataclass(frozen=True)
 class Final:
     text: str
 
 
-Step = Shell | Read | Write | Board | Wait | Final
+Step = Shell | Read | Write | Board | Wait | Discover | Program | Final
 Script = Generator[Step, str, None]
 
 
@@ -209,7 +233,7 @@ def next_step(conv: Conversation, policy: Policy) -> Step:
     if role is None:
         return Final("I do not know this role.")
     script = ROLES[role](prompt, policy)
-    calls = [c for c in conv.calls if c.name not in WAIT_TOOLS]
+    calls = [c for c in conv.calls if c.name not in DISCOVERY_TOOLS]
     try:
         step = next(script)
         for call in calls:
@@ -222,7 +246,29 @@ def next_step(conv: Conversation, policy: Policy) -> Step:
         # for them; Codex defers MCP tools behind `tool_search`. A model that wants gitliza's
         # tools calls that (once), as its description says.
         return Wait("gitliza", f"gitliza {step.tool} {step.tool.replace('_', ' ')}")
+    if isinstance(step, Board) and not any("gitliza" in n for n in conv.tools) and \
+            SEARCH_TOOL in conv.tools and PROGRAM_TOOL in conv.tools:
+        return through_program(step, conv.calls)
     return step
+
+
+def through_program(step: Board, calls: list[Call]) -> Step:
+    """Vibe: search for gitliza's function, read its declaration, then call it from a program,
+    as the tools' descriptions ask; the shell when the search finds no such function."""
+    query = f"gitliza {step.tool.replace('_', ' ')}"
+    searches = [c for c in calls if c.name == SEARCH_TOOL]
+    ranked = [c for c in searches if c.args.get("query") == query and
+              c.args.get("mode", "best_match") == "best_match"]
+    if not ranked:
+        return Discover(query)
+    fn = re.compile(rf"\b([\w-]*gitliza[\w-]*\.{re.escape(step.tool)})\b")
+    m = fn.search(ranked[-1].result)
+    if m is None:
+        return Shell(step.shell)
+    name = m.group(1)
+    if not any(name in c.args.get("functions", ()) for c in searches):
+        return Discover(query, (name,))
+    return Program(name, step.args)
 
 
 def results_text(value: Any) -> str:

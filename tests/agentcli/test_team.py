@@ -65,9 +65,6 @@ KNOWN_FAILING = {
                       "are deferred behind tool_search (tool_search_always_defer_mcp_tools), "
                       "and tool_search for `gitliza add` returns no tools, so the agents fall "
                       "back to the shell",
-    ("mistral", "mcp"): "vibe 3.0.2's unified harness lists no MCP tool beside its own: a model "
-                        "reaches them through search_tool_functions and run_typescript, which the "
-                        "scripted model does not speak yet, so the agents use bash",
 }
 
 
