@@ -60,12 +60,7 @@ def run_team(repo: Path, env: dict[str, str], cli: str, *extra: str,
 
 
 # Combinations that do not work yet with the real CLI, and why (NOTES for the launch profiles).
-KNOWN_FAILING = {
-    ("codex", "mcp"): "codex 0.169 offers the model no gitliza MCP tool: its MCP tools "
-                      "are deferred behind tool_search (tool_search_always_defer_mcp_tools), "
-                      "and tool_search for `gitliza add` returns no tools, so the agents fall "
-                      "back to the shell",
-}
+KNOWN_FAILING: dict[tuple[str, str], str] = {}
 
 
 @pytest.mark.slow
