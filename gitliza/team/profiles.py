@@ -273,7 +273,12 @@ def _codex(launch: Launch, perms: Permissions, ctx: Context, _cmd: Sequence[str]
         base = f"mcp_servers.{MCP_SERVER}"
         argv += ["-c", f"{base}.command={_toml(ctx.mcp['command'])}",
                  "-c", f"{base}.args={_toml(ctx.mcp['args'])}",
-                 "-c", f"{base}.env={_toml(ctx.mcp['env'])}"]
+                 "-c", f"{base}.env={_toml(ctx.mcp['env'])}",
+                 # Codex starts a turn without waiting for its MCP servers, and tool_search
+                 # indexes only the servers connected by then (gitliza's takes a few seconds):
+                 # a required server is waited for before the first turn (and fails it loudly),
+                 # with room for a slow start on a loaded machine.
+                 "-c", f"{base}.required=true", "-c", f"{base}.startup_timeout_sec=60"]
         if perms is not Permissions.OWN:
             argv += ["-c", f'{base}.default_tools_approval_mode="approve"']
         mcp = _file(ctx, "mcp.toml")

@@ -36,8 +36,8 @@ from typing import Any, Callable, Iterable
 from urllib.parse import parse_qs, urlsplit
 
 from tests.agentcli import brain
-from tests.agentcli.brain import (Board, Call, Conversation, Final, Policy, Read, Shell, Step,
-                                  Wait, Write)
+from tests.agentcli.brain import (Board, Call, Conversation, Discover, Final, Policy, Program,
+                                  Read, Shell, Step, Wait, Write)
 
 MODEL = "liza-scripted"
 
@@ -120,6 +120,15 @@ def render(step: Step, tools: dict[str, dict[str, Any]]) -> ToolCall | str:
             return ToolCall("tool_search", {"query": step.query or step.server, "limit": 20},
                             kind="tool_search")
         return ToolCall("WaitForMcpServers", {"servers": [step.server]})
+    if isinstance(step, Discover):
+        if step.functions:
+            return ToolCall(brain.SEARCH_TOOL, {"mode": "details", "query": step.query,
+                                                "functions": list(step.functions)})
+        return ToolCall(brain.SEARCH_TOOL, {"mode": "best_match", "query": step.query})
+    if isinstance(step, Program):
+        code = (f"async function main() {{\n  return await tools.{step.function}("
+                f"{json.dumps(step.args)});\n}}")
+        return ToolCall(brain.PROGRAM_TOOL, {"code": code})
     if isinstance(step, Board):
         name = mcp_tool(tools, step.tool)
         if name is not None:

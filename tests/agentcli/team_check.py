@@ -89,7 +89,9 @@ def metrics(srv: Server, label: str) -> dict[str, Any]:
             if ans is None:
                 continue
             name = str(ans.get("tool"))
+            program = name == "run_typescript" and "gitliza" in json.dumps(ans.get("args"))
             kind = "mcp" if "gitliza" in name or name in ("submit", "verdict", "add", "show") \
+                or program \
                 else "shell" if "git liza" in json.dumps(ans.get("args")) else "other"
             rtt[kind].append(b.t - a.t)
     out = {"run": label, "turns": len(turns), "runs": len(by_conv),
@@ -103,6 +105,12 @@ def metrics(srv: Server, label: str) -> dict[str, Any]:
 
 
 def mcp_used(srv: Server, role: str, op: str) -> bool:
-    return any(isinstance(e.answer, dict) and re.search(rf"gitliza.*{op}$|^{op}$",
-                                                         str(e.answer.get("tool")))
-               for e in srv.turns(role))
+    """Whether `role` called gitliza's MCP tool `op`: directly, or from a Vibe program."""
+    def called(answer: Any) -> bool:
+        if not isinstance(answer, dict):
+            return False
+        code = answer["args"].get("code", "") if isinstance(answer.get("args"), dict) else ""
+        return bool(re.search(rf"gitliza.*{op}$|^{op}$", str(answer.get("tool"))) or
+                    answer.get("tool") == "run_typescript" and
+                    re.search(rf"tools\.\w*gitliza\w*\.{op}\(", code))
+    return any(called(e.answer) for e in srv.turns(role))

@@ -60,15 +60,7 @@ def run_team(repo: Path, env: dict[str, str], cli: str, *extra: str,
 
 
 # Combinations that do not work yet with the real CLI, and why (NOTES for the launch profiles).
-KNOWN_FAILING = {
-    ("codex", "mcp"): "codex 0.169 offers the model no gitliza MCP tool: its MCP tools "
-                      "are deferred behind tool_search (tool_search_always_defer_mcp_tools), "
-                      "and tool_search for `gitliza add` returns no tools, so the agents fall "
-                      "back to the shell",
-    ("mistral", "mcp"): "vibe 3.0.2's unified harness lists no MCP tool beside its own: a model "
-                        "reaches them through search_tool_functions and run_typescript, which the "
-                        "scripted model does not speak yet, so the agents use bash",
-}
+KNOWN_FAILING: dict[tuple[str, str], str] = {}
 
 
 @pytest.mark.slow

@@ -173,8 +173,12 @@ def test_codex_gets_the_server_as_config_overrides_pre_approved(tmp_path: Path) 
     assert c["mcp_servers.gitliza.args"] == SERVER["args"]
     assert c["mcp_servers.gitliza.env"] == SERVER["env"]
     assert c["mcp_servers.gitliza.default_tools_approval_mode"] == "approve"
-    assert "mcp_servers.gitliza.default_tools_approval_mode" not in codex_overrides(
-        plan("codex", tmp_path, P.OWN, mcp=True).argv)
+    own = codex_overrides(plan("codex", tmp_path, P.OWN, mcp=True).argv)
+    assert "mcp_servers.gitliza.default_tools_approval_mode" not in own
+    # Waited for before the first turn in every posture: tool_search indexes only the servers
+    # connected when the turn starts.
+    assert c["mcp_servers.gitliza.required"] is True and own["mcp_servers.gitliza.required"]
+    assert c["mcp_servers.gitliza.startup_timeout_sec"] == 60
     assert tomllib.loads(launch.files[launch.mcp_config])["mcp_servers"]["gitliza"] == SERVER
 
 
