@@ -510,14 +510,16 @@ class Supervisor:
     def _sleep_holding(self, job: Job, seconds: float) -> None:
         """The restart delay, with the task lease kept alive: a restarted agent resumes its task
         instead of the supervisor having to claim it again (a new iteration)."""
-        hb = self._heartbeat(job, lambda _why: self._wake.set(), beat_now=True).start()
+        # An ABORT on the board ends the wait at once (the loop then exits), not after it.
+        hb = self._heartbeat(job, lambda _why: self._wake.set(), beat_now=True,
+                             wake_on_abort=True).start()
         try:
             self._sleep(seconds)
         finally:
             hb.stop()
 
     def _heartbeat(self, job: Job, on_lost: Callable[[str], None], *,
-                   beat_now: bool = False) -> HeartbeatThread:
+                   beat_now: bool = False, wake_on_abort: bool = False) -> HeartbeatThread:
         hb_liza = self.open_liza()  # its own repository handle: pygit2 objects stay per thread
         hb_liza.gen = self.gen
         task = job.task if self.role != Role.PLANNER else None
@@ -527,6 +529,8 @@ class Supervisor:
             sup = board.get("supervisors", self.agent)
             if sup is None or sup.generation != self.gen:
                 return "another supervisor took over this agent id"
+            if wake_on_abort and wake.hold(board) == Hold.ABORT:
+                return "ABORT"
             return wake.lost_reason(board, self.agent, task, self.role) if task else None
 
         def beat() -> str | None:
