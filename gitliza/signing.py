@@ -15,19 +15,25 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
-from gitliza.core import sshsig
 from gitliza.core.states import HUMAN_ACTOR
 from gitliza.errors import ValidationError
+
+# cryptography (~35 ms to import) only where a key is made, loaded or used: every transition asks
+# the signer, and on a board without keys it answers "none" without it.
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from gitliza.core import sshsig
 
 KEYS_DIR = ("liza", "keys")
 
 
 @dataclass(frozen=True)
 class Key:
+    """A private key and its public half (the docstring spares dataclass an inspect call)."""
+
     private: Ed25519PrivateKey
     public: sshsig.PublicKey
 
@@ -37,6 +43,9 @@ def key_path(common: Path, agent: str) -> Path:
 
 
 def new_key() -> Key:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from gitliza.core import sshsig
     private = Ed25519PrivateKey.generate()
     return Key(private, sshsig.public_of(private))
 
@@ -44,6 +53,7 @@ def new_key() -> Key:
 def save(common: Path, agent: str, key: Key) -> Path:
     """Write `key` as the agent's private key (0600, directory 0700), replacing any earlier one
     whole (temporary file + rename)."""
+    from cryptography.hazmat.primitives import serialization
     path = key_path(common, agent)
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     data = key.private.private_bytes(serialization.Encoding.PEM,
@@ -64,6 +74,10 @@ def save(common: Path, agent: str, key: Key) -> Path:
 
 def load(path: Path) -> Key:
     """An unencrypted OpenSSH (or PEM) ed25519 private key file."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from gitliza.core import sshsig
     try:
         data = path.read_bytes()
     except OSError as e:
@@ -159,6 +173,7 @@ class Signer:
         key = self.key_for(actor)
         if key is None:
             return body
+        from gitliza.core import sshsig
         return sshsig.add_to_commit(body, sshsig.sign(key.private, key.public, body))
 
 

@@ -78,6 +78,17 @@ class Server:
                 time.sleep(0.05)
         raise ServerError(f"nothing listens on 127.0.0.1:{self.port}: {self.log()}")
 
+    def _listening(self) -> bool:
+        """Whether the server just spawned listens on self.port; False when the port was taken
+        meanwhile (the caller tries another), any other failure raised."""
+        try:
+            self._wait_port()
+            return True
+        except ServerError:
+            if "Address already in use" not in self.log():
+                raise
+            return False
+
     def log(self) -> str:
         return " | ".join(p.read_text(errors="replace")[-2000:] for p in self._logs if p.exists())
 
@@ -129,13 +140,9 @@ class SshServer(Server):
                 "StrictModes no", "UsePAM no", "PrintMotd no", "PrintLastLog no",
                 f"AllowUsers {self.user}", "LogLevel ERROR", ""]))
             self._spawn(["/usr/sbin/sshd", "-D", "-e", "-f", str(cfg)], self.state / "sshd.log")
-            try:
-                self._wait_port()
+            if self._listening():
                 return
-            except ServerError:
-                if "Address already in use" not in self.log():
-                    raise
-                self.stop()
+            self.stop()
         raise ServerError(f"sshd could not bind a port: {self.log()}")
 
     def url(self, name: str) -> str:
@@ -184,13 +191,9 @@ class HttpServer(Server):
                 f"      fastcgi_pass unix:{self.sock};\n    }}\n  }}\n}}\n")
             self._spawn(["nginx", "-c", str(cfg), "-p", str(d), "-e", str(d / "error.log")],
                         d / "nginx.log")
-            try:
-                self._wait_port()
+            if self._listening():
                 return
-            except ServerError:
-                if "Address already in use" not in self.log():
-                    raise
-                self._procs.pop().wait(timeout=5)
+            self._procs.pop().wait(timeout=5)
         raise ServerError(f"nginx could not bind a port: {self.log()}")
 
     def init_bare(self, name: str) -> Path:

@@ -20,12 +20,14 @@ from tests.conftest import commit_specs
 AGENTS = (("p1", "planner"), ("c1", "coder"), ("r1", "code_reviewer"))
 
 
-def setup_board(repo: Path, tasks: tuple[str, ...] = ("t1",)) -> None:
+def setup_board(repo: Path, tasks: tuple[str, ...] = ("t1",),
+                agents: tuple[tuple[str, str], ...] = AGENTS) -> None:
+    """A board with `agents` registered and ready `tasks` (in-process: set-up, not under test)."""
     commit_specs(repo, "spec.md")  # a ready task's spec must be on the integration branch
     human = Liza.open(repo, "human")
     done = human.do(Init, goal="build it")
     ensure_integration_branch(human, done.outcome.board.config.integration_branch)
-    for agent, role in AGENTS:
+    for agent, role in agents:
         human.do(Register, agent=agent, role=role)
     planner = Liza.open(repo, "p1")
     for tid in tasks:

@@ -24,10 +24,10 @@ import pytest
 
 from gitliza import lifecycle as life
 from gitliza.api import Liza
-from gitliza.core.ops import Add, Init, Register
 from gitliza.git.store import Store
 from gitliza.verify import verify
-from tests.conftest import commit_specs, git
+from tests.access.mcp_client import setup_board
+from tests.conftest import git
 
 VENV_BIN = Path(sys.executable).parent
 NOW = "2026-01-02T03:04:05Z"
@@ -69,16 +69,7 @@ def liza(repo: Path, *args: str, agent: str | None = None, check: bool = False,
 
 def board_with(repo: Path, tasks: tuple[str, ...]) -> None:
     """A board with agents p1, c1, c2, r1 and ready tasks (in-process: set-up, not under test)."""
-    commit_specs(repo, "spec.md")
-    human = Liza.open(repo, "human")
-    done = human.do(Init, goal="build it")
-    life.ensure_integration_branch(human, done.outcome.board.config.integration_branch)
-    for agent, role in AGENTS:
-        human.do(Register, agent=agent, role=role)
-    planner = Liza.open(repo, "p1")
-    for tid in tasks:
-        planner.do(Add, task=tid, description=f"do {tid}", spec_ref="spec.md",
-                   done_when="it works", scope="src", ready=True)
+    setup_board(repo, tasks, AGENTS)
 
 
 def work(repo: Path, tid: str, coder: str) -> None:
