@@ -44,7 +44,7 @@ def _ensure_venv() -> None:
 def _install_man() -> None:
     """Regenerate man/git-liza.1 from the CLI and put it in the venv's share/man/man1, where
     `git help liza` (and so `git liza --help`) finds it with the venv's bin on PATH."""
-    subprocess.run([str(PY), "-m", "gitliza.manpage", str(ROOT / "man" / "git-liza.1"),
+    subprocess.run([str(PY), "-m", "gitliza.cli.manpage", str(ROOT / "man" / "git-liza.1"),
                     str(VENV / "share" / "man" / "man1" / "git-liza.1")], cwd=ROOT, check=False)
 
 

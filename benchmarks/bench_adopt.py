@@ -1,4 +1,4 @@
-"""Benchmark: what checking fetched state commits costs a sync (gitliza/adopt.py). A script:
+"""Benchmark: what checking fetched state commits costs a sync (gitliza/services/adopt.py). A script:
 
     .venv/bin/python benchmarks/bench_adopt.py [--first-pull 10000] [--runs 40]
 
@@ -21,12 +21,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gitliza import sync as engine  # noqa: E402
-from gitliza.api import Liza  # noqa: E402
+from gitliza.services import sync as engine  # noqa: E402
+from gitliza.services.api import Liza  # noqa: E402
 from gitliza.core import clock  # noqa: E402
 from gitliza.core.ops import Add, Claim, Init, Note, Register  # noqa: E402
 from gitliza.git.store import Store  # noqa: E402
-from gitliza.verify import replay  # noqa: E402
+from gitliza.services.verify import replay  # noqa: E402
 
 SHA = "a" * 40
 

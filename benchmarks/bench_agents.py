@@ -199,10 +199,10 @@ def do_op(store: Any, kind: str, actor: str, task: str | None, integ: str,
     status: ok; gave_up (CONCURRENCY_CONFLICT after the retries: nothing committed); unshared
     (shared remote: committed locally, but the sync gave up or failed); dropped (the sync
     replayed it and it no longer applied); error (anything else: a flaw in the simulation)."""
-    from gitliza import sync as engine
-    from gitliza.api import Liza
+    from gitliza.services import sync as engine
+    from gitliza.services.api import Liza
     from gitliza.errors import ConcurrencyConflict, GitFailure, LizaError, ValidationError
-    from gitliza.lifecycle import pull_first
+    from gitliza.services.lifecycle import pull_first
     # sync=True: lifecycle's pulls see the team remote (liza.remote); no after-commit hook is
     # installed on this handle, the sync after the op is made below.
     liza = Liza(store, actor, sync=shared)
@@ -245,10 +245,10 @@ def _cpu_now() -> float:
 
 
 def _worker(path: str, integ: str, shared: bool, inq: Any, outq: Any) -> None:
-    import gitliza.api  # noqa: F401  (imported before the CPU count starts: not per-op cost)
+    import gitliza.services.api  # noqa: F401  (imported before the CPU count starts: not per-op cost)
     import gitliza.core.ops.control  # noqa: F401
     import gitliza.core.ops.work  # noqa: F401
-    import gitliza.sync  # noqa: F401
+    import gitliza.services.sync  # noqa: F401
     from gitliza.git.store import Store
     store = Store.discover(path)
     cpu0 = _cpu_now()
@@ -483,7 +483,7 @@ def run_step(root: Path, n: int, seconds: float, writers: int, *, shared: bool,
         step = _drive(team, rng, rates, seconds, clones, writers, integ, shared, n)
         step.floor_ms = floor * 1000
         if shared:
-            from gitliza import sync as engine
+            from gitliza.services import sync as engine
             from gitliza.git.store import Store
             for c in clones:  # what a later sync shares: ops committed locally, not yet pushed
                 engine.sync(Store.discover(c), REMOTE)
@@ -534,7 +534,7 @@ def _count(repo: Path, since: str) -> int:
 
 
 def _shared_remote(base: Path, seed: Path) -> tuple[Any, Path, list[Path]]:
-    from gitliza import sync as engine
+    from gitliza.services import sync as engine
     from gitliza.git.store import Store
     from benchutil import git
     from tests.gitdaemon import GitDaemon
@@ -550,7 +550,7 @@ def _shared_remote(base: Path, seed: Path) -> tuple[Any, Path, list[Path]]:
         git(base, "clone", "-q", daemon.url("board.git"), str(c))
         git(c, "config", "liza.remote", REMOTE)
         # The board starts with the bulk-load fixture commit, which no op replays: a sync would
-        # refuse it (gitliza/adopt.py). Each clone takes it as its trusted starting point, as if
+        # refuse it (gitliza/services/adopt.py). Each clone takes it as its trusted starting point, as if
         # it had written it; every later sync checks what it fetches from there.
         git(c, "fetch", "-q", REMOTE, "refs/liza/state:refs/liza/state")
         engine.pull(Store.discover(c), REMOTE)

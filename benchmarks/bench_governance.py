@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gitliza.api import Liza  # noqa: E402
+from gitliza.services.api import Liza  # noqa: E402
 from gitliza.core.ops import Add, Claim, Init, Register, Unblock  # noqa: E402
 from gitliza.core.ops.work import Block  # noqa: E402
 from benchutil import GIT_ENV, git  # noqa: E402
@@ -138,7 +138,7 @@ def bench_import(root: Path, n: int) -> None:
     from gitliza.git.store import Store
     from gitliza.interop import genesis, seed
     from gitliza.interop.export import export
-    from gitliza.verify import verify
+    from gitliza.services.verify import verify
     path = repo(root / "imp")
     text = seed_yaml(n)
     t0 = time.perf_counter()

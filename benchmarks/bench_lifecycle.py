@@ -24,8 +24,8 @@ from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gitliza import lifecycle  # noqa: E402
-from gitliza.api import Liza  # noqa: E402
+from gitliza.services import lifecycle  # noqa: E402
+from gitliza.services.api import Liza  # noqa: E402
 from gitliza.core.ops import Add, ClaimReview, Register, Submit, Verdict  # noqa: E402
 from benchutil import git, project, show  # noqa: E402
 

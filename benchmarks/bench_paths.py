@@ -102,8 +102,8 @@ def bench_hooks(root: Path, runs: int) -> dict[str, float]:
 def bench_sync(root: Path, open_tasks: int, runs: int, daemon: bool = False) -> dict[str, float]:
     """One op each way per sync; the remote has `open_tasks` tasks, each with its branch.
     `daemon`: the clones reach the remote through a `git daemon` (git://) instead of its path."""
-    from gitliza import sync as engine
-    from gitliza.api import Liza
+    from gitliza.services import sync as engine
+    from gitliza.services.api import Liza
     from gitliza.core.ops import Add, Note
     from gitliza.git.store import Store
     base = root / f"sync-{open_tasks}{'-daemon' if daemon else ''}"
@@ -165,7 +165,7 @@ def bench_sync(root: Path, open_tasks: int, runs: int, daemon: bool = False) -> 
 
 def _writer(args: tuple[str, int, int, Any]) -> tuple[list[float], int]:
     path, wid, ops, start = args
-    from gitliza.api import Liza
+    from gitliza.services.api import Liza
     from gitliza.core.ops import Note
     from gitliza.errors import ConcurrencyConflict
     h = Liza.open(path, "planner-1")

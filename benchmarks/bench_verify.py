@@ -20,12 +20,12 @@ from pathlib import Path
 
 import pygit2
 
-from gitliza.api import Liza
+from gitliza.services.api import Liza
 from gitliza.core import clock
 from gitliza.core.ops import Add, Claim, ClaimReview, Init, Merge, Register, Submit, Verdict
 from gitliza.git.store import Store
-from gitliza.hookinstall import install
-from gitliza.verify import verify
+from gitliza.hooks.install import install
+from gitliza.services.verify import verify
 
 SHA = "a" * 40
 

@@ -20,8 +20,8 @@ def git(cwd: Path, *args: str) -> str:
 def project(repo: Path, files: dict[str, str] | None = None) -> Any:
     """A small project (50 source files: checkout cost is part of a claim, plus `files`) with a
     board on it: returns the human's `Liza`, the integration branch made."""
-    from gitliza import lifecycle
-    from gitliza.api import Liza
+    from gitliza.services import lifecycle
+    from gitliza.services.api import Liza
     from gitliza.core.ops import Init
 
     git(repo, "init", "-q", "-b", "main")

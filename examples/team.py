@@ -36,7 +36,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from gitliza.api import Liza
+from gitliza.services.api import Liza
 from gitliza.git.refwatch import RefWatcher
 
 HERE = Path(__file__).resolve().parent

@@ -52,7 +52,7 @@ def _exit_now(code: int) -> int:
 
 
 def _main(args: list[str], argv: list[str] | None) -> int:
-    from gitliza import classcache, clifast
+    from gitliza.cli import classcache, fastpath
 
     for name in ("stdout", "stderr"):
         if getattr(sys, name) is None:  # started with it closed: what is written goes nowhere,
@@ -60,17 +60,17 @@ def _main(args: list[str], argv: list[str] | None) -> int:
 
     if args[:1] == ["hook-impl"]:
         classcache.install()
-        from gitliza.hookimpl import main as hook_main
+        from gitliza.hooks.checks import main as hook_main
 
         return hook_main(args[1:])
-    code = clifast.guarded(lambda: clifast.run(args), args)
+    code = fastpath.guarded(lambda: fastpath.run(args), args)
     if code is not None:  # run from the cached spec, without importing typer
         return int(code)
     classcache.install()
     try:
-        cli = importlib.import_module("gitliza.cli")
+        cli = importlib.import_module("gitliza.cli.app")
     except ModuleNotFoundError as err:
-        missing = err.name or "gitliza.cli"
+        missing = err.name or "gitliza.cli.app"
         print(
             f"gitliza: cannot load the command line: module {missing} is missing "
             "(reinstall gitliza; 'python -m gitliza hook-impl' works without it)",

@@ -1,1 +1,1 @@
-../gitliza/hook_template.sh
+../gitliza/hooks/template.sh

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pygit2
 
-from gitliza.api import Liza
+from gitliza.services.api import Liza
 from gitliza.core.ops import Note
 from gitliza.git.store import STATE_REF
 from tests.conftest import git

@@ -1,5 +1,5 @@
 """A hypothesis state machine that drives random sequences of every registered op through the
-library API the CLI uses (`gitliza.api.Liza.do` on a real repository), with generated arguments,
+library API the CLI uses (`gitliza.services.api.Liza.do` on a real repository), with generated arguments,
 and checks after every step that the state chain replays (`verify`) and the board is valid.
 
 Shared by tests/test_ops_property.py (bounded, in CI) and benchmarks/torture.py (long runs).
@@ -24,7 +24,7 @@ import pygit2
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from gitliza.api import Liza
+from gitliza.services.api import Liza
 from gitliza.core import clock, record
 from gitliza.core.invariants import check_board
 from gitliza.core.model import ANOMALY_TYPES, Config
@@ -32,7 +32,7 @@ from gitliza.core.ops.base import Op, load_all
 from gitliza.core.states import HUMAN_ACTOR
 from gitliza.errors import LizaError
 from gitliza.git.store import Store
-from gitliza.verify import replay
+from gitliza.services.verify import replay
 
 START = "2030-01-01T00:00:00Z"
 ROLES = ("planner", "coder", "code_reviewer")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gitliza.api import Liza, now_utc
+from gitliza.services.api import Liza, now_utc
 from gitliza.core.board import journal_key
 from gitliza.core.ops.base import apply
 from gitliza.core.ops.journal import AnomalyOp

@@ -1,4 +1,4 @@
-"""The CLI's fast path (gitliza/clifast.py) makes exactly the call typer would make, falls back to
+"""The CLI's fast path (gitliza/cli/fastpath.py) makes exactly the call typer would make, falls back to
 typer for everything else, and rebuilds its spec by itself when cli.py changes."""
 from __future__ import annotations
 
@@ -12,14 +12,14 @@ from typing import Any
 import pytest
 import typer
 
-from gitliza import cli, clibuild, clifast
+from gitliza.cli import app as cli, fastbuild, fastpath
 
 GIT_LIZA = str(Path(sys.executable).parent / "git-liza")
 
 
 @pytest.fixture(scope="module")
-def spec() -> clifast.Spec:
-    return clibuild.build(typer.main.get_command(cli.app), Path(cli.__file__).read_text("utf-8"))
+def spec() -> fastpath.Spec:
+    return fastbuild.build(typer.main.get_command(cli.app), Path(cli.__file__).read_text("utf-8"))
 
 
 def _sample(p: dict[str, Any], i: int) -> list[str]:
@@ -56,22 +56,22 @@ def _typer_call(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> Any:
     return seen[0]
 
 
-def test_common_commands_are_fast(spec: clifast.Spec) -> None:
+def test_common_commands_are_fast(spec: fastpath.Spec) -> None:
     for name in ("add", "heartbeat", "status", "claim", "submit", "init", "log", "show",
                  "hooks install", "completion"):
         assert spec["commands"][name]["fast"], name
     assert not spec["commands"]["hook-impl"]["fast"]  # a custom body: typer runs it
 
 
-def test_fast_path_makes_typers_call(spec: clifast.Spec, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(clifast, "load", lambda: spec)
+def test_fast_path_makes_typers_call(spec: fastpath.Spec, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fastpath, "load", lambda: spec)
     monkeypatch.setenv("LIZA_AGENT_ID", "env-agent")
     checked = 0
     for path, cmd in spec["commands"].items():
         if not cmd["fast"]:
             continue
         for argv in _argvs(path, cmd):
-            fast = clifast.plan(argv)
+            fast = fastpath.plan(argv)
             assert fast is not None, argv
             fn, args, kw = _typer_call(argv, monkeypatch)
             assert (fast[0], fast[1], fast[2]) == (fn, args, kw), argv
@@ -90,17 +90,17 @@ def test_fast_path_makes_typers_call(spec: clifast.Spec, monkeypatch: pytest.Mon
     ["no-such-command"],
     ["hooks"],
 ])
-def test_what_typer_must_answer_falls_back(spec: clifast.Spec, monkeypatch: pytest.MonkeyPatch,
+def test_what_typer_must_answer_falls_back(spec: fastpath.Spec, monkeypatch: pytest.MonkeyPatch,
                                            argv: list[str]) -> None:
-    monkeypatch.setattr(clifast, "load", lambda: spec)
-    assert clifast.plan(argv) is None
+    monkeypatch.setattr(fastpath, "load", lambda: spec)
+    assert fastpath.plan(argv) is None
 
 
-def test_completion_requests_go_to_typer(spec: clifast.Spec,
+def test_completion_requests_go_to_typer(spec: fastpath.Spec,
                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(clifast, "load", lambda: spec)
+    monkeypatch.setattr(fastpath, "load", lambda: spec)
     monkeypatch.setenv("_GIT_LIZA_COMPLETE", "complete_bash")
-    assert clifast.plan(["status"]) is None
+    assert fastpath.plan(["status"]) is None
 
 
 def test_a_new_command_in_the_usual_style_is_fast_without_registration(tmp_path: Path) -> None:
@@ -112,7 +112,7 @@ def test_a_new_command_in_the_usual_style_is_fast_without_registration(tmp_path:
         def _run(fn, agent=None, json=False, no_sync=False, **kw): ...
 
         def _board():
-            from gitliza.commands import board
+            from gitliza.cli.commands import board
             return board
 
         @app.command("brand-new")
@@ -130,11 +130,11 @@ def test_a_new_command_in_the_usual_style_is_fast_without_registration(tmp_path:
     sys.path.insert(0, str(tmp_path))
     try:
         import newcli  # type: ignore[import-not-found]
-        built = clibuild.build(typer.main.get_command(newcli.app), source)
+        built = fastbuild.build(typer.main.get_command(newcli.app), source)
     finally:
         sys.path.remove(str(tmp_path))
     cmd = built["commands"]["brand-new"]
-    assert cmd["fast"] and cmd["target"] == ["gitliza.commands.board", "simple"]
+    assert cmd["fast"] and cmd["target"] == ["gitliza.cli.commands.board", "simple"]
     assert cmd["kwargs"] == {"op": ["const", "finalize"], "task": ["param", "task"],
                              "note": ["param", "why"]}
     assert not built["commands"]["odd"]["fast"]
@@ -143,13 +143,13 @@ def test_a_new_command_in_the_usual_style_is_fast_without_registration(tmp_path:
 def test_spec_is_rebuilt_when_cli_changes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     copy = tmp_path / "cli.py"
     copy.write_text(Path(cli.__file__).read_text("utf-8"))
-    monkeypatch.setattr(clifast, "_CLI", str(copy))
-    monkeypatch.setattr(clifast, "cache_dirs", lambda: [str(tmp_path / "cache")])
-    assert clifast.load() is None
-    clifast.write_cache("cli-spec", {"key": clifast.spec_key(), "commands": {}})
-    assert clifast.load() is not None
+    monkeypatch.setattr(fastpath, "_CLI", str(copy))
+    monkeypatch.setattr(fastpath, "cache_dirs", lambda: [str(tmp_path / "cache")])
+    assert fastpath.load() is None
+    fastpath.write_cache("cli-spec", {"key": fastpath.spec_key(), "commands": {}})
+    assert fastpath.load() is not None
     copy.write_text(copy.read_text() + "\n# a new command\n")
-    assert clifast.load() is None  # stale: the next typer start rebuilds it
+    assert fastpath.load() is None  # stale: the next typer start rebuilds it
 
 
 def _cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -159,7 +159,7 @@ def _cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess
 
 
 def _typer_only(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    code = f"import sys; from gitliza.cli import main; sys.exit(main({list(args)!r}))"
+    code = f"import sys; from gitliza.cli.app import main; sys.exit(main({list(args)!r}))"
     return subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True,
                           timeout=60)
 
@@ -211,8 +211,8 @@ def test_classcache_compiles_a_class_once(monkeypatch: pytest.MonkeyPatch, tmp_p
     import dataclasses
     import types
 
-    from gitliza import classcache
-    monkeypatch.setattr(clifast, "cache_dirs", lambda: [str(tmp_path)])
+    from gitliza.cli import classcache
+    monkeypatch.setattr(fastpath, "cache_dirs", lambda: [str(tmp_path)])
     for name, empty in (("_modules", {}), ("_used", {}), ("_dirty", set())):
         monkeypatch.setattr(classcache, name, empty)
     monkeypatch.setattr(dataclasses, "exec", classcache._exec, raising=False)
@@ -249,7 +249,7 @@ def test_classcache_compiles_a_class_once(monkeypatch: pytest.MonkeyPatch, tmp_p
 # teardown does that matters must still happen.
 
 def _board(repo: Path, tasks: int) -> None:
-    from gitliza.api import Liza
+    from gitliza.services.api import Liza
     from gitliza.core.ops import Add, Init
     h = Liza.open(repo, "human")
     h.do(Init, goal="g")
@@ -270,7 +270,7 @@ def test_output_is_complete_and_atexit_work_is_done_before_the_quick_exit(repo: 
     # atexit handlers run: the class cache, removed after a first start (which saves the CLI spec
     # too, so that the second start takes the fast path), is written again by the quick exit.
     cache = tmp_path / "cache"
-    code = ("import gitliza.clifast as c, sys; d = sys.argv.pop(1); c.cache_dirs = lambda: [d]; "
+    code = ("import gitliza.cli.fastpath as c, sys; d = sys.argv.pop(1); c.cache_dirs = lambda: [d]; "
             "from gitliza.__main__ import main; main()")
     for start in ("first", "second"):
         for p in cache.glob("dataclass-code.*"):
@@ -278,8 +278,8 @@ def test_output_is_complete_and_atexit_work_is_done_before_the_quick_exit(repo: 
         r = subprocess.run([sys.executable, "-c", code, str(cache), "status"], cwd=repo,
                            capture_output=True, text=True, timeout=60)
         assert r.returncode == 0, (start, r.stderr)
-        assert (cache / clifast.cache_name("cli-spec")).exists()
-        assert (cache / clifast.cache_name("dataclass-code.gitliza.core.model")).exists(), start
+        assert (cache / fastpath.cache_name("cli-spec")).exists()
+        assert (cache / fastpath.cache_name("dataclass-code.gitliza.core.model")).exists(), start
 
 
 def test_a_reader_that_goes_away_ends_the_command_quietly(repo: Path) -> None:

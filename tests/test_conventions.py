@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
-from gitliza import cli, hookimpl, manpage
+from gitliza.cli import app as cli, manpage
+
+from gitliza.hooks import checks
 from tests.conftest import commit_specs, git
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -21,7 +23,7 @@ BIN = Path(sys.executable).parent
 def test_man_page_is_generated_from_the_cli_and_current() -> None:
     text = manpage.render(cli.click_group())
     assert (ROOT / "man" / "git-liza.1").read_text("utf-8") == text, (
-        "man/git-liza.1 is stale: python3 dev.py regenerates it (python -m gitliza.manpage FILE)")
+        "man/git-liza.1 is stale: python3 dev.py regenerates it (python -m gitliza.cli.manpage FILE)")
     group = cli.click_group()
     for name, cmd in group.commands.items():
         if not getattr(cmd, "hidden", False):
@@ -63,7 +65,7 @@ def test_pre_commit_hooks_manifest() -> None:
         assert h["language"] == "python" and h["pass_filenames"] is False
         assert set(h["stages"]) <= PRE_COMMIT_STAGES
         exe, sub, hook = h["entry"].split()
-        assert exe in scripts and sub == "hook-impl" and hook in hookimpl.HOOK_HANDLERS
+        assert exe in scripts and sub == "hook-impl" and hook in checks.HOOK_HANDLERS
         assert h["stages"] == [hook]
     assert f'{sorted(scripts)[1]} = "gitliza.__main__:main"' in (ROOT / "pyproject.toml").read_text()
 
@@ -73,7 +75,7 @@ def test_pre_push_under_pre_commit_rebuilds_gits_line(monkeypatch: pytest.Monkey
     monkeypatch.setenv("PRE_COMMIT_FROM_REF", "a" * 40)
     monkeypatch.setenv("PRE_COMMIT_REMOTE_BRANCH", "refs/liza/state")
     monkeypatch.setenv("PRE_COMMIT_LOCAL_BRANCH", "refs/liza/state")
-    assert hookimpl._pre_commit_push_line() == (
+    assert checks._pre_commit_push_line() == (
         f"refs/liza/state {'b' * 40} refs/liza/state {'a' * 40}\n").encode()
 
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gitliza import hookinstall
+from gitliza.hooks import install
 from tests.conftest import git
 
 GIT_LIZA = str(Path(sys.executable).parent / "git-liza")
@@ -41,7 +41,7 @@ def _commit(repo: Path, msg: str, check: bool = True) -> subprocess.CompletedPro
 def test_commit_on_an_ordinary_branch_starts_no_python(tmp_path: Path, repo: Path) -> None:
     _liza(repo, "init", "goal", "--integration-branch", "integration")
     spy, log = _spy(tmp_path)
-    hookinstall.install(repo, python=str(spy))
+    install.install(repo, python=str(spy))
     git(repo, "checkout", "-q", "-b", "feature")
     _commit(repo, "first")  # no cache yet: Python answers once and leaves it
     assert "reference-transaction" in _starts(log)
@@ -68,7 +68,7 @@ def _warm(tmp_path: Path, repo: Path) -> Path:
     """A board, the hooks (spied on), a feature branch, and one commit that leaves the cache."""
     _liza(repo, "init", "goal", "--integration-branch", "integration")
     spy, log = _spy(tmp_path)
-    hookinstall.install(repo, python=str(spy))
+    install.install(repo, python=str(spy))
     git(repo, "checkout", "-q", "-b", "feature")
     _commit(repo, "warm the cache")
     return log
@@ -95,7 +95,7 @@ def test_what_concerns_gitliza_still_reaches_python(tmp_path: Path, repo: Path) 
 
 def test_no_board_no_python(tmp_path: Path, repo: Path) -> None:
     spy, log = _spy(tmp_path)
-    hookinstall.install(repo, python=str(spy))
+    install.install(repo, python=str(spy))
     _commit(repo, "a")
     git(repo, "checkout", "-q", "-b", "other")
     _commit(repo, "b")

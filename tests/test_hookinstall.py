@@ -1,4 +1,4 @@
-"""Hook shims: installed by gitliza.hookinstall, run by the real git, traced by gitliza.hookimpl.
+"""Hook shims: installed by gitliza.hooks.install, run by the real git, traced by gitliza.hooks.checks.
 
 Every hook run appends `<hook> <args...> stdin=<sha256>` to $GITLIZA_HOOK_TRACE, which is how these
 tests see that git ran the shim and what it passed through.
@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from gitliza import hookimpl
+from gitliza.hooks import checks
 from gitliza.__main__ import main as gitliza_main
 from gitliza.errors import EXIT_DEPENDENCY, ValidationError
-from gitliza.hookinstall import (
+from gitliza.hooks.install import (
     CLIENT_HOOKS,
     LEGACY_SUFFIX,
     SERVER_HOOKS,
@@ -79,9 +79,9 @@ def commit(cwd: Path, msg: str = "change") -> subprocess.CompletedProcess[str]:
 
 
 def test_repo_copy_of_the_template_is_identical_to_the_packaged_one() -> None:
-    packaged = (ROOT / "gitliza" / "hook_template.sh").read_bytes()
+    packaged = (ROOT / "gitliza" / "hooks" / "template.sh").read_bytes()
     assert (ROOT / "hooks" / "shim.sh").read_bytes() == packaged, (
-        "hooks/shim.sh must be a copy of gitliza/hook_template.sh: cp gitliza/hook_template.sh hooks/shim.sh"
+        "hooks/shim.sh must be a copy of gitliza/hooks/template.sh: cp gitliza/hooks/template.sh hooks/shim.sh"
     )
     assert template_text().encode() == packaged
 
@@ -432,7 +432,7 @@ def test_missing_interpreter_fails_loudly_unless_bypassed(repo: Path, trace: Pat
 
 
 def test_every_installed_hook_has_a_handler() -> None:
-    assert set(CLIENT_HOOKS + SERVER_HOOKS) <= set(hookimpl.HOOK_HANDLERS)
+    assert set(CLIENT_HOOKS + SERVER_HOOKS) <= set(checks.HOOK_HANDLERS)
 
 
 def test_python_m_gitliza_hook_impl(trace: Path) -> None:
@@ -447,9 +447,9 @@ def test_python_m_gitliza_hook_impl(trace: Path) -> None:
 
 
 def test_main_without_the_cli_says_so(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setitem(sys.modules, "gitliza.cli", None)  # makes `import gitliza.cli` fail
-    # An argument the fast path (gitliza/clifast.py, which needs no gitliza.cli) leaves to typer.
+    monkeypatch.setitem(sys.modules, "gitliza.cli.app", None)  # makes `import gitliza.cli.app` fail
+    # An argument the fast path (gitliza/cli/fastpath.py, which needs no gitliza.cli.app) leaves to typer.
     monkeypatch.setattr(sys, "argv", ["gitliza", "status", "--no-such-option"])
     assert gitliza_main(["status", "--no-such-option"]) == EXIT_DEPENDENCY
     err = capsys.readouterr().err
-    assert "gitliza.cli" in err and len(err.strip().splitlines()) == 1
+    assert "gitliza.cli.app" in err and len(err.strip().splitlines()) == 1

@@ -16,13 +16,13 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from gitliza.api import Liza
+from gitliza.services.api import Liza
 from gitliza.core import layout
 from gitliza.core.ops import Add, Claim, Verdict
 from gitliza.core.ops.base import Event, Op, Outcome
 from gitliza.core.states import TaskState
 from gitliza.git.store import Store
-from gitliza.hookinstall import install
+from gitliza.hooks.install import install
 from tests.conftest import git
 
 PY = sys.executable

@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from gitliza.api import Liza
+from gitliza.services.api import Liza
 from gitliza.core.ops import Add, Init, Register
 from gitliza.git.worktrees import list_task_branches, list_task_worktrees
-from gitliza.lifecycle import ensure_integration_branch
+from gitliza.services.lifecycle import ensure_integration_branch
 from tests.conftest import git
 from tests.test_lifecycle import run
 
@@ -33,7 +33,7 @@ TASKS = PROCS * PER_PROC
 # codes included) without paying a process start per command; retries on exit 2 and counts.
 WORKER = textwrap.dedent("""
     import contextlib, io, json, sys
-    from gitliza.cli import main
+    from gitliza.cli.app import main
     pool = sys.argv[1].split(",")
     claims, retries, other = [], 0, []
     for coder in pool:
@@ -127,7 +127,7 @@ PAUSED_MARK = "CLAIM-IN-GAP"
 # says so and then holds the claim there, so the test can SIGKILL it between worktree and commit.
 _HELD_CLAIM = f"""
 import sys, time
-from gitliza import lifecycle
+from gitliza.services import lifecycle
 from gitliza.__main__ import main
 def hold(task):
     sys.stderr.write("{PAUSED_MARK} " + task + "\\n"); sys.stderr.flush(); time.sleep(60)

@@ -15,7 +15,7 @@ import pygit2
 import pytest
 from ruamel.yaml import YAML
 
-from gitliza.api import Liza
+from gitliza.services.api import Liza
 from gitliza.core import clock, yamlview
 from gitliza.core.ops import (Abandon, Add, Claim, ClaimReview, Init, Merge, Register, Submit,
                               Verdict)
@@ -23,7 +23,7 @@ from gitliza.core.ops.journal import Note
 from gitliza.core.ops.planning import ConfigSet, Edit
 from gitliza.errors import ValidationError
 from gitliza.git.store import Store
-from gitliza.materialize import main_worktree, materialize
+from gitliza.services.materialize import main_worktree, materialize
 from tests.conftest import git
 
 VENV_BIN = str(Path(sys.executable).parent)
@@ -323,9 +323,9 @@ def test_config_materializes_after_every_command(board: Path) -> None:
 
 
 def test_without_config_the_materializer_is_not_imported(board: Path) -> None:
-    code = ("import sys; from pathlib import Path; from gitliza.commands import Env; "
+    code = ("import sys; from pathlib import Path; from gitliza.cli.commands import Env; "
             f"e = Env(path=Path({str(board)!r})); liza = e.liza(); "
-            "print(len(liza.after_commit), 'gitliza.materialize' in sys.modules, "
+            "print(len(liza.after_commit), 'gitliza.services.materialize' in sys.modules, "
             "'ruamel.yaml' in sys.modules)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr

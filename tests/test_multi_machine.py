@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from gitliza.hookinstall import install
+from gitliza.hooks.install import install
 from tests.conftest import git
 from tests.gitdaemon import GitDaemon, git_daemon  # noqa: F401  (the fixture)
 

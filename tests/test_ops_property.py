@@ -9,7 +9,7 @@ import pygit2
 import pytest
 from hypothesis import HealthCheck, settings
 
-from gitliza.api import Liza
+from gitliza.services.api import Liza
 from gitliza.core.ops.journal import SpecChangeOp
 from gitliza.core.ops.planning import Init
 from gitliza.errors import ValidationError

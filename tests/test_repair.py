@@ -1,4 +1,4 @@
-"""`git liza repair` (gitliza/repair.py): a poisoned remote is rebuilt on its last verifying
+"""`git liza repair` (gitliza/services/repair.py): a poisoned remote is rebuilt on its last verifying
 commit with every op still legal, and every clone converges on its next sync: one that refused
 the forgery, one that had adopted it before clients checked (with client hooks, and its own
 unshared op), and the clone that repaired. On a remote guarded by the server hook the rewrite is
@@ -12,10 +12,10 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from gitliza import sync as engine
+from gitliza.services import sync as engine
 from gitliza.core.ops import Note
 from gitliza.git.store import STATE_REF, Store
-from gitliza.hookinstall import install
+from gitliza.hooks.install import install
 from tests.conftest import git
 from tests.forgery import forge, push_forgery
 from tests.test_sync import cli, clone, liza, seed, tip

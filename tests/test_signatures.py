@@ -20,13 +20,13 @@ import pygit2
 import pytest
 
 from gitliza import signing
-from gitliza.api import Liza
+from gitliza.services.api import Liza
 from gitliza.core import clock, sshsig
 from gitliza.core.ops import Add, Claim, ClaimReview, ConfigSet, Register, Submit, Verdict, apply
 from gitliza.core.ops.keys import Rekey
 from gitliza.git.store import Store, common_dir
-from gitliza.hookinstall import install
-from gitliza.verify import VerifyFailure, replay
+from gitliza.hooks.install import install
+from gitliza.services.verify import VerifyFailure, replay
 from tests.conftest import git
 
 PY = sys.executable
@@ -123,7 +123,7 @@ def agent_key(c: Path, agent: str) -> signing.Key:
 
 
 def _now() -> str:
-    from gitliza.api import now_utc
+    from gitliza.services.api import now_utc
     return now_utc()
 
 
@@ -216,8 +216,8 @@ def test_sync_of_a_forged_board_is_refused_and_the_remote_kept(team: tuple[Path,
     assert tip(bare) == before
 
 
-@pytest.mark.skipif(importlib.util.find_spec("gitliza.adopt") is None,
-                    reason="sync does not check fetched commits yet (issue 17, gitliza/adopt.py)")
+@pytest.mark.skipif(importlib.util.find_spec("gitliza.services.adopt") is None,
+                    reason="sync does not check fetched commits yet (issue 17, gitliza/services/adopt.py)")
 @pytest.mark.parametrize("forgery", [coder_signs_a_verdict_as_reviewer, unsigned],
                          ids=lambda f: f.__name__)
 def test_sync_refuses_a_forgery_fetched_from_a_remote_without_hooks(

@@ -1,4 +1,4 @@
-"""Sharing the board through a git remote: gitliza/sync.py and `git liza sync|pull|push`.
+"""Sharing the board through a git remote: gitliza/services/sync.py and `git liza sync|pull|push`.
 
 Every test uses real repositories: a bare remote (a path, or git:// through a real `git daemon`),
 clones made by `git clone`, and the real git executable for fetch and push.
@@ -16,9 +16,9 @@ from typing import Any
 import pygit2
 import pytest
 
-from gitliza import sync as engine
-from gitliza.api import Liza
-from gitliza.commands.sync import OpDropped, after_commit
+from gitliza.services import sync as engine
+from gitliza.services.api import Liza
+from gitliza.cli.commands.sync import OpDropped, after_commit
 from gitliza.core import clock, record
 from gitliza.core.ops import Add, Claim, Init, Note, Register
 from gitliza.core.states import TaskState
@@ -94,7 +94,7 @@ def chain(path: Path) -> list[pygit2.Commit]:
 def assert_linear_and_verified(path: Path) -> None:
     commits = chain(path)
     assert all(len(c.parents) == 1 for c in commits[:-1]) and not commits[-1].parents
-    from gitliza.verify import verify
+    from gitliza.services.verify import verify
     rep = verify(Store.discover(path), progress=False)
     assert rep.commits == len(commits)
 
@@ -451,11 +451,11 @@ def test_cli_sync_json_reports_replayed_and_dropped(tmp_path: Path) -> None:
 def test_commands_without_a_remote_do_not_import_the_sync_engine(repo: Path) -> None:
     code = textwrap.dedent("""
         import sys
-        from gitliza.commands import Env
+        from gitliza.cli.commands import Env
         from gitliza.core.ops import Init
         env = Env(path=__import__("pathlib").Path("."))
         env.liza().do(Init, goal="g")
-        print("gitliza.sync" in sys.modules, "gitliza.git.transport" in sys.modules)
+        print("gitliza.services.sync" in sys.modules, "gitliza.git.transport" in sys.modules)
     """)
     r = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True,
                        timeout=60)
@@ -503,9 +503,9 @@ def test_offline_clone_reconnects_over_git_daemon(tmp_path: Path, git_daemon: Gi
 
 WORKER = textwrap.dedent("""
     import json, sys, time
-    from gitliza import sync as engine
-    from gitliza.api import Liza
-    from gitliza.commands.sync import OpDropped, after_commit
+    from gitliza.services import sync as engine
+    from gitliza.services.api import Liza
+    from gitliza.cli.commands.sync import OpDropped, after_commit
     from gitliza.core.ops import Claim
     from gitliza.core.states import TaskState
     from gitliza.errors import LizaError

@@ -1,4 +1,4 @@
-"""Sync adopts only what verifies (gitliza/adopt.py): a forged board pushed with plain git to a
+"""Sync adopts only what verifies (gitliza/services/adopt.py): a forged board pushed with plain git to a
 hookless remote is refused by every clone's sync, pull, auto-sync and first pull, through both
 transports (in process for a plain bare remote on this machine, git through a real `git daemon`).
 """
@@ -9,8 +9,8 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from gitliza import sync as engine
-from gitliza.adopt import IntegrationRefused, RemoteRefused
+from gitliza.services import sync as engine
+from gitliza.services.adopt import IntegrationRefused, RemoteRefused
 from gitliza.core.ops import Claim, Note
 from gitliza.git import transport
 from gitliza.git.store import STATE_REF, Store

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gitliza import lifecycle
-from gitliza import sync as engine
+from gitliza.services import lifecycle
+from gitliza.services import sync as engine
 from gitliza.core.ops import Note
 from gitliza.git.store import Store
 from tests.conftest import git

@@ -55,8 +55,8 @@ class Session:
 
     def __init__(self, path: Path, agent: str | None, role: str | None,
                  supervised: bool | None = None) -> None:
-        from gitliza.api import GEN_ENV
-        from gitliza.commands import Env
+        from gitliza.services.api import GEN_ENV
+        from gitliza.cli.commands import Env
         # Env.liza() is the CLI's own: auto-sync and materialize hooks included.
         self.liza: Any = Env(path=path, agent=agent).liza()
         self.role: Role = tools.resolve_role(self.liza.board(), self.liza.agent, role)
@@ -81,14 +81,14 @@ class Session:
                 if extra is not None:
                     out["result"] = extra
                 elif committed is not None:
-                    from gitliza.commands.board import transition_data
+                    from gitliza.cli.commands.board import transition_data
                     out["result"] = transition_data(committed, {
                         "result": "failed", "reason": getattr(e, "message", str(e))})
                 return False, out
         return True, data if isinstance(data, dict) else {"result": data}
 
     def read(self, uri: str) -> Any:
-        from gitliza.commands import view
+        from gitliza.cli.commands import view
         with self.lock:
             if uri == BOARD_URI:
                 return view.status_data(self.liza)

@@ -168,10 +168,10 @@ def _op_roles(op: str) -> frozenset[Role]:
 
 
 def _build() -> dict[str, Tool]:
-    from gitliza import lifecycle as life
-    from gitliza.commands import board as cb
-    from gitliza.commands import lifecycle as cl
-    from gitliza.commands import view
+    from gitliza.services import lifecycle as life
+    from gitliza.cli.commands import board as cb
+    from gitliza.cli.commands import lifecycle as cl
+    from gitliza.cli.commands import view
     from gitliza.core.ops import base, load_all
 
     ops = load_all()
@@ -287,10 +287,10 @@ WAIT_TIMEOUT = 60  # agent CLIs give up on a tool call after a few minutes at mo
 def wait_for(liza: Any, condition: str = "change", task: str | None = None,
              status: str | None = None, since: str | None = None,
              timeout: int = WAIT_TIMEOUT) -> dict[str, Any]:
-    """`git liza wait` for a tool: the same condition and watcher (gitliza/team/wait.py), on a
+    """`git liza wait` for a tool: the same condition and watcher (gitliza/services/wait.py), on a
     repository object of its own so that it can block beside the agent's other calls."""
-    from gitliza.api import Liza
-    from gitliza.team import wait as w
+    from gitliza.services.api import Liza
+    from gitliza.services import wait as w
     if timeout < 0:
         raise ValidationError("wait: timeout must be 0 or more seconds")
     cond = w.parse(condition, task=task, status=status, since=since)

@@ -1,7 +1,7 @@
 """The board and its history shaped as the spec's `.liza/state.yaml` and `.liza/log.yaml` (pure).
 
 This module only builds plain data (dicts in the spec's key order, lists, str/int/bool/None); the
-shell (`gitliza/materialize.py`) renders it with ruamel.yaml and writes the files. Keeping the
+shell (`gitliza/services/materialize.py`) renders it with ruamel.yaml and writes the files. Keeping the
 shaping here keeps it testable without git or YAML, and keeps the core free of I/O.
 
 Shape rules (see docs/materialize.md):

@@ -404,7 +404,7 @@ class Store:
     def remember_for_hooks(self, tip: pygit2.Oid, board: Board | None = None, *,
                            only_if_kept: bool = False) -> None:
         """Leave "<state commit> <integration branch>" in HOOKS_CACHE, where the client hook shim
-        reads it (gitliza/hook_template.sh): a ref update naming neither a refs/liza/* ref nor
+        reads it (gitliza/hooks/template.sh): a ref update naming neither a refs/liza/* ref nor
         that branch then needs no Python. The shim trusts it only while refs/liza/state still
         names that commit, so every move of the ref here refreshes it (`only_if_kept`: if the hooks
         keep one in this repository), or the next commit after any transition would start Python.

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gitliza import atomic
-from gitliza.api import Liza
+from gitliza.services.api import Liza
 from gitliza.core import circuit
 from gitliza.core.model import CBStatus, SprintStatus
 from gitliza.core.ops.governance import Circuit

@@ -121,7 +121,7 @@ def write_summary(store: Store, now: str) -> Path:
 
 def open_checkpoint(liza: object, reason: str, trigger: str = "manual") -> Opened:
     """The board's checkpoint op, then the summary (which reads the board with the checkpoint)."""
-    from gitliza.api import Liza
+    from gitliza.services.api import Liza
     assert isinstance(liza, Liza)
     done = liza.do(Checkpoint, reason=reason, trigger=trigger)
     return Opened(done, write_summary(liza.store, liza.now()))

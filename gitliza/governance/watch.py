@@ -54,7 +54,7 @@ class Watcher:
     def __init__(self, store: Store, *, json_lines: bool = False, notify: bool | None = None,
                  now: Callable[[], str] | None = None, err: TextIO | None = None,
                  out: TextIO | None = None) -> None:
-        from gitliza.api import now_utc
+        from gitliza.services.api import now_utc
         self.store = store
         self.liza_dir = liza_path(store.repo)
         self.json_lines = json_lines

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gitliza import materialize as m
+from gitliza.services import materialize as m
 from gitliza.core import record, yamlview
 from gitliza.errors import ValidationError
 from gitliza.git.store import Store

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from gitliza import atomic
-from gitliza.api import AGENT_ENV, GEN_ENV
+from gitliza.services.api import AGENT_ENV, GEN_ENV
 
 PROCS_DIR = "agent-procs"
 PR_SET_PDEATHSIG = 1

@@ -37,8 +37,8 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Any, Callable
 
-from gitliza import lifecycle
-from gitliza.api import AGENT_ENV, GEN_ENV, Liza
+from gitliza.services import lifecycle
+from gitliza.services.api import AGENT_ENV, GEN_ENV, Liza
 from gitliza.core import alarms, clock, prompts, queries, runs, wake
 from gitliza.core.board import Board
 from gitliza.core.ids import check_agent_id_for_role
@@ -55,7 +55,7 @@ from gitliza.git.refwatch import RefWatcher
 from gitliza.git.worktrees import LIZA_DIR
 from gitliza.team import agentlog, orphans, profiles, runner
 from gitliza.team.heartbeat import HeartbeatThread
-from gitliza.team.wait import min_timeout, seconds_until
+from gitliza.services.wait import min_timeout, seconds_until
 
 PROMPTS_DIR = agentlog.PROMPTS_DIR
 S = TaskState

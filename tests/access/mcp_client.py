@@ -12,9 +12,9 @@ from mcp.client.session import ClientSession  # dev.py installs gitliza[mcp]
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from gitliza.access import mcp_config
-from gitliza.api import Liza
+from gitliza.services.api import Liza
 from gitliza.core.ops import Add, Init, Register
-from gitliza.lifecycle import ensure_integration_branch
+from gitliza.services.lifecycle import ensure_integration_branch
 from tests.conftest import commit_specs
 
 AGENTS = (("p1", "planner"), ("c1", "coder"), ("r1", "code_reviewer"))

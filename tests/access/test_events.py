@@ -13,7 +13,7 @@ from typing import IO, Iterator
 
 import pytest
 
-from gitliza.api import Liza
+from gitliza.services.api import Liza
 from gitliza.core.ops import Note
 from tests.access.mcp_client import setup_board
 from tests.conftest import git

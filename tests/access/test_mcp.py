@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 import pytest
 
-from gitliza.api import Liza
+from gitliza.services.api import Liza
 from tests.access.mcp_client import agent_session, call, setup_board
 from tests.conftest import git
 
@@ -298,7 +298,7 @@ def test_role_must_match_the_registration_and_an_unknown_agent_needs_one(board: 
 
 def test_without_the_sdk_the_server_exits_5_with_the_install_hint(board: Path) -> None:
     # A None entry in sys.modules makes `import mcp` fail, as in an install without the extra.
-    code = ("import sys; sys.modules['mcp'] = None; from gitliza.cli import main; "
+    code = ("import sys; sys.modules['mcp'] = None; from gitliza.cli.app import main; "
             "sys.exit(main(['mcp', '--agent', 'c1']))")
     r = subprocess.run([sys.executable, "-c", code], cwd=board, capture_output=True, text=True,
                        stdin=subprocess.DEVNULL, timeout=60)

@@ -22,10 +22,10 @@ from typing import Callable
 
 import pytest
 
-from gitliza import lifecycle as life
-from gitliza.api import Liza
+from gitliza.services import lifecycle as life
+from gitliza.services.api import Liza
 from gitliza.git.store import Store
-from gitliza.verify import verify
+from gitliza.services.verify import verify
 from tests.access.mcp_client import setup_board
 from tests.conftest import git
 

@@ -11,10 +11,10 @@ from typing import Iterator
 
 import pytest
 
-from gitliza import lifecycle as life
-from gitliza.api import Liza
+from gitliza.services import lifecycle as life
+from gitliza.services.api import Liza
 from gitliza.git.store import Store
-from gitliza.verify import verify
+from gitliza.services.verify import verify
 from tests.conftest import git
 from tests.faults import harness as h
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from gitliza import lifecycle as life
-from gitliza.api import Liza
+from gitliza.services import lifecycle as life
+from gitliza.services.api import Liza
 from tests.conftest import git
 from tests.faults import harness as h
 

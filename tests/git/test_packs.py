@@ -167,7 +167,7 @@ def test_due_is_one_in_eight() -> None:
 
 
 def _writer(path: str, wid: int, ops: int) -> list[str]:
-    from gitliza.api import Liza
+    from gitliza.services.api import Liza
     from gitliza.core.ops import Note
     from gitliza.errors import ConcurrencyConflict
     h = Liza.open(path, "planner-1")
@@ -193,7 +193,7 @@ def test_concurrent_writers_while_packs_are_merged(repo: Path,
         results = pool.starmap(_writer, [(str(repo), w, 40) for w in range(4)])
     assert [e for r in results for e in r] == []
     git(repo, "fsck", "--strict", "--no-dangling")
-    from gitliza.verify import verify
+    from gitliza.services.verify import verify
     verify(Store(pygit2.Repository(str(repo))), progress=False)
 
 

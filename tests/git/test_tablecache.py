@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gitliza.api import Liza
+from gitliza.services.api import Liza
 from gitliza.core.ops import Add, Claim, Init, Register
 from gitliza.git import store as store_mod
 from gitliza.git import tablecache

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from gitliza.api import Liza
+from gitliza.services.api import Liza
 from gitliza.core import clock
 from gitliza.core.ops import Add, Init, Register
 from tests.conftest import git

@@ -14,9 +14,9 @@ from typing import Callable, Iterator
 
 import pytest
 
-from gitliza import lifecycle as life
+from gitliza.services import lifecycle as life
 from gitliza.governance import top
-from gitliza.api import Liza
+from gitliza.services.api import Liza
 from gitliza.core import clock
 from tests.access.mcp_client import setup_board
 

@@ -7,14 +7,14 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from gitliza.api import Liza
-from gitliza.commands import Env
-from gitliza.commands.interop import export_board, import_board
+from gitliza.services.api import Liza
+from gitliza.cli.commands import Env
+from gitliza.cli.commands.interop import export_board, import_board
 from gitliza.core.ops import Note
 from gitliza.errors import InconsistentState, ValidationError
 from gitliza.git.store import Store
 from gitliza.interop import genesis, seed
-from gitliza.verify import verify
+from gitliza.services.verify import verify
 from tests.conftest import git
 from tests.governance.conftest import with_spec
 from tests.interop.test_seed import CORPUS, fixed_example
@@ -217,7 +217,7 @@ def test_the_server_hook_accepts_an_imported_board_and_refuses_a_forged_one(
         tmp_path: Path, bare: Path, example: Path) -> None:
     import sys
 
-    from gitliza.hookinstall import install
+    from gitliza.hooks.install import install
     from tests.test_hooks_enforce import push, refused, remote_ref
     install(bare, server=True, python=sys.executable)
     clone = tmp_path / "clone"

@@ -10,7 +10,7 @@ from types import ModuleType
 
 import pytest
 
-from gitliza.api import Liza
+from gitliza.services.api import Liza
 from gitliza.team.launch import Member, members
 from gitliza.errors import ValidationError
 from tests.team.procs import env_for

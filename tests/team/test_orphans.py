@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gitliza.api import Liza
+from gitliza.services.api import Liza
 from gitliza.team import orphans
 from tests.team.procs import WAIT, Sup, add_task, env_for, make_board, script
 

@@ -271,7 +271,7 @@ def test_register_and_mcp_take_every_role_word(word: str, repo: Path) -> None:
     ok(liza(repo, "register", "r1", "--role", word, agent=None))
     assert json.loads(ok(liza(repo, "status", "--json", agent=None)))["agents"][0]["role"] == \
         "code_reviewer"
-    from gitliza.api import Liza
+    from gitliza.services.api import Liza
     board = Liza.open(repo, "r1").board()
     assert tools.resolve_role(board, "r1", word) is Role.CODE_REVIEWER
     bad = liza(repo, "register", "r2", "--role", "boss", agent=None)

@@ -1,12 +1,12 @@
 """The manual page git-liza(1), generated from the CLI itself (the click command typer builds from
-gitliza/cli.py), so that it never lists a command or option the CLI does not have.
+gitliza/cli/app.py), so that it never lists a command or option the CLI does not have.
 
 git hands `git liza --help` to `git help liza`, which shows the man page `git-liza`: `man` finds it
 in <prefix>/share/man/man1 next to the <prefix>/bin on PATH (man-db derives its search path from
 PATH), which is where the wheel installs it and where `python3 dev.py` puts it in the venv.
 
-    python -m gitliza.manpage            # print it
-    python -m gitliza.manpage FILE       # write it (only when the text changed)
+    python -m gitliza.cli.manpage            # print it
+    python -m gitliza.cli.manpage FILE       # write it (only when the text changed)
 """
 from __future__ import annotations
 
@@ -106,7 +106,7 @@ def write(path: Path, text: str) -> bool:
 
 
 def main(argv: list[str]) -> int:
-    from gitliza import cli
+    from gitliza.cli import app as cli
     text = render(cli.click_group())
     if not argv:
         sys.stdout.write(text)

@@ -1,27 +1,29 @@
-"""Build the spec that gitliza/clifast.py runs commands from, out of the click command that typer
-builds from gitliza/cli.py (passed in: only cli.py imports typer) and cli.py's own source.
+"""Build the spec that gitliza/cli/fastpath.py runs commands from, out of the click command that typer
+builds from gitliza/cli/app.py (passed in: only app.py imports typer) and app.py's own source.
 
 A command is fast when its body is the usual single call `_run(_helper().fn, <args>)` (or
 `_run(alias.fn, ...)` after a local `from ... import ... as alias`), each argument being one of the
 command's parameters or a literal, and every parameter of a plain type. For such a command the spec
 records the target function and how the call maps parameters to arguments; typer's parsing is
-mirrored by clifast. Anything else is recorded as not fast and always goes through typer.
+mirrored by fastpath. Anything else is recorded as not fast and always goes through typer.
 """
 from __future__ import annotations
 
 import ast
 from typing import Any
 
-from gitliza import __version__, clifast
+from gitliza import __version__
+
+from gitliza.cli import fastpath
 
 _TYPES = {"StringParamType": "str", "IntParamType": "int", "TyperPath": "path", "Path": "path"}
 
 
-def build(group: Any, source: str) -> clifast.Spec:
+def build(group: Any, source: str) -> fastpath.Spec:
     tree = ast.parse(source)
     helpers = _helpers(tree)
     funcs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
-    spec: clifast.Spec = {"key": clifast.spec_key(), "version": f"git-liza version {__version__}",
+    spec: fastpath.Spec = {"key": fastpath.spec_key(), "version": f"git-liza version {__version__}",
                           "groups": {}, "commands": {}, "help": {}}
     root = group.context_class(group, info_name="git liza", terminal_width=78,
                                **group.context_settings)
@@ -30,7 +32,7 @@ def build(group: Any, source: str) -> clifast.Spec:
     return spec
 
 
-def _walk(spec: clifast.Spec, group: Any, parent: Any, prefix: str, funcs: dict[str, ast.FunctionDef],
+def _walk(spec: fastpath.Spec, group: Any, parent: Any, prefix: str, funcs: dict[str, ast.FunctionDef],
           helpers: dict[str, str]) -> None:
     for name, cmd in group.commands.items():
         path = f"{prefix} {name}".strip()
@@ -43,9 +45,9 @@ def _walk(spec: clifast.Spec, group: Any, parent: Any, prefix: str, funcs: dict[
         spec["commands"][path] = _command(cmd, funcs, helpers)
 
 
-def _command(cmd: Any, funcs: dict[str, ast.FunctionDef], helpers: dict[str, str]) -> clifast.Spec:
+def _command(cmd: Any, funcs: dict[str, ast.FunctionDef], helpers: dict[str, str]) -> fastpath.Spec:
     params = [_param(p) for p in cmd.params]
-    out: clifast.Spec = {"fast": False, "params": [p for p in params if p is not None]}
+    out: fastpath.Spec = {"fast": False, "params": [p for p in params if p is not None]}
     callback = getattr(cmd.callback, "__wrapped__", cmd.callback)
     fdef = funcs.get(getattr(callback, "__name__", ""))
     if None in params or fdef is None or cmd.context_settings:
@@ -64,7 +66,7 @@ def _module(name: str) -> Any:
         return None
 
 
-def _param(p: Any) -> clifast.Spec | None:
+def _param(p: Any) -> fastpath.Spec | None:
     kind = p.param_type_name  # "option" | "argument"
     flag = bool(getattr(p, "is_flag", False))
     type_ = "flag" if flag else _TYPES.get(type(p.type).__name__)
@@ -112,7 +114,7 @@ def _strip_doc(body: list[ast.stmt]) -> list[ast.stmt]:
 
 
 def _run_call(fdef: ast.FunctionDef, helpers: dict[str, str],
-              params: set[str]) -> clifast.Spec | None:
+              params: set[str]) -> fastpath.Spec | None:
     """The call's target and argument mapping, if the body is exactly one `_run(...)` call after
     optional local imports of modules."""
     local: dict[str, str] = {}

@@ -1,9 +1,9 @@
 """Install, upgrade and remove gitliza's git hook shims (`git liza hooks install|uninstall`).
 
-A shim is the package's `hook_template.sh` with three lines filled in (hook name, the interpreter
+A shim is the package's `hooks/template.sh` with three lines filled in (hook name, the interpreter
 that runs gitliza, whether the LIZA_SKIP_HOOKS bypass is allowed). It runs a chained foreign hook
 first, then `python -m gitliza hook-impl <hook> "$@"`. What the hooks check lives in
-gitliza.hookimpl, not here. Layout, chaining and upgrade rules: docs/hooks-install.md.
+gitliza.hooks.checks, not here. Layout, chaining and upgrade rules: docs/hooks-install.md.
 
 Where the hooks go is git's own answer (`git rev-parse --git-path hooks`): it honours
 core.hooksPath (`~` expanded, a relative path taken from the work tree top, or from $GIT_DIR in a bare
@@ -103,7 +103,7 @@ class HooksStatus:
 def template_text() -> str:
     """The shim template shipped in the package (the source of truth; hooks/shim.sh is a copy)."""
     try:
-        return resources.files("gitliza").joinpath("hook_template.sh").read_text(encoding="utf-8")
+        return resources.files("gitliza.hooks").joinpath("template.sh").read_text(encoding="utf-8")
     except OSError as err:
         raise MissingDependency(
             f"gitliza's hook template is missing ({err})", hint="reinstall gitliza"

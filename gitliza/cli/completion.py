@@ -5,7 +5,7 @@ COMP_CWORD in, one candidate per line out, asked with _GIT_LIZA_COMPLETE=complet
 command or option completes without touching this file. The scripts plug into git's completion:
 git's bash completion calls `_git_liza` for `git liza ...`, zsh's `_git` calls `_git-liza`, and
 fish gets a `complete -c git` rule for the `liza` subcommand. A normal start pays one environment
-lookup for this (gitliza/clifast.py hands completion requests to typer).
+lookup for this (gitliza/cli/fastpath.py hands completion requests to typer).
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Sharing the board with a git remote: fetch, reconcile, push (DESIGN.md section 4).
 
-    from gitliza.sync import sync, pull, push
+    from gitliza.services.sync import sync, pull, push
     report = sync(store)                 # the configured remote, else origin
     report.dropped                       # local ops that no longer applied, with their reasons
 
@@ -347,7 +347,7 @@ def stand_down(store: Store, op: Op, board: Board, replayed: Sequence[Replayed])
 def _task_lock(repo: pygit2.Repository, task_id: str) -> Iterator[bool]:
     """lifecycle's per-task lock when that module is installed (try once), else no lock."""
     try:
-        from gitliza.lifecycle import task_lock
+        from gitliza.services.lifecycle import task_lock
     except ImportError:
         yield True
         return
@@ -400,11 +400,11 @@ def retract_tip(store: Store, tip: pygit2.Oid, why: str) -> bool:
 def _adoptable(store: Store, path: Path, rep: SyncReport, r: pygit2.Oid,
                verified: pygit2.Oid | None, tracking: str, before: str | None, *,
                bar: bool = False) -> pygit2.Oid:
-    """Check the fetched board tip `r` before anything moves to it (gitliza/adopt.py): from the
+    """Check the fetched board tip `r` before anything moves to it (gitliza/services/adopt.py): from the
     newest commit this clone already trusts (its board's merge base with `r`, or the tip an
     earlier round of this sync checked). Returns `r`; raises RemoteRefused, with the tracking ref
     put back, when it does not verify."""
-    from gitliza.adopt import RemoteRefused, check_board, put_back, trusted_base
+    from gitliza.services.adopt import RemoteRefused, check_board, put_back, trusted_base
     repo = store.repo
     base = trusted_base(repo, store.tip(), r)
     if verified is not None and (verified == r or repo.descendant_of(r, verified)) and (
@@ -677,7 +677,7 @@ def follow_integration(store: Store, branch: str | None, remote_tip: str | None,
     strictly behind; a checkout of it follows if clean (merge.py's rule), a dirty one stops the
     fast-forward. Diverged or ahead: left alone (an ahead branch is pushed, if approved).
     A fast-forward must bring in approved work only, judged against the verified board at
-    `board_tip` (IntegrationRefused, exit 4, otherwise: gitliza/adopt.py)."""
+    `board_tip` (IntegrationRefused, exit 4, otherwise: gitliza/services/adopt.py)."""
     from gitliza.git.merge import CheckoutDirty, CheckoutNotUpdated, merge_commit_into
     if branch is None or remote_tip is None:
         return
@@ -700,7 +700,7 @@ def follow_integration(store: Store, branch: str | None, remote_tip: str | None,
                            f"({str(mine)[:12]} vs {remote_tip[:12]}): not fast-forwarded")
         return
     if board_tip is not None:
-        from gitliza.adopt import check_integration
+        from gitliza.services.adopt import check_integration
         check_integration(repo, store.board_at(_commit(repo, board_tip)), rep.remote, branch,
                           mine, theirs)
     say(f"fast-forwarding {branch} to {remote_tip[:12]}")
@@ -730,7 +730,7 @@ def branch_updates(store: Store, tip: pygit2.Oid, r: pygit2.Oid | None, rep: Syn
       (READY_FOR_REVIEW or APPROVED) and which the remote does not have there yet.
     Raises IntegrationDiverged when a merge recorded by a local-only op would reach the remote's
     board without its merge commit."""
-    from gitliza.verify import Approvals, describe, unapproved
+    from gitliza.services.verify import Approvals, describe, unapproved
     repo = store.repo
     board = store.board_at(_commit(repo, tip))
     out: list[transport.RefUpdate] = []

@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from gitliza.commands import Env
+from gitliza.cli.commands import Env
 
 
 def mcp(env: Env, role: str | None, repo: Path | None) -> int:

@@ -428,6 +428,6 @@ def after_commit(liza: Any, _done: Any) -> None:
     try:
         materialize(liza.store)
     except LizaError as e:
-        from gitliza.output import Out
+        from gitliza.cli.output import Out
         Out().notice(f"materialize: {e}")
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from gitliza.commands import Env
-from gitliza.commands.board import report
+from gitliza.cli.commands import Env
+from gitliza.cli.commands.board import report
 from gitliza.core.ops.control import AbortOp, Pause, Resume
 
 
@@ -23,7 +23,7 @@ def abort(env: Env, reason: str | None) -> int:
 
 def wait(env: Env, condition: str, task: str | None, status: str | None, since: str | None,
          timeout: float | None) -> int:
-    from gitliza.team import wait as w
+    from gitliza.services import wait as w
     cond = w.parse(condition, task=task, status=status, since=since)
     liza = env.liza()
     result = w.wait(liza, cond, timeout)
@@ -60,7 +60,7 @@ def team(env: Env, planners: int, coders: int, reviewers: int, prefix: str, cli:
     # A wrong --cli or --permissions, or a missing agent program: refused now, not per supervisor.
     profiles.parse_permissions(permissions)
     require(command[0] if command else profiles.profile(cli).executable)
-    from gitliza.lifecycle import main_root
+    from gitliza.services.lifecycle import main_root
 
     def write(text: str) -> None:
         sys.stdout.write(text)

@@ -1,17 +1,17 @@
 """Work and review commands: claim, release, submit, claim-review, verdict, merge, doctor.
 
-Thin: the logic is in gitliza/lifecycle.py (a library the supervisor uses in-process); these
+Thin: the logic is in gitliza/services/lifecycle.py (a library the supervisor uses in-process); these
 functions print what it did, in the style of commands/board.py, and return the exit code.
 """
 from __future__ import annotations
 
 from typing import Any
 
-from gitliza import lifecycle as life
-from gitliza.commands import Env
-from gitliza.commands.board import report
+from gitliza.services import lifecycle as life
+from gitliza.cli.commands import Env
+from gitliza.cli.commands.board import report
 from gitliza.errors import EXIT_INCONSISTENT, EXIT_VALIDATION
-from gitliza.output import err
+from gitliza.cli.output import err
 
 
 def _notices(env: Env, notes: tuple[str, ...], already: tuple[str, ...]) -> None:
@@ -149,6 +149,6 @@ def doctor(env: Env, fix: bool) -> int:
 def _legacy_notes(env: Env) -> list[str]:
     """Board entries an older gitliza wrote in an encoding that no longer replays byte for byte but
     that verify accepts by name (not problems: nothing to fix, the history stays as it is)."""
-    from gitliza.verify import LEGACY_ANOMALY, legacy_anomalies
+    from gitliza.services.verify import LEGACY_ANOMALY, legacy_anomalies
     return [f"legacy-anomaly anomalies/{key}: {LEGACY_ANOMALY}; `git liza verify` accepts and names "
             "the commit that wrote it, nothing to repair" for key in legacy_anomalies(env.liza().board())]

@@ -4,7 +4,7 @@ Exit codes: 0 when the sync completed (ops that no longer applied are dropped an
 `stand_down` set for lost claims; that is a result, not a failure); 2 when every round lost a race
 (ConcurrencyConflict: retry); 3 when git or the remote failed (unreachable, a hook refused).
 
-Auto-sync (`after_commit`): installed by `gitliza.commands.Env` only when `git config liza.remote`
+Auto-sync (`after_commit`): installed by `gitliza.cli.commands.Env` only when `git config liza.remote`
 (or its alias `sync.remote`) is set and the command did not get `--no-sync`. The op is committed
 locally first, then synced:
 - the sync dropped THIS op (another machine got there first): `OpDropped`, exit 1 -- the command
@@ -24,12 +24,12 @@ import dataclasses
 import sys
 from typing import Any
 
-from gitliza.commands import Env
+from gitliza.cli.commands import Env
 from gitliza.errors import ConcurrencyConflict, GitFailure, IllegalTransition, InconsistentState
 from gitliza.git.store import Committed
 from gitliza.git.transport import PushRejected
-from gitliza.output import Out
-from gitliza import sync as engine
+from gitliza.cli.output import Out
+from gitliza.services import sync as engine
 
 
 class OpDropped(IllegalTransition):
@@ -167,9 +167,9 @@ def after_commit(liza: Any, committed: Committed) -> Committed | None:
 
 
 def repair(env: Env, remote: str | None = None, here: bool = False) -> int:
-    """`git liza repair [REMOTE] [--here]` (gitliza/repair.py). For a remote, this clone then
+    """`git liza repair [REMOTE] [--here]` (gitliza/services/repair.py). For a remote, this clone then
     syncs like any other, so it converges at once."""
-    from gitliza.repair import repair as run
+    from gitliza.services.repair import repair as run
     from gitliza.git.store import Store
     store = Store.discover(env.path)
     rep = run(store, remote, here=here)

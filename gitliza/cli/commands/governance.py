@@ -1,8 +1,8 @@
 """The human's governance commands: watch, analyze, checkpoint (docs/governance.md)."""
 from __future__ import annotations
 
-from gitliza.commands import Env
-from gitliza.commands.board import report
+from gitliza.cli.commands import Env
+from gitliza.cli.commands.board import report
 
 
 def watch(env: Env, once: bool) -> int:

@@ -21,7 +21,7 @@ from gitliza.git.store import common_dir
 from gitliza.git.worktrees import BRANCH_PREFIX
 
 if TYPE_CHECKING:
-    from gitliza.api import Liza
+    from gitliza.services.api import Liza
 
 
 @dataclass

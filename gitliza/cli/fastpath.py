@@ -1,10 +1,10 @@
 """The command line's fast path: run a command from a cached spec of the typer app, without
 importing typer.
 
-typer stays the one definition of the CLI (gitliza/cli.py). Importing typer and building its click
+typer stays the one definition of the CLI (gitliza/cli/app.py). Importing typer and building its click
 command costs ~25 ms per start, more than gitliza's own work for most commands, so the spec that
 typer builds is saved once (`build`, called by the typer path whenever the saved one is stale) and
-read here by a small parser. The spec is keyed by cli.py's size and mtime, so a new or changed
+read here by a small parser. The spec is keyed by app.py's size and mtime, so a new or changed
 command needs no registration step: the next start sees a stale key and rebuilds it.
 
 Only what the parser understands for sure is run here: a command whose body is the usual single
@@ -24,13 +24,13 @@ from gitliza.atomic import read_marshal, write_marshal
 
 CACHE_FORMAT = 1
 _PKG = os.path.dirname(os.path.abspath(__file__))
-_CLI = os.path.join(_PKG, "cli.py")
+_CLI = os.path.join(_PKG, "app.py")
 
 Spec = dict[str, Any]
 
 
 def cache_dirs() -> list[str]:
-    """Where the spec (and the class cache, gitliza/classcache.py) live: next to the package's
+    """Where the spec (and the class cache, gitliza/cli/classcache.py) live: next to the package's
     bytecode, else (a read-only install) in the user's cache directory."""
     user = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return [os.path.join(_PKG, "__pycache__"), os.path.join(user, "gitliza")]
@@ -65,7 +65,7 @@ def spec_key() -> tuple[Any, ...]:
 
 
 def load() -> Spec | None:
-    """The saved spec if it was built from this cli.py, else None."""
+    """The saved spec if it was built from this app.py, else None."""
     try:
         key = spec_key()
     except OSError:
@@ -87,7 +87,7 @@ def run(args: list[str]) -> int | None:
     if found is None or isinstance(found, int):
         return found
     fn, run_args, kw = found
-    from gitliza.commands import Env
+    from gitliza.cli.commands import Env
     agent, json, no_sync = (run_args + [None, False, False][len(run_args):])[:3]
     env = Env(path=_cwd(), agent=agent, json=json, no_sync=no_sync)
     code: int = fn(env, **kw)
@@ -96,7 +96,7 @@ def run(args: list[str]) -> int | None:
 
 def plan(args: list[str]) -> Any:
     """What running ARGS means: an exit code when it is already answered (--version, help), the
-    call `(fn, [agent, json, no_sync], kwargs)` that cli.py's `_run` would make, or None (typer)."""
+    call `(fn, [agent, json, no_sync], kwargs)` that app.py's `_run` would make, or None (typer)."""
     if "_GIT_LIZA_COMPLETE" in os.environ:
         return None  # a shell-completion request: typer's machinery answers
     spec = load()
@@ -239,7 +239,7 @@ def _convert(p: Spec, raw: str) -> Any:
 def _target(cmd: Spec, values: dict[str, Any]) -> tuple[Any, list[Any], dict[str, Any]]:
     import importlib
 
-    from gitliza import classcache
+    from gitliza.cli import classcache
     classcache.install()  # before the command's modules create their dataclasses
 
     def arg(ref: list[Any]) -> Any:
@@ -276,7 +276,7 @@ def guarded(body: Any, args: Sequence[str] = ()) -> Any:
     except _Failed as f:
         code, exit_code, message = f.args
         own = list(args)[:list(args).index("--")] if "--" in args else args
-        from gitliza import output
+        from gitliza.cli import output
         if "--json" in own and not output.json_written:  # ours, not an agent command's
             _json_error(code, exit_code, message)
         return exit_code
@@ -289,7 +289,7 @@ class _Failed(Exception):
 def _guarded(body: Any) -> Any:
     from gitliza.errors import (EXIT_BROKEN_PIPE, EXIT_DEPENDENCY, EXIT_VALIDATION, LizaError,
                                 environmental, unexpected)
-    from gitliza.output import err
+    from gitliza.cli.output import err
     try:
         return body()
     except BrokenPipeError:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from gitliza.commands import Env
+from gitliza.cli.commands import Env
 from gitliza.errors import ValidationError
 
 
@@ -14,8 +14,8 @@ def verify(env: Env, since: str | None, at: str | None, remote: str | None = Non
     commit. `remote`: fetch that remote's board into its tracking ref (the local board does not
     move) and verify it whole: what a scheduled CI job runs against a hosted remote."""
     from gitliza.git.store import Store
-    from gitliza.verify import VerifyFailure
-    from gitliza.verify import verify as run
+    from gitliza.services.verify import VerifyFailure
+    from gitliza.services.verify import verify as run
     store = Store.discover(env.path)
     if remote is not None:
         if at is not None:
@@ -41,7 +41,7 @@ def verify(env: Env, since: str | None, at: str | None, remote: str | None = Non
     env.out.result(data, f"verified {report.commits} state commit(s) up to "
                    f"{str(report.tip)[:12]} in {report.seconds:.2f}s ({report.rate:.0f}/s): {counts}")
     if report.legacy and not env.json:
-        from gitliza.verify import LEGACY_ANOMALY
+        from gitliza.services.verify import LEGACY_ANOMALY
         for oid in report.legacy:
             env.out.notice(f"state commit {oid[:12]} (anomaly) accepted in a legacy encoding: "
                            f"{LEGACY_ANOMALY}")
@@ -55,7 +55,7 @@ def verify(env: Env, since: str | None, at: str | None, remote: str | None = Non
 def _fetch_remote_board(store: Any, remote: str) -> str:
     """Fetch `remote`'s board into its tracking ref; its tip (ValidationError: it has none)."""
     from gitliza.git import transport
-    from gitliza.sync import repo_path
+    from gitliza.services.sync import repo_path
     fetched = transport.fetch_board(repo_path(store.repo), remote)
     if fetched.new_oid is None:
         raise ValidationError(f"{fetched.remote} has no board ({transport.STATE_REF}): nothing "
@@ -66,8 +66,8 @@ def _fetch_remote_board(store: Any, remote: str) -> str:
 def hooks_install(env: Env, server: bool) -> int:
     """Install the shims. They record this interpreter (the one running gitliza, e.g. the venv's
     python), so that git finds gitliza whatever PATH the hook runs with."""
-    from gitliza import hookinstall
-    report = hookinstall.install(env.path, server=server, python=sys.executable)
+    from gitliza.hooks import install
+    report = install.install(env.path, server=server, python=sys.executable)
     rows = [{"hook": a.hook, "action": a.action, "chained": a.legacy} for a in report.actions]
     if env.json:
         env.out.json({"hooks_dir": str(report.hooks_dir), "server": server, "hooks": rows})
@@ -85,8 +85,8 @@ def hooks_install(env: Env, server: bool) -> int:
 
 
 def hooks_uninstall(env: Env) -> int:
-    from gitliza import hookinstall
-    report = hookinstall.uninstall(env.path)
+    from gitliza.hooks import install
+    report = install.uninstall(env.path)
     rows = [{"hook": a.hook, "action": a.action, "chained": a.legacy} for a in report.actions]
     if env.json:
         env.out.json({"hooks_dir": str(report.hooks_dir), "hooks": rows})
@@ -99,8 +99,8 @@ def hooks_uninstall(env: Env) -> int:
 
 
 def hooks_status(env: Env) -> int:
-    from gitliza import hookinstall
-    st = hookinstall.hooks_status(env.path)
+    from gitliza.hooks import install
+    st = install.hooks_status(env.path)
     rows = [{"hook": h.hook, "kind": h.kind, "version": h.version, "python": h.python,
              "chained": h.legacy, "current": h.kind == "gitliza" and h.version == st.current_version}
             for h in st.hooks]

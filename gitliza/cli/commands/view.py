@@ -4,7 +4,7 @@ from __future__ import annotations
 import json as _json
 from typing import Any
 
-from gitliza.commands import Env
+from gitliza.cli.commands import Env
 from gitliza.core import codec, metrics, record
 from gitliza.core.board import Board
 from gitliza.core.invariants import check_board, claimable, reviewable
@@ -308,7 +308,7 @@ def _validate_file(env: Env, file: str) -> int:
         raise ValidationError(f"cannot read {file}: {e}") from None
     text = _with_archive(text, path)
     seed = read_state(text, path.name)  # ValidationError (exit 1) with the place in the file
-    from gitliza.api import now_utc  # the clock only: FILE need not be in a repository
+    from gitliza.services.api import now_utc  # the clock only: FILE need not be in a repository
     from gitliza.interop import filechecks
     board = seed.board()
     found = check_board(board, now_utc())

@@ -15,7 +15,7 @@ Two refs cannot be moved atomically, so each gap is either undone on failure or 
 out of each other's gaps: a second claimer of the same task, `doctor`, `merge` and the cleanup
 after abandon all wait for (or skip) a task whose claim is in flight.
 
-Library API, usable in-process (the CLI in gitliza/commands/lifecycle.py is a thin layer):
+Library API, usable in-process (the CLI in gitliza/cli/commands/lifecycle.py is a thin layer):
 
     liza = Liza.open(".", agent="coder-1")
     res = claim(liza)                    # ClaimResult: task, worktree, branch, base_commit, ...
@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Callable
 import pygit2
 from pygit2 import Oid, Repository
 
-from gitliza import leftovers
+from gitliza.services import leftovers
 from gitliza.core import clock
 from gitliza.core.board import Board
 from gitliza.core.ids import check_id
@@ -56,10 +56,10 @@ from gitliza.git.worktrees import (WORKTREES_DIR, TaskWorktreeEntry, add_task_wo
                                    list_task_branches, list_task_worktrees, ref_oid,
                                    held_here, remove_task_worktree, task_branch,
                                    worktree_head)
-from gitliza.leftovers import Problem
+from gitliza.services.leftovers import Problem
 
 if TYPE_CHECKING:
-    from gitliza.api import Liza
+    from gitliza.services.api import Liza
     from gitliza.git.merge import MergeOutcome
 
 S = TaskState
@@ -130,7 +130,7 @@ def sync_remote(liza: Liza) -> str | None:
     auto-sync is on for it (not `--no-sync`); None for a machine that works alone."""
     if not getattr(liza, "sync", True):
         return None
-    from gitliza.sync import configured_remote
+    from gitliza.services.sync import configured_remote
     return configured_remote(liza.repo)
 
 
@@ -145,7 +145,7 @@ def pull_first(liza: Liza, why: str, *, strict: bool = False, board: bool = True
     remote = sync_remote(liza)
     if remote is None:
         return
-    from gitliza import sync as engine
+    from gitliza.services import sync as engine
     try:
         rep = (engine.sync(liza.store, remote, mode="pull") if board
                else engine.pull_branches(liza.store, remote))
@@ -171,7 +171,7 @@ def ensure_commit(liza: Liza, oid: str, what: str) -> None:
     remote = sync_remote(liza)
     if remote is not None:
         from gitliza.git import transport
-        from gitliza.sync import repo_path
+        from gitliza.services.sync import repo_path
         transport.fetch_board(repo_path(repo), remote, task_branches=True)
         if _has_commit(repo, oid):
             return
@@ -702,7 +702,7 @@ def _merge_once(liza: Liza, task: str, integration_timeout: float | None) -> Mer
     from gitliza.git.drift import drift_commits
     from gitliza.git.merge import (CheckoutNotUpdated, IntegrationTestFailed, MergeConflict,
                                    merge_commit_into)
-    from gitliza.sync import IntegrationDiverged
+    from gitliza.services.sync import IntegrationDiverged
     repo: Repository = liza.repo
     with task_lock(repo, task):
         board = liza.board()
@@ -729,7 +729,7 @@ def _merge_once(liza: Liza, task: str, integration_timeout: float | None) -> Mer
             except (MergeConflict, IntegrationTestFailed) as e:
                 reason = _one_line(str(e))
                 if isinstance(e, IntegrationTestFailed):
-                    from gitliza import testlog
+                    from gitliza.services import testlog
                     kept = testlog.keep(repo, task, liza.now(), e.output)
                     if kept is not None:  # the whole output, as wt-merge.sh keeps it
                         reason = _one_line(f"{str(e)[:REASON_MAX - 80]} (full output: {kept})")
@@ -793,7 +793,7 @@ def _undo_merge(liza: Liza, branch: str, outcome: MergeOutcome, task: str, merge
     if not (isinstance(op, Merge) and op.task == task and op.merge_commit == merged
             and op.actor == liza.agent and commit.parent_ids):
         return False
-    from gitliza.sync import retract_tip
+    from gitliza.services.sync import retract_tip
     if not retract_tip(store, tip, f"liza merge: undo unshared merge of {task}"):
         return False
     return _undo_branch(liza.repo, branch, outcome)
@@ -908,7 +908,7 @@ class DoctorReport:
 def doctor(liza: Liza, fix: bool = False) -> DoctorReport:
     """Compare the board with the disk; with `fix`, repair what is safe:
     - stale ref lock files (a crashed git) and the files a crashed pack writer left are removed
-      (gitliza/leftovers.py);
+      (gitliza/services/leftovers.py);
     - worktrees and `liza/*` branches the board does not explain are removed when they hold no
       work (clean, and the branch tip is already in the integration branch);
     - a worktree the board needs but that is missing is recreated from the task branch;

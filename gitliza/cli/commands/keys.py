@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gitliza.commands import Env
-from gitliza.commands.board import report
+from gitliza.cli.commands import Env
+from gitliza.cli.commands.board import report
 from gitliza.core.states import HUMAN_ACTOR
 from gitliza.errors import ValidationError
 

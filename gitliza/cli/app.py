@@ -14,10 +14,10 @@ from typing import Any, Callable, List, Optional
 
 import typer
 
-from gitliza.commands import Env
+from gitliza.cli.commands import Env
 
 # Plain click help (rich_markup_mode=None): the same text on a terminal and in a pipe, which the
-# fast path can serve from its cache; `git liza --help` shows the man page (gitliza/manpage.py).
+# fast path can serve from its cache; `git liza --help` shows the man page (gitliza/cli/manpage.py).
 app = typer.Typer(
     name="git liza", add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
     rich_markup_mode=None, help="gitliza: the Liza multi-agent blackboard on refs/liza/state.",
@@ -55,32 +55,32 @@ def _run(fn: Callable[..., int], agent: str | None = None, json: bool = False,
 
 
 def _board() -> Any:
-    from gitliza.commands import board
+    from gitliza.cli.commands import board
     return board
 
 
 def _view() -> Any:
-    from gitliza.commands import view
+    from gitliza.cli.commands import view
     return view
 
 
 def _life() -> Any:
-    from gitliza.commands import lifecycle
+    from gitliza.cli.commands import lifecycle
     return lifecycle
 
 
 def _trust() -> Any:
-    from gitliza.commands import trust
+    from gitliza.cli.commands import trust
     return trust
 
 
 def _keys() -> Any:
-    from gitliza.commands import keys
+    from gitliza.cli.commands import keys
     return keys
 
 
 def _sync() -> Any:
-    from gitliza.commands import sync
+    from gitliza.cli.commands import sync
     return sync
 
 
@@ -434,7 +434,7 @@ def verify(since: Optional[str] = typer.Option(None, "--since"),
 @app.command()
 def materialize(at: Optional[str] = AtOpt, json: bool = JsonOpt) -> None:
     """Write .liza/state.yaml and .liza/log.yaml (the spec's files) from the board."""
-    from gitliza.commands import materialize as m
+    from gitliza.cli.commands import materialize as m
     _run(m.materialize, None, json, at=at)
 
 
@@ -444,7 +444,7 @@ def watch(once: bool = typer.Option(False, "--once", help="Evaluate once; exit 1
           json: bool = typer.Option(False, "--json", help="One JSON object per alert line.")
           ) -> None:
     """Alarm monitor: alerts to stderr and .liza/alerts.log as conditions start, escalate, end."""
-    from gitliza.commands import governance
+    from gitliza.cli.commands import governance
     _run(governance.watch, None, json, once=once)
 
 
@@ -456,7 +456,7 @@ def analyze(no_record: bool = typer.Option(False, "--no-record",
             agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
             no_sync: bool = NoSyncOpt) -> None:
     """Circuit breaker: detect systemic anomaly patterns; a trigger opens a CHECKPOINT."""
-    from gitliza.commands import governance
+    from gitliza.cli.commands import governance
     _run(governance.analyze, agent, json, no_sync, record=not no_record, resolve=resolve)
 
 
@@ -465,7 +465,7 @@ def checkpoint(reason: str = typer.Option("human review", "--reason"),
                agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
                no_sync: bool = NoSyncOpt) -> None:
     """Open a checkpoint (every machine halts) and write .liza/sprint_summary.md."""
-    from gitliza.commands import governance
+    from gitliza.cli.commands import governance
     _run(governance.checkpoint, agent, json, no_sync, reason=reason)
 
 
@@ -477,7 +477,7 @@ def import_cmd(state: Optional[Path] = typer.Argument(None, metavar="[STATE.yaml
                                           help="Replace an existing board (kept in the attic)."),
                agent: Optional[str] = AgentOpt, json: bool = JsonOpt) -> None:
     """Import a seed-schema state.yaml (and log.yaml) as a new board."""
-    from gitliza.commands import interop
+    from gitliza.cli.commands import interop
     _run(interop.import_board, agent, json, state=state, log=log, force=force)
 
 
@@ -487,7 +487,7 @@ def export_cmd(at: Optional[str] = AtOpt,
                no_log: bool = typer.Option(False, "--no-log", help="Write state.yaml only."),
                json: bool = JsonOpt) -> None:
     """Write the board (any revision) as the seed schema's state.yaml and log.yaml."""
-    from gitliza.commands import interop
+    from gitliza.cli.commands import interop
     _run(interop.export_board, None, json, at=at, out=out, with_log=not no_log)
 
 
@@ -515,8 +515,8 @@ def hooks_status(json: bool = JsonOpt) -> None:
                                             "allow_extra_args": True}, hidden=True)
 def hook_impl(ctx: typer.Context, hook: str) -> None:
     """What the hook shims call."""
-    from gitliza import hookimpl
-    code = hookimpl.main([hook, *ctx.args])
+    from gitliza.hooks import checks
+    code = checks.main([hook, *ctx.args])
     if code:
         raise typer.Exit(code)
 
@@ -553,7 +553,7 @@ def push(remote: Optional[str] = typer.Argument(None), agent: Optional[str] = Ag
 
 # -- team: supervisors, waiting, pause/resume/abort ----------------------------------------------
 def _team() -> Any:
-    from gitliza.commands import team
+    from gitliza.cli.commands import team
     return team
 
 
@@ -648,7 +648,7 @@ def abort(reason: Optional[str] = typer.Option(None, "--reason"),
 
 # -- access (agents and programs) -----------------------------------------------------------------
 def _access() -> Any:
-    from gitliza.commands import access
+    from gitliza.cli.commands import access
     return access
 
 
@@ -701,7 +701,7 @@ def help_cmd(command: Optional[List[str]] = typer.Argument(None, metavar="[COMMA
 @app.command()
 def completion(shell: str = typer.Argument(..., metavar="bash|zsh|fish")) -> None:
     """Print the shell completion script for `git liza` (see docs/conventions.md)."""
-    from gitliza import completion as c
+    from gitliza.cli import completion as c
     _run(c.script, None, False, shell=shell)
 
 
@@ -727,26 +727,26 @@ def click_group() -> Any:
 
 
 def _refresh_spec() -> None:
-    """Save the spec the fast path (gitliza/clifast.py) runs commands from when cli.py changed
+    """Save the spec the fast path (gitliza/cli/fastpath.py) runs commands from when app.py changed
     since it was saved: once per change of this file, never a step to remember."""
-    from gitliza import clibuild, clifast
-    if clifast.load() is not None:
+    from gitliza.cli import fastbuild, fastpath
+    if fastpath.load() is not None:
         return
     try:
-        spec = clibuild.build(click_group(), Path(__file__).read_text("utf-8"))
+        spec = fastbuild.build(click_group(), Path(__file__).read_text("utf-8"))
     except Exception:  # the cache only saves time: a failure to build it must not fail a command
         if os.environ.get("LIZA_DEBUG"):
             raise
         return
-    clifast.write_cache("cli-spec", spec)
+    fastpath.write_cache("cli-spec", spec)
 
 
-COMPLETE_VAR = "_GIT_LIZA_COMPLETE"  # what gitliza/completion.py's scripts set
+COMPLETE_VAR = "_GIT_LIZA_COMPLETE"  # what gitliza/cli/completion.py's scripts set
 
 
 def _typer_main(args: list[str]) -> int:
     from gitliza.errors import EXIT_VALIDATION
-    from gitliza.output import err
+    from gitliza.cli.output import err
     _refresh_spec()
     if COMPLETE_VAR in os.environ:  # typer registers its shell classes only with add_completion
         from typer._completion_classes import completion_init
@@ -766,7 +766,7 @@ def _typer_main(args: list[str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of `git-liza` / `gitliza` through typer (gitliza/__main__.py tries the fast path
     first). Returns (and exits with) the exit code."""
-    from gitliza.clifast import guarded
+    from gitliza.cli.fastpath import guarded
     args = sys.argv[1:] if argv is None else argv
     code: int = guarded(lambda: _typer_main(args), args)
     if argv is None:

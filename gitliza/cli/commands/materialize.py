@@ -1,11 +1,11 @@
 """`git liza materialize`: write the spec's `.liza/state.yaml` and `.liza/log.yaml` views."""
 from __future__ import annotations
 
-from gitliza.commands import Env
+from gitliza.cli.commands import Env
 
 
 def materialize(env: Env, at: str | None) -> int:
-    from gitliza import materialize as m  # ruamel.yaml is imported only by this command
+    from gitliza.services import materialize as m  # ruamel.yaml is imported only by this command
     done = m.materialize(env.liza().store, at)
     if done.cached:
         text = f"{done.directory} already reflects {done.state[:12]}"

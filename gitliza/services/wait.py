@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from gitliza.api import Liza
+from gitliza.services.api import Liza
 from gitliza.core import clock, wake
 from gitliza.core.board import Board
 from gitliza.core.states import HUMAN_ACTOR, TaskState

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gitliza.commands import Env
+from gitliza.cli.commands import Env
 from gitliza.errors import GitFailure, ValidationError
 
 
@@ -23,7 +23,7 @@ def _read(path: Path) -> tuple[bytes, str]:
 
 
 def import_board(env: Env, state: Path | None, log: Path | None, force: bool) -> int:
-    from gitliza.api import now_utc
+    from gitliza.services.api import now_utc
     from gitliza.core.ids import check_id
     from gitliza.core.states import HUMAN_ACTOR
     from gitliza.git.store import Store

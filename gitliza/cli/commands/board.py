@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from gitliza.commands import Env
+from gitliza.cli.commands import Env
 from gitliza.core import codec
 from gitliza.core.board import Board
 from gitliza.core.ops.base import Op
@@ -49,7 +49,7 @@ def _do(env: Env, cls: type[Op], **args: Any) -> int:
 def init(env: Env, goal: str, integration_branch: str | None, config: Path | None,
          deadline: str | None, spec: str | None = None) -> int:
     from gitliza.core.ops.planning import Init, next_id
-    from gitliza.goalspec import branch_warning, goal_spec
+    from gitliza.services.goalspec import branch_warning, goal_spec
 
     pairs: dict[str, Any] = {}
     if config is not None:
@@ -88,7 +88,7 @@ def init(env: Env, goal: str, integration_branch: str | None, config: Path | Non
 
 
 def _gated(liza: Any, make: Callable[[Board, str], Op]) -> Callable[[Board, str], Op]:
-    from gitliza.specs import gated
+    from gitliza.services.specs import gated
     return gated(liza.repo, make)
 
 
@@ -101,7 +101,7 @@ def _after_init(liza: Any, board: Board) -> None:
 
 def _lifecycle_hook(name: str) -> Any:
     try:
-        from gitliza import lifecycle
+        from gitliza.services import lifecycle
     except ImportError:
         return None
     return getattr(lifecycle, name, None)

@@ -97,7 +97,7 @@ def _integration_ref(board: Board) -> str | None:
 
 def _now() -> str:
     """Client hooks judge leases like the CLI does (LIZA_NOW honoured: they are advisory)."""
-    from gitliza.api import now_utc
+    from gitliza.services.api import now_utc
     return now_utc()
 
 
@@ -112,7 +112,7 @@ def _lines(stdin: bytes, width: int) -> Iterator[list[str]]:
 def _check_state(store: Store, old: Any, new: str, latest: str | None = None) -> str | None:
     """Why moving refs/liza/state from `old` (trusted; None: no state yet) to `new` is refused.
     `latest` (server only): no new op may be dated after it (see _latest_allowed)."""
-    from gitliza.verify import VerifyFailure, replay
+    from gitliza.services.verify import VerifyFailure, replay
     if new == ZERO:
         return f"deleting {STATE_REF} is never allowed (it is the board's whole history)"
     try:
@@ -142,8 +142,8 @@ def _new_commits(store: Store, old: Any, new: str) -> list[Any]:
 
 
 def _unbound_pusher(store: Store, old: Any, new: str) -> str | None:
-    """A pusher may add only commits of the actors the server binds it to (gitliza/pushers.py)."""
-    from gitliza import pushers
+    """A pusher may add only commits of the actors the server binds it to (gitliza/hooks/pushers.py)."""
+    from gitliza.hooks import pushers
     from gitliza.core import record
     binding = pushers.bindings(store.repo.config)
     if not binding:
@@ -159,7 +159,7 @@ DEFAULT_MAX_SKEW = 60
 def _server_now() -> str:
     """The server's own clock. Never LIZA_NOW: over a local or file:// push the pusher's
     environment reaches pre-receive, and the pusher must not be able to move the server's clock."""
-    from gitliza.api import now_utc
+    from gitliza.services.api import now_utc
     return now_utc(allow_override=False)
 
 
@@ -216,7 +216,7 @@ def _check_integration(repo: pygit2.Repository, board: Board, ref: str, old: Any
     """Why moving the integration branch from `old` (None: creation) to `new` is refused."""
     import pygit2
 
-    from gitliza.verify import Approvals, describe, unapproved
+    from gitliza.services.verify import Approvals, describe, unapproved
     if new == ZERO:
         return "deleting the integration branch is not allowed"
     new_oid = pygit2.Oid(hex=new)

@@ -1,6 +1,6 @@
 """Command implementations: plain functions `(env, ...) -> exit code`, no typer.
 
-`gitliza/cli.py` (the only module that imports typer) parses arguments and calls these; errors are
+`gitliza/cli/app.py` (the only module that imports typer) parses arguments and calls these; errors are
 LizaError subclasses that the CLI's single handler turns into one stderr line and an exit code.
 """
 from __future__ import annotations
@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gitliza.output import Out
+from gitliza.cli.output import Out
 
 
 @dataclass
@@ -28,9 +28,9 @@ class Env:
         return Out(self.json)
 
     def liza(self) -> Any:
-        """The `gitliza.api.Liza` for this repository (opened once)."""
+        """The `gitliza.services.api.Liza` for this repository (opened once)."""
         if self._liza is None:
-            from gitliza.api import Liza
+            from gitliza.services.api import Liza
             self._liza = Liza.open(self.path, self.agent or os.environ.get("LIZA_AGENT_ID"),
                                    sync=not self.no_sync)
             _install_after_commit(self._liza)
@@ -39,13 +39,13 @@ class Env:
 
 
 def _install_after_commit(liza: Any) -> None:
-    """Auto-sync (a configured remote) hooks in here, see gitliza/commands/sync.py."""
+    """Auto-sync (a configured remote) hooks in here, see gitliza/cli/commands/sync.py."""
     # Checked with pygit2's config reader first, so that a repository without a sync remote
     # (or a --no-sync command) never pays for importing the sync engine and the transport.
     if not getattr(liza, "sync", True) or not _sync_remote_configured(liza.repo):
         return
     try:
-        from gitliza.commands import sync
+        from gitliza.cli.commands import sync
     except ImportError:
         return
     hook = getattr(sync, "after_commit", None)
@@ -72,5 +72,5 @@ def _install_materialize(liza: Any) -> None:
             return
     except Exception:  # unreadable or not a boolean: off rather than a failing command
         return
-    from gitliza.materialize import after_commit
+    from gitliza.services.materialize import after_commit
     liza.after_commit.append(after_commit)
