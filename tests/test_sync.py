@@ -18,7 +18,7 @@ import pytest
 
 from gitliza.services import sync as engine
 from gitliza.services.api import Liza
-from gitliza.cli.commands.sync import OpDropped, after_commit
+from gitliza.services.autosync import OpDropped, after_commit
 from gitliza.core import clock, record
 from gitliza.core.ops import Add, Claim, Init, Note, Register
 from gitliza.core.states import TaskState
@@ -505,7 +505,7 @@ WORKER = textwrap.dedent("""
     import json, sys, time
     from gitliza.services import sync as engine
     from gitliza.services.api import Liza
-    from gitliza.cli.commands.sync import OpDropped, after_commit
+    from gitliza.services.autosync import OpDropped, after_commit
     from gitliza.core.ops import Claim
     from gitliza.core.states import TaskState
     from gitliza.errors import LizaError

@@ -56,9 +56,9 @@ class Session:
     def __init__(self, path: Path, agent: str | None, role: str | None,
                  supervised: bool | None = None) -> None:
         from gitliza.services.api import GEN_ENV
-        from gitliza.cli.commands import Env
-        # Env.liza() is the CLI's own: auto-sync and materialize hooks included.
-        self.liza: Any = Env(path=path, agent=agent).liza()
+        from gitliza.services.session import open_liza
+        # As the CLI opens it: auto-sync and materialize hooks included.
+        self.liza: Any = open_liza(path, agent)
         self.role: Role = tools.resolve_role(self.liza.board(), self.liza.agent, role)
         # Started for an agent a supervisor runs (its generation is set): the tools its prompt
         # allows, without what the supervisor does for it (claim, heartbeat, merge ...).

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 import time
 from typing import Any, Callable
 
@@ -59,6 +60,11 @@ class Liza:
         if self._now is not None:
             return self._now()
         return now_utc()
+
+    def notice(self, text: str) -> None:
+        """A warning for the person or agent running the command (stderr, as the CLI's notices):
+        what an after-commit hook says when it cannot fail the op that is already committed."""
+        sys.stderr.write(f"gitliza: {text}\n")
 
     def board(self, at: str | None = None) -> Board:
         return self.store.board(at)[0]

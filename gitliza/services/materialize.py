@@ -428,6 +428,5 @@ def after_commit(liza: Any, _done: Any) -> None:
     try:
         materialize(liza.store)
     except LizaError as e:
-        from gitliza.cli.output import Out
-        Out().notice(f"materialize: {e}")
+        liza.notice(f"materialize: {e}")
 

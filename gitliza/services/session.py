@@ -1,0 +1,54 @@
+"""Opening a board for a front end (a command, the MCP server): the `Liza` of a repository with the
+after-commit hooks its git config asks for, auto-sync (gitliza/services/autosync.py) and the
+materialized view (gitliza/services/materialize.py).
+
+Both hooks are imported only when configured: a repository without a sync remote (or a --no-sync
+command) never pays for importing the sync engine and the transport, nor one without
+`liza.materialize` for ruamel.yaml.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from gitliza.services.api import AGENT_ENV, Liza
+
+
+def open_liza(path: str | os.PathLike[str], agent: str | None, *, sync: bool = True) -> Liza:
+    liza = Liza.open(path, agent or os.environ.get(AGENT_ENV), sync=sync)
+    _install_after_commit(liza)
+    _install_materialize(liza)
+    return liza
+
+
+def _install_after_commit(liza: Liza) -> None:
+    """Auto-sync (a configured remote) hooks in here, see gitliza/services/autosync.py."""
+    # Checked with pygit2's config reader first, so that a repository without a sync remote
+    # (or a --no-sync command) never pays for importing the sync engine and the transport.
+    if not getattr(liza, "sync", True) or not _sync_remote_configured(liza.repo):
+        return
+    from gitliza.services.autosync import after_commit
+    liza.after_commit.append(after_commit)
+
+
+def _sync_remote_configured(repo: Any) -> bool:
+    """`git config liza.remote` (or its alias `sync.remote`) set to something non-empty."""
+    try:
+        cfg = repo.config
+        return any(k in cfg and str(cfg[k]).strip() for k in ("liza.remote", "sync.remote"))
+    except Exception:  # an unreadable config: no auto-sync rather than a failing command
+        return False
+
+
+def _install_materialize(liza: Liza) -> None:
+    """`git config liza.materialize true`: refresh .liza/*.yaml after every commit (installed after
+    auto-sync, so it sees the replayed tip). Without the setting this is one config lookup: the
+    materializer (and ruamel.yaml) are never imported."""
+    try:
+        cfg = liza.repo.config
+        if "liza.materialize" not in cfg or not cfg.get_bool("liza.materialize"):
+            return
+    except Exception:  # unreadable or not a boolean: off rather than a failing command
+        return
+    from gitliza.services.materialize import after_commit
+    liza.after_commit.append(after_commit)
