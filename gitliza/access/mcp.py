@@ -81,14 +81,14 @@ class Session:
                 if extra is not None:
                     out["result"] = extra
                 elif committed is not None:
-                    from gitliza.cli.commands.board import transition_data
+                    from gitliza.services.transitions import transition_data
                     out["result"] = transition_data(committed, {
                         "result": "failed", "reason": getattr(e, "message", str(e))})
                 return False, out
         return True, data if isinstance(data, dict) else {"result": data}
 
     def read(self, uri: str) -> Any:
-        from gitliza.cli.commands import view
+        from gitliza.services import views as view
         with self.lock:
             if uri == BOARD_URI:
                 return view.status_data(self.liza)

@@ -169,9 +169,8 @@ def _op_roles(op: str) -> frozenset[Role]:
 
 def _build() -> dict[str, Tool]:
     from gitliza.services import lifecycle as life
-    from gitliza.cli.commands import board as cb
-    from gitliza.cli.commands import lifecycle as cl
-    from gitliza.cli.commands import view
+    from gitliza.services import transitions as tr
+    from gitliza.services import views as view
     from gitliza.core.ops import base, load_all
 
     ops = load_all()
@@ -183,7 +182,7 @@ def _build() -> dict[str, Tool]:
         cls = ops[op]
         if run is None:
             def run(liza: Any, a: dict[str, Any], _cls: type[base.Op] = cls) -> Any:
-                return cb.transition_data(cb.do_op(liza, _cls, **a))
+                return tr.transition_data(tr.do_op(liza, _cls, **a))
         tools.append(Tool(op.replace("-", "_"), description, run,
                           op_schema(cls, exclude, optional), roles or _op_roles(op), op=op))
 
@@ -196,34 +195,34 @@ def _build() -> dict[str, Tool]:
 
     def claim(liza: Any, a: dict[str, Any]) -> Any:
         res = life.claim(liza, a.get("task"))
-        data = cb.transition_data(res.committed, cl.claim_extra(res))
-        refused = cl.claim_refusal(res)
+        data = tr.transition_data(res.committed, tr.claim_extra(res))
+        refused = tr.claim_refusal(res)
         if refused:
             raise ToolRefused(refused, data)
         return data
 
     def merge(liza: Any, a: dict[str, Any]) -> Any:
         res = life.merge(liza, a["task"])
-        return cb.transition_data(res.committed, cl.merge_extra(res))
+        return tr.transition_data(res.committed, tr.merge_extra(res))
 
     def release(liza: Any, a: dict[str, Any]) -> Any:
         done = life.release(liza, a["task"])
-        return cb.transition_data(done.committed, cl.release_extra(done))
+        return tr.transition_data(done.committed, tr.release_extra(done))
 
     def submit(liza: Any, a: dict[str, Any]) -> Any:
         done = life.submit(liza, a["task"], a.get("commit"))
-        return cb.transition_data(done.committed, cl.submit_extra(done))
+        return tr.transition_data(done.committed, tr.submit_extra(done))
 
     def claim_review(liza: Any, a: dict[str, Any]) -> Any:
         done = life.claim_review(liza, a.get("task"))
-        return cb.transition_data(done.committed, cl.claim_review_extra(done))
+        return tr.transition_data(done.committed, tr.claim_review_extra(done))
 
     def verdict(liza: Any, a: dict[str, Any]) -> Any:
         done = life.verdict(liza, a["task"], a["verdict"], a.get("reason"), a.get("commit"))
-        return cb.transition_data(done.committed)
+        return tr.transition_data(done.committed)
 
     def discover(liza: Any, a: dict[str, Any]) -> Any:
-        return cb.transition_data(cb.do_discover(liza, a.pop("id", None), **a))
+        return tr.transition_data(tr.do_discover(liza, a.pop("id", None), **a))
 
     # planning
     write("add", "Add a task: DRAFT, or UNCLAIMED with ready=true (definition gates checked).")

@@ -53,7 +53,8 @@ from gitliza.errors import EXIT_VALIDATION, LeaseLost, LizaError, ValidationErro
 from gitliza.git import worktrees
 from gitliza.git.refwatch import RefWatcher
 from gitliza.git.worktrees import LIZA_DIR
-from gitliza.team import agentlog, orphans, profiles, runner
+from gitliza.services import agentlog
+from gitliza.team import orphans, profiles, runner
 from gitliza.team.heartbeat import HeartbeatThread
 from gitliza.services.wait import min_timeout, seconds_until
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gitliza.team import agentlog
+from gitliza.services import agentlog
 
 
 def test_names_rotation_and_the_logs_of_a_task(tmp_path: Path) -> None:

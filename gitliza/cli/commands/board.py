@@ -10,6 +10,7 @@ from gitliza.core.board import Board
 from gitliza.core.ops.base import Op
 from gitliza.errors import ValidationError
 from gitliza.git.store import Committed
+from gitliza.services.transitions import do_discover, do_op, gated_by_specs, transition_data
 
 
 def report(env: Env, done: Committed, extra: dict[str, Any] | None = None) -> int:
@@ -22,24 +23,6 @@ def report(env: Env, done: Committed, extra: dict[str, Any] | None = None) -> in
         for n in done.outcome.notices:
             out.notice(n)
     return 0
-
-
-def transition_data(done: Committed, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """What a transition produced, as the JSON the CLI prints and the MCP tools return."""
-    ev = done.outcome.event
-    data: dict[str, Any] = {
-        "op": ev.op, "actor": ev.actor, "task": ev.task,
-        "from": ev.from_state.value if ev.from_state else None,
-        "to": ev.to_state.value if ev.to_state else None,
-        "time": ev.time, "state": done.commit, "parent": done.parent,
-        "attempts": done.attempts, "notices": list(done.outcome.notices),
-    }
-    if ev.task:
-        t = done.outcome.board.task(ev.task)
-        if t is not None:
-            data["task_record"] = codec.encode(t)
-    data.update(extra or {})
-    return data
 
 
 def _do(env: Env, cls: type[Op], **args: Any) -> int:
@@ -87,24 +70,10 @@ def init(env: Env, goal: str, integration_branch: str | None, config: Path | Non
     return code
 
 
-def _gated(liza: Any, make: Callable[[Board, str], Op]) -> Callable[[Board, str], Op]:
-    from gitliza.services.specs import gated
-    return gated(liza.repo, make)
-
-
 def _after_init(liza: Any, board: Board) -> None:
     """The integration branch exists from init on (created at the current HEAD if missing)."""
-    ensure = _lifecycle_hook("ensure_integration_branch")
-    if ensure is not None:
-        ensure(liza, board.config.integration_branch)
-
-
-def _lifecycle_hook(name: str) -> Any:
-    try:
-        from gitliza.services import lifecycle
-    except ImportError:
-        return None
-    return getattr(lifecycle, name, None)
+    from gitliza.services.lifecycle import ensure_integration_branch
+    ensure_integration_branch(liza, board.config.integration_branch)
 
 
 def complete_goal(env: Env, summary: str | None) -> int:
@@ -154,7 +123,7 @@ def add(env: Env, task: str, desc: str, spec_ref: str | None, done_when: str | N
                    depends_on=tuple(depends_on), ready=ready, max_iterations=max_iterations,
                    max_review_cycles=max_review_cycles,
                    lease_duration_override=lease_duration_override)
-    return report(env, liza.apply(_gated(liza, make)))
+    return report(env, liza.apply(gated_by_specs(liza, make)))
 
 
 def edit(env: Env, task: str, desc: str | None, spec_ref: str | None, done_when: str | None,
@@ -170,36 +139,13 @@ def edit(env: Env, task: str, desc: str | None, spec_ref: str | None, done_when:
                     depends_on=tuple(depends_on) or None, clear_depends_on=no_depends,
                     max_iterations=max_iterations, max_review_cycles=max_review_cycles,
                     lease_duration_override=lease_duration_override)
-    return report(env, liza.apply(_gated(liza, make)))
+    return report(env, liza.apply(gated_by_specs(liza, make)))
 
 
 def simple(env: Env, op: str, task: str) -> int:
     from gitliza.core.ops.planning import Finalize, Unblock
 
     return report(env, do_op(env.liza(), {"finalize": Finalize, "unblock": Unblock}[op], task=task))
-
-
-# Ops after which a task may no longer own a worktree: lifecycle drops it (and its branch).
-RELEASING_OPS = frozenset({"finalize", "unblock", "rescope", "abandon"})
-# Args every op of the command layer (the CLI and the MCP tools) records, whose default is the
-# format-1 behaviour that replay of older boards needs: journal entries keep append order
-# (core/ops/journal.py _append); an agent's heartbeat leaves a pending handoff pending.
-FIXED_ARGS: dict[str, dict[str, Any]] = {
-    "anomaly": {"ordered": True}, "note": {"ordered": True}, "spec-change": {"ordered": True},
-    "heartbeat": {"keep_handoff": True}}
-
-
-def do_op(liza: Any, cls: type[Op], **args: Any) -> Committed:
-    """`liza.do(cls, **args)`, then the worktree clean-up a releasing op needs (the CLI and the
-    MCP server both go through here)."""
-    args = {**args, **FIXED_ARGS.get(cls.NAME, {})}
-    done: Committed = liza.apply(
-        _gated(liza, lambda _board, now: cls(actor=liza.agent, time=now, **args)))
-    if cls.NAME in RELEASING_OPS:
-        hook = _lifecycle_hook("cleanup_after")
-        if hook is not None:
-            hook(liza, done)
-    return done
 
 
 def rescope(env: Env, task: str, into: Sequence[str], reason: str) -> int:
@@ -231,18 +177,6 @@ def discover(env: Env, description: str, disc_id: str | None, during: str | None
     return report(env, do_discover(env.liza(), disc_id, description=description, during=during,
                                    severity=severity, urgency=urgency,
                                    recommendation=recommendation))
-
-
-def do_discover(liza: Any, disc_id: str | None, **fields: Any) -> Committed:
-    """Record a discovery; without an id it gets the next free `disc-N` (chosen on every CAS
-    attempt, so two agents discovering at once do not collide)."""
-    from gitliza.core.ops.journal import Discover
-
-    def make(board: Board, now: str) -> Op:
-        ident = disc_id or f"disc-{len(board.keys('discovered')) + 1}"
-        return Discover(actor=liza.agent, time=now, id=ident, **fields)
-    done: Committed = liza.apply(make)
-    return done
 
 
 def parse_details(items: Sequence[str]) -> tuple[tuple[str, str | int | bool], ...]:

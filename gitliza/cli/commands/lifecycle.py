@@ -12,6 +12,8 @@ from gitliza.cli.commands import Env
 from gitliza.cli.commands.board import report
 from gitliza.errors import EXIT_INCONSISTENT, EXIT_VALIDATION
 from gitliza.cli.output import err
+from gitliza.services.transitions import (claim_extra, claim_refusal, claim_review_extra,
+                                          merge_extra, release_extra, submit_extra)
 
 
 def _notices(env: Env, notes: tuple[str, ...], already: tuple[str, ...]) -> None:
@@ -21,35 +23,6 @@ def _notices(env: Env, notes: tuple[str, ...], already: tuple[str, ...]) -> None
     for n in notes:
         if n not in already:
             env.out.notice(n)
-
-
-# -- what each command returns (printed by the CLI with --json, returned by the MCP tools) -------
-def claim_extra(res: life.ClaimResult) -> dict[str, Any]:
-    return {"task": res.task, "status": res.status.value,
-            "worktree": str(res.worktree) if res.worktree else None, "branch": res.branch,
-            "base_commit": res.base_commit, "reused": res.reused, "notices": list(res.notices)}
-
-
-def release_extra(done: life.Done) -> dict[str, Any]:
-    return {"notices": list(done.notices)}
-
-
-def submit_extra(done: life.Done) -> dict[str, Any]:
-    return {"worktree": str(done.worktree)}
-
-
-def claim_review_extra(done: life.Done) -> dict[str, Any]:
-    tid = done.committed.outcome.event.task
-    t = done.committed.outcome.board.task(tid) if tid else None
-    return {"worktree": str(done.worktree) if done.worktree else None,
-            "review_commit": t.review_commit if t is not None else None}
-
-
-def merge_extra(res: life.MergeResult) -> dict[str, Any]:
-    m = res.merge
-    return {"result": "merged", "branch": res.branch, "kind": m.kind, "old": str(m.old),
-            "merge_commit": str(m.new), "integration_tested": m.integration_tested,
-            "notices": list(res.notices)}
 
 
 def claim(env: Env, task: str | None) -> int:
@@ -64,15 +37,6 @@ def claim(env: Env, task: str | None) -> int:
         err(refused)
         return EXIT_VALIDATION
     return 0
-
-
-def claim_refusal(res: life.ClaimResult) -> str | None:
-    """The board recorded the exhaustion (a legitimate transition), but the agent holds no task:
-    `git liza claim T && start-coder` must not start a coder on it, so this is a failure."""
-    if res.status.value == "CLAIMED":
-        return None
-    return (f"{res.task} was not claimed: it moved to {res.status.value} (see the notices); "
-            "the planner decides what happens to it next")
 
 
 def release(env: Env, task: str) -> int:

@@ -1,0 +1,103 @@
+"""What the board says, as data: the status, one task, the audit trail, the tasks an agent can take.
+The CLI's read commands print these (gitliza/cli/commands/view.py), the MCP tools and resources
+return them (gitliza/access/), `git liza top` and `git liza events` show them."""
+from __future__ import annotations
+
+import json as _json
+from typing import Any
+
+from gitliza.core import codec, metrics, record
+from gitliza.core.board import Board
+from gitliza.core.invariants import claimable, reviewable
+from gitliza.core.model import Metrics, Task
+from gitliza.core.queries import notes_for
+from gitliza.core.states import TaskState
+from gitliza.errors import LizaError, NotFound
+
+_ORDER = {s: i for i, s in enumerate(TaskState)}
+
+def tasks_in_order(board: Board) -> tuple[list[Task], list[Task], Metrics]:
+    """The live tasks in status order, the archived ones, and the sprint metrics of all."""
+    live = sorted(board.tasks(), key=lambda t: (_ORDER[t.status], t.priority, t.id))
+    archived = list(board.values("archive"))
+    return live, archived, metrics.compute([*live, *archived],
+                                           sprint_started=board.sprint.timeline.started)
+
+def status_data(liza: Any, at: str | None = None) -> dict[str, Any]:
+    """`status --json` (and the MCP `status` tool and board resource)."""
+    board, commit = liza.store.board(at)
+    live, archived, m = tasks_in_order(board)
+    return {
+        "state": str(commit.id) if commit else None, "goal": codec.encode(board.goal),
+        "sprint": {**codec.encode(board.sprint), "metrics": codec.encode(m)},
+        "config": codec.encode(board.config),
+        "tasks": [task_row(t) for t in live], "archived": len(archived),
+        "agents": [codec.encode(a) for a in board.agents()],
+        "claimable": [t.id for t in claimable(board, liza.now())],
+        "discovered": [codec.encode(d) for d in board.values("discovered")],
+        "control": codec.encode(board.control),
+        "warnings": [w for w in (metrics.rubber_stamp_warning(m),) if w],
+    }
+
+def task_row(t: Task) -> dict[str, Any]:
+    return {"id": t.id, "status": t.status.value, "priority": t.priority,
+            "assigned_to": t.assigned_to, "depends_on": list(t.depends_on),
+            "lease_expires": t.lease_expires, "reviewing_by": t.reviewing_by,
+            "description": t.description}
+
+def find_task(board: Board, task: str) -> Task:
+    t = board.task(task)
+    if t is None:
+        raise NotFound(f"no task {task!r}", hint="`git liza status` lists the tasks")
+    return t
+
+def show_data(liza: Any, task: str, at: str | None = None) -> dict[str, Any]:
+    """`show --json`: one task with its history and the human notes for it."""
+    board = liza.store.board(at)[0]
+    t = find_task(board, task)
+    handoff = board.get("handoff", t.id)
+    return {**codec.encode(t), "human_notes": [codec.encode(n) for n in notes_for(board, t.id)],
+            "agent_logs": [str(p) for p in agent_logs(liza, t.id)],
+            **({"handoff": codec.encode(handoff)} if handoff is not None else {})}
+
+def agent_logs(liza: Any, task: str) -> list[Any]:
+    """The agent runs' logs for `task` kept on this machine (`.liza/agent-logs/`)."""
+    from gitliza.git.worktrees import liza_path
+    from gitliza.services import agentlog
+    return agentlog.for_task(liza_path(liza.repo), task)
+
+def log_entry(commit: Any) -> dict[str, Any]:
+    """One state commit as a log entry (`log --json`, `events`, the MCP log)."""
+    try:
+        rec = record.parse(commit.message)
+    except LizaError as bad:
+        return {"state": str(commit.id), "error": str(bad)}
+    tr = rec.trailers
+    return {"state": str(commit.id), "time": tr["Liza-Time"], "op": tr["Liza-Op"],
+            "actor": tr["Liza-Actor"], "task": tr.get("Liza-Task"),
+            "from": tr.get("Liza-From"), "to": tr.get("Liza-To"),
+            "args": _json.loads(tr["Liza-Args"]), "summary": rec.subject}
+
+def log_entries(liza: Any, n: int | None = None, task: str | None = None, by: str | None = None,
+                at: str | None = None) -> list[dict[str, Any]]:
+    """The audit trail, newest first, filtered."""
+    entries: list[dict[str, Any]] = []
+    for commit in liza.store.history(at):
+        if n is not None and len(entries) >= n:
+            break
+        e = log_entry(commit)
+        if "error" not in e and ((task is not None and e["task"] != task)
+                                 or (by is not None and e["actor"] != by)):
+            continue
+        entries.append(e)
+    return entries
+
+def ready_tasks(liza: Any, at: str | None = None) -> tuple[str, list[Task]]:
+    """What the acting agent can take: ("reviewable", tasks) for a reviewer, else
+    ("claimable", tasks)."""
+    board, _ = liza.store.board(at)
+    me = board.agent(liza.agent)
+    now = liza.now()
+    if me is not None and me.role.value == "code_reviewer":
+        return "reviewable", list(reviewable(board, now, me.id))
+    return "claimable", list(claimable(board, now, me.id if me is not None else None))
