@@ -24,12 +24,8 @@ Library API, usable in-process (the CLI in gitliza/cli/commands/lifecycle.py is 
 from __future__ import annotations
 
 import dataclasses
-import fcntl
-import os
 import sys
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -51,6 +47,7 @@ from gitliza.errors import (ConcurrencyConflict, GitFailure, IllegalTransition, 
                             LizaError, NotFound, ValidationError)
 from gitliza.git.reflocks import RefLocked, retrying
 from gitliza.git.store import Committed, common_dir
+from gitliza.git.tasklocks import task_lock
 from gitliza.git.worktrees import (WORKTREES_DIR, TaskWorktreeEntry, add_task_worktree,
                                    clean_sync_problems, contained_path,
                                    list_task_branches, list_task_worktrees, ref_oid,
@@ -68,8 +65,6 @@ INTEGRATION_TEST = "scripts/integration-test.sh"
 # before the CLAIMED commit. Empty in the CLI; a harness (crash-recovery tests, fault injection)
 # registers one in its own process to act inside the gap.
 AFTER_WORKTREE: list[Callable[[str], None]] = []
-TASK_LOCK_DIR = "liza-task-locks"
-TASK_LOCK_TIMEOUT = 60.0  # a claim or merge of one task holds its lock for milliseconds
 MERGE_ATTEMPTS = 3  # the integration branch moved under us (another merge): merge again
 NO_SHA = "0" * 40  # placeholder commit for dry-runs whose real commit is not known yet
 REASON_MAX = 1000
@@ -185,60 +180,6 @@ def _has_commit(repo: Repository, oid: str) -> bool:
         return isinstance(repo.get(Oid(hex=oid)), pygit2.Commit)
     except ValueError:
         return False
-
-
-# -- per-task mutual exclusion --------------------------------------------------------------------
-@contextmanager
-def task_lock(repo: Repository, task: str, *, timeout: float | None = TASK_LOCK_TIMEOUT
-              ) -> Iterator[bool]:
-    """flock on `<commondir>/liza-task-locks/<task>.lock`; yields whether it was acquired
-    (`timeout=0`: try once; None: wait forever; otherwise ConcurrencyConflict after `timeout`).
-
-    The kernel drops the lock when the holder dies (a SIGKILLed claim leaves no stale lock). The
-    holder unlinks the file before releasing it so that locks do not pile up; a waiter that then
-    gets the old inode notices (the path is gone or is a new file) and locks again.
-    """
-    check_id(task, "task id")
-    folder = common_dir(repo) / TASK_LOCK_DIR
-    folder.mkdir(exist_ok=True)
-    path = folder / f"{task}.lock"
-    deadline = None if timeout is None else time.monotonic() + timeout
-    while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        if not _flock(fd, deadline):
-            os.close(fd)
-            if timeout == 0:
-                yield False
-                return
-            raise ConcurrencyConflict(f"{task} is locked by another gitliza command ({path})",
-                                      hint="retry when it has finished")
-        try:
-            same = os.stat(path).st_ino == os.fstat(fd).st_ino
-        except FileNotFoundError:
-            same = False
-        if same:
-            break
-        os.close(fd)
-    try:
-        yield True
-    finally:
-        with suppress(FileNotFoundError):
-            os.unlink(path)
-        os.close(fd)
-
-
-def _flock(fd: int, deadline: float | None) -> bool:
-    if deadline is None:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        return True
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return True
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(0.01)
 
 
 # -- claim ----------------------------------------------------------------------------------------

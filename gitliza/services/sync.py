@@ -39,10 +39,9 @@ from __future__ import annotations
 import dataclasses
 import random
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Sequence
 
 import pygit2
 
@@ -54,6 +53,7 @@ from gitliza.core.states import TaskState
 from gitliza.errors import ConcurrencyConflict, InconsistentState, LizaError, ValidationError
 from gitliza.git import transport
 from gitliza.git.store import Store, _Locked, _Lost
+from gitliza.git.tasklocks import task_lock
 from gitliza.git.worktrees import list_task_branches, ref_oid
 
 ALIAS_KEY = "sync.remote"  # the issue's name; `liza.remote` (transport.CONFIG_KEY) wins
@@ -332,7 +332,7 @@ def stand_down(store: Store, op: Op, board: Board, replayed: Sequence[Replayed])
         # A local agent still holds the task (its own claim replayed): the worktree is its.
         return f"kept: {t.assigned_to} (this clone) holds {task_id}"
     try:
-        with _task_lock(store.repo, task_id) as got:
+        with task_lock(store.repo, task_id, timeout=0) as got:
             if not got:
                 # A gitliza command of this clone is working on the task right now (a claim by
                 # another local agent, or the very claim whose auto-sync dropped it: that one
@@ -341,18 +341,6 @@ def stand_down(store: Store, op: Op, board: Board, replayed: Sequence[Replayed])
             return _remove_if_unused(store, task_id, str(getattr(op, "base_commit", "") or ""))
     except LizaError as e:
         return f"kept: could not remove it ({e})"
-
-
-@contextmanager
-def _task_lock(repo: pygit2.Repository, task_id: str) -> Iterator[bool]:
-    """lifecycle's per-task lock when that module is installed (try once), else no lock."""
-    try:
-        from gitliza.services.lifecycle import task_lock
-    except ImportError:
-        yield True
-        return
-    with task_lock(repo, task_id, timeout=0) as got:
-        yield got
 
 
 def _remove_if_unused(store: Store, task_id: str, base: str) -> str | None:

@@ -5,8 +5,6 @@ functions print what it did, in the style of commands/board.py, and return the e
 """
 from __future__ import annotations
 
-from typing import Any
-
 from gitliza.services import lifecycle as life
 from gitliza.cli.commands import Env
 from gitliza.cli.commands.board import report

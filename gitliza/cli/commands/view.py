@@ -1,17 +1,16 @@
 """Read commands: status, show, log, ready, validate. None of them writes anything."""
 from __future__ import annotations
 
-import json as _json
 from typing import Any
 
 from gitliza.cli.commands import Env
-from gitliza.core import codec, metrics, record
+from gitliza.core import codec, metrics
 from gitliza.core.board import Board
-from gitliza.core.invariants import check_board, claimable, reviewable
-from gitliza.core.model import Metrics, Task
+from gitliza.core.invariants import check_board
+from gitliza.core.model import Metrics
 from gitliza.core.queries import notes_for
-from gitliza.core.states import TERMINAL, TaskState
-from gitliza.errors import InconsistentState, LizaError, NotFound, ValidationError
+from gitliza.core.states import TERMINAL
+from gitliza.errors import InconsistentState, ValidationError
 from gitliza.services.views import (agent_logs, find_task, log_entries, ready_tasks, show_data,
                                     status_data, task_row, tasks_in_order)
 
