@@ -5,8 +5,8 @@ Writing: every entity is a change on the empty board (one tree, built by the wri
 the commit has no parent, its message records `Liza-Op: import` with the board's digest, and the
 ref is created (or, with --force, moved after the old chain is kept under refs/liza-attic/state/).
 
-Verifying: the entities are decoded from the recorded tree (every path must be a layout path) and
-handed to the core's `genesis`, which checks them against the recorded digest; verify then
+Verifying (gitliza/services/verify.py `replay_import`): the entities are decoded from the recorded
+tree (every path must be a layout path) and handed to the core's `genesis`, which checks them against the recorded digest; verify then
 recomputes the tree from them and compares it, message and signature, as for any other op.
 """
 from __future__ import annotations
@@ -16,13 +16,11 @@ from typing import Any
 
 import pygit2
 
-from gitliza.core import layout
 from gitliza.core.board import Board, Key
 from gitliza.core.invariants import problems_of_change
-from gitliza.core.ops.base import Outcome
 from gitliza.core.ops.governance import Import, board_digest, genesis
-from gitliza.errors import ConcurrencyConflict, GitFailure, InconsistentState, ValidationError
-from gitliza.git.store import Store, decode_blob
+from gitliza.errors import ConcurrencyConflict, GitFailure, ValidationError
+from gitliza.git.store import Store
 
 ATTIC = "refs/liza-attic/state"
 IMPORT_LOG_REF = "refs/liza/import-log"  # the imported log.yaml, as a blob
@@ -93,25 +91,3 @@ def imported_log(repo: pygit2.Repository) -> bytes | None:
         return None
     data: bytes = obj.data
     return data
-
-
-def replay_import(repo: pygit2.Repository, tree: pygit2.Tree, op: Import) -> Outcome:
-    """What an import commit recorded, checked against its digest (for verify). The entities come
-    from the tree; `verify` then checks the tree is exactly the one they make."""
-    entities: dict[Key, Any] = {}
-    stack: list[tuple[str, pygit2.Tree]] = [("", tree)]
-    while stack:
-        prefix, node = stack.pop()
-        for entry in node:
-            path = prefix + (entry.name or "")
-            obj = repo[entry.id]
-            if isinstance(obj, pygit2.Tree):
-                stack.append((path + "/", obj))
-                continue
-            if path == layout.FORMAT_FILE:
-                continue
-            where = layout.parse_path(path)
-            if where is None or not isinstance(obj, pygit2.Blob):
-                raise InconsistentState(f"{path} is not a path of the board's layout")
-            entities[where] = decode_blob(where[0], where[1], obj.data, path)
-    return genesis(op, entities)

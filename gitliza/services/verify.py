@@ -28,9 +28,10 @@ import pygit2
 from pygit2.enums import SortMode
 
 from gitliza.core import layout, record
-from gitliza.core.board import Board, Changes, journal_key
+from gitliza.core.board import Board, Changes, Key, journal_key
 from gitliza.core.invariants import problems_of_change
-from gitliza.core.ops.base import apply
+from gitliza.core.ops.base import Outcome, apply
+from gitliza.core.ops.governance import Import, genesis
 from gitliza.errors import InconsistentState, LizaError
 from gitliza.git import trees
 from gitliza.git.store import GitSource, Store, check_format, decode_blob, signature
@@ -164,7 +165,6 @@ def verify_commit(store: Store, parent: pygit2.Commit | None, commit: pygit2.Com
         if parent is None and op.NAME == "import":
             # The other genesis: its board is in its tree, checked against the digest it records
             # (and below, like every op, the tree against the entities).
-            from gitliza.interop.genesis import replay_import
             outcome = replay_import(store.repo, commit.tree, op)  # type: ignore[arg-type]
         else:
             outcome = apply(board, op)
@@ -286,6 +286,28 @@ def _legacy_anomaly(repo: pygit2.Repository, parent: pygit2.Commit | None, commi
     except (LizaError, pygit2.GitError, OSError, KeyError):
         return None
     return (older, built) if built.tree == commit.tree_id else None
+
+
+def replay_import(repo: pygit2.Repository, tree: pygit2.Tree, op: Import) -> Outcome:
+    """What an import commit recorded, checked against its digest (for verify). The entities come
+    from the tree; `verify` then checks the tree is exactly the one they make."""
+    entities: dict[Key, Any] = {}
+    stack: list[tuple[str, pygit2.Tree]] = [("", tree)]
+    while stack:
+        prefix, node = stack.pop()
+        for entry in node:
+            path = prefix + (entry.name or "")
+            obj = repo[entry.id]
+            if isinstance(obj, pygit2.Tree):
+                stack.append((path + "/", obj))
+                continue
+            if path == layout.FORMAT_FILE:
+                continue
+            where = layout.parse_path(path)
+            if where is None or not isinstance(obj, pygit2.Blob):
+                raise InconsistentState(f"{path} is not a path of the board's layout")
+            entities[where] = decode_blob(where[0], where[1], obj.data, path)
+    return genesis(op, entities)
 
 
 def legacy_anomalies(board: Board) -> list[str]:
