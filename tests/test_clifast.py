@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import typer
 
-from gitliza.cli import app as cli, fastbuild, fastpath
+from gitliza.cli import app as cli, caches, fastbuild, fastpath
 
 GIT_LIZA = str(Path(sys.executable).parent / "git-liza")
 
@@ -144,9 +144,9 @@ def test_spec_is_rebuilt_when_cli_changes(tmp_path: Path, monkeypatch: pytest.Mo
     copy = tmp_path / "cli.py"
     copy.write_text(Path(cli.__file__).read_text("utf-8"))
     monkeypatch.setattr(fastpath, "_CLI", str(copy))
-    monkeypatch.setattr(fastpath, "cache_dirs", lambda: [str(tmp_path / "cache")])
+    monkeypatch.setattr(caches, "cache_dirs", lambda: [str(tmp_path / "cache")])
     assert fastpath.load() is None
-    fastpath.write_cache("cli-spec", {"key": fastpath.spec_key(), "commands": {}})
+    caches.write_cache("cli-spec", {"key": fastpath.spec_key(), "commands": {}})
     assert fastpath.load() is not None
     copy.write_text(copy.read_text() + "\n# a new command\n")
     assert fastpath.load() is None  # stale: the next typer start rebuilds it
@@ -212,7 +212,7 @@ def test_classcache_compiles_a_class_once(monkeypatch: pytest.MonkeyPatch, tmp_p
     import types
 
     from gitliza.cli import classcache
-    monkeypatch.setattr(fastpath, "cache_dirs", lambda: [str(tmp_path)])
+    monkeypatch.setattr(caches, "cache_dirs", lambda: [str(tmp_path)])
     for name, empty in (("_modules", {}), ("_used", {}), ("_dirty", set())):
         monkeypatch.setattr(classcache, name, empty)
     monkeypatch.setattr(dataclasses, "exec", classcache._exec, raising=False)
@@ -270,7 +270,7 @@ def test_output_is_complete_and_atexit_work_is_done_before_the_quick_exit(repo: 
     # atexit handlers run: the class cache, removed after a first start (which saves the CLI spec
     # too, so that the second start takes the fast path), is written again by the quick exit.
     cache = tmp_path / "cache"
-    code = ("import gitliza.cli.fastpath as c, sys; d = sys.argv.pop(1); c.cache_dirs = lambda: [d]; "
+    code = ("import gitliza.cli.caches as c, sys; d = sys.argv.pop(1); c.cache_dirs = lambda: [d]; "
             "from gitliza.__main__ import main; main()")
     for start in ("first", "second"):
         for p in cache.glob("dataclass-code.*"):
@@ -278,8 +278,8 @@ def test_output_is_complete_and_atexit_work_is_done_before_the_quick_exit(repo: 
         r = subprocess.run([sys.executable, "-c", code, str(cache), "status"], cwd=repo,
                            capture_output=True, text=True, timeout=60)
         assert r.returncode == 0, (start, r.stderr)
-        assert (cache / fastpath.cache_name("cli-spec")).exists()
-        assert (cache / fastpath.cache_name("dataclass-code.gitliza.core.model")).exists(), start
+        assert (cache / caches.cache_name("cli-spec")).exists()
+        assert (cache / caches.cache_name("dataclass-code.gitliza.core.model")).exists(), start
 
 
 def test_a_reader_that_goes_away_ends_the_command_quietly(repo: Path) -> None:

@@ -1,3 +1,3 @@
 """The command line: the typer app (app.py, the only module that imports typer), the fast path
-that answers most commands without it (fast.py, fastbuild.py, classcache.py), output, completion,
-the man page, and the command functions (commands/)."""
+that answers most commands without it (fastpath.py, fastbuild.py, classcache.py, caches.py),
+output, completion, the man page, and the command functions (commands/)."""

@@ -729,7 +729,7 @@ def click_group() -> Any:
 def _refresh_spec() -> None:
     """Save the spec the fast path (gitliza/cli/fastpath.py) runs commands from when app.py changed
     since it was saved: once per change of this file, never a step to remember."""
-    from gitliza.cli import fastbuild, fastpath
+    from gitliza.cli import caches, fastbuild, fastpath
     if fastpath.load() is not None:
         return
     try:
@@ -738,7 +738,7 @@ def _refresh_spec() -> None:
         if os.environ.get("LIZA_DEBUG"):
             raise
         return
-    fastpath.write_cache("cli-spec", spec)
+    caches.write_cache("cli-spec", spec)
 
 
 COMPLETE_VAR = "_GIT_LIZA_COMPLETE"  # what gitliza/cli/completion.py's scripts set

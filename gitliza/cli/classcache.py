@@ -5,7 +5,7 @@ of each class and compiles it with `exec`, at every import: ~0.7 ms per frozen c
 CLI start for the model and op records, more than the command itself. The source depends only on
 the class definition, so its compiled code can be kept: `install()` gives the `dataclasses` module
 an `exec` that looks the source text up in a cache of code objects (saved with marshal next to the
-package's bytecode, see gitliza/cli/fastpath.py, one file per module so that a command reads only the
+package's bytecode, see gitliza/cli/caches.py, one file per module so that a command reads only the
 modules it imports) and compiles only what it has not seen. Executing the same code object is
 exactly what `exec(source)` does after compiling it, so classes are identical; a new or changed
 class (a new op, a new field) simply misses once. Only gitliza's own classes are cached (those of
@@ -18,6 +18,8 @@ import builtins
 import marshal
 from typing import Any
 
+from gitliza.cli import caches
+
 _STEM = "dataclass-code"
 _LIMIT = 400  # entries kept per module before its file is pruned to what the last run used
 _modules: dict[str, dict[str, bytes]] = {}  # module -> source -> marshalled code
@@ -28,8 +30,7 @@ _dirty: set[str] = set()
 def _entries(module: str) -> dict[str, bytes]:
     found = _modules.get(module)
     if found is None:
-        from gitliza.cli import fastpath
-        saved = fastpath.read_cache(f"{_STEM}.{module}")
+        saved = caches.read_cache(f"{_STEM}.{module}")
         found = _modules[module] = saved if isinstance(saved, dict) else {}
     return found
 
@@ -62,10 +63,9 @@ def install() -> None:
 
 
 def save() -> None:
-    from gitliza.cli import fastpath
     for module in sorted(_dirty):
         entries = _modules[module]
         if len(entries) > _LIMIT:
             entries = {k: entries[k] for k in _used.get(module, ())}
-        fastpath.write_cache(f"{_STEM}.{module}", entries)
+        caches.write_cache(f"{_STEM}.{module}", entries)
     _dirty.clear()
