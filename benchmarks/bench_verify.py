@@ -32,7 +32,7 @@ SHA = "a" * 40
 
 def history(path: Path, transitions: int) -> Store:
     """A board with `transitions` state commits: full task lifecycles, six commits each (also used
-    by tests/test_verify.py)."""
+    by tests/services/test_verify.py)."""
     pygit2.init_repository(str(path))
     t = [clock.to_epoch("2025-01-01T00:00:00Z")]
 

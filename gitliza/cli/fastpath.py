@@ -12,7 +12,7 @@ Only what the parser understands for sure is run here: a command whose body is t
 repeatable options). Anything else (`--help` of a command that is not cached, a usage error, an
 unknown option, a shell-completion request) returns None, and the caller hands the arguments to
 typer, which gives the full answer. What runs here is thus what typer would run, with the same
-values: tests/test_clifast.py checks that call for call against typer's own parsing.
+values: tests/cli/test_fastpath.py checks that call for call against typer's own parsing.
 """
 from __future__ import annotations
 

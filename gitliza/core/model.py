@@ -18,7 +18,7 @@ SINCE_V1 = "gitliza.since_v1"
 def since_v1(default: Any) -> Any:
     """A field added to an entity after format 1 shipped. The codec leaves it out while it holds
     its default, so that every board written before it existed replays to the same bytes
-    (tests/test_compat.py); a non-default value is written as usual."""
+    (tests/services/test_compat.py); a non-default value is written as usual."""
     return field(default=default, metadata={SINCE_V1: True})
 
 

@@ -17,7 +17,7 @@ from gitliza.errors import ConcurrencyConflict
 from gitliza.git import direct, transport
 from gitliza.git.store import STATE_REF, Store
 from tests.conftest import git
-from tests.test_sync import clone, liza, seed
+from tests.services.test_sync import clone, liza, seed
 
 
 def _traced(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:

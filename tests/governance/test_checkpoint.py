@@ -12,7 +12,7 @@ from gitliza.git.store import Store
 from gitliza.governance.checkpoint import open_checkpoint
 from gitliza.governance.history import sprint_metrics
 from tests.governance.conftest import Team
-from tests.test_cli_board import liza
+from tests.cli.test_board import liza
 
 
 def review(team: Team, task: str, decision: str) -> None:

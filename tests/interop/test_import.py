@@ -18,7 +18,7 @@ from gitliza.services.verify import verify
 from tests.conftest import git
 from tests.governance.conftest import with_spec
 from tests.interop.test_seed import CORPUS, fixed_example
-from tests.test_cli_board import liza, tip
+from tests.cli.test_board import liza, tip
 
 LOG = ("- timestamp: 2025-01-17T14:00:00Z\n  agent: planner-1\n  action: goal_created\n"
        "  detail: Implement retry logic\n\n- timestamp: 2025-01-17T14:06:00Z\n  agent: coder-1\n"

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import git
-from tests.test_cli_board import liza, ok
+from tests.cli.test_board import liza, ok
 
 SCRIPTS = Path(__file__).resolve().parents[2].parent / "shared" / "reference" / "liza" / "scripts"
 

@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from tests.test_cli_board import liza, ok
+from tests.cli.test_board import liza, ok
 
 BIN = Path(sys.executable).parent
 WAIT = 60.0  # upper bound for anything a test waits for (never a timing assertion)

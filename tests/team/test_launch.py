@@ -61,7 +61,7 @@ def test_members_and_their_ids() -> None:
 
 
 def test_a_missing_agent_program_starts_nobody(repo: Path) -> None:
-    from tests.test_cli_board import liza, ok, tip
+    from tests.cli.test_board import liza, ok, tip
     ok(liza(repo, "init", "g", agent=None))
     before = tip(repo)
     r = subprocess.run([sys.executable, "-m", "gitliza", "team", "--", "no-such-agent-cli"],

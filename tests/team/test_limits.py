@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.team.procs import Sup, add_task, env_for, make_board, ops, script, task_of
-from tests.test_cli_board import liza, ok
+from tests.cli.test_board import liza, ok
 
 pytestmark = pytest.mark.slow
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.team.procs import Sup, add_task, make_board, ops, script, task_of, wait_status
-from tests.test_cli_board import liza, ok
+from tests.cli.test_board import liza, ok
 
 pytestmark = pytest.mark.slow
 

@@ -19,7 +19,7 @@ from gitliza.core.states import Role
 from gitliza.errors import PermissionDenied, ValidationError
 from gitliza.team import profiles
 from gitliza.team.profiles import Permissions as P
-from tests.test_cli_board import liza, ok
+from tests.cli.test_board import liza, ok
 
 SERVER = mcp_config.server("/work/project", "coder-1", "coder", python="/venv/bin/python", gen=3)
 

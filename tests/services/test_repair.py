@@ -18,7 +18,7 @@ from gitliza.git.store import STATE_REF, Store
 from gitliza.hooks.install import install
 from tests.conftest import git
 from tests.forgery import forge, push_forgery
-from tests.test_sync import cli, clone, liza, seed, tip
+from tests.services.test_sync import cli, clone, liza, seed, tip
 
 pytestmark = pytest.mark.slow
 

@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import git
 from tests.forgery import forge
 from tests.servers import HttpServer, Server, SshServer, http_server, ssh_server  # noqa: F401
-from tests.test_multi_machine import STATE, Team, make_team, remote_ref
+from tests.services.test_multi_machine import STATE, Team, make_team, remote_ref
 
 pytestmark = pytest.mark.slow
 

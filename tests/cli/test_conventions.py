@@ -16,7 +16,7 @@ from gitliza.cli import app as cli, manpage
 from gitliza.hooks import checks
 from tests.conftest import commit_specs, git
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 
 

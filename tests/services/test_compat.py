@@ -13,7 +13,7 @@ from pathlib import Path
 
 from tests.conftest import git
 
-BUNDLE = Path(__file__).parent / "fixtures" / "board-v1.bundle"
+BUNDLE = Path(__file__).parent.parent / "fixtures" / "board-v1.bundle"
 OPS_IN_FIXTURE = {"init", "config", "register", "add", "finalize", "claim", "heartbeat", "release",
                   "submit", "claim-review", "verdict", "merge", "block", "rescope", "abandon",
                   "discover", "anomaly", "note", "spec-change", "handoff"}

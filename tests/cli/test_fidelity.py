@@ -9,7 +9,7 @@ import pytest
 
 from tests.conftest import git
 from tests.interop.test_seed import EXAMPLE, fixed_example
-from tests.test_cli_board import liza, ok, tip
+from tests.cli.test_board import liza, ok, tip
 
 
 def _vision(repo: Path, path: str = "specs/vision.md") -> None:

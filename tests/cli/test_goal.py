@@ -14,7 +14,7 @@ from gitliza.core.board import journal_key
 from gitliza.core.ops.base import apply
 from gitliza.core.ops.journal import AnomalyOp
 from tests.conftest import git
-from tests.test_cli_board import liza, ok, tip
+from tests.cli.test_board import liza, ok, tip
 
 SEED_ORDER = ("--detail", "what=flatten", "--detail", "why=unblock", "--detail",
               "debt_created=true")

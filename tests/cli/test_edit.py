@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import commit_specs, git
-from tests.test_cli_board import liza, ok, tip
+from tests.cli.test_board import liza, ok, tip
 
 NOW = "2030-01-01T10:00:00Z"
 

@@ -17,7 +17,7 @@ from gitliza.git.store import STATE_REF, Store
 from tests.conftest import git
 from tests.forgery import forge, push_forgery
 from tests.gitdaemon import GitDaemon, git_daemon  # noqa: F401  (the fixture)
-from tests.test_sync import cli, clone, liza, seed, tip
+from tests.services.test_sync import cli, clone, liza, seed, tip
 
 
 @pytest.fixture(params=["path", "daemon"])

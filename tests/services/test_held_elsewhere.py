@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 from tests.conftest import git
-from tests.test_sync import cli, clone, seed
+from tests.services.test_sync import cli, clone, seed
 
 
 def test_claim_on_another_machine_is_not_judged_here(tmp_path: Path) -> None:

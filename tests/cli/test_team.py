@@ -10,7 +10,7 @@ import pytest
 
 from tests.team.procs import env_for as _env
 from tests.conftest import commit_specs
-from tests.test_cli_board import liza, ok, tip
+from tests.cli.test_board import liza, ok, tip
 
 
 @pytest.fixture

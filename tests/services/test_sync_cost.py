@@ -9,7 +9,7 @@ from gitliza.services import sync as engine
 from gitliza.core.ops import Note
 from gitliza.git.store import Store
 from tests.conftest import git
-from tests.test_sync import clone, liza, seed
+from tests.services.test_sync import clone, liza, seed
 
 
 def _task_tracking(path: Path) -> list[str]:

@@ -21,7 +21,7 @@ from gitliza.core.ops import Add, Init, Register
 from gitliza.git.worktrees import list_task_branches, list_task_worktrees
 from gitliza.services.lifecycle import ensure_integration_branch
 from tests.conftest import git
-from tests.test_lifecycle import run
+from tests.services.test_lifecycle import run
 
 pytestmark = pytest.mark.slow
 
@@ -85,7 +85,7 @@ def test_eight_processes_claim_two_hundred_tasks(repo: Path) -> None:
     pools = [[f"coder-{p}-{i}" for i in range(PER_PROC)] for p in range(PROCS)]
     build(repo, TASKS, [c for pool in pools for c in pool])
     started = time.monotonic()
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
     procs = [subprocess.Popen([sys.executable, "-c", WORKER, ",".join(pool)], cwd=repo,
                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for pool in pools]
