@@ -7,7 +7,7 @@ The traffic of N supervisors at the seed's defaults (Config: heartbeat_interval 
 lease_duration 300 s), per agent of a team of coders and reviewers 2:1:
 
 - a heartbeat every heartbeat_interval (the supervisor's heartbeat thread, while its agent works);
-- a supervisor token renewal every lease_duration / 2 (team/supervisor.py `_renew_if_due`);
+- a supervisor token renewal every lease_duration / 2 (team/generation.py `renew_if_due`);
 - per coding task of TASK_MINUTES: claim and submit by the coder, then claim-review, verdict
   (approve) and the MERGED record by a reviewer (a review takes REVIEW_MINUTES, hence 2:1).
 

@@ -1,2 +1,4 @@
-"""The team runtime: `git liza agent` supervisors (supervisor.py), the agent process (runner.py),
-lease heartbeats while it runs (heartbeat.py) and `git liza wait` (wait.py)."""
+"""The team runtime: `git liza agent` supervisors (supervisor.py: the loop; work.py, sessions.py,
+briefing.py, generation.py: its parts), the agent process (runner.py), lease heartbeats while it
+runs (heartbeat.py), agent CLI launches (profiles.py, prepare.py) and `git liza team`
+(launch.py)."""

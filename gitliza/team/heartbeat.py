@@ -5,7 +5,7 @@ the review lease; the supervisor token renewal). Between beats it sleeps on the 
 (RefWatcher), and on every change calls `check`, which reads the board: a takeover, an abandon or
 an op dropped by sync is seen at once, not at the next beat. Either returning a reason means the
 agent lost its work: `on_lost(reason)` is called once (the supervisor stops the agent) and the
-thread ends.
+thread ends. `lease_keeper` builds the thread for a supervisor's agent: what it beats and checks.
 """
 from __future__ import annotations
 
@@ -14,7 +14,14 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from gitliza.core import wake
+from gitliza.core.ops.work import Heartbeat
+from gitliza.core.states import Role
+from gitliza.core.wake import Hold
+from gitliza.errors import LeaseLost, LizaError
 from gitliza.git.refwatch import RefWatcher
+from gitliza.services.api import Liza
+from gitliza.team.generation import Generation, StandDown
 
 Probe = Callable[[], "str | None"]
 
@@ -71,3 +78,41 @@ class HeartbeatThread:
                 self.lost = why
                 self._on_lost(why)
                 return
+
+
+def lease_keeper(liza: Liza, open_liza: Callable[[], Liza], token: Generation, role: Role,
+                 task: str | None, on_lost: Callable[[str], None], log: Callable[[str], None], *,
+                 beat_now: bool = False, wake_on_abort: bool = False) -> HeartbeatThread:
+    """The lease keeper of `token.agent` working on `task` (a planner holds no task lease): it
+    beats the task's lease while the agent still holds it and renews the supervisor token; it
+    reports the work lost when another supervisor took the id over, when the agent lost its task
+    (or review lease), and with `wake_on_abort` on an ABORT. Not started yet."""
+    hb_liza = open_liza()  # its own repository handle: pygit2 objects stay per thread
+    hb_liza.gen = token.gen
+    agent = token.agent
+    task = task if role != Role.PLANNER else None
+
+    def check() -> str | None:
+        board = hb_liza.board()
+        if token.superseded(board):
+            return "another supervisor took over this agent id"
+        if wake_on_abort and wake.hold(board) == Hold.ABORT:
+            return "ABORT"
+        return wake.lost_reason(board, agent, task, role) if task else None
+
+    def beat() -> str | None:
+        try:
+            why = check()
+            if why is None and task is not None and \
+                    wake.still_holds(hb_liza.board(), agent, task, role):
+                hb_liza.do(Heartbeat, task=task, keep_handoff=True)
+            token.renew_if_due(hb_liza)
+            return why
+        except (LeaseLost, StandDown) as e:
+            return str(e)
+        except LizaError as e:  # a conflict or a git hiccup: try again at the next beat
+            log(f"heartbeat: {e}")
+            return None
+
+    interval = float(liza.board().config.heartbeat_interval)
+    return HeartbeatThread(liza.repo.path, interval, beat, check, on_lost, beat_now=beat_now)

@@ -23,43 +23,39 @@ takes an id stops what the previous generation left running here first (gitliza/
 SIGINT/SIGTERM stop the agent (SIGTERM to its process group, then SIGKILL), leave its
 task to expire (its work stays in its worktree; a later claim keeps leftovers in the attic), give
 the token back and exit 0.
+
+This module is the loop (waiting, launching, judging a run, giving up, signals); its parts live
+beside it: work.py finds and takes the work (a `Job`), sessions.py runs one agent session (its
+prompt from briefing.py), heartbeat.py keeps the leases while an agent runs or a restart waits,
+and generation.py holds the token.
 """
 from __future__ import annotations
 
-import os
 import signal
-import socket
 import sys
 import threading
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from types import FrameType
-from typing import IO, Any, Callable
+from typing import Any, Callable
 
-from gitliza.services import lifecycle
-from gitliza.services.api import AGENT_ENV, GEN_ENV, Liza
-from gitliza.core import alarms, clock, prompts, queries, runs, wake
+from gitliza.core import alarms, runs, wake
 from gitliza.core.board import Board
 from gitliza.core.ids import check_agent_id_for_role
-from gitliza.core.model import HumanNote
-from gitliza.core.ops.control import Supervise
 from gitliza.core.ops.journal import AnomalyOp
-from gitliza.core.ops.planning import CompleteGoal, Register
-from gitliza.core.ops.work import Block, Heartbeat
-from gitliza.core.states import HUMAN_ACTOR, Role, TaskState
-from gitliza.core.wake import Hold, WakeTrigger
+from gitliza.core.ops.work import Block
+from gitliza.core.states import HUMAN_ACTOR, Role
+from gitliza.core.wake import Hold
 from gitliza.errors import EXIT_VALIDATION, LeaseLost, LizaError, ValidationError
 from gitliza.git import worktrees
 from gitliza.git.refwatch import RefWatcher
-from gitliza.git.worktrees import LIZA_DIR
-from gitliza.services import agentlog
-from gitliza.team import orphans, profiles, runner
-from gitliza.team.heartbeat import HeartbeatThread
+from gitliza.services.api import Liza
 from gitliza.services.wait import min_timeout, seconds_until
-
-PROMPTS_DIR = agentlog.PROMPTS_DIR
-S = TaskState
+from gitliza.team import orphans, profiles, runner
+from gitliza.team.generation import Generation, StandDown
+from gitliza.team.heartbeat import lease_keeper
+from gitliza.team.sessions import Sessions
+from gitliza.team.work import Job, WorkFinder, max_wait
 
 
 @dataclass(frozen=True)
@@ -75,22 +71,6 @@ class SupervisorOptions:
     permissions: str | None = None  # worktree (default) | bypass | own (gitliza/team/profiles.py)
 
 
-@dataclass(frozen=True)
-class Job:
-    """One agent session to run."""
-
-    task: str | None
-    worktree: Path
-    trigger: WakeTrigger | None = None
-    review_commit: str | None = None
-    resume: bool = False
-    signature: tuple[Any, ...] = ()  # planner: the trigger set this session answers
-
-
-class StandDown(Exception):
-    """Another supervisor holds this agent id now."""
-
-
 class Supervisor:
     def __init__(self, open_liza: Callable[[], Liza], opts: SupervisorOptions,
                  log: Callable[[str], None] | None = None) -> None:
@@ -99,13 +79,7 @@ class Supervisor:
         self._log = log
         self.stopping = False
         self._wake = threading.Event()
-        self._proc: runner.AgentProcess | None = None
         self._watcher: RefWatcher | None = None
-        self._prompts: Path | None = None
-        self._token_lock = threading.Lock()
-        self._renew_at = ""
-        self._last_signature: tuple[Any, ...] = ()
-        self.sessions = 0
         role = wake.parse_role(opts.role)
         if role is None:
             raise ValidationError(f"role {opts.role!r} is not planner, coder or code-reviewer")
@@ -117,10 +91,15 @@ class Supervisor:
         check_agent_id_for_role(self.agent, self.role.value)
         # A wrong --cli or --permissions, or a missing agent executable, is an error now,
         # before the board changes.
-        self.profile = profiles.PLAIN if opts.command else profiles.profile(opts.cli)
-        self.permissions = profiles.parse_permissions(opts.permissions)
-        runner.require(opts.command[0] if opts.command else self.profile.executable)
-        self.gen = 0
+        profile = profiles.PLAIN if opts.command else profiles.profile(opts.cli)
+        permissions = profiles.parse_permissions(opts.permissions)
+        runner.require(opts.command[0] if opts.command else profile.executable)
+        self.token = Generation(self.agent)
+        self.work = WorkFinder(self.liza, self.role, self.log)
+        self.sessions = Sessions(self.liza, open_liza, self.role, self.token, self.log,
+                                 profile=profile, permissions=permissions, command=opts.command,
+                                 interactive=opts.interactive, mcp=opts.mcp,
+                                 resume_task=opts.resume_task)
 
     # -- the loop -------------------------------------------------------------------------------
     def run(self) -> int:
@@ -135,7 +114,7 @@ class Supervisor:
             return EXIT_VALIDATION
         finally:
             restore()
-            self._end_token()
+            self.token.end(self.liza)
 
     def _loop(self) -> int:
         streak = runs.Streak()
@@ -153,8 +132,7 @@ class Supervisor:
                 continue
             launches = [*launches[-cfg.max_launches_per_minute:], time.monotonic()]
             before = self._mark(self.liza.board(), job)
-            code, lost = self._run_job(job)
-            self.sessions += 1
+            code, lost = self.sessions.run(job)
             if self.stopping:
                 break
             if lost is not None:
@@ -168,7 +146,7 @@ class Supervisor:
             d = runs.decide(streak, code, held, self._mark(board, job) != before, board.config)
             streak = d.streak
             if d.outcome == runs.Outcome.DONE:
-                self._last_signature = job.signature
+                self.work.answered = job.signature
             if self.opts.once:  # one session: report how it ended, never "restarting"
                 self.log(d.line.split("; ")[0] + "; exiting (--once)")
                 did = d.outcome == runs.Outcome.DONE and not d.streak.no_progress
@@ -222,7 +200,7 @@ class Supervisor:
             self.log(f"giving up the review of {job.task}; exiting (its review lease expires)")
             return EXIT_VALIDATION
         if job.task is None:
-            self._last_signature = job.signature
+            self.work.answered = job.signature
         return None
 
     def _anomaly(self, job: Job, count: int, pattern: str) -> None:
@@ -243,7 +221,7 @@ class Supervisor:
         said = ""
         while not self.stopping:
             board, now = self.liza.board(), self.liza.now()
-            self._check_generation(board)
+            self.token.check(board)
             if wake.goal_over(board):
                 self.log(f"goal {board.goal.status}; exiting")
                 return 0
@@ -259,360 +237,45 @@ class Supervisor:
                 job: Job | int | None = None
             else:
                 said = ""
-                job = self._find_work(board, now)
+                job = self.work.find(board, now)
             if job is not None:
                 return job
             cfg = board.config
-            max_wait = {Role.PLANNER: cfg.planner_max_wait, Role.CODER: cfg.coder_max_wait,
-                        Role.CODE_REVIEWER: cfg.reviewer_max_wait}[self.role]
-            left = max_wait - (time.monotonic() - idle_since)
+            most = max_wait(cfg, self.role)
+            left = most - (time.monotonic() - idle_since)
             if left <= 0:
-                self.log(f"no work for {max_wait}s (max wait); exiting")
+                self.log(f"no work for {most}s (max wait); exiting")
                 return 0
-            deadline = wake.next_deadline(board, now, [self._renew_at])
+            deadline = wake.next_deadline(board, now, [self.token.renew_at])
             w.wait(min_timeout(left, seconds_until(deadline, now)))
-            self._renew_if_due(self.liza)
+            self.token.renew_if_due(self.liza)
         return 0
-
-    # -- finding work ---------------------------------------------------------------------------
-    def _find_work(self, board: Board, now: str) -> Job | int | None:
-        if self.role == Role.PLANNER:
-            return self._planner_work(board)
-        if self.role == Role.CODER:
-            return self._coder_work(board, now)
-        return self._reviewer_work(board, now)
-
-    def _planner_work(self, board: Board) -> Job | int | None:
-        if wake.all_terminal(board):
-            return self._complete_goal(board)
-        found = wake.planner_triggers(board)
-        # The same unresolved triggers do not restart the planner in a loop: it runs again when
-        # the set of triggers (or the tasks raising them) changes.
-        signature = tuple(found)
-        if not found or signature == self._last_signature:
-            return None
-        return Job(task=None, worktree=lifecycle.main_root(self.liza.repo), trigger=found[0][0],
-                   signature=signature)
-
-    def _complete_goal(self, board: Board) -> int:
-        """The planner's supervisor marks the goal COMPLETED when every task is terminal (the
-        reference's supervisor does the same)."""
-        try:
-            done = self.liza.do(CompleteGoal)
-            self.log(f"every task is terminal: {done.outcome.event.summary}")
-        except LeaseLost:
-            raise
-        except LizaError as e:  # another planner (or the human) completed it first
-            self.log(f"complete-goal: {e}")
-        return 0
-
-    def _coder_work(self, board: Board, now: str) -> Job | None:
-        held = wake.holder_of(board, self.agent)
-        if held is not None and held.status == S.CLAIMED and held.assigned_to == self.agent \
-                and held.lease_expires is not None and held.lease_expires > now:
-            return Job(task=held.id, worktree=lifecycle.task_dir(self.liza.repo, held.id),
-                       resume=True)
-        if not wake.work_for(board, Role.CODER, self.agent, now):
-            return None
-        try:
-            res = lifecycle.claim(self.liza)
-        except LeaseLost:
-            raise
-        except LizaError as e:  # the task went to another coder first: wait for the next change
-            self.log(f"claim: {e}")
-            return None
-        for n in res.notices:
-            self.log(n)
-        if res.status != S.CLAIMED or res.worktree is None:
-            return None
-        self.log(f"claimed {res.task} in {res.worktree}")
-        return Job(task=res.task, worktree=res.worktree)
-
-    def _reviewer_work(self, board: Board, now: str) -> Job | None:
-        merged = False
-        for t in wake.approved_by(board, self.agent):
-            merged = True
-            try:
-                res = lifecycle.merge(self.liza, t.id)
-                self.log(f"merged {t.id} into {res.branch} ({res.merge.kind})")
-            except lifecycle.MergeFailed as e:
-                self.log(f"merge of {t.id} failed (INTEGRATION_FAILED): {e}")
-            except LeaseLost:
-                raise
-            except LizaError as e:
-                self.log(f"merge of {t.id}: {e}")
-        if merged:
-            board, now = self.liza.board(), self.liza.now()
-        held = wake.holder_of(board, self.agent)
-        if held is not None and wake.still_holds(board, self.agent, held.id, self.role) and \
-                held.review_lease_expires is not None and held.review_lease_expires > now:
-            return Job(task=held.id, worktree=lifecycle.task_dir(self.liza.repo, held.id),
-                       review_commit=held.review_commit, resume=True)
-        if not wake.work_for(board, Role.CODE_REVIEWER, self.agent, now):
-            return None
-        try:
-            done = lifecycle.claim_review(self.liza)
-        except LeaseLost:
-            raise
-        except LizaError as e:
-            self.log(f"claim-review: {e}")
-            return None
-        tid = done.committed.outcome.event.task
-        rt = done.committed.outcome.board.task(tid) if tid else None
-        if rt is None or done.worktree is None:
-            return None
-        self.log(f"reviewing {rt.id} at {str(rt.review_commit)[:12]}")
-        return Job(task=rt.id, worktree=done.worktree, review_commit=rt.review_commit)
-
-    # -- running the agent ----------------------------------------------------------------------
-    def _run_job(self, job: Job) -> tuple[int, str | None]:
-        """Run one agent session: its exit code, and why the supervisor stopped it (if so)."""
-        board = self.liza.board()
-        text = self.prompt(board, job)
-        path = self._save_prompt(text)
-        launch = self._launch(job, path, text)
-        if self.opts.interactive:
-            self.log(f"interactive: the prompt is saved at {path}; paste it into the session")
-            sys.stdout.write(text)
-            sys.stdout.flush()
-        what = job.task or (job.trigger.value if job.trigger else "planning")
-        log_file, out = self._open_log(job, launch.argv, launch.env)
-        try:
-            proc = self._proc = runner.AgentProcess.start(launch.argv, launch.env, job.worktree,
-                                                          self.opts.interactive, launch.stdin,
-                                                          output=out)
-        finally:
-            if out is not None:
-                out.close()  # the agent holds its own copy of the descriptor
-        orphans.record(self._liza_dir(), self.agent, self.gen, proc.pid, job.task)
-        if self.stopping:  # a SIGINT/SIGTERM that came while the work was being claimed
-            proc.stop("supervisor stopping")
-        self.log(f"started agent (pid {proc.pid}) on {what}; prompt {path}")
-        if log_file is not None:
-            self.log(f"agent log: {log_file}")
-        hb = self._heartbeat(job, lambda why: proc.stop(why)).start()
-        try:
-            code = proc.wait()
-        finally:
-            hb.stop()
-            self._proc = None
-            orphans.forget(self._liza_dir(), self.agent, self.gen)
-        self._check_generation(self.liza.board())
-        return code, proc.stopped_by
-
-    def _open_log(self, job: Job, argv: list[str],
-                  env: dict[str, str]) -> tuple[Path | None, IO[bytes] | None]:
-        """The file for this run's stdout and stderr (not in an interactive session, which keeps
-        the terminal), its header naming the CLI's own transcript where there is one."""
-        if self.opts.interactive:
-            return None, None
-        d = self._liza_dir() / agentlog.LOGS_DIR
-        d.mkdir(parents=True, exist_ok=True)
-        agentlog.rotate(d, self.agent, ".log", agentlog.KEEP - 1)
-        now = self.liza.now()
-        path = agentlog.log_path(d, self.agent, job.task, now)
-        where = agentlog.transcript(argv, env, job.worktree)
-        header = (f"# {now} {self.agent} ({self.role.value}, generation {self.gen}) on "
-                  f"{job.task or 'planning'} in {job.worktree}: {argv[0]}"
-                  + (f"; transcript: {where}" if where else ""))
-        return path, agentlog.open_log(path, header)
-
-    def prompt(self, board: Board, job: Job) -> str:
-        cfg = board.config
-        boot = prompts.Bootstrap(role=self.role, agent=self.agent,
-                                 project=str(lifecycle.main_root(self.liza.repo)),
-                                 goal=board.goal.description,
-                                 goal_spec=prompts.goal_spec(board.goal),
-                                 integration_branch=cfg.integration_branch)
-        text = prompts.base_prompt(boot)
-        t = board.task(job.task) if job.task else None
-        if self.role == Role.CODER and t is not None:
-            handoff = board.get("handoff", t.id) if t.handoff_pending else None
-            text += prompts.coder_section(t, str(job.worktree), self._notes(board, t.id), handoff)
-            if handoff is not None:
-                self._handoff_given(t.id)
-        elif self.role == Role.CODE_REVIEWER and t is not None:
-            text += prompts.reviewer_section(t, str(job.worktree), self._notes(board, t.id))
-        elif self.role == Role.PLANNER:
-            text += prompts.planner_section(job.trigger, wake.sprint_state(board),
-                                            notes=self._notes(board, None))
-        resume = self.opts.resume_task if self.sessions == 0 else None
-        if resume or job.resume:
-            text += prompts.resume_line(resume or job.task or "")
-        return text
-
-    def _handoff_given(self, task: str) -> None:
-        """The prompt carries the task's pending handoff: a heartbeat that clears the flag (the
-        lease keeper's heartbeats keep it, so it outlives the agent that wrote it)."""
-        try:
-            self.liza.do(Heartbeat, task=task, gen=self.gen)
-        except LizaError as e:
-            self.log(f"handoff of {task} stays pending: {e}")
-
-    @staticmethod
-    def _notes(board: Board, task: str | None) -> list[HumanNote]:
-        if task is not None:
-            return queries.notes_for(board, task)
-        return [n for n in board.values("human_notes") if n.for_task is None]
-
-    def _prompts_dir(self) -> Path:
-        """`.liza/agent-prompts/` of the main worktree (made once): prompts and MCP configs,
-        never in the task's worktree, where they would be committed."""
-        if self._prompts is None:
-            self._prompts = lifecycle.main_root(self.liza.repo) / LIZA_DIR / PROMPTS_DIR
-            self._prompts.mkdir(parents=True, exist_ok=True)
-        return self._prompts
-
-    def _save_prompt(self, text: str) -> Path:
-        d = self._prompts_dir()
-        agentlog.rotate(d, self.agent, ".txt", agentlog.KEEP - 1)
-        path = agentlog.prompt_path(d, self.agent, self.liza.now())
-        path.write_text(text)
-        return path
-
-    def _launch(self, job: Job, prompt_file: Path, text: str) -> profiles.Launch:
-        """The agent's argv, environment, standard input and per-run files (its CLI's MCP and
-        permission configuration), written beside the prompts: never into the task's
-        worktree, where they would be committed. The MCP server runs as this agent, role and
-        supervisor generation (so its ops stand down with this supervisor)."""
-        from gitliza.team import prepare
-        main = lifecycle.main_root(self.liza.repo)
-        mcp = None
-        if self.opts.mcp:
-            from gitliza.access import mcp_config
-            mcp = mcp_config.server(main, self.agent, prompts.ROLE_WORDS[self.role], gen=self.gen)
-        launch = prepare.launch(self.profile, self.permissions, cwd=job.worktree, main=main,
-                                run_dir=self._prompts_dir(), agent=self.agent,
-                                prompt_file=prompt_file, prompt=text,
-                                env=self._env(job, prompt_file), mcp=mcp, role=self.role,
-                                command=self.opts.command, interactive=self.opts.interactive)
-        if launch.mcp_config is not None:
-            launch.env["LIZA_MCP_CONFIG"] = str(launch.mcp_config)
-        return launch
-
-    def _liza_dir(self) -> Path:
-        return self._prompts_dir().parent
-
-    def _env(self, job: Job, prompt_file: Path) -> dict[str, str]:
-        env = dict(os.environ)
-        env.update({AGENT_ENV: self.agent, "LIZA_ROLE": prompts.ROLE_WORDS[self.role],
-                    "LIZA_PROMPT_FILE": str(prompt_file), GEN_ENV: str(self.gen)})
-        for k in ("LIZA_TASK_ID", "LIZA_WORKTREE", "LIZA_REVIEW_COMMIT", "LIZA_WAKE_TRIGGER"):
-            env.pop(k, None)
-        if job.task is not None:
-            env["LIZA_TASK_ID"] = job.task
-            env["LIZA_WORKTREE"] = str(job.worktree)
-        if job.review_commit is not None:
-            env["LIZA_REVIEW_COMMIT"] = job.review_commit
-        if job.trigger is not None:
-            env["LIZA_WAKE_TRIGGER"] = job.trigger.value
-        return env
 
     def _sleep_holding(self, job: Job, seconds: float) -> None:
         """The restart delay, with the task lease kept alive: a restarted agent resumes its task
         instead of the supervisor having to claim it again (a new iteration)."""
         # An ABORT on the board ends the wait at once (the loop then exits), not after it.
-        hb = self._heartbeat(job, lambda _why: self._wake.set(), beat_now=True,
-                             wake_on_abort=True).start()
+        hb = lease_keeper(self.liza, self.open_liza, self.token, self.role, job.task,
+                          lambda _why: self._wake.set(), self.log, beat_now=True,
+                          wake_on_abort=True).start()
         try:
             self._sleep(seconds)
         finally:
             hb.stop()
 
-    def _heartbeat(self, job: Job, on_lost: Callable[[str], None], *,
-                   beat_now: bool = False, wake_on_abort: bool = False) -> HeartbeatThread:
-        hb_liza = self.open_liza()  # its own repository handle: pygit2 objects stay per thread
-        hb_liza.gen = self.gen
-        task = job.task if self.role != Role.PLANNER else None
-
-        def check() -> str | None:
-            board = hb_liza.board()
-            sup = board.get("supervisors", self.agent)
-            if sup is None or sup.generation != self.gen:
-                return "another supervisor took over this agent id"
-            if wake_on_abort and wake.hold(board) == Hold.ABORT:
-                return "ABORT"
-            return wake.lost_reason(board, self.agent, task, self.role) if task else None
-
-        def beat() -> str | None:
-            try:
-                why = check()
-                if why is None and task is not None and \
-                        wake.still_holds(hb_liza.board(), self.agent, task, self.role):
-                    hb_liza.do(Heartbeat, task=task, keep_handoff=True)
-                self._renew_if_due(hb_liza)
-                return why
-            except (LeaseLost, StandDown) as e:
-                return str(e)
-            except LizaError as e:  # a conflict or a git hiccup: try again at the next beat
-                self.log(f"heartbeat: {e}")
-                return None
-
-        interval = float(self.liza.board().config.heartbeat_interval)
-        return HeartbeatThread(self.liza.repo.path, interval, beat, check, on_lost,
-                               beat_now=beat_now)
-
     # -- the generation token -------------------------------------------------------------------
     def _start(self) -> None:
-        board = self.liza.board()
-        if not board.initialized:
-            raise ValidationError("no board here", hint="run `git liza init GOAL` first")
-        me = board.agent(self.agent)
-        if me is None:
-            self.liza.do(Register, agent=self.agent, role=self.role.value)
-        elif me.role != self.role:
-            raise ValidationError(f"{self.agent} is registered as {me.role.value}, not "
-                                  f"{self.role.value}")
-        self.liza.gen = None
-        done = self.liza.do(Supervise, mode="takeover" if self.opts.takeover else "start",
-                            host=socket.gethostname(), pid=os.getpid())
-        sup = done.outcome.board.get("supervisors", self.agent)
-        assert sup is not None
-        self.gen = sup.generation
-        self.liza.gen = self.gen
+        self.token.take(self.liza, self.role, self.opts.takeover)
         # Whatever an earlier generation of this id left running here (its supervisor was
         # killed, or we took over) must stop before an agent of ours works in the same places.
-        orphans.stop_previous(self._liza_dir(), self.agent, self.gen, self.log)
-        self._renew_at = clock.plus(done.outcome.event.time, board.config.lease_duration // 2)
-        self.log(f"supervising {self.agent} ({self.role.value}), generation {self.gen}")
-
-    def _renew_if_due(self, liza: Liza) -> None:
-        with self._token_lock:
-            now = liza.now()
-            if now < self._renew_at:
-                return
-            try:
-                done = liza.do(Supervise, mode="renew", gen=self.gen)
-            except LeaseLost as e:
-                raise StandDown(str(e)) from None
-            except ValidationError as e:
-                raise StandDown(str(e)) from None
-            lease = done.outcome.board.config.lease_duration
-            self._renew_at = clock.plus(now, max(1, lease // 2))
-
-    def _check_generation(self, board: Board) -> None:
-        sup = board.get("supervisors", self.agent)
-        if sup is None or sup.generation != self.gen:
-            raise StandDown(f"generation {self.gen} of {self.agent} was superseded")
-
-    def _end_token(self) -> None:
-        if not self.gen:
-            return
-        try:
-            board = self.liza.board()
-            sup = board.get("supervisors", self.agent)
-            if sup is not None and sup.generation == self.gen:
-                self.liza.do(Supervise, mode="end", gen=self.gen, unregister=True)
-        except LizaError:
-            pass  # the token then simply expires
+        orphans.stop_previous(self.sessions.liza_dir(), self.agent, self.token.gen, self.log)
+        self.log(f"supervising {self.agent} ({self.role.value}), generation {self.token.gen}")
 
     # -- signals and sleeping -------------------------------------------------------------------
     def stop(self, why: str = "supervisor stopping") -> None:
         """Stop the agent and the loop (signal handlers, tests, embedding code)."""
         self.stopping = True
-        proc = self._proc
-        if proc is not None:
-            proc.stop(why)
+        self.sessions.stop(why)
         self._wake.set()
         if self._watcher is not None:
             self._watcher.poke()

@@ -1,0 +1,88 @@
+"""The supervisor's generation token (the `supervise` op): one agent id, one supervisor.
+
+Taken at start (the agent registered first if it is new), renewed every lease_duration / 2 (by
+the supervisor's loop and by the lease keeper's thread, under one lock), checked against the board
+(once another supervisor took the id over, this one stands down) and given back at the end.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import threading
+
+from gitliza.core import clock
+from gitliza.core.board import Board
+from gitliza.core.ops.control import Supervise
+from gitliza.core.ops.planning import Register
+from gitliza.core.states import Role
+from gitliza.errors import LeaseLost, LizaError, ValidationError
+from gitliza.services.api import Liza
+
+
+class StandDown(Exception):
+    """Another supervisor holds this agent id now."""
+
+
+class Generation:
+    """This supervisor's token for `agent`: its generation (0 until taken) and when it is due
+    for renewal."""
+
+    def __init__(self, agent: str) -> None:
+        self.agent = agent
+        self.gen = 0
+        self.renew_at = ""
+        self._lock = threading.Lock()
+
+    def take(self, liza: Liza, role: Role, takeover: bool) -> None:
+        """Register the agent if it is new, then take the token (`--takeover`: from a supervisor
+        whose token is still live); `liza` writes with the new generation from then on."""
+        board = liza.board()
+        if not board.initialized:
+            raise ValidationError("no board here", hint="run `git liza init GOAL` first")
+        me = board.agent(self.agent)
+        if me is None:
+            liza.do(Register, agent=self.agent, role=role.value)
+        elif me.role != role:
+            raise ValidationError(f"{self.agent} is registered as {me.role.value}, not "
+                                  f"{role.value}")
+        liza.gen = None
+        done = liza.do(Supervise, mode="takeover" if takeover else "start",
+                       host=socket.gethostname(), pid=os.getpid())
+        sup = done.outcome.board.get("supervisors", self.agent)
+        assert sup is not None
+        self.gen = sup.generation
+        liza.gen = self.gen
+        self.renew_at = clock.plus(done.outcome.event.time, board.config.lease_duration // 2)
+
+    def renew_if_due(self, liza: Liza) -> None:
+        with self._lock:
+            now = liza.now()
+            if now < self.renew_at:
+                return
+            try:
+                done = liza.do(Supervise, mode="renew", gen=self.gen)
+            except LeaseLost as e:
+                raise StandDown(str(e)) from None
+            except ValidationError as e:
+                raise StandDown(str(e)) from None
+            lease = done.outcome.board.config.lease_duration
+            self.renew_at = clock.plus(now, max(1, lease // 2))
+
+    def superseded(self, board: Board) -> bool:
+        sup = board.get("supervisors", self.agent)
+        return sup is None or sup.generation != self.gen
+
+    def check(self, board: Board) -> None:
+        if self.superseded(board):
+            raise StandDown(f"generation {self.gen} of {self.agent} was superseded")
+
+    def end(self, liza: Liza) -> None:
+        """Give the token back (and unregister), unless it was never taken or is no longer
+        ours."""
+        if not self.gen:
+            return
+        try:
+            if not self.superseded(liza.board()):
+                liza.do(Supervise, mode="end", gen=self.gen, unregister=True)
+        except LizaError:
+            pass  # the token then simply expires

@@ -1,0 +1,142 @@
+"""The work a supervisor finds for its agent, and takes: a coder resumes its live claim or claims
+the best task (worktree and all); a reviewer first merges what it approved, then resumes its
+review lease or takes one; a planner answers the board's wake triggers, or completes the goal
+once every task is terminal. Each is one `Job`: one agent session to run.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from gitliza.core import wake
+from gitliza.core.board import Board
+from gitliza.core.model import Config
+from gitliza.core.ops.planning import CompleteGoal
+from gitliza.core.states import Role, TaskState
+from gitliza.core.wake import WakeTrigger
+from gitliza.errors import LeaseLost, LizaError
+from gitliza.services import lifecycle
+from gitliza.services.api import Liza
+
+S = TaskState
+
+
+@dataclass(frozen=True)
+class Job:
+    """One agent session to run."""
+
+    task: str | None
+    worktree: Path
+    trigger: WakeTrigger | None = None
+    review_commit: str | None = None
+    resume: bool = False
+    signature: tuple[Any, ...] = ()  # planner: the trigger set this session answers
+
+
+def max_wait(cfg: Config, role: Role) -> int:
+    """How long a supervisor of `role` waits for work before it exits (seconds)."""
+    return {Role.PLANNER: cfg.planner_max_wait, Role.CODER: cfg.coder_max_wait,
+            Role.CODE_REVIEWER: cfg.reviewer_max_wait}[role]
+
+
+class WorkFinder:
+    """Finds and takes work for `liza.agent` in `role`; `answered` is the planner's trigger set
+    its last session answered (the loop sets it)."""
+
+    def __init__(self, liza: Liza, role: Role, log: Callable[[str], None]) -> None:
+        self.liza = liza
+        self.agent = liza.agent
+        self.role = role
+        self.log = log
+        self.answered: tuple[Any, ...] = ()
+
+    def find(self, board: Board, now: str) -> Job | int | None:
+        """A job, an exit code (the goal is complete), or None (nothing to do now)."""
+        if self.role == Role.PLANNER:
+            return self._planner_work(board)
+        if self.role == Role.CODER:
+            return self._coder_work(board, now)
+        return self._reviewer_work(board, now)
+
+    def _planner_work(self, board: Board) -> Job | int | None:
+        if wake.all_terminal(board):
+            return self._complete_goal(board)
+        found = wake.planner_triggers(board)
+        # The same unresolved triggers do not restart the planner in a loop: it runs again when
+        # the set of triggers (or the tasks raising them) changes.
+        signature = tuple(found)
+        if not found or signature == self.answered:
+            return None
+        return Job(task=None, worktree=lifecycle.main_root(self.liza.repo), trigger=found[0][0],
+                   signature=signature)
+
+    def _complete_goal(self, board: Board) -> int:
+        """The planner's supervisor marks the goal COMPLETED when every task is terminal (the
+        reference's supervisor does the same)."""
+        try:
+            done = self.liza.do(CompleteGoal)
+            self.log(f"every task is terminal: {done.outcome.event.summary}")
+        except LeaseLost:
+            raise
+        except LizaError as e:  # another planner (or the human) completed it first
+            self.log(f"complete-goal: {e}")
+        return 0
+
+    def _coder_work(self, board: Board, now: str) -> Job | None:
+        held = wake.holder_of(board, self.agent)
+        if held is not None and held.status == S.CLAIMED and held.assigned_to == self.agent \
+                and held.lease_expires is not None and held.lease_expires > now:
+            return Job(task=held.id, worktree=lifecycle.task_dir(self.liza.repo, held.id),
+                       resume=True)
+        if not wake.work_for(board, Role.CODER, self.agent, now):
+            return None
+        try:
+            res = lifecycle.claim(self.liza)
+        except LeaseLost:
+            raise
+        except LizaError as e:  # the task went to another coder first: wait for the next change
+            self.log(f"claim: {e}")
+            return None
+        for n in res.notices:
+            self.log(n)
+        if res.status != S.CLAIMED or res.worktree is None:
+            return None
+        self.log(f"claimed {res.task} in {res.worktree}")
+        return Job(task=res.task, worktree=res.worktree)
+
+    def _reviewer_work(self, board: Board, now: str) -> Job | None:
+        merged = False
+        for t in wake.approved_by(board, self.agent):
+            merged = True
+            try:
+                res = lifecycle.merge(self.liza, t.id)
+                self.log(f"merged {t.id} into {res.branch} ({res.merge.kind})")
+            except lifecycle.MergeFailed as e:
+                self.log(f"merge of {t.id} failed (INTEGRATION_FAILED): {e}")
+            except LeaseLost:
+                raise
+            except LizaError as e:
+                self.log(f"merge of {t.id}: {e}")
+        if merged:
+            board, now = self.liza.board(), self.liza.now()
+        held = wake.holder_of(board, self.agent)
+        if held is not None and wake.still_holds(board, self.agent, held.id, self.role) and \
+                held.review_lease_expires is not None and held.review_lease_expires > now:
+            return Job(task=held.id, worktree=lifecycle.task_dir(self.liza.repo, held.id),
+                       review_commit=held.review_commit, resume=True)
+        if not wake.work_for(board, Role.CODE_REVIEWER, self.agent, now):
+            return None
+        try:
+            done = lifecycle.claim_review(self.liza)
+        except LeaseLost:
+            raise
+        except LizaError as e:
+            self.log(f"claim-review: {e}")
+            return None
+        tid = done.committed.outcome.event.task
+        rt = done.committed.outcome.board.task(tid) if tid else None
+        if rt is None or done.worktree is None:
+            return None
+        self.log(f"reviewing {rt.id} at {str(rt.review_commit)[:12]}")
+        return Job(task=rt.id, worktree=done.worktree, review_commit=rt.review_commit)
