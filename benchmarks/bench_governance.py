@@ -145,8 +145,8 @@ def bench_import(root: Path, n: int) -> None:
     s = seed.read_state(text)
     t1 = time.perf_counter()
     store = Store.discover(path)
-    op = genesis.make_op(s.entities, "human", "2025-01-18T00:00:00Z", seed.sha256(text.encode()),
-                         None, 0)
+    op = genesis.make_op(s.entities, "human", "2025-01-18T00:00:00Z",
+                         genesis.sha256(text.encode()), None, 0)
     genesis.write_import(store, s.entities, op, force=False)
     t2 = time.perf_counter()
     verify(store, progress=False)

@@ -38,7 +38,7 @@ def export(store: Store, at: str | None = None) -> Exported:
     if root.message and "\nLiza-Op: import\n" in root.message:
         old = genesis.imported_log(store.repo)
         rec = record.parse(root.message)
-        if old is not None and getattr(rec.op, "log_sha256", None) == seed.sha256(old):
+        if old is not None and getattr(rec.op, "log_sha256", None) == genesis.sha256(old):
             entries.extend(seed.read_log(old.decode("utf-8"), "imported log.yaml"))
     entries.extend(m.commit_entry(c) for c in chain)
     log = m.LOG_HEADER + m.render_log_entries(entries)

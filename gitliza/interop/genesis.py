@@ -11,6 +11,7 @@ recomputes the tree from them and compares it, message and signature, as for any
 """
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +33,11 @@ class Imported:
     tasks: int
     replaced: str | None   # the old tip, kept under ATTIC (--force)
     attic: str | None
+
+
+def sha256(data: bytes) -> str:
+    """The digest the import commit records of a source file (state.yaml, log.yaml)."""
+    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 def make_op(entities: dict[Key, Any], actor: str, time: str, source: str | None,

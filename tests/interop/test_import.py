@@ -39,7 +39,7 @@ def test_import_is_a_genesis_verify_accepts_and_ops_follow(repo: Path, example: 
     assert "(10 tasks, 2 log entries)" in r.stdout
     msg = git(repo, "log", "-1", "--format=%B", "refs/liza/state")
     assert "Liza-Op: import" in msg and '"digest":"sha256:' in msg
-    assert seed.sha256(example.read_bytes()) in msg  # the source file's digest
+    assert genesis.sha256(example.read_bytes()) in msg  # the source file's digest
     store = Store.discover(repo)
     assert verify(store, progress=False).ops == {"import": 1}
     # Normal ops after the import: a note by the human, a claim by an imported coder.

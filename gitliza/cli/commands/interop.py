@@ -53,8 +53,8 @@ def import_board(env: Env, state: Path | None, log: Path | None, force: bool) ->
     actor = env.agent or HUMAN_ACTOR
     if actor != HUMAN_ACTOR:
         check_id(actor, "agent id")
-    op = genesis.make_op(board.entities, actor, now_utc(), seed.sha256(data),
-                         None if log_bytes is None else seed.sha256(log_bytes), entries)
+    op = genesis.make_op(board.entities, actor, now_utc(), genesis.sha256(data),
+                         None if log_bytes is None else genesis.sha256(log_bytes), entries)
     done = genesis.write_import(store, board.entities, op, force=force, log_text=log_bytes,
                                 lenient=lenient)
     for w in warnings:
