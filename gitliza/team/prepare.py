@@ -9,6 +9,7 @@ from typing import Mapping, Sequence
 
 import pygit2
 
+from gitliza.access import tools
 from gitliza.core.states import Role
 from gitliza.git.store import common_dir, open_repository
 from gitliza.git.worktrees import LIZA_DIR
@@ -23,7 +24,6 @@ def gitliza_command() -> tuple[str, ...]:
 
 
 def mcp_tools(role: Role) -> tuple[str, ...]:
-    from gitliza.access import tools
     return tuple(t.name for t in tools.tools_for(role, supervised=True))
 
 
