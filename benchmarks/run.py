@@ -61,7 +61,7 @@ def make_board(path: Path, n: int, signed: bool = False) -> Store:
     key = None
     if signed:
         from gitliza import signing
-        from gitliza.git.store import common_dir
+        from gitliza.git.repository import common_dir
         human, key = signing.new_key(), signing.new_key()
         human_file = signing.save(common_dir(repo), "human-bench", human)
         repo.config["gpg.format"] = "ssh"

@@ -35,7 +35,7 @@ from pathlib import Path
 import pygit2
 
 from gitliza.git import packs
-from gitliza.git.store import common_dir
+from gitliza.git.repository import common_dir
 from gitliza.git.trees import TREE_HEAD, Entries, parsed
 
 # Hooks receive-pack runs in the remote (githooks(5)); any of them means "use git".

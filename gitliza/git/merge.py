@@ -21,7 +21,7 @@ from pygit2.enums import CheckoutStrategy, FileMode, FileStatus, RepositoryOpenF
 from gitliza.errors import (ConcurrencyConflict, GitFailure, NotFound, ValidationError,
                             environmental)
 from gitliza.git import reflocks
-from gitliza.git.store import common_dir
+from gitliza.git.repository import common_dir
 from gitliza.git.worktrees import (
     checkouts_of_branch,
     clean_sync_problems,

@@ -48,6 +48,7 @@ import zlib
 from typing import Any, Iterable
 
 from gitliza.core.layout import sha1
+from gitliza.git.repository import common_dir
 
 TYPE_CODES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
 PACK_LIMIT = 16  # packs in objects/pack/ before the small ones are merged
@@ -456,6 +457,5 @@ def objects_dir(repo: Any) -> str | None:
     gitdir = str(repo.path)
     found = _DIRS.get(gitdir)
     if found is None:
-        from gitliza.git.store import common_dir  # here: the store imports this module
         found = _DIRS[gitdir] = str(common_dir(repo) / "objects")
     return found

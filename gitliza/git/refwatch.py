@@ -34,7 +34,8 @@ from typing import Any, Callable
 import pygit2
 from watchdog.events import FileSystemEventHandler
 
-from gitliza.git.store import STATE_REF, common_dir, open_repository
+from gitliza.git.repository import common_dir, open_repository
+from gitliza.git.store import STATE_REF
 from gitliza.git.worktrees import LIZA_DIR, main_worktree
 
 CONTROL_FILES = ("PAUSE", "ABORT", "CHECKPOINT")

@@ -25,8 +25,8 @@ from gitliza.core.ops.base import Op, Outcome, apply
 from gitliza.core.states import HUMAN_ACTOR
 from gitliza.errors import (ConcurrencyConflict, GitFailure, InconsistentState, LizaError,
                             MissingDependency, ValidationError, environmental)
-from gitliza.git import trees
-from gitliza.git import reflocks
+from gitliza.git import reflocks, trees
+from gitliza.git.repository import common_dir, open_repository
 from gitliza.git.reflocks import STALE_LOCK_SECONDS
 
 if TYPE_CHECKING:
@@ -164,32 +164,6 @@ class Committed:
     op: Op
     outcome: Outcome
     attempts: int
-
-
-def common_dir(repo: pygit2.Repository) -> Path:
-    """The git common dir (shared by all worktrees), where refs and their lock files live."""
-    gitdir = Path(repo.path)
-    marker = gitdir / "commondir"
-    if marker.exists():
-        return (gitdir / marker.read_text().strip()).resolve()
-    return gitdir.resolve()
-
-
-def open_repository(path: str | os.PathLike[str] = ".") -> pygit2.Repository:
-    try:
-        found = pygit2.discover_repository(str(path))
-    except pygit2.GitError as e:
-        raise GitFailure(f"cannot read a git repository at {path}: {e}") from None
-    if found is None:
-        raise ValidationError(f"not a git repository: {Path(path).resolve()}",
-                              hint="run gitliza inside a repository or one of its worktrees")
-    try:
-        return pygit2.Repository(found)
-    except pygit2.GitError:
-        # Codex's sandbox mounts an empty read-only `.git` (another filesystem) into every
-        # writable root, a worktree's git dir included: opened by that git dir, libgit2 stops
-        # at the mount and finds nothing. Opened from the worktree, it is found.
-        return pygit2.Repository(str(path))
 
 
 class Store:

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from gitliza.atomic import read_marshal, write_marshal
-from gitliza.git.store import Store, Tables, common_dir
+from gitliza.git.repository import common_dir
+from gitliza.git.store import Store, Tables
 
 NAME = "gitliza-tables.cache"
 _FORMAT = ("gitliza-tables", 1, sys.implementation.cache_tag)

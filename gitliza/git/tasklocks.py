@@ -13,7 +13,7 @@ from pygit2 import Repository
 
 from gitliza.core.ids import check_id
 from gitliza.errors import ConcurrencyConflict
-from gitliza.git.store import common_dir
+from gitliza.git.repository import common_dir
 
 TASK_LOCK_DIR = "liza-task-locks"
 TASK_LOCK_TIMEOUT = 60.0  # a claim or merge of one task holds its lock for milliseconds

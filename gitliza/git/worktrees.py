@@ -27,7 +27,7 @@ from pygit2.enums import FileStatus, RepositoryOpenFlag, RepositoryState, Submod
 
 from gitliza.errors import ConcurrencyConflict, GitFailure, NotFound, ValidationError, hint_for
 from gitliza.git import reflocks
-from gitliza.git.store import common_dir
+from gitliza.git.repository import common_dir
 
 WORKTREES_DIR = ".worktrees"
 BRANCH_PREFIX = "liza/"

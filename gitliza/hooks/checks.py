@@ -60,7 +60,7 @@ def _open(server: bool = False) -> pygit2.Repository:
     ignores those variables, so the quarantine is added as an alternate to see them."""
     import pygit2
 
-    from gitliza.git.store import open_repository
+    from gitliza.git.repository import open_repository
     gitdir = os.environ.get("GIT_DIR")
     repo = pygit2.Repository(gitdir) if gitdir else open_repository(".")
     quarantine = os.environ.get("GIT_QUARANTINE_PATH") if server else None

@@ -17,7 +17,7 @@ from pygit2 import Repository
 from pygit2.enums import FileStatus, RepositoryOpenFlag, RepositoryState
 
 from gitliza.git import packs, reflocks
-from gitliza.git.store import common_dir
+from gitliza.git.repository import common_dir
 from gitliza.git.worktrees import BRANCH_PREFIX
 
 if TYPE_CHECKING:

@@ -46,7 +46,8 @@ from gitliza.core.states import TERMINAL, TaskState
 from gitliza.errors import (ConcurrencyConflict, GitFailure, IllegalTransition, InconsistentState,
                             LizaError, NotFound, ValidationError)
 from gitliza.git.reflocks import RefLocked, retrying
-from gitliza.git.store import Committed, common_dir
+from gitliza.git.repository import common_dir
+from gitliza.git.store import Committed
 from gitliza.git.tasklocks import task_lock
 from gitliza.git.worktrees import (WORKTREES_DIR, TaskWorktreeEntry, add_task_worktree,
                                    clean_sync_problems, contained_path,

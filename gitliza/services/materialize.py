@@ -36,7 +36,8 @@ from ruamel.yaml.scalarstring import DoubleQuotedScalarString, LiteralScalarStri
 from gitliza import atomic
 from gitliza.core import clock, record, retention, yamlview
 from gitliza.errors import GitFailure, LizaError, ValidationError
-from gitliza.git.store import Store, common_dir
+from gitliza.git.repository import common_dir
+from gitliza.git.store import Store
 from gitliza.git.worktrees import LIZA_DIR, ensure_excluded, main_worktree as _main_root
 
 STATE_FILE = "state.yaml"

@@ -11,7 +11,7 @@ import pygit2
 
 from gitliza.access import tools
 from gitliza.core.states import Role
-from gitliza.git.store import common_dir, open_repository
+from gitliza.git.repository import common_dir, open_repository
 from gitliza.git.worktrees import LIZA_DIR
 from gitliza.team import profiles
 

@@ -24,7 +24,8 @@ from gitliza.services.api import Liza
 from gitliza.core import clock, sshsig
 from gitliza.core.ops import Add, Claim, ClaimReview, ConfigSet, Register, Submit, Verdict, apply
 from gitliza.core.ops.keys import Rekey
-from gitliza.git.store import Store, common_dir
+from gitliza.git.repository import common_dir
+from gitliza.git.store import Store
 from gitliza.hooks.install import install
 from gitliza.services.verify import VerifyFailure, replay
 from tests.conftest import git

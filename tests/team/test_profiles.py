@@ -346,7 +346,7 @@ def test_codex_workspace_write_commits_in_a_task_worktree_with_the_profiles_root
     codex = _codex()
     if codex is None:
         pytest.skip("codex not installed (npm @openai/codex; tests/agentcli installs it)")
-    from gitliza.git.store import common_dir, open_repository
+    from gitliza.git.repository import common_dir, open_repository
     # Outside /tmp: codex's workspace-write makes /tmp writable, which would hide the result.
     home = _home() / ".cache" / "gitliza-test-codex"
     home.mkdir(parents=True, exist_ok=True)
@@ -369,7 +369,7 @@ def test_codex_workspace_write_commits_in_a_task_worktree_with_the_profiles_root
         ok(liza(main, "init", "Build hello", agent=None))
         # gitliza itself in the sandbox: codex mounts an empty read-only `.git` (another
         # filesystem) into each writable root, the worktree's git dir included, where libgit2
-        # stops looking when opened by that git dir (store.open_repository opens the worktree).
+        # stops looking when opened by that git dir (repository.open_repository opens the worktree).
         script = ("echo hi > f.txt && git add f.txt && git commit -qm y && echo COMMITTED; "
                   "git update-ref refs/liza/x HEAD && echo REF; "
                   f"{sys.executable} -m gitliza status --json > /dev/null && echo GITLIZA; "
