@@ -60,7 +60,7 @@ def make_board(path: Path, n: int, signed: bool = False) -> Store:
     store = Store(repo)
     key = None
     if signed:
-        from gitliza import signing
+        from gitliza.git import signing
         from gitliza.git.repository import common_dir
         human, key = signing.new_key(), signing.new_key()
         human_file = signing.save(common_dir(repo), "human-bench", human)

@@ -30,7 +30,7 @@ from gitliza.git.repository import common_dir, open_repository
 from gitliza.git.reflocks import STALE_LOCK_SECONDS
 
 if TYPE_CHECKING:
-    from gitliza.signing import Signer
+    from gitliza.git.signing import Signer
 
 STATE_REF = "refs/liza/state"
 RETRY_DELAYS = (0.0, 0.1, 0.25, 0.5)  # before attempts 2..5
@@ -258,9 +258,11 @@ class Store:
         return pygit2.Oid(raw=batch.store(b"commit", body)), tree
 
     def signer(self) -> Signer:
-        """The keys this process signs board commits with (gitliza/signing.py), found once."""
+        """The keys this process signs board commits with (gitliza/git/signing.py), found once."""
         if self._signer is None:
-            from gitliza.signing import signer_for
+            # Here, not at the top: only a transition signs, and read-only commands (status)
+            # need not import the signer's module at start-up.
+            from gitliza.git.signing import signer_for
             if self._common is None:
                 self._common = common_dir(self.repo)
             self._signer = signer_for(self._common, self.repo.config)

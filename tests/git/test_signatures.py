@@ -1,4 +1,4 @@
-"""Signed board commits (gitliza/core/sshsig.py, core/keys.py, signing.py): every forgery of who
+"""Signed board commits (gitliza/core/sshsig.py, core/keys.py, git/signing.py): every forgery of who
 made a transition is refused by `git liza verify`, by the server hook and by sync, with the board
 unmoved; stock git (`verify-commit`, `log --show-signature`) checks the same signatures.
 
@@ -19,11 +19,11 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from gitliza import signing
 from gitliza.services.api import Liza
 from gitliza.core import clock, sshsig
 from gitliza.core.ops import Add, Claim, ClaimReview, ConfigSet, Register, Submit, Verdict, apply
 from gitliza.core.ops.keys import Rekey
+from gitliza.git import signing
 from gitliza.git.repository import common_dir
 from gitliza.git.store import Store
 from gitliza.hooks.install import install

@@ -32,9 +32,9 @@ def register(env: Env, agent_id: str, role: str, terminal: str | None, key: str 
              generate_key: bool) -> int:
     """Register an agent; with a key given, or generated for an agent on this machine (always
     when the board's signatures policy is on: it could not sign otherwise)."""
-    from gitliza import signing
     from gitliza.core.ops.planning import Register
     from gitliza.core.wake import parse_role
+    from gitliza.git import signing
     # The role words `git liza agent` takes (code-reviewer, code_reviewer, reviewer) mean
     # the same here; anything else reaches the op, which refuses it.
     parsed = parse_role(role)
@@ -65,8 +65,8 @@ def register(env: Env, agent_id: str, role: str, terminal: str | None, key: str 
 
 def rekey(env: Env, agent_id: str, key: str | None, generate_key: bool, revoke: bool) -> int:
     """The human rotates (`--key`, `--generate-key`) or revokes (`--revoke`) an actor's key."""
-    from gitliza import signing
     from gitliza.core.ops.keys import Rekey
+    from gitliza.git import signing
     if (key is not None) + generate_key + revoke != 1:
         raise ValidationError("rekey needs exactly one of --key KEY, --generate-key, --revoke")
     if generate_key and agent_id == HUMAN_ACTOR:
