@@ -1,4 +1,5 @@
-"""The board on `refs/liza/state`: reading any revision lazily, and the one write path.
+"""The board on `refs/liza/state`: reading any revision (lazily, through source.py), and the one
+write path.
 
 Write path (DESIGN.md section 2): read the tip, apply the op with the pure core, write only the
 changed blobs and the trees on their paths, commit with the old tip as the only parent, then move
@@ -14,20 +15,22 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 import pygit2
 
-from gitliza.core import codec, layout, record
-from gitliza.core.board import ENTITY_TYPES, Board, Changes
+from gitliza.core import layout, record
+from gitliza.core.board import Board, Changes
 from gitliza.core.invariants import problems_of_change
 from gitliza.core.ops.base import Op, Outcome, apply
 from gitliza.core.states import HUMAN_ACTOR
 from gitliza.errors import (ConcurrencyConflict, GitFailure, InconsistentState, LizaError,
-                            MissingDependency, ValidationError, environmental)
+                            ValidationError, environmental)
 from gitliza.git import reflocks, trees
+from gitliza.git.commits import commit_body, signature
 from gitliza.git.repository import common_dir, open_repository
 from gitliza.git.reflocks import STALE_LOCK_SECONDS
+from gitliza.git.source import GitSource, Tables, check_format
 
 if TYPE_CHECKING:
     from gitliza.git.signing import Signer
@@ -36,123 +39,6 @@ STATE_REF = "refs/liza/state"
 RETRY_DELAYS = (0.0, 0.1, 0.25, 0.5)  # before attempts 2..5
 JITTER = 0.05
 HOOKS_CACHE = "gitliza-hooks.cache"  # in the git common dir: see Store.remember_for_hooks
-
-
-# Decoded entities by blob oid. Blobs are immutable, so an entry never goes stale; successive
-# states share most blobs, so a long-lived process (supervisor, watcher, verify, benchmarks) parses
-# each entity version once. Bounded by dropping everything when full (cheap and good enough).
-_DECODED: dict[tuple[str, pygit2.Oid], Any] = {}
-_DECODED_MAX = 50_000
-
-
-class Tables(dict[bytes, dict[str, Any]]):
-    """Blob id (raw) -> its TOML table, shared across processes by gitliza/git/tablecache.py so
-    that a command reading a whole board (`status`) need not read and parse every blob again.
-    `used` is what this process read (what is worth keeping), `missed` how many were not there."""
-
-    def __init__(self, saved: dict[bytes, dict[str, Any]] | None = None) -> None:
-        super().__init__(saved or {})
-        self.used: dict[bytes, dict[str, Any]] = {}
-        self.missed = 0
-
-
-class GitSource:
-    """Entities decoded on first access from one state tree (a `Source` for the core's Board)."""
-
-    def __init__(self, repo: pygit2.Repository, tree: pygit2.Tree | None,
-                 tables: Tables | None = None) -> None:
-        self._repo = repo
-        self._tree = tree
-        self._tables = tables
-        self._cache: dict[tuple[str, str], Any] = {}
-        # Blob ids of the entities `keys` has listed: reading a whole collection (status, metrics,
-        # the materializer) then finds each one without a path lookup, and a blob already decoded
-        # in this process without reading it at all.
-        self._ids: dict[tuple[str, str], pygit2.Oid] = {}
-
-    def has(self, coll: str, key: str = "") -> bool:
-        """Whether the entity exists, without decoding it."""
-        return self._tree is not None and layout.path_of(coll, key) in self._tree
-
-    def get(self, coll: str, key: str) -> Any | None:
-        k = (coll, key)
-        if k in self._cache:
-            return self._cache[k]
-        value = None
-        oid = self._ids.get(k)
-        if oid is None and self._tree is not None:
-            try:
-                oid = self._tree[layout.path_of(coll, key)].id
-            except KeyError:
-                pass
-        if oid is not None:
-            ck = (coll, oid)
-            value = _DECODED.get(ck)
-            if value is None or (key and _ident(coll, value) != key):
-                if self._tables is None:
-                    value = decode_blob(coll, key, self._repo[oid].data,  # type: ignore[attr-defined]
-                                        layout.path_of(coll, key))
-                else:
-                    value = self._from_tables(coll, key, oid)
-                if len(_DECODED) >= _DECODED_MAX:
-                    _DECODED.clear()
-                _DECODED[ck] = value
-        self._cache[k] = value
-        return value
-
-    def _from_tables(self, coll: str, key: str, oid: pygit2.Oid) -> Any:
-        assert self._tables is not None
-        raw = oid.raw
-        table = self._tables.get(raw)
-        if table is not None:
-            try:  # no location for errors: any error sends us to the blob, which has one
-                value = decode_table(coll, key, table, coll)
-                self._tables.used[raw] = table
-                return value
-            except InconsistentState:  # a damaged cache entry: the blob itself decides
-                pass
-        path = layout.path_of(coll, key)
-        self._tables.missed += 1
-        table = self._tables[raw] = codec.table(self._repo[oid].data, path)  # type: ignore[attr-defined]
-        value = decode_table(coll, key, table, path)
-        self._tables.used[raw] = table
-        return value
-
-    def keys(self, coll: str) -> Iterator[str]:
-        if self._tree is None or coll not in self._tree:
-            return
-        yield from self._leaves(coll, self._tree[coll], layout.DEPTH[coll])
-
-    def _leaves(self, coll: str, tree: pygit2.Object, depth: int) -> Iterator[str]:
-        assert isinstance(tree, pygit2.Tree)
-        for entry in tree:
-            name = entry.name or ""
-            if depth:
-                yield from self._leaves(coll, self._repo[entry.id], depth - 1)
-            elif name.endswith(layout.SUFFIX):
-                key = name[: -len(layout.SUFFIX)]
-                self._ids[(coll, key)] = entry.id
-                yield key
-
-
-def _ident(coll: str, entity: Any) -> Any:
-    if coll in ("tasks", "archive", "agents", "discovered"):
-        return entity.id
-    return entity.task if coll == "handoff" else None
-
-
-def decode_blob(coll: str, key: str, data: bytes, path: str) -> Any:
-    return decode_table(coll, key, codec.table(data, path), path)
-
-
-def decode_table(coll: str, key: str, table: dict[str, Any], path: str) -> Any:
-    entity: Any = codec.decode(ENTITY_TYPES[coll], table, where=path)
-    ident = _ident(coll, entity)
-    if ident is None:
-        ident = key
-    if key and ident != key:
-        raise InconsistentState(f"{path} holds {ident!r}, not {key!r}")
-    return entity
 
 
 @dataclass(frozen=True)
@@ -425,40 +311,3 @@ class _Lost(Exception):
 
 class _Locked(Exception):
     pass
-
-
-def check_format(tree: pygit2.Tree, where: str) -> None:
-    try:
-        data = tree[layout.FORMAT_FILE].data  # type: ignore[union-attr]
-    except KeyError:
-        raise InconsistentState(f"state commit {where[:12]} has no `format` blob") from None
-    if data != layout.FORMAT_BLOB:
-        raise MissingDependency(f"state commit {where[:12]} is in format "
-                                f"{data.decode(errors='replace').strip()!r}; this gitliza reads "
-                                f"{layout.FORMAT_BLOB.decode().strip()!r}",
-                                hint="upgrade gitliza")
-
-
-def commit_body(tree: pygit2.Oid, parents: list[pygit2.Oid], op: Op, message: str) -> bytes | None:
-    """The commit object libgit2 writes for `signature(op)` (git_commit_create: tree, parents,
-    author, committer, a blank line, the message as is), or None for an actor it would trim or
-    refuse, which then goes through libgit2 (tests/git/test_store.py compares the two)."""
-    from gitliza.core.clock import to_epoch
-    actor = op.actor
-    if not actor or actor != actor.strip() or any(c in actor for c in "<>\n") or \
-            actor != actor.strip(" \t\n\v\f\r.,:;\"'"):
-        return None
-    when = to_epoch(op.time)
-    if when < 0:
-        return None
-    who = f"{actor} <{actor}@liza.invalid> {when} +0000"
-    head = [f"tree {tree}", *(f"parent {p}" for p in parents), f"author {who}",
-            f"committer {who}"]
-    return ("\n".join(head) + "\n\n" + message).encode()
-
-
-def signature(op: Op) -> pygit2.Signature:
-    """Author and committer are the op's actor at the op's time: the commit is a pure function
-    of the op and its parent, which keeps replays and re-applied ops reproducible."""
-    from gitliza.core.clock import to_epoch
-    return pygit2.Signature(op.actor, f"{op.actor}@liza.invalid", to_epoch(op.time), 0)

@@ -2,7 +2,7 @@
 
 `git liza status` on a 1,000-task board reads and parses 1,000 blobs; the next `status` (after one
 `add`, say) finds all but one of them unchanged, since blobs are immutable and named by their id.
-A process keeps decoded entities in memory (gitliza/git/store.py); this keeps the parsed tables in
+A process keeps decoded entities in memory (gitliza/git/source.py); this keeps the parsed tables in
 `<git common dir>/gitliza-tables.cache` (marshal: plain str/int/bool/list/dict, never code) for
 the next process.
 
@@ -21,7 +21,8 @@ from typing import Any, Iterator
 
 from gitliza.atomic import read_marshal, write_marshal
 from gitliza.git.repository import common_dir
-from gitliza.git.store import Store, Tables
+from gitliza.git.source import Tables
+from gitliza.git.store import Store
 
 NAME = "gitliza-tables.cache"
 _FORMAT = ("gitliza-tables", 1, sys.implementation.cache_tag)

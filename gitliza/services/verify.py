@@ -34,7 +34,9 @@ from gitliza.core.ops.base import Outcome, apply
 from gitliza.core.ops.governance import Import, genesis
 from gitliza.errors import InconsistentState, LizaError
 from gitliza.git import trees
-from gitliza.git.store import GitSource, Store, check_format, decode_blob, signature
+from gitliza.git.commits import signature
+from gitliza.git.source import GitSource, check_format, decode_blob
+from gitliza.git.store import Store
 
 ZERO = "0" * 40
 

@@ -16,7 +16,8 @@ import pytest
 
 from gitliza.core.ops import Add, Init, Register
 from gitliza.git import packs
-from gitliza.git.store import STATE_REF, Store, commit_body, signature
+from gitliza.git.commits import commit_body, signature
+from gitliza.git.store import STATE_REF, Store
 from tests.conftest import git
 
 T = "2025-01-17T14:00:00Z"

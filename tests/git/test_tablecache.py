@@ -11,7 +11,7 @@ import pytest
 
 from gitliza.services.api import Liza
 from gitliza.core.ops import Add, Claim, Init, Register
-from gitliza.git import store as store_mod
+from gitliza.git import source as source_mod
 from gitliza.git import tablecache
 
 GIT_LIZA = str(Path(sys.executable).parent / "git-liza")
@@ -38,7 +38,7 @@ def board(repo: Path) -> Liza:
 
 def _fresh_read(h: Liza) -> dict[str, object]:
     """The board decoded from its blobs alone: no cache of any kind."""
-    store_mod._DECODED.clear()
+    source_mod._DECODED.clear()
     board, _ = h.store.board()
     return {t.id: t for t in board.tasks()}
 

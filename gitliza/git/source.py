@@ -1,0 +1,145 @@
+"""A board read lazily from one state tree: `GitSource`, the `Source` the core's Board reads from.
+
+An entity is decoded on first access, strictly (a blob may come from someone else's push: unknown
+keys, wrong types and a blob holding another entity than its path names are refused), and kept by
+blob oid for the life of the process. `Tables` carries parsed TOML tables between processes
+(gitliza/git/tablecache.py). `check_format` refuses a state tree in a format this gitliza does not
+read. The write path (store.py), verify and the seed importer all read through here.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import pygit2
+
+from gitliza.core import codec, layout
+from gitliza.core.board import ENTITY_TYPES
+from gitliza.errors import InconsistentState, MissingDependency
+
+# Decoded entities by blob oid. Blobs are immutable, so an entry never goes stale; successive
+# states share most blobs, so a long-lived process (supervisor, watcher, verify, benchmarks) parses
+# each entity version once. Bounded by dropping everything when full (cheap and good enough).
+_DECODED: dict[tuple[str, pygit2.Oid], Any] = {}
+_DECODED_MAX = 50_000
+
+
+class Tables(dict[bytes, dict[str, Any]]):
+    """Blob id (raw) -> its TOML table, shared across processes by gitliza/git/tablecache.py so
+    that a command reading a whole board (`status`) need not read and parse every blob again.
+    `used` is what this process read (what is worth keeping), `missed` how many were not there."""
+
+    def __init__(self, saved: dict[bytes, dict[str, Any]] | None = None) -> None:
+        super().__init__(saved or {})
+        self.used: dict[bytes, dict[str, Any]] = {}
+        self.missed = 0
+
+
+class GitSource:
+    """Entities decoded on first access from one state tree (a `Source` for the core's Board)."""
+
+    def __init__(self, repo: pygit2.Repository, tree: pygit2.Tree | None,
+                 tables: Tables | None = None) -> None:
+        self._repo = repo
+        self._tree = tree
+        self._tables = tables
+        self._cache: dict[tuple[str, str], Any] = {}
+        # Blob ids of the entities `keys` has listed: reading a whole collection (status, metrics,
+        # the materializer) then finds each one without a path lookup, and a blob already decoded
+        # in this process without reading it at all.
+        self._ids: dict[tuple[str, str], pygit2.Oid] = {}
+
+    def has(self, coll: str, key: str = "") -> bool:
+        """Whether the entity exists, without decoding it."""
+        return self._tree is not None and layout.path_of(coll, key) in self._tree
+
+    def get(self, coll: str, key: str) -> Any | None:
+        k = (coll, key)
+        if k in self._cache:
+            return self._cache[k]
+        value = None
+        oid = self._ids.get(k)
+        if oid is None and self._tree is not None:
+            try:
+                oid = self._tree[layout.path_of(coll, key)].id
+            except KeyError:
+                pass
+        if oid is not None:
+            ck = (coll, oid)
+            value = _DECODED.get(ck)
+            if value is None or (key and _ident(coll, value) != key):
+                if self._tables is None:
+                    value = decode_blob(coll, key, self._repo[oid].data,  # type: ignore[attr-defined]
+                                        layout.path_of(coll, key))
+                else:
+                    value = self._from_tables(coll, key, oid)
+                if len(_DECODED) >= _DECODED_MAX:
+                    _DECODED.clear()
+                _DECODED[ck] = value
+        self._cache[k] = value
+        return value
+
+    def _from_tables(self, coll: str, key: str, oid: pygit2.Oid) -> Any:
+        assert self._tables is not None
+        raw = oid.raw
+        table = self._tables.get(raw)
+        if table is not None:
+            try:  # no location for errors: any error sends us to the blob, which has one
+                value = decode_table(coll, key, table, coll)
+                self._tables.used[raw] = table
+                return value
+            except InconsistentState:  # a damaged cache entry: the blob itself decides
+                pass
+        path = layout.path_of(coll, key)
+        self._tables.missed += 1
+        table = self._tables[raw] = codec.table(self._repo[oid].data, path)  # type: ignore[attr-defined]
+        value = decode_table(coll, key, table, path)
+        self._tables.used[raw] = table
+        return value
+
+    def keys(self, coll: str) -> Iterator[str]:
+        if self._tree is None or coll not in self._tree:
+            return
+        yield from self._leaves(coll, self._tree[coll], layout.DEPTH[coll])
+
+    def _leaves(self, coll: str, tree: pygit2.Object, depth: int) -> Iterator[str]:
+        assert isinstance(tree, pygit2.Tree)
+        for entry in tree:
+            name = entry.name or ""
+            if depth:
+                yield from self._leaves(coll, self._repo[entry.id], depth - 1)
+            elif name.endswith(layout.SUFFIX):
+                key = name[: -len(layout.SUFFIX)]
+                self._ids[(coll, key)] = entry.id
+                yield key
+
+
+def _ident(coll: str, entity: Any) -> Any:
+    if coll in ("tasks", "archive", "agents", "discovered"):
+        return entity.id
+    return entity.task if coll == "handoff" else None
+
+
+def decode_blob(coll: str, key: str, data: bytes, path: str) -> Any:
+    return decode_table(coll, key, codec.table(data, path), path)
+
+
+def decode_table(coll: str, key: str, table: dict[str, Any], path: str) -> Any:
+    entity: Any = codec.decode(ENTITY_TYPES[coll], table, where=path)
+    ident = _ident(coll, entity)
+    if ident is None:
+        ident = key
+    if key and ident != key:
+        raise InconsistentState(f"{path} holds {ident!r}, not {key!r}")
+    return entity
+
+
+def check_format(tree: pygit2.Tree, where: str) -> None:
+    try:
+        data = tree[layout.FORMAT_FILE].data  # type: ignore[union-attr]
+    except KeyError:
+        raise InconsistentState(f"state commit {where[:12]} has no `format` blob") from None
+    if data != layout.FORMAT_BLOB:
+        raise MissingDependency(f"state commit {where[:12]} is in format "
+                                f"{data.decode(errors='replace').strip()!r}; this gitliza reads "
+                                f"{layout.FORMAT_BLOB.decode().strip()!r}",
+                                hint="upgrade gitliza")
