@@ -17,7 +17,7 @@ Smaller collections (agents, journals) get one 16-wide level.
 from __future__ import annotations
 
 # sha1 is the builtin one (hashlib's interface): importing hashlib loads OpenSSL, ~2 ms of every
-# CLI start. Re-exported (`as sha1`) for board.journal_key and git/packs.py.
+# CLI start. Re-exported (`as sha1`) for board.journal_key and git/packfile.py.
 try:
     from _sha1 import sha1 as sha1  # type: ignore[import-not-found]
 except ImportError:  # pragma: no cover - a Python built without it

@@ -20,7 +20,7 @@ push URL). Anything else, or anything beyond the board's own linear chain of com
 whose objects this side lacks, a merge commit), and the caller uses git: nothing here is a
 second implementation of git's transport, only of its simplest case.
 
-Same guarantees as git's: the objects go first (one pack, gitliza/git/packs.py), then the ref
+Same guarantees as git's: the objects go first (one pack, gitliza/git/packfile.py), then the ref
 moves by compare-and-swap under the ref's lock file, the lock git's receive-pack takes too, so
 an in-process push and a git push of the same ref exclude each other. The lease of a push is the
 remote ref's value (`expected`), checked under that lock; a remote that already has `new` is up to
@@ -34,7 +34,7 @@ from pathlib import Path
 
 import pygit2
 
-from gitliza.git import packs
+from gitliza.git import packfile, packs
 from gitliza.git.repository import common_dir
 from gitliza.git.trees import TREE_HEAD, Entries, parsed
 
@@ -173,7 +173,7 @@ def _missing_chain(src: pygit2.Repository, dst: pygit2.Repository, tip: pygit2.O
 
 
 def _tree_objects(src: pygit2.Repository, new: bytes, old: bytes | None,
-                  out: dict[bytes, packs.Obj]) -> None:
+                  out: dict[bytes, packfile.Obj]) -> None:
     """Every object of tree `new` that tree `old` (complete on the other side) lacks."""
     if new == old or new in out:
         return
@@ -208,7 +208,7 @@ def copy_chain(src: pygit2.Repository, dst: pygit2.Repository, tip: pygit2.Oid,
     chain = _missing_chain(src, dst, tip, haves, limit)
     if not chain:
         return 0
-    objs: dict[bytes, packs.Obj] = {}
+    objs: dict[bytes, packfile.Obj] = {}
     parent_tree: bytes | None = None
     if chain[0].parent_ids:
         first = src.get(chain[0].parent_ids[0])

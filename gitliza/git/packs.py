@@ -2,17 +2,9 @@
 
 A transition writes about six objects (a blob, the trees on its path, the commit). As loose objects
 that is six files, each created, written and renamed into a fan-out directory by libgit2: ~0.1 ms
-apiece on tmpfs, most of the transition. Here the same bytes (the ids do not change: an object's
-id is the hash of its content, however it is stored) go into one pack and its index, two files:
-
-- the pack: "PACK", version 2, the count, then each object as its type-and-size header and its
-  zlib-compressed body (never a delta), then the sha1 of all that;
-- the index, version 2: the 256-entry fan-out, the sorted ids, the CRC32 of each packed entry,
-  the offsets, the pack's sha1 and the index's own sha1 (gitformat-pack(5)).
-
-The index is written under a temporary name and renamed into objects/pack/ after the pack is
-complete, so a reader (git or libgit2, which rescan the pack directory for indexes when an object
-is missing, and never use a pack without its index) never sees one without the other.
+apiece on tmpfs, most of the transition. Here the same bytes go into one pack and its index, two
+files, written whole by packfile.py (the format, and how a pack appears atomically). This module
+decides when packs are written and merged, and cleans up after them.
 
 Packs pile up, one per transition, and every pack is one more index to search, so small packs are
 merged as they accumulate (`consolidate`): when there are more than PACK_LIMIT, the smallest
@@ -41,16 +33,13 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
-import struct
-import threading
 import time
-import zlib
 from typing import Any, Iterable
 
-from gitliza.core.layout import sha1
+from gitliza.git import packfile
+from gitliza.git.packfile import Obj
 from gitliza.git.repository import common_dir
 
-TYPE_CODES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
 PACK_LIMIT = 16  # packs in objects/pack/ before the small ones are merged
 # A merged pack (index and pack file) stays this long, marked, before a later merge removes it.
 # libgit2 and git rescan the pack directory once per miss and open an index lazily: an index
@@ -70,103 +59,12 @@ MARKS_DIR = "liza-merged-packs"  # beside objects/, in the git common dir
 # A pack file without its index, or a tmp_* file, this old is a crashed writer's (a transition
 # writes both in milliseconds; git's own index-pack of a slow fetch keeps its tmp file growing).
 LEFTOVER_SECONDS = 600.0
-LEVEL = 1  # zlib level of blobs and commits (TOML and text: about half their size)
-
-Obj = tuple[bytes, bytes, bytes]  # (raw id, kind, body)
-
-
-def object_id(kind: bytes, body: bytes) -> bytes:
-    digest: bytes = sha1(b"%s %d\0" % (kind, len(body)) + body).digest()
-    return digest
-
-
-def _entry(kind: bytes, body: bytes) -> bytes:
-    n = len(body)
-    c = (TYPE_CODES[kind] << 4) | (n & 15)
-    n >>= 4
-    head = bytearray()
-    while n:
-        head.append(c | 0x80)
-        c = n & 0x7F
-        n >>= 7
-    head.append(c)
-    # Trees are mostly 20-byte ids, which do not compress: stored (level 0) costs a tenth.
-    return bytes(head) + zlib.compress(body, 0 if kind == b"tree" else LEVEL)
-
-
-def write(objects_dir: str, objs: Iterable[Obj], *, durable: bool = False) -> str | None:
-    """Write `objs` as one pack (None when there is nothing to write); returns its name.
-    `durable`: both files are on the disk (fsync) before the index is renamed into place."""
-    return _write(objects_dir, [(raw, _entry(kind, body)) for raw, kind, body in objs],
-                  durable=durable)
-
-
-def _write(objects_dir: str, entries: list[tuple[bytes, bytes]], *,
-           durable: bool = False) -> str | None:
-    """A pack of already encoded entries (raw id, header + compressed body), ids unique."""
-    if not entries:
-        return None
-    parts = [b"PACK" + struct.pack(">II", 2, len(entries))]
-    index = []
-    offset = 12
-    for raw, data in entries:
-        index.append((raw, zlib.crc32(data), offset))
-        parts.append(data)
-        offset += len(data)
-    if offset >= 1 << 31:  # pragma: no cover - would need 64-bit offsets: git's own repack
-        raise ValueError("pack too large for 32-bit offsets")
-    body = b"".join(parts)
-    pack_sha: bytes = sha1(body).digest()
-    index.sort()
-    fanout = [0] * 256
-    for raw, _crc, _off in index:
-        fanout[raw[0]] += 1
-    total = 0
-    for i in range(256):
-        total += fanout[i]
-        fanout[i] = total
-    n = len(index)
-    idx = b"".join([b"\xfftOc", struct.pack(">I", 2), struct.pack(">256I", *fanout),
-                    b"".join(r for r, _c, _o in index),
-                    struct.pack(f">{n}I", *(c for _r, c, _o in index)),
-                    struct.pack(f">{n}I", *(o for _r, _c, o in index)), pack_sha])
-    idx += sha1(idx).digest()
-    name = "pack-" + pack_sha.hex()
-    pack_dir = os.path.join(objects_dir, "pack")
-    final = os.path.join(pack_dir, name)
-    # Per process and thread: a supervisor's main and heartbeat threads may write the same pack.
-    tmp = os.path.join(pack_dir, f"tmp_{name}_{os.getpid()}_{threading.get_ident()}")
-    # git and libgit2 find packs by their index, never a .pack alone, so the pack can be written
-    # under its own name (one rename fewer: a rename is most of a transition's cost on a disk);
-    # only if that name exists (another writer of the same objects, perhaps still writing) does
-    # it go through a temporary file too, renamed over it whole.
-    try:
-        created = _put(final + ".pack", body + pack_sha, exclusive=True, sync=durable)
-    except FileNotFoundError:  # a fresh repository without objects/pack yet
-        os.makedirs(pack_dir, exist_ok=True)
-        created = _put(final + ".pack", body + pack_sha, exclusive=True, sync=durable)
-    try:
-        if created is None:
-            _put(tmp + ".pack", body + pack_sha, sync=durable)
-            os.replace(tmp + ".pack", final + ".pack")
-        _put(tmp + ".idx", idx, sync=durable)
-        os.replace(tmp + ".idx", final + ".idx")  # the pack appears: whole, or not at all
-    except OSError:
-        # A full disk, a read-only mount: leave nothing half-written (a pack without its index
-        # is garbage to `git count-objects`).
-        if created is not None:
-            _unlink_own(final + ".pack", created)
-        for path in (tmp + ".pack", tmp + ".idx"):
-            with contextlib.suppress(OSError):
-                os.unlink(path)
-        raise
-    return name
 
 
 def add(objects_dir: str, objs: Iterable[Obj], *, durable: bool = False) -> str | None:
     """`write`, then merge small packs when it is due. A failed merge is only housekeeping: the
     new pack is complete and in place, so it is not an error."""
-    name = write(objects_dir, objs, durable=durable)
+    name = packfile.write(objects_dir, objs, durable=durable)
     if name is None:
         return None
     # `due` picks one write in eight by chance; a run of misses (1 in 50 runs 30 long) would let
@@ -185,41 +83,6 @@ def due(name: str | None) -> bool:
     """Whether to look for packs to merge after writing pack `name`: one write in eight (the
     pack's hash decides, so no state is kept), which spares seven directory listings of eight."""
     return name is not None and name[5] in "01"
-
-
-def _put(path: str, data: bytes, exclusive: bool = False, sync: bool = False) -> int | None:
-    """Write `data` to a new file at `path` (`sync`: and to the disk); its inode number, or None
-    if `exclusive` and it exists. A failed write (a full disk) removes the file it created."""
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | (os.O_EXCL if exclusive else os.O_TRUNC),
-                     0o444)
-    except FileExistsError:
-        if not exclusive:
-            raise
-        return None
-    ino = os.fstat(fd).st_ino
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        if sync:
-            os.fsync(fd)
-    except OSError:
-        _unlink_own(path, ino)
-        raise
-    finally:
-        os.close(fd)
-    return ino
-
-
-def _unlink_own(path: str, ino: int) -> None:
-    """Remove `path` if it is still the file we created (another writer of the same objects may
-    have renamed its complete copy over it)."""
-    try:
-        if os.stat(path).st_ino == ino:
-            os.unlink(path)
-    except OSError:
-        pass
 
 
 def consolidate(objects_dir: str, limit: int | None = None, grace: float | None = None
@@ -280,7 +143,7 @@ def consolidate(objects_dir: str, limit: int | None = None, grace: float | None 
     entries: dict[bytes, bytes] = {}
     copied = []
     for base in chosen:
-        found = _read(os.path.join(pack_dir, base))
+        found = packfile.read_entries(os.path.join(pack_dir, base))
         if found is None:
             continue
         for raw, data in found:
@@ -288,7 +151,7 @@ def consolidate(objects_dir: str, limit: int | None = None, grace: float | None 
         copied.append(base)
     if len(copied) < 2:
         return None
-    merged = _write(objects_dir, list(entries.items()))
+    merged = packfile.write_entries(objects_dir, list(entries.items()))
     for base in copied:
         if base != merged:
             _mark(marks_dir, base)
@@ -404,44 +267,6 @@ def leftovers(objects_dir: str, min_age: float = LEFTOVER_SECONDS) -> list[str]:
                     out.append(path)
             except FileNotFoundError:
                 continue
-    return out
-
-
-def _read(base: str) -> list[tuple[bytes, bytes]] | None:
-    """The entries of a pack (raw id, packed bytes), or None if it is gone or holds deltas."""
-    try:
-        with open(base + ".idx", "rb") as f:
-            idx = f.read()
-        with open(base + ".pack", "rb") as f:
-            pack = f.read()
-    except FileNotFoundError:
-        return None
-    if idx[:8] != b"\xfftOc\x00\x00\x00\x02" or pack[:4] != b"PACK":
-        return None
-    try:
-        n = struct.unpack_from(">I", idx, 8 + 255 * 4)[0]
-        # A pack cut short (a crash, a full disk) is not copied: its bytes would be trusted and
-        # its original removed. Left alone, it is git's to judge (`git fsck`).
-        if len(idx) != 1072 + 28 * n or struct.unpack_from(">I", pack, 8)[0] != n:
-            return None
-        ids_at = 8 + 1024
-        offs_at = ids_at + 24 * n  # past the ids (20 bytes each) and the CRCs (4 bytes each)
-        offsets = struct.unpack_from(f">{n}I", idx, offs_at)
-        if any(o & 0x80000000 for o in offsets):
-            return None  # 64-bit offsets: a big pack, not one of ours
-        by_offset = sorted((offsets[i], idx[ids_at + 20 * i: ids_at + 20 * i + 20])
-                           for i in range(n))
-        end = len(pack) - 20
-        out = []
-        for k, (off, raw) in enumerate(by_offset):
-            stop = by_offset[k + 1][0] if k + 1 < n else end
-            if not 12 <= off < stop <= end:
-                return None
-            if (pack[off] >> 4) & 7 not in (1, 2, 3, 4):
-                return None  # a delta: a pack git wrote, left to git
-            out.append((raw, pack[off:stop]))
-    except (struct.error, IndexError):
-        return None
     return out
 
 

@@ -27,7 +27,7 @@ from typing import Any
 import pygit2
 
 from gitliza.core import codec, layout
-from gitliza.git import packs
+from gitliza.git import packfile, packs
 from gitliza.core.board import Changes, Key
 from gitliza.errors import InconsistentState, hint_for
 
@@ -115,7 +115,7 @@ class _Hasher:
 
     def store(self, kind: bytes, body: bytes) -> bytes:
         """The raw id of the object of type `kind` (b"blob", b"tree") with this body."""
-        return packs.object_id(kind, body)
+        return packfile.object_id(kind, body)
 
     def tree(self, entries: Entries) -> bytes:
         body = b"".join([head + oid for _key, head, oid in sorted(entries.values())])

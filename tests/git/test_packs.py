@@ -15,7 +15,7 @@ import pygit2
 import pytest
 
 from gitliza.core.ops import Add, Init, Register
-from gitliza.git import packs
+from gitliza.git import packfile, packs
 from gitliza.git.commits import commit_body, signature
 from gitliza.git.store import STATE_REF, Store
 from tests.conftest import git
@@ -80,8 +80,8 @@ def _one_pack_each(objdir: str, text: str, n: int) -> list[tuple[bytes, bytes]]:
     written = []
     for i in range(n):
         body = f"{text} {i}\n".encode()
-        raw = packs.object_id(b"blob", body)
-        packs.write(objdir, [(raw, b"blob", body)])
+        raw = packfile.object_id(b"blob", body)
+        packfile.write(objdir, [(raw, b"blob", body)])
         written.append((raw, body))
     return written
 
@@ -145,7 +145,7 @@ def test_packs_git_made_with_deltas_are_left_alone(repo: Path) -> None:
     objdir = str(repo / ".git" / "objects")
     for i in range(6):
         body = f"x{i}".encode()
-        packs.write(objdir, [(packs.object_id(b"blob", body), b"blob", body)])
+        packfile.write(objdir, [(packfile.object_id(b"blob", body), b"blob", body)])
     packs.consolidate(objdir, limit=2)
     packs.consolidate(objdir, limit=2, grace=0)
     assert gits[0] in _pack_names(repo)
@@ -223,23 +223,23 @@ def _one_pack(tmp_path: Path) -> tuple[str, str]:
     objects = tmp_path / "objects"
     (objects / "pack").mkdir(parents=True)
     body = b"hello\n"
-    name = packs.write(str(objects), [(packs.object_id(b"blob", body), b"blob", body)])
+    name = packfile.write(str(objects), [(packfile.object_id(b"blob", body), b"blob", body)])
     assert name is not None
     return str(objects), str(objects / "pack" / name)
 
 
 def test_a_damaged_pack_is_not_copied(tmp_path: Path) -> None:
     _objects, base = _one_pack(tmp_path)
-    found = packs._read(base)
+    found = packfile.read_entries(base)
     assert found is not None and len(found) == 1
     data = Path(base + ".pack").read_bytes()
     os.chmod(base + ".pack", 0o644)
     Path(base + ".pack").write_bytes(data[:14])  # header and a cut entry
-    assert packs._read(base) is None
+    assert packfile.read_entries(base) is None
     idx = Path(base + ".idx").read_bytes()
     os.chmod(base + ".idx", 0o644)
     Path(base + ".idx").write_bytes(idx[:1100])  # a short index
-    assert packs._read(base) is None
+    assert packfile.read_entries(base) is None
 
 
 def test_marking_a_pack_twice_keeps_the_first_mark(tmp_path: Path) -> None:
@@ -258,8 +258,8 @@ def test_a_pack_left_half_written_under_its_name_is_replaced_whole(repo: Path) -
     visible); a crash can leave a partial one behind, and writing the same objects again must
     still give a pack git reads in full."""
     _board(repo, 1)
-    objs = [(packs.object_id(b"blob", b"x%d\n" % i), b"blob", b"x%d\n" % i) for i in range(3)]
-    name = packs.write(str(repo / ".git" / "objects"), objs)
+    objs = [(packfile.object_id(b"blob", b"x%d\n" % i), b"blob", b"x%d\n" % i) for i in range(3)]
+    name = packfile.write(str(repo / ".git" / "objects"), objs)
     assert name is not None
     pack, idx = (repo / ".git" / "objects" / "pack" / name).with_suffix(".pack"), \
         (repo / ".git" / "objects" / "pack" / name).with_suffix(".idx")
@@ -267,7 +267,7 @@ def test_a_pack_left_half_written_under_its_name_is_replaced_whole(repo: Path) -
     idx.unlink()
     pack.chmod(0o644)
     pack.write_bytes(whole[: len(whole) // 2])  # what a crash mid-write leaves
-    assert packs.write(str(repo / ".git" / "objects"), objs) == name
+    assert packfile.write(str(repo / ".git" / "objects"), objs) == name
     assert pack.read_bytes() == whole and idx.exists()
     assert not list(pack.parent.glob("tmp_*"))
     assert git(repo, "cat-file", "-p", objs[2][0].hex()) == "x2"
@@ -283,7 +283,7 @@ def test_a_burst_stays_below_gits_auto_gc_pack_limit(repo: Path) -> None:
     most = 0
     for i in range(600):  # ~150 writes a second: the 24-process run of issue 18 made ~130
         body = b"burst %d\n" % i
-        packs.add(objdir, [(packs.object_id(b"blob", body), b"blob", body)])
+        packs.add(objdir, [(packfile.object_id(b"blob", body), b"blob", body)])
         most = max(most, len(_pack_names(repo)))
         time.sleep(0.005)
     assert most <= 50, most
@@ -297,10 +297,10 @@ def test_settle_on_exit_leaves_the_directory_below_the_budget(repo: Path) -> Non
     _board(repo, 0)
     objdir = str(repo / ".git" / "objects")
     script = (
-        "import sys, time\nfrom gitliza.git import packs\n"
+        "import sys, time\nfrom gitliza.git import packfile, packs\n"
         "for i in range(400):\n"
         "    b = b'exit %d\\n' % i\n"
-        "    packs.add(sys.argv[1], [(packs.object_id(b'blob', b), b'blob', b)])\n")
+        "    packs.add(sys.argv[1], [(packfile.object_id(b'blob', b), b'blob', b)])\n")
     subprocess.run([sys.executable, "-c", script, objdir], check=True)
     assert len(_pack_names(repo)) <= packs.PACK_BUDGET
     git(repo, "fsck", "--strict", "--no-dangling")
@@ -338,7 +338,7 @@ def test_a_write_that_fails_leaves_nothing_half_written(repo: Path,
     before = set(os.listdir(os.path.join(objdir, "pack")))
     monkeypatch.setattr(os, "write", full)
     with pytest.raises(OSError):
-        packs.write(objdir, [(packs.object_id(b"blob", b"full\n"), b"blob", b"full\n")])
+        packfile.write(objdir, [(packfile.object_id(b"blob", b"full\n"), b"blob", b"full\n")])
     monkeypatch.setattr(os, "write", real)
     assert set(os.listdir(os.path.join(objdir, "pack"))) == before
     assert _garbage(repo) == 0
