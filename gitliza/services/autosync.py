@@ -19,7 +19,7 @@ from typing import Any
 
 from gitliza.errors import ConcurrencyConflict, GitFailure, IllegalTransition, InconsistentState
 from gitliza.git.store import Committed
-from gitliza.git.transport import PushRejected
+from gitliza.git.pushresults import PushRejected
 from gitliza.services import sync as engine
 
 

@@ -28,7 +28,7 @@ from typing import Any
 import pygit2
 
 from gitliza.errors import ConcurrencyConflict, InconsistentState, ValidationError
-from gitliza.git import transport
+from gitliza.git import remotes, transport
 from gitliza.git.store import Store, _Locked, _Lost
 from gitliza.services.sync import Dropped, Replayed, configured_remote, repo_path, replay
 from gitliza.services.verify import VerifyFailure
@@ -138,14 +138,14 @@ def repair(store: Store, remote: str | None, *, here: bool = False) -> RepairRep
         return rep
     path = repo_path(store.repo)
     remote = remote or configured_remote(store.repo)
-    name = transport.resolve_remote(path, remote)
+    name = remotes.resolve_remote(path, remote)
     fetched = transport.fetch_board(path, remote)
     if fetched.new_oid is None:
         raise ValidationError(f"{name} has no board: nothing to repair")
     tip = pygit2.Oid(hex=fetched.new_oid)
     rep = _checked(store, tip, name)
     res = transport.push_refs(path, remote, [transport.RefUpdate(
-        transport.STATE_REF, rep.after, str(tip), fast_forward=False)])
+        remotes.STATE_REF, rep.after, str(tip), fast_forward=False)])
     if not res.ok:
         raise ConcurrencyConflict(f"{name}'s board moved while it was being repaired; nothing was "
                                   "changed", hint="run `git liza repair` again")

@@ -51,12 +51,12 @@ from gitliza.core.invariants import problems_of_change
 from gitliza.core.ops.base import Op, apply
 from gitliza.core.states import TaskState
 from gitliza.errors import ConcurrencyConflict, InconsistentState, LizaError, ValidationError
-from gitliza.git import transport
+from gitliza.git import pushresults, remotes, transport
 from gitliza.git.store import Store, _Locked, _Lost
 from gitliza.git.tasklocks import task_lock
 from gitliza.git.worktrees import list_task_branches, ref_oid
 
-ALIAS_KEY = "sync.remote"  # the issue's name; `liza.remote` (transport.CONFIG_KEY) wins
+ALIAS_KEY = "sync.remote"  # the issue's name; `liza.remote` (remotes.CONFIG_KEY) wins
 MAX_ROUNDS = 6
 ROUND_DELAYS = (0.0, 0.1, 0.25, 0.5, 1.0)  # before rounds 2..6, plus jitter
 JITTER = 0.1
@@ -191,7 +191,7 @@ def configured_remote(repo: pygit2.Repository) -> str | None:
         cfg = repo.config
     except pygit2.GitError:
         return None
-    for key in (transport.CONFIG_KEY, ALIAS_KEY):
+    for key in (remotes.CONFIG_KEY, ALIAS_KEY):
         try:
             value = str(cfg[key]).strip()
         except (KeyError, pygit2.GitError):
@@ -431,12 +431,12 @@ def sync(store: Store, remote: str | None = None, *, mode: str = "sync", rounds:
     path = repo_path(repo)
     remote = remote or configured_remote(repo)
     rep = SyncReport(mode=mode)
-    rep.remote = transport.resolve_remote(path, remote)
+    rep.remote = remotes.resolve_remote(path, remote)
     say = progress or (lambda _line: None)
     origin: dict[str, str] = {}  # rebuilt commit -> the local commit its op came from
     verified: pygit2.Oid | None = None  # the newest remote tip this sync has checked
     integ = _integration(store, store.tip())
-    prefix = transport.tracking_ref(path, remote)[: -len("liza/state")]  # refs/remotes/<ns>/
+    prefix = remotes.tracking_ref(path, remote)[: -len("liza/state")]  # refs/remotes/<ns>/
     for rnd in range(1, rounds + 1):
         rep.rounds = rnd
         if rnd > 1:
@@ -581,7 +581,7 @@ def pull_branches(store: Store, remote: str | None = None, *,
     repo = store.repo
     path = repo_path(repo)
     remote = remote or configured_remote(repo)
-    rep = SyncReport(mode="pull", remote=transport.resolve_remote(path, remote), rounds=1)
+    rep = SyncReport(mode="pull", remote=remotes.resolve_remote(path, remote), rounds=1)
     integ = _integration(store, store.tip())
     fetched = _fetch(path, remote, integ, timeout, None)
     before = fetched.old_oid
@@ -634,11 +634,11 @@ def _task_leases(store: Store, prefix: str) -> tuple[bool, dict[str, str]]:
         t = tasks[task_id]
         if t is None or t.status not in SUBMITTED or t.review_commit != str(head):
             continue
-        tracked = repo.references.get(f"{prefix}{transport.TASKS_NAMESPACE}/{task_id}")
+        tracked = repo.references.get(f"{prefix}{remotes.TASKS_NAMESPACE}/{task_id}")
         if tracked is None or ref_oid(tracked) != head:
             unsure = True
         else:
-            known[f"{transport.TASK_BRANCHES}{task_id}"] = str(head)
+            known[f"{remotes.TASK_BRANCHES}{task_id}"] = str(head)
     return unsure, known
 
 
@@ -753,7 +753,7 @@ def branch_updates(store: Store, tip: pygit2.Oid, r: pygit2.Oid | None, rep: Syn
         t = board.task(task_id)
         if t is None or t.status not in SUBMITTED or t.review_commit != str(head):
             continue
-        ref = f"{transport.TASK_BRANCHES}{task_id}"
+        ref = f"{remotes.TASK_BRANCHES}{task_id}"
         theirs_t = br.remote.get(ref)
         if theirs_t != str(head):
             out.append(transport.RefUpdate(ref, str(head), theirs_t, fast_forward=False))
@@ -796,26 +796,26 @@ def _push(store: Store, path: Path, remote: str | None, local: pygit2.Oid, r: py
     now has them all (or there was nothing to push), False to start over."""
     updates: list[transport.RefUpdate] = []
     if local != r:
-        updates.append(transport.RefUpdate(transport.STATE_REF, str(local),
+        updates.append(transport.RefUpdate(remotes.STATE_REF, str(local),
                                            None if r is None else str(r)))
     if br is not None:
         updates += branch_updates(store, local, r, rep, br)
     if not updates:
         return True
     say(f"pushing {', '.join(u.ref for u in updates)} to {rep.remote}")
-    if len(updates) == 1 and updates[0].ref == transport.STATE_REF:
+    if len(updates) == 1 and updates[0].ref == remotes.STATE_REF:
         # The board alone: the single-ref push (same lease, same fast-forward rule).
         one_ = transport.push_board(path, remote, str(local), updates[0].expected_oid,
                                     timeout=timeout, progress=None)
-        res = transport.MultiPushResult(one_.status, one_.remote, (one_,))
+        res = pushresults.MultiPushResult(one_.status, one_.remote, (one_,))
     else:
         res = transport.push_refs(path, remote, updates, timeout=timeout, progress=None)
     if res.ok:
         for u, one in zip(updates, res.results):
-            if u.ref == transport.STATE_REF:
-                rep.pushed = one.status == transport.PushStatus.OK
+            if u.ref == remotes.STATE_REF:
+                rep.pushed = one.status == pushresults.PushStatus.OK
                 rep.remote_after = str(local)
-            elif one.status == transport.PushStatus.OK:
+            elif one.status == pushresults.PushStatus.OK:
                 # (push_refs moved its tracking ref: the next sync knows it need not fetch)
                 rep.branches.append(f"pushed {u.ref[len('refs/heads/'):]} {u.local_oid[:12]}")
         return True

@@ -14,7 +14,7 @@ import pytest
 from gitliza.services import sync as engine
 from gitliza.core.ops import Note
 from gitliza.errors import ConcurrencyConflict
-from gitliza.git import direct, transport
+from gitliza.git import direct, pushresults, transport
 from gitliza.git.store import STATE_REF, Store
 from tests.conftest import git
 from tests.services.test_sync import clone, liza, seed
@@ -96,7 +96,7 @@ def test_a_hook_that_refuses_still_refuses(tmp_path: Path) -> None:
     _hook(bare, "pre-receive", "echo 'no board changes today' >&2; exit 1")
     ha = liza(a, agent="a1")
     ha.do(Note, message="refused")
-    with pytest.raises(transport.PushRejected, match="no board changes today"):
+    with pytest.raises(pushresults.PushRejected, match="no board changes today"):
         engine.sync(ha.store, "origin")
     assert git(bare, "rev-parse", STATE_REF) == before
 
@@ -207,10 +207,10 @@ def test_a_locked_remote_ref_is_a_lost_race_and_nothing_moves(tmp_path: Path) ->
     lock.write_text("")  # another push holds the ref
     mine = git(a, "rev-parse", STATE_REF)
     res = transport.push_board(a, "origin", mine, before)
-    assert res.status == transport.PushStatus.STALE and res.needs_replay
+    assert res.status == pushresults.PushStatus.STALE and res.needs_replay
     assert git(bare, "rev-parse", STATE_REF) == before
     lock.unlink()
-    assert transport.push_board(a, "origin", mine, before).status == transport.PushStatus.OK
+    assert transport.push_board(a, "origin", mine, before).status == pushresults.PushStatus.OK
     assert git(bare, "rev-parse", STATE_REF) == mine
     _whole(bare)
 
@@ -221,7 +221,7 @@ def test_a_first_push_copies_the_whole_board(tmp_path: Path) -> None:
     git(tmp_path, "init", "-q", "--bare", "-b", "main", str(empty))
     tip = git(work, "rev-parse", STATE_REF)
     res = transport.push_board(work, str(empty), tip, None)
-    assert res.status == transport.PushStatus.OK and res.summary == "[new reference]"
+    assert res.status == pushresults.PushStatus.OK and res.summary == "[new reference]"
     assert git(empty, "rev-parse", STATE_REF) == tip
     _whole(empty)
     fresh = tmp_path / "fresh"

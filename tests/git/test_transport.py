@@ -13,17 +13,10 @@ from pathlib import Path
 import pytest
 
 from gitliza.errors import GitFailure, MissingDependency, ValidationError
-from gitliza.git.transport import (
-    PushRejected,
-    PushResult,
-    PushStatus,
-    fetch_board,
-    ls_remote_state,
-    print_progress,
-    push_board,
-    resolve_remote,
-    tracking_ref,
-)
+from gitliza.git.gitcmd import print_progress
+from gitliza.git.pushresults import PushRejected, PushResult, PushStatus
+from gitliza.git.remotes import resolve_remote, tracking_ref
+from gitliza.git.transport import fetch_board, ls_remote_state, push_board
 from tests.conftest import git
 from tests.gitdaemon import GitDaemon, git_daemon  # noqa: F401  (git_daemon is a fixture)
 

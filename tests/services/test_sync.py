@@ -23,7 +23,7 @@ from gitliza.core import clock, record
 from gitliza.core.ops import Add, Claim, Init, Note, Register
 from gitliza.core.states import TaskState
 from gitliza.errors import ConcurrencyConflict, GitFailure, ValidationError
-from gitliza.git import transport, worktrees
+from gitliza.git import pushresults, transport, worktrees
 from gitliza.git.store import STATE_REF, Store
 from tests.conftest import git
 from tests.gitdaemon import GitDaemon, git_daemon  # noqa: F401  (the fixture)
@@ -362,9 +362,9 @@ def test_gives_up_after_the_bounded_rounds_with_exit_2(tmp_path: Path,
     liza(a, now=Clock(offset=60)).do(Note, message="a")
 
     def stale(path: Any, remote: Any, local: str, expected: str | None, *a: Any,
-              **k: Any) -> transport.PushResult:
-        return transport.PushResult(transport.PushStatus.STALE, str(remote), STATE_REF, local,
-                                    expected, "[rejected] (stale info)")
+              **k: Any) -> pushresults.PushResult:
+        return pushresults.PushResult(pushresults.PushStatus.STALE, str(remote), STATE_REF, local,
+                                      expected, "[rejected] (stale info)")
     monkeypatch.setattr(transport, "push_board", stale)
     with pytest.raises(engine.SyncGaveUp) as info:
         engine.sync(Store.discover(a), rounds=3, sleep=lambda _s: None)

@@ -12,7 +12,7 @@ import pytest
 from gitliza.services import sync as engine
 from gitliza.services.adopt import IntegrationRefused, RemoteRefused
 from gitliza.core.ops import Claim, Note
-from gitliza.git import transport
+from gitliza.git import remotes
 from gitliza.git.store import STATE_REF, Store
 from tests.conftest import git
 from tests.forgery import forge, push_forgery
@@ -43,7 +43,7 @@ def test_forged_board_is_refused_local_board_and_work_kept(
     forged = forge(b, "task-1")
     push_forgery(b, forged)
     assert tip(bare) == forged
-    tracking = transport.tracking_ref(a, "origin")
+    tracking = remotes.tracking_ref(a, "origin")
     tracking_before = tip(a, tracking)
     with pytest.raises(RemoteRefused) as err:
         engine.sync(Store.discover(a), "origin")
@@ -149,7 +149,7 @@ def test_forged_board_refused_before_claim_moves_anything(remote: tuple[str, Pat
     assert r.returncode == 4 and "refusing origin's board" in r.stderr, r.stderr
     assert tip(a) == before and liza(a).board().task("task-2").status.value == "UNCLAIMED"
     assert not (a / ".worktrees" / "task-2").exists()
-    assert tip(a, transport.tracking_ref(a, "origin")) != git(b, "rev-parse", STATE_REF)
+    assert tip(a, remotes.tracking_ref(a, "origin")) != git(b, "rev-parse", STATE_REF)
 
 
 def test_repeated_ops_of_a_rebuilt_remote_are_not_applied_twice(tmp_path: Path) -> None:
