@@ -22,14 +22,10 @@ from gitliza.errors import (ConcurrencyConflict, GitFailure, NotFound, Validatio
                             environmental)
 from gitliza.git import reflocks
 from gitliza.git.repository import common_dir
-from gitliza.git.worktrees import (
-    checkouts_of_branch,
-    clean_sync_problems,
-    contained_path,
-    ref_oid,
-    require_commit,
-    temporary_checkout,
-)
+from gitliza.git.checkouts import clean_sync_problems
+from gitliza.git.repository import ref_oid
+from gitliza.git.worktree_list import checkouts_of_branch
+from gitliza.git.worktrees import contained_path, require_commit, temporary_checkout
 
 MergeKind = Literal["fast-forward", "merge", "up-to-date"]
 OUTPUT_TAIL_LINES = 20

@@ -36,7 +36,7 @@ from watchdog.events import FileSystemEventHandler
 
 from gitliza.git.repository import common_dir, open_repository
 from gitliza.git.store import STATE_REF
-from gitliza.git.worktrees import LIZA_DIR, main_worktree
+from gitliza.git.repository import LIZA_DIR, main_worktree
 
 CONTROL_FILES = ("PAUSE", "ABORT", "CHECKPOINT")
 

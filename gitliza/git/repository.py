@@ -1,7 +1,8 @@
-"""Opening a repository, and where it keeps what all its worktrees share (the git common dir).
+"""Opening a repository, and where things are in it: the git common dir (what all worktrees
+share), the main worktree, gitliza's `.liza/` there, and the commit a reference ends at.
 
 The lowest layer of gitliza/git/: the object writer (packs.py), the board store, worktrees, merges
-and the ref watcher all find the common dir here, so none of them imports another for it.
+and the ref watcher all find these here, so none of them imports another for them.
 """
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import os
 from pathlib import Path
 
 import pygit2
+from pygit2 import Oid, Repository
 
 from gitliza.errors import GitFailure, ValidationError
 
@@ -37,3 +39,51 @@ def open_repository(path: str | os.PathLike[str] = ".") -> pygit2.Repository:
         # writable root, a worktree's git dir included: opened by that git dir, libgit2 stops
         # at the mount and finds nothing. Opened from the worktree, it is found.
         return pygit2.Repository(str(path))
+
+
+def ref_oid(ref: pygit2.Reference) -> Oid:
+    """The commit a (possibly symbolic) reference ends at."""
+    target = ref.resolve().target
+    if not isinstance(target, Oid):
+        raise GitFailure(f"reference {ref.name} does not resolve to an object id")
+    return target
+
+
+def main_repository(repo: Repository) -> Repository:
+    """The repository opened at its common dir: the main one, whichever worktree `repo` is."""
+    return Repository(str(common_dir(repo)))
+
+
+# The human-facing files (views, reports, PAUSE/ABORT/CHECKPOINT), in the main worktree.
+LIZA_DIR = ".liza"
+
+
+def liza_path(repo: Repository) -> Path:
+    """`<main worktree>/.liza` (`<git dir>/.liza` for a bare repository); not created here."""
+    return (main_worktree(repo) or Path(repo.path)) / LIZA_DIR
+
+
+def main_worktree(repo: Repository) -> Path | None:
+    """The main worktree's directory (task worktree paths on the board are relative to it), or
+    None for a bare repository."""
+    main = main_repository(repo)
+    return None if main.is_bare or main.workdir is None else Path(main.workdir).resolve()
+
+
+def ensure_excluded(common: Path, directory: str) -> bool:
+    """Add `/<directory>/` to `<common-dir>/info/exclude` once, so that what gitliza keeps in the
+    main worktree (`.worktrees/`, `.liza/`) stays out of every `git status` without touching a
+    tracked .gitignore. Returns whether the line was added."""
+    line = f"/{directory}/"
+    exclude = common / "info" / "exclude"
+    try:
+        existing = exclude.read_text().strip()
+    except (OSError, UnicodeDecodeError):
+        existing = ""
+    accepted = {line, line.rstrip("/"), directory, f"{directory}/"}
+    if accepted & {ln.strip() for ln in existing.splitlines()}:
+        return False
+    exclude.parent.mkdir(parents=True, exist_ok=True)
+    with exclude.open("a") as f:
+        f.write(("\n" if existing and not existing.endswith("\n") else "") + line + "\n")
+    return True

@@ -17,7 +17,7 @@ from gitliza.core.board import Board
 from gitliza.core.ops.control import Checkpoint
 from gitliza.core.states import TaskState
 from gitliza.git.store import Committed, Store
-from gitliza.git.worktrees import liza_path
+from gitliza.git.repository import liza_path
 from gitliza.governance.history import SprintSpan, sprint_metrics
 
 SUMMARY = "sprint_summary.md"

@@ -26,7 +26,7 @@ from gitliza.core.alarms import Alert, Facts, Report
 from gitliza.core.board import Board
 from gitliza.errors import LizaError
 from gitliza.git.store import Store
-from gitliza.git.worktrees import liza_path
+from gitliza.git.repository import liza_path
 
 ALERTS_LOG = "alerts.log"
 ESCALATION = "ESCALATION"

@@ -8,7 +8,7 @@ import pygit2
 from gitliza.core.ops.planning import check_spec_ref, spec_path
 from gitliza.core.prompts import DEFAULT_SPEC
 from gitliza.errors import ValidationError
-from gitliza.git.worktrees import main_worktree
+from gitliza.git.repository import main_worktree
 
 
 def goal_spec(repo: pygit2.Repository, spec: str | None) -> tuple[str | None, list[str]]:

@@ -49,11 +49,12 @@ from gitliza.git.reflocks import RefLocked, retrying
 from gitliza.git.repository import common_dir
 from gitliza.git.store import Committed
 from gitliza.git.tasklocks import task_lock
-from gitliza.git.worktrees import (WORKTREES_DIR, TaskWorktreeEntry, add_task_worktree,
-                                   clean_sync_problems, contained_path,
-                                   list_task_branches, list_task_worktrees, ref_oid,
-                                   held_here, remove_task_worktree, task_branch,
-                                   worktree_head)
+from gitliza.git.checkouts import clean_sync_problems, worktree_head
+from gitliza.git.repository import ref_oid
+from gitliza.git.worktree_list import (TaskWorktreeEntry, held_here, list_task_branches,
+                                       list_task_worktrees)
+from gitliza.git.worktrees import (WORKTREES_DIR, add_task_worktree, contained_path,
+                                   remove_task_worktree, task_branch)
 from gitliza.services.leftovers import Problem
 
 if TYPE_CHECKING:
@@ -745,7 +746,7 @@ def _undo_branch(repo: Repository, branch: str, outcome: MergeOutcome) -> bool:
     """Move the integration branch back from our merge result to where it was, by CAS; not when
     a worktree has it checked out (its files followed the merge) -- then it stays, and the next
     sync reports the divergence."""
-    from gitliza.git.worktrees import checkouts_of_branch
+    from gitliza.git.worktree_list import checkouts_of_branch
     ref = repo.references.get(f"refs/heads/{branch}")
     if outcome.kind == "up-to-date" or ref is None or ref_oid(ref) != outcome.new:
         return outcome.kind == "up-to-date"

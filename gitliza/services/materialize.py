@@ -38,7 +38,7 @@ from gitliza.core import clock, record, retention, yamlview
 from gitliza.errors import GitFailure, LizaError, ValidationError
 from gitliza.git.repository import common_dir
 from gitliza.git.store import Store
-from gitliza.git.worktrees import LIZA_DIR, ensure_excluded, main_worktree as _main_root
+from gitliza.git.repository import LIZA_DIR, ensure_excluded, main_worktree as _main_root
 
 STATE_FILE = "state.yaml"
 LOG_FILE = "log.yaml"

@@ -54,7 +54,8 @@ from gitliza.errors import ConcurrencyConflict, InconsistentState, LizaError, Va
 from gitliza.git import pushresults, remotes, transport
 from gitliza.git.store import Store, _Locked, _Lost
 from gitliza.git.tasklocks import task_lock
-from gitliza.git.worktrees import list_task_branches, ref_oid
+from gitliza.git.repository import ref_oid
+from gitliza.git.worktree_list import list_task_branches
 
 ALIAS_KEY = "sync.remote"  # the issue's name; `liza.remote` (remotes.CONFIG_KEY) wins
 MAX_ROUNDS = 6
@@ -346,14 +347,14 @@ def stand_down(store: Store, op: Op, board: Board, replayed: Sequence[Replayed])
 def _remove_if_unused(store: Store, task_id: str, base: str) -> str | None:
     """Remove the task's worktree and branch unless they hold work (dirty, or commits beyond
     the claimed base): those are kept and flagged. None: nothing of the task's was on disk."""
-    from gitliza.git import worktrees
-    entries = [e for e in worktrees.list_task_worktrees(store.repo) if e.task_id == task_id]
-    branch = worktrees.list_task_branches(store.repo).get(task_id)
+    from gitliza.git import checkouts, worktree_list, worktrees
+    entries = [e for e in worktree_list.list_task_worktrees(store.repo) if e.task_id == task_id]
+    branch = worktree_list.list_task_branches(store.repo).get(task_id)
     if not entries and branch is None:
         return None
     for e in entries:
         if e.directory_exists:
-            problems = worktrees.clean_sync_problems(e.path)
+            problems = checkouts.clean_sync_problems(e.path)
             if problems:
                 return f"kept: {e.path} is dirty ({'; '.join(problems[:3])})"
         if e.head is not None and str(e.head) != base:

@@ -7,7 +7,7 @@ from pygit2 import Repository
 from gitliza import atomic
 from gitliza.core import clock
 from gitliza.git.repository import common_dir
-from gitliza.git.worktrees import LIZA_DIR, ensure_excluded, liza_path
+from gitliza.git.repository import LIZA_DIR, ensure_excluded, liza_path
 
 
 def keep(repo: Repository, task: str, now: str, output: str) -> str | None:

@@ -62,7 +62,7 @@ def show_data(liza: Any, task: str, at: str | None = None) -> dict[str, Any]:
 
 def agent_logs(liza: Any, task: str) -> list[Any]:
     """The agent runs' logs for `task` kept on this machine (`.liza/agent-logs/`)."""
-    from gitliza.git.worktrees import liza_path
+    from gitliza.git.repository import liza_path
     from gitliza.services import agentlog
     return agentlog.for_task(liza_path(liza.repo), task)
 

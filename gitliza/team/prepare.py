@@ -12,7 +12,7 @@ import pygit2
 from gitliza.access import tools
 from gitliza.core.states import Role
 from gitliza.git.repository import common_dir, open_repository
-from gitliza.git.worktrees import LIZA_DIR
+from gitliza.git.repository import LIZA_DIR
 from gitliza.team import profiles
 
 GEMINI_SYSTEM_SETTINGS = Path("/etc/gemini-cli/settings.json")

@@ -14,7 +14,7 @@ from typing import IO, Callable
 from gitliza.access import mcp_config
 from gitliza.core import prompts
 from gitliza.core.states import Role
-from gitliza.git.worktrees import LIZA_DIR
+from gitliza.git.repository import LIZA_DIR
 from gitliza.services import agentlog, lifecycle
 from gitliza.services.api import AGENT_ENV, GEN_ENV, Liza
 from gitliza.team import briefing, orphans, prepare, profiles, runner

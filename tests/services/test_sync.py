@@ -23,7 +23,7 @@ from gitliza.core import clock, record
 from gitliza.core.ops import Add, Claim, Init, Note, Register
 from gitliza.core.states import TaskState
 from gitliza.errors import ConcurrencyConflict, GitFailure, ValidationError
-from gitliza.git import pushresults, transport, worktrees
+from gitliza.git import pushresults, transport, worktree_list, worktrees
 from gitliza.git.store import STATE_REF, Store
 from tests.conftest import git
 from tests.gitdaemon import GitDaemon, git_daemon  # noqa: F401  (the fixture)
@@ -248,7 +248,7 @@ def test_a_lost_claim_stands_down_and_its_clean_worktree_goes(tmp_path: Path) ->
     rep = engine.sync(Store.discover(a))
     [d] = rep.dropped
     assert d.stand_down and d.actor == "a1" and d.worktree and d.worktree.startswith("removed")
-    assert not wt.path.exists() and "task-1" not in worktrees.list_task_branches(repo_a)
+    assert not wt.path.exists() and "task-1" not in worktree_list.list_task_branches(repo_a)
     assert "a1 must stand down from task-1" in d.describe()
 
 

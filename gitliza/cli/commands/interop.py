@@ -28,7 +28,7 @@ def import_board(env: Env, state: Path | None, log: Path | None, force: bool) ->
     from gitliza.core.states import HUMAN_ACTOR
     from gitliza.git.store import Store
     from gitliza.interop import genesis, seed
-    from gitliza.git.worktrees import main_worktree
+    from gitliza.git.repository import main_worktree
     store = Store.discover(env.path)
     root = main_worktree(store.repo)
     if state is None:

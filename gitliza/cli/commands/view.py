@@ -152,7 +152,7 @@ def validate(env: Env, at: str | None, file: str | None = None) -> int:
         return _validate_file(env, file)
     liza = env.liza()
     board, commit = liza.store.board(at)
-    from gitliza.git.worktrees import main_worktree
+    from gitliza.git.repository import main_worktree
     root = main_worktree(liza.store.repo)
     if commit is None:
         seed = None if root is None else root / ".liza" / "state.yaml"
@@ -163,7 +163,7 @@ def validate(env: Env, at: str | None, file: str | None = None) -> int:
         raise ValidationError(f"no board here ({liza.store.ref} does not exist)",
                               hint="run `git liza init GOAL` first")
     exists = None if root is None else (lambda rel: (root / rel).is_dir())
-    from gitliza.git.worktrees import held_here
+    from gitliza.git.worktree_list import held_here
     repo = liza.store.repo
 
     def here(tid: str) -> bool:
