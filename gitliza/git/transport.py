@@ -30,6 +30,8 @@ from gitliza.git.remotes import (BOARD_PREFIX, HEADS, STATE_REF, TASK_BRANCHES, 
                                  Remote, check_board_ref, check_integration_name, local_repo,
                                  read_ref, resolve, tracking_of)
 
+# pygit2 and direct.py (with the tree builder and the object writer) are imported in the
+# functions that use them, for start-up: importing the transport for its names costs neither.
 DEFAULT_TIMEOUT = 120.0  # seconds for one git network command; the board is small
 _OID = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
 
