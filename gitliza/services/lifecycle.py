@@ -840,7 +840,7 @@ def cleanup_after(liza: Liza, committed: Committed) -> list[str]:
 class DoctorReport:
     problems: list[Problem]
     busy: list[str]  # tasks skipped because a claim/merge holds their lock right now
-    # Live tasks held on another machine (git/worktrees.py `held_here`): not judged, said so.
+    # Live tasks held on another machine (git/worktree_list.py `held_here`): not judged, said so.
     elsewhere: list[str] = field(default_factory=list)
 
     @property
