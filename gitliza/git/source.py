@@ -4,7 +4,7 @@ An entity is decoded on first access, strictly (a blob may come from someone els
 keys, wrong types and a blob holding another entity than its path names are refused), and kept by
 blob oid for the life of the process. `Tables` carries parsed TOML tables between processes
 (gitliza/git/tablecache.py). `check_format` refuses a state tree in a format this gitliza does not
-read. The write path (store.py), verify and the seed importer all read through here.
+read. The store (store.py) and verify, which replays imports too, read boards through here.
 """
 from __future__ import annotations
 
