@@ -47,7 +47,7 @@ import time
 import zlib
 from typing import Any, Iterable
 
-from gitliza.core.layout import sha1
+from gitliza.core.hashing import sha1
 
 TYPE_CODES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
 PACK_LIMIT = 16  # packs in objects/pack/ before the small ones are merged
