@@ -1,11 +1,15 @@
-"""All ops. Op classes are loaded on first use (PEP 562): a CLI command pays only for the op
-module it runs; `load_all()` (replay, `op_from_record`) registers every op in `OPS`."""
+"""All ops, the package's public face. Op classes are loaded on first use (PEP 562): a CLI
+command pays only for the op module it runs; `load_all()` (replay, `op_from_record`) registers
+every op in `OPS`. The face re-exports the names defined in ops/base.py and ops/engine.py so that
+callers can write `from gitliza.core.ops import Claim, apply` without knowing which module an op
+lives in."""
 from __future__ import annotations
 
 import importlib
 from typing import Any
 
-from gitliza.core.ops.base import OPS, Ctx, Event, Op, Outcome, apply, load_all, op_from_record
+from gitliza.core.ops.base import OPS, Ctx, Event, Op, Outcome, load_all, op_from_record
+from gitliza.core.ops.engine import apply
 
 _WHERE = {
     "AnomalyOp": "journal", "Convert": "journal", "Discover": "journal", "Note": "journal",
