@@ -14,9 +14,10 @@ from gitliza.core.ops.engine import apply
 _WHERE = {
     "AnomalyOp": "journal", "Convert": "journal", "Discover": "journal", "Note": "journal",
     "SpecChangeOp": "journal",
-    "Abandon": "planning", "AbortGoal": "planning", "Add": "planning", "CompleteGoal": "planning",
-    "ConfigSet": "planning", "Edit": "planning", "Finalize": "planning",
-    "Init": "planning", "Register": "planning", "Rescope": "planning", "Unblock": "planning",
+    "AbortGoal": "goal", "CompleteGoal": "goal", "ConfigSet": "goal", "Init": "goal",
+    "Register": "goal",
+    "Abandon": "planning", "Add": "planning", "Edit": "planning", "Finalize": "planning",
+    "Rescope": "planning", "Unblock": "planning",
     "Block": "work", "Claim": "work", "ClaimReview": "work", "HandoffOp": "work",
     "Heartbeat": "work", "Merge": "work", "Release": "work", "Submit": "work", "Verdict": "work",
     "AbortOp": "control", "Checkpoint": "control", "Pause": "control", "Resume": "control",
