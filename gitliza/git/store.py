@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import pygit2
 
-from gitliza.core import codec, layout, record
+from gitliza.core import codec, layout, record, tomlblob
 from gitliza.core.board import ENTITY_TYPES, Board, Changes
 from gitliza.core.invariants import problems_of_change
 from gitliza.core.ops.base import Op, Outcome
@@ -114,7 +114,7 @@ class GitSource:
                 pass
         path = layout.path_of(coll, key)
         self._tables.missed += 1
-        table = self._tables[raw] = codec.table(self._repo[oid].data, path)  # type: ignore[attr-defined]
+        table = self._tables[raw] = tomlblob.table(self._repo[oid].data, path)  # type: ignore[attr-defined]
         value = decode_table(coll, key, table, path)
         self._tables.used[raw] = table
         return value
@@ -143,7 +143,7 @@ def _ident(coll: str, entity: Any) -> Any:
 
 
 def decode_blob(coll: str, key: str, data: bytes, path: str) -> Any:
-    return decode_table(coll, key, codec.table(data, path), path)
+    return decode_table(coll, key, tomlblob.table(data, path), path)
 
 
 def decode_table(coll: str, key: str, table: dict[str, Any], path: str) -> Any:
