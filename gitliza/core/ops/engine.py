@@ -4,8 +4,10 @@ An op is a small frozen record (ops/base.py) that carries its actor and its time
 validates it against the board and the transition table and returns the entities it changed plus
 one event; it never reads the clock or touches git. Replaying the recorded op on the parent board
 must give the same changes, which is what `verify` checks. After the op's own rules, `apply` runs
-the rules that follow every op (a sprint completes when its planned tasks are terminal:
-ops/sprint.py) and checks the agent moves against the agent state table.
+the rules that follow every op (`completes`: a sprint completes when its planned tasks are
+terminal; the sprint's scope is set by ops/sprint.py) and checks the agent moves against the agent
+state table. No op module is imported here, so a read command, which imports `apply` through the
+store but applies nothing, loads no op.
 """
 from __future__ import annotations
 
@@ -15,9 +17,9 @@ from typing import Any
 from gitliza.core import clock
 from gitliza.core.board import Board, Changes
 from gitliza.core.ids import check_id
-from gitliza.core.ops.base import Ctx, Event, Op, Outcome
-from gitliza.core.ops.sprint import completes
-from gitliza.core.states import AGENT_TRANSITIONS, HUMAN_ACTOR
+from gitliza.core.model import SprintStatus
+from gitliza.core.ops.base import Ctx, Event, Op, Outcome, replace
+from gitliza.core.states import AGENT_TRANSITIONS, HUMAN_ACTOR, TERMINAL
 from gitliza.errors import InconsistentState, LeaseLost, ValidationError
 
 
@@ -42,6 +44,20 @@ def apply(board: Board, op: Op) -> Outcome:
     _check_agent_moves(board, changes)
     return Outcome(changes=changes, event=event, board=board.with_changes(changes),
                    notices=tuple(ctx.notices))
+
+
+def completes(ctx: Ctx) -> None:
+    """After an op: a sprint IN_PROGRESS whose planned tasks (there must be some) are all terminal
+    now, and were not all before, is COMPLETED (sprint-governance.md)."""
+    sp = ctx.get("sprint")
+    if sp is None or sp.status != SprintStatus.IN_PROGRESS or not sp.scope.planned:
+        return
+    if not any(k[0] in ("tasks", "archive") and k[1] in sp.scope.planned for k in ctx.changes):
+        return
+    if all((t := ctx.task(tid)) is not None and t.status in TERMINAL for tid in sp.scope.planned):
+        ctx.put("sprint", "", replace(sp, status=SprintStatus.COMPLETED,
+                                      timeline=replace(sp.timeline, ended=ctx.op.time)))
+        ctx.notices.append(f"sprint {sp.id} COMPLETED: its planned tasks are terminal")
 
 
 def _check_generation(board: Board, op: Op) -> None:
