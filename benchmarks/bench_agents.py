@@ -176,7 +176,7 @@ def _load_board(path: Path, coders: int, reviewers: int, tasks: int) -> tuple[st
 
 # -- the ops ---------------------------------------------------------------------------------------
 def _op(kind: str, task: str | None, integ: str) -> tuple[type, dict[str, Any]]:
-    from gitliza.core.ops import control, work
+    from gitliza.core.ops import control, review, work
     if kind == "heartbeat":
         return work.Heartbeat, {"task": task}
     if kind == "renew":
@@ -186,9 +186,9 @@ def _op(kind: str, task: str | None, integ: str) -> tuple[type, dict[str, Any]]:
         "claim": (work.Claim, {"task": task, "worktree": work.worktree_path(task),
                                "base_commit": integ}),
         "submit": (work.Submit, {"task": task, "commit": integ}),
-        "claim-review": (work.ClaimReview, {"task": task}),
-        "verdict": (work.Verdict, {"task": task, "verdict": "approve", "commit": integ}),
-        "merge": (work.Merge, {"task": task, "result": "merged", "merge_commit": integ}),
+        "claim-review": (review.ClaimReview, {"task": task}),
+        "verdict": (review.Verdict, {"task": task, "verdict": "approve", "commit": integ}),
+        "merge": (review.Merge, {"task": task, "result": "merged", "merge_commit": integ}),
     }[kind]
 
 
@@ -247,6 +247,7 @@ def _cpu_now() -> float:
 def _worker(path: str, integ: str, shared: bool, inq: Any, outq: Any) -> None:
     import gitliza.services.api  # noqa: F401  (imported before the CPU count starts: not per-op cost)
     import gitliza.core.ops.control  # noqa: F401
+    import gitliza.core.ops.review  # noqa: F401
     import gitliza.core.ops.work  # noqa: F401
     import gitliza.services.sync  # noqa: F401
     from gitliza.git.store import Store

@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from gitliza.services.api import Liza  # noqa: E402
 from gitliza.services.lifecycle import ensure_integration_branch  # noqa: E402
 from gitliza.core.ops import Add, Block, Init  # noqa: E402
-from gitliza.core.ops.planning import ConfigSet  # noqa: E402
+from gitliza.core.ops.goal import ConfigSet  # noqa: E402
 
 BIN = Path(sys.executable).parent
 ENV = {k: v for k, v in os.environ.items() if not k.startswith("LIZA_")}

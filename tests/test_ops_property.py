@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, settings
 
 from gitliza.services.api import Liza
 from gitliza.core.ops.journal import SpecChangeOp
-from gitliza.core.ops.planning import Init
+from gitliza.core.ops.goal import Init
 from gitliza.errors import ValidationError
 from tests.opsmachine import OpsMachine
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Iterator, Mapping, Protocol
 
-from gitliza.core import codec
+from gitliza.core import tomlblob
+from gitliza.core.hashing import sha1
 from gitliza.core.model import (Agent, Anomaly, CircuitBreaker, Config, Control, Discovery, Goal,
                                 Handoff, HumanNote, SpecChange, Sprint, Supervisor, Task)
 
@@ -155,6 +156,5 @@ class Board:
 def journal_key(entry: Any, timestamp: str) -> str:
     """A journal entry's key: its time (so names sort chronologically) and a digest of its content
     (so two entries in the same second never collide, and replay derives the same key)."""
-    from gitliza.core.layout import sha1
-    digest = sha1(codec.dumps(entry)).hexdigest()[:10]
+    digest = sha1(tomlblob.dumps(entry)).hexdigest()[:10]
     return f"{timestamp.replace(':', '').replace('-', '')}-{digest}"

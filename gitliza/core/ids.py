@@ -1,5 +1,7 @@
-"""Identifier rules. Task and agent ids become file names, branch names and directory names, so
-they are kebab-case and bounded: nothing that could climb out of a directory or upset a ref."""
+"""Rules for the names the board holds that end up as file names, refs or paths. Task and agent ids
+become file names, branch names and directory names, so they are kebab-case and bounded: nothing
+that could climb out of a directory or upset a ref. A branch name (config integration_branch) is
+held to a conservative subset of git-check-ref-format, a spec_ref to a relative path."""
 from __future__ import annotations
 
 import re
@@ -44,3 +46,29 @@ def check_agent_id_for_role(agent_id: str, role: str) -> str:
                               f"(expected {' or '.join(w + '-N' for w in words)})",
                               hint=f"e.g. LIZA_AGENT_ID={example}")
     return agent_id
+
+
+_REF_BAD = (" ", "~", "^", ":", "?", "*", "[", "\\", "..", "@{", "//")
+
+
+def check_branch(name: str) -> str:
+    """A conservative subset of git-check-ref-format, enough to keep a branch name sane."""
+    if (not name or name.startswith(("-", "/", ".")) or name.endswith(("/", ".", ".lock"))
+            or any(b in name for b in _REF_BAD) or any(ord(c) < 32 or ord(c) == 127 for c in name)):
+        raise ValidationError(f"{name!r} is not a valid branch name")
+    return name
+
+
+def check_spec_ref(spec_ref: str) -> str:
+    """`path/in/repo.md` with an optional `#anchor`: a relative path inside the repository."""
+    path = spec_path(spec_ref)
+    parts = path.split("/")
+    if not path or path.startswith("/") or any(p in ("", ".", "..") for p in parts) \
+            or any(ord(c) < 32 for c in spec_ref):
+        raise ValidationError(f"spec_ref {spec_ref!r} is not a relative path (PATH[#anchor])")
+    return spec_ref
+
+
+def spec_path(spec_ref: str) -> str:
+    """The file part of a spec_ref (`specs/retry.md#auth` -> `specs/retry.md`)."""
+    return spec_ref.partition("#")[0]

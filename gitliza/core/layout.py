@@ -16,14 +16,8 @@ Smaller collections (agents, journals) get one 16-wide level.
 """
 from __future__ import annotations
 
-# sha1 is the builtin one (hashlib's interface): importing hashlib loads OpenSSL, ~2 ms of every
-# CLI start. Re-exported (`as sha1`) for board.journal_key and git/packfile.py.
-try:
-    from _sha1 import sha1 as sha1  # type: ignore[import-not-found]
-except ImportError:  # pragma: no cover - a Python built without it
-    from hashlib import sha1 as sha1
-
 from gitliza.core.board import COLLECTIONS, SINGLETONS
+from gitliza.core.hashing import sha1
 from gitliza.core.model import FORMAT_VERSION
 
 FORMAT_FILE = "format"

@@ -2,6 +2,10 @@
 
 Field order is the order in which fields are written to TOML and YAML. `None` and empty collections
 are left out when encoded (TOML has no null), so absent and null mean the same thing, as in the spec.
+
+One module of about 400 lines on purpose: it is the schema, read side by side with
+blackboard-schema.md, and nearly all of it is field lists; splitting the entities over modules
+would scatter that one page without making any part simpler.
 """
 from __future__ import annotations
 

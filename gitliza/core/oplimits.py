@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from gitliza.core.model import Discovery, Goal, Handoff, HumanNote, SpecChange, Task
-from gitliza.core.ops.planning import _CONFIG_MAX
+from gitliza.core.config import CONFIG_MAX
 
 # (entity, field) -> the longest text the op that writes it takes (need_text's default: 4,000).
 _TEXT: dict[type, dict[str, int]] = {
@@ -36,8 +36,8 @@ def problems(entity: Any) -> list[str]:
             if v is not None and v <= 0:
                 out.append(f"{name} must be a positive integer, got {v}")
         lease = entity.lease_duration_override
-        if lease is not None and lease > _CONFIG_MAX["lease_duration"]:
-            out.append(f"lease_duration_override must be at most {_CONFIG_MAX['lease_duration']} "
+        if lease is not None and lease > CONFIG_MAX["lease_duration"]:
+            out.append(f"lease_duration_override must be at most {CONFIG_MAX['lease_duration']} "
                        f"seconds, got {lease}")
     return out
 

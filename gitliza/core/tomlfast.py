@@ -3,13 +3,13 @@
 Every board read decodes entity blobs: `status` on a 1,000-task board spent more time in tomllib
 (pure Python, general TOML) than in everything else, and replay (verify, sync, the server hook)
 decodes every entity version it meets. Nearly every blob is in the one canonical layout that
-`codec.dumps` writes: `key = value` lines, one-level `[table]` and `[[table]]` sections after a blank line,
-arrays one item a line, strings without escapes. This reader accepts exactly that layout and no
-more; on anything else (an escape, a comment, other spacing, a dotted key or section, a
-duplicate key, a non-decimal number...) it returns None and the caller asks tomllib, which gives
-the full answer or the precise error. So for every input this reader accepts, its result is the
-one tomllib returns: tests/core/test_tomlfast.py checks that on generated entities and on
-mutations of them.
+`tomlblob.dumps` writes: `key = value` lines, one-level `[table]` and `[[table]]` sections after a
+blank line, arrays one item a line, strings without escapes. This reader accepts exactly that
+layout and no more; on anything else (an escape, a comment, other spacing, a dotted key or section,
+a duplicate key, a non-decimal number...) it returns None and the caller asks tomllib, which gives
+the full answer or the precise error. So for every input this reader accepts, its result is the one
+tomllib returns: tests/core/test_tomlfast.py checks that on generated entities and on mutations of
+them.
 """
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ import threading
 import zlib
 from typing import Iterable
 
-from gitliza.core.layout import sha1
+from gitliza.core.hashing import sha1
 
 TYPE_CODES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
 LEVEL = 1  # zlib level of blobs and commits (TOML and text: about half their size)

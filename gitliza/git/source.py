@@ -12,7 +12,7 @@ from typing import Any, Iterator
 
 import pygit2
 
-from gitliza.core import codec, layout
+from gitliza.core import codec, layout, tomlblob
 from gitliza.core.board import ENTITY_TYPES
 from gitliza.errors import InconsistentState, MissingDependency
 
@@ -91,7 +91,7 @@ class GitSource:
                 pass
         path = layout.path_of(coll, key)
         self._tables.missed += 1
-        table = self._tables[raw] = codec.table(self._repo[oid].data, path)  # type: ignore[attr-defined]
+        table = self._tables[raw] = tomlblob.table(self._repo[oid].data, path)  # type: ignore[attr-defined]
         value = decode_table(coll, key, table, path)
         self._tables.used[raw] = table
         return value
@@ -120,7 +120,7 @@ def _ident(coll: str, entity: Any) -> Any:
 
 
 def decode_blob(coll: str, key: str, data: bytes, path: str) -> Any:
-    return decode_table(coll, key, codec.table(data, path), path)
+    return decode_table(coll, key, tomlblob.table(data, path), path)
 
 
 def decode_table(coll: str, key: str, table: dict[str, Any], path: str) -> Any:

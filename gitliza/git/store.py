@@ -22,7 +22,8 @@ import pygit2
 from gitliza.core import layout, record
 from gitliza.core.board import Board, Changes
 from gitliza.core.invariants import problems_of_change
-from gitliza.core.ops.base import Op, Outcome, apply
+from gitliza.core.ops.base import Op, Outcome
+from gitliza.core.ops.engine import apply
 from gitliza.core.states import HUMAN_ACTOR
 from gitliza.errors import (ConcurrencyConflict, GitFailure, InconsistentState, LizaError,
                             ValidationError, environmental)

@@ -26,7 +26,7 @@ from typing import Any
 
 import pygit2
 
-from gitliza.core import codec, layout
+from gitliza.core import layout, tomlblob
 from gitliza.git import packfile, packs
 from gitliza.core.board import Changes, Key
 from gitliza.errors import InconsistentState, hint_for
@@ -86,7 +86,7 @@ def build_into(sink: _Hasher, base: pygit2.Tree | pygit2.Oid | None, changes: Ch
         node = nested
         for d in dirs:
             node = node.setdefault(d, {})
-        raw = None if entity is None else sink.store(b"blob", codec.dumps(entity))
+        raw = None if entity is None else sink.store(b"blob", tomlblob.dumps(entity))
         node[leaf] = raw
         blobs[(coll, key)] = None if raw is None else pygit2.Oid(raw=raw)
     if base is None:

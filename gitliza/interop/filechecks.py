@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from gitliza.core.board import Board
-from gitliza.core.ops.planning import spec_path
+from gitliza.core.ids import spec_path
 from gitliza.core.states import TaskState
 
 

@@ -27,11 +27,11 @@ from typing import Any
 
 from gitliza.core import oplimits
 from gitliza.core.board import Board, Key, journal_key
+from gitliza.core.config import coerce_config
 from gitliza.core.invariants import agent_problems, anomaly_problems, find_cycle, task_problems
 from gitliza.core.model import (ANOMALY_TYPES, SCHEMA_VERSION, Agent, Anomaly, CircuitBreaker,
                                 Config, Control, Discovery, Goal, Handoff, HumanNote, SpecChange,
                                 Sprint, Task)
-from gitliza.core.ops.planning import coerce_config
 from gitliza.core.states import HUMAN_ACTOR, REGISTRABLE_ROLES, TERMINAL, TaskState
 from gitliza.errors import LizaError
 from gitliza.interop import yamlload

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pygit2
 
-from gitliza.core.ops.planning import check_spec_ref, spec_path
+from gitliza.core.ids import check_spec_ref, spec_path
 from gitliza.core.prompts import DEFAULT_SPEC
 from gitliza.errors import ValidationError
 from gitliza.git.repository import main_worktree

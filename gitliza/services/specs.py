@@ -14,7 +14,7 @@ import pygit2
 
 from gitliza.core.board import Board
 from gitliza.core.ops.base import Op
-from gitliza.core.ops.planning import check_spec_ref, spec_path
+from gitliza.core.ids import check_spec_ref, spec_path
 from gitliza.core.states import TaskState
 from gitliza.errors import ValidationError
 

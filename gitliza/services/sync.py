@@ -48,7 +48,8 @@ import pygit2
 from gitliza.core import record
 from gitliza.core.board import Board
 from gitliza.core.invariants import problems_of_change
-from gitliza.core.ops.base import Op, apply
+from gitliza.core.ops.base import Op
+from gitliza.core.ops.engine import apply
 from gitliza.core.states import TaskState
 from gitliza.errors import ConcurrencyConflict, InconsistentState, LizaError, ValidationError
 from gitliza.git import pushresults, remotes, transport

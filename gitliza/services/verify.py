@@ -30,7 +30,8 @@ from pygit2.enums import SortMode
 from gitliza.core import layout, record
 from gitliza.core.board import Board, Changes, Key, journal_key
 from gitliza.core.invariants import problems_of_change
-from gitliza.core.ops.base import Outcome, apply
+from gitliza.core.ops.base import Outcome
+from gitliza.core.ops.engine import apply
 from gitliza.core.ops.governance import Import, genesis
 from gitliza.errors import InconsistentState, LizaError
 from gitliza.git import trees

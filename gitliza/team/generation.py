@@ -13,7 +13,7 @@ import threading
 from gitliza.core import clock
 from gitliza.core.board import Board
 from gitliza.core.ops.control import Supervise
-from gitliza.core.ops.planning import Register
+from gitliza.core.ops.goal import Register
 from gitliza.core.states import Role
 from gitliza.errors import LeaseLost, LizaError, ValidationError
 from gitliza.services.api import Liza

@@ -12,7 +12,7 @@ from typing import Any, Callable
 from gitliza.core import wake
 from gitliza.core.board import Board
 from gitliza.core.model import Config
-from gitliza.core.ops.planning import CompleteGoal
+from gitliza.core.ops.goal import CompleteGoal
 from gitliza.core.states import Role, TaskState
 from gitliza.core.wake import WakeTrigger
 from gitliza.errors import LeaseLost, LizaError

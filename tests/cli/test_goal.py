@@ -11,7 +11,7 @@ import pytest
 
 from gitliza.services.api import Liza, now_utc
 from gitliza.core.board import journal_key
-from gitliza.core.ops.base import apply
+from gitliza.core.ops.engine import apply
 from gitliza.core.ops.journal import AnomalyOp
 from tests.conftest import git
 from tests.cli.test_board import liza, ok, tip

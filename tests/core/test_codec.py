@@ -8,11 +8,10 @@ from enum import Enum
 from typing import Any
 
 import pytest
-import tomli_w
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gitliza.core import codec
+from gitliza.core import tomlblob
 from gitliza.core.board import ENTITY_TYPES
 from gitliza.core.model import Task
 from gitliza.errors import InconsistentState
@@ -53,133 +52,22 @@ def strategy(tp: Any) -> st.SearchStrategy[Any]:
 def test_toml_round_trip(coll: str, data: st.DataObject) -> None:
     cls = ENTITY_TYPES[coll]
     entity = data.draw(strategy(cls))
-    blob = codec.dumps(entity)
-    assert codec.loads(cls, blob) == entity
-    assert codec.dumps(codec.loads(cls, blob)) == blob  # deterministic bytes
+    blob = tomlblob.dumps(entity)
+    assert tomlblob.loads(cls, blob) == entity
+    assert tomlblob.dumps(tomlblob.loads(cls, blob)) == blob  # deterministic bytes
 
 
 def test_unknown_field_and_wrong_type_are_refused() -> None:
-    good = codec.dumps(Task(id="t-1", description="d", status="UNCLAIMED",  # type: ignore[arg-type]
+    good = tomlblob.dumps(Task(id="t-1", description="d", status="UNCLAIMED",  # type: ignore[arg-type]
                             created="2025-01-17T14:00:00Z"))
     with pytest.raises(InconsistentState, match="unknown field"):
-        codec.loads(Task, good + b'sneaky = "x"\n')
+        tomlblob.loads(Task, good + b'sneaky = "x"\n')
     with pytest.raises(InconsistentState, match="expected int"):
-        codec.loads(Task, good.replace(b"priority = 3", b'priority = "3"'))
+        tomlblob.loads(Task, good.replace(b"priority = 3", b'priority = "3"'))
     with pytest.raises(InconsistentState, match="not a TaskState"):
-        codec.loads(Task, good.replace(b'"UNCLAIMED"', b'"DONE"'))
+        tomlblob.loads(Task, good.replace(b'"UNCLAIMED"', b'"DONE"'))
     with pytest.raises(InconsistentState, match="not TOML"):
-        codec.loads(Task, b"id = ")
-
-
-# -- the fast TOML writer is tomli-w, byte for byte -----------------------------------------------
-# Blob ids in existing histories depend on the exact bytes, so codec's own writer must render every
-# entity exactly as tomli-w does. Strings mix plain text with the characters tomli-w escapes and
-# lengths either side of its 100-column limit for inline tables (arrays of tables switch layout).
-ESCAPES = st.sampled_from(['"', "\\", "\n", "\r", "\t", "\b", "\f", "\x00", "\x1f", "\x7f", "é",
-                           "\u2028", " ", "'", "#", "="])
-MIXED = st.lists(st.one_of(TEXT, ESCAPES), max_size=8).map("".join)
-
-
-def _shapes(tp: Any) -> st.SearchStrategy[Any]:
-    """`strategy`, with strings that exercise escapes and line lengths, and arbitrary detail keys."""
-    origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if tp is str:
-        return st.one_of(TEXT, MIXED, st.text(max_size=120))
-    if origin in (typing.Union, types.UnionType):
-        inner = [a for a in args if a is not type(None)]
-        base = st.one_of(*[_shapes(a) for a in inner])
-        return st.one_of(st.none(), base) if type(None) in args else base
-    if origin is tuple and typing.get_origin(args[0]) is tuple:
-        pair = st.tuples(st.one_of(st.text("abcdefgh_", min_size=1, max_size=8), MIXED),
-                         st.one_of(MIXED, st.integers(-10**12, 10**12), st.booleans()))
-        return st.lists(pair, max_size=4, unique_by=lambda p: p[0]).map(tuple)
-    if origin is tuple:
-        return st.lists(_shapes(args[0]), max_size=4).map(tuple)
-    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
-        hints = typing.get_type_hints(tp)
-        return st.builds(tp, **{f.name: _shapes(hints[f.name]) for f in dataclasses.fields(tp)})
-    return strategy(tp)
-
-
-@pytest.mark.parametrize("coll", sorted(ENTITY_TYPES))
-@settings(max_examples=150, deadline=None)
-@given(data=st.data())
-def test_writer_is_tomli_w_byte_for_byte(coll: str, data: st.DataObject) -> None:
-    entity = data.draw(_shapes(ENTITY_TYPES[coll]))
-    try:
-        expected = tomli_w.dumps(codec.encode(entity)).encode()
-    except UnicodeEncodeError:  # lone surrogates: not UTF-8, refused by both writers alike
-        with pytest.raises(UnicodeEncodeError):
-            codec.dumps(entity)
-        return
-    assert codec._render(entity).encode() == expected  # _render never falls back to tomli-w
-    assert codec._render(entity).encode() == expected  # again, from the cache of nested entities
-    assert codec.dumps(entity) == expected
-    assert codec.loads(ENTITY_TYPES[coll], expected) == entity
-
-
-@settings(max_examples=300, deadline=None)
-@given(value=st.recursive(
-    st.one_of(MIXED, st.integers(), st.booleans()),
-    lambda inner: st.one_of(st.lists(inner, max_size=3),
-                            st.dictionaries(st.one_of(MIXED, st.text("ab-_1", min_size=1)),
-                                            inner, max_size=3)),
-    max_leaves=12))
-def test_writer_is_tomli_w_on_any_nesting(value: Any) -> None:
-    """Shapes no entity has today (tables in arrays in tables...), so that a new field cannot make
-    the two writers part ways silently."""
-    table = {"k": value}
-    try:
-        expected = tomli_w.dumps(table)
-    except (TypeError, ValueError):
-        return
-    assert codec._toml(table) == expected
-
-
-@dataclasses.dataclass(frozen=True)
-class Leaf:
-    a: str
-    b: int | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class Mid:
-    name: str
-    leaf: Leaf | None = None
-    leaves: tuple[Leaf, ...] = ()
-    tags: tuple[str, ...] = ()
-
-
-@dataclasses.dataclass(frozen=True)
-class Top:
-    id: str
-    mids: tuple[Mid, ...] = ()
-    mid: Mid | None = None
-    n: int = 0
-
-
-@settings(max_examples=200, deadline=None)
-@given(top=_shapes(Top))
-def test_writer_is_tomli_w_on_nested_entities(top: Top) -> None:
-    """Entities nested deeper than any today (arrays of tables whose items have sub-tables...),
-    through the cache of rendered nested entities."""
-    expected = tomli_w.dumps(codec.encode(top))
-    assert codec._render(top) == expected
-    assert codec._render(top) == expected
-
-
-def test_writer_falls_back_to_tomli_w_for_other_values() -> None:
-    import datetime
-    table = {"when": datetime.date(2025, 1, 17), "x": 1.5}
-    with pytest.raises(codec._Unsupported):
-        codec._toml(table)
-
-
-@pytest.mark.parametrize("n", [81, 82, 83])  # "    { time = \"...\" }," is 18 + n characters
-def test_writer_inline_table_limit_is_tomli_ws(n: int) -> None:
-    table = {"history": [{"time": "x" * n}, {"time": "y"}]}
-    assert codec._toml(table) == tomli_w.dumps(table)
-    assert codec._toml(table).startswith("history = [" if n <= 82 else "[[history]]")
+        tomlblob.loads(Task, b"id = ")
 
 
 GOLDEN_TASK = b'''id = "task-1"
@@ -223,7 +111,7 @@ def test_storage_format_v1_bytes_are_pinned() -> None:
              history=(HistoryEntry(time="2025-01-17T14:00:00Z", event="created"),
                       HistoryEntry(time="2025-01-17T14:01:00Z", event="claimed",
                                    agent="coder-1")))
-    assert codec.dumps(t) == GOLDEN_TASK
+    assert tomlblob.dumps(t) == GOLDEN_TASK
 
 
 # The fields of every entity as format 1 shipped them (commit 76e9c0a). A field added since must
@@ -284,9 +172,9 @@ def test_fields_added_since_format1_leave_old_bytes_alone(name: str) -> None:
 
 def test_since_v1_fields_are_written_only_away_from_their_default() -> None:
     from gitliza.core.model import Config
-    assert "planner_max_wait" not in codec.dumps(Config()).decode()
-    assert codec.dumps(Config()) == codec.dumps(Config(planner_max_wait=600))
-    blob = codec.dumps(Config(planner_max_wait=42))
+    assert "planner_max_wait" not in tomlblob.dumps(Config()).decode()
+    assert tomlblob.dumps(Config()) == tomlblob.dumps(Config(planner_max_wait=600))
+    blob = tomlblob.dumps(Config(planner_max_wait=42))
     assert b"planner_max_wait = 42" in blob
-    assert codec.loads(Config, blob).planner_max_wait == 42
-    assert codec.loads(Config, codec.dumps(Config())).planner_max_wait == 600
+    assert tomlblob.loads(Config, blob).planner_max_wait == 42
+    assert tomlblob.loads(Config, tomlblob.dumps(Config())).planner_max_wait == 600

@@ -10,7 +10,8 @@ from gitliza.core.model import Handoff
 from gitliza.core.ops import (AnomalyOp, Init, Merge, Note, SpecChangeOp)
 from gitliza.core.ops.control import Supervise
 from gitliza.core.ops.governance import Circuit
-from gitliza.core.ops.planning import Abandon, CompleteGoal
+from gitliza.core.ops.goal import CompleteGoal
+from gitliza.core.ops.planning import Abandon
 from gitliza.core.ops.work import HandoffOp, Heartbeat
 from gitliza.errors import IllegalTransition, PermissionDenied, ValidationError
 from tests.core.boards import (MERGE_C, S, Runner, add_ready, board_in, claim, team, to_review,

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gitliza.core import codec, tomlfast
+from gitliza.core import codec, tomlblob, tomlfast
 from gitliza.core.board import ENTITY_TYPES
-from tests.core.test_codec import MIXED, _shapes
+from tests.core.test_tomlblob import MIXED, _shapes
 
 
 def _tomllib(text: str) -> Any:
@@ -26,7 +26,7 @@ def _tomllib(text: str) -> Any:
 def test_agrees_with_tomllib_on_every_entity(coll: str, data: st.DataObject) -> None:
     entity = data.draw(_shapes(ENTITY_TYPES[coll]))
     try:
-        text = codec.dumps(entity).decode()
+        text = tomlblob.dumps(entity).decode()
     except UnicodeEncodeError:
         return
     fast = tomlfast.loads(text)
@@ -54,7 +54,7 @@ def test_plain_entities_take_the_fast_path(data: st.DataObject) -> None:
         if isinstance(v, dict):
             return {k: plain(x) for k, x in v.items()}
         return v
-    text = codec._toml(plain(table))
+    text = tomlblob._toml(plain(table))
     assert tomlfast.loads(text) == tomllib.loads(text)
 
 
@@ -101,7 +101,7 @@ def test_outside_the_canonical_layout_goes_to_tomllib(text: str) -> None:
 def test_codec_still_reports_what_tomllib_refuses() -> None:
     from gitliza.core.model import Task
     from gitliza.errors import InconsistentState
-    good = codec.dumps(Task(id="t-1", description="d", status="UNCLAIMED",  # type: ignore[arg-type]
+    good = tomlblob.dumps(Task(id="t-1", description="d", status="UNCLAIMED",  # type: ignore[arg-type]
                             created="2025-01-17T14:00:00Z"))
     with pytest.raises(InconsistentState, match="not TOML"):
-        codec.loads(Task, good + good)  # every key twice
+        tomlblob.loads(Task, good + good)  # every key twice

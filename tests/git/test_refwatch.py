@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gitliza.services.api import Liza
-from gitliza.core.ops.planning import Init
+from gitliza.core.ops.goal import Init
 from gitliza.git.refwatch import RefWatcher
 from tests.conftest import git
 

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gitliza.core import codec, layout
+from gitliza.core import layout, tomlblob
 from gitliza.core.board import Changes
 from gitliza.core.model import Agent, Config, Task
 from gitliza.core.states import Role, TaskState
@@ -60,7 +60,7 @@ def treebuilder(repo: pygit2.Repository, base: pygit2.Tree | None, changes: Chan
         node = nested
         for d in dirs:
             node = node.setdefault(d, {})
-        node[leaf] = None if ent is None else codec.dumps(ent)
+        node[leaf] = None if ent is None else tomlblob.dumps(ent)
     if base is None:
         nested[layout.FORMAT_FILE] = layout.FORMAT_BLOB
 

@@ -6,7 +6,8 @@ import pytest
 from gitliza.core.model import SprintStatus
 from gitliza.core.ops import Add, Claim, ClaimReview, Init, Submit, Verdict
 from gitliza.core.ops.control import Resume
-from gitliza.core.ops.planning import Abandon, AbortGoal
+from gitliza.core.ops.goal import AbortGoal
+from gitliza.core.ops.planning import Abandon
 from gitliza.errors import ValidationError
 from gitliza.git.store import Store
 from gitliza.governance.checkpoint import open_checkpoint

@@ -20,7 +20,8 @@ from gitliza.core import clock, yamlview
 from gitliza.core.ops import (Abandon, Add, Claim, ClaimReview, Init, Merge, Register, Submit,
                               Verdict)
 from gitliza.core.ops.journal import Note
-from gitliza.core.ops.planning import ConfigSet, Edit
+from gitliza.core.ops.goal import ConfigSet
+from gitliza.core.ops.planning import Edit
 from gitliza.errors import ValidationError
 from gitliza.git.store import Store
 from gitliza.services.materialize import main_worktree, materialize

@@ -31,7 +31,7 @@ def _do(env: Env, cls: type[Op], **args: Any) -> int:
 
 def init(env: Env, goal: str, integration_branch: str | None, config: Path | None,
          deadline: str | None, spec: str | None = None) -> int:
-    from gitliza.core.ops.planning import Init, next_id
+    from gitliza.core.ops.goal import Init, next_id
     from gitliza.services.goalspec import branch_warning, goal_spec
 
     pairs: dict[str, Any] = {}
@@ -77,19 +77,19 @@ def _after_init(liza: Any, board: Board) -> None:
 
 
 def complete_goal(env: Env, summary: str | None) -> int:
-    from gitliza.core.ops.planning import CompleteGoal
+    from gitliza.core.ops.goal import CompleteGoal
 
     return _do(env, CompleteGoal, summary=summary)
 
 
 def abort_goal(env: Env, reason: str) -> int:
-    from gitliza.core.ops.planning import AbortGoal
+    from gitliza.core.ops.goal import AbortGoal
 
     return _do(env, AbortGoal, reason=reason)
 
 
 def config(env: Env, key: str | None, value: str | None, at: str | None) -> int:
-    from gitliza.core.ops.planning import ConfigSet
+    from gitliza.core.ops.goal import ConfigSet
 
     if value is not None:
         if at is not None:

@@ -32,7 +32,7 @@ def register(env: Env, agent_id: str, role: str, terminal: str | None, key: str 
              generate_key: bool) -> int:
     """Register an agent; with a key given, or generated for an agent on this machine (always
     when the board's signatures policy is on: it could not sign otherwise)."""
-    from gitliza.core.ops.planning import Register
+    from gitliza.core.ops.goal import Register
     from gitliza.core.wake import parse_role
     from gitliza.git import signing
     # The role words `git liza agent` takes (code-reviewer, code_reviewer, reviewer) mean

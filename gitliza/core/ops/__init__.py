@@ -1,20 +1,26 @@
-"""All ops. Op classes are loaded on first use (PEP 562): a CLI command pays only for the op
-module it runs; `load_all()` (replay, `op_from_record`) registers every op in `OPS`."""
+"""All ops, the package's public face. Op classes are loaded on first use (PEP 562): a CLI
+command pays only for the op module it runs; `load_all()` (replay, `op_from_record`) registers
+every op in `OPS`. The face re-exports the names defined in ops/base.py and ops/engine.py so that
+callers can write `from gitliza.core.ops import Claim, apply` without knowing which module an op
+lives in."""
 from __future__ import annotations
 
 import importlib
 from typing import Any
 
-from gitliza.core.ops.base import OPS, Ctx, Event, Op, Outcome, apply, load_all, op_from_record
+from gitliza.core.ops.base import OPS, Ctx, Event, Op, Outcome, load_all, op_from_record
+from gitliza.core.ops.engine import apply
 
 _WHERE = {
     "AnomalyOp": "journal", "Convert": "journal", "Discover": "journal", "Note": "journal",
     "SpecChangeOp": "journal",
-    "Abandon": "planning", "AbortGoal": "planning", "Add": "planning", "CompleteGoal": "planning",
-    "ConfigSet": "planning", "Edit": "planning", "Finalize": "planning",
-    "Init": "planning", "Register": "planning", "Rescope": "planning", "Unblock": "planning",
-    "Block": "work", "Claim": "work", "ClaimReview": "work", "HandoffOp": "work",
-    "Heartbeat": "work", "Merge": "work", "Release": "work", "Submit": "work", "Verdict": "work",
+    "AbortGoal": "goal", "CompleteGoal": "goal", "ConfigSet": "goal", "Init": "goal",
+    "Register": "goal",
+    "Abandon": "planning", "Add": "planning", "Edit": "planning", "Finalize": "planning",
+    "Rescope": "planning", "Unblock": "planning",
+    "Block": "work", "Claim": "work", "HandoffOp": "work", "Heartbeat": "work", "Release": "work",
+    "Submit": "work",
+    "ClaimReview": "review", "Merge": "review", "Verdict": "review",
     "AbortOp": "control", "Checkpoint": "control", "Pause": "control", "Resume": "control",
     "Supervise": "control",
     "Circuit": "governance", "Import": "governance", "SprintScopeOp": "sprint",

@@ -1,9 +1,11 @@
 """Op records and the machinery every op shares.
 
 An op is a small frozen record (its name is the CLI command's word) that carries its actor and its
-time. `apply(board, op)` validates it against the board and the transition table and returns the
-entities it changed plus one event; it never reads the clock or touches git. Replaying the recorded
-op on the parent board must give the same changes, which is what `verify` checks.
+time; `run(ctx)` is its rule. Here: the `Op` base and the registry of op classes (`OPS`,
+`register_op`, `load_all`, `op_from_record` for replay), `Ctx` (the board as the op changes it,
+the transition table check, the event being built), what applying an op gives (`Event`,
+`Outcome`) and the small helpers op modules share, so that an op module imports no other op
+module. `apply` (ops/engine.py) runs an op.
 """
 from __future__ import annotations
 
@@ -12,14 +14,14 @@ import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from gitliza.core import clock, codec
+from gitliza.core import codec
 from gitliza.core.board import Board, Changes
 from gitliza.core.ids import check_id
 from gitliza.core.model import Agent, GoalStatus, HistoryEntry, Task
-from gitliza.core.states import (AGENT_TRANSITIONS, FORBIDDEN, HUMAN_ACTOR, TERMINAL, AgentState,
-                                 Role, TaskState, Transition, lookup, sources_of)
-from gitliza.errors import (IllegalTransition, InconsistentState, LeaseLost, LizaError, NotFound,
-                            PermissionDenied, ValidationError)
+from gitliza.core.states import (FORBIDDEN, HUMAN_ACTOR, TERMINAL, AgentState, Role, TaskState,
+                                 Transition, lookup, sources_of)
+from gitliza.errors import (IllegalTransition, LizaError, NotFound, PermissionDenied,
+                            ValidationError)
 
 _SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 
@@ -69,9 +71,9 @@ class Op:
 
 
 OPS: dict[str, type[Op]] = {}
-OP_MODULES = ("gitliza.core.ops.planning", "gitliza.core.ops.work", "gitliza.core.ops.journal",
-              "gitliza.core.ops.control", "gitliza.core.ops.governance", "gitliza.core.ops.sprint",
-              "gitliza.core.ops.keys")
+OP_MODULES = ("gitliza.core.ops.goal", "gitliza.core.ops.planning", "gitliza.core.ops.work",
+              "gitliza.core.ops.review", "gitliza.core.ops.journal", "gitliza.core.ops.control",
+              "gitliza.core.ops.governance", "gitliza.core.ops.sprint", "gitliza.core.ops.keys")
 
 
 def load_all() -> dict[str, type[Op]]:
@@ -197,82 +199,6 @@ def _why_illegal(op: str, tid: str | None, source: TaskState | None, target: Tas
         return f"{op} {tid}: {source} -> {target} is forbidden ({named})"
     starts = ", ".join(str(s) for s in sources_of(op) if s is not None) or "nowhere"
     return f"{op} {tid}: task is {source}; {op} applies to {starts}"
-
-
-def apply(board: Board, op: Op) -> Outcome:
-    """Validate `op` against `board` and return what it changes. Raises a LizaError, changing
-    nothing, when the op is not a legal transition for this actor at this time."""
-    clock.check_ts(op.time, "op time")
-    _check_text([getattr(op, f.name) for f in dataclasses.fields(op)], op.NAME)
-    if op.actor != HUMAN_ACTOR:
-        check_id(op.actor, "agent id")
-    if op.NAME != "init" and not board.initialized:
-        raise ValidationError("no board here", hint="run `git liza init GOAL` first")
-    if op.gen is not None:
-        _check_generation(board, op)
-    ctx = Ctx(board, op)
-    op.run(ctx)
-    from gitliza.core.ops.sprint import completes
-    completes(ctx)
-    event = Event(op=op.NAME, actor=op.actor, time=op.time, task=ctx.task_id,
-                  from_state=ctx.from_state, to_state=ctx.to_state, reason=ctx.reason,
-                  summary=ctx.summary or _default_summary(op, ctx))
-    changes = {k: v for k, v in ctx.changes.items() if _differs(board, k, v)}
-    _check_agent_moves(board, changes)
-    return Outcome(changes=changes, event=event, board=board.with_changes(changes),
-                   notices=tuple(ctx.notices))
-
-
-def _check_generation(board: Board, op: Op) -> None:
-    sup = board.get("supervisors", op.actor)
-    if sup is None or sup.generation != op.gen:
-        now = f"generation {sup.generation}" if sup is not None else "no supervisor"
-        raise LeaseLost(f"{op.actor}: supervisor generation {op.gen} was superseded ({now} "
-                        "holds the id): stand down")
-
-
-def _check_text(value: Any, where: str) -> None:
-    """Every string an op carries must be storable as UTF-8 (no lone surrogates, which a
-    command line can smuggle in from undecodable bytes)."""
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            raise ValidationError(f"{where}: text is not valid UTF-8") from None
-        if "\x00" in value:  # git cuts a commit message (and refuses a reflog line) at NUL
-            raise ValidationError(f"{where}: text must not contain a NUL character")
-    elif isinstance(value, dict):
-        for k, v in value.items():
-            _check_text(v, f"{where} {k}")
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            _check_text(v, where)
-
-
-def _check_agent_moves(board: Board, changes: Changes) -> None:
-    """Every agent status change an op makes must be a row of the agent table (states.py)."""
-    for (coll, key), new in changes.items():
-        if coll != "agents" or new is None:
-            continue
-        old = board.get(coll, key)
-        if old is not None and old.status != new.status and \
-                (old.status, new.status) not in AGENT_TRANSITIONS:
-            raise InconsistentState(f"agent {key}: {old.status} -> {new.status} is not in the "
-                                    "agent state table")
-
-
-def _differs(board: Board, key: tuple[str, str], value: Any) -> bool:
-    return bool(board.get(*key) != value)
-
-
-def _default_summary(op: Op, ctx: Ctx) -> str:
-    parts = [op.NAME]
-    if ctx.task_id:
-        parts.append(ctx.task_id)
-    if ctx.from_state is not None or ctx.to_state is not None:
-        parts.append(f"({ctx.from_state or 'new'} -> {ctx.to_state})")
-    parts.append(f"by {op.actor}")
-    return " ".join(parts)
 
 
 # -- helpers shared by ops (here, so that an op module imports no other) ------------------------

@@ -15,7 +15,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from gitliza.core import clock, codec, layout
+from gitliza.core import clock, layout, tomlblob
 from gitliza.core.board import Board, Key
 from gitliza.core.model import CBEntry, CBStatus, CBTrigger
 from gitliza.core.ops.base import Ctx, Event, Op, Outcome, need_text, register_op, replace
@@ -109,7 +109,7 @@ def board_digest(entities: Mapping[Key, Any]) -> str:
     """sha256 over the canonical storage of every entity (path and blob, sorted by path): the same
     board always has the same digest, however its YAML was written."""
     h = hashlib.sha256()
-    for path, blob in sorted((layout.path_of(c, k), codec.dumps(e))
+    for path, blob in sorted((layout.path_of(c, k), tomlblob.dumps(e))
                              for (c, k), e in entities.items() if e is not None):
         h.update(path.encode() + b"\0" + str(len(blob)).encode() + b"\0" + blob)
     return "sha256:" + h.hexdigest()

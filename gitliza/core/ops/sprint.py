@@ -1,6 +1,6 @@
 """The sprint's scope (sprint-governance.md): the planner names the tasks a sprint plans to finish
 (`scope.planned`) and those it may take on if time allows (`scope.stretch`); the sprint completes
-when every planned task is terminal (`completes`, run after every op by `apply`)."""
+when every planned task is terminal (`engine.completes`, a rule `apply` runs after every op)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from gitliza.core.ids import check_id
 from gitliza.core.model import SprintScope, SprintStatus
 from gitliza.core.ops.base import Ctx, Op, register_op, replace, require_goal_open
-from gitliza.core.states import PLANNING, TERMINAL
+from gitliza.core.states import PLANNING
 from gitliza.errors import PermissionDenied, ValidationError
 
 
@@ -38,17 +38,3 @@ class SprintScopeOp(Op):
                                                             stretch=self.stretch)))
         ctx.summary = (f"sprint-scope {sp.id}: planned {', '.join(self.planned) or '-'}, stretch "
                        f"{', '.join(self.stretch) or '-'} by {self.actor}")
-
-
-def completes(ctx: Ctx) -> None:
-    """After an op: a sprint IN_PROGRESS whose planned tasks (there must be some) are all terminal
-    now, and were not all before, is COMPLETED (sprint-governance.md)."""
-    sp = ctx.get("sprint")
-    if sp is None or sp.status != SprintStatus.IN_PROGRESS or not sp.scope.planned:
-        return
-    if not any(k[0] in ("tasks", "archive") and k[1] in sp.scope.planned for k in ctx.changes):
-        return
-    if all((t := ctx.task(tid)) is not None and t.status in TERMINAL for tid in sp.scope.planned):
-        ctx.put("sprint", "", replace(sp, status=SprintStatus.COMPLETED,
-                                      timeline=replace(sp.timeline, ended=ctx.op.time)))
-        ctx.notices.append(f"sprint {sp.id} COMPLETED: its planned tasks are terminal")

@@ -1,22 +1,22 @@
-"""Coder and reviewer ops: claim, heartbeat, release, block, submit, claim-review, verdict, merge,
-handoff. The git side (worktrees, the clean-sync check, the merge itself) is done by the shell
-before the op is applied; the op records what it produced (worktree, base_commit, review_commit,
-merge_commit) so that replay needs nothing but the board."""
+"""Coder ops: claim, heartbeat, release, block, submit, handoff. The git side (worktrees, the
+clean-sync check) is done by the shell before the op is applied; the op records what it produced
+(worktree, base_commit, review_commit) so that replay needs nothing but the board. The reviewer's
+ops are in review.py; the lease and blocking rules both use, in leases.py and blocking.py."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from gitliza.core import clock
-from gitliza.core.board import journal_key
-from gitliza.core.model import Agent, Anomaly, CBStatus, Handoff, Task
+from gitliza.core.model import CBStatus, Handoff, Task
 from gitliza.core.ops.base import (Ctx, Op, check_sha, free_agent, need_text, register_op,
                                    replace, require_goal_open)
+from gitliza.core.ops.blocking import add_anomaly, block_fields, with_failed
+from gitliza.core.ops.leases import STAND_DOWN, holder_check, holds_live, lease_live, lease_seconds
 from gitliza.core.states import AgentState, Role, TaskState
-from gitliza.errors import IllegalTransition, LeaseLost, PermissionDenied, ValidationError
+from gitliza.errors import IllegalTransition, LeaseLost, ValidationError
 
 S = TaskState
 A = AgentState
-STAND_DOWN = "stand down: stop work on it and exit (42)"
 
 
 def worktree_path(task_id: str) -> str:
@@ -30,81 +30,6 @@ def deps_unmerged(ctx: Ctx, task: Task) -> list[str]:
         if d is None or d.status != S.MERGED:
             out.append(dep)
     return out
-
-
-def lease_seconds(ctx: Ctx, task: Task | None) -> int:
-    """The lease length for work on `task`: its override, else the board's config."""
-    if task is not None and task.lease_duration_override is not None:
-        return task.lease_duration_override
-    return int(ctx.board.config.lease_duration)
-
-
-def lease_live(expires: str | None, now: str) -> bool:
-    return expires is not None and expires > now
-
-
-def add_anomaly(ctx: Ctx, type_: str, task: str | None, **details: str | int | bool) -> None:
-    # Canonical order like `anomaly` (the details every such entry ever had were already sorted,
-    # so this changes no existing bytes; it keeps doctor's legacy check free of false alarms).
-    from gitliza.core.ops.journal import canonical_details  # the journal ops, only when needed
-
-    entry = Anomaly(timestamp=ctx.op.time, type=type_, reporter=ctx.op.actor, task=task,
-                    details=canonical_details(tuple(details.items())))
-    ctx.put("anomalies", journal_key(entry, ctx.op.time), entry)
-
-
-def with_failed(task: Task, coder: str | None) -> tuple[str, ...]:
-    if coder is None or coder in task.failed_by:
-        return task.failed_by
-    return task.failed_by + (coder,)
-
-
-def block_fields(ctx: Ctx, t: Task, reason: str, questions: tuple[str, ...],
-                 failed_by: tuple[str, ...]) -> Task:
-    """Move `t` to BLOCKED; two distinct failed coders make it hypothesis exhaustion."""
-    if len(failed_by) >= 2 and len(t.failed_by) < 2:
-        add_anomaly(ctx, "hypothesis_exhaustion", t.id, coders=", ".join(failed_by))
-        reason = f"Two coders failed ({', '.join(failed_by)}): hypothesis exhaustion. {reason}"
-        questions = questions + ("Should the task be rescoped or split?",)
-    blocked: Task = replace(
-        t, status=S.BLOCKED, blocked_reason=reason, blocked_questions=questions[:3],
-        failed_by=failed_by, lease_expires=None, reviewing_by=None, review_lease_expires=None,
-        history=ctx.history(t, "blocked", agent=ctx.op.actor, reason=reason))
-    return blocked
-
-
-def holds_live(ctx: Ctx, me: Agent) -> bool:
-    """Whether `me` still holds its current task with a live lease. An agent whose lease expired
-    (or was taken over) is WORKING/REVIEWING on the board until it acts again; it must be able to
-    start over rather than be stuck behind a hold it no longer has."""
-    t = ctx.task(me.current_task) if me.current_task else None
-    if t is None:
-        return False
-    if me.status == A.WORKING:
-        return t.status == S.CLAIMED and t.assigned_to == me.id and \
-            lease_live(t.lease_expires, ctx.op.time)
-    if me.status == A.REVIEWING:
-        return t.status == S.READY_FOR_REVIEW and t.reviewing_by == me.id and \
-            lease_live(t.review_lease_expires, ctx.op.time)
-    return me.status in (A.WAITING, A.HANDOFF)
-
-
-def drop_stale_review(ctx: Ctx, me: Agent) -> None:
-    """A reviewer starting over lets go of its expired review lease, so the task is reviewable."""
-    t = ctx.task(me.current_task) if me.current_task else None
-    if me.status == A.REVIEWING and t is not None and t.reviewing_by == me.id:
-        ctx.put_task(replace(t, reviewing_by=None, review_lease_expires=None))
-
-
-def holder_check(ctx: Ctx, t: Task, what: str) -> Agent:
-    """The actor must be the coder holding `t` with a live lease; otherwise it must stand down."""
-    me = ctx.require_agent()
-    if t.status == S.CLAIMED and t.assigned_to != me.id:
-        raise LeaseLost(f"{t.id} is claimed by {t.assigned_to}, not {me.id}: {STAND_DOWN}")
-    if t.status == S.CLAIMED and not lease_live(t.lease_expires, ctx.op.time):
-        raise LeaseLost(f"{me.id}'s lease on {t.id} expired at {t.lease_expires}; cannot {what}: "
-                        f"{STAND_DOWN}")
-    return me
 
 
 @register_op
@@ -290,129 +215,6 @@ class Submit(Op):
                              history=ctx.history(t, "ready_for_review", agent=me.id,
                                                  commit=self.commit)))
         ctx.put_agent(replace(me, status=A.WAITING, lease_expires=None, heartbeat=self.time))
-
-
-@register_op
-@dataclass(frozen=True, kw_only=True)
-class ClaimReview(Op):
-    NAME = "claim-review"
-    task: str
-
-    def run(self, ctx: Ctx) -> None:
-        t = ctx.require_task(self.task)
-        ctx.transition(t, S.READY_FOR_REVIEW)
-        me = ctx.require_agent()
-        if me.id == t.assigned_to or me.id in t.failed_by:
-            raise PermissionDenied(f"{me.id} wrote {t.id} and cannot review it")
-        if t.reviewing_by is not None and lease_live(t.review_lease_expires, self.time):
-            who = "you" if t.reviewing_by == me.id else t.reviewing_by
-            raise IllegalTransition(f"{t.id} is already being reviewed by {who} "
-                                    f"(lease until {t.review_lease_expires})")
-        if me.status != A.IDLE and holds_live(ctx, me):
-            raise ValidationError(f"{me.id} is {me.status} on {me.current_task}; finish it first")
-        if me.current_task != t.id:
-            drop_stale_review(ctx, me)
-        if t.reviewing_by is not None and t.reviewing_by != me.id:
-            free_agent(ctx, t, t.reviewing_by)
-            ctx.notices.append(f"{t.reviewing_by}'s review lease on {t.id} had expired: "
-                               "it must stand down")
-        expires = clock.plus(self.time, lease_seconds(ctx, t))
-        ctx.put_task(replace(t, reviewing_by=me.id, review_lease_expires=expires,
-                             history=ctx.history(t, "review_claimed", agent=me.id)))
-        ctx.put_agent(replace(me, status=A.REVIEWING, current_task=t.id, lease_expires=expires,
-                              heartbeat=self.time))
-
-
-@register_op
-@dataclass(frozen=True, kw_only=True)
-class Verdict(Op):
-    NAME = "verdict"
-    task: str
-    verdict: str
-    commit: str
-    reason: str | None = None
-
-    def run(self, ctx: Ctx) -> None:
-        t = ctx.require_task(self.task)
-        if self.verdict not in ("approve", "reject"):
-            raise ValidationError(f"verdict must be approve or reject, got {self.verdict!r}")
-        approve = self.verdict == "approve"
-        cycles = t.review_cycles_current + (0 if approve else 1)
-        limit = t.max_review_cycles or ctx.board.config.max_review_cycles
-        target = S.APPROVED if approve else (S.BLOCKED if cycles >= limit else S.REJECTED)
-        ctx.transition(t, target, reason=self.reason)
-        me = ctx.require_agent()
-        if me.id == t.assigned_to:
-            raise PermissionDenied(f"{me.id} wrote {t.id} and cannot give it a verdict")
-        if t.reviewing_by != me.id:
-            if t.reviewing_by is None:
-                raise ValidationError(f"{t.id} has no review lease",
-                                      hint=f"`git liza claim-review {t.id}` first")
-            raise LeaseLost(f"{t.id} is being reviewed by {t.reviewing_by}, not {me.id}: "
-                            f"{STAND_DOWN}")
-        if not lease_live(t.review_lease_expires, self.time):
-            raise LeaseLost(f"{me.id}'s review lease on {t.id} expired at "
-                            f"{t.review_lease_expires}: {STAND_DOWN}")
-        check_sha(self.commit, "reviewed commit")
-        if self.commit != t.review_commit:
-            raise ValidationError(f"reviewed commit {self.commit[:12]} is not {t.id}'s "
-                                  f"review_commit {str(t.review_commit)[:12]}")
-        if not approve:
-            need_text(self.reason, "a rejection reason")
-        ctx.put_agent(replace(me, status=A.IDLE, current_task=None, lease_expires=None,
-                              heartbeat=self.time))
-        base = replace(t, reviewing_by=None, review_lease_expires=None)
-        if approve:
-            free_agent(ctx, t, t.assigned_to)
-            ctx.put_task(replace(base, status=S.APPROVED, approved_by=me.id,
-                                 history=ctx.history(t, "approved", agent=me.id,
-                                                     commit=self.commit)))
-            return
-        assert self.reason is not None
-        base = replace(base, rejection_reason=self.reason, review_cycles_current=cycles,
-                       review_cycles_total=t.review_cycles_total + 1,
-                       history=ctx.history(t, "rejected", agent=me.id, commit=self.commit,
-                                           reason=self.reason))
-        if target == S.REJECTED:
-            ctx.put_task(replace(base, status=S.REJECTED))
-            return
-        add_anomaly(ctx, "review_deadlock", t.id, cycles=cycles)
-        free_agent(ctx, t, t.assigned_to)
-        ctx.put_task(block_fields(ctx, base, f"review deadlock: {cycles} review cycles without "
-                                  f"approval (max_review_cycles {limit})",
-                                  ("Is the done_when achievable as specified?",),
-                                  with_failed(t, t.assigned_to)))
-        ctx.notices.append(f"{t.id} moved to BLOCKED (review deadlock)")
-
-
-@register_op
-@dataclass(frozen=True, kw_only=True)
-class Merge(Op):
-    NAME = "merge"
-    task: str
-    result: str  # "merged" | "failed"
-    merge_commit: str | None = None
-    reason: str | None = None
-    # Integration commits since the task's base when it was merged (wt-merge.sh logs it).
-    drift_commits: int | None = None
-
-    def run(self, ctx: Ctx) -> None:
-        t = ctx.require_task(self.task)
-        if self.result not in ("merged", "failed"):
-            raise ValidationError(f"merge result must be merged or failed, got {self.result!r}")
-        merged = self.result == "merged"
-        ctx.transition(t, S.MERGED if merged else S.INTEGRATION_FAILED, reason=self.reason)
-        if merged:
-            check_sha(self.merge_commit, "merge commit")
-            ctx.put_task(replace(t, status=S.MERGED, merge_commit=self.merge_commit,
-                                 worktree=None, integration_failure=None,
-                                 history=ctx.history(t, "merged", agent=self.actor,
-                                                     commit=self.merge_commit)))
-        else:
-            need_text(self.reason, "an integration failure reason")
-            ctx.put_task(replace(t, status=S.INTEGRATION_FAILED, integration_failure=self.reason,
-                                 history=ctx.history(t, "integration_failed", agent=self.actor,
-                                                     reason=self.reason)))
 
 
 @register_op

@@ -1,0 +1,52 @@
+"""The board's config values: each key's type and bound, and `coerce_config`, the one check every
+writer of config goes through (`init`, `config`, an imported board, a replayed op). The bounds are
+also what per-task overrides are held to (ops/planning.py) and what an imported entity is checked
+against (oplimits.py)."""
+from __future__ import annotations
+
+import dataclasses
+import typing
+
+from gitliza.core.ids import check_branch
+from gitliza.core.model import Config
+from gitliza.errors import ValidationError
+
+ConfigValue = str | int | bool
+
+_CONFIG_TYPES = typing.get_type_hints(Config)
+# Upper bounds keep every derived timestamp representable and every limit meaningful.
+CONFIG_MAX = {"lease_duration": 7 * 86400, "heartbeat_interval": 86400,
+              "coder_poll_interval": 86400, "coder_max_wait": 7 * 86400,
+              "max_coder_iterations": 1000, "max_review_cycles": 1000,
+              "planner_max_wait": 7 * 86400, "reviewer_max_wait": 7 * 86400,
+              "restart_delay": 3600, "crash_delay": 3600, "crash_delay_max": 86400,
+              "max_no_progress_runs": 1000, "max_launches_per_minute": 600,
+              "planner_poll_interval": 86400, "reviewer_poll_interval": 86400,
+              "archive_after": 365 * 86400}
+# Watcher thresholds (optional: unset means the seed's value, see gitliza/core/alarms.py).
+CONFIG_MAX.update({k: 30 * 86400 for k in _CONFIG_TYPES if k.startswith("alarm_")})
+
+
+def coerce_config(key: str, value: ConfigValue | None) -> ConfigValue | None:
+    """Check and convert one config value (from the CLI, a file or a replayed op)."""
+    if key not in _CONFIG_TYPES:
+        known = ", ".join(f.name for f in dataclasses.fields(Config))
+        raise ValidationError(f"unknown config key {key!r}", hint=f"known keys: {known}")
+    if key in CONFIG_MAX:  # the integer settings (alarm thresholds included), each bounded
+        try:
+            n = int(value) if not isinstance(value, bool) else None  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            n = None
+        if n is None or n <= 0:
+            raise ValidationError(f"config {key} must be a positive integer, got {value!r}")
+        if n > CONFIG_MAX[key]:
+            raise ValidationError(f"config {key} must be at most {CONFIG_MAX[key]}, got {n}")
+        return n
+    if key == "escalation_webhook":
+        return None if value in (None, "", "null", "none") else str(value)
+    if key == "signatures":
+        from gitliza.core.keys import check_policy_word  # only then: few commands need keys.py
+        return check_policy_word(value)
+    if value is None or str(value) == "":
+        raise ValidationError(f"config {key} must not be empty")
+    return check_branch(str(value)) if key == "integration_branch" else str(value)

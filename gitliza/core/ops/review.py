@@ -1,0 +1,142 @@
+"""Reviewer ops and the merge record: claim-review, verdict (approve, reject, or a review deadlock
+that blocks the task), merge (MERGED or INTEGRATION_FAILED). The merge itself is done by the shell
+before the op is applied; the op records the merge commit so that replay needs nothing but the
+board."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gitliza.core import clock
+from gitliza.core.ops.base import (Ctx, Op, check_sha, free_agent, need_text, register_op,
+                                   replace)
+from gitliza.core.ops.blocking import add_anomaly, block_fields, with_failed
+from gitliza.core.ops.leases import (STAND_DOWN, drop_stale_review, holds_live, lease_live,
+                                     lease_seconds)
+from gitliza.core.states import AgentState, TaskState
+from gitliza.errors import IllegalTransition, LeaseLost, PermissionDenied, ValidationError
+
+S = TaskState
+A = AgentState
+
+
+@register_op
+@dataclass(frozen=True, kw_only=True)
+class ClaimReview(Op):
+    NAME = "claim-review"
+    task: str
+
+    def run(self, ctx: Ctx) -> None:
+        t = ctx.require_task(self.task)
+        ctx.transition(t, S.READY_FOR_REVIEW)
+        me = ctx.require_agent()
+        if me.id == t.assigned_to or me.id in t.failed_by:
+            raise PermissionDenied(f"{me.id} wrote {t.id} and cannot review it")
+        if t.reviewing_by is not None and lease_live(t.review_lease_expires, self.time):
+            who = "you" if t.reviewing_by == me.id else t.reviewing_by
+            raise IllegalTransition(f"{t.id} is already being reviewed by {who} "
+                                    f"(lease until {t.review_lease_expires})")
+        if me.status != A.IDLE and holds_live(ctx, me):
+            raise ValidationError(f"{me.id} is {me.status} on {me.current_task}; finish it first")
+        if me.current_task != t.id:
+            drop_stale_review(ctx, me)
+        if t.reviewing_by is not None and t.reviewing_by != me.id:
+            free_agent(ctx, t, t.reviewing_by)
+            ctx.notices.append(f"{t.reviewing_by}'s review lease on {t.id} had expired: "
+                               "it must stand down")
+        expires = clock.plus(self.time, lease_seconds(ctx, t))
+        ctx.put_task(replace(t, reviewing_by=me.id, review_lease_expires=expires,
+                             history=ctx.history(t, "review_claimed", agent=me.id)))
+        ctx.put_agent(replace(me, status=A.REVIEWING, current_task=t.id, lease_expires=expires,
+                              heartbeat=self.time))
+
+
+@register_op
+@dataclass(frozen=True, kw_only=True)
+class Verdict(Op):
+    NAME = "verdict"
+    task: str
+    verdict: str
+    commit: str
+    reason: str | None = None
+
+    def run(self, ctx: Ctx) -> None:
+        t = ctx.require_task(self.task)
+        if self.verdict not in ("approve", "reject"):
+            raise ValidationError(f"verdict must be approve or reject, got {self.verdict!r}")
+        approve = self.verdict == "approve"
+        cycles = t.review_cycles_current + (0 if approve else 1)
+        limit = t.max_review_cycles or ctx.board.config.max_review_cycles
+        target = S.APPROVED if approve else (S.BLOCKED if cycles >= limit else S.REJECTED)
+        ctx.transition(t, target, reason=self.reason)
+        me = ctx.require_agent()
+        if me.id == t.assigned_to:
+            raise PermissionDenied(f"{me.id} wrote {t.id} and cannot give it a verdict")
+        if t.reviewing_by != me.id:
+            if t.reviewing_by is None:
+                raise ValidationError(f"{t.id} has no review lease",
+                                      hint=f"`git liza claim-review {t.id}` first")
+            raise LeaseLost(f"{t.id} is being reviewed by {t.reviewing_by}, not {me.id}: "
+                            f"{STAND_DOWN}")
+        if not lease_live(t.review_lease_expires, self.time):
+            raise LeaseLost(f"{me.id}'s review lease on {t.id} expired at "
+                            f"{t.review_lease_expires}: {STAND_DOWN}")
+        check_sha(self.commit, "reviewed commit")
+        if self.commit != t.review_commit:
+            raise ValidationError(f"reviewed commit {self.commit[:12]} is not {t.id}'s "
+                                  f"review_commit {str(t.review_commit)[:12]}")
+        if not approve:
+            need_text(self.reason, "a rejection reason")
+        ctx.put_agent(replace(me, status=A.IDLE, current_task=None, lease_expires=None,
+                              heartbeat=self.time))
+        base = replace(t, reviewing_by=None, review_lease_expires=None)
+        if approve:
+            free_agent(ctx, t, t.assigned_to)
+            ctx.put_task(replace(base, status=S.APPROVED, approved_by=me.id,
+                                 history=ctx.history(t, "approved", agent=me.id,
+                                                     commit=self.commit)))
+            return
+        assert self.reason is not None
+        base = replace(base, rejection_reason=self.reason, review_cycles_current=cycles,
+                       review_cycles_total=t.review_cycles_total + 1,
+                       history=ctx.history(t, "rejected", agent=me.id, commit=self.commit,
+                                           reason=self.reason))
+        if target == S.REJECTED:
+            ctx.put_task(replace(base, status=S.REJECTED))
+            return
+        add_anomaly(ctx, "review_deadlock", t.id, cycles=cycles)
+        free_agent(ctx, t, t.assigned_to)
+        ctx.put_task(block_fields(ctx, base, f"review deadlock: {cycles} review cycles without "
+                                  f"approval (max_review_cycles {limit})",
+                                  ("Is the done_when achievable as specified?",),
+                                  with_failed(t, t.assigned_to)))
+        ctx.notices.append(f"{t.id} moved to BLOCKED (review deadlock)")
+
+
+@register_op
+@dataclass(frozen=True, kw_only=True)
+class Merge(Op):
+    NAME = "merge"
+    task: str
+    result: str  # "merged" | "failed"
+    merge_commit: str | None = None
+    reason: str | None = None
+    # Integration commits since the task's base when it was merged (wt-merge.sh logs it).
+    drift_commits: int | None = None
+
+    def run(self, ctx: Ctx) -> None:
+        t = ctx.require_task(self.task)
+        if self.result not in ("merged", "failed"):
+            raise ValidationError(f"merge result must be merged or failed, got {self.result!r}")
+        merged = self.result == "merged"
+        ctx.transition(t, S.MERGED if merged else S.INTEGRATION_FAILED, reason=self.reason)
+        if merged:
+            check_sha(self.merge_commit, "merge commit")
+            ctx.put_task(replace(t, status=S.MERGED, merge_commit=self.merge_commit,
+                                 worktree=None, integration_failure=None,
+                                 history=ctx.history(t, "merged", agent=self.actor,
+                                                     commit=self.merge_commit)))
+        else:
+            need_text(self.reason, "an integration failure reason")
+            ctx.put_task(replace(t, status=S.INTEGRATION_FAILED, integration_failure=self.reason,
+                                 history=ctx.history(t, "integration_failed", agent=self.actor,
+                                                     reason=self.reason)))
