@@ -1,0 +1,160 @@
+"""The layers of docs/architecture.md, checked on the code: every import in gitliza/ (at the top of a
+module, inside a function, or under TYPE_CHECKING) goes to its own package or to one the map says it
+may import, and no modules import each other in a circle. The map is read from the table in
+docs/architecture.md, so the page and this check cannot drift apart."""
+from __future__ import annotations
+
+import ast
+import functools
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MAP = ROOT / "docs" / "architecture.md"
+_ROW = re.compile(r"^\|\s*`([\w.]+)`\s*\|[^|]*\|([^|]*)\|\s*$")
+
+
+def read_map(text: str) -> dict[str, set[str]]:
+    """The layer table: `unit` | what it holds | what it may import (`unit`s, or "nothing")."""
+    return {m.group(1): set(re.findall(r"`([\w.]+)`", m.group(2)))
+            for m in map(_ROW.match, text.splitlines()) if m}
+
+
+def modules(pkg: Path) -> dict[str, Path]:
+    """Every module of the package at `pkg`, by dotted name."""
+    out = {}
+    for path in sorted(pkg.rglob("*.py")):
+        parts = list(path.relative_to(pkg.parent).with_suffix("").parts)
+        out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return out
+
+
+def imports(name: str, path: Path, known: dict[str, Path]) -> list[tuple[int, str]]:
+    """(line, module) for every import of a module of `known` in `path`, wherever it stands."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                here = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+                base = ".".join(here[:len(here) - node.level + 1] + ([base] if base else []))
+            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base
+                       for a in node.names]
+        else:
+            continue
+        for t in targets:
+            while t and t not in known:  # `import a.b.c` of a module a.b: an attribute c
+                t = t.rpartition(".")[0]
+            if t and t != name:
+                found.append((node.lineno, t))
+    return found
+
+
+@functools.cache
+def graph(pkg: Path) -> dict[str, list[tuple[int, str]]]:
+    """Each module of `pkg` and the imports it makes of the others."""
+    known = modules(pkg)
+    return {name: imports(name, path, known) for name, path in known.items()}
+
+
+def unit(module: str) -> str:
+    """The row of the map a module belongs to: its subpackage, or a top-level module's name; the
+    package face (gitliza/__init__.py: the version) goes with errors, the module every layer shares."""
+    parts = module.split(".")
+    return "errors" if len(parts) == 1 else parts[1]
+
+
+def violations(pkg: Path, allowed: dict[str, set[str]]) -> list[str]:
+    known = modules(pkg)
+    out = []
+    for name, found in graph(pkg).items():
+        where = known[name].relative_to(pkg.parent)
+        a = unit(name)
+        if a not in allowed:
+            out.append(f"{where}: {a} is not in the map")
+            continue
+        out.extend(f"{where}:{line} imports {target}: {a} may not import {unit(target)}"
+                   for line, target in found if unit(target) not in allowed[a] | {a})
+    return out
+
+
+def circles(pkg: Path) -> list[list[str]]:
+    """The strongly connected groups of two or more modules (Tarjan), each sorted."""
+    edges = {n: sorted({t for _, t in found}) for n, found in graph(pkg).items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in edges[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while not group or group[-1] != v:
+                group.append(stack.pop())
+            if len(group) > 1:
+                out.append(sorted(group))
+    for v in edges:
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_the_map_is_a_stack_of_layers() -> None:
+    allowed = read_map(MAP.read_text("utf-8"))
+    assert {"errors", "core", "git", "services", "cli"} <= set(allowed), allowed
+    for a, targets in allowed.items():
+        assert targets <= set(allowed), (a, targets - set(allowed))
+    # No two rows may import each other, however indirectly: the map itself has no circle.
+    seen: dict[str, set[str]] = {}
+
+    def below(a: str, path: tuple[str, ...] = ()) -> set[str]:
+        assert a not in path, f"the map has a circle: {' -> '.join(path + (a,))}"
+        if a not in seen:
+            seen[a] = set().union(*([allowed[a]] + [below(b, path + (a,)) for b in allowed[a]]))
+        return seen[a]
+    for a in allowed:
+        below(a)
+
+
+def test_every_package_of_gitliza_is_in_the_map() -> None:
+    allowed = read_map(MAP.read_text("utf-8"))
+    units = {unit(m) for m in modules(ROOT / "gitliza")}
+    assert units == set(allowed), (units ^ set(allowed))
+
+
+def test_no_module_imports_from_a_layer_above_it() -> None:
+    assert violations(ROOT / "gitliza", read_map(MAP.read_text("utf-8"))) == []
+
+
+def test_no_import_circles() -> None:
+    assert circles(ROOT / "gitliza") == []
+
+
+def test_the_checks_catch_a_layer_violation_and_a_circle(tmp_path: Path) -> None:
+    pkg = tmp_path / "gitliza"
+    for rel, text in {
+        "__init__.py": "", "errors.py": "",
+        "core/__init__.py": "", "core/a.py": "from gitliza.core import b\n",
+        "core/b.py": "def f():\n    from gitliza.core.a import x  # a lazy dodge\n",
+        "git/__init__.py": "", "git/store.py": "import gitliza.core.a\nfrom gitliza.errors import E\n",
+        "services/__init__.py": "", "services/s.py": "from ..git import store\n",
+        "core/up.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                      "    from gitliza.services.s import S\n",
+    }.items():
+        (pkg / rel).parent.mkdir(parents=True, exist_ok=True)
+        (pkg / rel).write_text(text)
+    allowed = read_map("| `errors` | x | nothing |\n| `core` | x | `errors` |\n"
+                       "| `git` | x | `core` `errors` |\n| `services` | x | `git` `core` |\n")
+    assert violations(pkg, allowed) == [
+        "gitliza/core/up.py:3 imports gitliza.services.s: core may not import services"]
+    assert circles(pkg) == [["gitliza.core.a", "gitliza.core.b"]]
