@@ -1,5 +1,5 @@
 """The CLI's fast path (gitliza/cli/fastpath.py) makes exactly the call typer would make, falls back to
-typer for everything else, and rebuilds its spec by itself when cli.py changes."""
+typer for everything else, and rebuilds its spec by itself when cli/app.py changes."""
 from __future__ import annotations
 
 import os
