@@ -60,7 +60,7 @@ def _main(args: list[str], argv: list[str] | None) -> int:
 
     if args[:1] == ["hook-impl"]:
         classcache.install()
-        from gitliza.hooks.checks import main as hook_main
+        from gitliza.hooks.dispatch import main as hook_main
 
         return hook_main(args[1:])
     code = fastpath.guarded(lambda: fastpath.run(args), args)

@@ -1,4 +1,4 @@
-"""Hook shims: installed by gitliza.hooks.install, run by the real git, traced by gitliza.hooks.checks.
+"""Hook shims: installed by gitliza.hooks.install, run by the real git, traced by gitliza.hooks.dispatch.
 
 Every hook run appends `<hook> <args...> stdin=<sha256>` to $GITLIZA_HOOK_TRACE, which is how these
 tests see that git ran the shim and what it passed through.
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from gitliza.hooks import checks
+from gitliza.hooks import dispatch
 from gitliza.__main__ import main as gitliza_main
 from gitliza.errors import EXIT_DEPENDENCY, ValidationError
 from gitliza.hooks.install import (
@@ -432,7 +432,7 @@ def test_missing_interpreter_fails_loudly_unless_bypassed(repo: Path, trace: Pat
 
 
 def test_every_installed_hook_has_a_handler() -> None:
-    assert set(CLIENT_HOOKS + SERVER_HOOKS) <= set(checks.HOOK_HANDLERS)
+    assert set(CLIENT_HOOKS + SERVER_HOOKS) <= set(dispatch.HOOK_HANDLERS)
 
 
 def test_python_m_gitliza_hook_impl(trace: Path) -> None:

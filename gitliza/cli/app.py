@@ -520,8 +520,8 @@ def hooks_status(json: bool = JsonOpt) -> None:
                                             "allow_extra_args": True}, hidden=True)
 def hook_impl(ctx: typer.Context, hook: str) -> None:
     """What the hook shims call."""
-    from gitliza.hooks import checks
-    code = checks.main([hook, *ctx.args])
+    from gitliza.hooks import dispatch
+    code = dispatch.main([hook, *ctx.args])
     if code:
         raise typer.Exit(code)
 

@@ -3,7 +3,8 @@
 A shim is the package's `hooks/template.sh` with three lines filled in (hook name, the interpreter
 that runs gitliza, whether the LIZA_SKIP_HOOKS bypass is allowed). It runs a chained foreign hook
 first, then `python -m gitliza hook-impl <hook> "$@"`. What the hooks check lives in
-gitliza.hooks.checks, not here. Layout, chaining and upgrade rules: docs/hooks-install.md.
+gitliza.hooks.dispatch and the handlers it names, not here. Layout, chaining and upgrade rules:
+docs/hooks-install.md.
 
 Where the hooks go is git's own answer (`git rev-parse --git-path hooks`): it honours
 core.hooksPath (`~` expanded, a relative path taken from the work tree top, or from $GIT_DIR in a bare

@@ -13,7 +13,7 @@ from ruamel.yaml import YAML
 
 from gitliza.cli import app as cli, manpage
 
-from gitliza.hooks import checks
+from gitliza.hooks import client, dispatch
 from tests.conftest import commit_specs, git
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -65,7 +65,7 @@ def test_pre_commit_hooks_manifest() -> None:
         assert h["language"] == "python" and h["pass_filenames"] is False
         assert set(h["stages"]) <= PRE_COMMIT_STAGES
         exe, sub, hook = h["entry"].split()
-        assert exe in scripts and sub == "hook-impl" and hook in checks.HOOK_HANDLERS
+        assert exe in scripts and sub == "hook-impl" and hook in dispatch.HOOK_HANDLERS
         assert h["stages"] == [hook]
     assert f'{sorted(scripts)[1]} = "gitliza.__main__:main"' in (ROOT / "pyproject.toml").read_text()
 
@@ -75,7 +75,7 @@ def test_pre_push_under_pre_commit_rebuilds_gits_line(monkeypatch: pytest.Monkey
     monkeypatch.setenv("PRE_COMMIT_FROM_REF", "a" * 40)
     monkeypatch.setenv("PRE_COMMIT_REMOTE_BRANCH", "refs/liza/state")
     monkeypatch.setenv("PRE_COMMIT_LOCAL_BRANCH", "refs/liza/state")
-    assert checks._pre_commit_push_line() == (
+    assert client._pre_commit_push_line() == (
         f"refs/liza/state {'b' * 40} refs/liza/state {'a' * 40}\n").encode()
 
 

@@ -1,0 +1,106 @@
+"""The rules every hook applies to a set of ref updates, client and server alike: refs/liza/state
+only moves to a continuation that replays commit by commit and is never deleted, the other
+refs/liza/* refs only fast-forward, and the integration branch only receives approved work, judged
+against the board the same updates produce. The server adds its own rules on the new state commits
+(gitliza/hooks/server.py) through `judge`'s `also`.
+
+pygit2 and the replay engine are imported inside the functions (start-up speed): the dispatcher
+imports this module on every hook run, and most runs judge nothing.
+"""
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any, Callable
+
+from gitliza.hooks.repo import LIZA_REFS, STATE_REF, ZERO, board_at, integration_ref, ref_target
+
+if TYPE_CHECKING:
+    import pygit2
+
+    from gitliza.core.board import Board
+    from gitliza.git.store import Store
+
+# (store, old state commit or None, new state commit hex) -> why the new commits are refused, or
+# None; run only on a range that replayed.
+StateRule = Callable[["Store", Any, str], "str | None"]
+
+
+def judge(store: Store, updates: list[tuple[Any, str, str]], *, pending_merges: bool,
+          rewind_ok: bool, also: StateRule | None = None) -> list[tuple[str, str]]:
+    """(ref, reason) for every refused update among `updates` = [(old oid or None, new hex, ref)],
+    `old` being the trusted value the ref has now. The state ref is judged first: the integration
+    branch is then judged against the board this very update produces (a merge moves both)."""
+    import pygit2
+    repo = store.repo
+    refused: list[tuple[str, str]] = []
+    state = store.tip()
+    for old, new, ref in updates:
+        if not ref.startswith(LIZA_REFS):
+            continue
+        if new == ZERO:
+            refused.append((ref, f"deleting {ref} is never allowed"))
+        elif ref == STATE_REF:
+            why = _check_state(store, old, new, also)
+            if why:
+                refused.append((ref, why))
+            else:
+                state = pygit2.Oid(hex=new)
+        elif old is not None and not repo.descendant_of(pygit2.Oid(hex=new), old):
+            refused.append((ref, f"not a fast-forward of {str(old)[:12]}"))
+    if state is None:
+        return refused
+    board = board_at(store, state)
+    ib = integration_ref(board)
+    alongside = tuple(pygit2.Oid(hex=n) for _o, n, r in updates
+                      if r.startswith("refs/heads/") and r != ib and n != ZERO)
+    for old, new, ref in updates:
+        if ref == ib:
+            why = _check_integration(repo, board, ref, old, new, pending_merges=pending_merges,
+                                     rewind_ok=rewind_ok, alongside=alongside if old is None else ())
+            if why:
+                refused.append((ref, why))
+    return refused
+
+
+def _check_state(store: Store, old: Any, new: str, also: StateRule | None) -> str | None:
+    """Why moving refs/liza/state from `old` (trusted; None: no state yet) to `new` is refused.
+    `also` (server only): its own rules on the new commits, once they replay."""
+    from gitliza.services.verify import VerifyFailure, replay
+    if new == ZERO:
+        return f"deleting {STATE_REF} is never allowed (it is the board's whole history)"
+    try:
+        report = replay(store, new, old)
+    except VerifyFailure as e:
+        return str(e)
+    for oid, op, actor, why in report.unsigned:  # signatures = warn: reported, accepted
+        print(f"gitliza: warning: state commit {oid[:12]} ({op}): actor {actor}: {why}",
+              file=sys.stderr)
+    return None if also is None else also(store, old, new)
+
+
+def _check_integration(repo: pygit2.Repository, board: Board, ref: str, old: Any, new: str,
+                       *, pending_merges: bool, rewind_ok: bool, alongside: tuple[Any, ...] = ()
+                       ) -> str | None:
+    """Why moving the integration branch from `old` (None: creation) to `new` is refused."""
+    import pygit2
+
+    from gitliza.services.verify import Approvals, describe, unapproved
+    if new == ZERO:
+        return "deleting the integration branch is not allowed"
+    new_oid = pygit2.Oid(hex=new)
+    if new_oid not in repo:
+        return f"{new[:12]} is not in this repository"
+    if old is None:
+        # A new integration branch starts from existing history: anything already on another branch
+        # (or on one created by the same push: a first `git push --all`) is not brought in by it.
+        hide = [t for n in repo.references if n.startswith("refs/heads/") and n != ref
+                if (t := ref_target(repo, n)) is not None] + list(alongside)
+    else:
+        if old != new_oid and not rewind_ok and not repo.descendant_of(new_oid, old):
+            return f"not a fast-forward of {str(old)[:12]}: merged work would be dropped"
+        hide = [old]
+    bad = unapproved(repo, Approvals.of(board), new_oid, hide, pending_merges=pending_merges)
+    if bad:
+        return (f"{ref} would receive {describe(bad)}; only approved review commits (merged by "
+                "`git liza merge`) go there")
+    return None

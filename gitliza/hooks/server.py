@@ -1,0 +1,128 @@
+"""The server hook, pre-receive: the one that enforces (client hooks are advisory). It judges every
+pushed ref with the rules the clients apply (gitliza/hooks/judge.py) and adds the ones only a
+server can make on the new state commits, by its own clock and its own knowledge of who pushes: no
+op dated later than its clock allows, no takeover of a lease its clock says is still running, and
+only the actors a pusher is bound to (gitliza/hooks/pushers.py).
+
+pygit2, the core, the replay engine and the pusher bindings are imported inside the functions that
+use them (start-up speed): the dispatcher imports this module on every hook run.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+from gitliza.hooks.judge import judge
+from gitliza.hooks.repo import ZERO, open_repo, stdin_lines, store_of
+
+if TYPE_CHECKING:
+    import pygit2
+
+    from gitliza.git.store import Store
+
+DEFAULT_MAX_SKEW = 60
+
+
+def pre_receive(args: list[str], stdin: bytes) -> int:
+    """The enforcing hook. Every refs/liza/* update must be a fast-forward and, for the state ref,
+    replay commit by commit; the integration branch may only receive approved work, judged against
+    the board as it will be after this push (so the state ref is checked first). One line per
+    refused ref; any refusal refuses the whole push (pre-receive is all or nothing)."""
+    import pygit2
+    updates = [(None if o == ZERO else pygit2.Oid(hex=o), n, r) for o, n, r in stdin_lines(stdin, 3)]
+    if not updates:
+        return 0
+    repo = open_repo(server=True)
+    latest = _latest_allowed(repo)
+    refused = judge(store_of(repo), updates, pending_merges=False, rewind_ok=False,
+                    also=lambda store, old, new: _server_rules(store, old, new, latest))
+    for ref, why in refused:
+        print(f"gitliza: refused {ref}: {' '.join(why.split())}", file=sys.stderr)
+    return 1 if refused else 0
+
+
+def _server_rules(store: Store, old: Any, new: str, latest: str) -> str | None:
+    """Why the state commits in old..new (which replay) are refused by this server's own rules.
+    `latest`: no new op may be dated after it (see _latest_allowed)."""
+    return (_future_op(store, old, new, latest) or _early_takeover(store, old, new, _server_now())
+            or _unbound_pusher(store, old, new))
+
+
+def _new_commits(store: Store, old: Any, new: str) -> list[Any]:
+    """The state commits in old..new, newest first (the range already replayed: linear)."""
+    import pygit2
+    commits = []
+    commit = store.commit(pygit2.Oid(hex=new))
+    while old is None or commit.id != old:
+        commits.append(commit)
+        if not commit.parents:
+            break
+        commit = commit.parents[0]
+    return commits
+
+
+def _unbound_pusher(store: Store, old: Any, new: str) -> str | None:
+    """A pusher may add only commits of the actors the server binds it to (gitliza/hooks/pushers.py)."""
+    from gitliza.hooks import pushers
+    from gitliza.core import record
+    binding = pushers.bindings(store.repo.config)
+    if not binding:
+        return None
+    return pushers.refused(binding, pushers.pusher(os.environ),
+                           ((str(c.id), record.parse(c.message).op.actor)
+                            for c in reversed(_new_commits(store, old, new))))
+
+
+def _server_now() -> str:
+    """The server's own clock. Never LIZA_NOW: over a local or file:// push the pusher's
+    environment reaches pre-receive, and the pusher must not be able to move the server's clock."""
+    from gitliza.services.api import now_utc
+    return now_utc(allow_override=False)
+
+
+def _latest_allowed(repo: pygit2.Repository) -> str:
+    """Ops carry their own time, and leases are judged by it: an op dated in the future could
+    fake the expiry of someone's lease. The server accepts ops dated at most `liza.maxClockSkew`
+    seconds (default 60) after its own clock. Older ops are fine: a machine that was offline
+    replays its ops with their original times."""
+    from gitliza.core import clock
+    try:
+        skew = int(str(repo.config["liza.maxClockSkew"]))
+    except (KeyError, ValueError):
+        skew = DEFAULT_MAX_SKEW
+    return clock.plus(_server_now(), max(skew, 0))
+
+
+def _future_op(store: Store, old: Any, new: str, latest: str) -> str | None:
+    for commit in _new_commits(store, old, new):
+        for line in commit.message.splitlines():
+            if line.startswith("Liza-Time: ") and line[11:].strip() > latest:
+                return (f"state commit {str(commit.id)[:12]} is dated {line[11:].strip()}, later "
+                        f"than this server's clock allows ({latest}; git config liza.maxClockSkew)")
+    return None
+
+
+def _early_takeover(store: Store, old: Any, new: str, now: str) -> str | None:
+    """A takeover (a claim of a CLAIMED task, a claim-review over someone's review lease) must
+    find the lease expired by the server's clock too. The op's own time decides in the core, and
+    a legitimate takeover always happened before the push, so by now its lease has expired; one
+    that has not was dated ahead to fake the expiry."""
+    from gitliza.core import record
+    for c in reversed(_new_commits(store, old, new)):
+        op = record.parse(c.message).op
+        if op.NAME not in ("claim", "claim-review") or not c.parents:
+            continue
+        t = store.board_at(store.commit(c.parents[0].id)).task(getattr(op, "task"))
+        if t is None:
+            continue
+        if op.NAME == "claim" and t.status == "CLAIMED" and t.assigned_to != op.actor:
+            until = t.lease_expires
+        elif op.NAME == "claim-review" and t.reviewing_by not in (None, op.actor):
+            until = t.review_lease_expires
+        else:
+            continue
+        if until is not None and until > now:
+            return (f"state commit {str(c.id)[:12]} ({op.NAME} {t.id}) takes over a lease that "
+                    f"runs until {until} by this server's clock ({now})")
+    return None
