@@ -218,7 +218,7 @@ def test_the_server_hook_accepts_an_imported_board_and_refuses_a_forged_one(
     import sys
 
     from gitliza.hooks.install import install
-    from tests.test_hooks_enforce import push, refused, remote_ref
+    from tests.hooks.test_enforce import push, refused, remote_ref
     install(bare, server=True, python=sys.executable)
     clone = tmp_path / "clone"
     git(tmp_path, "clone", "-q", str(bare), str(clone))

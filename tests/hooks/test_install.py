@@ -31,7 +31,7 @@ from gitliza.hooks.install import (
 )
 from tests.conftest import git
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ZERO = "0" * 40
 PY = sys.executable  # the venv python, where gitliza is installed (editable)
 
