@@ -17,7 +17,6 @@ that tests (and anyone debugging an installation) can see that git ran the shim 
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 from typing import Callable
@@ -54,6 +53,8 @@ def main(args: list[str]) -> int:
     stdin = _read_stdin()
     trace = os.environ.get("GITLIZA_HOOK_TRACE")
     if trace:
+        import hashlib  # here, not at the top: it loads OpenSSL, and only a traced run needs it
+
         digest = hashlib.sha256(stdin).hexdigest()
         with open(trace, "a", encoding="utf-8") as f:
             f.write(" ".join([hook, *rest, f"stdin={digest}"]) + "\n")
