@@ -202,7 +202,7 @@ def do_op(store: Any, kind: str, actor: str, task: str | None, integ: str,
     from gitliza.services import sync as engine
     from gitliza.services.api import Liza
     from gitliza.errors import ConcurrencyConflict, GitFailure, LizaError, ValidationError
-    from gitliza.services.lifecycle import pull_first
+    from gitliza.services.lifecycle.remote import pull_first
     # sync=True: lifecycle's pulls see the team remote (liza.remote); no after-commit hook is
     # installed on this handle, the sync after the op is made below.
     liza = Liza(store, actor, sync=shared)

@@ -24,7 +24,8 @@ from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gitliza.services import lifecycle  # noqa: E402
+from gitliza.services.lifecycle.claim import ClaimResult, claim  # noqa: E402
+from gitliza.services.lifecycle.merge import merge  # noqa: E402
 from gitliza.services.api import Liza  # noqa: E402
 from gitliza.core.ops import Add, ClaimReview, Register, Submit, Verdict  # noqa: E402
 from benchutil import git, project, show  # noqa: E402
@@ -80,8 +81,8 @@ def main() -> None:
         claimed: list[tuple[str, str]] = []
         for i in range(rounds):
             liza = Liza.open(repo, f"c{i}")
-            res: list[lifecycle.ClaimResult] = []
-            claim_ms.append(timed(lambda: res.append(lifecycle.claim(liza))))
+            res: list[ClaimResult] = []
+            claim_ms.append(timed(lambda: res.append(claim(liza))))
             claimed.append((f"c{i}", res[0].task))
         show("claim, library (best claimable)", claim_ms)
 
@@ -103,21 +104,21 @@ def main() -> None:
             wt = repo / ".worktrees" / tid
             git(wt, "merge", "-q", "--ff-only", "integration")
             approve(repo, coder, tid, {f"ff/{tid}.txt": "x\n"})
-            ff_ms.append(timed(lambda: lifecycle.merge(reviewer, tid)))
+            ff_ms.append(timed(lambda: merge(reviewer, tid)))
         show("merge, fast-forward", ff_ms)
         for coder, tid in claimed[half:]:
             approve(repo, coder, tid, {f"mc/{tid}.txt": "x\n"})
-            mc_ms.append(timed(lambda: lifecycle.merge(reviewer, tid)))
+            mc_ms.append(timed(lambda: merge(reviewer, tid)))
         show("merge, merge commit", mc_ms)
 
         test_ms = []
         base = rounds + min(rounds, 10)
         for i in range(min(rounds, 10)):
             coder = f"c{base + i}"
-            tid = lifecycle.claim(Liza.open(repo, coder)).task
+            tid = claim(Liza.open(repo, coder)).task
             approve(repo, coder, tid, {"scripts/integration-test.sh": "exit 0\n",
                                        f"it/{tid}.txt": "x\n"})
-            test_ms.append(timed(lambda: lifecycle.merge(reviewer, tid)))
+            test_ms.append(timed(lambda: merge(reviewer, tid)))
         show("merge, with scripts/integration-test.sh", test_ms)
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gitliza.services.api import Liza  # noqa: E402
-from gitliza.services.lifecycle import ensure_integration_branch  # noqa: E402
+from gitliza.services.lifecycle.integration import ensure_integration_branch  # noqa: E402
 from gitliza.core.ops import Add, Block, Init  # noqa: E402
 from gitliza.core.ops.goal import ConfigSet  # noqa: E402
 

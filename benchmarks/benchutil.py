@@ -20,7 +20,7 @@ def git(cwd: Path, *args: str) -> str:
 def project(repo: Path, files: dict[str, str] | None = None) -> Any:
     """A small project (50 source files: checkout cost is part of a claim, plus `files`) with a
     board on it: returns the human's `Liza`, the integration branch made."""
-    from gitliza.services import lifecycle
+    from gitliza.services.lifecycle.integration import ensure_integration_branch
     from gitliza.services.api import Liza
     from gitliza.core.ops import Init
 
@@ -34,7 +34,7 @@ def project(repo: Path, files: dict[str, str] | None = None) -> Any:
     git(repo, "commit", "-q", "-m", "initial")
     human = Liza.open(repo, "human")
     done = human.do(Init, goal="bench")
-    lifecycle.ensure_integration_branch(human, done.outcome.board.config.integration_branch)
+    ensure_integration_branch(human, done.outcome.board.config.integration_branch)
     return human
 
 

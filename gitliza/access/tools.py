@@ -168,7 +168,9 @@ def _op_roles(op: str) -> frozenset[Role]:
 
 
 def _build() -> dict[str, Tool]:
-    from gitliza.services import lifecycle as life
+    from gitliza.services.lifecycle import claim as claiming
+    from gitliza.services.lifecycle import merge as merging
+    from gitliza.services.lifecycle import review as reviewing
     from gitliza.services import transitions as tr
     from gitliza.services import views as view
     from gitliza.core.ops import base, load_all
@@ -194,7 +196,7 @@ def _build() -> dict[str, Tool]:
                           concurrent=concurrent))
 
     def claim(liza: Any, a: dict[str, Any]) -> Any:
-        res = life.claim(liza, a.get("task"))
+        res = claiming.claim(liza, a.get("task"))
         data = tr.transition_data(res.committed, tr.claim_extra(res))
         refused = tr.claim_refusal(res)
         if refused:
@@ -202,23 +204,23 @@ def _build() -> dict[str, Tool]:
         return data
 
     def merge(liza: Any, a: dict[str, Any]) -> Any:
-        res = life.merge(liza, a["task"])
+        res = merging.merge(liza, a["task"])
         return tr.transition_data(res.committed, tr.merge_extra(res))
 
     def release(liza: Any, a: dict[str, Any]) -> Any:
-        done = life.release(liza, a["task"])
+        done = claiming.release(liza, a["task"])
         return tr.transition_data(done.committed, tr.release_extra(done))
 
     def submit(liza: Any, a: dict[str, Any]) -> Any:
-        done = life.submit(liza, a["task"], a.get("commit"))
+        done = reviewing.submit(liza, a["task"], a.get("commit"))
         return tr.transition_data(done.committed, tr.submit_extra(done))
 
     def claim_review(liza: Any, a: dict[str, Any]) -> Any:
-        done = life.claim_review(liza, a.get("task"))
+        done = reviewing.claim_review(liza, a.get("task"))
         return tr.transition_data(done.committed, tr.claim_review_extra(done))
 
     def verdict(liza: Any, a: dict[str, Any]) -> Any:
-        done = life.verdict(liza, a["task"], a["verdict"], a.get("reason"), a.get("commit"))
+        done = reviewing.verdict(liza, a["task"], a["verdict"], a.get("reason"), a.get("commit"))
         return tr.transition_data(done.committed)
 
     def discover(liza: Any, a: dict[str, Any]) -> Any:

@@ -10,7 +10,9 @@ from gitliza.core.ops.base import Op
 from gitliza.git.store import Committed
 
 if TYPE_CHECKING:  # the lifecycle (worktrees, merges) is imported only by the ops that need it
-    from gitliza.services import lifecycle as life
+    from gitliza.services.lifecycle.claim import ClaimResult
+    from gitliza.services.lifecycle.common import Done
+    from gitliza.services.lifecycle.merge import MergeResult
 
 
 def transition_data(done: Committed, extra: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -49,7 +51,7 @@ def do_op(liza: Any, cls: type[Op], **args: Any) -> Committed:
         gated_by_specs(liza, lambda _board, now: cls(actor=liza.agent, time=now, **args)))
     if cls.NAME in RELEASING_OPS:
         # Imported here: only a releasing op needs the worktree machinery.
-        from gitliza.services.lifecycle import cleanup_after
+        from gitliza.services.lifecycle.cleanup import cleanup_after
         cleanup_after(liza, done)
     return done
 
@@ -73,35 +75,35 @@ def do_discover(liza: Any, disc_id: str | None, **fields: Any) -> Committed:
 
 # -- what each lifecycle command returns (printed by the CLI with --json, returned by the MCP tools)
 # -- what each command returns (printed by the CLI with --json, returned by the MCP tools) -------
-def claim_extra(res: life.ClaimResult) -> dict[str, Any]:
+def claim_extra(res: ClaimResult) -> dict[str, Any]:
     return {"task": res.task, "status": res.status.value,
             "worktree": str(res.worktree) if res.worktree else None, "branch": res.branch,
             "base_commit": res.base_commit, "reused": res.reused, "notices": list(res.notices)}
 
 
-def release_extra(done: life.Done) -> dict[str, Any]:
+def release_extra(done: Done) -> dict[str, Any]:
     return {"notices": list(done.notices)}
 
 
-def submit_extra(done: life.Done) -> dict[str, Any]:
+def submit_extra(done: Done) -> dict[str, Any]:
     return {"worktree": str(done.worktree)}
 
 
-def claim_review_extra(done: life.Done) -> dict[str, Any]:
+def claim_review_extra(done: Done) -> dict[str, Any]:
     tid = done.committed.outcome.event.task
     t = done.committed.outcome.board.task(tid) if tid else None
     return {"worktree": str(done.worktree) if done.worktree else None,
             "review_commit": t.review_commit if t is not None else None}
 
 
-def merge_extra(res: life.MergeResult) -> dict[str, Any]:
+def merge_extra(res: MergeResult) -> dict[str, Any]:
     m = res.merge
     return {"result": "merged", "branch": res.branch, "kind": m.kind, "old": str(m.old),
             "merge_commit": str(m.new), "integration_tested": m.integration_tested,
             "notices": list(res.notices)}
 
 
-def claim_refusal(res: life.ClaimResult) -> str | None:
+def claim_refusal(res: ClaimResult) -> str | None:
     """The board recorded the exhaustion (a legitimate transition), but the agent holds no task:
     `git liza claim T && start-coder` must not start a coder on it, so this is a failure."""
     if res.status.value == "CLAIMED":

@@ -13,7 +13,7 @@ from gitliza.core.model import HumanNote
 from gitliza.core.ops.work import Heartbeat
 from gitliza.core.states import Role
 from gitliza.errors import LizaError
-from gitliza.services import lifecycle
+from gitliza.services.lifecycle.locations import main_root
 from gitliza.services.api import Liza
 from gitliza.team.work import Job
 
@@ -23,7 +23,7 @@ def prompt(liza: Liza, role: Role, gen: int, board: Board, job: Job, resume: str
     """The prompt for `job`; `resume` is the task the user asked the first session to resume."""
     cfg = board.config
     boot = prompts.Bootstrap(role=role, agent=liza.agent,
-                             project=str(lifecycle.main_root(liza.repo)),
+                             project=str(main_root(liza.repo)),
                              goal=board.goal.description,
                              goal_spec=prompts.goal_spec(board.goal),
                              integration_branch=cfg.integration_branch)

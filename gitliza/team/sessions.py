@@ -15,7 +15,8 @@ from gitliza.access import mcp_config
 from gitliza.core import prompts
 from gitliza.core.states import Role
 from gitliza.git.repository import LIZA_DIR
-from gitliza.services import agentlog, lifecycle
+from gitliza.services import agentlog
+from gitliza.services.lifecycle.locations import main_root
 from gitliza.services.api import AGENT_ENV, GEN_ENV, Liza
 from gitliza.team import briefing, orphans, prepare, profiles, runner
 from gitliza.team.generation import Generation
@@ -108,7 +109,7 @@ class Sessions:
         """`.liza/agent-prompts/` of the main worktree (made once): prompts and MCP configs,
         never in the task's worktree, where they would be committed."""
         if self._prompts is None:
-            self._prompts = lifecycle.main_root(self.liza.repo) / LIZA_DIR / agentlog.PROMPTS_DIR
+            self._prompts = main_root(self.liza.repo) / LIZA_DIR / agentlog.PROMPTS_DIR
             self._prompts.mkdir(parents=True, exist_ok=True)
         return self._prompts
 
@@ -127,7 +128,7 @@ class Sessions:
         permission configuration), written beside the prompts: never into the task's
         worktree, where they would be committed. The MCP server runs as this agent, role and
         supervisor generation (so its ops stand down with this supervisor)."""
-        main = lifecycle.main_root(self.liza.repo)
+        main = main_root(self.liza.repo)
         mcp = None
         if self.mcp:
             mcp = mcp_config.server(main, self.agent, prompts.ROLE_WORDS[self.role],

@@ -16,7 +16,10 @@ from gitliza.core.ops.goal import CompleteGoal
 from gitliza.core.states import Role, TaskState
 from gitliza.core.wake import WakeTrigger
 from gitliza.errors import LeaseLost, LizaError
-from gitliza.services import lifecycle
+from gitliza.services.lifecycle.claim import claim
+from gitliza.services.lifecycle.locations import main_root, task_dir
+from gitliza.services.lifecycle.merge import MergeFailed, merge
+from gitliza.services.lifecycle.review import claim_review
 from gitliza.services.api import Liza
 
 S = TaskState
@@ -68,7 +71,7 @@ class WorkFinder:
         signature = tuple(found)
         if not found or signature == self.answered:
             return None
-        return Job(task=None, worktree=lifecycle.main_root(self.liza.repo), trigger=found[0][0],
+        return Job(task=None, worktree=main_root(self.liza.repo), trigger=found[0][0],
                    signature=signature)
 
     def _complete_goal(self, board: Board) -> int:
@@ -87,12 +90,12 @@ class WorkFinder:
         held = wake.holder_of(board, self.agent)
         if held is not None and held.status == S.CLAIMED and held.assigned_to == self.agent \
                 and held.lease_expires is not None and held.lease_expires > now:
-            return Job(task=held.id, worktree=lifecycle.task_dir(self.liza.repo, held.id),
+            return Job(task=held.id, worktree=task_dir(self.liza.repo, held.id),
                        resume=True)
         if not wake.work_for(board, Role.CODER, self.agent, now):
             return None
         try:
-            res = lifecycle.claim(self.liza)
+            res = claim(self.liza)
         except LeaseLost:
             raise
         except LizaError as e:  # the task went to another coder first: wait for the next change
@@ -110,9 +113,9 @@ class WorkFinder:
         for t in wake.approved_by(board, self.agent):
             merged = True
             try:
-                res = lifecycle.merge(self.liza, t.id)
+                res = merge(self.liza, t.id)
                 self.log(f"merged {t.id} into {res.branch} ({res.merge.kind})")
-            except lifecycle.MergeFailed as e:
+            except MergeFailed as e:
                 self.log(f"merge of {t.id} failed (INTEGRATION_FAILED): {e}")
             except LeaseLost:
                 raise
@@ -123,12 +126,12 @@ class WorkFinder:
         held = wake.holder_of(board, self.agent)
         if held is not None and wake.still_holds(board, self.agent, held.id, self.role) and \
                 held.review_lease_expires is not None and held.review_lease_expires > now:
-            return Job(task=held.id, worktree=lifecycle.task_dir(self.liza.repo, held.id),
+            return Job(task=held.id, worktree=task_dir(self.liza.repo, held.id),
                        review_commit=held.review_commit, resume=True)
         if not wake.work_for(board, Role.CODE_REVIEWER, self.agent, now):
             return None
         try:
-            done = lifecycle.claim_review(self.liza)
+            done = claim_review(self.liza)
         except LeaseLost:
             raise
         except LizaError as e:

@@ -14,7 +14,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from gitliza.access import mcp_config
 from gitliza.services.api import Liza
 from gitliza.core.ops import Add, Init, Register
-from gitliza.services.lifecycle import ensure_integration_branch
+from gitliza.services.lifecycle.integration import ensure_integration_branch
 from tests.conftest import commit_specs
 
 AGENTS = (("p1", "planner"), ("c1", "coder"), ("r1", "code_reviewer"))

@@ -22,7 +22,11 @@ from typing import Callable
 
 import pytest
 
-from gitliza.services import lifecycle as life
+from gitliza.services.lifecycle.claim import claim
+from gitliza.services.lifecycle.doctor import doctor
+from gitliza.services.lifecycle.locations import task_dir
+from gitliza.services.lifecycle.merge import merge
+from gitliza.services.lifecycle.review import claim_review, submit, verdict
 from gitliza.services.api import Liza
 from gitliza.git.store import Store
 from gitliza.services.verify import verify
@@ -74,7 +78,7 @@ def board_with(repo: Path, tasks: tuple[str, ...]) -> None:
 
 def work(repo: Path, tid: str, coder: str) -> None:
     """A commit in the task's worktree."""
-    wt = life.task_dir(Liza.open(repo, coder).repo, tid)
+    wt = task_dir(Liza.open(repo, coder).repo, tid)
     (wt / f"{tid}.txt").write_text(f"{tid}\n")
     git(wt, "add", f"{tid}.txt")
     git(wt, "commit", "-q", "-m", f"work on {tid}")
@@ -83,23 +87,23 @@ def work(repo: Path, tid: str, coder: str) -> None:
 # Each transition: how to bring a task to where the op starts (in-process), the op as the CLI
 # runs it, and what the lifecycle does next (in-process), to check that work goes on.
 def _claimed(repo: Path, tid: str) -> None:
-    life.claim(Liza.open(repo, "c1"), tid)
+    claim(Liza.open(repo, "c1"), tid)
     work(repo, tid, "c1")
 
 
 def _submitted(repo: Path, tid: str) -> None:
     _claimed(repo, tid)
-    life.submit(Liza.open(repo, "c1"), tid)
+    submit(Liza.open(repo, "c1"), tid)
 
 
 def _in_review(repo: Path, tid: str) -> None:
     _submitted(repo, tid)
-    life.claim_review(Liza.open(repo, "r1"), tid)
+    claim_review(Liza.open(repo, "r1"), tid)
 
 
 def _approved(repo: Path, tid: str) -> None:
     _in_review(repo, tid)
-    life.verdict(Liza.open(repo, "r1"), tid, "approve")
+    verdict(Liza.open(repo, "r1"), tid, "approve")
 
 
 @dataclass(frozen=True)
@@ -114,18 +118,18 @@ class Transition:
 
 TRANSITIONS = {
     "claim": Transition("claim", lambda r, t: None, ("claim", "t1"), "c1", "CLAIMED",
-                        lambda r, t: (work(r, t, "c1"), life.submit(Liza.open(r, "c1"), t))),
+                        lambda r, t: (work(r, t, "c1"), submit(Liza.open(r, "c1"), t))),
     "submit": Transition("submit", _claimed, ("submit", "t1"), "c1", "READY_FOR_REVIEW",
-                         lambda r, t: life.claim_review(Liza.open(r, "r1"), t)),
+                         lambda r, t: claim_review(Liza.open(r, "r1"), t)),
     "claim-review": Transition("claim-review", _submitted, ("claim-review", "t1"), "r1",
                                "READY_FOR_REVIEW",  # with the reviewer's lease on it
-                               lambda r, t: life.verdict(Liza.open(r, "r1"), t, "approve")),
+                               lambda r, t: verdict(Liza.open(r, "r1"), t, "approve")),
     "verdict": Transition("verdict", _in_review, ("verdict", "t1", "approve"), "r1", "APPROVED",
-                          lambda r, t: life.merge(Liza.open(r, "r1"), t)),
+                          lambda r, t: merge(Liza.open(r, "r1"), t)),
     "merge": Transition("merge", _approved, ("merge", "t1"), "r1", "MERGED",
-                        lambda r, t: life.claim(Liza.open(r, "c1"), "t2")),
+                        lambda r, t: claim(Liza.open(r, "c1"), "t2")),
     "release": Transition("release", _claimed, ("release", "t1"), "c1", "UNCLAIMED",
-                          lambda r, t: life.claim(Liza.open(r, "c2"), t)),
+                          lambda r, t: claim(Liza.open(r, "c2"), t)),
 }
 
 
@@ -216,7 +220,7 @@ def recover_and_go_on(repo: Path, t: Transition, before: str, tally: Tally) -> N
                  "refs/liza/state").strip()
         assert op == t.args[0], f"a kill left a transition that is not the op's: {op}"
     age_leftovers(repo)
-    report = life.doctor(Liza.open(repo), fix=True)
+    report = doctor(Liza.open(repo), fix=True)
     for p in report.problems:
         tally.leftovers[p.kind] += 1
     tally.after_fix += [f"{p.kind} {p.subject}: {p.detail} {p.error}" for p in report.remaining]

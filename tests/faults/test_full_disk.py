@@ -11,7 +11,7 @@ from typing import Iterator
 
 import pytest
 
-from gitliza.services import lifecycle as life
+from gitliza.services.lifecycle.doctor import doctor
 from gitliza.services.api import Liza
 from gitliza.git.store import Store
 from gitliza.services.verify import verify
@@ -81,11 +81,11 @@ def test_transitions_on_a_full_disk(small_fs: Path, monkeypatch: pytest.MonkeyPa
             assert r.returncode in (2, 3), r.stderr  # never a bug report
             assert "please report" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
             h.age_leftovers(repo)
-            assert not life.doctor(Liza.open(repo), fix=True).remaining
+            assert not doctor(Liza.open(repo), fix=True).remaining
         else:
             pytest.fail(f"{' '.join(args)} never went through")
     h.age_leftovers(repo)
-    report = life.doctor(Liza.open(repo), fix=True)
+    report = doctor(Liza.open(repo), fix=True)
     assert not report.remaining
     assert h.garbage(repo) == 0
     h.report(f"full disk: {full_failures} refusals naming the full disk, {other} others")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gitliza.services import lifecycle as life
+from gitliza.services.lifecycle.doctor import doctor
 from gitliza.services.api import Liza
 from tests.conftest import git
 from tests.faults import harness as h
@@ -55,6 +55,6 @@ def test_lifecycles_beside_a_pack_refs_loop(repo: Path) -> None:
     assert not failures, failures
     board = Liza.open(repo).board()
     assert all(board.task(t).status.value == "MERGED" for t in tasks)
-    report = life.doctor(Liza.open(repo), fix=True)  # finishes any deletion left to it
+    report = doctor(Liza.open(repo), fix=True)  # finishes any deletion left to it
     assert not report.remaining
     assert not git(repo, "branch", "--list", "liza/*")

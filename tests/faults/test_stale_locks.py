@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gitliza.services import lifecycle as life
+from gitliza.services.lifecycle.doctor import doctor
 from gitliza.services.api import Liza
 from tests.conftest import git
 from tests.faults import harness as h
@@ -94,6 +94,6 @@ def test_a_held_packed_refs_lock_never_fails_a_recorded_release(repo: Path,
     assert git(repo, "branch", "--list", "liza/t1")
     stale(lock)
     doctor_fixes(repo, lock)
-    report = life.doctor(Liza.open(repo), fix=True)
+    report = doctor(Liza.open(repo), fix=True)
     assert not report.remaining
     assert not git(repo, "branch", "--list", "liza/t1")

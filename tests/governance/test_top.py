@@ -14,7 +14,7 @@ from typing import Callable, Iterator
 
 import pytest
 
-from gitliza.services import lifecycle as life
+from gitliza.services.lifecycle.claim import claim
 from gitliza.governance import top
 from gitliza.services.api import Liza
 from gitliza.core import clock
@@ -31,7 +31,7 @@ def board(repo: Path) -> Path:
 
 def test_a_frame_shows_tasks_agents_countdowns_alarms_and_transitions(board: Path) -> None:
     coder = Liza.open(board, "c1", now=lambda: T0)
-    life.claim(coder, "t1")
+    claim(coder, "t1")
     snap = top.snapshot(coder, alarm_source=None)
     text = top.frame_text(snap, clock.plus(T0, 65), width=110)
     lines = text.splitlines()
@@ -132,7 +132,7 @@ def test_live_view_in_tmux_redraws_when_a_task_moves(board: Path, tmux: Tmux) ->
     tmux.run("new-session", "-d", "-s", "top", "-x", "120", "-y", "45", cmd)
     screen = tmux.wait_for(lambda s: "UNCLAIMED" in _row(s, "t1"))
     assert "UNCLAIMED" in _row(screen, "t1"), screen
-    life.claim(Liza.open(board, "c1"), "t1")
+    claim(Liza.open(board, "c1"), "t1")
     # The whole frame: a capture can land while rich is still writing it (the table drawn, the
     # log below it not yet), which on a loaded machine is a real window.
     screen = tmux.wait_for(lambda s: " CLAIMED" in _row(s, "t1")
@@ -148,7 +148,7 @@ def test_live_view_in_tmux_redraws_when_a_task_moves(board: Path, tmux: Tmux) ->
 
 
 def test_the_watchers_alarms(board: Path) -> None:
-    life.claim(Liza.open(board, "c1", now=lambda: T0), "t1")
+    claim(Liza.open(board, "c1", now=lambda: T0), "t1")
     liza = Liza.open(board, "p1")
     later = clock.plus(T0, 3600)  # the lease ran out long ago
     snap = top.snapshot(liza)

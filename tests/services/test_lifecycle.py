@@ -17,7 +17,9 @@ from gitliza.services.api import Liza
 from gitliza.core import clock
 from gitliza.errors import ConcurrencyConflict, InconsistentState, ValidationError
 from gitliza.core.ops import Add, Init, Register
-from gitliza.services.lifecycle import ensure_integration_branch, merge, task_dir
+from gitliza.services.lifecycle.integration import ensure_integration_branch
+from gitliza.services.lifecycle.locations import task_dir
+from gitliza.services.lifecycle.merge import merge
 from tests.conftest import commit_specs, git
 
 VENV_BIN = str(Path(sys.executable).parent)
@@ -529,7 +531,7 @@ def test_fresh_claim_keeps_leftover_work_in_the_attic(tmp_path: Path) -> None:
 
     from gitliza.services.api import Liza
     from gitliza.core.ops import Add, Register
-    from gitliza.services.lifecycle import claim
+    from gitliza.services.lifecycle.claim import claim
 
     repo = tmp_path / "r"
     repo.mkdir()
@@ -540,7 +542,6 @@ def test_fresh_claim_keeps_leftover_work_in_the_attic(tmp_path: Path) -> None:
     from gitliza.core.ops import Init
     human = Liza.open(repo, "human", now=lambda: "2025-01-17T14:00:00Z")
     human.do(Init, goal="g")
-    from gitliza.services.lifecycle import ensure_integration_branch
     ensure_integration_branch(human, "integration")
     for a, role in (("planner-1", "planner"), ("coder-1", "coder"), ("coder-2", "coder")):
         human.do(Register, agent=a, role=role)

@@ -19,7 +19,7 @@ import pytest
 from gitliza.services.api import Liza
 from gitliza.core.ops import Add, Init, Register
 from gitliza.git.worktree_list import list_task_branches, list_task_worktrees
-from gitliza.services.lifecycle import ensure_integration_branch
+from gitliza.services.lifecycle.integration import ensure_integration_branch
 from tests.conftest import git
 from tests.services.test_lifecycle import run
 
@@ -123,15 +123,16 @@ def test_concurrent_claims_of_one_task_make_one_winner_and_one_worktree(repo: Pa
 
 
 PAUSED_MARK = "CLAIM-IN-GAP"
-# The CLI's own entry point, with an observer of the claim's gap (lifecycle.AFTER_WORKTREE) that
-# says so and then holds the claim there, so the test can SIGKILL it between worktree and commit.
+# The CLI's own entry point, with an observer of the claim's gap (AFTER_WORKTREE, in
+# gitliza/services/lifecycle/claim.py) that says so and then holds the claim there, so the test can
+# SIGKILL it between worktree and commit.
 _HELD_CLAIM = f"""
 import sys, time
-from gitliza.services import lifecycle
+from gitliza.services.lifecycle.claim import AFTER_WORKTREE
 from gitliza.__main__ import main
 def hold(task):
     sys.stderr.write("{PAUSED_MARK} " + task + "\\n"); sys.stderr.flush(); time.sleep(60)
-lifecycle.AFTER_WORKTREE.append(hold)
+AFTER_WORKTREE.append(hold)
 sys.exit(main(sys.argv[1:]))
 """
 

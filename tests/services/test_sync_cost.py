@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gitliza.services import lifecycle
+from gitliza.services.lifecycle.claim import claim
+from gitliza.services.lifecycle.review import submit
 from gitliza.services import sync as engine
 from gitliza.core.ops import Note
 from gitliza.git.store import Store
@@ -36,12 +37,12 @@ def test_a_submitted_branch_is_pushed_once_and_remembered(tmp_path: Path) -> Non
     mine = clone(bare, tmp_path / "mine")
     git(mine, "branch", "integration")
     h = liza(mine, agent="a1")
-    wt = lifecycle.claim(h, "task-1").worktree
+    wt = claim(h, "task-1").worktree
     assert wt is not None
     (wt / "f.txt").write_text("work\n")
     git(wt, "add", "f.txt")
     git(wt, "commit", "-q", "-m", "work")
-    lifecycle.submit(h, "task-1")
+    submit(h, "task-1")
     engine.sync(Store.discover(mine), "origin")
     head = git(mine, "rev-parse", "refs/heads/liza/task-1")
     assert git(bare, "rev-parse", "refs/heads/liza/task-1") == head

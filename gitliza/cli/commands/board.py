@@ -72,7 +72,7 @@ def init(env: Env, goal: str, integration_branch: str | None, config: Path | Non
 
 def _after_init(liza: Any, board: Board) -> None:
     """The integration branch exists from init on (created at the current HEAD if missing)."""
-    from gitliza.services.lifecycle import ensure_integration_branch
+    from gitliza.services.lifecycle.integration import ensure_integration_branch
     ensure_integration_branch(liza, board.config.integration_branch)
 
 

@@ -1,11 +1,14 @@
 """Work and review commands: claim, release, submit, claim-review, verdict, merge, doctor.
 
-Thin: the logic is in gitliza/services/lifecycle.py (a library the supervisor uses in-process); these
+Thin: the logic is in gitliza/services/lifecycle/ (a library the supervisor uses in-process); these
 functions print what it did, in the style of commands/board.py, and return the exit code.
 """
 from __future__ import annotations
 
-from gitliza.services import lifecycle as life
+from gitliza.services.lifecycle import claim as claiming
+from gitliza.services.lifecycle import doctor as doctoring
+from gitliza.services.lifecycle import merge as merging
+from gitliza.services.lifecycle import review as reviewing
 from gitliza.cli.commands import Env
 from gitliza.cli.commands.board import report
 from gitliza.errors import EXIT_INCONSISTENT, EXIT_VALIDATION
@@ -24,7 +27,7 @@ def _notices(env: Env, notes: tuple[str, ...], already: tuple[str, ...]) -> None
 
 
 def claim(env: Env, task: str | None) -> int:
-    res = life.claim(env.liza(), task)
+    res = claiming.claim(env.liza(), task)
     report(env, res.committed, claim_extra(res))
     if not env.json and res.worktree is not None:
         env.out.line(f"worktree {res.worktree} (branch {res.branch}, base "
@@ -38,19 +41,19 @@ def claim(env: Env, task: str | None) -> int:
 
 
 def release(env: Env, task: str) -> int:
-    done = life.release(env.liza(), task)
+    done = claiming.release(env.liza(), task)
     report(env, done.committed, release_extra(done))
     _notices(env, done.notices, done.committed.outcome.notices)
     return 0
 
 
 def submit(env: Env, task: str, commit: str | None) -> int:
-    done = life.submit(env.liza(), task, commit)
+    done = reviewing.submit(env.liza(), task, commit)
     return report(env, done.committed, submit_extra(done))
 
 
 def claim_review(env: Env, task: str | None) -> int:
-    done = life.claim_review(env.liza(), task)
+    done = reviewing.claim_review(env.liza(), task)
     extra = claim_review_extra(done)
     report(env, done.committed, extra)
     if not env.json and done.worktree is not None:
@@ -59,14 +62,14 @@ def claim_review(env: Env, task: str | None) -> int:
 
 
 def verdict(env: Env, task: str, decision: str, reason: str | None, commit: str | None) -> int:
-    done = life.verdict(env.liza(), task, decision, reason, commit)
+    done = reviewing.verdict(env.liza(), task, decision, reason, commit)
     return report(env, done.committed)
 
 
 def merge(env: Env, task: str) -> int:
     try:
-        res = life.merge(env.liza(), task)
-    except life.MergeFailed as e:
+        res = merging.merge(env.liza(), task)
+    except merging.MergeFailed as e:
         # The INTEGRATION_FAILED transition was recorded: show it, then the CLI prints the
         # one-line reason and exits 3.
         if env.json:
@@ -82,7 +85,7 @@ def merge(env: Env, task: str) -> int:
 
 
 def doctor(env: Env, fix: bool) -> int:
-    rep = life.doctor(env.liza(), fix)
+    rep = doctoring.doctor(env.liza(), fix)
     remaining = rep.remaining
     legacy = _legacy_notes(env)
     if env.json:

@@ -60,7 +60,7 @@ def team(env: Env, planners: int, coders: int, reviewers: int, prefix: str, cli:
     # A wrong --cli or --permissions, or a missing agent program: refused now, not per supervisor.
     profiles.parse_permissions(permissions)
     require(command[0] if command else profiles.profile(cli).executable)
-    from gitliza.services.lifecycle import main_root
+    from gitliza.services.lifecycle.locations import main_root
 
     def write(text: str) -> None:
         sys.stdout.write(text)

@@ -1,0 +1,82 @@
+"""Worktree clean-up once the board lets a task's worktree go (release, merge, and the releasing
+ops abandon, rescope, unblock): the worktree and branch are removed, unmerged commits kept in the
+attic, a dirty checkout kept with a warning."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pygit2 import Oid, Repository
+
+from gitliza.core.model import Task
+from gitliza.core.states import TERMINAL
+from gitliza.errors import LizaError
+from gitliza.git.checkouts import clean_sync_problems
+from gitliza.git.store import Committed
+from gitliza.git.tasklocks import task_lock
+from gitliza.git.worktree_list import held_here
+from gitliza.git.worktrees import remove_task_worktree, task_branch
+from gitliza.services.lifecycle.attic import ATTIC, to_attic, unmerged_branch_tip
+from gitliza.services.lifecycle.common import warn
+from gitliza.services.lifecycle.integration import integration_tip
+from gitliza.services.lifecycle.locations import task_dir
+
+if TYPE_CHECKING:
+    from gitliza.services.api import Liza
+
+
+def holds_worktree(t: Task | None) -> bool:
+    """Whether the board says this task's worktree must exist (it names one and is live)."""
+    return t is not None and t.worktree is not None and t.status not in TERMINAL
+
+
+def drop_worktree(liza: Liza, task: str) -> tuple[str, ...]:
+    """Remove the task's worktree and branch unless the board (re-read: the caller holds the task
+    lock) still holds them, or the checkout is dirty (kept, with a warning)."""
+    repo: Repository = liza.repo
+    if holds_worktree(liza.board().task(task)) or not _has_git_side(repo, task):
+        return ()
+    path = task_dir(repo, task)
+    if (path / ".git").exists():
+        try:
+            problems = clean_sync_problems(path)
+        except LizaError as e:
+            problems = [str(e)]
+        if problems:
+            msg = (f"kept {path}: it has uncommitted changes ({'; '.join(problems[:3])}); "
+                   f"remove it with `git worktree remove --force {path}` and `git branch -D "
+                   f"{task_branch(task)}` once you have saved what you need")
+            warn(msg)
+            return (msg,)
+    # release, abandon, rescope, unblock and merge let the branch go; commits on it that the
+    # integration branch does not contain (work given back, follow-ups made after the review)
+    # are kept in the attic rather than left dangling for gc.
+    try:
+        merged_into: Oid | None = integration_tip(repo, liza.board().config.integration_branch)
+    except LizaError:
+        merged_into = None
+    notes: tuple[str, ...] = ()
+    for oid in unmerged_branch_tip(repo, task, merged_into):
+        to_attic(repo, task, oid)
+        notes = (f"kept the unmerged commits of {task_branch(task)} as {ATTIC}/{task}/{oid}",)
+    try:
+        remove_task_worktree(repo, task)
+    except LizaError as e:
+        # The transition is recorded: what is left on disk is doctor's to finish, not an error.
+        notes += (f"{task}'s worktree or branch is left behind ({e.message}); "
+                  "`git liza doctor --fix` removes it",)
+    return notes
+
+
+def _has_git_side(repo: Repository, task: str) -> bool:
+    """Whether anything of the task exists in git (cheap; a bare repository has no worktrees)."""
+    return held_here(repo, task)
+
+
+def cleanup_after(liza: Liza, committed: Committed) -> list[str]:
+    """After abandon/rescope/unblock (transitions.do_op calls this): a task the board no longer gives a
+    worktree loses it and its branch, unless the checkout is dirty (kept, warned)."""
+    tid = committed.outcome.event.task
+    if tid is None or not _has_git_side(liza.repo, tid):
+        return []
+    with task_lock(liza.repo, tid):
+        return list(drop_worktree(liza, tid))

@@ -1,0 +1,47 @@
+"""What every stage of the lifecycle shares: `Done` (a committed transition plus what the shell
+did on disk), the warning line the caller gets no other way, and the core's dry run that refuses a
+transition before the shell touches the disk."""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gitliza.core.board import Board
+from gitliza.core.model import Task
+from gitliza.core.ops import Op, apply as core_apply
+from gitliza.errors import NotFound
+from gitliza.git.store import Committed
+
+if TYPE_CHECKING:
+    from gitliza.services.api import Liza
+
+NO_SHA = "0" * 40  # placeholder commit for dry-runs whose real commit is not known yet
+
+
+def warn(text: str) -> None:
+    """Warnings that the caller gets no other way (kept worktrees, lagging checkouts)."""
+    sys.stderr.write(f"gitliza: warning: {text}\n")
+
+@dataclass(frozen=True)
+class Done:
+    """A committed transition plus what the shell did or could not do on disk."""
+
+    committed: Committed
+    worktree: Path | None = None
+    notices: tuple[str, ...] = field(default=())
+
+def dry_run(liza: Liza, op: Op, board: Board | None = None) -> Board:
+    """Run the core on the current board first, so that a stood-down agent hears "stand down"
+    (LeaseLost) rather than an error about a worktree that now belongs to someone else."""
+    b = liza.board() if board is None else board
+    core_apply(b, op)
+    return b
+
+
+def require_task(board: Board, task: str) -> Task:
+    t = board.task(task)
+    if t is None:
+        raise NotFound(f"no task {task!r}", hint="`git liza status` lists the tasks")
+    return t

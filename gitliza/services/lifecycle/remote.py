@@ -1,0 +1,80 @@
+"""Sharing with the team remote (docs/multi-machine.md): which remote this command shares with,
+pulling the board and the branches before a command that reads them, and fetching a review commit
+made on another machine.
+
+The sync engine and the transport are imported inside the functions, for start-up speed: a
+command on a machine without a remote never imports them."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pygit2
+from pygit2 import Oid, Repository
+
+from gitliza.errors import ConcurrencyConflict, GitFailure, ValidationError
+from gitliza.services.lifecycle.common import warn
+
+if TYPE_CHECKING:
+    from gitliza.services.api import Liza
+
+
+def sync_remote(liza: Liza) -> str | None:
+    """The remote this command shares with: `git config liza.remote` (or `sync.remote`) when
+    auto-sync is on for it (not `--no-sync`); None for a machine that works alone."""
+    if not getattr(liza, "sync", True):
+        return None
+    from gitliza.services.sync import configured_remote
+    return configured_remote(liza.repo)
+
+
+def pull_first(liza: Liza, why: str, *, strict: bool = False, board: bool = True) -> None:
+    """Bring the board, the integration branch and the task branches up to date from the team
+    remote before a command that reads them (review needs the submitted task and the coder's
+    commit, merge builds on the integration tip). `board=False` (claim) leaves the local board
+    alone and brings only the branches: the claim branches from the team's integration tip, and
+    its op is reconciled by the auto-sync after it is committed, like every op. `strict` (merge):
+    a failed pull fails the command; otherwise a warning, and the command works on the local view
+    (offline)."""
+    remote = sync_remote(liza)
+    if remote is None:
+        return
+    from gitliza.services import sync as engine
+    try:
+        rep = (engine.sync(liza.store, remote, mode="pull") if board
+               else engine.pull_branches(liza.store, remote))
+    except (ConcurrencyConflict, GitFailure) as e:
+        if not strict:
+            warn(f"could not pull from {remote} before {why}: {e}; using the local board")
+            return
+        cls = ConcurrencyConflict if isinstance(e, ConcurrencyConflict) else GitFailure
+        raise cls(f"{why}: could not bring the board and the integration branch up to date from "
+                  f"{remote}: {e}", hint="retry; `--no-sync` works on the local view") from e
+    for d in rep.dropped:
+        warn(d.describe())
+    for n in rep.notices:
+        warn(n)
+
+
+def ensure_commit(liza: Liza, oid: str, what: str) -> None:
+    """Make sure commit `oid` is in this clone: when it is not (it was made on another machine),
+    fetch the team remote's task branches, which carry every submitted review commit."""
+    repo: Repository = liza.repo
+    if _has_commit(repo, oid):
+        return
+    remote = sync_remote(liza)
+    if remote is not None:
+        from gitliza.git import transport
+        from gitliza.services.sync import repo_path
+        transport.fetch_board(repo_path(repo), remote, task_branches=True)
+        if _has_commit(repo, oid):
+            return
+    where = f"nor on {remote}" if remote else "and no team remote is configured (liza.remote)"
+    raise ValidationError(f"{what} {oid[:12]} is not in this clone, {where}",
+                          hint="the coder's machine shares it with `git liza sync`")
+
+
+def _has_commit(repo: Repository, oid: str) -> bool:
+    try:
+        return isinstance(repo.get(Oid(hex=oid)), pygit2.Commit)
+    except ValueError:
+        return False

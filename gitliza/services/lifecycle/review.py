@@ -1,0 +1,154 @@
+"""Submit and review: READY_FOR_REVIEW with the worktree HEAD as review_commit (after the
+clean-sync check), the review lease with review_commit checked out (fetched first when it was made
+on another machine), and the verdict on exactly that commit."""
+from __future__ import annotations
+
+from contextlib import suppress
+from typing import TYPE_CHECKING
+
+import pygit2
+from pygit2 import Oid, Repository
+
+from gitliza.core.board import Board
+from gitliza.core.invariants import reviewable
+from gitliza.core.ops import ClaimReview, Op, Submit, Verdict
+from gitliza.core.states import TaskState
+from gitliza.errors import NotFound, ValidationError
+from gitliza.git.tasklocks import task_lock
+from gitliza.git.checkouts import clean_sync_problems, worktree_head
+from gitliza.git.worktrees import add_task_worktree
+from gitliza.services.lifecycle.attic import keep_leftovers
+from gitliza.services.lifecycle.common import NO_SHA, Done, dry_run, require_task, warn
+from gitliza.services.lifecycle.locations import existing_task_dir, task_dir
+from gitliza.services.lifecycle.remote import ensure_commit, pull_first
+
+if TYPE_CHECKING:
+    from gitliza.services.api import Liza
+
+S = TaskState
+
+
+def resolve_commit(repo: Repository, rev: str) -> str:
+    try:
+        return str(repo.revparse_single(rev).peel(pygit2.Commit).id)
+    except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
+        raise ValidationError(f"{rev!r} is not a commit in this repository") from None
+
+
+def submit(liza: Liza, task: str, commit: str | None = None) -> Done:
+    """Clean-sync check of the task worktree, then READY_FOR_REVIEW with review_commit = its HEAD
+    (`commit`, if given, must name that same commit). Nothing changes when the check fails."""
+    repo: Repository = liza.repo
+    board = dry_run(liza, Submit(actor=liza.agent, time=liza.now(), task=task, commit=NO_SHA))
+    t = require_task(board, task)
+    path = existing_task_dir(repo, t)
+    problems = clean_sync_problems(path)
+    if problems:
+        shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more"
+                                            if len(problems) > 5 else "")
+        raise ValidationError(f"{task}: worktree {path} is not clean (Clean Sync Invariant): "
+                              f"{shown}", hint="commit, or remove, every change, then submit")
+    head = str(worktree_head(path))
+    if commit is not None and resolve_commit(repo, commit) != head:
+        raise ValidationError(f"--commit {commit} is not the worktree HEAD {head[:12]}",
+                              hint="submit what is checked out in the task worktree")
+    if t.base_commit is not None:
+        if head == t.base_commit:
+            raise ValidationError(f"{task}: nothing committed since base {head[:12]}",
+                                  hint="commit your work in the task worktree first")
+        if not repo.descendant_of(Oid(hex=head), Oid(hex=t.base_commit)):
+            raise ValidationError(f"{task}: HEAD {head[:12]} does not descend from base_commit "
+                                  f"{t.base_commit[:12]}",
+                                  hint="rebase or merge onto the base instead of replacing it")
+    done = liza.do(Submit, task=task, commit=head)
+    return Done(done, path, done.outcome.notices)
+
+
+def claim_review(liza: Liza, task: str | None = None) -> Done:
+    """Take a review lease on `task`, or on the oldest waiting review this reviewer may take, and
+    make sure `.worktrees/<task>` has review_commit checked out.
+
+    On the coder's machine that is the coder's worktree, used as it is. On another machine (a
+    team remote), the board and the task branches are pulled first, the review commit must be
+    here before the lease is taken, and the worktree is created at review_commit on branch
+    `liza/<task>` (or moved there from an earlier review round when it is clean and review_commit
+    descends from it)."""
+    me = liza.agent
+    pull_first(liza, "claim-review")
+
+    def pick(board: Board, now: str) -> str:
+        if task is not None:
+            return task
+        found = [t for t in reviewable(board, now, me) if me not in t.failed_by]
+        if not found:
+            raise NotFound(f"nothing to review for {me}")
+        return found[0].id
+
+    def make_op(board: Board, now: str) -> Op:
+        op: Op = ClaimReview(actor=me, time=now, task=pick(board, now))
+        return op
+
+    # The commit must be here before the lease is taken: a reviewer who cannot see the work must
+    # not hold the review. (The task is predicted on the current board; make_op picks again.)
+    board = liza.board()
+    with suppress(NotFound):
+        predicted = board.task(pick(board, liza.now()))
+        if predicted is not None and predicted.review_commit and \
+                predicted.status == S.READY_FOR_REVIEW:
+            ensure_commit(liza, predicted.review_commit, f"{predicted.id}'s review_commit")
+    done = liza.apply(make_op)
+    tid = done.outcome.event.task
+    if not tid:
+        return Done(done, None, done.outcome.notices)
+    t = done.outcome.board.task(tid)
+    notes: tuple[str, ...] = ()
+    if t is not None and t.review_commit:
+        ensure_commit(liza, t.review_commit, f"{tid}'s review_commit")
+        with task_lock(liza.repo, tid):
+            notes = _review_checkout(liza.repo, tid, Oid(hex=t.review_commit))
+    return Done(done, task_dir(liza.repo, tid), done.outcome.notices + notes)
+
+
+def _review_checkout(repo: Repository, task: str, review: Oid) -> tuple[str, ...]:
+    """`.worktrees/<task>` at `review` for the reviewer. An existing checkout at review_commit
+    (the coder's, on the same machine) is used as it is; one that is clean and behind review_commit
+    (this reviewer's, from an earlier round) is moved to it; anything else is kept untouched, and
+    verdict will say that HEAD is not review_commit. Never loses work: a local branch liza/<task>
+    with commits review_commit lacks is kept in the attic before the worktree is made."""
+    path = task_dir(repo, task)
+    if (path / ".git").exists():
+        head = worktree_head(path)
+        if head == review:
+            return ()
+        dirty = clean_sync_problems(path)
+        if dirty or not repo.descendant_of(review, head):
+            why = f"it has local changes ({'; '.join(dirty[:3])})" if dirty else \
+                f"its HEAD {str(head)[:12]} is not an ancestor of review_commit"
+            msg = f"kept {path} as it is: {why}; review exactly {review} there"
+            warn(msg)
+            return (msg,)
+    keep_leftovers(repo, task, path, review)
+    add_task_worktree(repo, task, review, fresh=True)
+    return ()
+
+
+def verdict(liza: Liza, task: str, decision: str, reason: str | None = None,
+            commit: str | None = None) -> Done:
+    """Approve or reject. The reviewed commit (default: the worktree HEAD) must be review_commit
+    (the core checks), and so must the worktree HEAD: a HEAD that moved after submit means the
+    reviewer looked at something else than what would be merged."""
+    repo: Repository = liza.repo
+    board = liza.board()
+    t = require_task(board, task)
+    reviewed = resolve_commit(repo, commit) if commit is not None else None
+    dry_run(liza, Verdict(actor=liza.agent, time=liza.now(), task=task, verdict=decision,
+                          commit=reviewed or t.review_commit or NO_SHA, reason=reason), board)
+    path = existing_task_dir(repo, t)
+    head = str(worktree_head(path))
+    if head != t.review_commit:
+        raise ValidationError(f"{task}: worktree HEAD {head[:12]} is not the submitted "
+                              f"review_commit {str(t.review_commit)[:12]}",
+                              hint=f"review exactly {t.review_commit}: `git -C {path} checkout "
+                                   f"{t.review_commit}`, or have the coder resubmit")
+    done = liza.do(Verdict, task=task, verdict=decision, commit=reviewed or head, reason=reason)
+    return Done(done, path, done.outcome.notices)
