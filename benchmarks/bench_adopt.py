@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gitliza.services import sync as engine  # noqa: E402
+from gitliza.services.sync import engine  # noqa: E402
 from gitliza.services.api import Liza  # noqa: E402
 from gitliza.core import clock  # noqa: E402
 from gitliza.core.ops import Add, Claim, Init, Note, Register  # noqa: E402

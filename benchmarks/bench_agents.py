@@ -199,7 +199,8 @@ def do_op(store: Any, kind: str, actor: str, task: str | None, integ: str,
     status: ok; gave_up (CONCURRENCY_CONFLICT after the retries: nothing committed); unshared
     (shared remote: committed locally, but the sync gave up or failed); dropped (the sync
     replayed it and it no longer applied); error (anything else: a flaw in the simulation)."""
-    from gitliza.services import sync as engine
+    from gitliza.services.sync import engine
+    from gitliza.services.sync.replay import fate_of
     from gitliza.services.api import Liza
     from gitliza.errors import ConcurrencyConflict, GitFailure, LizaError, ValidationError
     from gitliza.services.lifecycle.remote import pull_first
@@ -232,7 +233,7 @@ def do_op(store: Any, kind: str, actor: str, task: str | None, integ: str,
         rep = engine.sync(store, REMOTE)
     except (ConcurrencyConflict, GitFailure) as e:
         return "unshared", 0, str(e)
-    if engine.fate_of(store, done.commit, done.op, rep) is not None:
+    if fate_of(store, done.commit, done.op, rep) is not None:
         return "dropped", rep.rounds, f"{kind} {actor} {task} dropped"
     return "ok", rep.rounds, None
 
@@ -249,7 +250,7 @@ def _worker(path: str, integ: str, shared: bool, inq: Any, outq: Any) -> None:
     import gitliza.core.ops.control  # noqa: F401
     import gitliza.core.ops.review  # noqa: F401
     import gitliza.core.ops.work  # noqa: F401
-    import gitliza.services.sync  # noqa: F401
+    import gitliza.services.sync.engine  # noqa: F401
     from gitliza.git.store import Store
     store = Store.discover(path)
     cpu0 = _cpu_now()
@@ -484,7 +485,7 @@ def run_step(root: Path, n: int, seconds: float, writers: int, *, shared: bool,
         step = _drive(team, rng, rates, seconds, clones, writers, integ, shared, n)
         step.floor_ms = floor * 1000
         if shared:
-            from gitliza.services import sync as engine
+            from gitliza.services.sync import engine
             from gitliza.git.store import Store
             for c in clones:  # what a later sync shares: ops committed locally, not yet pushed
                 engine.sync(Store.discover(c), REMOTE)
@@ -535,7 +536,7 @@ def _count(repo: Path, since: str) -> int:
 
 
 def _shared_remote(base: Path, seed: Path) -> tuple[Any, Path, list[Path]]:
-    from gitliza.services import sync as engine
+    from gitliza.services.sync import engine
     from gitliza.git.store import Store
     from benchutil import git
     from tests.gitdaemon import GitDaemon

@@ -102,7 +102,7 @@ def bench_hooks(root: Path, runs: int) -> dict[str, float]:
 def bench_sync(root: Path, open_tasks: int, runs: int, daemon: bool = False) -> dict[str, float]:
     """One op each way per sync; the remote has `open_tasks` tasks, each with its branch.
     `daemon`: the clones reach the remote through a `git daemon` (git://) instead of its path."""
-    from gitliza.services import sync as engine
+    from gitliza.services.sync import engine
     from gitliza.services.api import Liza
     from gitliza.core.ops import Add, Note
     from gitliza.git.store import Store

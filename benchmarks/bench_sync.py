@@ -22,7 +22,9 @@ from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gitliza.services import sync as engine  # noqa: E402
+from gitliza.services.sync import engine  # noqa: E402
+from gitliza.services.sync.replay import Rebuilt
+from gitliza.services.sync.report import REPLAYED
 from gitliza.services.api import Liza  # noqa: E402
 from gitliza.core import clock  # noqa: E402
 from gitliza.core.ops import Add, Claim, Init, Note, Register  # noqa: E402
@@ -99,7 +101,7 @@ def run(n: int, m: int) -> None:
         # fetch and push plus the ref moves.
         real, spent = engine.replay, [0.0]
 
-        def timed(*args: Any, **kw: Any) -> engine.Rebuilt:
+        def timed(*args: Any, **kw: Any) -> Rebuilt:
             t0 = time.perf_counter()
             try:
                 return real(*args, **kw)
@@ -113,7 +115,7 @@ def run(n: int, m: int) -> None:
         finally:
             engine.replay = real
         replay_s = spent[0]
-        assert rep.action == engine.REPLAYED and rep.pushed, rep.action
+        assert rep.action == REPLAYED and rep.pushed, rep.action
         print(f"N={n:5d} local over M={m:5d} remote: sync {sync_s * 1000:8.1f} ms "
               f"(replay {replay_s * 1000:7.1f} ms = {n / replay_s:7.0f} ops/s; fetch+push "
               f"~{(sync_s - replay_s) * 1000:6.1f} ms); replayed {len(rep.replayed)}, "

@@ -20,7 +20,11 @@ from typing import Any
 from gitliza.errors import ConcurrencyConflict, GitFailure, IllegalTransition, InconsistentState
 from gitliza.git.store import Committed
 from gitliza.git.pushresults import PushRejected
-from gitliza.services import sync as engine
+from gitliza.services.sync import engine
+from gitliza.services.sync.branches import IntegrationDiverged
+from gitliza.services.sync.remote import configured_remote
+from gitliza.services.sync.replay import fate_of
+from gitliza.services.sync.report import Dropped, SyncGaveUp, SyncReport
 
 
 class OpDropped(IllegalTransition):
@@ -33,7 +37,7 @@ class OpDropped(IllegalTransition):
 
     code = "OP_DROPPED"
 
-    def __init__(self, message: str, dropped: engine.Dropped, *, hint: str | None = None) -> None:
+    def __init__(self, message: str, dropped: Dropped, *, hint: str | None = None) -> None:
         super().__init__(message, hint=hint)
         self.dropped = dropped
 
@@ -43,10 +47,10 @@ def after_commit(liza: Any, committed: Committed) -> Committed | None:
     if not getattr(liza, "sync", True):
         return None
     store = liza.store
-    remote = engine.configured_remote(store.repo)
+    remote = configured_remote(store.repo)
     if remote is None:
         return None
-    report: engine.SyncReport | None
+    report: SyncReport | None
     try:
         report = engine.sync(store, remote)
     except InconsistentState as e:
@@ -54,18 +58,18 @@ def after_commit(liza: Any, committed: Committed) -> Committed | None:
         # and this op stays on the local board, shared once the remote is repaired.
         raise InconsistentState(f"{committed.op.NAME} committed locally, not shared: {e.message}",
                                 hint=e.hint) from e
-    except (PushRejected, engine.IntegrationDiverged):
+    except (PushRejected, IntegrationDiverged):
         # The remote's hook said no, or pushing would make the board lie about a merge: every
         # later sync would say the same, so the command must not pass for shared.
         raise
-    except engine.SyncGaveUp as e:
+    except SyncGaveUp as e:
         report = e.report
         liza.notice(f"committed locally but not shared yet: {e}")
     except (ConcurrencyConflict, GitFailure) as e:
         report = None
         liza.notice(f"committed locally but not shared with {remote}: {e} "
                    "(`git liza sync` shares it later)")
-    mine = engine.fate_of(store, committed.commit, committed.op, report)
+    mine = fate_of(store, committed.commit, committed.op, report)
     if report is not None:
         for d in report.dropped:
             if mine is None or d.original != mine.original:

@@ -7,7 +7,7 @@ a poisoned board").
 The board is replayed from its root by verify's engine (gitliza/services/verify.py) up to the first commit
 that does not verify; the commit before it is the last one that does (the "good" base). Every op
 recorded after the base, the failing commit's included, is then re-applied on it exactly as
-sync replays a clone's local ops (gitliza/services/sync.py `replay`: the core's `apply`, the op's own
+sync replays a clone's local ops (gitliza/services/sync/replay.py `replay`: the core's `apply`, the op's own
 recorded time): what is still legal is kept, in new commits that verify; what is not (the
 forgery's self-approval, a merge of a task it approved, a commit that records no op at all) is
 dropped and reported with the reason. A forged tree around a legal op loses the forgery and keeps
@@ -30,7 +30,9 @@ import pygit2
 from gitliza.errors import ConcurrencyConflict, InconsistentState, ValidationError
 from gitliza.git import remotes, transport
 from gitliza.git.store import Store, _Locked, _Lost
-from gitliza.services.sync import Dropped, Replayed, configured_remote, repo_path, replay
+from gitliza.services.sync.remote import configured_remote, repo_path
+from gitliza.services.sync.replay import replay
+from gitliza.services.sync.report import Dropped, Replayed
 from gitliza.services.verify import VerifyFailure
 from gitliza.services.verify import replay as verify_replay
 

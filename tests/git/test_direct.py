@@ -11,7 +11,7 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from gitliza.services import sync as engine
+from gitliza.services.sync import engine
 from gitliza.core.ops import Note
 from gitliza.errors import ConcurrencyConflict
 from gitliza.git import direct, pushresults, transport

@@ -12,7 +12,7 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from gitliza.services import sync as engine
+from gitliza.services.sync import engine
 from gitliza.core.ops import Note
 from gitliza.git.store import STATE_REF, Store
 from gitliza.hooks.install import install

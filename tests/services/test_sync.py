@@ -1,4 +1,4 @@
-"""Sharing the board through a git remote: gitliza/services/sync.py and `git liza sync|pull|push`.
+"""Sharing the board through a git remote: gitliza/services/sync/ and `git liza sync|pull|push`.
 
 Every test uses real repositories: a bare remote (a path, or git:// through a real `git daemon`),
 clones made by `git clone`, and the real git executable for fetch and push.
@@ -16,7 +16,10 @@ from typing import Any
 import pygit2
 import pytest
 
-from gitliza.services import sync as engine
+from gitliza.services.sync import engine
+from gitliza.services.sync.replay import Rebuilt
+from gitliza.services.sync.report import (AHEAD, BEHIND, FAST_FORWARD, NO_BOARD, PUSHED, REPLAYED,
+                                          UP_TO_DATE, SyncGaveUp)
 from gitliza.services.api import Liza
 from gitliza.services.autosync import OpDropped, after_commit
 from gitliza.core import clock, record
@@ -119,13 +122,13 @@ def test_remote_without_a_board_receives_ours_then_up_to_date(tmp_path: Path) ->
     git(work, "init", "-q", "-b", "main")
     git(work, "remote", "add", "origin", str(bare))
     store = Store.discover(work)
-    assert engine.sync(store).action == engine.NO_BOARD
+    assert engine.sync(store).action == NO_BOARD
     liza(work).do(Init, goal="g")
     rep = engine.sync(store)
-    assert rep.action == engine.PUSHED and rep.pushed and rep.remote_before is None
+    assert rep.action == PUSHED and rep.pushed and rep.remote_before is None
     assert tip(bare) == tip(work) == rep.remote_after
     again = engine.sync(store)
-    assert again.action == engine.UP_TO_DATE and not again.pushed
+    assert again.action == UP_TO_DATE and not again.pushed
 
 
 def test_clone_fast_forwards_then_pushes(tmp_path: Path) -> None:
@@ -135,9 +138,9 @@ def test_clone_fast_forwards_then_pushes(tmp_path: Path) -> None:
     b = clone(bare, tmp_path / "b")
     liza(a, now=Clock(offset=100)).do(Note, message="from a")
     rep = engine.sync(Store.discover(a))
-    assert rep.action == engine.PUSHED and tip(bare) == tip(a)
+    assert rep.action == PUSHED and tip(bare) == tip(a)
     rep = engine.pull(Store.discover(b))
-    assert rep.action == engine.FAST_FORWARD and rep.fetched == 1 and tip(b) == tip(bare)
+    assert rep.action == FAST_FORWARD and rep.fetched == 1 and tip(b) == tip(bare)
 
 
 def test_pull_never_pushes_and_push_never_rewrites(tmp_path: Path) -> None:
@@ -145,18 +148,18 @@ def test_pull_never_pushes_and_push_never_rewrites(tmp_path: Path) -> None:
     a = clone(bare, tmp_path / "a")
     b = clone(bare, tmp_path / "b")
     liza(a, now=Clock(offset=100)).do(Note, message="a")
-    assert engine.pull(Store.discover(a)).action == engine.AHEAD
-    assert engine.push(Store.discover(a)).action == engine.PUSHED
+    assert engine.pull(Store.discover(a)).action == AHEAD
+    assert engine.push(Store.discover(a)).action == PUSHED
     liza(b, now=Clock(offset=200)).do(Note, message="b")
     before = tip(b)
     with pytest.raises(ConcurrencyConflict):
         engine.push(Store.discover(b))  # diverged: push alone refuses, nothing moves
     assert tip(b) == before and tip(bare) == tip(a)
     rep = engine.pull(Store.discover(b))  # replays locally, does not push
-    assert rep.action == engine.REPLAYED and not rep.pushed and tip(bare) == tip(a)
+    assert rep.action == REPLAYED and not rep.pushed and tip(bare) == tip(a)
     assert [r.op for r in rep.replayed] == ["note"] and rep.replayed[0].original == before
-    assert engine.push(Store.discover(b)).action == engine.PUSHED and tip(bare) == tip(b)
-    assert engine.push(Store.discover(a)).action == engine.BEHIND
+    assert engine.push(Store.discover(b)).action == PUSHED and tip(bare) == tip(b)
+    assert engine.push(Store.discover(a)).action == BEHIND
 
 
 def test_unrelated_boards_are_refused(tmp_path: Path) -> None:
@@ -191,7 +194,7 @@ def test_diverged_by_300_ops_each_reconcile_into_one_linear_history(tmp_path: Pa
     hb = liza(b, now=cb)
     for i in range(290):
         hb.do(Note, message=f"b note {i}")
-    assert engine.sync(Store.discover(b)).action == engine.PUSHED
+    assert engine.sync(Store.discover(b)).action == PUSHED
     for i in range(1, 11):  # a1..a10 claim task-1..10: task-6..10 collide with B
         liza(a, f"a{i}", ca).do(Claim, task=f"task-{i}", worktree=f".worktrees/task-{i}",
                                 base_commit=base)
@@ -200,7 +203,7 @@ def test_diverged_by_300_ops_each_reconcile_into_one_linear_history(tmp_path: Pa
         ha.do(Note, message=f"a note {i}")
     a_before = tip(a)
     rep = engine.sync(Store.discover(a))
-    assert rep.action == engine.REPLAYED and rep.pushed and rep.fetched == 300
+    assert rep.action == REPLAYED and rep.pushed and rep.fetched == 300
     assert len(rep.replayed) == 295
     dropped = {(d.op, d.actor, d.task) for d in rep.dropped}
     assert dropped == {("claim", f"a{i}", f"task-{i}") for i in range(6, 11)}
@@ -224,7 +227,7 @@ def test_diverged_by_300_ops_each_reconcile_into_one_linear_history(tmp_path: Pa
     # A's lost claims were made 100 s BEFORE B's: the remote's order won, not the clock.
     assert all(d.time < "2030-01-01T00:18:20Z" for d in rep.dropped)
     # B catches up by a fast-forward: one history everywhere.
-    assert engine.sync(Store.discover(b)).action == engine.FAST_FORWARD and tip(b) == tip(a)
+    assert engine.sync(Store.discover(b)).action == FAST_FORWARD and tip(b) == tip(a)
 
 
 def lose_a_claim(tmp_path: Path) -> tuple[Path, worktrees.TaskWorktree]:
@@ -301,7 +304,7 @@ def test_a_failure_midway_leaves_the_local_ref_alone(tmp_path: Path,
 
     def boom(*_a: Any, **_k: Any) -> Any:
         raise GitFailure("disk on fire")
-    monkeypatch.setattr(engine.Store, "stage_commit", boom)
+    monkeypatch.setattr(Store, "stage_commit", boom)
     with pytest.raises(GitFailure):
         engine.sync(Store.discover(a))
     assert tip(a) == before
@@ -321,7 +324,7 @@ def test_a_local_commit_during_the_replay_is_kept(tmp_path: Path,
     real = engine.replay
     calls = []
 
-    def racing(*args: Any, **kw: Any) -> engine.Rebuilt:
+    def racing(*args: Any, **kw: Any) -> Rebuilt:
         out = real(*args, **kw)
         if not calls:
             ha.do(Note, message="a2 (committed while the sync replayed)")
@@ -366,7 +369,7 @@ def test_gives_up_after_the_bounded_rounds_with_exit_2(tmp_path: Path,
         return pushresults.PushResult(pushresults.PushStatus.STALE, str(remote), STATE_REF, local,
                                       expected, "[rejected] (stale info)")
     monkeypatch.setattr(transport, "push_board", stale)
-    with pytest.raises(engine.SyncGaveUp) as info:
+    with pytest.raises(SyncGaveUp) as info:
         engine.sync(Store.discover(a), rounds=3, sleep=lambda _s: None)
     assert info.value.exit_code == 2 and info.value.report.rounds == 3
 
@@ -503,7 +506,7 @@ def test_offline_clone_reconnects_over_git_daemon(tmp_path: Path, git_daemon: Gi
 
 WORKER = textwrap.dedent("""
     import json, sys, time
-    from gitliza.services import sync as engine
+    from gitliza.services.sync import engine
     from gitliza.services.api import Liza
     from gitliza.services.autosync import OpDropped, after_commit
     from gitliza.core.ops import Claim

@@ -9,7 +9,9 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from gitliza.services import sync as engine
+from gitliza.services.sync import engine
+from gitliza.core import record
+from gitliza.services.sync.report import UP_TO_DATE
 from gitliza.services.adopt import IntegrationRefused, RemoteRefused
 from gitliza.core.ops import Claim, Note
 from gitliza.git import remotes
@@ -166,12 +168,12 @@ def test_repeated_ops_of_a_rebuilt_remote_are_not_applied_twice(tmp_path: Path) 
     engine.pull(w.store, "origin")
     w.do(Note, message="first on the remote")
     repo = pygit2.Repository(str(a))
-    ops = [engine.record.parse(repo[pygit2.Oid(hex=x)].message).op for x in (c.commit, note.commit)]
+    ops = [record.parse(repo[pygit2.Oid(hex=x)].message).op for x in (c.commit, note.commit)]
     for op in ops:
         w.apply(lambda _b, _now, op=op: op)
     engine.sync(w.store, "origin")
     rep = engine.sync(h.store, "origin")
-    assert rep.action == engine.UP_TO_DATE or rep.replayed == []
+    assert rep.action == UP_TO_DATE or rep.replayed == []
     notes = [x for x in liza(a).board().values("human_notes") if x.message == "twice?"]
     assert len(notes) == 1
     assert tip(a) == tip(bare)

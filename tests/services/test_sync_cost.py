@@ -6,7 +6,8 @@ from pathlib import Path
 
 from gitliza.services.lifecycle.claim import claim
 from gitliza.services.lifecycle.review import submit
-from gitliza.services import sync as engine
+from gitliza.services.sync import engine
+from gitliza.services.sync.branches import task_leases
 from gitliza.core.ops import Note
 from gitliza.git.store import Store
 from tests.conftest import git
@@ -47,5 +48,5 @@ def test_a_submitted_branch_is_pushed_once_and_remembered(tmp_path: Path) -> Non
     head = git(mine, "rev-parse", "refs/heads/liza/task-1")
     assert git(bare, "rev-parse", "refs/heads/liza/task-1") == head
     assert git(mine, "rev-parse", "refs/remotes/origin/liza-tasks/task-1") == head
-    unsure, known = engine._task_leases(Store.discover(mine), "refs/remotes/origin/")
+    unsure, known = task_leases(Store.discover(mine), "refs/remotes/origin/")
     assert not unsure and known == {"refs/heads/liza/task-1": head}

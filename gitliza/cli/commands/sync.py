@@ -11,10 +11,12 @@ from __future__ import annotations
 import sys
 
 from gitliza.cli.commands import Env
-from gitliza.services import sync as engine
+from gitliza.services.sync import engine
+from gitliza.services.sync.report import (AHEAD, BEHIND, FAST_FORWARD, NO_BOARD, PUSHED, REPLAYED,
+                                          UP_TO_DATE, Progress, SyncGaveUp, SyncReport)
 
 
-def _progress(env: Env) -> engine.Progress | None:
+def _progress(env: Env) -> Progress | None:
     # Progress only for a person watching: never with --json, never into a pipe or a log.
     if env.json or not sys.stderr.isatty():
         return None
@@ -29,14 +31,14 @@ def _run(env: Env, remote: str | None, mode: str) -> int:
     store = env.liza().store
     try:
         rep = engine.sync(store, remote, mode=mode, progress=_progress(env))
-    except engine.SyncGaveUp as e:
+    except SyncGaveUp as e:
         _print(env, e.report, error=str(e))
         raise
     _print(env, rep)
     return 0
 
 
-def _print(env: Env, rep: engine.SyncReport, error: str | None = None) -> None:
+def _print(env: Env, rep: SyncReport, error: str | None = None) -> None:
     out = env.out
     if env.json:
         data = rep.to_json()
@@ -54,16 +56,16 @@ def _print(env: Env, rep: engine.SyncReport, error: str | None = None) -> None:
         out.notice(n)
 
 
-def _summary(rep: engine.SyncReport) -> str:
+def _summary(rep: SyncReport) -> str:
     short = (rep.local_after or "")[:12]
     parts = {
-        engine.UP_TO_DATE: f"{rep.remote}: up to date [{short}]",
-        engine.NO_BOARD: f"{rep.remote}: no board here or there; nothing to do",
-        engine.PUSHED: f"{rep.remote}: pushed [{short}]",
-        engine.FAST_FORWARD: f"{rep.remote}: fetched {rep.fetched} op(s), fast-forwarded [{short}]",
-        engine.AHEAD: f"{rep.remote}: the local board is ahead; `git liza push` shares it",
-        engine.BEHIND: f"{rep.remote}: the remote is ahead; nothing to push (`git liza pull`)",
-        engine.REPLAYED: (f"{rep.remote}: fetched {rep.fetched} op(s), replayed "
+        UP_TO_DATE: f"{rep.remote}: up to date [{short}]",
+        NO_BOARD: f"{rep.remote}: no board here or there; nothing to do",
+        PUSHED: f"{rep.remote}: pushed [{short}]",
+        FAST_FORWARD: f"{rep.remote}: fetched {rep.fetched} op(s), fast-forwarded [{short}]",
+        AHEAD: f"{rep.remote}: the local board is ahead; `git liza push` shares it",
+        BEHIND: f"{rep.remote}: the remote is ahead; nothing to push (`git liza pull`)",
+        REPLAYED: (f"{rep.remote}: fetched {rep.fetched} op(s), replayed "
                           f"{len(rep.replayed)} local op(s), dropped {len(rep.dropped)}"
                           + (", pushed" if rep.pushed else "") + f" [{short}]"),
     }
@@ -89,7 +91,7 @@ def repair(env: Env, remote: str | None = None, here: bool = False) -> int:
     from gitliza.git.store import Store
     store = Store.discover(env.path)
     rep = run(store, remote, here=here)
-    synced: engine.SyncReport | None = None
+    synced: SyncReport | None = None
     if not here:
         synced = engine.sync(store, remote)
     if env.json:

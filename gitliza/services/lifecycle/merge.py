@@ -91,7 +91,7 @@ def _merge_once(liza: Liza, task: str, integration_timeout: float | None) -> Mer
     from gitliza.git.drift import drift_commits
     from gitliza.git.merge import (CheckoutNotUpdated, IntegrationTestFailed, MergeConflict,
                                    merge_commit_into)
-    from gitliza.services.sync import IntegrationDiverged
+    from gitliza.services.sync.branches import IntegrationDiverged
     repo: Repository = liza.repo
     with task_lock(repo, task):
         board = liza.board()
@@ -181,7 +181,7 @@ def _undo_merge(liza: Liza, branch: str, outcome: MergeOutcome, task: str, merge
     if not (isinstance(op, Merge) and op.task == task and op.merge_commit == merged
             and op.actor == liza.agent and commit.parent_ids):
         return False
-    from gitliza.services.sync import retract_tip
+    from gitliza.services.sync.boardref import retract_tip
     if not retract_tip(store, tip, f"liza merge: undo unshared merge of {task}"):
         return False
     return _undo_branch(liza.repo, branch, outcome)

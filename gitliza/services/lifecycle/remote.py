@@ -23,7 +23,7 @@ def sync_remote(liza: Liza) -> str | None:
     auto-sync is on for it (not `--no-sync`); None for a machine that works alone."""
     if not getattr(liza, "sync", True):
         return None
-    from gitliza.services.sync import configured_remote
+    from gitliza.services.sync.remote import configured_remote
     return configured_remote(liza.repo)
 
 
@@ -38,7 +38,7 @@ def pull_first(liza: Liza, why: str, *, strict: bool = False, board: bool = True
     remote = sync_remote(liza)
     if remote is None:
         return
-    from gitliza.services import sync as engine
+    from gitliza.services.sync import engine
     try:
         rep = (engine.sync(liza.store, remote, mode="pull") if board
                else engine.pull_branches(liza.store, remote))
@@ -64,7 +64,7 @@ def ensure_commit(liza: Liza, oid: str, what: str) -> None:
     remote = sync_remote(liza)
     if remote is not None:
         from gitliza.git import transport
-        from gitliza.services.sync import repo_path
+        from gitliza.services.sync.remote import repo_path
         transport.fetch_board(repo_path(repo), remote, task_branches=True)
         if _has_commit(repo, oid):
             return

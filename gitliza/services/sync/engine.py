@@ -1,0 +1,279 @@
+"""The rounds of a sync (the package docstring tells the whole story): fetch the remote's board,
+check it before adopting anything (gitliza/services/adopt.py), then push, fast-forward, or replay
+the local-only ops on it and push; a lost race starts a new round. `pull_branches` is the
+branch-only pull a claim needs."""
+from __future__ import annotations
+
+import random
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import pygit2
+
+from gitliza.errors import ConcurrencyConflict, ValidationError
+from gitliza.git import pushresults, remotes, transport
+from gitliza.git.store import Store
+from gitliza.services.adopt import RemoteRefused, check_board, put_back, trusted_base
+from gitliza.services.sync.boardref import move_board
+from gitliza.services.sync.branches import (Branches, branch_updates, follow_integration, heads,
+                                            integration_branch, task_leases)
+from gitliza.services.sync.remote import configured_remote, repo_path
+from gitliza.services.sync.replay import commit_at, local_only, replay
+from gitliza.services.sync.report import (AHEAD, BEHIND, FAST_FORWARD, NO_BOARD, PUSHED, REPLAYED,
+                                          UP_TO_DATE, Progress, SyncGaveUp, SyncReport)
+from gitliza.services.sync.standdown import with_stand_down
+
+MAX_ROUNDS = 6
+ROUND_DELAYS = (0.0, 0.1, 0.25, 0.5, 1.0)  # before rounds 2..6, plus jitter
+JITTER = 0.1
+
+
+def _adoptable(store: Store, path: Path, rep: SyncReport, r: pygit2.Oid,
+               verified: pygit2.Oid | None, tracking: str, before: str | None, *,
+               bar: bool = False) -> pygit2.Oid:
+    """Check the fetched board tip `r` before anything moves to it (gitliza/services/adopt.py): from the
+    newest commit this clone already trusts (its board's merge base with `r`, or the tip an
+    earlier round of this sync checked). Returns `r`; raises RemoteRefused, with the tracking ref
+    put back, when it does not verify."""
+    repo = store.repo
+    base = trusted_base(repo, store.tip(), r)
+    if verified is not None and (verified == r or repo.descendant_of(r, verified)) and (
+            base is None or verified == base or repo.descendant_of(verified, base)):
+        base = verified
+    try:
+        checked = check_board(store, rep.remote, r, base, bar=bar)
+    except RemoteRefused:
+        put_back(path, tracking, str(r), before)
+        raise
+    rep.verified += 0 if checked is None else checked.commits
+    return r
+
+
+def _count(store: Store, tip: pygit2.Oid | None, stop: pygit2.Oid | None) -> int:
+    if tip is None:
+        return 0
+    if stop is None:
+        return sum(1 for _ in store.history(str(tip)))
+    return len(local_only(store, tip, stop))
+
+
+def sync(store: Store, remote: str | None = None, *, mode: str = "sync", rounds: int = MAX_ROUNDS,
+         progress: Progress | None = None, cleanup: bool = True,
+         timeout: float = transport.DEFAULT_TIMEOUT,
+         sleep: Callable[[float], None] = time.sleep) -> SyncReport:
+    """Reconcile the local board with `remote` (None: configured remote, else origin).
+
+    mode "sync": both ways; "pull": fetch and bring the local board up to date (replaying local
+    ops if needed), never push; "push": push only if the remote is an ancestor of the local board.
+    The integration branch and the task branches travel along (the package docstring).
+    """
+    if mode not in ("sync", "pull", "push"):
+        raise ValueError(mode)
+    repo = store.repo
+    path = repo_path(repo)
+    remote = remote or configured_remote(repo)
+    rep = SyncReport(mode=mode)
+    rep.remote = remotes.resolve_remote(path, remote)
+    say = progress or (lambda _line: None)
+    origin: dict[str, str] = {}  # rebuilt commit -> the local commit its op came from
+    verified: pygit2.Oid | None = None  # the newest remote tip this sync has checked
+    integ = integration_branch(store, store.tip())
+    prefix = remotes.tracking_ref(path, remote)[: -len("liza/state")]  # refs/remotes/<ns>/
+    for rnd in range(1, rounds + 1):
+        rep.rounds = rnd
+        if rnd > 1:
+            sleep(ROUND_DELAYS[min(rnd - 2, len(ROUND_DELAYS) - 1)] + random.uniform(0, JITTER))
+        say(f"fetching the board from {rep.remote}" + (f" (round {rnd})" if rnd > 1 else ""))
+        # The remote's task branches only matter for pushing ours; fetching them all would make
+        # every sync cost as much as there are open tasks. A later round fetches them all.
+        tasks, known = task_leases(store, prefix) if rnd == 1 else (True, {})
+        try:
+            fetched = _fetch(path, remote, integ, timeout, progress, tasks)
+        except ConcurrencyConflict:
+            # Another sync in this clone (a second supervisor, the heartbeat thread) updated the
+            # tracking ref under this fetch: a lost race like a refused push, so another round.
+            continue
+        r_hex = fetched.new_oid
+        r = pygit2.Oid(hex=r_hex) if r_hex else None
+        tracking_before = fetched.old_oid
+        if r is not None and r != verified:
+            # Nothing is read from the fetched board (not even its integration branch's name)
+            # before it verifies.
+            verified = _adoptable(store, path, rep, r, verified, fetched.tracking_ref,
+                                  tracking_before, bar=progress is not None)
+        want = integration_branch(store, r)
+        if want is not None and want != integ:
+            # The remote's board names an integration branch we did not fetch (a first pull, or
+            # a changed config): fetch again with it, before judging anything.
+            integ = want
+            fetched = _fetch(path, remote, integ, timeout, progress, tasks)
+            r_hex = fetched.new_oid
+            r = pygit2.Oid(hex=r_hex) if r_hex else None
+            if r is not None and r != verified:
+                verified = _adoptable(store, path, rep, r, verified, fetched.tracking_ref,
+                                      tracking_before, bar=progress is not None)
+        br = Branches(integ, dict(fetched.branches) if tasks else {**known, **fetched.branches},
+                       fetched.tracking_ref)
+        local = store.tip()
+        if rnd == 1:
+            rep.local_before = None if local is None else str(local)
+            rep.remote_before = r_hex
+            if r is not None:
+                base = repo.merge_base(local, r) if local is not None else None
+                rep.fetched = _count(store, r, base)
+        rep.local_after, rep.remote_after = (None if local is None else str(local)), r_hex
+
+        if r is None and local is None:
+            rep.action = NO_BOARD
+            return rep
+        if local is not None and (r is None or (local != r and repo.descendant_of(local, r))):
+            # The remote is behind (or has no board): a plain fast-forward push.
+            if mode == "pull":
+                rep.action = AHEAD if r is None or local != r else UP_TO_DATE
+                _finish(store, path, remote, local, r, rep, say, timeout, br)
+                return rep
+            if _finish(store, path, remote, local, r, rep, say, timeout, br):
+                rep.action = rep.action or PUSHED
+                return rep
+            continue
+        assert r is not None
+        if local == r:
+            if _finish(store, path, remote, local, r, rep, say, timeout, br):
+                rep.action = rep.action or UP_TO_DATE
+                return rep
+            continue  # a branch lease was lost: fetch again
+        if local is None or repo.descendant_of(r, local):
+            # We are behind: take the remote's ops as they are.
+            if mode == "push":
+                rep.action = BEHIND
+                return rep
+            say(f"fast-forwarding the local board to {r_hex[:12] if r_hex else ''}")
+            if move_board(store, local, r, f"liza sync: fast-forward to {rep.remote}"):
+                rep.local_after = r_hex
+                rep.action = rep.action or FAST_FORWARD
+                if _finish(store, path, remote, r, r, rep, say, timeout, br):
+                    return rep
+            continue  # a local writer committed meanwhile (or a branch lease was lost): again
+        # Diverged.
+        if mode == "push":
+            raise ConcurrencyConflict(
+                f"the board on {rep.remote} has ops this clone lacks, and this clone has ops it "
+                "lacks; nothing was pushed", hint="run `git liza sync` to replay and push")
+        base = repo.merge_base(local, r)
+        if base is None:
+            raise ValidationError(
+                f"the local board and the board on {rep.remote} share no history (two separate "
+                "`git liza init`s); nothing was changed",
+                hint="keep one: e.g. `git update-ref -d refs/liza/state` here, then `git liza pull`")
+        mine = local_only(store, local, base)
+        say(f"replaying {len(mine)} local op(s) on {rep.remote}'s board")
+        rebuilt = replay(store, commit_at(repo, r), mine, origin,
+                         already=local_only(store, r, base))
+        new_tip = rebuilt.tip
+        assert new_tip is not None
+        if not move_board(store, local, new_tip, f"liza sync: replay on {rep.remote}"):
+            continue  # a local writer moved the ref: replay again from the fresh tip
+        # From here on the drops are final: the local board no longer has them.
+        for r_ in rebuilt.replayed:
+            origin[r_.commit] = r_.original
+        rep.replayed = rebuilt.replayed
+        rep.local_after = str(new_tip)
+        rep.action = REPLAYED
+        for d, op in rebuilt.dropped:
+            d = with_stand_down(store, d, op, rebuilt, cleanup)
+            rep.dropped.append(d)
+            say(d.describe())
+        for r_ in rebuilt.replayed:
+            rep.notices.extend(r_.notices)
+        if _finish(store, path, remote, new_tip, r, rep, say, timeout, br):
+            return rep
+    raise SyncGaveUp(f"sync with {rep.remote} lost the race {rounds} times (the boards kept "
+                     "moving); the local board keeps every local op that was not dropped",
+                     rep, hint="retry with backoff: `git liza sync`")
+
+
+def pull_branches(store: Store, remote: str | None = None, *,
+                  timeout: float = transport.DEFAULT_TIMEOUT) -> SyncReport:
+    """Fetch (board tracking ref and branches) and bring the local integration branch up to the
+    remote's, without touching the local board: what a claim needs (it branches from the
+    integration tip; its own op is reconciled by the auto-sync after it is committed)."""
+    repo = store.repo
+    path = repo_path(repo)
+    remote = remote or configured_remote(repo)
+    rep = SyncReport(mode="pull", remote=remotes.resolve_remote(path, remote), rounds=1)
+    integ = integration_branch(store, store.tip())
+    fetched = _fetch(path, remote, integ, timeout, None)
+    before = fetched.old_oid
+    r = pygit2.Oid(hex=fetched.new_oid) if fetched.new_oid else None
+    if r is not None:  # the remote's board judges its integration branch: it must verify first
+        _adoptable(store, path, rep, r, None, fetched.tracking_ref, before)
+    if integ is None:  # no local board yet: the remote's board names the branch
+        integ = integration_branch(store, r)
+        if integ is not None:
+            fetched = _fetch(path, remote, integ, timeout, None)
+            if fetched.new_oid and fetched.new_oid != str(r):
+                r = pygit2.Oid(hex=fetched.new_oid)
+                _adoptable(store, path, rep, r, None, fetched.tracking_ref, before)
+    follow_integration(store, integ, fetched.branches.get(heads(integ)), rep, lambda _l: None,
+                       r if r is not None else store.tip())
+    return rep
+
+
+def _fetch(path: Path, remote: str | None, integ: str | None, timeout: float,
+           progress: Progress | None, tasks: bool = True) -> transport.FetchResult:
+    return transport.fetch_board(path, remote, integration=integ, task_branches=tasks,
+                                 timeout=timeout, progress=progress)
+
+
+def _finish(store: Store, path: Path, remote: str | None, tip: pygit2.Oid, r: pygit2.Oid | None,
+            rep: SyncReport, say: Progress, timeout: float, br: Branches) -> bool:
+    """The board is reconciled (the local board is at `tip`, descending from the remote's `r`):
+    bring the local integration branch up to the remote's, then (sync and push modes) push the
+    state ref and the branches in one atomic push. False: a lease was lost, start over."""
+    if rep.mode != "push":
+        follow_integration(store, br.integration, br.remote.get(heads(br.integration)), rep, say,
+                           tip)
+    if rep.mode == "pull":
+        return True
+    return _push(store, path, remote, tip, r, rep, say, timeout, br)
+
+
+def _push(store: Store, path: Path, remote: str | None, local: pygit2.Oid, r: pygit2.Oid | None,
+          rep: SyncReport, say: Progress, timeout: float, br: Branches | None = None) -> bool:
+    """Push `local` with the lease `r`, plus the branch updates, atomically; True when the remote
+    now has them all (or there was nothing to push), False to start over."""
+    updates: list[transport.RefUpdate] = []
+    if local != r:
+        updates.append(transport.RefUpdate(remotes.STATE_REF, str(local),
+                                           None if r is None else str(r)))
+    if br is not None:
+        updates += branch_updates(store, local, r, rep, br)
+    if not updates:
+        return True
+    say(f"pushing {', '.join(u.ref for u in updates)} to {rep.remote}")
+    if len(updates) == 1 and updates[0].ref == remotes.STATE_REF:
+        # The board alone: the single-ref push (same lease, same fast-forward rule).
+        one_ = transport.push_board(path, remote, str(local), updates[0].expected_oid,
+                                    timeout=timeout, progress=None)
+        res = pushresults.MultiPushResult(one_.status, one_.remote, (one_,))
+    else:
+        res = transport.push_refs(path, remote, updates, timeout=timeout, progress=None)
+    if res.ok:
+        for u, one in zip(updates, res.results):
+            if u.ref == remotes.STATE_REF:
+                rep.pushed = one.status == pushresults.PushStatus.OK
+                rep.remote_after = str(local)
+            elif one.status == pushresults.PushStatus.OK:
+                # (push_refs moved its tracking ref: the next sync knows it need not fetch)
+                rep.branches.append(f"pushed {u.ref[len('refs/heads/'):]} {u.local_oid[:12]}")
+        return True
+    return False  # STALE / NON_FAST_FORWARD: the remote moved on; fetch and replay again
+
+
+def pull(store: Store, remote: str | None = None, **kw: Any) -> SyncReport:
+    return sync(store, remote, mode="pull", **kw)
+
+
+def push(store: Store, remote: str | None = None, **kw: Any) -> SyncReport:
+    return sync(store, remote, mode="push", **kw)
