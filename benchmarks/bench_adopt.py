@@ -26,7 +26,7 @@ from gitliza.services.api import Liza  # noqa: E402
 from gitliza.core import clock  # noqa: E402
 from gitliza.core.ops import Add, Claim, Init, Note, Register  # noqa: E402
 from gitliza.git.store import Store  # noqa: E402
-from gitliza.services.verify import replay  # noqa: E402
+from gitliza.services.verify.engine import replay  # noqa: E402
 
 SHA = "a" * 40
 

@@ -138,7 +138,7 @@ def bench_import(root: Path, n: int) -> None:
     from gitliza.git.store import Store
     from gitliza.interop import genesis, seed
     from gitliza.interop.export import export
-    from gitliza.services.verify import verify
+    from gitliza.services.verify.engine import verify
     path = repo(root / "imp")
     text = seed_yaml(n)
     t0 = time.perf_counter()

@@ -25,7 +25,7 @@ from gitliza.core import clock
 from gitliza.core.ops import Add, Claim, ClaimReview, Init, Merge, Register, Submit, Verdict
 from gitliza.git.store import Store
 from gitliza.hooks.install import install
-from gitliza.services.verify import verify
+from gitliza.services.verify.engine import verify
 
 SHA = "a" * 40
 

@@ -139,7 +139,7 @@ def bench_verify_signed(root: Path, sizes: list[int]) -> list[tuple[int, float, 
     """(commits, verify commits/s unsigned, verify commits/s signed): `verify` replaying a history
     of `n` ops (add, claim, heartbeat... by planner-1), unsigned under `off` and signed under
     `required`, where every signature is checked."""
-    from gitliza.services.verify import replay
+    from gitliza.services.verify.engine import replay
     out = []
     for n in sizes:
         rates = []

@@ -32,7 +32,7 @@ from gitliza.core.ops.base import Op, load_all
 from gitliza.core.states import HUMAN_ACTOR
 from gitliza.errors import LizaError
 from gitliza.git.store import Store
-from gitliza.services.verify import replay
+from gitliza.services.verify.engine import replay
 
 START = "2030-01-01T00:00:00Z"
 ROLES = ("planner", "coder", "code_reviewer")

@@ -65,7 +65,7 @@ def judge(store: Store, updates: list[tuple[Any, str, str]], *, pending_merges: 
 def _check_state(store: Store, old: Any, new: str, also: StateRule | None) -> str | None:
     """Why moving refs/liza/state from `old` (trusted; None: no state yet) to `new` is refused.
     `also` (server only): its own rules on the new commits, once they replay."""
-    from gitliza.services.verify import VerifyFailure, replay
+    from gitliza.services.verify.engine import VerifyFailure, replay
     if new == ZERO:
         return f"deleting {STATE_REF} is never allowed (it is the board's whole history)"
     try:
@@ -84,7 +84,7 @@ def _check_integration(repo: pygit2.Repository, board: Board, ref: str, old: Any
     """Why moving the integration branch from `old` (None: creation) to `new` is refused."""
     import pygit2
 
-    from gitliza.services.verify import Approvals, describe, unapproved
+    from gitliza.services.verify.approvals import Approvals, describe, unapproved
     if new == ZERO:
         return "deleting the integration branch is not allowed"
     new_oid = pygit2.Oid(hex=new)

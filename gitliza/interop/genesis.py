@@ -5,7 +5,7 @@ Writing: every entity is a change on the empty board (one tree, built by the wri
 the commit has no parent, its message records `Liza-Op: import` with the board's digest, and the
 ref is created (or, with --force, moved after the old chain is kept under refs/liza-attic/state/).
 
-Verifying (gitliza/services/verify.py `replay_import`): the entities are decoded from the recorded
+Verifying (gitliza/services/verify/importcommit.py `replay_import`): the entities are decoded from the recorded
 tree (every path must be a layout path) and handed to the core's `genesis`, which checks them against the recorded digest; verify then
 recomputes the tree from them and compares it, message and signature, as for any other op.
 """

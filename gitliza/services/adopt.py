@@ -4,7 +4,7 @@ can poison").
 A hosted remote (GitHub, GitLab cloud) runs no pre-receive hook, so anyone with push access can put
 any commit on its refs/liza/state with plain git. Before the local board, the integration branch
 or a task branch moves to what a fetch brought, every state commit new to this clone is replayed
-by the engine of `git liza verify` (gitliza/services/verify.py: `replay`, one `verify_commit` per commit,
+by the engine of `git liza verify` (gitliza/services/verify/engine.py: `replay`, one `verify_commit` per commit,
 the same function the hooks and, later, signature checks plug into). Incremental: the commits a
 clone already has are trusted (it wrote them itself, or adopted them after this very check), so
 the replay starts at the merge base of the local board and the fetched tip: a one-op sync checks
@@ -26,7 +26,9 @@ import pygit2
 from gitliza.core.board import Board
 from gitliza.errors import InconsistentState
 from gitliza.git.store import Store
-from gitliza.services.verify import Approvals, Report, VerifyFailure, describe, replay, unapproved
+from gitliza.services.verify.approvals import Approvals, describe, unapproved
+from gitliza.services.verify.engine import Report, VerifyFailure, chain, replay
+from gitliza.services.verify.engine import with_bar as bar_replay
 
 BAR_FROM = 256  # commits: below this a replay is too quick for a bar to be worth drawing
 
@@ -75,8 +77,6 @@ def check_board(store: Store, remote: str, fetched: pygit2.Oid, base: pygit2.Oid
 
 def _with_bar(store: Store, tip: pygit2.Oid, base: pygit2.Oid | None, remote: str) -> Report:
     """A bar only for a long range: the first pull of a new clone checks the whole chain."""
-    from gitliza.services.verify import _with_bar as bar_replay
-    from gitliza.services.verify import chain
     if len(chain(store.repo, tip, base)) < BAR_FROM:
         return replay(store, tip, base)
     return bar_replay(store, tip, base, label=f"verifying {remote}'s board")

@@ -4,7 +4,7 @@ a poisoned board").
     report = repair(store, "origin")   # the remote's board, moved with a lease
     report = repair(store, None)       # this repository's own board (e.g. on the server)
 
-The board is replayed from its root by verify's engine (gitliza/services/verify.py) up to the first commit
+The board is replayed from its root by verify's engine (gitliza/services/verify/engine.py) up to the first commit
 that does not verify; the commit before it is the last one that does (the "good" base). Every op
 recorded after the base, the failing commit's included, is then re-applied on it exactly as
 sync replays a clone's local ops (gitliza/services/sync/replay.py `replay`: the core's `apply`, the op's own
@@ -33,8 +33,8 @@ from gitliza.git.store import Store, _Locked, _Lost
 from gitliza.services.sync.remote import configured_remote, repo_path
 from gitliza.services.sync.replay import replay
 from gitliza.services.sync.report import Dropped, Replayed
-from gitliza.services.verify import VerifyFailure
-from gitliza.services.verify import replay as verify_replay
+from gitliza.services.verify.engine import VerifyFailure
+from gitliza.services.verify.engine import replay as verify_replay
 
 
 @dataclass

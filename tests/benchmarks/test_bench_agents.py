@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import bench_agents  # noqa: E402
 
 from gitliza.git.store import Store  # noqa: E402
-from gitliza.services.verify import replay  # noqa: E402
+from gitliza.services.verify.engine import replay  # noqa: E402
 
 # Intervals of seconds instead of minutes: a few dozen ops in a short window (fewer through the
 # remote, where every op is a fetch and a push).

@@ -29,7 +29,7 @@ from gitliza.services.lifecycle.merge import merge
 from gitliza.services.lifecycle.review import claim_review, submit, verdict
 from gitliza.services.api import Liza
 from gitliza.git.store import Store
-from gitliza.services.verify import verify
+from gitliza.services.verify.engine import verify
 from tests.access.mcp_client import setup_board
 from tests.conftest import git
 

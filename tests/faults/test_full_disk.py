@@ -14,7 +14,7 @@ import pytest
 from gitliza.services.lifecycle.doctor import doctor
 from gitliza.services.api import Liza
 from gitliza.git.store import Store
-from gitliza.services.verify import verify
+from gitliza.services.verify.engine import verify
 from tests.conftest import git
 from tests.faults import harness as h
 

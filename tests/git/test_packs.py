@@ -194,7 +194,7 @@ def test_concurrent_writers_while_packs_are_merged(repo: Path,
         results = pool.starmap(_writer, [(str(repo), w, 40) for w in range(4)])
     assert [e for r in results for e in r] == []
     git(repo, "fsck", "--strict", "--no-dangling")
-    from gitliza.services.verify import verify
+    from gitliza.services.verify.engine import verify
     verify(Store(pygit2.Repository(str(repo))), progress=False)
 
 

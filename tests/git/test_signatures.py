@@ -27,7 +27,7 @@ from gitliza.git import signing
 from gitliza.git.repository import common_dir
 from gitliza.git.store import Store
 from gitliza.hooks.install import install
-from gitliza.services.verify import VerifyFailure, replay
+from gitliza.services.verify.engine import VerifyFailure, replay
 from tests.conftest import git
 
 PY = sys.executable

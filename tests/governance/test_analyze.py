@@ -11,7 +11,7 @@ from gitliza.core.ops.control import Resume
 from gitliza.errors import PermissionDenied
 from gitliza.git.store import Store
 from gitliza.governance.analyze import analyze, resolve
-from gitliza.services.verify import verify
+from gitliza.services.verify.engine import verify
 from tests.governance.conftest import Team
 
 Details = tuple[tuple[str, Any], ...]

@@ -14,7 +14,7 @@ from gitliza.core.ops import Note
 from gitliza.errors import InconsistentState, ValidationError
 from gitliza.git.store import Store
 from gitliza.interop import genesis, seed
-from gitliza.services.verify import verify
+from gitliza.services.verify.engine import verify
 from tests.conftest import git
 from tests.governance.conftest import with_spec
 from tests.interop.test_seed import CORPUS, fixed_example

@@ -97,7 +97,7 @@ def chain(path: Path) -> list[pygit2.Commit]:
 def assert_linear_and_verified(path: Path) -> None:
     commits = chain(path)
     assert all(len(c.parents) == 1 for c in commits[:-1]) and not commits[-1].parents
-    from gitliza.services.verify import verify
+    from gitliza.services.verify.engine import verify
     rep = verify(Store.discover(path), progress=False)
     assert rep.commits == len(commits)
 

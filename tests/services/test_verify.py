@@ -13,7 +13,7 @@ import pytest
 
 from gitliza.core import layout
 from gitliza.git.store import Store
-from gitliza.services.verify import VerifyFailure, replay, verify
+from gitliza.services.verify.engine import VerifyFailure, replay, verify
 
 from benchmarks.bench_verify import history
 

@@ -114,6 +114,6 @@ def doctor(env: Env, fix: bool) -> int:
 def _legacy_notes(env: Env) -> list[str]:
     """Board entries an older gitliza wrote in an encoding that no longer replays byte for byte but
     that verify accepts by name (not problems: nothing to fix, the history stays as it is)."""
-    from gitliza.services.verify import LEGACY_ANOMALY, legacy_anomalies
+    from gitliza.services.verify.legacy import LEGACY_ANOMALY, legacy_anomalies
     return [f"legacy-anomaly anomalies/{key}: {LEGACY_ANOMALY}; `git liza verify` accepts and names "
             "the commit that wrote it, nothing to repair" for key in legacy_anomalies(env.liza().board())]

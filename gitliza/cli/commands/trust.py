@@ -14,8 +14,8 @@ def verify(env: Env, since: str | None, at: str | None, remote: str | None = Non
     commit. `remote`: fetch that remote's board into its tracking ref (the local board does not
     move) and verify it whole: what a scheduled CI job runs against a hosted remote."""
     from gitliza.git.store import Store
-    from gitliza.services.verify import VerifyFailure
-    from gitliza.services.verify import verify as run
+    from gitliza.services.verify.engine import VerifyFailure
+    from gitliza.services.verify.engine import verify as run
     store = Store.discover(env.path)
     if remote is not None:
         if at is not None:
@@ -41,7 +41,7 @@ def verify(env: Env, since: str | None, at: str | None, remote: str | None = Non
     env.out.result(data, f"verified {report.commits} state commit(s) up to "
                    f"{str(report.tip)[:12]} in {report.seconds:.2f}s ({report.rate:.0f}/s): {counts}")
     if report.legacy and not env.json:
-        from gitliza.services.verify import LEGACY_ANOMALY
+        from gitliza.services.verify.legacy import LEGACY_ANOMALY
         for oid in report.legacy:
             env.out.notice(f"state commit {oid[:12]} (anomaly) accepted in a legacy encoding: "
                            f"{LEGACY_ANOMALY}")

@@ -36,7 +36,7 @@ it was, and the commits written for an abandoned attempt are unreachable garbage
 
 The package, one job per module:
 - engine.py: the rounds (sync, pull, push, pull_branches): fetch, verify what came, reconcile, push;
-- replay.py: re-applying local ops on the remote's board (and, for auto-sync, what became of one op);
+- replay.py: re-applying local ops on the remote's board (and, for auto-sync, what became of an op);
 - branches.py: the integration branch and the task branches that travel with the board;
 - standdown.py: the worktree clean-up of a claim another machine won;
 - boardref.py: moving the local board ref by compare-and-swap (and taking back an unshared op);

@@ -20,7 +20,7 @@ from gitliza.git.worktree_list import list_task_branches
 from gitliza.services.adopt import check_integration
 from gitliza.services.sync.replay import commit_at, local_only
 from gitliza.services.sync.report import Progress, SyncReport
-from gitliza.services.verify import Approvals, describe, unapproved
+from gitliza.services.verify.approvals import Approvals, describe, unapproved
 
 # Task branches are pushed while the board says their tip is what is under review or approved.
 SUBMITTED = (TaskState.READY_FOR_REVIEW, TaskState.APPROVED)

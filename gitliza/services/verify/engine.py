@@ -16,7 +16,6 @@ writes), and the tree computed for one commit is the parsed base of the next.
 """
 from __future__ import annotations
 
-import dataclasses
 import gc
 import sys
 import time
@@ -25,19 +24,18 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 import pygit2
-from pygit2.enums import SortMode
 
 from gitliza.core import layout, record
-from gitliza.core.board import Board, Changes, Key, journal_key
+from gitliza.core.board import Board
 from gitliza.core.invariants import problems_of_change
-from gitliza.core.ops.base import Outcome
 from gitliza.core.ops.engine import apply
-from gitliza.core.ops.governance import Import, genesis
 from gitliza.errors import InconsistentState, LizaError
 from gitliza.git import trees
 from gitliza.git.commits import signature
 from gitliza.git.source import GitSource, check_format, decode_blob
 from gitliza.git.store import Store
+from gitliza.services.verify.importcommit import replay_import
+from gitliza.services.verify.legacy import legacy_anomaly
 
 ZERO = "0" * 40
 
@@ -65,7 +63,7 @@ class Report:
     base: str | None = None  # the trusted commit the replay started from (None: the root)
     tip: str | None = None
     seconds: float = 0.0
-    # Commits accepted in a legacy encoding (see `_legacy_anomaly`), oldest first: named, not hidden.
+    # Commits accepted in a legacy encoding (legacy.py), oldest first: named, not hidden.
     legacy: list[str] = field(default_factory=list)
     # Signature problems accepted under `signatures = warn`: (commit, op, actor, reason).
     unsigned: list[tuple[str, str, str, str]] = field(default_factory=list)
@@ -190,7 +188,7 @@ def verify_commit(store: Store, parent: pygit2.Commit | None, commit: pygit2.Com
         raise VerifyFailure(oid, op.NAME, f"cannot rebuild the tree: {e}") from None
     changes = outcome.changes
     if built.tree != commit.tree_id and op.NAME == "anomaly":
-        older = _legacy_anomaly(store.repo, parent, commit, changes)
+        older = legacy_anomaly(store.repo, parent, commit, changes)
         if older is not None:
             changes, built = older
             if legacy is not None:
@@ -245,91 +243,6 @@ def _check_signature(commit: pygit2.Commit, before: Board | None, after: Board, 
         raise VerifyFailure(oid, op.NAME, f"actor {op.actor}: {problem} (signatures = required)")
     if report is not None:
         report.unsigned.append((oid, op.NAME, op.actor, problem))
-
-
-LEGACY_ANOMALY = ("anomaly details in the order they were typed (gitliza before the canonical "
-                  "order, docs/lifecycle.md \"Anomaly details\")")
-
-
-def _legacy_anomaly(repo: pygit2.Repository, parent: pygit2.Commit | None, commit: pygit2.Commit,
-                    changes: Changes) -> tuple[Changes, trees.Built] | None:
-    """The one known legacy encoding: older gitliza wrote an anomaly's details in the order they
-    were typed, while the recorded args (sorted JSON) replay them sorted, so such a commit never
-    reproduced its own tree. It is accepted when it is exactly that and nothing else: the commit
-    adds one anomaly blob whose entry is the replayed one with the same details in another order,
-    at the key the old code derived from those bytes, and the tree rebuilt with that entry is the
-    commit's tree. The content is the same; only the order of a mapping differs."""
-    journal = [(k, v) for k, v in changes.items() if k[0] == "anomalies" and v is not None]
-    if parent is None or len(journal) != 1:
-        return None
-    (_, key), entity = journal[0]
-    try:
-        added = [d.new_file.path for d in parent.tree.diff_to_tree(commit.tree).deltas
-                 if d.status == pygit2.enums.DeltaStatus.ADDED
-                 and d.new_file.path.startswith("anomalies/")]
-        if len(added) != 1:
-            return None
-        where = layout.parse_path(added[0])
-        if where is None or where[0] != "anomalies":
-            return None
-        recorded = decode_blob("anomalies", where[1], commit.tree[added[0]].data,  # type: ignore[union-attr]
-                               added[0])
-    except (LizaError, pygit2.GitError, KeyError, ValueError):
-        return None
-    typed = {(k, type(v), v) for k, v in recorded.details}
-    if (len(recorded.details) != len(entity.details) or typed != {(k, type(v), v) for k, v in
-                                                                   entity.details}
-            or dataclasses.replace(recorded, details=entity.details) != entity
-            or journal_key(recorded, entity.timestamp) != where[1]):
-        return None
-    older: Changes = {k: v for k, v in changes.items() if k != ("anomalies", key)}
-    older[("anomalies", where[1])] = recorded
-    try:
-        built = trees.build(repo, parent.tree_id, older, write=False)
-    except (LizaError, pygit2.GitError, OSError, KeyError):
-        return None
-    return (older, built) if built.tree == commit.tree_id else None
-
-
-def replay_import(repo: pygit2.Repository, tree: pygit2.Tree, op: Import) -> Outcome:
-    """What an import commit recorded, checked against its digest (for verify). The entities come
-    from the tree; `verify` then checks the tree is exactly the one they make."""
-    entities: dict[Key, Any] = {}
-    stack: list[tuple[str, pygit2.Tree]] = [("", tree)]
-    while stack:
-        prefix, node = stack.pop()
-        for entry in node:
-            path = prefix + (entry.name or "")
-            obj = repo[entry.id]
-            if isinstance(obj, pygit2.Tree):
-                stack.append((path + "/", obj))
-                continue
-            if path == layout.FORMAT_FILE:
-                continue
-            where = layout.parse_path(path)
-            if where is None or not isinstance(obj, pygit2.Blob):
-                raise InconsistentState(f"{path} is not a path of the board's layout")
-            entities[where] = decode_blob(where[0], where[1], obj.data, path)
-    return genesis(op, entities)
-
-
-def legacy_anomalies(board: Board) -> list[str]:
-    """Keys of the anomalies on `board` stored in the legacy (typed) detail order: what `doctor`
-    explains. Cheap: journals are small and nothing but the current tree is read."""
-    from gitliza.core.ops.journal import canonical_details
-    out = []
-    for key in board.keys("anomalies"):
-        a = board.get("anomalies", key)
-        if a is not None and a.details != canonical_details(a.details):
-            out.append(key)
-    return out
-
-
-def expected_tree(repo: pygit2.Repository, base: pygit2.Tree | None, changes: Changes) -> pygit2.Oid:
-    """The id of the tree `Store.build_tree(base, changes)` writes, computed without writing any
-    object: verify stays read-only (a tampered commit leaves no garbage behind, and the server hook
-    writes nothing into the push quarantine). The same builder as the write path, hash-only sink."""
-    return trees.tree_id(repo, base, changes)
 
 
 Decoded = dict[tuple[str, str, pygit2.Oid], Any]
@@ -418,10 +331,10 @@ def verify(store: Store, at: str | None = None, since: str | None = None, *,
     show = sys.stderr.isatty() if progress is None else progress
     if not show:
         return replay(store, tip.id, None if base is None else base.id)
-    return _with_bar(store, tip.id, None if base is None else base.id)
+    return with_bar(store, tip.id, None if base is None else base.id)
 
 
-def _with_bar(store: Store, tip: pygit2.Oid, base: pygit2.Oid | None, *,
+def with_bar(store: Store, tip: pygit2.Oid, base: pygit2.Oid | None, *,
               label: str = "verifying refs/liza/state") -> Report:
     from rich.progress import Progress as Bar  # only on a terminal: rich is slow to import
 
@@ -431,100 +344,3 @@ def _with_bar(store: Store, tip: pygit2.Oid, base: pygit2.Oid | None, *,
         task = bar.add_task(label, total=None)
         return replay(store, tip, base,
                       progress=lambda n, total: bar.update(task, completed=n, total=total))
-
-
-# -- the integration branch rule ------------------------------------------------------------------
-@dataclass(frozen=True)
-class Approvals:
-    """What the board allows onto the integration branch.
-
-    A task's review covers `base_commit..review_commit`: what the reviewer was shown (the spec's
-    `git diff <base_commit>..<review_commit>`). Ancestors of the base are not covered by it: they
-    must already be on the integration branch, or a coder could branch from unreviewed local
-    commits and carry them in under a small reviewed change. A merge commit recorded on a MERGED
-    task is covered only if it is exactly the clean merge of its first parent and the task's
-    review commit, tree included, as `git liza merge` makes it (a conflict there becomes
-    INTEGRATION_FAILED, never a hand-resolved tree)."""
-
-    ranges: tuple[tuple[str, str | None], ...]  # (review_commit, base_commit) per task
-    merges: dict[str, str]  # merge_commit -> the review_commit it must merge
-
-    @property
-    def tips(self) -> frozenset[str]:
-        return frozenset(r for r, _ in self.ranges)
-
-    @classmethod
-    def of(cls, board: Board) -> Approvals:
-        from gitliza.core.states import TaskState
-        ranges: list[tuple[str, str | None]] = []
-        merges: dict[str, str] = {}
-        for t in board.all_tasks():
-            if t.status in (TaskState.APPROVED, TaskState.MERGED) and t.review_commit:
-                ranges.append((t.review_commit, t.base_commit))
-                if t.status == TaskState.MERGED and t.merge_commit:
-                    merges[t.merge_commit] = t.review_commit
-        return cls(tuple(ranges), merges)
-
-
-def _covered(repo: pygit2.Repository, approvals: Approvals,
-             hide: list[pygit2.Oid]) -> set[str]:
-    """Every commit inside some task's reviewed range that `hide` does not already contain."""
-    covered: set[str] = set()
-    for review, base in approvals.ranges:
-        r = pygit2.Oid(hex=review)
-        if r not in repo:
-            continue
-        walker = repo.walk(r, SortMode.TOPOLOGICAL)
-        for oid in hide:
-            walker.hide(oid)
-        if base is not None and pygit2.Oid(hex=base) in repo:
-            walker.hide(pygit2.Oid(hex=base))
-        covered.update(str(c.id) for c in walker)
-    return covered
-
-
-def _is_true_merge(repo: pygit2.Repository, commit: pygit2.Commit, review: str) -> bool:
-    """`commit` is exactly the clean merge of its first parent and `review` (compared without
-    writing anything: in a server hook the object store is the push's quarantine)."""
-    parents = commit.parent_ids
-    if len(parents) != 2 or str(parents[1]) != review:
-        return False
-    index = repo.merge_commits(parents[0], parents[1])
-    if index.conflicts is not None:
-        return False
-    return len(index.diff_to_tree(commit.tree)) == 0
-
-
-def unapproved(repo: pygit2.Repository, approvals: Approvals, new: pygit2.Oid,
-               hide: Iterable[pygit2.Oid], *, pending_merges: bool = False) -> list[pygit2.Commit]:
-    """The commits `new` brings in (not reachable from `hide`) that no approval covers (see
-    Approvals). A fast-forward merge records the review commit itself, which its range covers.
-    `pending_merges` (client hooks only) also lets through a merge commit not recorded yet whose
-    merged parents are approved review commits: a person merging by hand records the merge
-    afterwards; the server still insists on the record."""
-    hidden = list(hide)
-    covered = _covered(repo, approvals, hidden)
-    walker = repo.walk(new, SortMode.TOPOLOGICAL)
-    for oid in hidden:
-        walker.hide(oid)
-    tips = approvals.tips
-    bad: list[pygit2.Commit] = []
-    for commit in walker:
-        cid = str(commit.id)
-        if cid in covered:
-            continue
-        merged = approvals.merges.get(cid)
-        if merged is not None and _is_true_merge(repo, commit, merged):
-            continue
-        parents = [str(p) for p in commit.parent_ids]
-        if pending_merges and len(parents) > 1 and all(p in tips for p in parents[1:]):
-            continue
-        bad.append(commit)
-    return bad
-
-
-def describe(commits: list[pygit2.Commit], limit: int = 3) -> str:
-    shown = ", ".join(f"{str(c.id)[:12]} ({c.message.splitlines()[0][:40] if c.message else ''})"
-                      for c in commits[:limit])
-    more = f" and {len(commits) - limit} more" if len(commits) > limit else ""
-    return f"{len(commits)} commit(s) never approved: {shown}{more}"
