@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gitliza.services import materialize as m
 from gitliza.core import record, yamlview
 from gitliza.errors import ValidationError
 from gitliza.git.store import Store
 from gitliza.interop import genesis, seed
+from gitliza.services.yamlrender import LOG_HEADER, commit_entry, render_log_entries, render_state
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ def export(store: Store, at: str | None = None) -> Exported:
     if commit is None:
         raise ValidationError("no board here", hint="run `git liza init GOAL` or `git liza import`")
     oid = str(commit.id)
-    state = m.render_state(yamlview.state_view(store.board_at(commit)), oid)
+    state = render_state(yamlview.state_view(store.board_at(commit)), oid)
     chain = list(store.history(oid))
     chain.reverse()
     entries: list[dict[str, Any]] = []
@@ -40,6 +40,6 @@ def export(store: Store, at: str | None = None) -> Exported:
         rec = record.parse(root.message)
         if old is not None and getattr(rec.op, "log_sha256", None) == genesis.sha256(old):
             entries.extend(seed.read_log(old.decode("utf-8"), "imported log.yaml"))
-    entries.extend(m.commit_entry(c) for c in chain)
-    log = m.LOG_HEADER + m.render_log_entries(entries)
+    entries.extend(commit_entry(c) for c in chain)
+    log = LOG_HEADER + render_log_entries(entries)
     return Exported(oid, state, log, len(entries))

@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gitliza.services import materialize
+from gitliza.services import yamlrender
 from gitliza.core import yamlview
 from gitliza.core.board import Board
 from gitliza.core.ops import (Abandon, AnomalyOp, ConfigSet, Discover, Finalize, Heartbeat,
@@ -38,7 +38,7 @@ def entities(board: Board) -> dict[Any, Any]:
 
 
 def round_trip(board: Board) -> dict[Any, Any]:
-    text = materialize.render_state(yamlview.state_view(board), "0" * 40)
+    text = yamlrender.render_state(yamlview.state_view(board), "0" * 40)
     return seed.read_state(text).entities
 
 
