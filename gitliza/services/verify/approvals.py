@@ -11,6 +11,7 @@ import pygit2
 from pygit2.enums import SortMode
 
 from gitliza.core.board import Board
+from gitliza.core.states import TaskState
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,6 @@ class Approvals:
 
     @classmethod
     def of(cls, board: Board) -> Approvals:
-        from gitliza.core.states import TaskState
         ranges: list[tuple[str, str | None]] = []
         merges: dict[str, str] = {}
         for t in board.all_tasks():

@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterable
 
 import pygit2
 
-from gitliza.core import layout, record
+from gitliza.core import keys, layout, record
 from gitliza.core.board import Board
 from gitliza.core.invariants import problems_of_change
 from gitliza.core.ops.engine import apply
@@ -221,11 +221,10 @@ def _check_signature(commit: pygit2.Commit, before: Board | None, after: Board, 
     """The signatures policy (gitliza/core/keys.py): under `required` a commit not signed by its
     actor's current key is refused; under `warn` it is reported and accepted; under `off` the
     signature is not even read (an old unsigned board costs nothing more to verify)."""
-    from gitliza.core import keys
     policy = keys.policy(before, after)
     if policy == keys.OFF:
         return
-    from gitliza.core import sshsig
+    from gitliza.core import sshsig  # cryptography: loaded only for a board that signs
     armored, payload = sshsig.split_commit(commit.read_raw())
     signer = bad = None
     if armored is not None:

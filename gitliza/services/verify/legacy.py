@@ -10,6 +10,7 @@ import pygit2
 
 from gitliza.core import layout
 from gitliza.core.board import Board, Changes, journal_key
+from gitliza.core.ops.journal import canonical_details
 from gitliza.errors import LizaError
 from gitliza.git import trees
 from gitliza.git.source import decode_blob
@@ -61,7 +62,6 @@ def legacy_anomaly(repo: pygit2.Repository, parent: pygit2.Commit | None, commit
 def legacy_anomalies(board: Board) -> list[str]:
     """Keys of the anomalies on `board` stored in the legacy (typed) detail order: what `doctor`
     explains. Cheap: journals are small and nothing but the current tree is read."""
-    from gitliza.core.ops.journal import canonical_details
     out = []
     for key in board.keys("anomalies"):
         a = board.get("anomalies", key)
