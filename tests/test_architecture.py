@@ -158,3 +158,14 @@ def test_the_checks_catch_a_layer_violation_and_a_circle(tmp_path: Path) -> None
     assert violations(pkg, allowed) == [
         "gitliza/core/up.py:3 imports gitliza.services.s: core may not import services"]
     assert circles(pkg) == [["gitliza.core.a", "gitliza.core.b"]]
+
+
+def test_a_long_module_says_why_it_is_not_split() -> None:
+    """One job per module, ~400 lines at most; a longer one says in its docstring why splitting it
+    would scatter one idea ("Not split: ...")."""
+    long = []
+    for name, path in modules(ROOT / "gitliza").items():
+        text = path.read_text("utf-8")
+        if text.count("\n") > 420 and "Not split" not in (ast.get_docstring(ast.parse(text)) or ""):
+            long.append(f"{path.relative_to(ROOT)}: {text.count(chr(10))} lines")
+    assert long == []

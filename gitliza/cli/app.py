@@ -5,7 +5,7 @@ command pays only for what it uses) and returns that function's exit code. Every
 one line on stderr and its exit code, in `main`; usage errors exit 1 (not click's 2, which the spec
 reserves for a concurrency conflict).
 
-Not split, although it is long: this is the command table, every command's words, arguments and
+Not split: this is the command table, every command's words, arguments and
 help in one place (as the transition table is in core/states.py), and the fast path's spec is
 built from this one file's source and keyed by its size and time (gitliza/cli/fastbuild.py). The
 code behind each command lives in gitliza/cli/commands/.
