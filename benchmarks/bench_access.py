@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import anyio  # noqa: E402
 
-from gitliza.services.lifecycle.claim import claim, release  # noqa: E402
+from gitliza.services.lifecycle import claim as claiming  # noqa: E402
 from gitliza.access import mcp_config  # noqa: E402
 from gitliza.services.api import Liza  # noqa: E402
 from gitliza.services import views as view  # noqa: E402
@@ -93,9 +93,9 @@ def bench_in_process(repo: Path, rounds: int) -> dict[str, float]:
         status.append((time.perf_counter() - t0) * 1000)
     for _ in range(rounds):
         t0 = time.perf_counter()
-        claim(liza, "t0")
+        claiming.claim(liza, "t0")
         claim.append((time.perf_counter() - t0) * 1000)
-        release(liza, "t0")
+        claiming.release(liza, "t0")
     return {"status": show("status in process (library)", status),
             "claim": show("claim in process (library)", claim)}
 
