@@ -11,11 +11,11 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from gitliza.services.api import AGENT_ENV, Liza
+from gitliza.services.api import Liza
 
 
 def open_liza(path: str | os.PathLike[str], agent: str | None, *, sync: bool = True) -> Liza:
-    liza = Liza.open(path, agent or os.environ.get(AGENT_ENV), sync=sync)
+    liza = Liza.open(path, agent, sync=sync)  # no agent: LIZA_AGENT_ID, else the human (Liza)
     _install_after_commit(liza)
     _install_materialize(liza)
     return liza
