@@ -47,7 +47,13 @@ def _scalar(kind: type) -> tuple[Enc, Dec]:
 
 
 def _enum(kind: type[Enum]) -> tuple[Enc, Dec]:
+    members = kind._value2member_map_  # a dict look-up: ~10x cheaper than calling the Enum
+
     def dec(v: Any, where: str) -> Any:
+        try:
+            return members[v]
+        except (KeyError, TypeError):
+            pass
         try:
             return kind(v)
         except ValueError:
@@ -187,8 +193,38 @@ def shallow(entity: Any) -> dict[str, Any]:
 # the "where" text only an error needs only then.
 _Row = tuple[str, str, type | None, Dec, bool]
 _Decoder = tuple[dict[str, tuple[str, type | None, Dec]], frozenset[str], tuple[_Row, ...],
-                 frozenset[str]]
+                 frozenset[str], Callable[[dict[str, Any]], Any]]
 _DECODERS: dict[type, _Decoder] = {}
+
+
+def _maker(cls: type) -> Callable[[dict[str, Any]], Any]:
+    """A constructor from checked keyword values, for decoding. A frozen dataclass's `__init__`
+    parses every keyword and sets each of its fields through `object.__setattr__` (a task has
+    38): half of decoding a task. For a slotted class without `__post_init__`, the same object is
+    made by setting each slot through its descriptor, absent fields to their defaults, in one
+    straight-line function (the exact `__init__` the dataclass would run, minus the argument
+    parsing and the attribute look-ups): ~1/3 cheaper. Anything else is built by its `__init__`."""
+    fields = dataclasses.fields(cls)
+    if "__slots__" not in cls.__dict__ or hasattr(cls, "__post_init__") \
+            or any(not f.init for f in fields):
+        return lambda kwargs: cls(**kwargs)
+    env: dict[str, Any] = {"new": object.__new__, "cls": cls}
+    body = ["def make(kw):", " o = new(cls)", " g = kw.get"]
+    for i, f in enumerate(fields):
+        env[f"S{i}"] = getattr(cls, f.name).__set__
+        if f.default is not dataclasses.MISSING:
+            env[f"D{i}"] = f.default
+            body.append(f" S{i}(o, g({f.name!r}, D{i}))")
+        elif f.default_factory is not dataclasses.MISSING:
+            env[f"F{i}"] = f.default_factory
+            body.append(f" v = g({f.name!r}, S)\n S{i}(o, F{i}() if v is S else v)")
+            env["S"] = env.get("S", object())
+        else:  # required: present, the caller checked
+            body.append(f" S{i}(o, kw[{f.name!r}])")
+    body.append(" return o")
+    exec("\n".join(body), env)  # noqa: S102 - our own field names, no outside text
+    made: Callable[[dict[str, Any]], Any] = env["make"]
+    return made
 
 
 def _scalar_kind(tp: Any) -> type | None:
@@ -205,14 +241,14 @@ def _decoder(cls: type) -> _Decoder:
                  for attr, key, _enc, dec, required in _spec(cls))
     found = _DECODERS[cls] = ({key: (attr, kind, dec) for attr, key, kind, dec, _r in rows},
                               frozenset(r[0] for r in rows if r[4]), rows,
-                              frozenset(r[1] for r in rows))
+                              frozenset(r[1] for r in rows), _maker(cls))
     return found
 
 
 def _decode(cls: type[T], data: Any, where: str) -> T:
     if not isinstance(data, dict):
         malformed(where, "expected a table")
-    by_key, required, rows, known = _DECODERS.get(cls) or _decoder(cls)
+    by_key, required, rows, known, make = _DECODERS.get(cls) or _decoder(cls)
     kwargs: dict[str, Any] = {}
     try:
         for key, v in data.items():
@@ -222,7 +258,8 @@ def _decode(cls: type[T], data: Any, where: str) -> T:
         _refuse(rows, known, data, where)
     if not required <= kwargs.keys():
         _refuse(rows, known, data, where)
-    return cls(**kwargs)
+    made: T = make(kwargs)
+    return made
 
 
 def _refuse(rows: tuple[_Row, ...], known: frozenset[str], data: dict[str, Any],

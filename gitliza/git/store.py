@@ -19,22 +19,22 @@ from typing import TYPE_CHECKING, Callable, Iterator
 
 import pygit2
 
-from gitliza.core import layout, record
+from gitliza.core import layout
 from gitliza.core.board import Board, Changes
-from gitliza.core.invariants import problems_of_change
-from gitliza.core.ops.base import Op, Outcome
-from gitliza.core.ops.engine import apply
 from gitliza.core.states import HUMAN_ACTOR
 from gitliza.errors import (ConcurrencyConflict, GitFailure, InconsistentState, LizaError,
                             ValidationError, environmental)
-from gitliza.git import reflocks, trees
-from gitliza.git.commits import commit_body, signature
 from gitliza.git.repository import common_dir, open_repository
-from gitliza.git.reflocks import STALE_LOCK_SECONDS
 from gitliza.git.source import GitSource, Tables, check_format
 
 if TYPE_CHECKING:
+    from gitliza.core.ops.base import Op, Outcome
+    from gitliza.git import trees
     from gitliza.git.signing import Signer
+
+# The write path's modules (the op engine, the invariants, the tree and commit writers, the ref
+# locks) are imported where a write starts, not here: a read command (`status`, `show`, `log`)
+# opens a Store too and never writes, and they are ~15% of its start (docs/performance.md).
 
 STATE_REF = "refs/liza/state"
 RETRY_DELAYS = (0.0, 0.1, 0.25, 0.5)  # before attempts 2..5
@@ -116,10 +116,12 @@ class Store:
         """The tree of `base` with `changes` applied, writing the changed blobs and only the trees
         on their paths (unchanged subtrees keep their oids). `trees.build` is shared with verify,
         which computes the same ids without writing."""
+        from gitliza.git import trees
         return trees.build(self.repo, base, changes, write=True).tree
 
     def write_commit(self, parent: pygit2.Commit | None, outcome: Outcome, op: Op) -> pygit2.Oid:
         """The new blobs, trees and the commit, written together as one pack."""
+        from gitliza.git import trees
         batch = trees.Batch(self.repo)
         commit, _tree = self.stage_commit(batch, None if parent is None else parent.id,
                                           None if parent is None else parent.tree_id, outcome, op)
@@ -132,6 +134,8 @@ class Store:
         """The commit of `op` on `parent` (and its tree), its objects added to `batch` for the
         caller to flush: a bulk path (sync's replay) writes one pack for many transitions. The
         parent's tree must be in the repository or built earlier in this process."""
+        from gitliza.core import record
+        from gitliza.git.commits import commit_body, signature
         tree = trees.build_into(batch, parent_tree, outcome.changes).tree
         parents = [parent] if parent is not None else []
         message = record.message(op, outcome.event)
@@ -191,6 +195,8 @@ class Store:
                  *, sleep: Callable[[float], None] = time.sleep) -> Committed:
         """Apply one op by compare-and-swap, retrying lost races. `make_op` is called again on
         every attempt with the fresh board, so choices like "the best claimable task" are remade."""
+        from gitliza.core.invariants import problems_of_change
+        from gitliza.core.ops.engine import apply
         locked = False
         for attempt in range(1, len(RETRY_DELAYS) + 2):
             tip = self.tip()
@@ -240,6 +246,7 @@ class Store:
         return True
 
     def _move_ref(self, old: pygit2.Oid | None, new: pygit2.Oid, msg: str) -> None:
+        from gitliza.git import reflocks
         try:
             if old is None:
                 self.repo.create_reference(self.ref, new, force=False, message=msg)
@@ -292,6 +299,7 @@ class Store:
         return common_dir(self.repo) / (self.ref + ".lock")
 
     def _lock_error(self) -> LizaError:
+        from gitliza.git.reflocks import STALE_LOCK_SECONDS
         path = self.lock_path()
         try:
             age = time.time() - path.stat().st_mtime

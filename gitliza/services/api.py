@@ -10,13 +10,15 @@ import dataclasses
 import os
 import sys
 import time
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from gitliza.core import clock
 from gitliza.core.board import Board
-from gitliza.core.ops.base import Op
 from gitliza.core.states import HUMAN_ACTOR
 from gitliza.git.store import Committed, Store
+
+if TYPE_CHECKING:  # the op records load with the write path (git/store.py), not for a read
+    from gitliza.core.ops.base import Op
 
 AGENT_ENV = "LIZA_AGENT_ID"
 # Set by `git liza agent` for itself and the agent it starts: every op then carries the supervisor

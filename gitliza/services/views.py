@@ -3,18 +3,23 @@ The CLI's read commands print these (gitliza/cli/commands/view.py), the MCP tool
 return them (gitliza/access/), `git liza top` and `git liza events` show them."""
 from __future__ import annotations
 
-import json as _json
 from typing import Any
 
-from gitliza.core import codec, metrics, record
+from gitliza.core import codec, metrics
 from gitliza.core.board import Board
-from gitliza.core.invariants import claimable, reviewable
 from gitliza.core.model import Metrics, Task
 from gitliza.core.queries import notes_for
 from gitliza.core.states import TaskState
 from gitliza.errors import LizaError, NotFound
 
 _ORDER = {s: i for i, s in enumerate(TaskState)}
+
+def _invariants() -> Any:
+    """The invariants module, loaded by the views that judge what can be taken: `status` (text)
+    prints the board as it is and never loads it (a CLI start imports what it runs)."""
+    from gitliza.core import invariants
+    return invariants
+
 
 def tasks_in_order(board: Board) -> tuple[list[Task], list[Task], Metrics]:
     """The live tasks in status order, the archived ones, and the sprint metrics of all."""
@@ -33,7 +38,7 @@ def status_data(liza: Any, at: str | None = None) -> dict[str, Any]:
         "config": codec.encode(board.config),
         "tasks": [task_row(t) for t in live], "archived": len(archived),
         "agents": [codec.encode(a) for a in board.agents()],
-        "claimable": [t.id for t in claimable(board, liza.now())],
+        "claimable": [t.id for t in _invariants().claimable(board, liza.now())],
         "discovered": [codec.encode(d) for d in board.values("discovered")],
         "control": codec.encode(board.control),
         "warnings": [w for w in (metrics.rubber_stamp_warning(m),) if w],
@@ -68,6 +73,9 @@ def agent_logs(liza: Any, task: str) -> list[Any]:
 
 def log_entry(commit: Any) -> dict[str, Any]:
     """One state commit as a log entry (`log --json`, `events`, the MCP log)."""
+    import json as _json  # here, not at the top: `status` never reads the trail
+
+    from gitliza.core import record
     try:
         rec = record.parse(commit.message)
     except LizaError as bad:
@@ -99,5 +107,6 @@ def ready_tasks(liza: Any, at: str | None = None) -> tuple[str, list[Task]]:
     me = board.agent(liza.agent)
     now = liza.now()
     if me is not None and me.role.value == "code_reviewer":
-        return "reviewable", list(reviewable(board, now, me.id))
-    return "claimable", list(claimable(board, now, me.id if me is not None else None))
+        return "reviewable", list(_invariants().reviewable(board, now, me.id))
+    return "claimable", list(_invariants().claimable(board, now,
+                                                     me.id if me is not None else None))

@@ -6,7 +6,6 @@ from typing import Any
 from gitliza.cli.commands import Env
 from gitliza.core import codec, metrics
 from gitliza.core.board import Board
-from gitliza.core.invariants import check_board
 from gitliza.core.model import Metrics
 from gitliza.core.queries import notes_for
 from gitliza.core.states import TERMINAL
@@ -168,6 +167,7 @@ def validate(env: Env, at: str | None, file: str | None = None) -> int:
 
     def here(tid: str) -> bool:
         return held_here(repo, tid)
+    from gitliza.core.invariants import check_board  # validate's, not every read command's
     found = check_board(board, liza.now(), exists, here)
     problems = [str(p) for p in found if not p.warning]
     elsewhere = [] if root is None else [
@@ -215,6 +215,7 @@ def _validate_file(env: Env, file: str) -> int:
     from gitliza.services.api import now_utc  # the clock only: FILE need not be in a repository
     from gitliza.interop import filechecks
     board = seed.board()
+    from gitliza.core.invariants import check_board
     found = check_board(board, now_utc())
     # The project the file belongs to: <project>/.liza/state.yaml, as liza-validate.sh takes it.
     problems = [str(p) for p in found if not p.warning] + filechecks.problems(
