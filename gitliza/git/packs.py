@@ -55,7 +55,10 @@ GRACE_SECONDS = 5.0
 PACK_BUDGET = 24
 MIN_GRACE_SECONDS = 0.1
 MERGED = ".merged"
-MARKS_DIR = "liza-merged-packs"  # beside objects/, in the git common dir
+# Beside objects/, in the git common dir. A pack is removed together with its mark, so every
+# removal changes this directory: odbfresh.py watches its mtime to know when a long-lived
+# repository handle must let go of the packs libgit2 still holds open.
+MARKS_DIR = "liza-merged-packs"
 # A pack file without its index, or a tmp_* file, this old is a crashed writer's (a transition
 # writes both in milliseconds; git's own index-pack of a slow fetch keeps its tmp file growing).
 LEFTOVER_SECONDS = 600.0
