@@ -36,7 +36,7 @@ import os
 import time
 from typing import Any, Iterable
 
-from gitliza.git import packfile
+from gitliza.git import packfile, packmerge
 from gitliza.git.packfile import Obj
 from gitliza.git.repository import common_dir
 
@@ -143,18 +143,12 @@ def consolidate(objects_dir: str, limit: int | None = None, grace: float | None 
         total += count
     if len(chosen) < 2:
         return None
-    entries: dict[bytes, bytes] = {}
-    copied = []
-    for base in chosen:
-        found = packfile.read_entries(os.path.join(pack_dir, base))
-        if found is None:
-            continue
-        for raw, data in found:
-            entries.setdefault(raw, data)
-        copied.append(base)
-    if len(copied) < 2:
+    # Streamed (packmerge.py): reading the chosen packs whole, the biggest holding most of the
+    # history, made a long-lived writer's memory step up with every merge of it.
+    merged, paths = packmerge.merge(objects_dir, [os.path.join(pack_dir, b) for b in chosen])
+    if merged is None:
         return None
-    merged = packfile.write_entries(objects_dir, list(entries.items()))
+    copied = [os.path.basename(p) for p in paths]
     for base in copied:
         if base != merged:
             _mark(marks_dir, base)

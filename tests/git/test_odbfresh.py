@@ -21,9 +21,10 @@ from tests.conftest import git
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc (Linux)")
 
 
-def open_files() -> tuple[int, int]:
-    """(open file descriptors, those on a deleted pack file) of this process (pytest's own
-    capture files are deleted files too: not counted)."""
+def open_files(repo: Path) -> tuple[int, int]:
+    """(open file descriptors, those on a deleted pack file of `repo`) of this process (pytest's
+    capture files are deleted files too, and so may be the packs of an earlier test's handle that
+    the garbage collector has not freed yet: not counted)."""
     total = deleted = 0
     for fd in os.listdir("/proc/self/fd"):
         try:
@@ -31,14 +32,16 @@ def open_files() -> tuple[int, int]:
         except OSError:  # the listing's own descriptor, closed meanwhile
             continue
         total += 1
-        deleted += "/objects/pack/" in target and target.endswith(" (deleted)")
+        deleted += target.startswith(f"{repo}/.git/objects/pack/") and \
+            target.endswith(" (deleted)")
     return total, deleted
 
 
-def deleted_maps() -> int:
-    """Memory mappings of deleted pack files (libgit2 maps every index it loaded)."""
+def deleted_maps(repo: Path) -> int:
+    """Memory mappings of deleted pack files of `repo` (libgit2 maps every index it loaded)."""
     with open("/proc/self/maps") as f:
-        return sum(1 for line in f if "pack-" in line and line.rstrip().endswith("(deleted)"))
+        return sum(1 for line in f if f"{repo}/.git/objects/pack/" in line
+                   and line.rstrip().endswith("(deleted)"))
 
 
 _SECONDS = iter(range(10**6))
@@ -66,13 +69,13 @@ def test_a_handle_holds_no_removed_pack_however_many_transitions(repo: Path) -> 
     store = _board(repo)
     for _ in range(60):  # warm up: the pack directory reaches its steady size
         beat(store)
-    before, _ = open_files()
+    before, _ = open_files(repo)
     for _ in range(600):
         beat(store)
-    after, deleted = open_files()
+    after, deleted = open_files(repo)
     # Without the refresh: one more open file (a deleted pack) per transition, 600 here.
     assert deleted == 0, f"{deleted} deleted pack files still open"
-    assert deleted_maps() == 0
+    assert deleted_maps(repo) == 0
     assert after - before <= 10, (before, after)
     assert store._odb is not None and store._odb.frees > 10  # packs were merged and removed
 
@@ -81,11 +84,11 @@ def test_packs_removed_by_git_repack_are_let_go(repo: Path) -> None:
     store = _board(repo)
     for _ in range(5):
         beat(store)
-    _, held = open_files()
+    _, held = open_files(repo)
     git(repo, "repack", "-a", "-d", "-q")  # every pack replaced by one
-    assert open_files()[1] > held  # libgit2 still holds the removed packs open
+    assert open_files(repo)[1] > held  # libgit2 still holds the removed packs open
     beat(store)  # the next read lets them go, and reads the board from the new pack
-    assert open_files()[1] <= held
+    assert open_files(repo)[1] <= held
 
 
 def test_nothing_is_freed_inside_a_hooks_quarantine(repo: Path, monkeypatch: pytest.MonkeyPatch

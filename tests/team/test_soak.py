@@ -1,0 +1,143 @@
+"""Soak: nothing a long-lived process holds grows with the transitions it makes or sees.
+
+Accelerated (heartbeat 1 s, lease 5 s, a new second per op): thousands of transitions through the
+library API in this process, and a real supervisor (`git liza agent`) keeping a lease while
+another writer churns the board. Sampled from /proc/PID: open files, open files whose file was
+deleted (packs merged away), threads, RSS; and the pack count and the size of `.liza/`. Counts,
+not times: the supervisor's samples are taken every N transitions, however long they take.
+benchmarks/bench_soak.py runs the long version (10,000 transitions) for docs/performance.md."""
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from gitliza.core import clock
+from gitliza.core.ops import Register
+from gitliza.core.ops.work import Heartbeat
+from gitliza.git.packs import PACK_BUDGET
+from gitliza.services.api import Liza
+from tests.team.procs import Sup, add_task, make_board, script, wait_status
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc (Linux)")]
+
+
+@dataclass(frozen=True)
+class Sample:
+    fds: int
+    deleted_packs: int  # open files on a pack file that was deleted
+    threads: int
+    rss_kb: int
+    packs: int  # pack indexes in objects/pack
+    liza_bytes: int  # what `.liza/` holds on disk
+
+
+def sample(pid: int, repo: Path) -> Sample:
+    fds = deleted = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:  # closed meanwhile
+            continue
+        fds += 1
+        deleted += "/objects/pack/" in target and target.endswith(" (deleted)")
+    status = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text()
+                  .splitlines() if ":" in line)
+    packs = sum(1 for n in os.listdir(repo / ".git" / "objects" / "pack") if n.endswith(".idx"))
+    liza_dir = repo / ".liza"
+    size = sum(p.stat().st_size for p in liza_dir.rglob("*") if p.is_file()) \
+        if liza_dir.exists() else 0
+    return Sample(fds, deleted, int(status["Threads"]), int(status["VmRSS"].split()[0]), packs,
+                  size)
+
+
+class Clock:
+    """A new second per op, so that every heartbeat writes new objects (a new pack)."""
+
+    def __init__(self) -> None:
+        self.t = 1_800_000_000
+
+    def __call__(self) -> str:
+        self.t += 1
+        return clock.from_epoch(self.t)
+
+
+def assert_flat(first: Sample, samples: list[Sample], *, fd_slack: int = 10) -> None:
+    print(first, *samples, sep="\n")
+    for s in samples:
+        assert s.deleted_packs <= 2, f"deleted packs held open: {s}"
+        assert s.packs <= 2 * PACK_BUDGET, f"packs pile up: {s}"
+    last = samples[-1]
+    assert last.fds <= first.fds + fd_slack, (first, last)
+    assert last.threads <= first.threads, (first, last)
+    assert last.rss_kb <= first.rss_kb * 1.10, (first, last)
+    assert last.liza_bytes <= first.liza_bytes + 64 * 1024, (first, last)
+
+
+def test_thousands_of_transitions_in_one_process_hold_nothing_more(repo: Path) -> None:
+    human = Liza.open(repo, "human", now=Clock())
+    make_board(repo)
+    human.do(Register, agent="coder-9", role="coder")
+    human.do(Register, agent="planner-9", role="planner")
+    coder = Liza.open(repo, "coder-9", now=Clock())
+    planner = Liza.open(repo, "planner-9", now=Clock())
+    pid = os.getpid()
+
+    def run(n: int) -> None:
+        for i in range(n):
+            coder.do(Heartbeat)
+            if i % 10 == 0:
+                planner.do(Heartbeat)  # a second handle, reading what the first wrote
+            coder.board().agent("coder-9")
+
+    run(500)  # warm up: caches and the pack directory reach their steady size
+    first = sample(pid, repo)
+    samples = []
+    for _ in range(6):
+        run(500)
+        samples.append(sample(pid, repo))
+    assert_flat(first, samples)
+
+
+SLEEPER = "sleep 600\n"  # holds its task; the supervisor's lease keeper beats every second
+
+
+def test_a_supervisor_keeping_a_lease_under_churn_holds_nothing_more(repo: Path,
+                                                                      tmp_path: Path) -> None:
+    make_board(repo)  # heartbeat every 1 s, lease 5 s
+    add_task(repo, "t1")
+    sup = Sup(repo, "coder", "coder-1", "--", str(script(tmp_path, "sleeper.sh", SLEEPER)))
+    try:
+        wait_status(repo, "t1", "CLAIMED")
+        human = Liza.open(repo, "human")
+        human.do(Register, agent="coder-9", role="coder")
+        other = Liza.open(repo, "coder-9", now=Clock())
+        pid = sup.proc.pid
+
+        def churn(n: int) -> None:
+            # Every write wakes the supervisor's lease keeper, which reads the board: it loads
+            # the packs this process writes, merges and removes.
+            for _ in range(n):
+                other.do(Heartbeat)
+
+        def state_commits() -> int:
+            return int(subprocess.run(["git", "rev-list", "--count", "refs/liza/state"], cwd=repo,
+                                      capture_output=True, text=True, check=True).stdout)
+
+        churn(300)
+        first = sample(pid, repo)
+        before = state_commits()
+        samples = []
+        for _ in range(5):
+            churn(300)
+            samples.append(sample(pid, repo))
+        assert sup.proc.poll() is None, sup.output()
+        own_beats = state_commits() - before - 1500
+        assert own_beats >= 1, "the supervisor made no transition of its own meanwhile"
+        assert_flat(first, samples)
+    finally:
+        sup.kill()
