@@ -16,12 +16,13 @@ import pygit2
 from gitliza.core import codec, layout, tomlblob
 from gitliza.core.board import ENTITY_TYPES
 from gitliza.errors import InconsistentState, MissingDependency
+from gitliza.git.memo import Generations
 
 # Decoded entities by blob oid. Blobs are immutable, so an entry never goes stale; successive
 # states share most blobs, so a long-lived process (supervisor, watcher, verify, benchmarks) parses
-# each entity version once. Bounded by dropping everything when full (cheap and good enough).
-_DECODED: dict[tuple[str, pygit2.Oid], Any] = {}
-_DECODED_MAX = 50_000
+# each entity version once. Two generations (memo.py): what a process keeps reading stays, the
+# versions that transitions replaced go, and memory does not grow with run time.
+_DECODED: Generations[tuple[str, pygit2.Oid], Any] = Generations(2_048)
 
 
 class Tables(dict[bytes, dict[str, Any]]):
@@ -73,8 +74,6 @@ class GitSource:
                                         layout.path_of(coll, key))
                 else:
                     value = self._from_tables(coll, key, oid)
-                if len(_DECODED) >= _DECODED_MAX:
-                    _DECODED.clear()
                 _DECODED[ck] = value
         self._cache[k] = value
         return value
