@@ -10,62 +10,23 @@ from __future__ import annotations
 
 import os
 import subprocess
-from dataclasses import dataclass
+import sys
 from pathlib import Path
 
 import pytest
 
-from gitliza.core import clock
 from gitliza.core.ops import Register
 from gitliza.core.ops.work import Heartbeat
 from gitliza.git.packs import PACK_BUDGET
 from gitliza.services.api import Liza
 from tests.team.procs import Sup, add_task, make_board, script, wait_status
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+
+from bench_soak import Clock, Sample, sample  # noqa: E402
+
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc (Linux)")]
-
-
-@dataclass(frozen=True)
-class Sample:
-    fds: int  # open files, but those on live packs (their number is `packs`'s, bounded apart)
-    deleted_packs: int  # open files on a pack file that was deleted
-    threads: int
-    rss_kb: int
-    packs: int  # pack indexes in objects/pack
-    liza_bytes: int  # what `.liza/` holds on disk
-
-
-def sample(pid: int, repo: Path) -> Sample:
-    fds = deleted = 0
-    for fd in os.listdir(f"/proc/{pid}/fd"):
-        try:
-            target = os.readlink(f"/proc/{pid}/fd/{fd}")
-        except OSError:  # closed meanwhile
-            continue
-        if "/objects/pack/" not in target:
-            fds += 1
-        elif target.endswith(" (deleted)"):
-            deleted += 1
-    status = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text()
-                  .splitlines() if ":" in line)
-    packs = sum(1 for n in os.listdir(repo / ".git" / "objects" / "pack") if n.endswith(".idx"))
-    liza_dir = repo / ".liza"
-    size = sum(p.stat().st_size for p in liza_dir.rglob("*") if p.is_file()) \
-        if liza_dir.exists() else 0
-    return Sample(fds, deleted, int(status["Threads"]), int(status["VmRSS"].split()[0]), packs,
-                  size)
-
-
-class Clock:
-    """A new second per op, so that every heartbeat writes new objects (a new pack)."""
-
-    def __init__(self) -> None:
-        self.t = 1_800_000_000
-
-    def __call__(self) -> str:
-        self.t += 1
-        return clock.from_epoch(self.t)
 
 
 def assert_flat(first: Sample, samples: list[Sample]) -> None:
