@@ -79,6 +79,7 @@ def soak(repo: Path, transitions: int, every: int = 1000) -> list[tuple[int, Sam
     planner = Liza.open(repo, "planner-9", now=Clock(), sync=False)
     out = []
     done = 0
+    due = every
     while done < transitions:
         coder.do(Heartbeat)
         done += 1
@@ -87,7 +88,8 @@ def soak(repo: Path, transitions: int, every: int = 1000) -> list[tuple[int, Sam
             done += 1
         assert coder.board().agent("planner-9") is not None
         assert planner.board().agent("coder-9") is not None
-        if done % every < (done - 1) % every or done % every == 0:
+        if done >= due:
+            due += every
             out.append((done, sample(os.getpid(), repo)))
             print(f"{done:>6}  {out[-1][1]}", flush=True)
     return out

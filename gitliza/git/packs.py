@@ -36,7 +36,7 @@ import os
 import time
 from typing import Any, Iterable
 
-from gitliza.git import packfile, packmerge
+from gitliza.git import packfile
 from gitliza.git.packfile import Obj
 from gitliza.git.repository import common_dir
 
@@ -144,7 +144,9 @@ def consolidate(objects_dir: str, limit: int | None = None, grace: float | None 
     if len(chosen) < 2:
         return None
     # Streamed (packmerge.py): reading the chosen packs whole, the biggest holding most of the
-    # history, made a long-lived writer's memory step up with every merge of it.
+    # history, made a long-lived writer's memory step up with every merge of it. Imported here:
+    # a command that merges nothing (status, log) need not load it (and mmap) at start-up.
+    from gitliza.git import packmerge
     merged, paths = packmerge.merge(objects_dir, [os.path.join(pack_dir, b) for b in chosen])
     if merged is None:
         return None
