@@ -412,9 +412,17 @@ def show(task: str, agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
 def log_cmd(n: Optional[int] = typer.Option(None, "-n", help="At most N entries."),
             task: Optional[str] = typer.Option(None, "--task"),
             by: Optional[str] = typer.Option(None, "--agent", help="Only ops by this agent."),
+            op: List[str] = typer.Option([], "--op", help="Only this op (repeatable)."),
+            since: Optional[str] = typer.Option(
+                None, "--since", help="From this time: YYYY-MM-DD[THH:MM:SSZ] or an age (2h)."),
+            until: Optional[str] = typer.Option(None, "--until", help="Up to this time."),
+            all: bool = typer.Option(False, "--all",
+                                     help="Liveness too: heartbeats, supervisor renewals."),
             json: bool = JsonOpt, at: Optional[str] = AtOpt) -> None:
-    """The audit trail read from refs/liza/state."""
-    _run(_view().log, None, json, n=n, task=task, by=by, at=at)
+    """The transitions read from refs/liza/state, newest first: time, actor, op, task, from -> to
+    (paged on a terminal, as git log)."""
+    _run(_view().log, None, json, n=n, task=task, by=by, at=at, op=op, since=since, until=until,
+         all=all)
 
 
 @app.command()

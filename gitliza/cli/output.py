@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 
 class Out:
@@ -64,3 +64,46 @@ json_written = False
 
 def err(text: str) -> None:
     sys.stderr.write(f"gitliza: error: {text}\n")
+
+
+def pager_command(configured: str | None = None) -> str | None:
+    """The pager git would use: $GIT_PAGER, else core.pager (`configured`), else $PAGER, else
+    less; None when stdout is not a terminal or the pager is empty or `cat` (git's rules)."""
+    if not sys.stdout.isatty():
+        return None
+    for found in (os.environ.get("GIT_PAGER"), configured, os.environ.get("PAGER")):
+        if found is not None:
+            return None if found.strip() in ("", "cat") else found
+    return "less"
+
+
+def page(lines: Iterable[str], pager: str | None) -> None:
+    """Write `lines`, through `pager` when there is one (pager_command), as git pages: run by the
+    shell, with LESS=FRX (quit if one screen, raw colours, no clearing) and LV=-c unless set.
+    The lines are fed as they come, so a long history shows its first page at once; quitting the
+    pager early ends the command quietly."""
+    if pager is None:
+        for line in lines:
+            sys.stdout.write(line + "\n")
+        return
+    import subprocess
+    sys.stdout.flush()
+    env = dict(os.environ)
+    env.setdefault("LESS", "FRX")
+    env.setdefault("LV", "-c")
+    proc = subprocess.Popen(pager, shell=True, stdin=subprocess.PIPE, env=env, text=True,
+                            encoding="utf-8", errors="replace")
+    assert proc.stdin is not None
+    try:
+        for line in lines:
+            proc.stdin.write(line + "\n")
+        proc.stdin.close()
+    except BrokenPipeError:  # the reader quit the pager before the end
+        pass
+    finally:
+        try:
+            proc.stdin.close()
+        except BrokenPipeError:
+            pass
+        proc.wait()
+

@@ -41,3 +41,26 @@ def from_epoch(seconds: float) -> str:
 
 def plus(ts: str, seconds: int) -> str:
     return from_epoch(to_epoch(ts) + seconds)
+
+
+_AGO = re.compile(r"^(\d+)\s*([smhdw])$")
+_UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def bound(value: str, now: str, what: str) -> str:
+    """A time bound given on the command line (`log --since/--until`): a timestamp, a date
+    (YYYY-MM-DD: its midnight UTC), or an age before `now` (90s, 30m, 2h, 3d, 1w)."""
+    v = value.strip()
+    ago = _AGO.match(v)
+    if ago:
+        return from_epoch(to_epoch(now) - int(ago.group(1)) * _UNIT[ago.group(2)])
+    if re.match(r"^\d{4}-\d{2}-\d{2}$", v):
+        v += "T00:00:00Z"
+    try:
+        if from_epoch(to_epoch(check_ts(v))) == v:  # not a date that does not exist (02-30)
+            return v
+    except (ValidationError, ValueError):
+        pass
+    raise ValidationError(f"{what} {value!r} is neither a time (YYYY-MM-DDTHH:MM:SSZ or "
+                          "YYYY-MM-DD) nor an age (30m, 2h, 3d, 1w)")
+

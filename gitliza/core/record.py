@@ -100,3 +100,17 @@ def check_consistent(rec: Record, event: Event) -> None:
         if rec.trailers.get(key) != value:
             raise ValidationError(f"trailer {key} says {rec.trailers.get(key)!r}, "
                                   f"replay says {value!r}")
+
+
+# Liveness, not protocol: a coder's or reviewer's lease extended, a supervisor's token renewed.
+# They make most of the commits of a running team; `git liza log` leaves them out unless --all.
+LIVENESS = {"heartbeat": None, "supervise": "renew"}  # op -> the mode that is liveness (None: any)
+
+
+def is_liveness(op: str | None, args: dict[str, Any] | None) -> bool:
+    """Whether a transition (its Liza-Op and Liza-Args) only keeps a lease or a token alive."""
+    if op not in LIVENESS:
+        return False
+    mode = LIVENESS[op]
+    return mode is None or (args or {}).get("mode") == mode
+

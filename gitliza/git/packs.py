@@ -55,7 +55,10 @@ GRACE_SECONDS = 5.0
 PACK_BUDGET = 24
 MIN_GRACE_SECONDS = 0.1
 MERGED = ".merged"
-MARKS_DIR = "liza-merged-packs"  # beside objects/, in the git common dir
+# Beside objects/, in the git common dir. A pack is removed together with its mark, so every
+# removal changes this directory: odbfresh.py watches its mtime to know when a long-lived
+# repository handle must let go of the packs libgit2 still holds open.
+MARKS_DIR = "liza-merged-packs"
 # A pack file without its index, or a tmp_* file, this old is a crashed writer's (a transition
 # writes both in milliseconds; git's own index-pack of a slow fetch keeps its tmp file growing).
 LEFTOVER_SECONDS = 600.0
@@ -140,18 +143,14 @@ def consolidate(objects_dir: str, limit: int | None = None, grace: float | None 
         total += count
     if len(chosen) < 2:
         return None
-    entries: dict[bytes, bytes] = {}
-    copied = []
-    for base in chosen:
-        found = packfile.read_entries(os.path.join(pack_dir, base))
-        if found is None:
-            continue
-        for raw, data in found:
-            entries.setdefault(raw, data)
-        copied.append(base)
-    if len(copied) < 2:
+    # Streamed (packmerge.py): reading the chosen packs whole, the biggest holding most of the
+    # history, made a long-lived writer's memory step up with every merge of it. Imported here:
+    # a command that merges nothing (status, log) need not load it (and mmap) at start-up.
+    from gitliza.git import packmerge
+    merged, paths = packmerge.merge(objects_dir, [os.path.join(pack_dir, b) for b in chosen])
+    if merged is None:
         return None
-    merged = packfile.write_entries(objects_dir, list(entries.items()))
+    copied = [os.path.basename(p) for p in paths]
     for base in copied:
         if base != merged:
             _mark(marks_dir, base)

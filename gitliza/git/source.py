@@ -8,6 +8,7 @@ read. The store (store.py) and verify, which replays imports too, read boards th
 """
 from __future__ import annotations
 
+import sys
 from typing import Any, Iterator
 
 import pygit2
@@ -15,12 +16,13 @@ import pygit2
 from gitliza.core import codec, layout, tomlblob
 from gitliza.core.board import ENTITY_TYPES
 from gitliza.errors import InconsistentState, MissingDependency
+from gitliza.git.memo import Generations
 
 # Decoded entities by blob oid. Blobs are immutable, so an entry never goes stale; successive
 # states share most blobs, so a long-lived process (supervisor, watcher, verify, benchmarks) parses
-# each entity version once. Bounded by dropping everything when full (cheap and good enough).
-_DECODED: dict[tuple[str, pygit2.Oid], Any] = {}
-_DECODED_MAX = 50_000
+# each entity version once. Two generations (memo.py): what a process keeps reading stays, the
+# versions that transitions replaced go, and memory does not grow with run time.
+_DECODED: Generations[tuple[str, pygit2.Oid], Any] = Generations(2_048)
 
 
 class Tables(dict[bytes, dict[str, Any]]):
@@ -50,7 +52,7 @@ class GitSource:
 
     def has(self, coll: str, key: str = "") -> bool:
         """Whether the entity exists, without decoding it."""
-        return self._tree is not None and layout.path_of(coll, key) in self._tree
+        return self._tree is not None and tree_path(coll, key) in self._tree
 
     def get(self, coll: str, key: str) -> Any | None:
         k = (coll, key)
@@ -60,7 +62,7 @@ class GitSource:
         oid = self._ids.get(k)
         if oid is None and self._tree is not None:
             try:
-                oid = self._tree[layout.path_of(coll, key)].id
+                oid = self._tree[tree_path(coll, key)].id
             except KeyError:
                 pass
         if oid is not None:
@@ -72,8 +74,6 @@ class GitSource:
                                         layout.path_of(coll, key))
                 else:
                     value = self._from_tables(coll, key, oid)
-                if len(_DECODED) >= _DECODED_MAX:
-                    _DECODED.clear()
                 _DECODED[ck] = value
         self._cache[k] = value
         return value
@@ -111,6 +111,16 @@ class GitSource:
                 key = name[: -len(layout.SUFFIX)]
                 self._ids[(coll, key)] = entry.id
                 yield key
+
+
+def tree_path(coll: str, key: str) -> str:
+    """`layout.path_of`, interned: the string to look an entity up in a pygit2 tree with.
+    pygit2 (1.21 and before) keeps one reference to every string it is given as a tree path or
+    a reference name and never drops it (`pgit_borrow_fsdefault` does not release what
+    `PyOS_FSPath` returned), so a fresh string per lookup is never freed: a few hundred bytes per
+    transition, for ever, in a long-lived process. Interned, a path is one string however often it
+    is looked up; the strings kept number the board's entities."""
+    return sys.intern(layout.path_of(coll, key))
 
 
 def _ident(coll: str, entity: Any) -> Any:

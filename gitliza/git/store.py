@@ -24,6 +24,7 @@ from gitliza.core.board import Board, Changes
 from gitliza.core.states import HUMAN_ACTOR
 from gitliza.errors import (ConcurrencyConflict, GitFailure, InconsistentState, LizaError,
                             ValidationError, environmental)
+from gitliza.git.odbfresh import OdbRefresh
 from gitliza.git.repository import common_dir, open_repository
 from gitliza.git.source import GitSource, Tables, check_format
 
@@ -60,6 +61,14 @@ class Store:
         self.tables: Tables | None = None  # set by gitliza/git/tablecache.py for big reads
         self._common: Path | None = None
         self._signer: Signer | None = None
+        self._odb: OdbRefresh | None = None
+
+    def refresh(self) -> None:
+        """Drop what this handle holds of packs removed since it last looked (odbfresh.py): every
+        read of the tip starts here, so a long-lived process holds no deleted pack for long."""
+        if self._odb is None:
+            self._odb = OdbRefresh(self.repo)
+        self._odb.check()
 
     @classmethod
     def discover(cls, path: str | os.PathLike[str] = ".") -> Store:
@@ -67,6 +76,7 @@ class Store:
 
     # -- reading ---------------------------------------------------------------------------------
     def tip(self) -> pygit2.Oid | None:
+        self.refresh()
         try:
             target = self.repo.lookup_reference(self.ref).target
         except KeyError:
@@ -135,6 +145,7 @@ class Store:
         caller to flush: a bulk path (sync's replay) writes one pack for many transitions. The
         parent's tree must be in the repository or built earlier in this process."""
         from gitliza.core import record
+        from gitliza.git import trees
         from gitliza.git.commits import commit_body, signature
         tree = trees.build_into(batch, parent_tree, outcome.changes).tree
         parents = [parent] if parent is not None else []
@@ -211,6 +222,10 @@ class Store:
             commit = self.write_commit(parent, outcome, op)
             try:
                 self._cas(tip, commit, outcome.event.summary, outcome.board)
+                # This write may have merged packs and removed older ones: let go of them now,
+                # not at the next read, which a process that then sleeps (a heartbeat every
+                # minute) makes long.
+                self.refresh()
                 return Committed(str(commit), None if tip is None else str(tip), op, outcome,
                                  attempt)
             except _Lost:

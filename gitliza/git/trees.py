@@ -28,6 +28,7 @@ import pygit2
 
 from gitliza.core import layout, tomlblob
 from gitliza.git import packfile, packs
+from gitliza.git.memo import Generations
 from gitliza.core.board import Changes, Key
 from gitliza.errors import InconsistentState, hint_for
 
@@ -44,9 +45,9 @@ Entries = dict[bytes, Entry]
 # content, so an entry is right wherever the tree is found. Trees only computed (the hash sink) are
 # cached too; that is safe because a tree is looked up only as the base given by the caller or as a
 # subtree of one, and the caller's base comes from the repository, so a tree reached from it exists
-# there with all its subtrees. Bounded by dropping everything when full.
-_PARSED: dict[bytes, Entries] = {}
-_PARSED_MAX = 4_096  # ~8 KB for a 40-entry leaf tree: tens of MB at most
+# there with all its subtrees. Two generations (memo.py): the trees a process keeps editing stay,
+# the ones transitions replaced go.
+_PARSED: Generations[bytes, Entries] = Generations(1_024)  # ~8 KB for a 40-entry leaf tree
 
 
 # layout.path_of hashes the key (sha1) for its fan-out; verify asks for the same few paths on every
@@ -120,8 +121,6 @@ class _Hasher:
     def tree(self, entries: Entries) -> bytes:
         body = b"".join([head + oid for _key, head, oid in sorted(entries.values())])
         raw = self.store(b"tree", body)
-        if len(_PARSED) >= _PARSED_MAX:
-            _PARSED.clear()
         _PARSED[raw] = entries
         return raw
 
@@ -203,8 +202,6 @@ def parsed(raw: bytes, body: bytes) -> Entries:
     found = _PARSED.get(raw)
     if found is None:
         found = parse(body)
-        if len(_PARSED) >= _PARSED_MAX:
-            _PARSED.clear()
         _PARSED[raw] = found
     return found
 

@@ -3,7 +3,7 @@ The CLI's read commands print these (gitliza/cli/commands/view.py), the MCP tool
 return them (gitliza/access/), `git liza top` and `git liza events` show them."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterator, Sequence
 
 from gitliza.core import codec, metrics
 from gitliza.core.board import Board
@@ -88,17 +88,34 @@ def log_entry(commit: Any) -> dict[str, Any]:
 
 def log_entries(liza: Any, n: int | None = None, task: str | None = None, by: str | None = None,
                 at: str | None = None) -> list[dict[str, Any]]:
-    """The audit trail, newest first, filtered."""
-    entries: list[dict[str, Any]] = []
+    """The audit trail, newest first, filtered (every commit, liveness included: the MCP log)."""
+    return list(history_log(liza, n=n, task=task, by=by, at=at, liveness=True))
+
+
+def history_log(liza: Any, *, n: int | None = None, task: str | None = None,
+                by: str | None = None, at: str | None = None, ops: Sequence[str] = (),
+                since: str | None = None, until: str | None = None,
+                liveness: bool = False) -> Iterator[dict[str, Any]]:
+    """`git liza log`: the transitions, newest first; without `liveness`, no heartbeat and no
+    supervisor renewal (record.is_liveness). `since`/`until` are timestamps (inclusive); `ops`
+    the op names to keep. A commit whose message cannot be read is always shown (its error)."""
+    from gitliza.core import record
+
+    wanted = set(ops)
+    shown = 0
     for commit in liza.store.history(at):
-        if n is not None and len(entries) >= n:
-            break
+        if n is not None and shown >= n:
+            return
         e = log_entry(commit)
-        if "error" not in e and ((task is not None and e["task"] != task)
-                                 or (by is not None and e["actor"] != by)):
+        if "error" not in e and (
+                (task is not None and e["task"] != task) or (by is not None and e["actor"] != by)
+                or (wanted and e["op"] not in wanted)
+                or (not liveness and not wanted and record.is_liveness(e["op"], e["args"]))
+                or (since is not None and e["time"] < since)
+                or (until is not None and e["time"] > until)):
             continue
-        entries.append(e)
-    return entries
+        shown += 1
+        yield e
 
 def ready_tasks(liza: Any, at: str | None = None) -> tuple[str, list[Task]]:
     """What the acting agent can take: ("reviewable", tasks) for a reviewer, else

@@ -122,7 +122,7 @@ def task_of(repo: Path, task: str) -> Any:
 def ops(repo: Path) -> list[tuple[str, str, str | None]]:
     """(op, actor, task) of every state commit, oldest first."""
     import json
-    log = json.loads(ok(liza(repo, "log", "--json", agent=None)))
+    log = json.loads(ok(liza(repo, "log", "--all", "--json", agent=None)))
     return [(e["op"], e["actor"], e.get("task")) for e in reversed(log)]
 
 

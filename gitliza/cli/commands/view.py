@@ -10,7 +10,7 @@ from gitliza.core.model import Metrics
 from gitliza.core.queries import notes_for
 from gitliza.core.states import TERMINAL
 from gitliza.errors import InconsistentState, ValidationError
-from gitliza.services.views import (agent_logs, find_task, log_entries, ready_tasks, show_data,
+from gitliza.services.views import (agent_logs, find_task, history_log, ready_tasks, show_data,
                                     status_data, task_row, tasks_in_order)
 
 
@@ -121,14 +121,52 @@ def show(env: Env, task: str, at: str | None) -> int:
     return 0
 
 
-def log(env: Env, n: int | None, task: str | None, by: str | None, at: str | None) -> int:
-    entries = log_entries(env.liza(), n, task, by, at)
+def log(env: Env, n: int | None, task: str | None, by: str | None, at: str | None,
+        op: list[str] | None = None, since: str | None = None, until: str | None = None,
+        all: bool = False) -> int:
+    """The transitions, newest first, one line each: `STATE TIME ACTOR OP TASK FROM -> TO`
+    (the summary where the op moves no task); liveness only with --all (or --op naming it)."""
+    from gitliza.core import clock
+    if op:  # only then: loading every op module is most of a `log` start otherwise
+        from gitliza.core.ops import OPS, load_all
+        load_all()
+        for name in op:
+            if name not in OPS:
+                raise ValidationError(f"--op {name!r} is not an op",
+                                      hint="one of: " + ", ".join(sorted(OPS)))
+    liza = env.liza()
+    now = liza.now()
+    lo = None if since is None else clock.bound(since, now, "--since")
+    hi = None if until is None else clock.bound(until, now, "--until")
+    entries = history_log(liza, n=n, task=task, by=by, at=at, ops=op or (), since=lo, until=hi,
+                          liveness=all)
     if env.json:
-        env.out.json(entries)
+        env.out.json(list(entries))
         return 0
-    for e in entries:
-        env.out.line(f"{e['state'][:12]}  {e.get('time', '')}  {e.get('summary', e.get('error'))}")
+    from gitliza.cli.output import page, pager_command
+    pager = pager_command(_core_pager(liza))
+    page((_log_line(e) for e in entries), pager)
     return 0
+
+
+def _log_line(e: dict[str, Any]) -> str:
+    if "error" in e:
+        return f"{e['state'][:10]}  {e['error']}"
+    moved = f"{e['from'] or '-'} -> {e['to']}" if e.get("to") else e["summary"]
+    return (f"{e['state'][:10]}  {e['time']}  {e['actor']:<14} {e['op']:<13} "
+            f"{e.get('task') or '-':<12} {moved}")
+
+
+def _core_pager(liza: Any) -> str | None:
+    """core.pager from the repository's git config, looked up only on a terminal."""
+    import sys
+    if not sys.stdout.isatty():
+        return None
+    try:
+        value: str = liza.store.repo.config["core.pager"]
+        return value
+    except KeyError:
+        return None
 
 
 def ready(env: Env, at: str | None) -> int:

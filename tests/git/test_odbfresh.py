@@ -1,0 +1,114 @@
+"""A long-lived repository handle lets go of the packs that packs.py merged and removed (or that
+`git repack -d` removed): libgit2 alone keeps every pack it ever loaded open and mapped, one more
+deleted file per transition. Counted in /proc/self: open files, and those whose file is deleted."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pygit2
+import pytest
+
+from gitliza.core import clock
+from gitliza.core.ops import Init, Register
+from gitliza.core.ops.work import Heartbeat
+from gitliza.git.odbfresh import OdbRefresh
+from gitliza.git.source import tree_path
+from gitliza.git.store import Store
+from tests.conftest import git
+
+pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc (Linux)")
+
+
+def open_files(repo: Path) -> tuple[int, int]:
+    """(open file descriptors, those on a deleted pack file of `repo`) of this process (pytest's
+    capture files are deleted files too, and so may be the packs of an earlier test's handle that
+    the garbage collector has not freed yet: not counted)."""
+    total = deleted = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:  # the listing's own descriptor, closed meanwhile
+            continue
+        total += 1
+        deleted += target.startswith(f"{repo}/.git/objects/pack/") and \
+            target.endswith(" (deleted)")
+    return total, deleted
+
+
+def deleted_maps(repo: Path) -> int:
+    """Memory mappings of deleted pack files of `repo` (libgit2 maps every index it loaded)."""
+    with open("/proc/self/maps") as f:
+        return sum(1 for line in f if f"{repo}/.git/objects/pack/" in line
+                   and line.rstrip().endswith("(deleted)"))
+
+
+_SECONDS = iter(range(10**6))
+
+
+def now() -> str:
+    """A new second per op: every heartbeat writes new objects (a new pack)."""
+    return clock.from_epoch(1_700_000_000 + next(_SECONDS))
+
+
+def _board(repo: Path) -> Store:
+    store = Store(pygit2.Repository(str(repo)))
+    store.transact(lambda b, t: Init(actor="human", time=t, goal="g"), now)
+    store.transact(lambda b, t: Register(actor="human", time=t, agent="coder-1", role="coder"),
+                   now)
+    return store
+
+
+def beat(store: Store) -> None:
+    store.transact(lambda b, t: Heartbeat(actor="coder-1", time=t), now)
+    assert store.board()[0].agent("coder-1") is not None
+
+
+def test_a_handle_holds_no_removed_pack_however_many_transitions(repo: Path) -> None:
+    store = _board(repo)
+    for _ in range(60):  # warm up: the pack directory reaches its steady size
+        beat(store)
+    before, _ = open_files(repo)
+    for _ in range(600):
+        beat(store)
+    after, deleted = open_files(repo)
+    # Without the refresh: one more open file (a deleted pack) per transition, 600 here.
+    assert deleted == 0, f"{deleted} deleted pack files still open"
+    assert deleted_maps(repo) == 0
+    assert after - before <= 10, (before, after)
+    assert store._odb is not None and store._odb.frees > 10  # packs were merged and removed
+
+
+def test_packs_removed_by_git_repack_are_let_go(repo: Path) -> None:
+    store = _board(repo)
+    for _ in range(5):
+        beat(store)
+    _, held = open_files(repo)
+    git(repo, "repack", "-a", "-d", "-q")  # every pack replaced by one
+    assert open_files(repo)[1] > held  # libgit2 still holds the removed packs open
+    beat(store)  # the next read lets them go, and reads the board from the new pack
+    assert open_files(repo)[1] <= held
+
+
+def test_nothing_is_freed_inside_a_hooks_quarantine(repo: Path, monkeypatch: pytest.MonkeyPatch
+                                                    ) -> None:
+    """pre-receive gives the handle an alternate by hand (the quarantine): a free would lose it."""
+    monkeypatch.setenv("GIT_QUARANTINE_PATH", str(repo / ".git" / "objects"))
+    handle = pygit2.Repository(str(repo))
+    watch = OdbRefresh(handle)
+    watch.check()
+    monkeypatch.delenv("GIT_QUARANTINE_PATH")  # for the git commands below
+    git(repo, "repack", "-a", "-d", "-q")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "more")
+    git(repo, "repack", "-a", "-d", "-q")
+    assert watch.check() is False and watch.frees == 0
+
+
+def test_a_tree_path_is_one_string_however_often_pygit2_is_given_it() -> None:
+    """pygit2 keeps a reference to every string given to a tree lookup: a fresh string per
+    lookup would be one leaked string per lookup."""
+    first = tree_path("agents", "coder-1")
+    again = tree_path("agents", "".join(["coder", "-1"]))
+    assert first is again
+    assert sys.intern(first) is first

@@ -1,0 +1,114 @@
+"""Soak: nothing a long-lived process holds grows with the transitions it makes or sees.
+
+Accelerated (heartbeat 1 s, lease 5 s, a new second per op): thousands of transitions through the
+library API in this process, and a real supervisor (`git liza agent`) keeping a lease while
+another writer churns the board. Sampled from /proc/PID: open files, open files whose file was
+deleted (packs merged away), threads, RSS; and the pack count and the size of `.liza/`. Counts,
+not times: the supervisor's samples are taken every N transitions, however long they take.
+benchmarks/bench_soak.py runs the long version (10,000 transitions) for docs/performance.md."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gitliza.core.ops import Register
+from gitliza.core.ops.work import Heartbeat
+from gitliza.git.packs import PACK_BUDGET
+from gitliza.services.api import Liza
+from tests.team.procs import Sup, add_task, make_board, script, wait_status
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+
+from bench_soak import Clock, Sample, sample  # noqa: E402
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc (Linux)")]
+
+
+def assert_flat(first: Sample, samples: list[Sample]) -> None:
+    """What a sample holds moves with the moment (the live packs, a merge in progress): the
+    bounds compare the worst of the early samples with the worst of the late ones. A leak of one
+    file or a few hundred bytes per transition shows in hundreds of files or several percent."""
+    early, late = [first, *samples[:2]], samples[-3:]
+    # Under a burst the pack count runs past PACK_BUDGET for the short grace of the marks
+    # (packs.py): bounded, not growing.
+    assert max(s.packs for s in late) <= max(s.packs for s in early) + 16, (early, late)
+    assert max(s.packs for s in samples) <= 3 * PACK_BUDGET, samples
+    assert max(s.fds for s in late) <= max(s.fds for s in early) + 10, (early, late)
+    assert max(s.deleted_packs for s in late) <= max(s.deleted_packs for s in early) + 2, \
+        (early, late)
+    assert max(s.threads for s in late) <= max(s.threads for s in early), (early, late)
+    assert late[-1].rss_kb <= first.rss_kb * 1.10, (first, late)
+    assert late[-1].liza_bytes <= first.liza_bytes + 64 * 1024, (first, late)
+
+
+def test_thousands_of_transitions_in_one_process_hold_nothing_more(repo: Path) -> None:
+    human = Liza.open(repo, "human", now=Clock())
+    make_board(repo)
+    human.do(Register, agent="coder-9", role="coder")
+    human.do(Register, agent="planner-9", role="planner")
+    del human  # a handle that never reads again keeps what it held: a few packs, not more
+    coder = Liza.open(repo, "coder-9", now=Clock())
+    planner = Liza.open(repo, "planner-9", now=Clock())
+    pid = os.getpid()
+
+    def run(n: int) -> None:
+        for i in range(n):
+            coder.do(Heartbeat)
+            if i % 10 == 0:
+                planner.do(Heartbeat)
+            # Both handles read what the other wrote (as a supervisor and its heartbeat thread)
+            assert coder.board().agent("planner-9") is not None
+            assert planner.board().agent("coder-9") is not None
+
+    run(500)  # warm up: caches and the pack directory reach their steady size
+    first = sample(pid, repo)
+    samples = []
+    for _ in range(6):
+        run(500)
+        samples.append(sample(pid, repo))
+    assert_flat(first, samples)
+
+
+SLEEPER = "sleep 600\n"  # holds its task; the supervisor's lease keeper beats every second
+
+
+def test_a_supervisor_keeping_a_lease_under_churn_holds_nothing_more(repo: Path,
+                                                                      tmp_path: Path) -> None:
+    make_board(repo)  # heartbeat every 1 s, lease 5 s
+    add_task(repo, "t1")
+    sup = Sup(repo, "coder", "coder-1", "--", str(script(tmp_path, "sleeper.sh", SLEEPER)))
+    try:
+        wait_status(repo, "t1", "CLAIMED")
+        human = Liza.open(repo, "human")
+        human.do(Register, agent="coder-9", role="coder")
+        other = Liza.open(repo, "coder-9", now=Clock())
+        pid = sup.proc.pid
+
+        def churn(n: int) -> None:
+            # Every write wakes the supervisor's lease keeper, which reads the board: it loads
+            # the packs this process writes, merges and removes.
+            for _ in range(n):
+                other.do(Heartbeat)
+
+        def state_commits() -> int:
+            return int(subprocess.run(["git", "rev-list", "--count", "refs/liza/state"], cwd=repo,
+                                      capture_output=True, text=True, check=True).stdout)
+
+        churn(300)
+        first = sample(pid, repo)
+        before = state_commits()
+        samples = []
+        for _ in range(5):
+            churn(300)
+            samples.append(sample(pid, repo))
+        assert sup.proc.poll() is None, sup.output()
+        own_beats = state_commits() - before - 1500
+        assert own_beats >= 1, "the supervisor made no transition of its own meanwhile"
+        assert_flat(first, samples)
+    finally:
+        sup.kill()
