@@ -22,9 +22,12 @@ absolute one naming the *origin's* store: the clone would silently depend on its
 gitliza write in such a clone dissociates it: the origin store's packs are copied (packs never
 change, so a hard link will do) into the clone's own store, then the line is dropped.
 
-Objects written by git itself (an agent's `git commit`, gitliza's merges through libgit2) are not
-here: those are git's own race with `git prune`, which `git liza doctor` detects (missing objects
-on the board or a branch) and `git liza repair` restores from the remote (docs/maintenance.md).
+An agent's git writes here too: its supervisor runs it with GIT_OBJECT_DIRECTORY set to the store
+and the repository's objects as an alternate (`agent_env`), so the commit an agent is making is
+not unreferenced loose garbage in objects/ for the moment before its branch moves (a `git prune`
+in that moment left a task branch on a missing commit). What is still written into objects/
+(gitliza's merges through libgit2, the user's own git) is git's own race with `git prune`, which
+`git liza doctor` detects and `git liza repair` restores from the remote (docs/maintenance.md).
 """
 from __future__ import annotations
 
@@ -53,7 +56,9 @@ def target(repo: Any) -> str | None:
     None where objects must land where git says (a hook's quarantine, GIT_OBJECT_DIRECTORY)."""
     base = packs.objects_dir(repo)
     if base is None:
-        return None
+        base = _redirected_here(repo)
+        if base is None:
+            return None
     own = _READY.get(base)
     if own is None:
         own = _READY[base] = ensure(base)
@@ -62,6 +67,34 @@ def target(repo: Any) -> str | None:
             repo.odb.add_disk_alternate(own)
         _TOLD.add(repo)
     return own
+
+
+def _redirected_here(repo: Any) -> str | None:
+    """The repository's objects dir when git's writes are redirected to its own store (an agent's
+    environment, `agent_env`), not into a quarantine: gitliza then writes there too."""
+    redirected = os.environ.get("GIT_OBJECT_DIRECTORY")
+    if not redirected or "GIT_QUARANTINE_PATH" in os.environ:
+        return None
+    from gitliza.git.repository import common_dir
+    base = str(common_dir(repo) / "objects")
+    return base if os.path.realpath(redirected) == os.path.realpath(store_of(base)) else None
+
+
+def agent_env(repo: Any) -> dict[str, str]:
+    """The environment that makes an agent's git write its objects (its commits, the blobs it
+    adds) into the own store, and read the repository's through an alternate: a user's `git
+    prune` then cannot delete a commit between its writing and its branch's update, which git
+    itself does not guard against (`git prune` expires everything unreferenced, at once)."""
+    base = packs.objects_dir(repo)
+    if base is None:
+        return {}
+    own = target(repo)
+    if own is None:
+        return {}
+    alternates = [base] + [p for p in os.environ.get("GIT_ALTERNATE_OBJECT_DIRECTORIES",
+                                                     "").split(os.pathsep) if p]
+    return {"GIT_OBJECT_DIRECTORY": own,
+            "GIT_ALTERNATE_OBJECT_DIRECTORIES": os.pathsep.join(alternates)}
 
 
 def store_of(objects_dir: str) -> str:

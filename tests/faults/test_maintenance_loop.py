@@ -28,10 +28,14 @@ MAINTENANCE = (("gc", "--aggressive", "--prune=now", "--quiet"), ("repack", "-ad
                ("prune",), ("reflog", "expire", "--expire=now", "--all"), ("worktree", "prune"),
                ("maintenance", "run"))
 
+# A coder that commits several times (each commit is a window in which its objects are written
+# and not yet referenced by its branch: what `git prune` deletes).
 CODER = """test -n "$LIZA_TASK_ID"
-echo "$LIZA_TASK_ID" > "$LIZA_TASK_ID.txt"
-git add "$LIZA_TASK_ID.txt"
-git diff --cached --quiet || git commit -q -m "implement $LIZA_TASK_ID"
+for i in 1 2 3 4 5; do
+  echo "$LIZA_TASK_ID $i" > "$LIZA_TASK_ID.txt"
+  git add "$LIZA_TASK_ID.txt"
+  git commit -q -m "implement $LIZA_TASK_ID, step $i"
+done
 git liza submit "$LIZA_TASK_ID"
 """
 REVIEWER = """git liza verdict "$LIZA_TASK_ID" approve --commit "$LIZA_REVIEW_COMMIT"
