@@ -89,7 +89,12 @@ class Store:
         return commit
 
     def commit(self, oid: pygit2.Oid | str) -> pygit2.Commit:
-        c = self.repo[oid]
+        try:
+            c = self.repo[oid]
+        except KeyError:  # (issue 29) deleted under the ref: say so in one line, not a KeyError
+            raise InconsistentState(f"state commit {str(oid)[:12]} is missing from the object "
+                                    "store", hint="`git liza doctor` says how to recover "
+                                                  "(docs/maintenance.md)") from None
         if not isinstance(c, pygit2.Commit):
             raise InconsistentState(f"{oid} is not a commit")
         return c

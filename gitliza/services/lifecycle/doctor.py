@@ -61,14 +61,15 @@ def doctor(liza: Liza, fix: bool = False) -> DoctorReport:
     mistaken for a leftover."""
     repo: Repository = liza.repo
     report = DoctorReport([], [])
-    report.problems += leftovers.stale_locks(liza, fix) + leftovers.pack_leftovers(liza, fix)
     # Objects git's maintenance (or a lost disk) took from under the refs: nothing else can be
     # judged on a board that cannot be read (gitliza/services/integrity.py).
     remote = configured_remote(repo)
     missing = integrity.missing_objects(repo, remote)
     report.problems += missing
     if any(p.subject == liza.store.ref for p in missing):
+        report.problems += leftovers.pack_leftovers(liza, fix)
         return report
+    report.problems += leftovers.stale_locks(liza, fix) + leftovers.pack_leftovers(liza, fix)
     board = liza.board()
     branch = board.config.integration_branch
     report.problems += integrity.diverged_integration(
