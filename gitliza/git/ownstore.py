@@ -97,6 +97,15 @@ def agent_env(repo: Any) -> dict[str, str]:
             "GIT_ALTERNATE_OBJECT_DIRECTORIES": os.pathsep.join(alternates)}
 
 
+def prepare(repo: Any) -> None:
+    """Set the store up before `repo` reads its first object: libgit2 reads the alternates file
+    once, when it first needs the object database, so a repository object that read objects
+    before the line existed never sees the store (Store opens every repository through here).
+    A repository gitliza cannot write to is left alone: its writes fail later, clearly."""
+    with contextlib.suppress(OSError):
+        target(repo)
+
+
 def store_of(objects_dir: str) -> str:
     return os.path.join(os.path.dirname(os.path.abspath(objects_dir)), STORE)
 
@@ -105,12 +114,12 @@ def ensure(objects_dir: str) -> str:
     """Make the own store of the repository whose objects are in `objects_dir` and list it in its
     alternates (once; a line naming another repository's store is dissociated). Its path."""
     own = store_of(objects_dir)
-    os.makedirs(os.path.join(own, "pack"), exist_ok=True)
     path = os.path.join(objects_dir, "info", "alternates")
     lines = _lines(path)
     mine, foreign = _classify(objects_dir, own, lines)
-    if mine and not foreign:
+    if mine and not foreign and os.path.isdir(own):
         return own
+    os.makedirs(os.path.join(own, "pack"), exist_ok=True)
     with _locked(path):
         lines = _lines(path)  # again, under the lock
         mine, foreign = _classify(objects_dir, own, lines)

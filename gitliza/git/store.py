@@ -27,7 +27,7 @@ from gitliza.core.ops.engine import apply
 from gitliza.core.states import HUMAN_ACTOR
 from gitliza.errors import (ConcurrencyConflict, GitFailure, InconsistentState, LizaError,
                             ValidationError, environmental)
-from gitliza.git import reflocks, trees
+from gitliza.git import ownstore, reflocks, trees
 from gitliza.git.commits import commit_body, signature
 from gitliza.git.repository import common_dir, open_repository
 from gitliza.git.reflocks import STALE_LOCK_SECONDS
@@ -55,6 +55,8 @@ class Committed:
 
 class Store:
     def __init__(self, repo: pygit2.Repository, ref: str = STATE_REF) -> None:
+        # (issue 29) gitliza's own object store listed before anything is read through `repo`.
+        ownstore.prepare(repo)
         self.repo = repo
         self.ref = ref
         self.tables: Tables | None = None  # set by gitliza/git/tablecache.py for big reads
