@@ -188,8 +188,8 @@ def sync(store: Store, remote: str | None = None, *, mode: str = "sync", rounds:
         if rebuilt.dropped:
             # The branches the dropped ops moved go back to the remote's, their work kept on one
             # rescue ref (rescue.py): nothing dropped stays where the team builds.
-            rep.rescued = rescue(store, integ, prefix, rebuilt.dropped, local, rep) or \
-                rep.rescued
+            rep.rescued = rescue(store, integ, prefix, rebuilt.dropped, rebuilt.board, local,
+                                 rep) or rep.rescued
         for r_ in rebuilt.replayed:
             rep.notices.extend(r_.notices)
         if _finish(store, path, remote, new_tip, r, rep, say, timeout, br):

@@ -25,7 +25,10 @@ import time
 
 import pygit2
 
+from gitliza.core.board import Board
 from gitliza.core.ops.base import Op
+from gitliza.core.states import TaskState
+from gitliza.errors import GitFailure
 from gitliza.git import remotes
 from gitliza.git.repository import ref_oid
 from gitliza.git.store import Store
@@ -35,31 +38,36 @@ from gitliza.git.worktrees import task_branch
 from gitliza.services.sync.report import Dropped, SyncReport
 
 RESCUE_PREFIX = "refs/liza-rescue/"
+WORKED_ON = (TaskState.CLAIMED, TaskState.REJECTED, TaskState.INTEGRATION_FAILED)
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 
 def rescue(store: Store, integration: str | None, tracking_prefix: str,
-           dropped: list[tuple[Dropped, Op | None]], old_board: pygit2.Oid,
+           dropped: list[tuple[Dropped, Op | None]], board: Board, old_board: pygit2.Oid,
            rep: SyncReport) -> str | None:
     """Return the local integration branch and the dropped tasks' branches to the remote's
     (`tracking_prefix`: refs/remotes/<ns>/), keeping their old tips and `old_board` on one rescue
-    ref; its name (None: no branch held dropped work)."""
+    ref; its name (None: no branch held dropped work). `board` is the rebuilt board: a task
+    someone works on there keeps its branch."""
     repo = store.repo
     moves: list[tuple[str, pygit2.Oid, pygit2.Oid | None]] = []  # ref, old tip, new tip
-    if integration:
+    team = _tip(repo, f"{tracking_prefix}{integration}") if integration else None
+    if integration and team is not None:
         ref = f"refs/heads/{integration}"
-        theirs = _tip(repo, f"{tracking_prefix}{integration}")
         mine = _tip(repo, ref)
-        if mine is not None and theirs is not None and _holds_more(repo, mine, theirs):
-            moves.append((ref, mine, theirs))
+        if mine is not None and _holds_more(repo, mine, team):
+            moves.append((ref, mine, team))
     for task in sorted({d.task for d, _op in dropped if d.task}):
+        t = board.task(task)
+        if t is not None and t.status in WORKED_ON:
+            continue  # someone works on it now (a local agent's kept claim): its branch is theirs
         ref = f"refs/heads/{task_branch(task)}"
         mine = _tip(repo, ref)
         if mine is None:
             continue
         theirs = _tip(repo, f"{tracking_prefix}{remotes.TASKS_NAMESPACE}/{task}")
-        shared = theirs if theirs is not None else (moves[0][2] if moves else None)
-        if shared is None or _holds_more(repo, mine, shared):
+        shared = theirs if theirs is not None else team
+        if shared is not None and _holds_more(repo, mine, shared):
             moves.append((ref, mine, theirs))
     if not moves:
         return None
@@ -95,7 +103,7 @@ def _tip(repo: pygit2.Repository, ref: str) -> pygit2.Oid | None:
         return None
     try:
         return ref_oid(found)
-    except Exception:
+    except (GitFailure, KeyError, ValueError, pygit2.GitError):  # dangling: nothing to compare
         return None
 
 
