@@ -546,7 +546,8 @@ def repair(remote: Optional[str] = typer.Argument(None),
            here: bool = typer.Option(False, "--here",
                                      help="Repair this repository's own board (on the server)."),
            json: bool = JsonOpt) -> None:
-    """Restore a board that fails verification: keep every op still legal, drop the rest."""
+    """Restore objects the board or branches lack from the remote; rebuild a board that fails
+    verification: keep every op still legal, drop the rest."""
     _run(_sync().repair, None, json, remote=remote, here=here)
 
 

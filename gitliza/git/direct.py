@@ -34,7 +34,7 @@ from pathlib import Path
 
 import pygit2
 
-from gitliza.git import packfile, packs
+from gitliza.git import ownstore, packfile, packs
 from gitliza.git.repository import common_dir
 from gitliza.git.trees import TREE_HEAD, Entries, parsed
 
@@ -106,9 +106,23 @@ def open_remote(local: pygit2.Repository, cwd: Path, remote: str) -> pygit2.Repo
         return None
     if _guarded(repo, GUARDED_SECTIONS, GUARDED_KEYS):
         return None
-    if os.path.exists(os.path.join(packs.objects_dir(repo) or "", "info", "alternates")):
+    if _foreign_alternates(packs.objects_dir(repo) or ""):
         return None  # objects may live elsewhere: git knows how to write there
     return repo
+
+
+def _foreign_alternates(objects_dir: str) -> bool:
+    """Whether the repository borrows objects from elsewhere than its own gitliza store
+    (ownstore.py), which is its own as much as objects/ is."""
+    try:
+        with open(os.path.join(objects_dir, "info", "alternates"), encoding="utf-8") as f:
+            lines = [ln.strip() for ln in f if ln.strip() and not ln.startswith("#")]
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    own = os.path.realpath(ownstore.store_of(objects_dir))
+    return any(os.path.realpath(os.path.join(objects_dir, ln)) != own for ln in lines)
 
 
 def _guarded(repo: pygit2.Repository, prefixes: tuple[str, ...], keys: tuple[str, ...]) -> bool:
@@ -200,11 +214,13 @@ def _tree_objects(src: pygit2.Repository, new: bytes, old: bytes | None,
 
 
 def copy_chain(src: pygit2.Repository, dst: pygit2.Repository, tip: pygit2.Oid,
-               haves: set[pygit2.Oid], limit: int = 100_000, *, durable: bool = False) -> int:
+               haves: set[pygit2.Oid], limit: int = 100_000, *, durable: bool = False,
+               own: bool = False) -> int:
     """Write into `dst`, as one pack, the objects of the commits from `tip` back to one of `haves`
     (commits `dst` has) or to one `dst` has: a linear chain, each commit's tree compared with its
     parent's, which `dst` has complete. Returns how many commits were copied. NeedsGit for
-    anything else."""
+    anything else. `own`: into `dst`'s own store (a fetch into this clone: the objects are
+    unreferenced until the tracking ref moves, and git's maintenance never prunes that store)."""
     chain = _missing_chain(src, dst, tip, haves, limit)
     if not chain:
         return 0
@@ -219,7 +235,7 @@ def copy_chain(src: pygit2.Repository, dst: pygit2.Repository, tip: pygit2.Oid,
         parent_tree = tree
         _kind, body = src.odb.read(commit.id)
         objs[commit.id.raw] = (commit.id.raw, b"commit", body)
-    target = packs.objects_dir(dst)
+    target = ownstore.target(dst) if own else packs.objects_dir(dst)
     if target is None:
         raise NeedsGit()
     # Into a shared remote, the pack reaches the disk before the ref can name it, as git's
@@ -308,7 +324,7 @@ def fetch(local: pygit2.Repository, remote: pygit2.Repository, mirrors: list[Mir
     chain = updates.get(chain_dst)
     if chain is not None:
         try:
-            copy_chain(remote, local, pygit2.Oid(hex=chain), haves)
+            copy_chain(remote, local, pygit2.Oid(hex=chain), haves, own=True)
         except NeedsGit:
             return False
     # Removals first, as git's --prune does: a pruned refs/x/y frees the name refs/x.

@@ -24,6 +24,7 @@ from gitliza.core.board import Board, Changes
 from gitliza.core.states import HUMAN_ACTOR
 from gitliza.errors import (ConcurrencyConflict, GitFailure, InconsistentState, LizaError,
                             ValidationError, environmental)
+from gitliza.git import ownstore
 from gitliza.git.odbfresh import OdbRefresh
 from gitliza.git.repository import common_dir, open_repository
 from gitliza.git.source import GitSource, Tables, check_format
@@ -56,6 +57,8 @@ class Committed:
 
 class Store:
     def __init__(self, repo: pygit2.Repository, ref: str = STATE_REF) -> None:
+        # (issue 29) gitliza's own object store listed before anything is read through `repo`.
+        ownstore.prepare(repo)
         self.repo = repo
         self.ref = ref
         self.tables: Tables | None = None  # set by gitliza/git/tablecache.py for big reads
@@ -99,7 +102,12 @@ class Store:
         return commit
 
     def commit(self, oid: pygit2.Oid | str) -> pygit2.Commit:
-        c = self.repo[oid]
+        try:
+            c = self.repo[oid]
+        except KeyError:  # (issue 29) deleted under the ref: say so in one line, not a KeyError
+            raise InconsistentState(f"state commit {str(oid)[:12]} is missing from the object "
+                                    "store", hint="`git liza doctor` says how to recover "
+                                                  "(docs/maintenance.md)") from None
         if not isinstance(c, pygit2.Commit):
             raise InconsistentState(f"{oid} is not a commit")
         return c

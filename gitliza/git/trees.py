@@ -27,7 +27,7 @@ from typing import Any
 import pygit2
 
 from gitliza.core import layout, tomlblob
-from gitliza.git import packfile, packs
+from gitliza.git import ownstore, packfile, packs
 from gitliza.git.memo import Generations
 from gitliza.core.board import Changes, Key
 from gitliza.errors import InconsistentState, hint_for
@@ -182,12 +182,14 @@ class Batch(_Hasher):
 
     def flush(self) -> None:
         objs, self.objects = list(self.objects.values()), {}
-        target = packs.objects_dir(self.repo)
-        if target is None:
-            for _raw, kind, body in objs:
-                self.repo.odb.write(self._TYPES[kind], body)
-            return
         try:
+            # gitliza's own store, an alternate git's maintenance never prunes (ownstore.py):
+            # these objects are unreferenced until the caller moves its ref.
+            target = ownstore.target(self.repo)
+            if target is None:
+                for _raw, kind, body in objs:
+                    self.repo.odb.write(self._TYPES[kind], body)
+                return
             packs.add(target, objs)
         except OSError as e:  # a full disk, a read-only object store: the ref was not moved
             from gitliza.errors import GitFailure

@@ -76,6 +76,9 @@ def after_commit(liza: Any, committed: Committed) -> Committed | None:
                 liza.notice(d.describe())
         for n in report.notices:
             liza.notice(n)
+        if report.rescued:
+            liza.notice(f"dropped {len(report.dropped)} local op(s); their work is kept on "
+                        f"{report.rescued}")
     if mine is not None:
         extra = f"; {mine.actor} must stand down" if mine.stand_down else ""
         # "kept: ... holds the lock" is this very command, which undoes its own worktree.

@@ -16,7 +16,7 @@ import pygit2
 from pygit2 import Repository
 from pygit2.enums import FileStatus, RepositoryOpenFlag, RepositoryState
 
-from gitliza.git import packs, reflocks
+from gitliza.git import ownstore, packs, reflocks
 from gitliza.git.repository import common_dir
 from gitliza.git.worktrees import BRANCH_PREFIX
 
@@ -57,17 +57,20 @@ def pack_leftovers(liza: Liza, fix: bool) -> list[Problem]:
     also the merged packs whose grace is over (what a burst of writes leaves until the next)."""
     objects = str(common_dir(liza.repo) / "objects")
     out = []
-    for path in packs.leftovers(objects):
-        p = Problem("pack-leftover", path, "left by a writer that crashed or ran out of space "
-                    "(`git count-objects -v` calls it garbage)", True)
+    # Both stores: gitliza's own (ownstore.py), where it writes now, and objects/, where earlier
+    # versions wrote and git's own fetches and repacks leave their temporary files.
+    for where in (objects, ownstore.store_of(objects)):
+        for path in packs.leftovers(where):
+            p = Problem("pack-leftover", path, "left by a writer that crashed or ran out of "
+                        "space (`git count-objects -v` calls it garbage)", True)
+            if fix:
+                _remove(p, Path(path))
+            out.append(p)
         if fix:
-            _remove(p, Path(path))
-        out.append(p)
-    if fix:
-        try:
-            packs.settle(objects)
-        except OSError:
-            pass  # housekeeping only
+            try:
+                packs.settle(where)
+            except OSError:
+                pass  # housekeeping only
     return out
 
 

@@ -37,6 +37,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from gitliza.access import mcp_config
 from gitliza.errors import ValidationError
+from gitliza.git import ownstore, packs
 
 DEFAULT_CLI = "claude"  # as in the reference's liza-agent.sh
 ARG_MAX = 128 * 1024  # Linux MAX_ARG_STRLEN: the longest single argument execve takes
@@ -227,7 +228,8 @@ def writable_git_roots(ctx: Context) -> list[str]:
     if ctx.git_dir == ctx.common_dir:
         roots = [ctx.common_dir]
     else:
-        roots = [ctx.git_dir, *(ctx.common_dir / d for d in ("objects", "refs", "logs"))]
+        roots = [ctx.git_dir, *(ctx.common_dir / d for d in ("objects", "refs", "logs",
+                                                             ownstore.STORE, packs.MARKS_DIR))]
     return [str(r) for r in [*roots, ctx.liza_dir]]
 
 

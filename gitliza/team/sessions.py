@@ -14,6 +14,7 @@ from typing import IO, Callable
 from gitliza.access import mcp_config
 from gitliza.core import prompts
 from gitliza.core.states import Role
+from gitliza.git import ownstore
 from gitliza.git.repository import LIZA_DIR
 from gitliza.services import agentlog
 from gitliza.services.lifecycle.locations import main_root
@@ -155,4 +156,7 @@ class Sessions:
             env["LIZA_REVIEW_COMMIT"] = job.review_commit
         if job.trigger is not None:
             env["LIZA_WAKE_TRIGGER"] = job.trigger.value
+        # The agent's git writes its objects where git's maintenance cannot prune them before
+        # its branch names them (gitliza/git/ownstore.py).
+        env.update(ownstore.agent_env(self.liza.repo))
         return env

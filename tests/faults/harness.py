@@ -246,11 +246,11 @@ def age_leftovers(repo: Path, seconds: float = 3600) -> None:
     gitdir = repo / ".git"
     for path in gitdir.rglob("*.lock"):
         os.utime(path, (then, then), follow_symlinks=False)
-    pack_dir = gitdir / "objects" / "pack"
-    names = {p.name for p in pack_dir.iterdir()} if pack_dir.is_dir() else set()
-    for n in names:
-        if n.startswith("tmp_") or (n.endswith(".pack") and n[:-5] + ".idx" not in names):
-            os.utime(pack_dir / n, (then, then))
+    for pack_dir in (gitdir / "objects" / "pack", gitdir / "liza-objects" / "pack"):
+        names = {p.name for p in pack_dir.iterdir()} if pack_dir.is_dir() else set()
+        for n in names:
+            if n.startswith("tmp_") or (n.endswith(".pack") and n[:-5] + ".idx" not in names):
+                os.utime(pack_dir / n, (then, then))
 
 
 def garbage(repo: Path) -> int:

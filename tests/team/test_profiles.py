@@ -105,7 +105,8 @@ def test_codex_worktree_sandbox_gives_back_exactly_the_git_metadata_a_commit_nee
     common = tmp_path / "repo" / ".git"
     assert c["sandbox_workspace_write.writable_roots"] == [
         str(common / "worktrees" / "t1"), str(common / "objects"), str(common / "refs"),
-        str(common / "logs"), str(tmp_path / "repo" / ".liza")]  # not hooks, not config
+        str(common / "logs"), str(common / "liza-objects"), str(common / "liza-merged-packs"),
+        str(tmp_path / "repo" / ".liza")]  # not hooks, not config
     planner = profiles.plan(profiles.profile("codex"), P.WORKTREE,
                             ctx(tmp_path, main_worktree=True))
     assert codex_overrides(planner.argv)["sandbox_workspace_write.writable_roots"][0] == \

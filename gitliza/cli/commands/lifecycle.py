@@ -87,7 +87,9 @@ def merge(env: Env, task: str) -> int:
 def doctor(env: Env, fix: bool) -> int:
     rep = doctoring.doctor(env.liza(), fix)
     remaining = rep.remaining
-    legacy = _legacy_notes(env)
+    # A board with missing objects cannot be read for its notes (doctor said what is missing).
+    legacy = [] if any(p.kind == "missing-objects" and p.subject.startswith("refs/liza/")
+                       for p in rep.problems) else _legacy_notes(env)
     if env.json:
         env.out.json({
             "problems": [p.__dict__ for p in rep.problems], "busy": rep.busy,

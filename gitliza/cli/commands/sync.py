@@ -9,11 +9,16 @@ Auto-sync after every mutating command is gitliza/services/autosync.py.
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 from gitliza.cli.commands import Env
+from gitliza.errors import EXIT_INCONSISTENT
 from gitliza.services.sync import engine
 from gitliza.services.sync.report import (AHEAD, BEHIND, FAST_FORWARD, NO_BOARD, PUSHED, REPLAYED,
                                           UP_TO_DATE, Progress, SyncGaveUp, SyncReport)
+
+if TYPE_CHECKING:
+    from gitliza.services.integrity import Restored
 
 
 def _progress(env: Env) -> Progress | None:
@@ -67,6 +72,7 @@ def _summary(rep: SyncReport) -> str:
         BEHIND: f"{rep.remote}: the remote is ahead; nothing to push (`git liza pull`)",
         REPLAYED: (f"{rep.remote}: fetched {rep.fetched} op(s), replayed "
                           f"{len(rep.replayed)} local op(s), dropped {len(rep.dropped)}"
+                          + (f" (their work kept on {rep.rescued})" if rep.rescued else "")
                           + (", pushed" if rep.pushed else "") + f" [{short}]"),
     }
     return parts.get(rep.action, f"{rep.remote}: {rep.action}")
@@ -89,14 +95,29 @@ def repair(env: Env, remote: str | None = None, here: bool = False) -> int:
     syncs like any other, so it converges at once."""
     from gitliza.services.repair import repair as run
     from gitliza.git.store import Store
+    from gitliza.errors import ValidationError
     store = Store.discover(env.path)
-    rep = run(store, remote, here=here)
+    restored = None
+    if not here:  # objects first: nothing else can be judged on a board that cannot be read
+        from gitliza.services.integrity import restore
+        restored = restore(store, remote)
+        if not env.json:
+            _print_restored(env, restored)
+    try:
+        rep = run(store, remote, here=here)
+    except ValidationError as e:
+        if restored is None or not restored.refetched or "nothing to repair" not in e.message:
+            raise
+        if env.json:
+            env.out.json({"restored": restored.to_json(), "sync": None})
+        return EXIT_INCONSISTENT if restored.still else 0
     synced: SyncReport | None = None
     if not here:
         synced = engine.sync(store, remote)
     if env.json:
         data = rep.to_json()
         data["sync"] = None if synced is None else synced.to_json()
+        data["restored"] = None if restored is None else restored.to_json()
         env.out.json(data)
         return 0
     out = env.out
@@ -113,3 +134,13 @@ def repair(env: Env, remote: str | None = None, here: bool = False) -> int:
         for d in synced.dropped:
             out.notice(d.describe())
     return 0
+
+
+def _print_restored(env: Env, r: Restored) -> None:
+    for ref in r.restored:
+        env.out.line(f"{r.remote}: {ref}: missing objects restored")
+    for line in r.moved:
+        env.out.line(f"{r.remote}: {line}")
+    for p in r.still:
+        env.out.line(f"{r.remote}: {p.subject}: {p.detail.split('; ')[0]}; {r.remote} lacks it "
+                     "too: NOT restored")

@@ -30,7 +30,7 @@ from gitliza.services.lifecycle.cleanup import drop_worktree
 from gitliza.services.lifecycle.common import Done, warn
 from gitliza.services.lifecycle.integration import integration_tip
 from gitliza.services.lifecycle.locations import task_dir
-from gitliza.services.lifecycle.remote import pull_first, sync_remote
+from gitliza.services.lifecycle.remote import pull_first, shared_integration_tip, sync_remote
 
 if TYPE_CHECKING:
     from gitliza.services.api import Liza
@@ -166,7 +166,8 @@ def _claim_attempt(liza: Liza, task: str) -> ClaimResult:
         assert t is not None and t.base_commit is not None
         base = t.base_commit
     else:
-        base = str(integration_tip(repo, board.config.integration_branch))
+        branch = board.config.integration_branch
+        base = str(shared_integration_tip(liza, branch, integration_tip(repo, branch)))
     # Phase 1: the core decides on the current board, nothing is touched if it refuses.
     probe = Claim(actor=liza.agent, time=now, task=task, worktree=rel, base_commit=base)
     claims = _claim_outcome(board, probe, task)

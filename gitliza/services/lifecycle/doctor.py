@@ -1,6 +1,8 @@
 """`doctor`: compare the board with the disk and, with `fix`, repair what is safe (stale locks and
 pack leftovers, worktrees and branches no task explains, a missing worktree, an APPROVED task
-whose merge is already in the integration branch). Each task is judged under its lock."""
+whose merge is already in the integration branch). Each task is judged under its lock. Before
+all that, the objects: a board or branch naming missing objects, and an integration branch that
+diverged from the team's (gitliza/services/integrity.py), which only `repair` and `sync` fix."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -19,12 +21,14 @@ from gitliza.git.repository import ref_oid
 from gitliza.git.worktree_list import (TaskWorktreeEntry, held_here, list_task_branches,
                                        list_task_worktrees)
 from gitliza.git.worktrees import add_task_worktree, remove_task_worktree, task_branch
-from gitliza.services import leftovers
+from gitliza.git.remotes import branch_tracking_ref
+from gitliza.services import integrity, leftovers
 from gitliza.services.leftovers import Problem
 from gitliza.services.lifecycle.attic import ATTIC, to_attic
 from gitliza.services.lifecycle.cleanup import drop_worktree, holds_worktree
 from gitliza.services.lifecycle.integration import contains, first_parent_introducing
 from gitliza.services.lifecycle.locations import task_dir
+from gitliza.services.sync.remote import configured_remote, repo_path
 
 if TYPE_CHECKING:
     from gitliza.services.api import Liza
@@ -57,8 +61,20 @@ def doctor(liza: Liza, fix: bool = False) -> DoctorReport:
     mistaken for a leftover."""
     repo: Repository = liza.repo
     report = DoctorReport([], [])
+    # Objects git's maintenance (or a lost disk) took from under the refs: nothing else can be
+    # judged on a board that cannot be read (gitliza/services/integrity.py).
+    remote = configured_remote(repo)
+    missing = integrity.missing_objects(repo, remote)
+    report.problems += missing
+    if any(p.subject == liza.store.ref for p in missing):
+        report.problems += leftovers.pack_leftovers(liza, fix)
+        return report
     report.problems += leftovers.stale_locks(liza, fix) + leftovers.pack_leftovers(liza, fix)
     board = liza.board()
+    branch = board.config.integration_branch
+    report.problems += integrity.diverged_integration(
+        repo, branch, remote, None if remote is None else branch_tracking_ref(repo_path(repo),
+                                                                              remote, branch))
     # Listed once (listing reads every admin entry); each task is then judged under its lock
     # against a fresh board, which is what matters: a claim that finished since the listing has
     # committed CLAIMED, and paths are re-checked on disk.

@@ -55,6 +55,32 @@ def pull_first(liza: Liza, why: str, *, strict: bool = False, board: bool = True
         warn(n)
 
 
+def shared_integration_tip(liza: Liza, branch: str, local: Oid) -> Oid:
+    """The integration tip a claim branches from (`local`: the local branch's tip). Once a team
+    remote is configured (even under `--no-sync`, cut off from it), that is the team's: the
+    remote's branch as last fetched, whenever the local one holds commits it lacks (a merge
+    made offline, unreviewed by the team, or dropped by a sync) or lags behind it (a fast-forward
+    held back by a dirty checkout). Work must start from what the team builds on."""
+    from gitliza.services.sync.remote import configured_remote, repo_path
+    repo: Repository = liza.repo
+    remote = configured_remote(repo)
+    if remote is None:
+        return local
+    from gitliza.git import remotes
+    try:
+        found = repo.references.get(remotes.branch_tracking_ref(repo_path(repo), remote, branch))
+        theirs = found.resolve().target if found is not None else None
+    except (ValidationError, GitFailure, KeyError, ValueError, pygit2.GitError):
+        return local
+    if not isinstance(theirs, Oid) or theirs == local or theirs not in repo:
+        return local
+    if local != theirs:
+        warn(f"claim starts from {remote}'s {branch} {str(theirs)[:12]}, not the local "
+             f"{branch} {str(local)[:12]}" + ("" if repo.descendant_of(theirs, local) else
+                                               " (it holds work the team's lacks)"))
+    return theirs
+
+
 def ensure_commit(liza: Liza, oid: str, what: str) -> None:
     """Make sure commit `oid` is in this clone: when it is not (it was made on another machine),
     fetch the team remote's task branches, which carry every submitted review commit."""

@@ -20,6 +20,7 @@ from gitliza.services.sync.branches import (Branches, branch_updates, follow_int
                                             integration_branch, task_leases)
 from gitliza.services.sync.remote import configured_remote, repo_path
 from gitliza.services.sync.replay import commit_at, local_only, replay
+from gitliza.services.sync.rescue import rescue
 from gitliza.services.sync.report import (AHEAD, BEHIND, FAST_FORWARD, NO_BOARD, PUSHED, REPLAYED,
                                           UP_TO_DATE, Progress, SyncGaveUp, SyncReport)
 from gitliza.services.sync.standdown import with_stand_down
@@ -184,6 +185,11 @@ def sync(store: Store, remote: str | None = None, *, mode: str = "sync", rounds:
             d = with_stand_down(store, d, op, rebuilt, cleanup)
             rep.dropped.append(d)
             say(d.describe())
+        if rebuilt.dropped:
+            # The branches the dropped ops moved go back to the remote's, their work kept on one
+            # rescue ref (rescue.py): nothing dropped stays where the team builds.
+            rep.rescued = rescue(store, integ, prefix, rebuilt.dropped, rebuilt.board, local,
+                                 rep) or rep.rescued
         for r_ in rebuilt.replayed:
             rep.notices.extend(r_.notices)
         if _finish(store, path, remote, new_tip, r, rep, say, timeout, br):

@@ -1,0 +1,104 @@
+"""The user's own git maintenance beside a real team (issue 29, item 1).
+
+Two coder supervisors and a reviewer supervisor run shell agents (they act only through git and
+`git liza`), a planner adds tasks, and beside them a loop runs git's most destructive maintenance
+again and again: `gc --aggressive --prune=now`, `repack -ad`, `prune`, `reflog expire --expire=now
+--all`, `worktree prune`, `maintenance run`. Afterwards: `verify` is clean, `git fsck` finds no
+missing object, every task branch and worktree HEAD resolves, no supervisor died, and the team went
+on merging while the loop ran. Bounded in rounds (never in time) and reported.
+"""
+from __future__ import annotations
+
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+from tests.cli.test_board import liza, ok
+from tests.conftest import git
+from tests.faults import harness as h
+from tests.team.procs import Sup, add_task, env_for, make_board, script, task_of
+
+pytestmark = pytest.mark.slow
+
+ROUNDS = 12  # rounds of the whole maintenance list
+TASKS = 10
+MAINTENANCE = (("gc", "--aggressive", "--prune=now", "--quiet"), ("repack", "-ad", "-q"),
+               ("prune",), ("reflog", "expire", "--expire=now", "--all"), ("worktree", "prune"),
+               ("maintenance", "run"))
+
+# A coder that commits several times (each commit is a window in which its objects are written
+# and not yet referenced by its branch: what `git prune` deletes).
+CODER = """test -n "$LIZA_TASK_ID"
+for i in 1 2 3 4 5; do
+  echo "$LIZA_TASK_ID $i" > "$LIZA_TASK_ID.txt"
+  git add "$LIZA_TASK_ID.txt"
+  git commit -q -m "implement $LIZA_TASK_ID, step $i"
+done
+git liza submit "$LIZA_TASK_ID"
+"""
+REVIEWER = """git liza verdict "$LIZA_TASK_ID" approve --commit "$LIZA_REVIEW_COMMIT"
+"""
+
+
+def _merged(repo: Path) -> int:
+    return sum(1 for i in range(TASKS) if task_of(repo, f"t{i}")["status"] == "MERGED")
+
+
+def test_the_team_survives_the_users_maintenance_in_a_loop(repo: Path, tmp_path: Path) -> None:
+    make_board(repo, lease_duration="30", reviewer_max_wait="600")
+    coder = script(tmp_path, "coder.sh", CODER)
+    reviewer = script(tmp_path, "reviewer.sh", REVIEWER)
+    sups = [Sup(repo, "coder", "coder-1", "--", str(coder)),
+            Sup(repo, "coder", "coder-2", "--", str(coder)),
+            Sup(repo, "code-reviewer", "reviewer-1", "--", str(reviewer))]
+    stop = threading.Event()
+    rounds = [0]
+    merged_during = [0]
+    failures: list[str] = []
+
+    def maintain() -> None:
+        while not stop.is_set() and rounds[0] < ROUNDS:
+            for cmd in MAINTENANCE:
+                r = subprocess.run(["git", *cmd], cwd=repo, capture_output=True, text=True,
+                                   env=env_for())
+                if r.returncode != 0 and "another git process" not in r.stderr:
+                    failures.append(f"git {' '.join(cmd)}: {r.returncode} {r.stderr.strip()}")
+            rounds[0] += 1
+
+    loop = threading.Thread(target=maintain)
+    try:
+        loop.start()
+        for i in range(TASKS):  # the planner: a task at a time while the loop runs
+            add_task(repo, f"t{i}")
+        loop.join()
+        merged_during[0] = _merged(repo)
+    finally:
+        stop.set()
+        loop.join()
+    try:
+        ok(liza(repo, "wait", "status", "--task", f"t{TASKS - 1}", "--status", "MERGED",
+                "--timeout", "120", agent=None))
+        for i in range(TASKS):
+            ok(liza(repo, "wait", "status", "--task", f"t{i}", "--status", "MERGED",
+                    "--timeout", "120", agent=None))
+        dead = [s.output() for s in sups if s.proc.poll() is not None]
+    finally:
+        liza(repo, "abort", agent=None)
+        codes = [s.wait() for s in sups]
+    h.report(f"maintenance loop: {rounds[0]} rounds of {len(MAINTENANCE)} commands survived "
+             f"beside a team; {merged_during[0]} of {TASKS} tasks merged during the loop")
+    assert not dead, dead
+    assert codes == [0, 0, 0], [s.output() for s in sups]
+    assert not failures, failures
+    assert rounds[0] == ROUNDS
+    ok(liza(repo, "verify", agent=None))
+    fsck = subprocess.run(["git", "fsck", "--no-dangling"], cwd=repo, capture_output=True,
+                          text=True)
+    assert fsck.returncode == 0 and "missing" not in fsck.stdout + fsck.stderr, fsck.stderr
+    for ref in git(repo, "for-each-ref", "--format=%(refname)").split():
+        git(repo, "rev-parse", "--verify", "-q", ref + "^{commit}")
+    assert _merged(repo) == TASKS
+    doctor = liza(repo, "doctor", agent=None)
+    assert "missing" not in doctor.stdout + doctor.stderr, doctor.stdout
