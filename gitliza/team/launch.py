@@ -12,12 +12,12 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Callable, Sequence
 
+from gitliza import start_command
 from gitliza.core.ids import check_id
 from gitliza.errors import ValidationError
 from gitliza.team import orphans
@@ -48,7 +48,7 @@ def members(planners: int, coders: int, reviewers: int, prefix: str = "") -> lis
 
 def supervisor_argv(member: Member, cli: str | None, mcp: bool, no_sync: bool,
                     command: Sequence[str], permissions: str | None = None) -> list[str]:
-    argv = [sys.executable, "-m", "gitliza", "agent", member.role]
+    argv = [*start_command(), "agent", member.role]  # -P: see start_command
     if cli:
         argv += ["--cli", cli]
     if mcp:
