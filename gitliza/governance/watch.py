@@ -26,7 +26,7 @@ from gitliza.core.alarms import Alert, Facts, Report
 from gitliza.core.board import Board
 from gitliza.errors import LizaError
 from gitliza.git.store import Store
-from gitliza.git.repository import liza_path
+from gitliza.git.repository import liza_dir, liza_path
 
 ALERTS_LOG = "alerts.log"
 ESCALATION = "ESCALATION"
@@ -140,11 +140,13 @@ class Watcher:
                 self.notify = False  # no desktop here after all: stop trying
 
     def _append(self, line: str) -> None:
+        # Never through a link (a committed `.liza/alerts.log -> ~/.bashrc` would have had
+        # board text appended to the user's file), never into a tracked `.liza/`.
         try:
-            self.liza_dir.mkdir(exist_ok=True)
-            with open(self.liza_dir / ALERTS_LOG, "a", encoding="utf-8") as f:
-                f.write(line + "\n")
-        except OSError as e:
+            directory = liza_dir(self.store.repo)
+            with atomic.open_file(directory / ALERTS_LOG, append=True, mode=0o644) as f:
+                f.write((line + "\n").encode("utf-8"))
+        except (OSError, LizaError) as e:
             self.err.write(f"gitliza: cannot append to {self.liza_dir / ALERTS_LOG}: {e}\n")
 
     def _escalation(self, reports: list[Report]) -> None:
@@ -160,7 +162,7 @@ class Watcher:
             elif r.alert.stage >= 2:
                 since = alarms.checkpoint_since(self.board, self.facts) or self.facts.now
                 text = alarms.escalation_text(self.board, r.alert, since, self.facts.now)
-                atomic.write(path.parent, ESCALATION, text.encode())
+                atomic.write(liza_dir(self.store.repo), ESCALATION, text.encode())
 
     # -- the loop ------------------------------------------------------------------------------
     def run(self, *, stop: Callable[[], bool] | None = None) -> None:

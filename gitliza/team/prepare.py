@@ -8,7 +8,7 @@ from typing import Mapping, Sequence
 
 import pygit2
 
-from gitliza import start_command
+from gitliza import atomic, start_command
 from gitliza.access import tools
 from gitliza.core.states import Role
 from gitliza.git.repository import common_dir, open_repository
@@ -43,8 +43,8 @@ def launch(p: profiles.Profile, perms: profiles.Permissions, *, cwd: Path, main:
         private_dir=_private_dir(run_dir, main) if p.wiring == "gemini" else None)
     out = profiles.plan(p, perms, ctx, command, interactive)
     for path, text in out.files.items():
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        path.write_text(text)
+        path.parent.mkdir(parents=True, exist_ok=True, mode=atomic.PRIVATE_DIR)
+        atomic.write(path.parent, path.name, text.encode(), atomic.PRIVATE_FILE)  # 0600
     return out
 
 

@@ -100,6 +100,7 @@ class Supervisor:
                                  profile=profile, permissions=permissions, command=opts.command,
                                  interactive=opts.interactive, mcp=opts.mcp,
                                  resume_task=opts.resume_task)
+        self.sessions.check_dirs()  # a tracked or linked .liza/ refuses us before any claim
 
     # -- the loop -------------------------------------------------------------------------------
     def run(self) -> int:

@@ -88,3 +88,61 @@ exec sleep 600
                        capture_output=True, text=True, env={**env_for(), **entry["env"]},
                        timeout=WAIT)
     assert SHADOW not in r.stdout + r.stderr and not marker.exists(), r
+
+
+def supervise_once(repo: Path, agent: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(Path(sys.executable).parent / "git-liza"), "agent", "coder",
+                           "--once", *extra, "--", str(agent)], cwd=repo, env=env_for("coder-1"),
+                          capture_output=True, text=True, timeout=WAIT * 2)
+
+
+def mode(path: Path) -> int:
+    return path.lstat().st_mode & 0o777
+
+
+@pytest.mark.slow
+def test_agent_logs_prompts_and_mcp_configs_are_the_users_alone(repo: Path,
+                                                                 tmp_path: Path) -> None:
+    make_board(repo)
+    add_task(repo, "t1")
+    (repo / ".liza" / "agent-logs").mkdir(parents=True, mode=0o755)  # as an older gitliza left it
+    (repo / ".liza" / "agent-logs").chmod(0o755)
+    agent = script(tmp_path, "agent.sh", "echo working\n")
+    r = supervise_once(repo, agent, "--mcp")
+    assert "started agent" in r.stdout, r.stdout + r.stderr  # (exit 1: it made no progress)
+    liza = repo / ".liza"
+    for d in ("agent-logs", "agent-prompts", "agent-procs"):
+        assert mode(liza / d) == 0o700, d
+    files = [p for d in ("agent-logs", "agent-prompts") for p in (liza / d).iterdir()]
+    kinds = {p.suffix for p in files}
+    assert {".log", ".txt", ".json"} <= kinds, files  # log, prompt, MCP config
+    for p in files:
+        assert mode(p) == 0o600, p
+    assert "working" in next(p for p in files if p.suffix == ".log").read_text()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("tracked", [False, True])
+def test_a_linked_or_tracked_liza_dir_refuses_the_supervisor(repo: Path, tmp_path: Path,
+                                                             tracked: bool) -> None:
+    """`.liza/agent-prompts` as a link to a directory outside the repository (planted, or
+    committed so that a clone brings it): the supervisor refuses with one line before it claims
+    anything, and writes nothing outside."""
+    make_board(repo)
+    add_task(repo, "t1")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (repo / ".liza").mkdir(exist_ok=True)
+    (repo / ".liza" / "agent-prompts").symlink_to(outside)
+    if tracked:
+        git(repo, "add", "-f", ".liza/agent-prompts")
+        git(repo, "commit", "-q", "-m", "prompts elsewhere")
+    before = git(repo, "rev-parse", "refs/liza/state")
+    agent = script(tmp_path, "agent.sh", f"touch {tmp_path}/agent-ran\n")
+    r = supervise_once(repo, agent)
+    assert r.returncode == 1, r.stdout + r.stderr
+    lines = r.stderr.strip().splitlines()
+    why = "is tracked by git" if tracked else "is a symbolic link"
+    assert len(lines) == 1 and why in lines[0], r.stderr
+    assert list(outside.iterdir()) == [] and not (tmp_path / "agent-ran").exists()
+    assert git(repo, "rev-parse", "refs/liza/state") == before
