@@ -24,6 +24,7 @@ from gitliza import atomic
 from gitliza.core import alarms, clock
 from gitliza.core.alarms import Alert, Facts, Report
 from gitliza.core.board import Board
+from gitliza.core.terminal import safe_line
 from gitliza.errors import LizaError
 from gitliza.git.store import Store
 from gitliza.git.repository import liza_dir, liza_path
@@ -124,7 +125,9 @@ class Watcher:
 
     # -- reporting ------------------------------------------------------------------------------
     def emit(self, report: Report) -> None:
-        line = f"[{report.time}] {report.line()}"
+        # Board text (a block reason) in it: escaped for the terminal and for alerts.log, which
+        # people read with cat and tail (core/terminal.py). --json stays exact.
+        line = safe_line(f"[{report.time}] {report.line()}")
         self._append(line)  # the persistent copy first: whoever sees the alert can find it there
         if self.json_lines:
             self.out.write(json.dumps(report.as_json(), ensure_ascii=False) + "\n")
@@ -134,7 +137,7 @@ class Watcher:
             self.err.flush()
         if self.notify:
             try:
-                subprocess.run(["notify-send", "Liza Alert", report.line()], timeout=5,
+                subprocess.run(["notify-send", "Liza Alert", safe_line(report.line())], timeout=5,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
             except (OSError, subprocess.SubprocessError):
                 self.notify = False  # no desktop here after all: stop trying

@@ -15,6 +15,7 @@ from gitliza import atomic
 from gitliza.access import mcp_config
 from gitliza.core import prompts
 from gitliza.core.states import Role
+from gitliza.core.terminal import safe
 from gitliza.git.repository import liza_dir
 from gitliza.services import agentlog
 from gitliza.services.lifecycle.locations import main_root
@@ -60,7 +61,7 @@ class Sessions:
         launch = self._launch(job, path, text)
         if self.interactive:
             self.log(f"interactive: the prompt is saved at {path}; paste it into the session")
-            sys.stdout.write(text)
+            sys.stdout.write(safe(text))  # board text in it: never raw on the terminal
             sys.stdout.flush()
         what = job.task or (job.trigger.value if job.trigger else "planning")
         log_file, out = self._open_log(job, launch.argv, launch.env)

@@ -146,3 +146,75 @@ def test_a_linked_or_tracked_liza_dir_refuses_the_supervisor(repo: Path, tmp_pat
     assert len(lines) == 1 and why in lines[0], r.stderr
     assert list(outside.iterdir()) == [] and not (tmp_path / "agent-ran").exists()
     assert git(repo, "rev-parse", "refs/liza/state") == before
+
+
+# Title change, screen clear, an OSC 8 link, C1's CSI, a carriage return that rewrites the line,
+# a bidirectional override, and rich markup that would become a link on a terminal.
+ESCAPES = ("\x1b]0;pwned\x07 \x1b[2J\x1b[H \x1b]8;;http://evil.invalid\x1b\\click\x1b]8;;\x1b\\ "
+           "\x9b2J ok\rFAKE \u202egnp.exe [link=http://evil.invalid]x[/link]")
+RAW = ("\x1b", "\x07", "\x9b", "\r", "\u202e")
+
+
+def _raw(text: str) -> list[str]:
+    return [c for c in RAW if c in text]
+
+
+@pytest.mark.slow
+def test_escape_sequences_in_board_text_never_reach_the_terminal(repo: Path) -> None:
+    from tests.cli.test_board import liza, ok
+    make_board(repo)
+    ok(liza(repo, "register", "coder-1", "--role", "coder", agent=None))
+    ok(liza(repo, "add", "t1", "--desc", "desc " + ESCAPES, "--spec-ref", "README.md",
+            "--done-when", "done", "--scope", "s", "--ready", agent=None))
+    ok(liza(repo, "claim", "t1", agent="coder-1"))
+    ok(liza(repo, "block", "t1", "--reason", "reason " + ESCAPES + "\nsecond line",
+            "--question", "q " + ESCAPES, agent="coder-1"))
+    ok(liza(repo, "note", "note " + ESCAPES, "--for", "t1", agent=None))
+    ok(liza(repo, "pause", "--reason", "pause " + ESCAPES, agent=None))  # in the subject
+    outputs = {}
+    for args in (["show", "t1"], ["status"], ["log"], ["events"], ["top", "--once"],
+                 ["watch", "--once"]):
+        r = liza(repo, *args, agent=None)
+        assert r.returncode in (0, 1), (args, r.stderr)
+        outputs[" ".join(args)] = r.stdout + r.stderr
+    for name, text in outputs.items():
+        assert not _raw(text), (name, _raw(text), text[-2000:])
+    assert "\\x1b]0;pwned\\x07" in outputs["show t1"]  # shown, escaped, not dropped
+    assert "BLOCKED" in outputs["watch --once"]
+    # Stock `git log` prints the subjects raw: they are escaped when written.
+    subjects = git(repo, "log", "--format=%s", "refs/liza/state")
+    assert not _raw(subjects) and "pause by human: pause \\x1b]0;pwned" in subjects, subjects
+    # JSON stays exact (it escapes control characters itself), and the board verifies.
+    import json as _json
+    shown = _json.loads(ok(liza(repo, "show", "t1", "--json", agent=None)))
+    assert shown["description"] == "desc " + ESCAPES
+    ok(liza(repo, "verify", agent=None))
+
+
+def test_a_raw_subject_written_before_escaping_still_verifies_as_legacy(repo: Path) -> None:
+    """A board written before subjects were escaped holds a raw control character in one: verify
+    still accepts it (backward compatible), and names it; any other wording is still refused."""
+    from tests.cli.test_board import liza, ok
+    ok(liza(repo, "init", "g", agent=None))
+    ok(liza(repo, "pause", "--reason", "stop \x1b[2J now", agent=None))
+    tip = git(repo, "rev-parse", "refs/liza/state")
+    raw = subprocess.run(["git", "cat-file", "commit", tip], cwd=repo, capture_output=True,
+                         check=True).stdout
+    escaped = b"pause by human: stop \\x1b[2J now"
+    assert escaped in raw
+
+    def forge(subject: bytes) -> str:
+        data = raw.replace(escaped, subject)
+        oid = subprocess.run(["git", "hash-object", "-t", "commit", "-w", "--stdin"], cwd=repo,
+                             input=data, capture_output=True, check=True).stdout.decode().strip()
+        git(repo, "update-ref", "refs/liza/state", oid)
+        return oid
+
+    old = forge(b"pause by human: stop \x1b[2J now")  # what gitliza wrote before
+    r = liza(repo, "verify", agent=None)
+    assert r.returncode == 0, r.stderr
+    assert f"state commit {old[:12]} (pause) accepted in a legacy encoding" in r.stderr
+    assert "\x1b" not in r.stderr
+    forge(b"pause by human: stop \x1b[2J later")  # anything else: refused as before
+    r = liza(repo, "verify", agent=None)
+    assert r.returncode == 4 and "commit message differs" in r.stderr, r.stderr

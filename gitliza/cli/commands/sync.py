@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 
 from gitliza.cli.commands import Env
+from gitliza.core.terminal import safe
 from gitliza.services.sync import engine
 from gitliza.services.sync.report import (AHEAD, BEHIND, FAST_FORWARD, NO_BOARD, PUSHED, REPLAYED,
                                           UP_TO_DATE, Progress, SyncGaveUp, SyncReport)
@@ -22,7 +23,7 @@ def _progress(env: Env) -> Progress | None:
         return None
 
     def show(line: str) -> None:
-        sys.stderr.write(f"gitliza: {line}\n")
+        sys.stderr.write(f"gitliza: {safe(line)}\n")
         sys.stderr.flush()
     return show
 
