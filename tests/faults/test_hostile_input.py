@@ -218,3 +218,90 @@ def test_a_raw_subject_written_before_escaping_still_verifies_as_legacy(repo: Pa
     forge(b"pause by human: stop \x1b[2J later")  # anything else: refused as before
     r = liza(repo, "verify", agent=None)
     assert r.returncode == 4 and "commit message differs" in r.stderr, r.stderr
+
+
+SCHEMA_EXAMPLE = Path(__file__).parent.parent / "interop" / "data" / "schema_example.yaml"
+OUTSIDE_SPECS = ["../../../../etc/passwd", "/etc/passwd", "~/.ssh/id_rsa", "specs/../../x.md",
+                 "specs/a\x1b]0;x\x07.md"]
+
+
+@pytest.mark.parametrize("bad", OUTSIDE_SPECS)
+def test_import_refuses_a_spec_ref_outside_the_repository(tmp_path: Path, repo: Path,
+                                                          bad: str) -> None:
+    import json as _json
+    text = SCHEMA_EXAMPLE.read_text().replace("spec_ref: specs/retry-logic.md\n",
+                                              f"spec_ref: {_json.dumps(bad)}\n", 1)
+    assert _json.dumps(bad) in text
+    path = tmp_path / "state.yaml"
+    path.write_text(text)
+    from tests.faults import harness as h
+    for command in ("import", "validate"):
+        r = h.liza(repo, command, str(path), timeout=60)
+        assert r.returncode == 1, (command, r)
+        assert len(r.stderr.strip().splitlines()) == 1 and "spec_ref" in r.stderr, r.stderr
+        assert "\x1b" not in r.stderr
+    assert not git(repo, "for-each-ref", "refs/liza/")  # the import wrote nothing
+
+
+@pytest.mark.parametrize("bad", OUTSIDE_SPECS)
+def test_every_op_refuses_a_spec_ref_outside_the_repository(repo: Path, bad: str) -> None:
+    """`add` of a DRAFT (no spec gate), `add --ready`, `edit`, `init --spec`: one line, exit 1,
+    the board where it was."""
+    from tests.cli.test_board import liza, ok
+    ok(liza(repo, "init", "g", agent=None))
+    ok(liza(repo, "add", "t0", "--desc", "d", agent=None))
+    before = git(repo, "rev-parse", "refs/liza/state")
+    for args in (["add", "t1", "--desc", "d", "--spec-ref", bad],
+                 ["add", "t2", "--desc", "d", "--spec-ref", bad, "--done-when", "w",
+                  "--scope", "s", "--ready"],
+                 ["edit", "t0", "--spec-ref", bad]):
+        r = liza(repo, *args, agent=None)
+        assert r.returncode == 1 and "spec_ref" in r.stderr, (args, r.stderr)
+        assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert git(repo, "rev-parse", "refs/liza/state") == before
+
+
+def test_verify_refuses_a_forged_board_with_a_spec_ref_outside(repo: Path) -> None:
+    """A board whose `add` recorded `../../../../etc/passwd` (an older gitliza took it; a peer
+    can still push it): verify replays it and refuses."""
+    from gitliza.core.ops import Add, apply
+    from gitliza.git.store import Store
+    from gitliza.services.api import Liza
+    from tests.cli.test_board import liza
+    h = Liza.open(repo, "human", sync=False)
+    h.do(__import__("gitliza.core.ops", fromlist=["Init"]).Init, goal="g")
+    store: Store = h.store
+    board, tip = store.board(None)[0], store.resolve(None)
+    # What an older gitliza wrote: the op's record and the task both hold the path (built here
+    # from a legal add, since today's core refuses it: a forger's own tool does the same).
+    import dataclasses
+    bad = "../../../../etc/passwd"
+    legal = Add(actor="human", time=h.now(), task="t1", description="d", spec_ref="specs/a.md")
+    outcome = apply(board, legal)
+    changes = {k: dataclasses.replace(v, spec_ref=bad) if k == ("tasks", "t1") else v
+               for k, v in outcome.changes.items()}
+    forged = store.write_commit(tip, dataclasses.replace(outcome, changes=changes),
+                                dataclasses.replace(legal, spec_ref=bad))
+    git(repo, "update-ref", "refs/liza/state", str(forged))
+    r = liza(repo, "verify", agent=None)
+    assert r.returncode == 4 and "leaves the repository" in r.stderr, r.stderr
+
+
+def test_the_spec_gate_refuses_a_committed_symlink(repo: Path) -> None:
+    from tests.cli.test_board import liza, ok
+    (repo / "specs").mkdir()
+    (repo / "specs" / "vision.md").symlink_to("/etc/passwd")
+    (repo / "specs" / "real.md").write_text("# real\n")
+    git(repo, "add", "specs")
+    git(repo, "commit", "-q", "-m", "specs")
+    r = liza(repo, "init", "g", "--spec", "specs/vision.md", agent=None)
+    assert r.returncode == 1 and "regular file" in r.stderr, r.stderr
+    ok(liza(repo, "init", "g", agent=None))  # the default spec, a link, is not recorded
+    assert "spec_ref" not in git(repo, "show", "refs/liza/state:goal.toml")
+    before = git(repo, "rev-parse", "refs/liza/state")
+    r = liza(repo, "add", "t1", "--desc", "d", "--spec-ref", "specs/vision.md", "--done-when", "w",
+             "--scope", "s", "--ready", agent=None)
+    assert r.returncode == 1 and "symbolic link" in r.stderr, r.stderr
+    assert git(repo, "rev-parse", "refs/liza/state") == before
+    ok(liza(repo, "add", "t1", "--desc", "d", "--spec-ref", "specs/real.md", "--done-when", "w",
+            "--scope", "s", "--ready", agent=None))
