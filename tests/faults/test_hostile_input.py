@@ -305,3 +305,40 @@ def test_the_spec_gate_refuses_a_committed_symlink(repo: Path) -> None:
     assert git(repo, "rev-parse", "refs/liza/state") == before
     ok(liza(repo, "add", "t1", "--desc", "d", "--spec-ref", "specs/real.md", "--done-when", "w",
             "--scope", "s", "--ready", agent=None))
+
+
+def _with_tasks(extra: int, status: str = "DRAFT") -> str:
+    """The schema example plus `extra` tasks (DRAFTs: live, and valid without a spec)."""
+    text = SCHEMA_EXAMPLE.read_text()
+    more = "".join(f"  - id: bulk-{i}\n    description: \"x\"\n    status: {status}\n"
+                   f"    priority: 3\n    created: 2025-01-17T15:00:00Z\n" for i in range(extra))
+    return text.replace("\ntasks:\n", "\ntasks:\n" + more, 1)
+
+
+def test_an_import_is_capped(tmp_path: Path, repo: Path) -> None:
+    """A board file may not bring more than a team's board ever holds (a 23 MB import of 100,000
+    tasks made every `status` take 38.6 s): one line, exit 1, nothing written. Just under the
+    cap is imported."""
+    from gitliza.interop import seed
+    from tests.faults import harness as h
+    cases = {
+        "live": (_with_tasks(seed.MAX_LIVE_TASKS), "live (not terminal) tasks, more than"),
+        "agents": (SCHEMA_EXAMPLE.read_text().replace("\nagents:\n", "\nagents:\n" + "".join(
+            f"  bulk-{i}:\n    role: coder\n    status: IDLE\n"
+            for i in range(seed.MAX_ITEMS["agents"] + 1)), 1), "agents, more than"),
+    }
+    for name, (text, why) in cases.items():
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(text)
+        r = h.liza(repo, "import", str(path), timeout=120)
+        assert r.returncode == 1, (name, r)
+        assert len(r.stderr.strip().splitlines()) == 1 and why in r.stderr, r.stderr
+        assert not git(repo, "for-each-ref", "refs/liza/")
+    live = sum(1 for line in SCHEMA_EXAMPLE.read_text().splitlines()
+               if line.strip().startswith("status:") and line.split(":")[1].split("#")[0].strip()
+               in ("DRAFT", "UNCLAIMED", "CLAIMED", "READY_FOR_REVIEW", "REJECTED", "BLOCKED",
+                   "APPROVED", "INTEGRATION_FAILED"))
+    path = tmp_path / "under.yaml"
+    path.write_text(_with_tasks(seed.MAX_LIVE_TASKS - live))
+    r = h.liza(repo, "import", str(path), timeout=300)
+    assert r.returncode == 0, r.stderr
