@@ -8,7 +8,10 @@ C1, whose CSI 0x9b some terminals honour like ESC [) and each bidirectional over
 reorders what is shown) by a visible escape such as `\\x1b`. Text without any comes back as it
 was, the same object, at the price of one regular-expression search.
 
-JSON output is left exact: JSON escapes control characters itself (`\\u001b`).
+JSON output is left exact: JSON escapes C0 control characters itself (`\\u001b`), and
+everything else with ensure_ascii; a document written with ensure_ascii=False (to keep é and 漢字
+readable) passes through `safe_json`, which escapes the rest JSON's way (`\\u009b`): the same
+value for a JSON reader, nothing a terminal acts on.
 """
 from __future__ import annotations
 
@@ -27,6 +30,16 @@ def _visible(m: re.Match[str]) -> str:
 def safe(text: str) -> str:
     """`text` with every control character but tab and newline shown as an escape."""
     return _UNSAFE.sub(_visible, text) if _UNSAFE.search(text) else text
+
+
+def safe_json(document: str) -> str:
+    """A JSON document (ensure_ascii=False) with DEL, C1 and the bidirectional controls written
+    as `\\uXXXX`: they only occur inside its strings, where that escape means the same."""
+    return _UNSAFE.sub(_json_escape, document) if _UNSAFE.search(document) else document
+
+
+def _json_escape(m: re.Match[str]) -> str:
+    return f"\\u{ord(m.group()):04x}"
 
 
 def is_safe_line(text: str) -> bool:

@@ -24,7 +24,7 @@ from gitliza import atomic
 from gitliza.core import alarms, clock
 from gitliza.core.alarms import Alert, Facts, Report
 from gitliza.core.board import Board
-from gitliza.core.terminal import safe_line
+from gitliza.core.terminal import safe_json, safe_line
 from gitliza.errors import LizaError
 from gitliza.git.store import Store
 from gitliza.git.repository import liza_dir, liza_path
@@ -130,7 +130,7 @@ class Watcher:
         line = safe_line(f"[{report.time}] {report.line()}")
         self._append(line)  # the persistent copy first: whoever sees the alert can find it there
         if self.json_lines:
-            self.out.write(json.dumps(report.as_json(), ensure_ascii=False) + "\n")
+            self.out.write(safe_json(json.dumps(report.as_json(), ensure_ascii=False)) + "\n")
             self.out.flush()
         else:
             self.err.write(line + "\n")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from hypothesis import given, strategies as st
 
-from gitliza.core.terminal import is_safe_line, safe, safe_line
+from gitliza.core.terminal import is_safe_line, safe, safe_json, safe_line
 
 
 def test_control_characters_are_shown_escaped_not_dropped() -> None:
@@ -22,3 +22,11 @@ def test_nothing_a_terminal_acts_on_survives(text: str) -> None:
     assert not any((ord(c) < 0x20 and c != "\t") or 0x7f <= ord(c) <= 0x9f or 0x202a <= ord(c) <= 0x202e
                    or 0x2066 <= ord(c) <= 0x2069 for c in out)
     assert safe_line(text).replace("\\x0a", "\n") == safe(text) or "\\x0a" in text
+
+
+@given(st.dictionaries(st.text(), st.text()))
+def test_safe_json_is_the_same_value_and_inert(value: dict[str, str]) -> None:
+    import json
+    doc = safe_json(json.dumps(value, ensure_ascii=False))
+    assert json.loads(doc) == value
+    assert safe_line(doc.replace("\n", "")) == doc.replace("\n", "")

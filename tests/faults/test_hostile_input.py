@@ -173,7 +173,7 @@ def test_escape_sequences_in_board_text_never_reach_the_terminal(repo: Path) -> 
     ok(liza(repo, "pause", "--reason", "pause " + ESCAPES, agent=None))  # in the subject
     outputs = {}
     for args in (["show", "t1"], ["status"], ["log"], ["events"], ["top", "--once"],
-                 ["watch", "--once"]):
+                 ["watch", "--once"], ["watch", "--once", "--json"], ["events", "--json"]):
         r = liza(repo, *args, agent=None)
         assert r.returncode in (0, 1), (args, r.stderr)
         outputs[" ".join(args)] = r.stdout + r.stderr
