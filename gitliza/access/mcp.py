@@ -220,13 +220,11 @@ class _CheckedLines:
         self._file: Any = None
 
     def claim_stdin(self) -> Any:
-        import anyio
         self._saved = os.dup(0)
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
         os.close(devnull)
-        self._file = anyio.wrap_file(open(os.dup(self._saved), encoding="utf-8",
-                                          errors="replace", closefd=True))
+        self._file = open(os.dup(self._saved), encoding="utf-8", errors="replace", closefd=True)
         return self
 
     def release(self) -> None:
@@ -238,10 +236,22 @@ class _CheckedLines:
     def __aiter__(self) -> Any:
         return self._lines()
 
+    async def _read(self) -> str:
+        """The next line, or at most MAX_LINE + 1 characters of it (the rest skipped unread into
+        memory: check_line refuses a line that long), "" at the end of input."""
+        import anyio
+        limit = jsonrpc.MAX_LINE + 1
+        line: str = await anyio.to_thread.run_sync(self._file.readline, limit)
+        if len(line) == limit and not line.endswith("\n"):
+            rest = line
+            while rest and not rest.endswith("\n"):
+                rest = await anyio.to_thread.run_sync(self._file.readline, limit)
+        return line
+
     async def _lines(self) -> Any:
         import mcp_types as types
         from mcp.shared.message import SessionMessage
-        async for line in self._file:
+        while line := await self._read():
             bad = jsonrpc.check_line(line)
             if bad is None:
                 yield line

@@ -1,7 +1,7 @@
 """The MCP configuration that points an agent CLI at `git liza mcp` for one agent.
 
 Pure (no I/O): the supervisor (or a person, see docs/mcp.md) writes what this returns where the
-agent CLI reads it. The server is started as `<python> -m gitliza mcp --repo R --agent A --role X`:
+agent CLI reads it. The server is started as `<python> -P -m gitliza mcp --repo R --agent A --role X`:
 the interpreter gitliza is installed in (no reliance on PATH, which agent CLIs often trim) and the
 repository by path (not every CLI has a working-directory setting for MCP servers).
 """
@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from typing import Any, Callable
+
+from gitliza import start_command
 
 SERVER_NAME = "gitliza"
 # Agent CLI -> the file it reads MCP servers from (relative to the project, or its home).
@@ -26,13 +27,16 @@ def server(repo: str | os.PathLike[str], agent: str, role: str | None = None,
            python: str | None = None, gen: int | None = None) -> dict[str, Any]:
     """The stdio server entry: command, args, env. `gen`: the supervisor generation the agent
     runs under (`git liza agent`); the server's ops then carry it, like the CLI's."""
-    args = ["-m", "gitliza", "mcp", "--repo", os.fspath(repo), "--agent", agent]
+    # -P (gitliza.start_command): the CLI starts the server in the agent's worktree, whose
+    # files the agent wrote; a `gitliza/` there must not run instead of the installed one.
+    command, *start = start_command(python)
+    args = [*start, "mcp", "--repo", os.fspath(repo), "--agent", agent]
     if role:
         args += ["--role", role]
     env = {"LIZA_AGENT_ID": agent}
     if gen is not None:
         env["LIZA_SUPERVISOR_GEN"] = str(gen)
-    return {"command": python or sys.executable, "args": args, "env": env}
+    return {"command": command, "args": args, "env": env}
 
 
 def mcp_json(repo: str | os.PathLike[str], agent: str, role: str | None = None,

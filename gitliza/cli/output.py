@@ -7,6 +7,8 @@ import os
 import sys
 from typing import Any, Iterable, Sequence
 
+from gitliza.core.terminal import is_safe_line, safe, safe_line
+
 
 class Out:
     def __init__(self, json_mode: bool = False) -> None:
@@ -21,8 +23,10 @@ class Out:
         sys.stdout.write(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
         json_written = True
 
+    # Human output carries board text (descriptions, notes, reasons): hostile input, so every
+    # control character is shown escaped (core/terminal.py). JSON escapes them by itself.
     def line(self, text: str = "") -> None:
-        sys.stdout.write(text + "\n")
+        sys.stdout.write(safe(text) + "\n")
 
     def result(self, data: Any, text: str) -> None:
         """A command's result: `data` as JSON with --json, else the human line(s)."""
@@ -32,24 +36,27 @@ class Out:
             self.line(text)
 
     def notice(self, text: str) -> None:
-        sys.stderr.write(f"gitliza: {text}\n")
+        sys.stderr.write(f"gitliza: {safe(text)}\n")
 
     def table(self, title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
         if self.tty:
             from rich.console import Console
             from rich.table import Table
-            table = Table(title=title, show_lines=False, header_style="bold")
+            from rich.text import Text
+            table = Table(title=safe_line(title), show_lines=False, header_style="bold")
             for c in columns:
                 table.add_column(c)
-            for r in rows:
-                table.add_row(*["" if v is None else str(v) for v in r])
+            for r in rows:  # Text: a cell is never rich markup (`[link=...]`)
+                table.add_row(*[Text("" if v is None else safe_line(str(v))) for v in r])
             Console(no_color=not self.color).print(table)
             return
         if title:
-            self.line(title)
+            self.line(safe_line(title))
         # Each cell made text once, the lines written as one string (`status` on a big board
         # prints thousands of rows).
         cells = [["" if v is None else str(v) for v in r] for r in rows]
+        if not is_safe_line("".join(c for r in cells for c in r)):  # one search for the lot
+            cells = [[safe_line(c) for c in r] for r in cells]
         widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
         fmt = "  ".join(f"{{:<{w}}}" for w in widths)
         lines = [fmt.format(*columns).rstrip()]
@@ -63,7 +70,7 @@ json_written = False
 
 
 def err(text: str) -> None:
-    sys.stderr.write(f"gitliza: error: {text}\n")
+    sys.stderr.write(f"gitliza: error: {safe(text)}\n")
 
 
 def pager_command(configured: str | None = None) -> str | None:
@@ -84,7 +91,7 @@ def page(lines: Iterable[str], pager: str | None) -> None:
     pager early ends the command quietly."""
     if pager is None:
         for line in lines:
-            sys.stdout.write(line + "\n")
+            sys.stdout.write(safe_line(line) + "\n")
         return
     import subprocess
     sys.stdout.flush()
@@ -96,7 +103,7 @@ def page(lines: Iterable[str], pager: str | None) -> None:
     assert proc.stdin is not None
     try:
         for line in lines:
-            proc.stdin.write(line + "\n")
+            proc.stdin.write(safe_line(line) + "\n")
         proc.stdin.close()
     except BrokenPipeError:  # the reader quit the pager before the end
         pass

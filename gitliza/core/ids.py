@@ -66,7 +66,25 @@ def check_spec_ref(spec_ref: str) -> str:
     if not path or path.startswith("/") or any(p in ("", ".", "..") for p in parts) \
             or any(ord(c) < 32 for c in spec_ref):
         raise ValidationError(f"spec_ref {spec_ref!r} is not a relative path (PATH[#anchor])")
+    leaves = spec_ref_leaves(spec_ref)
+    if leaves:
+        raise ValidationError(leaves)
     return spec_ref
+
+
+def spec_ref_leaves(spec_ref: str) -> str | None:
+    """Why `spec_ref` points outside the repository (absolute, `~`, a `..` component) or is
+    unfit to show (a control character), or None. Checked on every way a spec_ref comes in (the
+    ops, replay, an import: core/invariants.py, core/oplimits.py), since agents are told to read
+    it: `../../../../etc/passwd` was imported, verified and named in a prompt. Looser than
+    `check_spec_ref`, which new `edit`s and `init`s meet, so that no board an older gitliza wrote
+    with a harmless odd path (`./specs/a.md`) stops verifying."""
+    path = spec_path(spec_ref)
+    if path.startswith(("/", "~")) or ".." in path.split("/"):
+        return f"spec_ref {spec_ref!r} leaves the repository (a relative path inside it, please)"
+    if any(ord(c) < 32 or 127 <= ord(c) < 160 for c in spec_ref):
+        return f"spec_ref {spec_ref!r} holds a control character"
+    return None
 
 
 def spec_path(spec_ref: str) -> str:

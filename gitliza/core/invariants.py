@@ -12,7 +12,7 @@ from typing import Callable, Iterable
 
 from gitliza.core import clock
 from gitliza.core.board import Board
-from gitliza.core.ids import is_valid_id
+from gitliza.core.ids import is_valid_id, spec_ref_leaves
 from gitliza.core.model import ANOMALY_REQUIRED, Agent, Anomaly, Task
 from gitliza.core.states import TERMINAL, AgentState, Role, TaskState
 
@@ -44,6 +44,9 @@ def task_problems(t: Task, *, archived: bool | None = None) -> list[str]:
             p.append("Non-DRAFT task (except SUPERSEDED, ABANDONED) must have done_when")
         if not t.spec_ref:
             p.append("Non-DRAFT task (except SUPERSEDED, ABANDONED) must have spec_ref")
+    leaves = spec_ref_leaves(t.spec_ref) if t.spec_ref else None
+    if leaves:  # any status: a DRAFT keeps its path until finalized
+        p.append(leaves)
     if st == S.CLAIMED:
         if not t.assigned_to:
             p.append("CLAIMED task must have assigned_to")

@@ -11,6 +11,7 @@ from typing import Any
 
 from gitliza.core.model import Discovery, Goal, Handoff, HumanNote, SpecChange, Task
 from gitliza.core.config import CONFIG_MAX
+from gitliza.core.ids import spec_ref_leaves
 
 # (entity, field) -> the longest text the op that writes it takes (need_text's default: 4,000).
 _TEXT: dict[type, dict[str, int]] = {
@@ -26,6 +27,10 @@ _TEXT: dict[type, dict[str, int]] = {
 def problems(entity: Any) -> list[str]:
     """What an op would refuse in `entity` (empty: nothing)."""
     out: list[str] = []
+    spec_ref = getattr(entity, "spec_ref", None) if isinstance(entity, (Task, Goal)) else None
+    leaves = spec_ref_leaves(spec_ref) if isinstance(spec_ref, str) and spec_ref else None
+    if leaves:
+        out.append(leaves)
     for name, most in _TEXT.get(type(entity), {}).items():
         value = getattr(entity, name)
         if isinstance(value, str) and len(value) > most:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gitliza.core.ops.base import Event, Op, op_from_record
+from gitliza.core.terminal import safe
 from gitliza.errors import ValidationError
 
 TRAILER_KEYS = ("Liza-Op", "Liza-Actor", "Liza-Task", "Liza-From", "Liza-To", "Liza-Time",
@@ -37,7 +38,11 @@ def args_json(args: dict[str, Any]) -> str:
     return json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
 
 
-def message(op: Op, event: Event) -> str:
+def message(op: Op, event: Event, legacy_subject: bool = False) -> str:
+    """The commit message. The subject is board text (a reason, a description) that stock `git
+    log` prints raw: its control characters are escaped (core/terminal.py), so an escape
+    sequence never reaches a terminal through it. `legacy_subject`: the subject as gitliza wrote
+    it before that (verify still accepts it, reported as legacy)."""
     trailers = [("Liza-Op", op.NAME), ("Liza-Actor", op.actor)]
     if event.task:
         trailers.append(("Liza-Task", event.task))
@@ -47,7 +52,8 @@ def message(op: Op, event: Event) -> str:
         trailers.append(("Liza-To", event.to_state.value))
     trailers += [("Liza-Time", op.time), ("Liza-Args", args_json(op.args()))]
     body = "\n".join(f"{k}: {v}" for k, v in trailers)
-    return f"{_one_line(event.summary)}\n\n{body}\n"
+    subject = _one_line(event.summary if legacy_subject else safe(event.summary))
+    return f"{subject}\n\n{body}\n"
 
 
 @dataclass(frozen=True)

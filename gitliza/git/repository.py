@@ -12,6 +12,7 @@ from pathlib import Path
 import pygit2
 from pygit2 import Oid, Repository
 
+from gitliza import atomic
 from gitliza.errors import GitFailure, ValidationError
 
 
@@ -61,6 +62,31 @@ LIZA_DIR = ".liza"
 def liza_path(repo: Repository) -> Path:
     """`<main worktree>/.liza` (`<git dir>/.liza` for a bare repository); not created here."""
     return (main_worktree(repo) or Path(repo.path)) / LIZA_DIR
+
+
+def liza_dir(repo: Repository, *parts: str, private: bool = False) -> Path:
+    """`<main worktree>/.liza[/parts...]` to write into, made if missing (`private`: 0700, for
+    agent logs, prompts and MCP configs). A repository is someone else's input: a `.liza/` its
+    HEAD tracks is refused (a clone would bring whatever was committed there, links to files
+    outside included), and so is a link or a non-directory at any step (atomic.inside)."""
+    main = main_repository(repo)
+    root = Path(repo.path) if main.is_bare or main.workdir is None else Path(main.workdir)
+    if not main.is_bare and _tracks_liza(main):
+        raise ValidationError(f"{root / LIZA_DIR} is tracked by git in this repository; gitliza "
+                              "keeps only its own files there and refuses to write into it",
+                              hint=f"git rm -r --cached {LIZA_DIR} && git commit (then remove "
+                              "what it held)")
+    return atomic.inside(root.resolve(), LIZA_DIR, *parts,
+                         mode=atomic.PRIVATE_DIR if private else 0o755)
+
+
+def _tracks_liza(main: Repository) -> bool:
+    """Whether the main worktree's HEAD commit has a `.liza` entry (of any kind)."""
+    try:
+        tree = main.head.peel(pygit2.Commit).tree
+    except (pygit2.GitError, KeyError, ValueError):
+        return False  # no commit yet
+    return LIZA_DIR in tree
 
 
 def main_worktree(repo: Repository) -> Path | None:

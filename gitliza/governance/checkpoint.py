@@ -17,7 +17,7 @@ from gitliza.core.board import Board
 from gitliza.core.ops.control import Checkpoint
 from gitliza.core.states import TaskState
 from gitliza.git.store import Committed, Store
-from gitliza.git.repository import liza_path
+from gitliza.git import repository
 from gitliza.governance.history import SprintSpan, sprint_metrics
 
 SUMMARY = "sprint_summary.md"
@@ -27,9 +27,8 @@ IN_PROGRESS = (S.CLAIMED, S.READY_FOR_REVIEW, S.REJECTED)
 
 
 def liza_dir(store: Store) -> Path:
-    path = liza_path(store.repo)
-    path.mkdir(exist_ok=True)
-    return path
+    """`.liza/` to write a report into: made if missing, refused when tracked or a link."""
+    return repository.liza_dir(store.repo)
 
 
 def _hours(a: str, b: str) -> str:

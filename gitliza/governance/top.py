@@ -20,6 +20,7 @@ from gitliza.core import clock
 from gitliza.core.board import Board
 from gitliza.core.model import Task
 from gitliza.core.states import TaskState
+from gitliza.core.terminal import safe_line
 
 RECENT = 8
 _ORDER = {s: i for i, s in enumerate(TaskState)}
@@ -107,8 +108,16 @@ def _task_agent(t: Task) -> str:
     return t.assigned_to or ""
 
 
+def _plain(text: str) -> Any:
+    """Board text as a cell: never rich markup (`[link=...]` would plant a link), every control
+    character shown escaped (core/terminal.py)."""
+    from rich.text import Text
+    return Text(safe_line(text))
+
+
 def render(snap: Snapshot, now: str) -> Any:
-    """One frame: header, tasks, agents, alarms, last transitions."""
+    """One frame: header, tasks, agents, alarms, last transitions. Board text is hostile input:
+    it goes in as plain, escaped text (`_plain`)."""
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
@@ -119,7 +128,7 @@ def render(snap: Snapshot, now: str) -> Any:
     live = sorted(b.tasks(), key=lambda t: (_ORDER[t.status], t.priority, t.id))
     archived = sum(1 for _ in b.values("archive"))
     head = Text.assemble(
-        ("gitliza top  ", "bold"), f"{b.goal.id} [{b.goal.status}] {b.goal.description}\n",
+        ("gitliza top  ", "bold"), safe_line(f"{b.goal.id} [{b.goal.status}] {b.goal.description}") + "\n",
         f"state {snap.state[:12] if snap.state else '-'}  now {now}  tasks {len(live)} live, "
         f"{archived} archived", *_control(b))
 
@@ -131,14 +140,15 @@ def render(snap: Snapshot, now: str) -> Any:
     for t in live:
         lease = t.review_lease_expires if t.status == TaskState.READY_FOR_REVIEW else \
             t.lease_expires
-        tasks.add_row(t.id, Text(t.status.value, style=_STATUS_STYLE.get(t.status, "")),
-                      str(t.priority), _task_agent(t), t.description, countdown(lease, now))
+        tasks.add_row(_plain(t.id), Text(t.status.value, style=_STATUS_STYLE.get(t.status, "")),
+                      str(t.priority), _plain(_task_agent(t)), _plain(t.description),
+                      countdown(lease, now))
 
     agents = Table(title="agents", title_justify="left", expand=True)
     for col in ("agent", "role", "status", "task", "heartbeat", "lease"):
         agents.add_column(col, no_wrap=True)
     for a in sorted(b.agents(), key=lambda a: a.id):
-        agents.add_row(a.id, a.role.value, a.status.value, a.current_task or "",
+        agents.add_row(_plain(a.id), a.role.value, a.status.value, _plain(a.current_task or ""),
                        ago(a.heartbeat, now), countdown(a.lease_expires, now))
 
     parts: list[Any] = [head, tasks, agents, _alarms(snap.alarms)]
@@ -147,7 +157,8 @@ def render(snap: Snapshot, now: str) -> Any:
     recent.add_column("time", no_wrap=True)
     recent.add_column("transition")
     for e in snap.recent:
-        recent.add_row(e["state"][:12], e.get("time", ""), e.get("summary", e.get("error", "")))
+        recent.add_row(e["state"][:12], _plain(e.get("time", "")),
+                       _plain(e.get("summary", e.get("error", ""))))
     parts.append(recent)
     return Group(*parts)
 
@@ -155,11 +166,12 @@ def render(snap: Snapshot, now: str) -> Any:
 def _control(b: Board) -> list[tuple[str, str]]:
     """The levers a human pulled (pause, abort, checkpoint): what every agent obeys right now."""
     c = b.control
-    flags = [(f"  ABORTED by {c.aborted_by}", "bold red")] if c.aborted else []
+    flags = [(safe_line(f"  ABORTED by {c.aborted_by}"), "bold red")] if c.aborted else []
     if c.paused:
-        flags.append((f"  PAUSED by {c.paused_by}", "bold yellow"))
+        flags.append((safe_line(f"  PAUSED by {c.paused_by}"), "bold yellow"))
     if b.sprint.status == "CHECKPOINT":
-        flags.append((f"  CHECKPOINT ({c.checkpoint_trigger or 'manual'})", "bold yellow"))
+        flags.append((safe_line(f"  CHECKPOINT ({c.checkpoint_trigger or 'manual'})"),
+                      "bold yellow"))
     return flags
 
 
@@ -171,7 +183,7 @@ def _alarms(alarms: Sequence[tuple[str, str]] | None) -> Any:
         return Text("alarms: none", style="green")
     out = Text("alarms:\n", style="bold")
     for level, text in alarms:
-        out.append(f"  {level.upper():8} {text}\n", style="red" if level == "critical"
+        out.append(f"  {level.upper():8} {safe_line(text)}\n", style="red" if level == "critical"
                    else "yellow")
     return out
 

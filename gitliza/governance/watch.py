@@ -24,9 +24,10 @@ from gitliza import atomic
 from gitliza.core import alarms, clock
 from gitliza.core.alarms import Alert, Facts, Report
 from gitliza.core.board import Board
+from gitliza.core.terminal import safe_json, safe_line
 from gitliza.errors import LizaError
 from gitliza.git.store import Store
-from gitliza.git.repository import liza_path
+from gitliza.git.repository import liza_dir, liza_path
 
 ALERTS_LOG = "alerts.log"
 ESCALATION = "ESCALATION"
@@ -124,27 +125,31 @@ class Watcher:
 
     # -- reporting ------------------------------------------------------------------------------
     def emit(self, report: Report) -> None:
-        line = f"[{report.time}] {report.line()}"
+        # Board text (a block reason) in it: escaped for the terminal and for alerts.log, which
+        # people read with cat and tail (core/terminal.py). --json stays exact.
+        line = safe_line(f"[{report.time}] {report.line()}")
         self._append(line)  # the persistent copy first: whoever sees the alert can find it there
         if self.json_lines:
-            self.out.write(json.dumps(report.as_json(), ensure_ascii=False) + "\n")
+            self.out.write(safe_json(json.dumps(report.as_json(), ensure_ascii=False)) + "\n")
             self.out.flush()
         else:
             self.err.write(line + "\n")
             self.err.flush()
         if self.notify:
             try:
-                subprocess.run(["notify-send", "Liza Alert", report.line()], timeout=5,
+                subprocess.run(["notify-send", "Liza Alert", safe_line(report.line())], timeout=5,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
             except (OSError, subprocess.SubprocessError):
                 self.notify = False  # no desktop here after all: stop trying
 
     def _append(self, line: str) -> None:
+        # Never through a link (a committed `.liza/alerts.log -> ~/.bashrc` would have had
+        # board text appended to the user's file), never into a tracked `.liza/`.
         try:
-            self.liza_dir.mkdir(exist_ok=True)
-            with open(self.liza_dir / ALERTS_LOG, "a", encoding="utf-8") as f:
-                f.write(line + "\n")
-        except OSError as e:
+            directory = liza_dir(self.store.repo)
+            with atomic.open_file(directory / ALERTS_LOG, append=True, mode=0o644) as f:
+                f.write((line + "\n").encode("utf-8"))
+        except (OSError, LizaError) as e:
             self.err.write(f"gitliza: cannot append to {self.liza_dir / ALERTS_LOG}: {e}\n")
 
     def _escalation(self, reports: list[Report]) -> None:
@@ -160,7 +165,7 @@ class Watcher:
             elif r.alert.stage >= 2:
                 since = alarms.checkpoint_since(self.board, self.facts) or self.facts.now
                 text = alarms.escalation_text(self.board, r.alert, since, self.facts.now)
-                atomic.write(path.parent, ESCALATION, text.encode())
+                atomic.write(liza_dir(self.store.repo), ESCALATION, text.encode())
 
     # -- the loop ------------------------------------------------------------------------------
     def run(self, *, stop: Callable[[], bool] | None = None) -> None:

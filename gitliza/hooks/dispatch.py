@@ -62,7 +62,8 @@ def main(args: list[str]) -> int:
         return handler(rest, stdin)
     except LizaError as err:
         # A board the hook cannot read (malformed blob, unknown format) is a refusal too: one line.
-        print(f"gitliza {hook}: {err}", file=sys.stderr)
+        from gitliza.core.terminal import safe_line  # board text in it: escaped (git relays it)
+        print(f"gitliza {hook}: {safe_line(str(err))}", file=sys.stderr)
         return err.exit_code
 
 

@@ -1,5 +1,5 @@
 #!/bin/sh
-# gitliza-hook-shim v3 c734ca2c-fda1-4d0c-ac1b-9f4f0fa024fb
+# gitliza-hook-shim v4 c734ca2c-fda1-4d0c-ac1b-9f4f0fa024fb
 # Installed by `git liza hooks install`; do not edit (docs/hooks-install.md). sh parses a script as
 # it runs it: the common cases are decided in the first lines and the rest is never read.
 # start templated (the installer fills these three lines)
@@ -119,18 +119,17 @@ if [ "$decided" = no ] && [ "$SKIP_ALLOWED$HOOK/${1:-}" = yesreference-transacti
 fi
 
 # -P: do not put the current directory (the work tree) on sys.path, so that a gitliza/ directory in
-# the repository being checked can never stand in for the installed gitliza.
+# the repository being checked can never stand in for the installed gitliza. Only the recorded
+# interpreter runs: no fallback to a git-liza found on PATH, which whoever controls PATH (an agent,
+# a directory the repository put there) chooses; a gone interpreter fails with the reinstall line.
 run_python() {
 	if [ -x "$INSTALL_PYTHON" ]; then
 		exec "$INSTALL_PYTHON" -P -m gitliza hook-impl "$HOOK" "$@"
 	fi
-	if command -v git-liza >/dev/null 2>&1; then
-		exec git-liza hook-impl "$HOOK" "$@"
-	fi
 	if [ "$SKIP_ALLOWED" = yes ]; then
-		echo "gitliza: $HOOK hook: cannot run gitliza ($INSTALL_PYTHON is gone and git-liza is not on PATH); run 'git liza hooks install' again, or set LIZA_SKIP_HOOKS=1 to bypass once" >&2
+		echo "gitliza: $HOOK hook: cannot run gitliza ($INSTALL_PYTHON is gone); run 'git liza hooks install' again, or set LIZA_SKIP_HOOKS=1 to bypass once" >&2
 	else
-		echo "gitliza: $HOOK hook: cannot run gitliza ($INSTALL_PYTHON is gone and git-liza is not on PATH); run 'git liza hooks install --server' again" >&2
+		echo "gitliza: $HOOK hook: cannot run gitliza ($INSTALL_PYTHON is gone); run 'git liza hooks install --server' again" >&2
 	fi
 	exit 1
 }

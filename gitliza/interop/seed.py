@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from gitliza.core import oplimits
 from gitliza.core.board import Board, Key, journal_key
@@ -58,6 +58,20 @@ class Seed:
 
 
 # -- the document -----------------------------------------------------------------------------------
+# What one board file may bring (issue 26: a 23 MB state.yaml of 100,000 tasks imported, then
+# `status` took 38.6 s and `materialize` 93.7 s in 1.8 GB). Far above any board a team works
+# (the reference's boards hold tens of tasks), far below what makes every read slow. Counted before
+# an entity is decoded; one line, exit 1.
+MAX_ITEMS = {"tasks": 20_000, "agents": 1_000, "discovered": 20_000, "handoff": 20_000,
+             "human_notes": 20_000, "spec_changes": 20_000, "anomalies": 20_000}
+MAX_LIVE_TASKS = 5_000  # not terminal: what `status` and every claim look through
+MAX_LOG_ENTRIES = 200_000
+
+
+def _too_many(what: str, n: int, most: int, at: Where) -> NoReturn:
+    at.fail(f"{n:,} {what}, more than an import takes ({most:,})")
+
+
 def read_state(text: str, name: str = "state.yaml", warnings: list[str] | None = None) -> Seed:
     """Parse and check a seed-schema state.yaml. Raises ValidationError (one line, with the place in
     the file) at the first problem. With `warnings` (import), a broken invariant of an entity or a
@@ -80,6 +94,10 @@ def read_state(text: str, name: str = "state.yaml", warnings: list[str] | None =
     if version != SCHEMA_VERSION:
         top.key(doc, "version").fail(f"schema version {version!r} is not supported (only "
                                      f"{SCHEMA_VERSION})")
+    for coll, most in MAX_ITEMS.items():
+        items = doc.get(coll)
+        if isinstance(items, (list, dict)) and len(items) > most:
+            _too_many(coll.replace("_", " "), len(items), most, top.key(doc, coll))
     ents: dict[Key, Any] = {}
     lines: dict[Key, int] = {}
 
@@ -104,6 +122,9 @@ def read_state(text: str, name: str = "state.yaml", warnings: list[str] | None =
             at.fail(f"duplicate task id {t.id!r}")
         tasks[t.id], where[t.id] = t, at
         put(("archive" if t.status in TERMINAL else "tasks", t.id), t, at)
+    live = sum(1 for t in tasks.values() if t.status not in TERMINAL)
+    if live > MAX_LIVE_TASKS:
+        _too_many("live (not terminal) tasks", live, MAX_LIVE_TASKS, top.key(doc, "tasks"))
 
     agents: dict[str, Agent] = {}
     for aid, node, at in mapping_items(doc, "agents", top):
@@ -240,6 +261,8 @@ def read_log(text: str, name: str = "log.yaml") -> list[dict[str, str]]:
         return []
     if not isinstance(doc, list):
         top.fail("log.yaml must be a list of entries")
+    if len(doc) > MAX_LOG_ENTRIES:
+        _too_many("log entries", len(doc), MAX_LOG_ENTRIES, top)
     out: list[dict[str, str]] = []
     for i, node in enumerate(doc):
         at = top.item(doc, i)

@@ -14,6 +14,8 @@ import os
 from pathlib import Path
 from typing import IO, Mapping, Sequence
 
+from gitliza import atomic
+
 LOGS_DIR = "agent-logs"
 PROMPTS_DIR = "agent-prompts"
 KEEP = 50  # newest files of each kind kept per agent
@@ -51,8 +53,9 @@ def rotate(d: Path, agent: str, suffix: str, keep: int = KEEP) -> None:
 
 
 def open_log(path: Path, header: str) -> IO[bytes]:
-    """The log file the agent writes to (its stdout and stderr), after a header line."""
-    f = path.open("ab")
+    """The log file the agent writes to (its stdout and stderr), after a header line: readable by
+    the user alone (it holds what the agent saw), never opened through a link."""
+    f = atomic.open_file(path, append=True)
     f.write(header.encode() + b"\n")
     f.flush()
     return f

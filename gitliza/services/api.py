@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from gitliza.core import clock
 from gitliza.core.board import Board
 from gitliza.core.states import HUMAN_ACTOR
+from gitliza.core.terminal import safe
 from gitliza.git.store import Committed, Store
 
 if TYPE_CHECKING:  # the op records load with the write path (git/store.py), not for a read
@@ -66,7 +67,7 @@ class Liza:
     def notice(self, text: str) -> None:
         """A warning for the person or agent running the command (stderr, as the CLI's notices):
         what an after-commit hook says when it cannot fail the op that is already committed."""
-        sys.stderr.write(f"gitliza: {text}\n")
+        sys.stderr.write(f"gitliza: {safe(text)}\n")  # board text in it: escaped
 
     def board(self, at: str | None = None) -> Board:
         return self.store.board(at)[0]

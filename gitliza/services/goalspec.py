@@ -3,6 +3,9 @@ file (recorded as `goal.spec_ref`; the prompts point agents at it) and the branc
 integration branch starts from it, so a HEAD away from main/master is worth a warning)."""
 from __future__ import annotations
 
+import stat
+from pathlib import Path
+
 import pygit2
 
 from gitliza.core.ids import check_spec_ref, spec_path
@@ -19,15 +22,34 @@ def goal_spec(repo: pygit2.Repository, spec: str | None) -> tuple[str | None, li
     root = main_worktree(repo)
     if spec is not None:
         check_spec_ref(spec)
-        if root is not None and not (root / spec_path(spec)).is_file():
-            raise ValidationError(f"goal spec {spec_path(spec)} does not exist",
+        if root is not None and not _regular_inside(root, spec_path(spec)):
+            raise ValidationError(f"goal spec {spec_path(spec)} does not exist (as a regular "
+                                  "file, not a link, inside the repository)",
                                   hint="create the spec document first (liza-init.sh requires "
                                        "it too), or name another with --spec")
         return spec, []
-    if root is not None and (root / DEFAULT_SPEC).is_file():
+    if root is not None and _regular_inside(root, DEFAULT_SPEC):
         return DEFAULT_SPEC, []
     return None, [f"no goal spec: {DEFAULT_SPEC} does not exist (--spec PATH names another); "
                   "agents are told to read the goal instead"]
+
+
+def _regular_inside(root: Path, rel: str) -> bool:
+    """Whether `root/rel` is a regular file reached through directories only: no symbolic link
+    on the way (a committed `specs -> /etc` or `vision.md -> /etc/passwd` would point agents at a
+    file outside the repository)."""
+    path = root
+    parts = rel.split("/")
+    for i, part in enumerate(parts):
+        path = path / part
+        try:
+            st = path.lstat()
+        except OSError:
+            return False
+        want = stat.S_ISREG if i == len(parts) - 1 else stat.S_ISDIR
+        if not want(st.st_mode):
+            return False
+    return True
 
 
 def branch_warning(repo: pygit2.Repository) -> str | None:

@@ -4,8 +4,9 @@ The board lives in git; these files are a read-only view for humans and the orig
 (DESIGN.md section 7). The shaping is pure (gitliza/core/yamlview.py), the rendering with
 ruamel.yaml is gitliza/services/yamlrender.py; this module writes the files:
 
-- into the main worktree's `.liza/` only (also when run from a task worktree); a `.liza` that is a
-  symlink or not a directory is refused, so a write can never land outside the repository;
+- into the main worktree's `.liza/` only (also when run from a task worktree); a `.liza` (or
+  `.liza/archive`) that is a symlink or not a directory, or a `.liza/` the repository tracks, is
+  refused (git/repository.py `liza_dir`), so a write can never land outside the repository;
 - atomically (temp file in `.liza/` + rename), so a reader never sees a half-written file;
 - serialized by `flock` on `.liza/state.yaml.lock`, the spec's lock for state.yaml writers;
 - cached: `.liza/.materialized` records the state commit the files reflect and their size and
@@ -32,7 +33,7 @@ from gitliza.core import clock, retention, yamlview
 from gitliza.errors import GitFailure, LizaError, ValidationError
 from gitliza.git.repository import common_dir
 from gitliza.git.store import Store
-from gitliza.git.repository import LIZA_DIR, ensure_excluded, main_worktree as _main_root
+from gitliza.git.repository import LIZA_DIR, ensure_excluded, liza_dir, main_worktree as _main_root
 from gitliza.services.yamlrender import (LOG_HEADER, commit_entry, render_archived,
                                          render_log_entries, render_state)
 
@@ -89,29 +90,6 @@ def main_worktree(repo: pygit2.Repository) -> Path:
         raise ValidationError(f"{common_dir(repo)} is a bare repository: there is no worktree "
                               f"to materialize {LIZA_DIR}/ into")
     return root
-
-
-def liza_dir(root: Path, name: str = LIZA_DIR) -> Path:
-    """`<root>/.liza` (or `<root>/name`), created if missing; refused when it is a symlink or not a
-    directory."""
-    path = root / name
-    try:
-        st = path.lstat()
-    except FileNotFoundError:
-        try:
-            path.mkdir()
-        except FileExistsError:  # a concurrent materializer made it: check it like any other
-            st = path.lstat()
-        else:
-            return path
-    except OSError as e:
-        raise GitFailure(f"cannot read {path}: {e}") from None
-    if stat.S_ISLNK(st.st_mode):
-        raise ValidationError(f"{path} is a symlink; refusing to write through it",
-                              hint="replace it with a directory or remove it")
-    if not stat.S_ISDIR(st.st_mode):
-        raise ValidationError(f"{path} is not a directory; refusing to replace it")
-    return path
 
 
 @dataclass(frozen=True)
@@ -185,7 +163,8 @@ def materialize(store: Store, at: str | None = None) -> Materialized:
     if commit is None:
         raise ValidationError("no board here", hint="run `git liza init GOAL` first")
     oid = str(commit.id)
-    directory = liza_dir(main_worktree(store.repo))
+    main_worktree(store.repo)  # a bare repository has none: say so
+    directory = liza_dir(store.repo)  # refused when tracked, or a link (hostile input)
     state_path, log_path = directory / STATE_FILE, directory / LOG_FILE
     with _Lock(directory / LOCK_FILE):
         stamp = _read_stamp(directory / STAMP_FILE)
@@ -265,7 +244,7 @@ def _sync_archive(store: Store, board: Any, commit: pygit2.Commit, directory: Pa
         return tree_id, 0, 0, {}
     if tree_id is None and not path.exists():
         return None, 0, 0, {}
-    arch = liza_dir(directory, ARCHIVE_DIR)
+    arch = atomic.inside(directory, ARCHIVE_DIR)
     try:
         index = {} if full else json.loads(index_path.read_text())
         if not isinstance(index, dict):

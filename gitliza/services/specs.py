@@ -74,6 +74,9 @@ def spec_problem(repo: pygit2.Repository, branch: str, spec_ref: str) -> str | N
         return f"spec_ref {spec_ref!r}: {path} does not exist on the integration branch {branch!r}"
     if entry.type_str != "blob":
         return f"spec_ref {spec_ref!r}: {path} on {branch!r} is a {entry.type_str}, not a file"
+    if entry.filemode == pygit2.enums.FileMode.LINK:  # a blob, but agents would follow it
+        return (f"spec_ref {spec_ref!r}: {path} on {branch!r} is a symbolic link, not a "
+                "regular file")
     return None
 
 

@@ -7,7 +7,8 @@ from pygit2 import Repository
 from gitliza import atomic
 from gitliza.core import clock
 from gitliza.git.repository import common_dir
-from gitliza.git.repository import LIZA_DIR, ensure_excluded, liza_path
+from gitliza.errors import LizaError
+from gitliza.git.repository import LIZA_DIR, ensure_excluded, liza_dir
 
 
 def keep(repo: Repository, task: str, now: str, output: str) -> str | None:
@@ -15,10 +16,9 @@ def keep(repo: Repository, task: str, now: str, output: str) -> str | None:
     (the merge's own failure is what matters then)."""
     name = f"integration-test-{task}-{int(clock.to_epoch(now))}.log"
     try:
-        directory = liza_path(repo)
-        directory.mkdir(exist_ok=True)
+        directory = liza_dir(repo)  # refused when tracked or a link: then no log is kept
         ensure_excluded(common_dir(repo), LIZA_DIR)
         atomic.write(directory, name, output.encode("utf-8", "replace"))
-    except OSError:
+    except (OSError, LizaError):
         return None
     return f"{LIZA_DIR}/{name}"

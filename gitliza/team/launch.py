@@ -12,12 +12,12 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Callable, Sequence
 
+from gitliza import atomic, start_command
 from gitliza.core.ids import check_id
 from gitliza.errors import ValidationError
 from gitliza.team import orphans
@@ -48,7 +48,7 @@ def members(planners: int, coders: int, reviewers: int, prefix: str = "") -> lis
 
 def supervisor_argv(member: Member, cli: str | None, mcp: bool, no_sync: bool,
                     command: Sequence[str], permissions: str | None = None) -> list[str]:
-    argv = [sys.executable, "-m", "gitliza", "agent", member.role]
+    argv = [*start_command(), "agent", member.role]  # -P: see start_command
     if cli:
         argv += ["--cli", cli]
     if mcp:
@@ -76,8 +76,11 @@ class Team:
         self._lock = threading.Lock()
 
     def start(self) -> Team:
-        if self.logs is not None:
-            self.logs.mkdir(parents=True, exist_ok=True)
+        logs: dict[str, IO[bytes]] = {}
+        if self.logs is not None:  # opened before any start: a refused file starts nobody
+            self.logs.mkdir(parents=True, exist_ok=True, mode=atomic.PRIVATE_DIR)
+            for m in self.team:  # 0600 (what the agents saw), never through a link
+                logs[m.agent] = atomic.open_file(self.logs / f"{m.agent}.log", append=True)
         env = {k: v for k, v in os.environ.items() if not k.startswith("LIZA_")}
         for m in self.team:
             # A supervisor outlives a killed `git liza team` no more than an agent outlives its
@@ -87,7 +90,7 @@ class Team:
                                  stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                  stderr=subprocess.STDOUT, preexec_fn=preexec)
             self.procs[m.agent] = p
-            log = (self.logs / f"{m.agent}.log").open("ab") if self.logs is not None else None
+            log = logs.get(m.agent)
             t = threading.Thread(target=self._pump, args=(m.agent, p.stdout, log), daemon=True)
             t.start()
             self._pumps.append(t)

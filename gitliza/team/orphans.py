@@ -73,11 +73,10 @@ def record_path(liza_dir: Path, agent: str) -> Path:
 
 def record(liza_dir: Path, agent: str, generation: int, pid: int, task: str | None) -> None:
     """Note the running agent (its pid leads its own process group)."""
-    d = liza_dir / PROCS_DIR
-    d.mkdir(parents=True, exist_ok=True)
+    d = atomic.inside(liza_dir, PROCS_DIR, mode=atomic.PRIVATE_DIR)  # never through a link
     data = {"agent": agent, "generation": generation, "pid": pid, "pgid": pid,
             "supervisor_pid": os.getpid(), "task": task}
-    atomic.write(d, f"{agent}.json", (json.dumps(data) + "\n").encode())
+    atomic.write(d, f"{agent}.json", (json.dumps(data) + "\n").encode(), atomic.PRIVATE_FILE)
 
 
 def forget(liza_dir: Path, agent: str, generation: int) -> None:

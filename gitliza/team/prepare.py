@@ -3,12 +3,12 @@ names (beside the prompts, never in a worktree, where they would be committed), 
 the launch. The plan itself is pure (gitliza/team/profiles.py)."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Mapping, Sequence
 
 import pygit2
 
+from gitliza import atomic, start_command
 from gitliza.access import tools
 from gitliza.core.states import Role
 from gitliza.git.repository import common_dir, open_repository
@@ -19,8 +19,9 @@ GEMINI_SYSTEM_SETTINGS = Path("/etc/gemini-cli/settings.json")
 
 
 def gitliza_command() -> tuple[str, ...]:
-    """The absolute command that runs this gitliza (no reliance on PATH)."""
-    return (sys.executable, "-m", "gitliza")
+    """The absolute command that runs this gitliza (no reliance on PATH; `-P`: never a
+    `gitliza/` in the agent's worktree, see gitliza.start_command)."""
+    return tuple(start_command())
 
 
 def mcp_tools(role: Role) -> tuple[str, ...]:
@@ -42,8 +43,8 @@ def launch(p: profiles.Profile, perms: profiles.Permissions, *, cwd: Path, main:
         private_dir=_private_dir(run_dir, main) if p.wiring == "gemini" else None)
     out = profiles.plan(p, perms, ctx, command, interactive)
     for path, text in out.files.items():
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        path.write_text(text)
+        path.parent.mkdir(parents=True, exist_ok=True, mode=atomic.PRIVATE_DIR)
+        atomic.write(path.parent, path.name, text.encode(), atomic.PRIVATE_FILE)  # 0600
     return out
 
 

@@ -11,11 +11,13 @@ import sys
 from pathlib import Path
 from typing import IO, Callable
 
+from gitliza import atomic
 from gitliza.access import mcp_config
 from gitliza.core import prompts
 from gitliza.core.states import Role
+from gitliza.core.terminal import safe
 from gitliza.git import ownstore
-from gitliza.git.repository import LIZA_DIR
+from gitliza.git.repository import liza_dir
 from gitliza.services import agentlog
 from gitliza.services.lifecycle.locations import main_root
 from gitliza.services.api import AGENT_ENV, GEN_ENV, Liza
@@ -60,7 +62,7 @@ class Sessions:
         launch = self._launch(job, path, text)
         if self.interactive:
             self.log(f"interactive: the prompt is saved at {path}; paste it into the session")
-            sys.stdout.write(text)
+            sys.stdout.write(safe(text))  # board text in it: never raw on the terminal
             sys.stdout.flush()
         what = job.task or (job.trigger.value if job.trigger else "planning")
         log_file, out = self._open_log(job, launch.argv, launch.env)
@@ -95,8 +97,7 @@ class Sessions:
         the terminal), its header naming the CLI's own transcript where there is one."""
         if self.interactive:
             return None, None
-        d = self.liza_dir() / agentlog.LOGS_DIR
-        d.mkdir(parents=True, exist_ok=True)
+        d = liza_dir(self.liza.repo, agentlog.LOGS_DIR, private=True)
         agentlog.rotate(d, self.agent, ".log", agentlog.KEEP - 1)
         now = self.liza.now()
         path = agentlog.log_path(d, self.agent, job.task, now)
@@ -107,12 +108,17 @@ class Sessions:
         return path, agentlog.open_log(path, header)
 
     def prompts_dir(self) -> Path:
-        """`.liza/agent-prompts/` of the main worktree (made once): prompts and MCP configs,
-        never in the task's worktree, where they would be committed."""
-        if self._prompts is None:
-            self._prompts = main_root(self.liza.repo) / LIZA_DIR / agentlog.PROMPTS_DIR
-            self._prompts.mkdir(parents=True, exist_ok=True)
+        """`.liza/agent-prompts/` of the main worktree: prompts and MCP configs, never in the
+        task's worktree, where they would be committed. Checked at each run (0700, no link on
+        the way, `.liza/` not tracked: git/repository.py `liza_dir`), since what is in the
+        repository can change between runs."""
+        self._prompts = liza_dir(self.liza.repo, agentlog.PROMPTS_DIR, private=True)
         return self._prompts
+
+    def check_dirs(self) -> None:
+        """Make and check where every run writes (prompts, logs) before the board changes."""
+        self.prompts_dir()
+        liza_dir(self.liza.repo, agentlog.LOGS_DIR, private=True)
 
     def liza_dir(self) -> Path:
         return self.prompts_dir().parent
@@ -121,7 +127,8 @@ class Sessions:
         d = self.prompts_dir()
         agentlog.rotate(d, self.agent, ".txt", agentlog.KEEP - 1)
         path = agentlog.prompt_path(d, self.agent, self.liza.now())
-        path.write_text(text)
+        with atomic.open_file(path, append=False) as f:  # 0600, never through a link
+            f.write(text.encode())
         return path
 
     def _launch(self, job: Job, prompt_file: Path, text: str) -> profiles.Launch:

@@ -45,6 +45,7 @@ from gitliza.core.ids import check_agent_id_for_role
 from gitliza.core.ops.journal import AnomalyOp
 from gitliza.core.ops.work import Block
 from gitliza.core.states import HUMAN_ACTOR, Role
+from gitliza.core.terminal import safe
 from gitliza.core.wake import Hold
 from gitliza.errors import EXIT_VALIDATION, LeaseLost, LizaError, ValidationError
 from gitliza.git import worktrees
@@ -100,6 +101,7 @@ class Supervisor:
                                  profile=profile, permissions=permissions, command=opts.command,
                                  interactive=opts.interactive, mcp=opts.mcp,
                                  resume_task=opts.resume_task)
+        self.sessions.check_dirs()  # a tracked or linked .liza/ refuses us before any claim
 
     # -- the loop -------------------------------------------------------------------------------
     def run(self) -> int:
@@ -304,5 +306,5 @@ class Supervisor:
         if self._log is not None:
             self._log(text)
             return
-        sys.stdout.write(f"[{self.agent}] {text}\n")
+        sys.stdout.write(f"[{self.agent}] {safe(text)}\n")  # board text (reasons) escaped
         sys.stdout.flush()

@@ -71,8 +71,8 @@ def test_mcp_config_for_each_agent_cli(cli: str, tmp_path: Path) -> None:
     servers = data["mcpServers" if cli in ("claude", "gemini") else "mcp_servers"]
     entry = servers[0] if isinstance(servers, list) else servers["gitliza"]
     assert entry["command"] == "/py"
-    assert entry["args"] == ["-m", "gitliza", "mcp", "--repo", str(tmp_path), "--agent",
-                             "coder-1", "--role", "coder"]
+    assert entry["args"] == ["-P", "-m", "gitliza", "mcp", "--repo", str(tmp_path), "--agent",
+                              "coder-1", "--role", "coder"]
     assert entry["env"] == {"LIZA_AGENT_ID": "coder-1"}
     if cli == "vibe":
         assert entry["name"] == "gitliza" and entry["transport"] == "stdio"

@@ -136,8 +136,9 @@ def test_a_handoff_stays_pending_until_a_prompt_gave_it() -> None:
     assert t.handoff_pending
     h = r.board.get("handoff", "task-1")
     text = prompts.coder_section(t, "/w", (), h)
-    assert "=== HANDOFF FROM coder-1" in text and "SUMMARY: half done" in text
-    assert "NEXT ACTION: write tests" in text
+    assert "=== HANDOFF FROM coder-1" in text
+    assert "SUMMARY (untrusted board text, quoted):\n  | half done\n" in text
+    assert "NEXT ACTION (untrusted board text, quoted):\n  | write tests\n" in text
     # The heartbeat the supervisor makes once the prompt carries it clears the flag.
     r.do(Heartbeat, "coder-1", task="task-1")
     assert not r.board.task("task-1").handoff_pending
@@ -183,7 +184,8 @@ def test_handoff_section_lists_every_field() -> None:
     h = Handoff(task="task-1", agent="coder-1", timestamp="2025-01-17T14:00:00Z", summary="s",
                 next_action="n", approach="a", files_modified=("x.py",), next_steps=("one",))
     text = prompts.handoff_section(h)
-    assert "APPROACH: a" in text and "FILES MODIFIED: x.py" in text and "NEXT STEP: one" in text
+    for label, value in (("APPROACH", "a"), ("FILES MODIFIED", "x.py"), ("NEXT STEP", "one")):
+        assert f"{label} (untrusted board text, quoted):\n  | {value}\n" in text
 
 
 def test_the_sprint_scope_is_set_and_the_sprint_completes_with_its_planned_tasks() -> None:

@@ -48,6 +48,15 @@ CASES: list[tuple[Any, Any, Any]] = [
     ({"jsonrpc": "2.0", "id": 11, "method": "tools/call", "params": {"name": 5}}, 11, -32602),
     ({"jsonrpc": "2.0", "id": 12, "method": "resources/read", "params": {}}, 12, -32602),
     ({"jsonrpc": "2.0", "method": "notifications/whatever", "params": [1]}, None, None),
+    # Hostile nesting and size (issue 26): json's parser recursed per level (RecursionError and
+    # exit 4 at 1,000 deep, no answer at 500); a line is bounded before it is parsed or kept.
+    ("[" * 1000 + "]" * 1000, None, -32600),
+    ('{"jsonrpc": "2.0", "id": 14, "method": "ping", "params": {"a": ' + "[" * 500 + "]" * 500
+     + "}}", None, -32600),
+    ('{"jsonrpc": "2.0", "id": 15, "method": "ping", "params": {"a": "' + "x" * (2 << 20)
+     + '"}}', None, -32600),
+    # Brackets inside strings are text: a deep-looking but flat message is answered.
+    ({"jsonrpc": "2.0", "id": 16, "method": "ping", "params": {"a": "[{" * 200}}, 16, "ok"),
     ({"jsonrpc": "2.0", "id": "s", "method": "ping"}, "s", "ok"),
     ({"jsonrpc": "2.0", "id": 13, "method": "tools/call",
       "params": {"name": "claim", "arguments": {"task": "t1"}}}, 13, "ok"),

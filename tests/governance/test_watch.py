@@ -125,3 +125,27 @@ def test_a_claimed_task_without_its_worktree_is_invalid_state(team: Team) -> Non
     (team.repo / ".worktrees" / "task-1").rmdir()
     fired = [r.alert.text for r in w.tick() if r.alert.kind == "INVALID_STATE"]
     assert fired and "CLAIMED task worktree path must exist (.worktrees/task-1)" in fired[0]
+
+
+@pytest.mark.parametrize("tracked", [True, False])
+def test_alerts_never_go_through_a_link_out_of_the_repository(team: Team, tracked: bool) -> None:
+    """Hostile input (issue 26): `.liza/alerts.log` as a link to a file outside the repository,
+    committed (a clone brings it) or planted in an untracked `.liza/`. The alert still reaches
+    the screen; nothing is appended outside, and one line says why not."""
+    outside = team.repo.parent / "outside.txt"
+    outside.write_text("the user's file\n")
+    (team.repo / ".liza").mkdir(exist_ok=True)
+    (team.repo / ".liza" / "alerts.log").symlink_to(os.path.relpath(outside, team.repo / ".liza"))
+    if tracked:
+        subprocess.run(["git", "add", "-f", ".liza/alerts.log"], cwd=team.repo, check=True)
+        subprocess.run(["git", "commit", "-q", "-m", "a link"], cwd=team.repo, check=True)
+    block(team)
+    now = team.now()
+    r = subprocess.run(["git", "liza", "watch", "--once"], cwd=team.repo, env=env_at(now),
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1 and "BLOCKED: task-1" in r.stderr, r.stderr
+    why = "is tracked by git" if tracked else "is a symbolic link"
+    refused = [line for line in r.stderr.splitlines() if "cannot append" in line]
+    assert len(refused) == 1 and why in refused[0], r.stderr
+    assert outside.read_text() == "the user's file\n"
+    assert (team.repo / ".liza" / "alerts.log").is_symlink()

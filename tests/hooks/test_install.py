@@ -413,14 +413,21 @@ def test_outside_a_repository_is_a_validation_error(tmp_path: Path) -> None:
 
 
 def test_missing_interpreter_fails_loudly_unless_bypassed(repo: Path, trace: Path, tmp_path: Path) -> None:
-    path = os.pathsep.join(dict.fromkeys([os.path.dirname(shutil.which("git") or "/usr/bin"), "/usr/bin", "/bin"]))
-    if shutil.which("git-liza", path=path):
-        pytest.skip("git-liza is installed system-wide")
+    # A `git-liza` first on PATH (an agent or a checkout chose PATH) must never stand in for the
+    # recorded interpreter: the hook fails with the reinstall line, and the planted one never runs.
+    planted = tmp_path / "planted-bin"
+    marker = tmp_path / "shadow-ran"
+    write_hook(planted / "git-liza", f"#!/bin/sh\necho SHADOW\ntouch {marker}\nexit 0\n")
+    system = [os.path.dirname(shutil.which("git") or "/usr/bin"), "/usr/bin", "/bin"]
+    path = os.pathsep.join(dict.fromkeys([str(planted), *system]))
     install(repo, python=str(tmp_path / "gone" / "python"))
     before = git(repo, "rev-parse", "HEAD")
     r = run_git(repo, "commit", "-q", "--allow-empty", "-m", "x", env={"PATH": path})
     assert r.returncode != 0
     assert "cannot run gitliza" in r.stderr and "LIZA_SKIP_HOOKS=1" in r.stderr
+    ours = [line for line in r.stderr.splitlines() if line.startswith("gitliza:")]
+    assert len(ours) == 1 and "hooks install" in ours[0], r.stderr
+    assert "SHADOW" not in r.stdout + r.stderr and not marker.exists()
     assert git(repo, "rev-parse", "HEAD") == before
     r = run_git(repo, "commit", "-q", "--allow-empty", "-m", "x", env={"PATH": path, "LIZA_SKIP_HOOKS": "1"})
     assert r.returncode == 0, r.stderr

@@ -42,10 +42,15 @@ def round_trip(board: Board) -> dict[Any, Any]:
     return seed.read_state(text).entities
 
 
+def _printable(text: str) -> str:
+    """A spec path from `text`: a control character in a spec_ref is refused (issue 26)."""
+    return "".join(c if c.isprintable() else " " for c in text)
+
+
 def step(r: Runner, kind: str, task: str, text: str) -> None:
     from gitliza.core.ops import Add
     moves = {
-        "add": lambda: r.do(Add, "planner-1", task=task, description=text, spec_ref="specs/" + text,
+        "add": lambda: r.do(Add, "planner-1", task=task, description=text, spec_ref="specs/" + _printable(text),
                             done_when=text, scope=text, ready=True,
                             depends_on=tuple(t for t in TASKS[:1] if t != task
                                              and r.board.task(t) is not None)),

@@ -243,7 +243,7 @@ if [ $n = 1 ]; then
   exit 42
 fi
 grep -q "=== HANDOFF FROM coder-1" "$LIZA_PROMPT_FILE"
-grep -q "NEXT ACTION: write the tests" "$LIZA_PROMPT_FILE"
+grep -A1 "^NEXT ACTION (untrusted" "$LIZA_PROMPT_FILE" | grep -q "  | write the tests"
 """ + SUBMIT)
     sup = Sup(repo, "coder", "coder-1", "--", str(agent))
     sup.expect("exited 42 (graceful); restarting in 1s")

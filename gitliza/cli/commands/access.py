@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from gitliza.cli.commands import Env
+from gitliza.core.terminal import safe_line
 
 
 def mcp(env: Env, role: str | None, repo: Path | None) -> int:
@@ -20,7 +21,7 @@ def events(env: Env, since: str | None, follow: bool) -> int:
     from gitliza.access import events as ev
     try:
         for e in ev.events(env.liza(), since, follow):
-            sys.stdout.write((json.dumps(e, default=str) if env.json else ev.line(e)) + "\n")
+            sys.stdout.write((json.dumps(e, default=str) if env.json else safe_line(ev.line(e))) + "\n")
             sys.stdout.flush()
     except KeyboardInterrupt:
         pass

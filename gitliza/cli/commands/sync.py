@@ -12,6 +12,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from gitliza.cli.commands import Env
+from gitliza.core.terminal import safe
 from gitliza.errors import EXIT_INCONSISTENT
 from gitliza.services.sync import engine
 from gitliza.services.sync.report import (AHEAD, BEHIND, FAST_FORWARD, NO_BOARD, PUSHED, REPLAYED,
@@ -27,7 +28,7 @@ def _progress(env: Env) -> Progress | None:
         return None
 
     def show(line: str) -> None:
-        sys.stderr.write(f"gitliza: {line}\n")
+        sys.stderr.write(f"gitliza: {safe(line)}\n")
         sys.stderr.flush()
     return show
 

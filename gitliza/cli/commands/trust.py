@@ -41,10 +41,11 @@ def verify(env: Env, since: str | None, at: str | None, remote: str | None = Non
     env.out.result(data, f"verified {report.commits} state commit(s) up to "
                    f"{str(report.tip)[:12]} in {report.seconds:.2f}s ({report.rate:.0f}/s): {counts}")
     if report.legacy and not env.json:
-        from gitliza.services.verify.legacy import LEGACY_ANOMALY
+        from gitliza.services.verify.legacy import LEGACY_ANOMALY, LEGACY_SUBJECT
         for oid in report.legacy:
-            env.out.notice(f"state commit {oid[:12]} (anomaly) accepted in a legacy encoding: "
-                           f"{LEGACY_ANOMALY}")
+            op = report.op_of.get(oid, "anomaly")
+            env.out.notice(f"state commit {oid[:12]} ({op}) accepted in a legacy encoding: "
+                           f"{LEGACY_ANOMALY if op == 'anomaly' else LEGACY_SUBJECT}")
     if not env.json:
         for oid, op, actor, why in report.unsigned:
             env.out.notice(f"state commit {oid[:12]} ({op}): actor {actor}: {why} "

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gitliza.core.config import CONFIG_MAX
-from gitliza.core.ids import check_id, check_spec_ref
+from gitliza.core.ids import check_id, check_spec_ref, spec_ref_leaves
 from gitliza.core.model import Alignment, Task
 from gitliza.core.ops.base import (Ctx, Op, free_agent, need_text, register_op, replace,
                                    require_goal_open)
@@ -92,6 +92,9 @@ class Add(Op):
         if ctx.task(self.task) is not None:
             raise ValidationError(f"task {self.task} already exists")
         need_text(self.description, "description")
+        leaves = spec_ref_leaves(self.spec_ref) if self.spec_ref else None
+        if leaves:  # a DRAFT too (the spec gate waits for finalize); replay too (verify)
+            raise ValidationError(leaves)
         _check_priority(self.priority)
         _check_limits(self)
         _check_depends(ctx, self.task, self.depends_on)

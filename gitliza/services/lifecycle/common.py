@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from gitliza.core.board import Board
 from gitliza.core.model import Task
 from gitliza.core.ops import Op, apply as core_apply
+from gitliza.core.terminal import safe
 from gitliza.errors import NotFound
 from gitliza.git.store import Committed
 
@@ -22,7 +23,7 @@ NO_SHA = "0" * 40  # placeholder commit for dry-runs whose real commit is not kn
 
 def warn(text: str) -> None:
     """Warnings that the caller gets no other way (kept worktrees, lagging checkouts)."""
-    sys.stderr.write(f"gitliza: warning: {text}\n")
+    sys.stderr.write(f"gitliza: warning: {safe(text)}\n")  # board text in it: escaped
 
 @dataclass(frozen=True)
 class Done:

@@ -65,6 +65,7 @@ class Report:
     seconds: float = 0.0
     # Commits accepted in a legacy encoding (legacy.py), oldest first: named, not hidden.
     legacy: list[str] = field(default_factory=list)
+    op_of: dict[str, str] = field(default_factory=dict)  # a legacy commit -> its op
     # Signature problems accepted under `signatures = warn`: (commit, op, actor, reason).
     unsigned: list[tuple[str, str, str, str]] = field(default_factory=list)
     signed: int = 0  # commits whose signature was checked and found right
@@ -130,8 +131,11 @@ def replay(store: Store, new: pygit2.Oid | str, old: pygit2.Oid | str | None = N
     gc.disable()
     try:
         for i, commit in enumerate(commits):
+            known = len(report.legacy)
             name = verify_commit(store, parent, commit, cache, legacy=report.legacy,
                                  report=report)
+            for oid in report.legacy[known:]:
+                report.op_of[oid] = name
             report.ops[name] += 1
             parent = commit
             if progress is not None and (i & 63 == 63 or i == len(commits) - 1):
@@ -199,7 +203,12 @@ def verify_commit(store: Store, parent: pygit2.Commit | None, commit: pygit2.Com
     # The rest of the commit: a reworded subject or an author other than the actor misleads anyone
     # reading `git log`, so it is refused like a forged tree.
     if commit.message != record.message(op, outcome.event):
-        raise VerifyFailure(oid, op.NAME, "commit message differs from the one the op produces")
+        # Before subjects were escaped (issue 26), one with a control character was written raw:
+        # the one other message accepted, reported as legacy.
+        if commit.message != record.message(op, outcome.event, legacy_subject=True):
+            raise VerifyFailure(oid, op.NAME, "commit message differs from the one the op produces")
+        if legacy is not None:
+            legacy.append(oid)
     sig = signature(op)
     for who, s in (("author", commit.author), ("committer", commit.committer)):
         if (s.name, s.email, s.time, s.offset) != (sig.name, sig.email, sig.time, sig.offset):

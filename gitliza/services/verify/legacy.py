@@ -17,6 +17,8 @@ from gitliza.git.source import decode_blob
 
 LEGACY_ANOMALY = ("anomaly details in the order they were typed (gitliza before the canonical "
                   "order, docs/lifecycle.md \"Anomaly details\")")
+LEGACY_SUBJECT = ("a subject with raw control characters (gitliza before subjects were escaped, "
+                  "docs/security.md \"Hostile input\")")
 
 
 def legacy_anomaly(repo: pygit2.Repository, parent: pygit2.Commit | None, commit: pygit2.Commit,
