@@ -27,7 +27,7 @@ def cli(repo: Path, *args: str, agent: str | None = None, check: bool = True
 
 def make_board(repo: Path) -> dict[str, str]:
     """t1 in review (a diff touching app.py and a file holding a private key), t2 after t1, t3
-    blocked with questions, t4 unclaimed, d1 a draft; agents p1, c1, c2, r1."""
+    blocked with questions, t4 claimed by c2, d1 a draft; agents p1, c1, c2, r1."""
     (repo / "specs").mkdir()
     (repo / "specs" / "greet.md").write_text("# Greeting\n\nSay **hello** to `NAME`.\n\n"
                                              "- one\n- two\n\n<script>alert(1)</script>\n")
@@ -56,7 +56,31 @@ def make_board(repo: Path) -> dict[str, str]:
     cli(repo, "claim", "t3", agent="c2")
     cli(repo, "block", "t3", "--reason", "which languages?", "--question",
         "Which languages first?", "--question", "Who translates?", agent="c2")
+    cli(repo, "claim", "t4", agent="c2")
     logs = repo / ".liza" / "agent-logs"
     logs.mkdir(parents=True, exist_ok=True)
     (logs / "c1--t1--20260101T000000Z.log").write_text("starting t1\nwrote app.py\n" + PRIVATE)
     return {"worktree": str(wt)}
+
+
+def small_board(repo: Path) -> None:
+    """In process and quick (set-up, not under test): t1..t3 ready, t1 blocked by c1 with two
+    questions (a board-level claim: no worktree needed), agents p1, c1."""
+    from gitliza.core.ops import Add, Init, Register
+    from gitliza.core.ops.work import Block, Claim
+    from gitliza.services.api import Liza
+    from gitliza.services.lifecycle.integration import ensure_integration_branch
+    commit_specs(repo, "spec.md")
+    human = Liza.open(repo, "human")
+    done = human.do(Init, goal="build it")
+    ensure_integration_branch(human, done.outcome.board.config.integration_branch)
+    human.do(Register, agent="p1", role="planner")
+    human.do(Register, agent="c1", role="coder")
+    planner = Liza.open(repo, "p1")
+    for tid in ("t1", "t2", "t3"):
+        planner.do(Add, task=tid, description=f"do {tid}", spec_ref="spec.md",
+                   done_when="it works", scope="src", ready=True)
+    coder = Liza.open(repo, "c1")
+    base = git(repo, "rev-parse", "main")
+    coder.do(Claim, task="t1", worktree=".worktrees/t1", base_commit=base)
+    coder.do(Block, task="t1", reason="unclear", questions=("Which way?", "How far?"))

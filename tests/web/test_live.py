@@ -1,0 +1,86 @@
+"""Live without reload or polling: a transition made by another process (the CLI) arrives on the
+page's event stream, once, in order, fed by the ref watch `events --follow` uses; the verify
+badge follows the tip. And the command itself: the missing extra (exit 5), and a start-up that
+imports no web module."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.web.board import cli
+from tests.web.conftest import authed, client, state
+
+
+def read_events(r: Any, want: int) -> list[tuple[str, dict[str, Any]]]:
+    out: list[tuple[str, dict[str, Any]]] = []
+    kind = None
+    for line in r.iter_lines():
+        if line.startswith("event: "):
+            kind = line[7:]
+        elif line.startswith("data: ") and kind is not None:
+            out.append((kind, json.loads(line[6:])))
+            if sum(k == "change" for k, _ in out) >= want:
+                return out
+    return out
+
+
+@pytest.mark.timeout(180)
+def test_cli_transitions_arrive_on_the_stream_in_order(small: Path) -> None:
+    with client(small) as c:
+        authed(c)
+        with c.stream("GET", "/events") as r:
+            assert r.headers["content-type"].startswith("text/event-stream")
+
+            def write() -> None:
+                cli(small, "note", "first")
+                cli(small, "note", "second", "--for", "t2")
+            t = threading.Thread(target=write)
+            t.start()
+            got = read_events(r, 2)
+            t.join()
+    changes = [d for k, d in got if k == "change"]
+    assert [d["op"] for d in changes] == ["note", "note"]
+    assert changes[-1]["state"] == state(small)
+    assert changes[1]["parent"] == changes[0]["state"]
+    verdicts = [d for k, d in got if k == "verify"]
+    assert verdicts and verdicts[0]["ok"] is True
+
+
+def test_one_watcher_serves_every_page(small: Path) -> None:
+    with client(small) as c:
+        authed(c)
+        bus = c.app.app.state.bus  # type: ignore[attr-defined]
+        with c.stream("GET", "/events"), c.stream("GET", "/events"):
+            assert bus.subscribers == 2
+        # A closed page is dropped at its next event or keepalive; the watcher stays one.
+        assert bus._watcher is not None
+
+
+def test_missing_extra_says_what_to_install_and_exits_5(repo: Path, tmp_path: Path) -> None:
+    """Run with starlette made unimportable (a module that raises ImportError first on the path)."""
+    blocker = tmp_path / "blocker"
+    blocker.mkdir()
+    (blocker / "starlette.py").write_text("raise ImportError('no starlette here')\n")
+    env_path = f"{blocker}:{Path(__file__).resolve().parents[2]}"
+    r = subprocess.run([sys.executable, "-m", "gitliza", "web", "--no-open"], cwd=repo,
+                       env={**__import__("os").environ, "PYTHONPATH": env_path},
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 5
+    assert r.stderr.strip() == ("gitliza: error: git liza web needs starlette "
+                                "(pip install 'gitliza[web]')")
+
+
+def test_cli_start_up_imports_no_web_module(repo: Path) -> None:
+    code = ("import sys\nfrom gitliza.cli.app import main\ntry:\n    main(['status'])\n"
+            "except SystemExit:\n    pass\n"
+            "bad = [m for m in sys.modules if m.split('.')[0] in ('starlette', 'uvicorn') "
+            "or m.startswith('gitliza.web')]\nprint(bad)")
+    r = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True,
+                       timeout=60)
+    assert r.stdout.strip().splitlines()[-1] == "[]", r.stdout + r.stderr
