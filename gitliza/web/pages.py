@@ -157,7 +157,7 @@ def card(t: dict[str, Any]) -> str:
     if t.get("iteration"):
         bits.append(f'<span class="it" title="iteration">#{e(t["iteration"])}</span>')
     if lease:
-        bits.append(f'<span class="lease" title="lease">⏱ {when(lease)}</span>')
+        bits.append(f'<span class="lease" title="lease">lease {when(lease)}</span>')
     return (f'<article class="card s-{e(t["status"])}" data-task="{e(t["id"])}">'
             f'<div class="row"><a class="tid" href="/task/{e(t["id"])}">{e(t["id"])}</a>'
             f'{"".join(bits)}</div>'
