@@ -11,7 +11,9 @@ with Debian's headless Chromium (tests/web/browser.py):
 - commit -> DOM: a task is added in process; the page's MutationObserver notes when its card is
   in the DOM (the ref watch, the event stream, the fragment fetch and render, the DOM swap);
 - long run: `--long` more transitions with the page open (each one re-renders the board) and a
-  task page and the timeline loaded every 50; the server's open file descriptors and RSS sampled.
+  task page, the timeline and the board loaded every 50; the server's open file descriptors and
+  RSS sampled. The transitions add tasks (the board grows), or with `--steady` pause and resume
+  (the board keeps its size, so memory that grows would be a leak).
 Prints figures; no assertions.
 """
 from __future__ import annotations
@@ -48,6 +50,8 @@ def main() -> None:
     ap.add_argument("--tasks", type=int, default=1000)
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--long", type=int, default=1500)
+    ap.add_argument("--steady", action="store_true",
+                    help="long run of pause/resume (the board keeps its size) instead of adds")
     args = ap.parse_args()
     from gitliza.core.ops import Add, Register
     from gitliza.services.api import Liza
@@ -120,11 +124,15 @@ def main() -> None:
             show("commit -> card in the DOM", lat)
 
             print(f"server pid {pid}: start  fds {fds(pid):4}  RSS {rss_kb(pid) // 1024} MiB")
+            from gitliza.core.ops.control import Pause, Resume
             for i in range(args.long):
-                planner.do(Add, task=f"long-{i}", description="long run", spec_ref="spec.md",
-                           done_when="done", scope="src", ready=True)
+                if args.steady:
+                    human.do(Resume if i % 2 else Pause)
+                else:
+                    planner.do(Add, task=f"long-{i}", description="long run", spec_ref="spec.md",
+                               done_when="done", scope="src", ready=True)
                 if i % 50 == 49:
-                    for path in (f"/task/task-{i}", "/log"):
+                    for path in (f"/task/task-{i % args.tasks}" if args.steady else f"/task/long-{i}", "/log", "/"):
                         req = urllib.request.Request(
                             served.base + path, headers={"Authorization": f"Bearer {token}"})
                         urllib.request.urlopen(req).read()

@@ -13,10 +13,10 @@ handle (gitliza/web/live.py).
 from __future__ import annotations
 
 import threading
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from importlib.resources import files
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable
+from typing import Any, AsyncIterator, Callable, Iterator
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -33,6 +33,7 @@ from gitliza.web.live import Broadcaster, event_stream, log_stream
 HTTP_STATUS = {1: 422, 2: 409, 3: 500, 4: 500, 5: 503}
 TERMINAL = ("MERGED", "SUPERSEDED", "ABANDONED")
 LOG_DEFAULT = 200
+REOPEN = 64  # transitions after which the routes' repository handle is reopened (Board.fresh)
 
 
 class Board:
@@ -42,14 +43,37 @@ class Board:
                  ) -> None:
         self.open_liza = open_liza
         self.liza = open_liza()
+        self.watcher: Any = None  # the alarms' Watcher over self.liza's store
+        self.opened_at = 0  # the broadcaster's count of transitions when self.liza was opened
         self.lock = threading.Lock()
+        self.seen: Callable[[], int] = lambda: 0  # transitions seen so far (the broadcaster's)
         self.read_only = read_only
         self.alarms = alarms
         self._pictures: tuple[Any, str] | None = None
 
-    def board_html(self, verify: dict[str, Any]) -> str:
+    @contextmanager
+    def handle(self) -> Iterator[Any]:
+        """The repository handle, for one request at a time (pygit2 objects are not shared
+        across threads)."""
         with self.lock:
-            data = snapshot.board_view(self.liza, self.alarms)
+            self.fresh(self.seen())
+            yield self.liza
+
+    def fresh(self, seen: int) -> None:
+        """Reopen the handle every REOPEN transitions (call under the lock): libgit2 keeps every
+        pack file a handle has read open for the handle's life, and the board writes a pack per
+        transition, so the server's open files would grow with the board's history."""
+        if seen - self.opened_at >= REOPEN:
+            old = self.liza
+            self.liza, self.watcher, self.opened_at = self.open_liza(), None, seen
+            old.repo.free()  # now, not when the cycle collector gets to it
+
+    def board_html(self, verify: dict[str, Any]) -> str:
+        with self.handle():
+            if self.alarms and self.watcher is None:
+                from gitliza.governance.watch import Watcher
+                self.watcher = Watcher(self.liza.store, notify=False)
+            data = snapshot.board_view(self.liza, self.watcher if self.alarms else None)
             done = self._done(data["state"])
         return pages.board_body(data, done, verify, self.read_only)
 
@@ -72,7 +96,7 @@ class Board:
 
     def task_html(self, task: str) -> str:
         from gitliza.services.views import log_entries, show_data
-        with self.lock:
+        with self.handle():
             t = show_data(self.liza, task)
             repo = self.liza.repo
             branch = self.liza.board().config.integration_branch
@@ -86,7 +110,7 @@ class Board:
     def pictures_html(self) -> str:
         from gitliza.services.views import log_entries, status_data
         from gitliza.web import pictures
-        with self.lock:
+        with self.handle():
             data = status_data(self.liza)
             tip = data["state"]
             if self._pictures is None or self._pictures[0] != tip:
@@ -101,6 +125,7 @@ def build(open_liza: Callable[[], Any], token: str, *, read_only: bool = False,
     """The ASGI app for one repository (`open_liza()` opens a handle on it, as the human)."""
     board = Board(open_liza, read_only=read_only, alarms=alarms)
     bus = Broadcaster(open_liza)
+    board.seen = lambda: bus.events_seen
     guard = Guard(token, loopback=loopback, cookie=cookie)
     static = files("gitliza.web") / "static"
 
@@ -149,7 +174,7 @@ def build(open_liza: Callable[[], Any], token: str, *, read_only: bool = False,
 
         def read() -> list[dict[str, Any]]:
             from gitliza.services.views import log_entries
-            with board.lock:
+            with board.handle():
                 found = log_entries(board.liza, None if filters["op"] else limit,
                                     task=filters["task"] or None, by=filters["agent"] or None)
             if filters["op"]:
@@ -173,7 +198,7 @@ def build(open_liza: Callable[[], Any], token: str, *, read_only: bool = False,
         from gitliza.services.views import status_data
 
         def read() -> dict[str, Any]:
-            with board.lock:
+            with board.handle():
                 return status_data(board.liza)
         return JSONResponse(await run_in_threadpool(read))
 
@@ -183,7 +208,7 @@ def build(open_liza: Callable[[], Any], token: str, *, read_only: bool = False,
         from gitliza.services.views import show_data
 
         def read() -> dict[str, Any]:
-            with board.lock:
+            with board.handle():
                 return show_data(board.liza, request.path_params["task"])
         try:
             return JSONResponse(await run_in_threadpool(read))
@@ -204,7 +229,7 @@ def build(open_liza: Callable[[], Any], token: str, *, read_only: bool = False,
         fields = {k: str(v) for k, v in form.items() if k != "csrf"}
 
         def act() -> dict[str, Any]:
-            with board.lock:
+            with board.handle():
                 return perform(board.liza, request.path_params["name"], fields)
         try:
             result = await run_in_threadpool(act)
@@ -218,7 +243,7 @@ def build(open_liza: Callable[[], Any], token: str, *, read_only: bool = False,
 
     async def agent_log(request: Request) -> Response:
         tid, n = request.path_params["task"], request.path_params["n"]
-        with board.lock:
+        with board.handle():
             found = sources.log_files(board.liza, tid)
         if n >= len(found):
             return PlainTextResponse("gitliza: error: no such log\n", status_code=404)

@@ -72,19 +72,28 @@ class Broadcaster:
             raise _Stopped
 
     def _run(self, liza: Any) -> None:
+        """Each round: wait for the ref, then the commits since the last one seen, as `events`
+        gives them (gitliza/access/events.py), read through a fresh handle: libgit2 keeps every
+        pack file a handle has read open for the handle's life (even once gitliza's pack merging
+        removed it), and the board writes a pack per transition, so one long-lived handle would
+        hold one more open file per transition."""
         from gitliza.access.events import events
         tip = liza.store.tip()
         self._verify(liza, tip)
+        seen = None if tip is None else str(tip)
+        liza.repo.free()
         try:
-            batch_tip = tip
-            for e in events(liza, str(tip) if tip is not None else None, follow=True,
-                            wait=self._wait):
-                self.events_seen += 1
-                self._publish({"kind": "change", **e})
-                now_tip = liza.store.tip()
-                if now_tip != batch_tip and str(now_tip) == e.get("state"):
-                    self._verify(liza, now_tip)  # once per batch: at its last commit
-                    batch_tip = now_tip
+            while True:
+                self._wait()
+                fresh = self._open()
+                for e in events(fresh, seen):
+                    self.events_seen += 1
+                    self._publish({"kind": "change", **e})
+                    seen = e["state"]
+                tip = fresh.store.tip()
+                if tip is not None and str(tip) == seen and self.verify.get("tip") != seen:
+                    self._verify(fresh, tip)
+                fresh.repo.free()  # its pack files closed now, not when the cycle collector runs
         except _Stopped:
             return
 

@@ -14,8 +14,10 @@ RECENT = 12
 JOURNAL = 20  # the newest anomalies / notes / discoveries a page lists
 
 
-def board_view(liza: Any, alarms: bool = True) -> dict[str, Any]:
-    """The status view, and the rest of the board page's panels, at one state commit."""
+def board_view(liza: Any, watcher: Any = None) -> dict[str, Any]:
+    """The status view, and the rest of the board page's panels, at one state commit.
+    `watcher`: a gitliza/governance/watch.py Watcher over `liza`'s store for the alarms (None:
+    no alarms)."""
     data = status_data(liza)
     state = data["state"]
     board = liza.store.board(state)[0]
@@ -36,7 +38,7 @@ def board_view(liza: Any, alarms: bool = True) -> dict[str, Any]:
                                   "timestamp")
     data["discovered"] = data["discovered"][-JOURNAL:]
     data["circuit_breaker"] = codec.encode(board.circuit_breaker)
-    data["alarms"] = alarm_list(liza, now) if alarms else None
+    data["alarms"] = alarm_list(watcher, now) if watcher is not None else None
     data["recent"] = log_entries(liza, RECENT, at=state)
     return data
 
@@ -51,12 +53,15 @@ def alive(agent: dict[str, Any], supervisor_expires: str | None, heartbeat_inter
         clock.to_epoch(now) - clock.to_epoch(beat) <= 2 * heartbeat_interval
 
 
-def alarm_list(liza: Any, now: str) -> list[dict[str, str]] | None:
-    """The watcher's active alarms (what `git liza top` shows), or None when they cannot be
-    evaluated here."""
-    from gitliza.governance.top import watcher_alarms
-    found = watcher_alarms(liza, now)
-    return None if found is None else [{"level": lv, "text": tx} for lv, tx in found]
+def alarm_list(watcher: Any, now: str) -> list[dict[str, str]]:
+    """The watcher's active alarms now (what `git liza watch` and `top` show): its facts (the
+    board, the time of the last state commit, a pause, a checkpoint) through gitliza/core/alarms.py.
+    The caller keeps the Watcher with its repository handle (top's cache keeps each store alive
+    for the life of the process, which a server that reopens its handle cannot afford)."""
+    from gitliza.core import alarms
+    watcher.now = lambda: now
+    board, facts = watcher.read()
+    return [{"level": a.level.value, "text": a.text} for a in alarms.evaluate(board, facts)]
 
 
 def _newest(items: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:

@@ -84,3 +84,44 @@ def test_cli_start_up_imports_no_web_module(repo: Path) -> None:
     r = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True,
                        timeout=60)
     assert r.stdout.strip().splitlines()[-1] == "[]", r.stdout + r.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_the_servers_open_files_stay_flat_over_many_transitions(small: Path) -> None:
+    """The board writes one pack per transition and libgit2 keeps every pack a handle read open:
+    the server reopens its handles, so 300 transitions with pages and a stream open leave its
+    open files bounded (without that: one more per transition)."""
+    import os
+    import urllib.request
+
+    from gitliza.core.ops.journal import Note
+    from gitliza.services.api import Liza
+    from tests.web.browser import Served
+    served = Served(small)
+    try:
+        pid = served.proc.pid
+        token = served.url.split("token=")[1]
+
+        def get(path: str) -> bytes:
+            req = urllib.request.Request(served.base + path,
+                                         headers={"Authorization": f"Bearer {token}"})
+            with urllib.request.urlopen(req, timeout=60) as r:
+                return bytes(r.read())
+        stream = urllib.request.urlopen(urllib.request.Request(
+            served.base + "/events", headers={"Authorization": f"Bearer {token}"}), timeout=120)
+        get("/")
+        start = len(os.listdir(f"/proc/{pid}/fd"))
+        human = Liza.open(small, "human")
+        samples = []
+        for i in range(300):
+            human.do(Note, message=f"n{i}", ordered=True)
+            if i % 30 == 29:
+                human.repo.free()  # the test's own handle: same reason
+                for path in ("/", "/task/t1", "/log", "/pictures"):
+                    get(path)
+                samples.append(len(os.listdir(f"/proc/{pid}/fd")))
+        stream.close()
+    finally:
+        served.close()
+    assert max(samples) < start + 64, (start, samples)
