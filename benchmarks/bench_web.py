@@ -132,7 +132,8 @@ def main() -> None:
                     planner.do(Add, task=f"long-{i}", description="long run", spec_ref="spec.md",
                                done_when="done", scope="src", ready=True)
                 if i % 50 == 49:
-                    for path in (f"/task/task-{i % args.tasks}" if args.steady else f"/task/long-{i}", "/log", "/"):
+                    task = f"task-{i % args.tasks}" if args.steady else f"long-{i}"
+                    for path in (f"/task/{task}", "/log", "/"):
                         req = urllib.request.Request(
                             served.base + path, headers={"Authorization": f"Bearer {token}"})
                         urllib.request.urlopen(req).read()

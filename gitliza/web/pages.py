@@ -74,9 +74,9 @@ def header(data: dict[str, Any], verify: dict[str, Any]) -> str:
         flags.append(f'<span class="flag bad">ABORTED by {e(control.get("aborted_by"))}: '
                      f'{e(control.get("abort_reason"))}</span>')
     if control.get("paused"):
+        why = control.get("pause_reason")
         flags.append(f'<span class="flag warn">PAUSED by {e(control.get("paused_by"))}'
-                     f'{": " + e(control.get("pause_reason")) if control.get("pause_reason") else ""}'
-                     '</span>')
+                     f'{": " + e(why) if why else ""}</span>')
     if sprint.get("status") == "CHECKPOINT":
         flags.append(f'<span class="flag warn">CHECKPOINT: {e(control.get("checkpoint_reason"))}'
                      '</span>')
@@ -85,13 +85,14 @@ def header(data: dict[str, Any], verify: dict[str, Any]) -> str:
              ("review cycles", m.get("review_cycles_total", 0)),
              ("approval", _pct(m.get("review_verdict_approval_rate_percent"))),
              ("archived", data.get("archived", 0))]
-    timeline = sprint.get("timeline", {}) or {}
+    deadline = (sprint.get("timeline", {}) or {}).get("deadline")
+    state = data["state"]
     return f"""<section class="head">
-<div class="goal"><div class="kicker">goal {e(goal.get("id"))} · <b>{e(goal.get("status"))}</b></div>
-<h1>{e(goal.get("description"))}</h1>
+<div class="goal"><div class="kicker">goal {e(goal.get("id"))} · <b>{e(goal.get("status"))}</b>
+</div><h1>{e(goal.get("description"))}</h1>
 <div class="sub">sprint {e(sprint.get("id"))} · <b>{e(sprint.get("status"))}</b>
-{"· deadline " + when(timeline.get("deadline")) if timeline.get("deadline") else ""}
-· state <code title="{e(data["state"])}">{e(data["state"][:12])}</code> {verify_badge(verify)}</div>
+{"· deadline " + when(deadline) if deadline else ""}
+· state <code title="{e(state)}">{e(state[:12])}</code> {verify_badge(verify)}</div>
 <div class="flags">{"".join(flags)}</div></div>
 <dl class="stats">{"".join(f"<div><dt>{k}</dt><dd>{e(v)}</dd></div>" for k, v in stats)}</dl>
 </section>"""
@@ -105,8 +106,8 @@ def verify_badge(v: dict[str, Any]) -> str:
     if v.get("ok") is None:
         return '<span class="badge" id="verify">verify: running</span>'
     if v["ok"]:
-        return (f'<span class="badge ok" id="verify" title="every state commit replays to its tree">'
-                f'verified {e(v.get("commits"))} commits</span>')
+        return ('<span class="badge ok" id="verify" title="every state commit replays to its '
+                f'tree">verified {e(v.get("commits"))} commits</span>')
     return f'<span class="badge bad" id="verify">verify failed: {e(v.get("error"))}</span>'
 
 

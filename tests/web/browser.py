@@ -57,7 +57,8 @@ class Served:
         url = self.proc.stdout.readline().strip()
         if not url.startswith("http://"):
             self.close()
-            raise AssertionError(f"no URL: {first!r} {url!r} {self.proc.stderr.read() if self.proc.stderr else ''}")
+            err = self.proc.stderr.read() if self.proc.stderr else ""
+            raise AssertionError(f"no URL: {first!r} {url!r} {err}")
         self.url = url
         self.base = url.split("/?")[0]
 

@@ -23,7 +23,8 @@ def last_actor(repo: Path) -> str:
 
 
 @pytest.mark.parametrize("name,form,check", [
-    ("pause", {"reason": "lunch"}, lambda b: b.control.paused and b.control.pause_reason == "lunch"),
+    ("pause", {"reason": "lunch"},
+     lambda b: b.control.paused and b.control.pause_reason == "lunch"),
     ("abort", {"reason": "wrong goal"}, lambda b: b.control.aborted),
     ("checkpoint", {"reason": "look"}, lambda b: b.sprint.status.value == "CHECKPOINT"),
     ("note", {"message": "mind the tests", "for_task": "t2"},
