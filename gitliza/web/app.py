@@ -110,14 +110,18 @@ class Board:
     def pictures_html(self) -> str:
         from gitliza.services.views import log_entries, status_data
         from gitliza.web import pictures
+        from gitliza.services.views import task_row
         with self.handle():
             data = status_data(self.liza)
             tip = data["state"]
+            # Every task of the goal, finished ones too: they are what the others waited on.
+            everything = data["tasks"] + ([task_row(t) for t in self.liza.store.board(tip)[0]
+                                           .values("archive")] if tip is not None else [])
             if self._pictures is None or self._pictures[0] != tip:
                 entries = list(reversed(log_entries(self.liza)))
                 self._pictures = (tip, pictures.burndown(pictures.progress(entries)))
             chart = self._pictures[1]
-        return pages.pictures_body(pictures.dependency_graph(data["tasks"]), chart)
+        return pages.pictures_body(pictures.dependency_graph(everything), chart)
 
 
 def build(open_liza: Callable[[], Any], token: str, *, read_only: bool = False,

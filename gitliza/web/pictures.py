@@ -112,7 +112,7 @@ def progress(entries: Iterable[dict[str, Any]]) -> list[tuple[int, int, int]]:
     return points
 
 
-def burndown(points: Sequence[tuple[int, int, int]], width: int = 560, height: int = 180) -> str:
+def burndown(points: Sequence[tuple[int, int, int]], width: int = 900, height: int = 220) -> str:
     """Open tasks (the burndown) and merged tasks (the throughput, cumulative) over time."""
     if len(points) < 2:
         return '<p class="empty">not enough history yet</p>'

@@ -89,7 +89,7 @@ def task_body(t: dict[str, Any], *, spec: str | None, audit: Sequence[dict[str, 
                      '<thead><tr><th>iteration</th><th>time</th><th>reviewer</th><th>reason</th>'
                      '</tr></thead><tbody>' + "".join(
                          f"<tr><td>#{n}</td><td class=nowrap>{e(tm)}</td><td>{e(who)}</td>"
-                         f"<td>{e(why)}</td></tr>" for n, tm, who, why in rej)
+                         f"<td class=pre>{e(why)}</td></tr>" for n, tm, who, why in rej)
                      + "</tbody></table></section>")
     parts.append(diff_panel(*diff))
     if not read_only:

@@ -92,3 +92,12 @@ def test_a_refused_action_says_the_clis_line_and_moves_nothing(small: Path) -> N
         assert state(small) == before
         # The page shows it in one line, as the CLI prints it (the script puts it in #flash).
         assert 'id="flash"' in c.get("/").text
+
+
+def test_finished_tasks_stay_in_the_dependency_graph(small: Path) -> None:
+    with client(small) as c:
+        authed(c)
+        assert act(c, "abandon", task="t3", reason="not needed").status_code == 200
+        page = c.get("/pictures").text
+    assert 'data-task="t3" data-status="ABANDONED"' in page
+    assert 'data-task="t2" data-status="UNCLAIMED"' in page
