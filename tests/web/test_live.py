@@ -125,3 +125,75 @@ def test_the_servers_open_files_stay_flat_over_many_transitions(small: Path) -> 
     finally:
         served.close()
     assert max(samples) < start + 64, (start, samples)
+
+
+@pytest.mark.timeout(120)
+def test_an_agent_log_streams_what_is_written_after_the_page_opened(small: Path) -> None:
+    logs = small / ".liza" / "agent-logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    log = logs / "c1--t1--20260101T000000Z.log"
+    log.write_text("old line\n")
+    size = log.stat().st_size
+    with client(small) as c:
+        authed(c)
+        assert "old line" in c.get("/task/t1").text
+        with c.stream("GET", f"/task/t1/log/0/stream?offset={size}") as r:
+            lines = r.iter_lines()
+            assert next(lines).startswith("retry:")
+
+            def write() -> None:
+                with open(log, "a") as f:
+                    f.write("new line while running\n")
+            threading.Timer(0.5, write).start()
+            got = []
+            for line in lines:
+                got.append(line)
+                if "new line" in line:
+                    break
+    assert "data: new line while running" in got
+    assert not any("old line" in g for g in got)  # from the offset on, not again
+
+
+@pytest.mark.timeout(120)
+def test_another_host_serves_with_a_warning_and_still_wants_the_token(small: Path) -> None:
+    import urllib.error
+    import urllib.request
+
+    from tests.web.browser import Served
+    served = Served(small, "--host", "0.0.0.0")
+    try:
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(served.base + "/api/board", timeout=30)
+        assert refused.value.code == 401
+        token = served.url.split("token=")[1]
+        ok = urllib.request.urlopen(urllib.request.Request(
+            served.base + "/api/board", headers={"Authorization": f"Bearer {token}"}), timeout=30)
+        assert ok.status == 200
+    finally:
+        served.close()
+    assert served.proc.stderr is not None
+    err = served.proc.stderr.read()
+    assert err.startswith("gitliza: warning: serving on 0.0.0.0")
+
+
+@pytest.mark.timeout(180)
+def test_a_transition_from_another_clone_arrives_when_it_is_fetched(small: Path,
+                                                                     tmp_path: Path) -> None:
+    """Another machine's transition reaches the page at the next sync (a fetch of the board ref
+    is what sync does underneath)."""
+    from gitliza.core.ops.journal import Note
+    from gitliza.services.api import Liza
+    from tests.conftest import git
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(small), str(clone))
+    git(clone, "fetch", "-q", "origin", "refs/liza/state:refs/liza/state")
+    Liza.open(clone, "p1").do(Note, message="from afar", ordered=True)
+    with client(small) as c:
+        authed(c)
+        with c.stream("GET", "/events") as r:
+            threading.Timer(0.5, lambda: git(small, "fetch", "-q", str(clone),
+                                             "refs/liza/state:refs/liza/state")).start()
+            got = read_events(r, 1)
+    change = next(d for k, d in got if k == "change")
+    assert change["op"] == "note" and change["actor"] == "p1"
+    assert change["state"] == state(small)

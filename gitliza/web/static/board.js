@@ -57,7 +57,12 @@
   }
   function connect() {
     const es = new EventSource("/events");
-    es.addEventListener("open", () => conn.classList.add("on"));
+    let opened = false;
+    es.addEventListener("open", () => {
+      conn.classList.add("on");
+      if (opened) refresh(); // back after a lost connection: what it missed is on the board
+      opened = true;
+    });
     es.addEventListener("error", () => conn.classList.remove("on"));
     es.addEventListener("change", refresh);
     es.addEventListener("verify", (ev) => {
