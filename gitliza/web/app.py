@@ -25,7 +25,7 @@ from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from gitliza.errors import LizaError
+from gitliza.errors import LizaError, environmental, unexpected
 from gitliza.web import pages, snapshot, sources, taskpage
 from gitliza.web.auth import Guard, Guarded
 from gitliza.web.live import Broadcaster, event_stream, log_stream
@@ -112,6 +112,9 @@ class Board:
         from gitliza.web import pictures
         from gitliza.services.views import task_row
         with self.handle():
+            if self.liza.store.tip() is None:
+                return pages.pictures_body('<p class="empty">no tasks yet</p>',
+                                           '<p class="empty">no history yet</p>')
             data = status_data(self.liza)
             tip = data["state"]
             # Every task of the goal, finished ones too: they are what the others waited on.
@@ -239,6 +242,13 @@ def build(open_liza: Callable[[], Any], token: str, *, read_only: bool = False,
             result = await run_in_threadpool(act)
         except LizaError as err:
             return failed(err)
+        except Exception as err:  # as the CLI's handler: the environment's refusal, else a bug
+            known = environmental(err)
+            if known is not None:
+                return failed(known)
+            _, code, text = unexpected(err)
+            return PlainTextResponse(f"gitliza: error: {text}\n",
+                                     status_code=HTTP_STATUS.get(code, 500))
         return JSONResponse(result)
 
     async def stream(request: Request) -> Response:
@@ -281,7 +291,11 @@ def build(open_liza: Callable[[], Any], token: str, *, read_only: bool = False,
         Route("/action/{name}", action, methods=["POST"]), Route("/pygments.css", css),
         Mount("/static", StaticFiles(directory=str(static)), name="static"),
     ]
-    app = Starlette(routes=routes, lifespan=lifespan)
+    async def refused(request: Request, err: Exception) -> Response:
+        assert isinstance(err, LizaError)
+        return failed(err)  # any route: the CLI's one line, never a traceback page
+
+    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={LizaError: refused})
     app.state.board = board
     app.state.bus = bus
     return Guarded(app, guard)

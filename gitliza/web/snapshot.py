@@ -18,15 +18,13 @@ def board_view(liza: Any, watcher: Any = None) -> dict[str, Any]:
     """The status view, and the rest of the board page's panels, at one state commit.
     `watcher`: a gitliza/governance/watch.py Watcher over `liza`'s store for the alarms (None:
     no alarms)."""
+    now = liza.now()
+    if liza.store.tip() is None:  # no board yet: the page says how to make one, and follows
+        return {"state": None, "now": now}
     data = status_data(liza)
     state = data["state"]
     board = liza.store.board(state)[0]
-    now = liza.now()
     data["now"] = now
-    if state is None:
-        data.update(supervisors={}, anomalies=[], human_notes=[], circuit_breaker=None,
-                    alarms=[], recent=[])
-        return data
     sups = {s.agent: s for s in board.values("supervisors")}
     hb = board.config.heartbeat_interval
     for a in data["agents"]:

@@ -120,3 +120,15 @@ def test_pictures_draw_every_task_coloured_by_state_and_the_burndown(review_boar
                      "t4": "CLAIMED", "d1": "DRAFT"}
     assert page.count('class="edge"') == 1  # t1 -> t2
     assert 'aria-label="burndown and throughput"' in page and "open 5" in page
+
+
+def test_a_repository_without_a_board_says_how_to_make_one_and_then_follows(repo: Path) -> None:
+    with client(repo) as c:
+        authed(c)
+        assert "git liza init" in c.get("/").text
+        assert "no tasks yet" in c.get("/pictures").text
+        assert c.get("/log").status_code == 200
+        r = c.get("/task/t1")
+        assert r.status_code == 422 and r.text.startswith("gitliza: error: ")
+        cli(repo, "init", "a goal")
+        assert "a goal" in c.get("/fragment/board").text
