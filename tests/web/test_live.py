@@ -52,14 +52,25 @@ def test_cli_transitions_arrive_on_the_stream_in_order(small: Path) -> None:
     assert verdicts and verdicts[0]["ok"] is True
 
 
+def inotify_fds() -> int:
+    import os
+    return sum(os.readlink(f"/proc/self/fd/{fd}") == "anon_inode:inotify"
+               for fd in os.listdir("/proc/self/fd") if os.path.exists(f"/proc/self/fd/{fd}"))
+
+
 def test_one_watcher_serves_every_page(small: Path) -> None:
+    """Five open pages share the server's one ref watch: no inotify instance per visitor."""
+    from contextlib import ExitStack
     with client(small) as c:
         authed(c)
         bus = c.app.app.state.bus  # type: ignore[attr-defined]
-        with c.stream("GET", "/events"), c.stream("GET", "/events"):
-            assert bus.subscribers == 2
-        # A closed page is dropped at its next event or keepalive; the watcher stays one.
-        assert bus._watcher is not None
+        with c.stream("GET", "/events"):
+            one = inotify_fds()
+            with ExitStack() as pages:
+                for _ in range(4):
+                    pages.enter_context(c.stream("GET", "/events"))
+                assert bus.subscribers == 5
+                assert inotify_fds() == one
 
 
 def test_missing_extra_says_what_to_install_and_exits_5(repo: Path, tmp_path: Path) -> None:
