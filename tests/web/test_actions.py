@@ -101,3 +101,50 @@ def test_finished_tasks_stay_in_the_dependency_graph(small: Path) -> None:
         page = c.get("/pictures").text
     assert 'data-task="t3" data-status="ABANDONED"' in page
     assert 'data-task="t2" data-status="UNCLAIMED"' in page
+
+
+def test_under_required_signatures_an_action_is_signed_with_the_humans_key(
+        small: Path, tmp_path: Path) -> None:
+    """The page acts through the same write path as the command: signed in process with the key
+    git's user.signingkey names; `verify` accepts it and counts it signed. And the key itself is
+    never on a page."""
+    import subprocess
+
+    from gitliza.git.store import Store
+    from gitliza.services.verify.engine import replay
+    key = tmp_path / "human_ed25519"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "human", "-f", str(key)],
+                   check=True)
+    git(small, "config", "gpg.format", "ssh")
+    git(small, "config", "user.signingkey", str(key))
+    cli(small, "rekey", "human", "--key", f"{key}.pub")
+    cli(small, "config", "signatures", "required")
+    # A server started after the key was configured, as a person would (this test process's
+    # signers were cached by small()'s set-up, before the key existed).
+    import urllib.parse
+    import urllib.request
+
+    from tests.web.browser import Served
+    served = Served(small)
+    try:
+        auth = {"Authorization": f"Bearer {served.url.split('token=')[1]}"}
+
+        def get(path: str) -> str:
+            with urllib.request.urlopen(urllib.request.Request(served.base + path, headers=auth),
+                                        timeout=60) as r:
+                return str(r.read().decode())
+        token = re.search(r'name="csrf" content="(\w+)"', get("/"))
+        assert token is not None
+        body = urllib.parse.urlencode({"message": "signed from the browser"}).encode()
+        post = urllib.request.Request(served.base + "/action/note", data=body,
+                                      headers={**auth, "X-CSRF-Token": token.group(1)})
+        with urllib.request.urlopen(post, timeout=60) as r:
+            assert r.status == 200
+        pages = "".join(get(p) for p in ("/", "/log", "/task/t1", "/api/board"))
+    finally:
+        served.close()
+    assert "gpgsig" in git(small, "cat-file", "commit", "refs/liza/state")
+    store = Store.discover(small)
+    assert replay(store, store.tip(), git(small, "rev-parse", "refs/liza/state~1")).signed == 1
+    assert "PRIVATE KEY" not in pages
+    assert key.read_text().splitlines()[1] not in pages
