@@ -4,7 +4,7 @@ handle (gitliza/web/live.py).
 
     GET  /                 the board              GET  /fragment/board      its live part
     GET  /task/{id}        a task                 GET  /fragment/task/{id}  its live part
-    GET  /log              the audit timeline (?task= &agent= &op= &n=)
+    GET  /log              the audit timeline (?task= &agent= &op= &n=)   /fragment/log  its part
     GET  /pictures         dependency graph, burndown and throughput
     GET  /api/board        `status --json`        GET  /api/task/{id}       `show --json`
     GET  /events           server-sent events     GET  /task/{id}/log/{n}/stream  a log, live
@@ -188,7 +188,10 @@ def build(open_liza: Callable[[], Any], token: str, *, read_only: bool = False,
                 found = [x for x in found if x.get("op") == filters["op"]][:limit]
             return found
         body = pages.log_body(await run_in_threadpool(read), filters, limit)
-        return page("timeline", body, None, "log")
+        if request.url.path.startswith("/fragment/"):
+            return HTMLResponse(body)
+        query = f"?{request.url.query}" if request.url.query else ""
+        return page("timeline", body, f"/fragment/log{query}", "log")
 
     async def pictures_page(request: Request) -> Response:
         from starlette.concurrency import run_in_threadpool
@@ -284,7 +287,8 @@ def build(open_liza: Callable[[], Any], token: str, *, read_only: bool = False,
     routes = [
         Route("/", index), Route("/fragment/board", board_fragment),
         Route("/task/{task}", task_page), Route("/fragment/task/{task}", task_fragment),
-        Route("/log", log_page), Route("/pictures", pictures_page),
+        Route("/log", log_page), Route("/fragment/log", log_page),
+        Route("/pictures", pictures_page),
         Route("/fragment/pictures", pictures_fragment),
         Route("/api/board", api_board), Route("/api/task/{task}", api_task),
         Route("/events", stream), Route("/task/{task}/log/{n:int}/stream", agent_log),

@@ -110,6 +110,9 @@ def test_timeline_filters(review_board: Path) -> None:
         assert ops(c.get("/log?op=register").text) == ["register"] * 4
         assert len(ops(c.get("/log?n=3").text)) == 3
         assert c.get("/log?n=x").status_code == 422
+        # The page follows the board with its filters (its live part keeps the query).
+        assert 'data-fragment="/fragment/log?agent=c2"' in by_c2
+        assert ops(c.get("/fragment/log?agent=c2").text) == ["claim", "block", "claim"]
 
 
 def test_pictures_draw_every_task_coloured_by_state_and_the_burndown(review_board: Path) -> None:
