@@ -269,7 +269,7 @@ def build(open_liza: Callable[[], Any], token: str, *, read_only: bool = False,
             offset = int(request.query_params.get("offset", "0"))
         except ValueError:
             offset = 0
-        return StreamingResponse(log_stream(path, max(0, offset)),
+        return StreamingResponse(log_stream(path, max(0, offset), bus.closing),
                                  media_type="text/event-stream")
 
     async def css(request: Request) -> Response:

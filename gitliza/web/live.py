@@ -32,11 +32,13 @@ class Broadcaster:
         self._thread: threading.Thread | None = None
         self.verify: dict[str, Any] = {"ok": None}
         self.events_seen = 0
+        self.closing: asyncio.Event | None = None  # set when the server stops: streams end
 
     # -- lifecycle ------------------------------------------------------------------------------
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         from gitliza.git.refwatch import RefWatcher
         self._loop = loop
+        self.closing = asyncio.Event()
         liza = self._open()
         # Started before the first read of the tip, so no commit in between is missed.
         self._watcher = RefWatcher(liza.store.repo.path, control_files=False).start()
@@ -52,6 +54,14 @@ class Broadcaster:
             self._thread.join(timeout=5)
         if self._watcher is not None:
             self._watcher.close()
+
+    def shutdown(self) -> None:
+        """End every open stream (the server is stopping: it waits for its connections to close
+        before it runs the app's shutdown, so the streams must end first). Any thread."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed() and self.closing is not None:
+            loop.call_soon_threadsafe(self.closing.set)
+            self._publish({"kind": "bye"})
 
     def subscribe(self) -> asyncio.Queue[dict[str, Any]]:
         q: asyncio.Queue[dict[str, Any]] = asyncio.Queue(maxsize=1000)
@@ -141,12 +151,15 @@ async def event_stream(bus: Broadcaster) -> AsyncIterator[str]:
             except asyncio.TimeoutError:
                 yield ": keepalive\n\n"
                 continue
+            if event["kind"] == "bye":
+                return
             yield f"event: {event['kind']}\ndata: {json.dumps(event, default=str)}\n\n"
     finally:
         bus.unsubscribe(q)
 
 
-async def log_stream(path: Any, offset: int) -> AsyncIterator[str]:
+async def log_stream(path: Any, offset: int, closing: asyncio.Event | None = None
+                     ) -> AsyncIterator[str]:
     """An agent log's new lines as they are written (inotify on its directory, no timer)."""
     from watchdog.events import FileSystemEventHandler
     from watchdog.observers import Observer
@@ -173,9 +186,16 @@ async def log_stream(path: Any, offset: int) -> AsyncIterator[str]:
                 offset += len(data)
                 text = redact(data.decode("utf-8", "replace"))
                 yield "".join(f"data: {line}\n" for line in text.split("\n")) + "\n"
-            try:
-                await asyncio.wait_for(changed.wait(), KEEPALIVE)
-            except asyncio.TimeoutError:
+            if closing is not None and closing.is_set():
+                return
+            waits = [asyncio.ensure_future(changed.wait())]
+            if closing is not None:
+                waits.append(asyncio.ensure_future(closing.wait()))
+            done, pending = await asyncio.wait(waits, timeout=KEEPALIVE,
+                                               return_when=asyncio.FIRST_COMPLETED)
+            for w in pending:
+                w.cancel()
+            if not done:
                 yield ": keepalive\n\n"
             changed.clear()
     finally:

@@ -74,8 +74,14 @@ def serve(open_liza: Callable[[], Any], host: str = "127.0.0.1", port: int | Non
     address = url("127.0.0.1" if host in ("0.0.0.0", "::") else host, actual, token)
     say(f"gitliza web: serving the board{' (read-only)' if read_only else ''} at\n    {address}")
     config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False,
-                            timeout_graceful_shutdown=1)
-    server = uvicorn.Server(config)
+                            timeout_graceful_shutdown=5)
+    bus = app.app.state.bus
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            bus.shutdown()  # open pages' streams end, so the connections close and it can stop
+            super().handle_exit(sig, frame)
+    server = Server(config)
     if open_browser:
         threading.Timer(0.5, _open, args=(address,)).start()
     server.run(sockets=[sock])

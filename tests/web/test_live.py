@@ -180,11 +180,17 @@ def test_another_host_serves_with_a_warning_and_still_wants_the_token(small: Pat
         ok = urllib.request.urlopen(urllib.request.Request(
             served.base + "/api/board", headers={"Authorization": f"Bearer {token}"}), timeout=30)
         assert ok.status == 200
+        # A page left open: stopping the server ends its stream instead of waiting on it.
+        stream = urllib.request.urlopen(urllib.request.Request(
+            served.base + "/events", headers={"Authorization": f"Bearer {token}"}), timeout=60)
+        assert stream.readline().startswith(b"retry:")
     finally:
         served.close()
     assert served.proc.stderr is not None
     err = served.proc.stderr.read()
     assert err.startswith("gitliza: warning: serving on 0.0.0.0")
+    assert "Traceback" not in err and "ERROR" not in err, err
+    assert served.proc.returncode in (0, -15)  # uvicorn re-raises SIGTERM once it stopped
 
 
 @pytest.mark.timeout(180)
