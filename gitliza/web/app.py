@@ -39,8 +39,7 @@ REOPEN = 64  # transitions after which the routes' repository handle is reopened
 class Board:
     """One repository's board as the routes read and change it."""
 
-    def __init__(self, open_liza: Callable[[], Any], *, read_only: bool, alarms: bool = True
-                 ) -> None:
+    def __init__(self, open_liza: Callable[[], Any], *, read_only: bool) -> None:
         self.open_liza = open_liza
         self.liza = open_liza()
         self.watcher: Any = None  # the alarms' Watcher over self.liza's store
@@ -48,7 +47,6 @@ class Board:
         self.lock = threading.Lock()
         self.seen: Callable[[], int] = lambda: 0  # transitions seen so far (the broadcaster's)
         self.read_only = read_only
-        self.alarms = alarms
         self._pictures: tuple[Any, str] | None = None
 
     @contextmanager
@@ -70,10 +68,10 @@ class Board:
 
     def board_html(self, verify: dict[str, Any]) -> str:
         with self.handle():
-            if self.alarms and self.watcher is None:
+            if self.watcher is None:
                 from gitliza.governance.watch import Watcher
                 self.watcher = Watcher(self.liza.store, notify=False)
-            data = snapshot.board_view(self.liza, self.watcher if self.alarms else None)
+            data = snapshot.board_view(self.liza, self.watcher)
             done = self._done(data["state"])
         return pages.board_body(data, done, verify, self.read_only)
 
@@ -108,9 +106,8 @@ class Board:
                                   read_only=self.read_only)
 
     def pictures_html(self) -> str:
-        from gitliza.services.views import log_entries, status_data
+        from gitliza.services.views import log_entries, status_data, task_row
         from gitliza.web import pictures
-        from gitliza.services.views import task_row
         with self.handle():
             if self.liza.store.tip() is None:
                 return pages.pictures_body('<p class="empty">no tasks yet</p>',
@@ -128,9 +125,9 @@ class Board:
 
 
 def build(open_liza: Callable[[], Any], token: str, *, read_only: bool = False,
-          loopback: bool = True, cookie: str = "gitliza_web", alarms: bool = True) -> Any:
+          loopback: bool = True, cookie: str = "gitliza_web") -> Any:
     """The ASGI app for one repository (`open_liza()` opens a handle on it, as the human)."""
-    board = Board(open_liza, read_only=read_only, alarms=alarms)
+    board = Board(open_liza, read_only=read_only)
     bus = Broadcaster(open_liza)
     board.seen = lambda: bus.events_seen
     guard = Guard(token, loopback=loopback, cookie=cookie)
