@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -87,7 +88,7 @@ def main() -> None:
             http.append((time.perf_counter() - t0) * 1000)
         show(f"board page over HTTP ({args.tasks} tasks, {size // 1024} KiB)", http)
 
-        driver = browser.chrome()
+        driver = browser.chrome(root / "chrome-profile")
         try:
             loads = []
             driver.get(served.url)
@@ -146,6 +147,7 @@ def main() -> None:
             driver.quit()
     finally:
         served.close()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":

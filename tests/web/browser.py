@@ -7,7 +7,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -29,13 +28,14 @@ def missing() -> str | None:
     return None
 
 
-def chrome(size: str = "1440,1000") -> Any:
+def chrome(profile: Path, size: str = "1440,1000") -> Any:
+    """A headless Chromium with a fresh profile in `profile` (the caller's to remove)."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
     opts = webdriver.ChromeOptions()
     for flag in CHROME_FLAGS:
         opts.add_argument(flag)
-    opts.add_argument(f"--user-data-dir={tempfile.mkdtemp(prefix='gitliza-chrome-')}")
+    opts.add_argument(f"--user-data-dir={profile}")
     opts.add_argument(f"--window-size={size}")
     opts.binary_location = shutil.which("chromium") or shutil.which("chromium-browser") or ""
     driver = webdriver.Chrome(options=opts, service=Service(shutil.which("chromedriver")))

@@ -18,9 +18,9 @@ pytestmark = [pytest.mark.slow,
 
 
 @pytest.fixture
-def page(review_board: Path) -> Iterator[tuple[Any, browser.Served]]:
+def page(review_board: Path, tmp_path: Path) -> Iterator[tuple[Any, browser.Served]]:
     served = browser.Served(review_board)
-    driver = browser.chrome()
+    driver = browser.chrome(tmp_path / "chrome-profile")
     try:
         yield driver, served
     finally:
