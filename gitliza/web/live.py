@@ -30,6 +30,8 @@ class Broadcaster:
         self._stop = threading.Event()
         self._watcher: Any = None
         self._thread: threading.Thread | None = None
+        self._verifier: threading.Thread | None = None
+        self._verify_wanted = threading.Event()
         self.verify: dict[str, Any] = {"ok": None}
         self.events_seen = 0
         self.closing: asyncio.Event | None = None  # set when the server stops: streams end
@@ -45,13 +47,20 @@ class Broadcaster:
         self._thread = threading.Thread(target=self._run, args=(liza,), daemon=True,
                                         name="gitliza-web-events")
         self._thread.start()
+        # verify on a thread of its own: replaying a long history at start takes a while (~250
+        # commits a second), and the pages must go on following the board meanwhile.
+        self._verifier = threading.Thread(target=self._verify_loop, daemon=True,
+                                          name="gitliza-web-verify")
+        self._verifier.start()
 
     def close(self) -> None:
         self._stop.set()
+        self._verify_wanted.set()
         if self._watcher is not None:
             self._watcher.poke()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        for t in (self._thread, self._verifier):
+            if t is not None:
+                t.join(timeout=5)
         if self._watcher is not None:
             self._watcher.close()
 
@@ -89,7 +98,7 @@ class Broadcaster:
         hold one more open file per transition."""
         from gitliza.access.events import events
         tip = liza.store.tip()
-        self._verify(liza, tip)
+        self._verify_wanted.set()
         seen = None if tip is None else str(tip)
         liza.repo.free()
         try:
@@ -100,12 +109,24 @@ class Broadcaster:
                     self.events_seen += 1
                     self._publish({"kind": "change", **e})
                     seen = e["state"]
-                tip = fresh.store.tip()
-                if tip is not None and str(tip) == seen and self.verify.get("tip") != seen:
-                    self._verify(fresh, tip)
+                self._verify_wanted.set()
                 fresh.repo.free()  # its pack files closed now, not when the cycle collector runs
         except _Stopped:
             return
+
+    def _verify_loop(self) -> None:
+        """Verify up to the tip whenever asked; asks that come while a replay runs are served by
+        one more round after it (the flag is cleared before the tip is read)."""
+        while True:
+            self._verify_wanted.wait()
+            self._verify_wanted.clear()
+            if self._stop.is_set():
+                return
+            liza = self._open()
+            tip = liza.store.tip()
+            if tip is None or self.verify.get("tip") != str(tip):
+                self._verify(liza, tip)
+            liza.repo.free()
 
     def _verify(self, liza: Any, tip: Any) -> None:
         from gitliza.errors import LizaError

@@ -214,3 +214,27 @@ def test_a_transition_from_another_clone_arrives_when_it_is_fetched(small: Path,
     change = next(d for k, d in got if k == "change")
     assert change["op"] == "note" and change["actor"] == "p1"
     assert change["state"] == state(small)
+
+
+@pytest.mark.timeout(180)
+def test_verify_follows_the_tip_and_counts_every_commit(small: Path) -> None:
+    from tests.conftest import git
+    with client(small) as c:
+        authed(c)
+        with c.stream("GET", "/events") as r:
+            threading.Timer(0.5, lambda: cli(small, "note", "one more")).start()
+            tip = None
+            kind = None
+            for line in r.iter_lines():
+                if line.startswith("event: "):
+                    kind = line[7:]
+                elif line.startswith("data: ") and kind == "verify":
+                    v = json.loads(line[6:])
+                    if tip is None and v["tip"] != state(small):
+                        continue
+                    tip = v
+                    if v["tip"] == state(small) and "one more" in git(
+                            small, "log", "-1", "--format=%B", "refs/liza/state"):
+                        break
+    assert tip is not None and tip["ok"] is True
+    assert tip["commits"] == len(git(small, "rev-list", "refs/liza/state").split())
