@@ -4,6 +4,8 @@
     python3 dev.py example              # sets up .venv, then runs this
     python3 examples/team.py            # with gitliza installed
     python3 examples/team.py --keep     # keep the throw-away repository to look around
+    python3 examples/team.py --web      # watch it on the live web board (gitliza[web]); the
+                                        # board stays served after the run until Ctrl-C
     python3 examples/team.py --cli claude [--mcp] [--permissions worktree|bypass|own]
                                         # the same team with a real agent CLI (codex, gemini,
                                         # mistral too) and your own credentials
@@ -194,9 +196,38 @@ def check_result(repo: Path, scripted: bool = True) -> None:
     print(sh(repo, "git", "liza", "verify").strip())
 
 
+def serve_board(repo: Path) -> tuple[subprocess.Popen[str], str]:
+    """`git liza web` on the example's board (opens a browser where there is one); its URL."""
+    proc = subprocess.Popen([sys.executable, "-m", "gitliza", "web", "--port", "0"], cwd=repo,
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    first, url = proc.stdout.readline(), proc.stdout.readline().strip()
+    if not url.startswith("http"):
+        proc.wait(10)
+        sys.exit(f"team example: `git liza web` did not start (exit {proc.returncode}): "
+                 "pip install 'gitliza[web]'")
+    print(f"# the live board: {url}")
+    return proc, url
+
+
+def keep_serving(web: tuple[subprocess.Popen[str], str]) -> None:
+    proc, url = web
+    print(f"\nthe board is still served at {url}\n(Ctrl-C to stop it)")
+    try:
+        proc.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait(30)
+
+
 def parse(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description="The hello-CLI demo built by a Liza team.")
     p.add_argument("--keep", action="store_true", help="keep the throw-away repository")
+    p.add_argument("--web", action="store_true", help="serve the live web board (`git liza web`) "
+                   "during the run and after it, until Ctrl-C (needs gitliza[web])")
     p.add_argument("--cli", help="run a real agent CLI: claude, codex, gemini or mistral "
                                  "(default: the scripted agents of examples/agents/)")
     p.add_argument("--mcp", action="store_true", help="with --cli: give the agents gitliza's "
@@ -218,6 +249,7 @@ def main(argv: list[str]) -> int:
     what = f"agent CLI {args.cli}" if args.cli else "scripted agents"
     print(f"# the hello-CLI demo (docs/DEMO.md) with {what} in a throw-away repository: {repo}")
     setup(repo)
+    web = serve_board(repo) if args.web else None
     procs = start_team(repo, root / "logs", args.cli, args.mcp, args.permissions)
     ok = False
     deadline = args.deadline or (CLI_DEADLINE if args.cli else DEADLINE)
@@ -240,6 +272,8 @@ def main(argv: list[str]) -> int:
             if p.poll() is None:
                 p.terminate()
                 p.wait(30)
+        if web is not None:
+            keep_serving(web)
         if keep or not ok:
             print(f"kept {root}")
         else:

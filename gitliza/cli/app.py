@@ -695,6 +695,18 @@ def top(once: bool = typer.Option(False, "--once", help="Print one frame and exi
     _run(_access().top, None, once=once, width=width)
 
 
+@app.command()
+def web(port: Optional[int] = typer.Option(None, "--port", help="Default: 7150, else a free one."),
+        host: str = typer.Option("127.0.0.1", "--host",
+                                 help="Listen here (not loopback: with a warning)."),
+        no_open: bool = typer.Option(False, "--no-open", help="Do not open a browser."),
+        read_only: bool = typer.Option(False, "--read-only", help="Show the board; no actions.")
+        ) -> None:
+    """Serve the live web board (needs the `web` extra): one URL with a token, as Jupyter."""
+    from gitliza.cli.commands import web as cmd
+    _run(cmd.web, None, port=port, host=host, open_browser=not no_open, read_only=read_only)
+
+
 @app.command("help")
 def help_cmd(command: Optional[List[str]] = typer.Argument(None, metavar="[COMMAND]...")) -> None:
     """Show the help of COMMAND (of git liza without one)."""

@@ -48,7 +48,8 @@ def task_row(t: Task) -> dict[str, Any]:
     return {"id": t.id, "status": t.status.value, "priority": t.priority,
             "assigned_to": t.assigned_to, "depends_on": list(t.depends_on),
             "lease_expires": t.lease_expires, "reviewing_by": t.reviewing_by,
-            "description": t.description}
+            "review_lease_expires": t.review_lease_expires, "iteration": t.iteration,
+            "blocked_reason": t.blocked_reason, "description": t.description}
 
 def find_task(board: Board, task: str) -> Task:
     t = board.task(task)
