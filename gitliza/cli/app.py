@@ -98,12 +98,15 @@ def init(goal: str = typer.Argument(..., help="The goal, in one sentence."),
          spec: Optional[str] = typer.Option(
              None, "--spec", help="The goal's spec, a file in the repository (default: "
                                   "specs/vision.md when it exists)."),
+         force: bool = typer.Option(
+             False, "--force", help="Start a board here even though the sync remote holds one "
+                                    "(a second, unrelated board; `git liza pull` adopts theirs)."),
          agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
          no_sync: bool = NoSyncOpt) -> None:
     """Create refs/liza/state with the goal, default config and a sprint (or start the next goal
     on a board whose goal ended)."""
     _run(_board().init, agent, json, no_sync, goal=goal, integration_branch=integration_branch,
-         config=config, deadline=deadline, spec=spec)
+         config=config, deadline=deadline, spec=spec, force=force)
 
 
 @app.command("complete-goal")

@@ -29,7 +29,7 @@ import pygit2
 
 from gitliza import atomic
 from gitliza.core import clock, retention, yamlview
-from gitliza.errors import GitFailure, LizaError, ValidationError
+from gitliza.errors import GitFailure, LizaError, NoBoard, ValidationError
 from gitliza.git.repository import common_dir
 from gitliza.git.store import Store
 from gitliza.git.repository import LIZA_DIR, ensure_excluded, main_worktree as _main_root
@@ -183,7 +183,7 @@ def materialize(store: Store, at: str | None = None) -> Materialized:
     """Bring `.liza/state.yaml` and `.liza/log.yaml` up to the state at `at` (default: the tip)."""
     commit = store.resolve(at)
     if commit is None:
-        raise ValidationError("no board here", hint="run `git liza init GOAL` first")
+        raise NoBoard()
     oid = str(commit.id)
     directory = liza_dir(main_worktree(store.repo))
     state_path, log_path = directory / STATE_FILE, directory / LOG_FILE

@@ -15,7 +15,7 @@ from gitliza.core.board import Board
 from gitliza.core.ops.control import Supervise
 from gitliza.core.ops.goal import Register
 from gitliza.core.states import Role
-from gitliza.errors import LeaseLost, LizaError, ValidationError
+from gitliza.errors import LeaseLost, LizaError, NoBoard, ValidationError
 from gitliza.services.api import Liza
 
 
@@ -38,7 +38,7 @@ class Generation:
         whose token is still live); `liza` writes with the new generation from then on."""
         board = liza.board()
         if not board.initialized:
-            raise ValidationError("no board here", hint="run `git liza init GOAL` first")
+            raise NoBoard()
         me = board.agent(self.agent)
         if me is None:
             liza.do(Register, agent=self.agent, role=role.value)

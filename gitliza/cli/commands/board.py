@@ -30,7 +30,7 @@ def _do(env: Env, cls: type[Op], **args: Any) -> int:
 
 
 def init(env: Env, goal: str, integration_branch: str | None, config: Path | None,
-         deadline: str | None, spec: str | None = None) -> int:
+         deadline: str | None, spec: str | None = None, force: bool = False) -> int:
     from gitliza.core.ops.goal import Init, next_id
     from gitliza.services.goalspec import branch_warning, goal_spec
 
@@ -51,6 +51,8 @@ def init(env: Env, goal: str, integration_branch: str | None, config: Path | Non
         if not isinstance(v, (str, int, bool)) and v is not None:
             raise ValidationError(f"config {k}: unsupported value {v!r}")
     liza = env.liza()
+    if not force:
+        _refuse_a_second_board(liza)
     cfg = tuple((k, v) for k, v in pairs.items() if v is not None)
     spec_ref, notices = goal_spec(liza.repo, spec)
     warning = branch_warning(liza.repo)
@@ -60,14 +62,46 @@ def init(env: Env, goal: str, integration_branch: str | None, config: Path | Non
             return Init(actor=liza.agent, time=now, goal=goal, deadline=deadline, config=cfg,
                         goal_id=next_id(board.goal.id, "goal"),
                         sprint_id=next_id(board.sprint.id, "sprint"), spec_ref=spec_ref)
-        return Init(actor=liza.agent, time=now, goal=goal, deadline=deadline, config=cfg,
-                    spec_ref=spec_ref)
+        return Init(actor=liza.agent, time=now, goal=goal, deadline=deadline,
+                    config=cfg + _base_pair(liza.repo, pairs), spec_ref=spec_ref)
     done = liza.apply(make)
     _after_init(liza, done.outcome.board)
     code = report(env, done)
     for n in ([warning] if warning else []) + notices:
         env.out.notice(n)
     return code
+
+
+def _refuse_a_second_board(liza: Any) -> None:
+    """A fresh clone of a repository whose remote holds a board has no refs/liza/state (git clone
+    does not fetch it): `init` there would start a second, unrelated board, which the first sync
+    then refuses. Refused unless --force; `git liza pull` is what was meant."""
+    from gitliza.services.sync.remote import remote_board, repo_path
+    found = remote_board(repo_path(liza.repo))
+    if found is not None:
+        remote, oid = found
+        raise ValidationError(
+            f"{remote} already holds a board (refs/liza/state at {oid[:12]}); nothing was changed",
+            hint="`git liza pull` adopts it; `git liza init --force GOAL` starts a second, "
+                 "unrelated board here")
+
+
+def _base_pair(repo: Any, pairs: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """The first board records the integration branch's base: the branch's tip if it exists, else
+    HEAD's commit (where `_after_init` creates it). What was there before the board is the
+    repository's own history, which a first push to an empty remote carries unreviewed."""
+    if pairs.get("integration_base") is not None:
+        return ()
+    import pygit2
+
+    from gitliza.core.model import Config
+    branch = pairs.get("integration_branch") or Config().integration_branch
+    ref = repo.references.get(f"refs/heads/{branch}")
+    if ref is not None:
+        return (("integration_base", str(ref.peel(pygit2.Commit).id)),)
+    if repo.head_is_unborn:
+        return ()
+    return (("integration_base", str(repo.head.peel(pygit2.Commit).id)),)
 
 
 def _after_init(liza: Any, board: Board) -> None:

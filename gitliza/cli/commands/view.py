@@ -10,7 +10,7 @@ from gitliza.core.invariants import check_board
 from gitliza.core.model import Metrics
 from gitliza.core.queries import notes_for
 from gitliza.core.states import TERMINAL
-from gitliza.errors import InconsistentState, ValidationError
+from gitliza.errors import InconsistentState, NoBoard, ValidationError
 from gitliza.services.views import (agent_logs, find_task, log_entries, ready_tasks, show_data,
                                     status_data, task_row, tasks_in_order)
 
@@ -133,9 +133,17 @@ def log(env: Env, n: int | None, task: str | None, by: str | None, at: str | Non
 
 
 def ready(env: Env, at: str | None) -> int:
-    kind, tasks = ready_tasks(env.liza(), at)
+    liza = env.liza()
+    kind, tasks = ready_tasks(liza, at)
     if env.json:
         env.out.json([task_row(t) for t in tasks])
+        return 0
+    if not tasks:  # a header alone says nothing: say where the tasks are
+        from gitliza.core.queries import why_nothing_ready
+        board, _ = liza.store.board(at)
+        if not board.initialized:
+            raise NoBoard()
+        env.out.line(why_nothing_ready(board, kind))
         return 0
     env.out.table(kind,
                   ["task", "status", "pri", "description"],
@@ -160,8 +168,7 @@ def validate(env: Env, at: str | None, file: str | None = None) -> int:
             raise ValidationError(
                 f"no board here ({liza.store.ref} does not exist); {seed} was not read",
                 hint="`git liza validate .liza/state.yaml` checks the file against the schema")
-        raise ValidationError(f"no board here ({liza.store.ref} does not exist)",
-                              hint="run `git liza init GOAL` first")
+        raise NoBoard(f"no board here ({liza.store.ref} does not exist)")
     exists = None if root is None else (lambda rel: (root / rel).is_dir())
     from gitliza.git.worktree_list import held_here
     repo = liza.store.repo
