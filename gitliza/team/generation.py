@@ -31,6 +31,9 @@ class Generation:
         self.agent = agent
         self.gen = 0
         self.renew_at = ""
+        # Whether this supervisor registered the agent (it was new): only then does `end` remove
+        # it; an agent the person registered by hand stays registered (issue 27).
+        self.registered = False
         self._lock = threading.Lock()
 
     def take(self, liza: Liza, role: Role, takeover: bool) -> None:
@@ -42,6 +45,7 @@ class Generation:
         me = board.agent(self.agent)
         if me is None:
             liza.do(Register, agent=self.agent, role=role.value)
+            self.registered = True
         elif me.role != role:
             raise ValidationError(f"{self.agent} is registered as {me.role.value}, not "
                                   f"{role.value}")
@@ -77,12 +81,13 @@ class Generation:
             raise StandDown(f"generation {self.gen} of {self.agent} was superseded")
 
     def end(self, liza: Liza) -> None:
-        """Give the token back (and unregister), unless it was never taken or is no longer
-        ours."""
+        """Give the token back (and unregister the agent if this supervisor registered it),
+        unless it was never taken or is no longer ours."""
         if not self.gen:
             return
         try:
             if not self.superseded(liza.board()):
-                liza.do(Supervise, mode="end", gen=self.gen, unregister=True)
+                liza.do(Supervise, mode="end", gen=self.gen,
+                        unregister=self.registered)
         except LizaError:
             pass  # the token then simply expires
