@@ -223,13 +223,33 @@ def _validate_file(env: Env, file: str) -> int:
     from gitliza.interop import filechecks
     board = seed.board()
     found = check_board(board, now_utc())
-    # The project the file belongs to: <project>/.liza/state.yaml, as liza-validate.sh takes it.
     problems = [str(p) for p in found if not p.warning] + filechecks.problems(
-        board, path.resolve().parent.parent)
+        board, _project_of(path, env.path))
     _judged(env, {"file": str(path)}, problems, [str(p) for p in found if p.warning])
     if problems:
         raise ValidationError(f"{file}: {len(problems)} schema violation(s); first: {problems[0]}")
     return 0
+
+
+def _project_of(path: Any, cwd: Any) -> Any:
+    """Where a file's spec_refs (paths in the repository) are resolved: the repository that holds
+    the file, wherever the file sits in it; else <project>/.liza/state.yaml's project, as
+    liza-validate.sh takes it; else the repository the command runs in."""
+    from pathlib import Path
+
+    import pygit2
+
+    def workdir(start: Path) -> Path | None:
+        found = pygit2.discover_repository(str(start))
+        wd = None if found is None else pygit2.Repository(found).workdir
+        return Path(wd) if wd else None
+    folder = path.resolve().parent
+    here = workdir(folder)
+    if here is not None:
+        return here
+    if folder.name == ".liza":
+        return folder.parent
+    return workdir(cwd) or folder.parent
 
 
 def _with_archive(text: str, path: Any) -> str:
