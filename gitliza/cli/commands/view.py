@@ -46,6 +46,11 @@ def _status(env: Env, at: str | None) -> int:
         out.line(warning)
     for line in _control_lines(board):
         out.line(line)
+    if at is None:
+        from gitliza.services.viewstamp import view_edit
+        edit = view_edit(env.liza().store)
+        if edit is not None:
+            out.line(f"WARNING: {edit.message()}")
     out.table("tasks", ["task", "status", "pri", "assigned", "lease/review", "depends on"],
               [[t.id, t.status.value, t.priority, t.assigned_to or "",
                 t.review_lease_expires or t.lease_expires or "", ", ".join(t.depends_on)]
