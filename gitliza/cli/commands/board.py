@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from gitliza.cli.commands import Env
+from gitliza.cli.commands import Env, read_input_file
 from gitliza.core import codec
 from gitliza.core.board import Board
 from gitliza.core.ops.base import Op
@@ -143,13 +143,17 @@ def config(env: Env, key: str | None, value: str | None, at: str | None) -> int:
     return 0
 
 
-def add(env: Env, task: str, desc: str, spec_ref: str | None, done_when: str | None,
+def add(env: Env, task: str | None, desc: str | None, spec_ref: str | None, done_when: str | None,
         scope: str | None, priority: int, depends_on: Sequence[str], ready: bool,
         max_iterations: int | None, max_review_cycles: int | None,
         lease_duration_override: int | None = None) -> int:
     from gitliza.core.ops.planning import Add
 
+    if task is None or desc is None:
+        raise ValidationError("add needs a TASK id and --desc TEXT",
+                              hint="or `git liza add --from FILE` for a file of tasks")
     liza = env.liza()
+    depends_on = split_ids(depends_on)
 
     def make(board: Board, now: str) -> Op:
         return Add(actor=liza.agent, time=now, task=task, description=desc, spec_ref=spec_ref,
@@ -160,12 +164,43 @@ def add(env: Env, task: str, desc: str, spec_ref: str | None, done_when: str | N
     return report(env, liza.apply(gated_by_specs(liza, make)))
 
 
+def split_ids(values: Sequence[str]) -> list[str]:
+    """`--depends-on a,b` and `--depends-on a --depends-on b` alike (ids hold no comma)."""
+    return [v.strip() for value in values for v in value.split(",") if v.strip()]
+
+
+def add_from(env: Env, file: str) -> int:
+    """`add --from FILE`: every task of a YAML or Markdown file in one transition (all or none);
+    an error names the file and the line of the task it concerns. FILE `-` reads stdin (YAML)."""
+    import sys
+
+    from gitliza.core.ops.planning import AddTasks
+    from gitliza.errors import LizaError
+    from gitliza.interop import taskfile
+    if file == "-":
+        text, name = sys.stdin.read(), "<stdin>"
+    else:
+        text, name = read_input_file(env, file)[1], file
+    tasks = taskfile.read(text, name)
+    liza = env.liza()
+
+    def make(board: Board, now: str) -> Op:
+        return AddTasks(actor=liza.agent, time=now, tasks=tasks.tasks)
+    try:
+        done = liza.apply(gated_by_specs(liza, make))
+    except LizaError as e:
+        e.message = tasks.place(e.message)
+        raise
+    return report(env, done, {"tasks": [t.task for t in tasks.tasks]})
+
+
 def edit(env: Env, task: str, desc: str | None, spec_ref: str | None, done_when: str | None,
          scope: str | None, priority: int | None, depends_on: Sequence[str], no_depends: bool,
          max_iterations: int | None, max_review_cycles: int | None,
          lease_duration_override: int | None) -> int:
     from gitliza.core.ops.planning import Edit
     liza = env.liza()
+    depends_on = split_ids(depends_on)
 
     def make(board: Board, now: str) -> Op:
         return Edit(actor=liza.agent, time=now, task=task, description=desc, spec_ref=spec_ref,

@@ -212,16 +212,9 @@ def _judged(env: Env, head: dict[str, Any], problems: list[str], warnings: list[
 
 def _validate_file(env: Env, file: str) -> int:
     """A seed-schema file, read with the strict reader of `git liza import`."""
-    from pathlib import Path
-
+    from gitliza.cli.commands import read_input_file
     from gitliza.interop.seed import read_state
-    from gitliza.interop.yamlload import check_size
-    path = Path(file) if Path(file).is_absolute() else env.path / file
-    check_size(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise ValidationError(f"cannot read {file}: {e}") from None
+    path, text = read_input_file(env, file)
     text = _with_archive(text, path)
     seed = read_state(text, path.name)  # ValidationError (exit 1) with the place in the file
     from gitliza.services.api import now_utc  # the clock only: FILE need not be in a repository

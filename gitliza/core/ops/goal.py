@@ -204,8 +204,10 @@ class Register(Op):
             role = None
         if role not in REGISTRABLE_ROLES:
             raise ValidationError(f"role {self.role!r} is not one of planner, coder, code_reviewer")
-        if ctx.agent(self.agent) is not None:
-            raise ValidationError(f"agent {self.agent} is already registered",
+        known = ctx.agent(self.agent)
+        if known is not None:
+            raise ValidationError(f"agent {self.agent} is already registered as "
+                                  f"{known.role.value}",
                                   hint="agent ids are unique; pick another id")
         assert role is not None
         keys: tuple[SigningKey, ...] = ()
