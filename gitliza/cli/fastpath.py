@@ -71,6 +71,8 @@ def plan(args: list[str]) -> Any:
     spec = load()
     if spec is None:
         return None
+    if not args:  # `git liza` alone asks what there is: the usage, exit 0 (as `git` does)
+        return _print(spec, "")
     if args == ["--version"]:
         sys.stdout.write(spec["version"] + "\n")
         return 0

@@ -42,6 +42,7 @@ from typing import Any, Callable
 from gitliza.core import alarms, runs, wake
 from gitliza.core.board import Board
 from gitliza.core.ids import check_agent_id_for_role
+from gitliza.services.views import registered_role
 from gitliza.core.ops.journal import AnomalyOp
 from gitliza.core.ops.work import Block
 from gitliza.core.states import HUMAN_ACTOR, Role
@@ -88,7 +89,7 @@ class Supervisor:
         self.agent = self.liza.agent
         if self.agent == HUMAN_ACTOR:
             raise ValidationError("the supervisor needs an agent id: --agent ID or LIZA_AGENT_ID")
-        check_agent_id_for_role(self.agent, self.role.value)
+        check_agent_id_for_role(self.agent, self.role.value, registered_role(self.liza, self.agent))
         # A wrong --cli or --permissions, or a missing agent executable, is an error now,
         # before the board changes.
         profile = profiles.PLAIN if opts.command else profiles.profile(opts.cli)
