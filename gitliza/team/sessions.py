@@ -14,7 +14,7 @@ from typing import IO, Callable
 from gitliza.access import mcp_config
 from gitliza.core import prompts
 from gitliza.core.states import Role
-from gitliza.git.repository import LIZA_DIR
+from gitliza.git.repository import LIZA_DIR, common_dir, ensure_excluded
 from gitliza.services import agentlog
 from gitliza.services.lifecycle.locations import main_root
 from gitliza.services.api import AGENT_ENV, GEN_ENV, Liza
@@ -111,6 +111,8 @@ class Sessions:
         if self._prompts is None:
             self._prompts = main_root(self.liza.repo) / LIZA_DIR / agentlog.PROMPTS_DIR
             self._prompts.mkdir(parents=True, exist_ok=True)
+            # gitliza's own files stay out of `git status` (as .worktrees/ and the view do)
+            ensure_excluded(common_dir(self.liza.repo), LIZA_DIR)
         return self._prompts
 
     def liza_dir(self) -> Path:

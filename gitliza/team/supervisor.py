@@ -149,6 +149,8 @@ class Supervisor:
             if d.outcome == runs.Outcome.DONE:
                 self.work.answered = job.signature
             if self.opts.once:  # one session: report how it ended, never "restarting"
+                if self.role == Role.CODE_REVIEWER:  # its approval merged, as in the loop
+                    self.work.merge_approved(self.liza.board())
                 self.log(d.line.split("; ")[0] + "; exiting (--once)")
                 did = d.outcome == runs.Outcome.DONE and not d.streak.no_progress
                 return 0 if did else EXIT_VALIDATION
