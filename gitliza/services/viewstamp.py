@@ -8,7 +8,6 @@ it was; only an edited file is hashed and read.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import stat
 from dataclasses import dataclass
@@ -75,6 +74,7 @@ def sig(path: Path) -> tuple[int, int] | None:
 
 
 def sha256(data: bytes) -> str:
+    import hashlib  # here: `status` reads the stamp on every run and hashes only an edited view
     return hashlib.sha256(data).hexdigest()
 
 
