@@ -2,6 +2,7 @@
 integration branch goes with the board, and the history before the board is its base."""
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ from gitliza.core.ops import Init
 from gitliza.services.api import Liza
 from tests.cli.firstday import liza, merged_task, ok, own_repo, state
 from tests.conftest import git
+from tests.team.procs import env_for
 
 
 def test_first_sync_before_any_merge_pushes_integration_with_the_board(tmp_path: Path) -> None:
@@ -88,3 +90,44 @@ def test_a_board_without_a_base_says_why_not_a_lost_race(tmp_path: Path, merge: 
     ok(liza(work, "config", "integration_base", base))
     ok(liza(work, "sync"))
     assert git(bare, "rev-parse", "refs/heads/integration") == git(work, "rev-parse", "integration")
+
+
+def test_a_server_with_hooks_accepts_the_base_and_refuses_anything_more(tmp_path: Path) -> None:
+    """The server hook judges the integration branch with the same base: the first sync to an
+    enforcing empty remote goes through; a hand-made push that carries an unreviewed commit on
+    top of the base, or a base the board does not name, is refused."""
+    work, bare = own_repo(tmp_path)
+    ok(liza(bare, "hooks", "install", "--server"))
+    ok(liza(work, "init", "Goal"))
+    r = liza(work, "sync")
+    assert r.returncode == 0 and "never approved" not in r.stderr, r.stderr
+    assert git(bare, "rev-parse", "refs/heads/integration") == git(work, "rev-parse", "main")
+    merged_task(work)
+    ok(liza(work, "sync"))  # the merge travels, judged by the server against its board
+    # an unreviewed commit straight on integration: refused by the server, whatever sync thinks
+    git(work, "checkout", "-q", "integration")
+    (work / "sneaky.txt").write_text("unreviewed\n")
+    git(work, "add", "sneaky.txt")
+    git(work, "commit", "-q", "-m", "sneaky")
+    before = git(bare, "rev-parse", "refs/heads/integration")
+    push = subprocess.run(["git", "push", "origin", "integration"], cwd=work, text=True,
+                          capture_output=True, env=env_for())
+    assert push.returncode != 0 and "never approved" in push.stderr, push.stderr
+    assert git(bare, "rev-parse", "refs/heads/integration") == before
+
+
+def test_a_planner_cannot_move_the_base_with_a_new_goal(tmp_path: Path) -> None:
+    work, _bare = own_repo(tmp_path)
+    ok(liza(work, "init", "Goal"))
+    ok(liza(work, "register", "planner-1", "--role", "planner"))
+    ok(liza(work, "complete-goal"))
+    cfg = tmp_path / "cfg.toml"
+    cfg.write_text(f'integration_base = "{"1" * 40}"\n')
+    before = state(work)
+    r = liza(work, "init", "Next goal", "--config", str(cfg), agent="planner-1")
+    assert r.returncode == 1 and "integration_base is set by the first init or by the human" \
+        in r.stderr
+    assert state(work) == before
+    # the next goal keeps the base the first init recorded
+    ok(liza(work, "init", "Next goal", agent="planner-1"))
+    assert ok(liza(work, "config", "integration_base")).strip() == git(work, "rev-parse", "main")
