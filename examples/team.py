@@ -237,7 +237,7 @@ def main(argv: list[str]) -> int:
         print("\nteam run complete. " + (
             f"Supervisor logs: {root / 'logs'}" if keep else
             "The throw-away repository and its supervisor logs are deleted now "
-            "(`python3 dev.py example --keep` keeps them to look around)."))
+            "(run it with --keep to look around: `python3 dev.py example --keep`)."))
         return 0
     finally:
         for _, p, _ in procs:
