@@ -192,21 +192,10 @@ def add(task: Optional[str] = typer.Argument(None, help="The new task's id."),
         agent: Optional[str] = AgentOpt, json: bool = JsonOpt, no_sync: bool = NoSyncOpt) -> None:
     """Add a DRAFT task (or UNCLAIMED with --ready: gates met, spec on the integration branch),
     or with --from FILE every task of a file, all or none."""
-    if from_file is not None:
-        _run(_add_from, agent, json, no_sync, file=from_file, task=task, desc=desc)
-        return
     _run(_board().add, agent, json, no_sync, task=task, desc=desc, spec_ref=spec_ref,
          done_when=done_when, scope=scope, priority=priority, depends_on=depends_on, ready=ready,
          max_iterations=max_iterations, max_review_cycles=max_review_cycles,
-         lease_duration_override=lease_duration_override)
-
-
-def _add_from(env: Env, file: str, task: Optional[str], desc: Optional[str]) -> int:
-    from gitliza.errors import ValidationError
-    if task is not None or desc is not None:
-        raise ValidationError("add --from FILE takes its tasks from the file: no TASK or --desc")
-    code: int = _board().add_from(env, file)
-    return code
+         lease_duration_override=lease_duration_override, from_file=from_file)
 
 
 @app.command()

@@ -146,9 +146,14 @@ def config(env: Env, key: str | None, value: str | None, at: str | None) -> int:
 def add(env: Env, task: str | None, desc: str | None, spec_ref: str | None, done_when: str | None,
         scope: str | None, priority: int, depends_on: Sequence[str], ready: bool,
         max_iterations: int | None, max_review_cycles: int | None,
-        lease_duration_override: int | None = None) -> int:
+        lease_duration_override: int | None = None, from_file: str | None = None) -> int:
     from gitliza.core.ops.planning import Add
 
+    if from_file is not None:
+        if task is not None or desc is not None:
+            raise ValidationError("add --from FILE takes its tasks from the file: no TASK or "
+                                  "--desc")
+        return add_from(env, from_file)
     if task is None or desc is None:
         raise ValidationError("add needs a TASK id and --desc TEXT",
                               hint="or `git liza add --from FILE` for a file of tasks")
