@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The main job: a real team builds the upstream hello-CLI demo (docs/DEMO.md) end to end.
+"""The main job: a real team builds the upstream hello-CLI demo (its vision spec, VISION below) end
+to end.
 
     python3 dev.py example              # sets up .venv, then runs this
     python3 examples/team.py            # with gitliza installed
@@ -247,7 +248,7 @@ def main(argv: list[str]) -> int:
     root = Path(tempfile.mkdtemp(prefix="gitliza-team-"))
     repo = root / "hello-cli"
     what = f"agent CLI {args.cli}" if args.cli else "scripted agents"
-    print(f"# the hello-CLI demo (docs/DEMO.md) with {what} in a throw-away repository: {repo}")
+    print(f"# the hello-CLI demo (README.md, the main job) with {what} in a throw-away repository: {repo}")
     setup(repo)
     web = serve_board(repo) if args.web else None
     procs = start_team(repo, root / "logs", args.cli, args.mcp, args.permissions)
@@ -265,7 +266,10 @@ def main(argv: list[str]) -> int:
                 print(f"--- {agent} ---\n{log.read_text()}")
             return 1
         check_result(repo, scripted=args.cli is None)
-        print(f"\nteam run complete. Supervisor logs: {root / 'logs'}")
+        print("\nteam run complete. " + (
+            f"Supervisor logs: {root / 'logs'}" if keep else
+            "The throw-away repository and its supervisor logs are deleted now "
+            "(run it with --keep to look around: `python3 dev.py example --keep`)."))
         return 0
     finally:
         for _, p, _ in procs:

@@ -57,6 +57,15 @@ class LeaseLost(ValidationError):
     code = "LEASE_LOST"
 
 
+class NoBoard(ValidationError):
+    """No board in this repository (refs/liza/state is missing or empty). The CLI completes the
+    hint: when the clone's remote holds a board, `git liza pull` is what to run, not `init`."""
+
+    def __init__(self, message: str = "no board here", *,
+                 hint: str | None = "run `git liza init GOAL` first") -> None:
+        super().__init__(message, hint=hint)
+
+
 class NotFound(ValidationError):
     code = "NOT_FOUND"
 

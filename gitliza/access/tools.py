@@ -28,7 +28,8 @@ Runner = Callable[[Any, dict[str, Any]], Any]  # (Liza, checked arguments) -> JS
 
 # Not agent tools: the board is created (or imported), agents registered, signing keys handed
 # out (`rekey`) and supervisor generations handed out by the human or the supervisor.
-NOT_TOOLS = frozenset({"init", "import", "register", "supervise", "rekey"})
+# add-tasks is `add --from FILE` (a file of the CLI); an MCP client adds task by task with `add`.
+NOT_TOOLS = frozenset({"init", "import", "register", "supervise", "rekey", "add-tasks"})
 AGENTS = frozenset({Role.PLANNER, Role.CODER, Role.CODE_REVIEWER})
 EVERYONE = frozenset(Role)
 

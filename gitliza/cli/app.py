@@ -98,12 +98,15 @@ def init(goal: str = typer.Argument(..., help="The goal, in one sentence."),
          spec: Optional[str] = typer.Option(
              None, "--spec", help="The goal's spec, a file in the repository (default: "
                                   "specs/vision.md when it exists)."),
+         force: bool = typer.Option(
+             False, "--force", help="Start a board here even though the sync remote holds one "
+                                    "(a second, unrelated board; `git liza pull` adopts theirs)."),
          agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
          no_sync: bool = NoSyncOpt) -> None:
     """Create refs/liza/state with the goal, default config and a sprint (or start the next goal
     on a board whose goal ended)."""
     _run(_board().init, agent, json, no_sync, goal=goal, integration_branch=integration_branch,
-         config=config, deadline=deadline, spec=spec)
+         config=config, deadline=deadline, spec=spec, force=force)
 
 
 @app.command("complete-goal")
@@ -170,23 +173,29 @@ def allowed_signers(at: Optional[str] = AtOpt,
 
 
 @app.command()
-def add(task: str, desc: str = typer.Option(..., "--desc", help="What to build."),
+def add(task: Optional[str] = typer.Argument(None, help="The new task's id."),
+        desc: Optional[str] = typer.Option(None, "--desc", help="What to build."),
         spec_ref: Optional[str] = typer.Option(None, "--spec-ref"),
         done_when: Optional[str] = typer.Option(None, "--done-when"),
         scope: Optional[str] = typer.Option(None, "--scope"),
         priority: int = typer.Option(3, "--priority", help="1 (highest) to 5 (lowest)."),
-        depends_on: List[str] = typer.Option([], "--depends-on"),
+        depends_on: List[str] = typer.Option(
+            [], "--depends-on", help="A task it waits for (repeat, or a,b)."),
         ready: bool = typer.Option(False, "--ready", help="Finalize now (gates must be met)."),
         max_iterations: Optional[int] = typer.Option(None, "--max-iterations"),
         max_review_cycles: Optional[int] = typer.Option(None, "--max-review-cycles"),
         lease_duration_override: Optional[int] = typer.Option(
             None, "--lease-duration-override", help="Lease seconds for this task's long work."),
+        from_file: Optional[str] = typer.Option(
+            None, "--from", help="Add every task of a YAML or Markdown file (- for stdin) in one "
+                                 "transition; docs/getting-started.md shows the format."),
         agent: Optional[str] = AgentOpt, json: bool = JsonOpt, no_sync: bool = NoSyncOpt) -> None:
-    """Add a DRAFT task (or UNCLAIMED with --ready: gates met, spec on the integration branch)."""
+    """Add a DRAFT task (or UNCLAIMED with --ready: gates met, spec on the integration branch),
+    or with --from FILE every task of a file, all or none."""
     _run(_board().add, agent, json, no_sync, task=task, desc=desc, spec_ref=spec_ref,
          done_when=done_when, scope=scope, priority=priority, depends_on=depends_on, ready=ready,
          max_iterations=max_iterations, max_review_cycles=max_review_cycles,
-         lease_duration_override=lease_duration_override)
+         lease_duration_override=lease_duration_override, from_file=from_file)
 
 
 @app.command()
@@ -468,7 +477,9 @@ def analyze(no_record: bool = typer.Option(False, "--no-record",
                                                   help="Resolve the open trigger (human)."),
             agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
             no_sync: bool = NoSyncOpt) -> None:
-    """Circuit breaker: detect systemic anomaly patterns; a trigger opens a CHECKPOINT."""
+    """Circuit breaker: detect systemic anomaly patterns and record the check on the board (a
+    commit, as liza-analyze.sh writes last_check; --no-record only reports); a trigger opens a
+    CHECKPOINT."""
     from gitliza.cli.commands import governance
     _run(governance.analyze, agent, json, no_sync, record=not no_record, resolve=resolve)
 
@@ -777,6 +788,8 @@ def _typer_main(args: list[str]) -> int:
     if COMPLETE_VAR in os.environ:  # typer registers its shell classes only with add_completion
         from typer._completion_classes import completion_init
         completion_init()
+    if not args:  # `git liza` alone: the usage on stdout, exit 0, never an "error:" line
+        args = ["-h"]
     try:
         command = typer.main.get_command(_lean_app(args))
         code = command.main(args=args, prog_name="git liza", standalone_mode=False,

@@ -71,6 +71,8 @@ def plan(args: list[str]) -> Any:
     spec = load()
     if spec is None:
         return None
+    if not args:  # `git liza` alone asks what there is: the usage, exit 0 (as `git` does)
+        return _print(spec, "")
     if args == ["--version"]:
         sys.stdout.write(spec["version"] + "\n")
         return 0
@@ -251,6 +253,22 @@ def guarded(body: Any, args: Sequence[str] = ()) -> Any:
         return exit_code
 
 
+def _no_board_here(e: Exception) -> Any:
+    """"No board here" in a clone whose remote holds one: the hint is `git liza pull`, never
+    `init` (which would start a second, unrelated board). Asked only on this error's path."""
+    from gitliza.errors import NoBoard
+    if not isinstance(e, NoBoard):
+        return e
+    from gitliza.services.sync.remote import remote_board
+    from pathlib import Path
+    found = remote_board(Path.cwd())
+    if found is None:
+        return e
+    remote, oid = found
+    return NoBoard(e.message, hint=f"{remote} holds a board ({oid[:12]}): `git liza pull` fetches "
+                                   "it; `git liza init` would start a second, unrelated one")
+
+
 class _Failed(Exception):
     """(error code, exit code, message) of a failure already reported on stderr."""
 
@@ -269,6 +287,7 @@ def _guarded(body: Any) -> Any:
         os.close(devnull)
         return EXIT_BROKEN_PIPE
     except LizaError as e:
+        e = _no_board_here(e)
         err(str(e))
         raise _Failed(e.code, e.exit_code, str(e)) from None
     except ModuleNotFoundError as e:  # e.g. pygit2 missing from this environment

@@ -121,8 +121,8 @@ class Board:
     def _single(self, name: str) -> Any:
         v = self.get(name)
         if v is None:
-            from gitliza.errors import ValidationError
-            raise ValidationError("no board here", hint="run `git liza init GOAL` first")
+            from gitliza.errors import NoBoard
+            raise NoBoard()
         return v
 
     def task(self, task_id: str) -> Task | None:

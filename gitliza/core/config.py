@@ -44,9 +44,20 @@ def coerce_config(key: str, value: ConfigValue | None) -> ConfigValue | None:
         return n
     if key == "escalation_webhook":
         return None if value in (None, "", "null", "none") else str(value)
+    if key == "integration_base":
+        return _commit_id(value)
     if key == "signatures":
         from gitliza.core.keys import check_policy_word  # only then: few commands need keys.py
         return check_policy_word(value)
     if value is None or str(value) == "":
         raise ValidationError(f"config {key} must not be empty")
     return check_branch(str(value)) if key == "integration_branch" else str(value)
+
+
+def _commit_id(value: ConfigValue | None) -> str:
+    """A full commit id (40 or 64 hex digits), lower case: `integration_base` names a commit."""
+    text = str(value or "").strip().lower()
+    if len(text) not in (40, 64) or any(c not in "0123456789abcdef" for c in text):
+        raise ValidationError(f"config integration_base must be a full commit id, got {value!r}",
+                              hint="e.g. `git rev-parse integration`")
+    return text

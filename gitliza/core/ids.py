@@ -35,16 +35,24 @@ ROLE_ID_WORDS = {"planner": ("planner",), "coder": ("coder",),
                  "code_reviewer": ("code-reviewer", "reviewer")}
 
 
-def check_agent_id_for_role(agent_id: str, role: str) -> str:
+def check_agent_id_for_role(agent_id: str, role: str, registered_as: str | None = None) -> str:
     """An agent id names its role: `{role}-{N}`, optionally behind a team prefix (`m1-coder-2`),
-    so that `coder-1` cannot be started as a planner."""
+    so that `coder-1` cannot be started as a planner. An id the board already registers with
+    this role (`registered_as`: `git liza register rev-1 --role code_reviewer`) is the person's
+    explicit choice, and accepted."""
     words = ROLE_ID_WORDS.get(role, ())
+    if registered_as == role:
+        return agent_id
     if not any(re.fullmatch(rf"(?:[a-z0-9]+(?:-[a-z0-9]+)*-)?{re.escape(w)}-[0-9]+", agent_id)
                for w in words):
         example = f"{words[0]}-1" if words else "ROLE-1"
         raise ValidationError(f"agent id {agent_id!r} does not name the {role} role "
-                              f"(expected {' or '.join(w + '-N' for w in words)})",
-                              hint=f"e.g. LIZA_AGENT_ID={example}")
+                              f"(expected {' or '.join(w + '-N' for w in words)}: a supervisor's "
+                              "id names its role, as the original liza-agent.sh requires, so "
+                              "that coder-1 cannot be started as a planner)",
+                              hint=f"e.g. LIZA_AGENT_ID={example}, or register the id with "
+                                   f"this role first: `git liza register {agent_id} --role "
+                                   f"{role}`")
     return agent_id
 
 

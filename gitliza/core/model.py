@@ -207,6 +207,11 @@ class Config:
     max_launches_per_minute: int = since_v1(20)
     integration_branch: str = "integration"
     escalation_webhook: str | None = None
+    # The integration branch's tip when the board was made (recorded by `init`): the repository's
+    # own history before the board, which no task's review covers yet is the integration branch's
+    # legitimate base (a first push to an empty remote carries it; gitliza/services/verify/
+    # approvals.py). None on boards made before it was recorded.
+    integration_base: str | None = None
     # Watcher thresholds in seconds (gitliza/core/alarms.py THRESHOLDS); unset: the seed's values.
     alarm_lease_grace: int | None = None
     alarm_orphan_grace: int | None = None

@@ -229,7 +229,10 @@ _INSTRUCTIONS = {
 6. Specs must be on the integration branch before their tasks are finalized
 7. Add each task:
    git liza add ID --desc "..." --spec-ref SPEC --done-when "..." --scope "..." \\
-     --priority N [--depends-on OTHER ...] --ready
+     --priority N [--depends-on OTHER,...] --ready
+   or all at once, in one transition (all or none; an error names the file's line):
+   git liza add --from tasks.yaml   (a list of: id, description, spec_ref, done_when,
+     scope, priority, depends_on: [ids], ready: true)
 """,
     WakeTrigger.BLOCKED_TASKS: """Tasks are BLOCKED. Analyze and resolve:
 1. Read each blocked task (git liza show TASK): blocked_reason and questions

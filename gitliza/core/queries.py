@@ -23,3 +23,34 @@ def notes_for(board: Board, task_id: str) -> list[HumanNote]:
     explicit and keeps notes of the same second in key order."""
     notes = [n for n in board.values("human_notes") if n.for_task == task_id]
     return sorted(notes, key=lambda n: n.timestamp)
+
+
+def why_nothing_ready(board: Board, kind: str) -> str:
+    """Why `ready` lists nothing (`kind`: claimable or reviewable): where the live tasks are, so an
+    empty list is never only a header. E.g. "nothing claimable: 2 DRAFT (`git liza finalize
+    TASK` makes one UNCLAIMED), 1 UNCLAIMED waiting on its dependencies (t2 on t1)"."""
+    from gitliza.core.states import TaskState as S
+    live = list(board.tasks())
+    if not live:
+        return f"nothing {kind}: the board has no live task (`git liza add` adds one)"
+    counts: dict[str, int] = {}
+    waiting: list[str] = []
+    for t in live:
+        unmet = [d for d in t.depends_on
+                 if (dep := board.task(d)) is None or dep.status != S.MERGED]
+        if t.status in (S.UNCLAIMED, S.REJECTED, S.INTEGRATION_FAILED) and unmet:
+            waiting.append(f"{t.id} on {', '.join(unmet)}")
+            continue
+        counts[t.status.value] = counts.get(t.status.value, 0) + 1
+    parts = []
+    for status, n in sorted(counts.items()):
+        extra = {"DRAFT": " (`git liza finalize TASK` makes one UNCLAIMED)",
+                 "CLAIMED": " (held under a lease)",
+                 "READY_FOR_REVIEW": " (reviewed by a code_reviewer: `git liza claim-review`)"
+                 if kind == "claimable" else " (each under a live review lease, or yours)",
+                 }.get(status, "")
+        parts.append(f"{n} {status}{extra}")
+    if waiting:
+        parts.append(f"{len(waiting)} waiting on dependencies not MERGED yet ({'; '.join(waiting[:3])}"
+                     + (" ..." if len(waiting) > 3 else "") + ")")
+    return f"nothing {kind}: " + ", ".join(parts)

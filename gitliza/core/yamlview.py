@@ -76,7 +76,8 @@ NOTE_ORDER = ("timestamp", "message", "for", "author")
 # outcomes. The words are the spec's log.yaml actions where it has one, else the task-history word.
 _ACTIONS = {
     "init": "goal_created", "config": "config_changed", "register": "agent_registered",
-    "add": "task_created", "finalize": "task_finalized", "rescope": "rescoped",
+    "add": "task_created", "add-tasks": "tasks_created", "finalize": "task_finalized",
+    "rescope": "rescoped",
     "abandon": "abandoned", "unblock": "unblocked", "heartbeat": "heartbeat",
     "release": "released", "block": "blocked", "submit": "ready_for_review",
     "claim-review": "review_claimed", "handoff": "handoff", "discover": "discovered",

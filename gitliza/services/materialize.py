@@ -21,7 +21,6 @@ import fcntl
 import json
 import os
 import stat
-import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,22 +29,19 @@ import pygit2
 
 from gitliza import atomic
 from gitliza.core import clock, retention, yamlview
-from gitliza.errors import GitFailure, LizaError, ValidationError
+from gitliza.errors import GitFailure, LizaError, NoBoard, ValidationError
 from gitliza.git.repository import common_dir
 from gitliza.git.store import Store
 from gitliza.git.repository import LIZA_DIR, ensure_excluded, liza_dir, main_worktree as _main_root
+from gitliza.services.viewstamp import (STAMP_FILE, STATE_FILE, Stamp, ViewEdit, read_stamp,
+                                        sha256, sig, view_edit)
 from gitliza.services.yamlrender import (LOG_HEADER, commit_entry, render_archived,
                                          render_log_entries, render_state)
 
-STATE_FILE = "state.yaml"
 LOG_FILE = "log.yaml"
-STAMP_FILE = ".materialized"
 LOCK_FILE = "state.yaml.lock"
 ARCHIVE_DIR = "archive"
 ARCHIVE_INDEX = ".index.json"
-# 3: state.yaml holds the live tasks and the terminal ones that are recent or referenced
-# (core/retention.py); every terminal task is in archive/ too.
-STAMP_FORMAT = 3
 
 
 @dataclass(frozen=True)
@@ -58,12 +54,16 @@ class Materialized:
     log_rewritten: bool   # log.yaml was written from scratch
     archive_written: int = 0  # archived task files (re)written by this run
     archive_removed: int = 0
+    edited: ViewEdit | None = None  # state.yaml had been edited by hand before this rewrite
+    kept: Path | None = None  # where that edited copy was kept
 
     def as_json(self) -> dict[str, Any]:
         return {"state": self.state, "directory": str(self.directory), "cached": self.cached,
                 "log_entries": self.log_entries, "log_appended": self.log_appended,
                 "log_rewritten": self.log_rewritten, "archive_written": self.archive_written,
-                "archive_removed": self.archive_removed}
+                "archive_removed": self.archive_removed,
+                "edited": None if self.edited is None else list(self.edited.changes),
+                "kept": None if self.kept is None else str(self.kept)}
 
 
 def _newer_than(store: Store, head: pygit2.Commit, stop: str | None) -> tuple[list[pygit2.Commit],
@@ -92,47 +92,6 @@ def main_worktree(repo: pygit2.Repository) -> Path:
     return root
 
 
-@dataclass(frozen=True)
-class _Stamp:
-    state: str
-    state_file: tuple[int, int]   # (size, mtime_ns) of state.yaml as we wrote it
-    log_file: tuple[int, int]
-    log_entries: int
-    archive: str | None = None  # the `archive` tree of the state the archive/ files reflect
-    # Archived tasks that ended within config.archive_after of the state: id -> end time (the
-    # few the view still lists by age; kept here so that no archived blob is read to find them).
-    recent: dict[str, str] = dataclasses.field(default_factory=dict)
-
-    def dumps(self) -> str:
-        return json.dumps({"format": STAMP_FORMAT, "state": self.state,
-                           "state_yaml": list(self.state_file), "log_yaml": list(self.log_file),
-                           "log_entries": self.log_entries, "archive": self.archive,
-                           "recent": self.recent}, sort_keys=True) + "\n"
-
-
-def _read_stamp(path: Path) -> _Stamp | None:
-    try:
-        d = json.loads(path.read_text())
-        if d.get("format") != STAMP_FORMAT:
-            return None
-        archive = d.get("archive")
-        recent = d.get("recent") or {}
-        return _Stamp(str(d["state"]), (int(d["state_yaml"][0]), int(d["state_yaml"][1])),
-                      (int(d["log_yaml"][0]), int(d["log_yaml"][1])), int(d["log_entries"]),
-                      None if archive is None else str(archive),
-                      {str(k): str(v) for k, v in recent.items()})
-    except (OSError, ValueError, KeyError, IndexError, TypeError):
-        return None  # missing or damaged: rebuild everything
-
-
-def _sig(path: Path) -> tuple[int, int] | None:
-    try:
-        st = path.lstat()
-    except FileNotFoundError:
-        return None
-    if not stat.S_ISREG(st.st_mode):
-        return None
-    return st.st_size, st.st_mtime_ns
 
 
 class _Lock:
@@ -161,18 +120,20 @@ def materialize(store: Store, at: str | None = None) -> Materialized:
     """Bring `.liza/state.yaml` and `.liza/log.yaml` up to the state at `at` (default: the tip)."""
     commit = store.resolve(at)
     if commit is None:
-        raise ValidationError("no board here", hint="run `git liza init GOAL` first")
+        raise NoBoard()
     oid = str(commit.id)
     main_worktree(store.repo)  # a bare repository has none: say so
     directory = liza_dir(store.repo)  # refused when tracked, or a link (hostile input)
     state_path, log_path = directory / STATE_FILE, directory / LOG_FILE
     with _Lock(directory / LOCK_FILE):
-        stamp = _read_stamp(directory / STAMP_FILE)
-        log_ok = stamp is not None and _sig(log_path) == stamp.log_file
+        stamp = read_stamp(directory / STAMP_FILE)
+        log_ok = stamp is not None and sig(log_path) == stamp.log_file
         if stamp is not None and stamp.state == oid and log_ok \
-                and _sig(state_path) == stamp.state_file:
+                and sig(state_path) == stamp.state_file:
             return Materialized(oid, directory, True, stamp.log_entries, 0, False)
         ensure_excluded(common_dir(store.repo), LIZA_DIR)
+        edited = view_edit(store, stamp)
+        kept = None if edited is None else _keep_edited(directory, state_path)
 
         board = store.board_at(commit)
         archive_tree, written, removed, ended = _sync_archive(
@@ -186,8 +147,9 @@ def materialize(store: Store, at: str | None = None) -> Materialized:
                   if tid in young and board.get("archive", tid) is not None}
         keep = [t for tid in sorted(set(recent) | retention.referenced(board))
                 if (t := board.get("archive", tid)) is not None]
-        state_sig = atomic.write(directory, STATE_FILE, render_state(
-            yamlview.state_view(board, archived=False, keep=keep), oid).encode())
+        state_bytes = render_state(yamlview.state_view(board, archived=False, keep=keep),
+                                   oid).encode()
+        state_sig = atomic.write(directory, STATE_FILE, state_bytes)
 
         since = stamp.state if stamp is not None and log_ok else None
         commits, met = _newer_than(store, commit, since)
@@ -204,9 +166,26 @@ def materialize(store: Store, at: str | None = None) -> Materialized:
             log_sig = atomic.write(directory, LOG_FILE, text.encode())
             total, appended, rewritten = len(commits), len(commits), True
 
-        atomic.write(directory, STAMP_FILE, _Stamp(oid, state_sig, log_sig, total, archive_tree,
-                                                   recent).dumps().encode())
-    return Materialized(oid, directory, False, total, appended, rewritten, written, removed)
+        atomic.write(directory, STAMP_FILE, Stamp(oid, state_sig, log_sig, total, archive_tree,
+                                                  recent, sha256(state_bytes)).dumps().encode())
+    return Materialized(oid, directory, False, total, appended, rewritten, written, removed,
+                        edited, kept)
+
+
+def _keep_edited(directory: Path, state_path: Path) -> Path | None:
+    """Copy a hand-edited state.yaml aside before the view is rewritten (the person's edit is
+    never lost): `.liza/state.yaml.edited-<UTC time>`, a new name each time."""
+    import time
+    stem = f"{STATE_FILE}.edited-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
+    for n in range(100):
+        name = stem if n == 0 else f"{stem}-{n}"
+        if not (directory / name).exists():
+            try:
+                atomic.write(directory, name, state_path.read_bytes())
+            except OSError:
+                return None
+            return directory / name
+    return None
 
 
 def _archive_blobs(repo: pygit2.Repository, tree: pygit2.Tree) -> dict[str, str]:
@@ -281,6 +260,18 @@ def after_commit(liza: Any, _done: Any) -> None:
     """The `Liza.after_commit` hook: the op is already committed, so a failure to write the view
     is a notice on stderr, never a failed command."""
     try:
-        materialize(liza.store)
+        done = materialize(liza.store)
     except LizaError as e:
         liza.notice(f"materialize: {e}")
+        return
+    if done.edited is not None:
+        liza.notice(edited_notice(done))
+
+
+def edited_notice(done: Materialized) -> str:
+    """One line: the view had been edited by hand, what changed, and where the copy is."""
+    assert done.edited is not None
+    what = "; ".join(done.edited.changes) or "no task, config, agent or goal changed"
+    kept = f"; the edited copy is kept as {done.kept}" if done.kept is not None else ""
+    return (f"{done.edited.path} had been edited by hand, which changes nothing on the board "
+            f"({what}); the view was rewritten from the board{kept}")

@@ -19,7 +19,7 @@ from gitliza.core.states import TaskState
 from gitliza.errors import ValidationError
 
 
-GATED_OPS = frozenset({"add", "finalize", "edit"})
+GATED_OPS = frozenset({"add", "add-tasks", "finalize", "edit"})
 
 
 def gated(repo: pygit2.Repository,
@@ -41,6 +41,14 @@ def gate(repo: pygit2.Repository, board: Board, op: Op) -> None:
     if not board.initialized:
         return
     name = op.NAME
+    if name == "add-tasks":  # each task of the file made ready, its error naming the task
+        for new in getattr(op, "tasks", ()):
+            if new.ready and new.spec_ref:
+                try:
+                    require_spec(repo, board.config.integration_branch, new.spec_ref, new.task)
+                except ValidationError as e:
+                    raise ValidationError(f"task {e.message}", hint=e.hint) from None
+        return
     task_id: Any = getattr(op, "task", None)
     spec_ref: Any = None
     if name == "add" and getattr(op, "ready", False):

@@ -128,3 +128,13 @@ def ready_tasks(liza: Any, at: str | None = None) -> tuple[str, list[Task]]:
         return "reviewable", list(_invariants().reviewable(board, now, me.id))
     return "claimable", list(_invariants().claimable(board, now,
                                                      me.id if me is not None else None))
+
+
+def registered_role(liza: Any, agent: str) -> str | None:
+    """The role the board registers `agent` with (None: not registered, or no board yet)."""
+    from gitliza.errors import LizaError
+    try:
+        me = liza.board().agent(agent)
+    except LizaError:
+        return None
+    return None if me is None else str(me.role.value)

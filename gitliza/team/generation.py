@@ -15,7 +15,7 @@ from gitliza.core.board import Board
 from gitliza.core.ops.control import Supervise
 from gitliza.core.ops.goal import Register
 from gitliza.core.states import Role
-from gitliza.errors import LeaseLost, LizaError, ValidationError
+from gitliza.errors import LeaseLost, LizaError, NoBoard, ValidationError
 from gitliza.services.api import Liza
 
 
@@ -31,6 +31,9 @@ class Generation:
         self.agent = agent
         self.gen = 0
         self.renew_at = ""
+        # Whether this supervisor registered the agent (it was new): only then does `end` remove
+        # it; an agent the person registered by hand stays registered (issue 27).
+        self.registered = False
         self._lock = threading.Lock()
 
     def take(self, liza: Liza, role: Role, takeover: bool) -> None:
@@ -38,10 +41,11 @@ class Generation:
         whose token is still live); `liza` writes with the new generation from then on."""
         board = liza.board()
         if not board.initialized:
-            raise ValidationError("no board here", hint="run `git liza init GOAL` first")
+            raise NoBoard()
         me = board.agent(self.agent)
         if me is None:
             liza.do(Register, agent=self.agent, role=role.value)
+            self.registered = True
         elif me.role != role:
             raise ValidationError(f"{self.agent} is registered as {me.role.value}, not "
                                   f"{role.value}")
@@ -77,12 +81,13 @@ class Generation:
             raise StandDown(f"generation {self.gen} of {self.agent} was superseded")
 
     def end(self, liza: Liza) -> None:
-        """Give the token back (and unregister), unless it was never taken or is no longer
-        ours."""
+        """Give the token back (and unregister the agent if this supervisor registered it),
+        unless it was never taken or is no longer ours."""
         if not self.gen:
             return
         try:
             if not self.superseded(liza.board()):
-                liza.do(Supervise, mode="end", gen=self.gen, unregister=True)
+                liza.do(Supervise, mode="end", gen=self.gen,
+                        unregister=self.registered)
         except LizaError:
             pass  # the token then simply expires

@@ -17,7 +17,7 @@ from gitliza.core import prompts
 from gitliza.core.states import Role
 from gitliza.core.terminal import safe
 from gitliza.git import ownstore
-from gitliza.git.repository import liza_dir
+from gitliza.git.repository import LIZA_DIR, common_dir, ensure_excluded, liza_dir
 from gitliza.services import agentlog
 from gitliza.services.lifecycle.locations import main_root
 from gitliza.services.api import AGENT_ENV, GEN_ENV, Liza
@@ -113,6 +113,8 @@ class Sessions:
         the way, `.liza/` not tracked: git/repository.py `liza_dir`), since what is in the
         repository can change between runs."""
         self._prompts = liza_dir(self.liza.repo, agentlog.PROMPTS_DIR, private=True)
+        # gitliza's own files stay out of `git status` (as .worktrees/ and the view do)
+        ensure_excluded(common_dir(self.liza.repo), LIZA_DIR)
         return self._prompts
 
     def check_dirs(self) -> None:

@@ -42,6 +42,7 @@ from typing import Any, Callable
 from gitliza.core import alarms, runs, wake
 from gitliza.core.board import Board
 from gitliza.core.ids import check_agent_id_for_role
+from gitliza.services.views import registered_role
 from gitliza.core.ops.journal import AnomalyOp
 from gitliza.core.ops.work import Block
 from gitliza.core.states import HUMAN_ACTOR, Role
@@ -89,7 +90,7 @@ class Supervisor:
         self.agent = self.liza.agent
         if self.agent == HUMAN_ACTOR:
             raise ValidationError("the supervisor needs an agent id: --agent ID or LIZA_AGENT_ID")
-        check_agent_id_for_role(self.agent, self.role.value)
+        check_agent_id_for_role(self.agent, self.role.value, registered_role(self.liza, self.agent))
         # A wrong --cli or --permissions, or a missing agent executable, is an error now,
         # before the board changes.
         profile = profiles.PLAIN if opts.command else profiles.profile(opts.cli)
@@ -150,6 +151,8 @@ class Supervisor:
             if d.outcome == runs.Outcome.DONE:
                 self.work.answered = job.signature
             if self.opts.once:  # one session: report how it ended, never "restarting"
+                if self.role == Role.CODE_REVIEWER:  # its approval merged, as in the loop
+                    self.work.merge_approved(self.liza.board())
                 self.log(d.line.split("; ")[0] + "; exiting (--once)")
                 did = d.outcome == runs.Outcome.DONE and not d.streak.no_progress
                 return 0 if did else EXIT_VALIDATION

@@ -108,7 +108,9 @@ class WorkFinder:
         self.log(f"claimed {res.task} in {res.worktree}")
         return Job(task=res.task, worktree=res.worktree)
 
-    def _reviewer_work(self, board: Board, now: str) -> Job | None:
+    def merge_approved(self, board: Board) -> bool:
+        """A reviewer merges what it approved (before it looks for more work, and before a
+        `--once` supervisor exits). Returns whether it tried any."""
         merged = False
         for t in wake.approved_by(board, self.agent):
             merged = True
@@ -121,7 +123,10 @@ class WorkFinder:
                 raise
             except LizaError as e:
                 self.log(f"merge of {t.id}: {e}")
-        if merged:
+        return merged
+
+    def _reviewer_work(self, board: Board, now: str) -> Job | None:
+        if self.merge_approved(board):
             board, now = self.liza.board(), self.liza.now()
         held = wake.holder_of(board, self.agent)
         if held is not None and wake.still_holds(board, self.agent, held.id, self.role) and \

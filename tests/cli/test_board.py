@@ -99,7 +99,7 @@ def test_bad_ids_exit_1_with_one_line_and_nothing_written(board: Path, bad: str)
     (["anomaly", "external_blocker"], "blocker_service"),
     (["block", "nope", "--reason", "r", "--question", "q"], "no task"),
     (["no-such-command"], "No such command"),
-    (["add"], "Missing argument"),
+    (["add"], "add needs a TASK id and --desc"),
 ])
 def test_errors_are_one_line_exit_1_and_leave_the_ref(board: Path, args: list[str],
                                                       needle: str) -> None:

@@ -28,6 +28,8 @@ def test_the_team_builds_the_hello_cli_end_to_end(tmp_path: Path) -> None:
     assert "`python -m hello` -> 'Hello, World!', --name Bob -> 'Hello, Bob!'" in out
     assert "verified " in out and "team run complete" in out
     assert not list(tmp_path.glob("gitliza-team-*"))  # a successful run cleans up after itself
+    # ... and so it names no log directory it is about to delete; it says how to keep them
+    assert "Supervisor logs" not in out and "run it with --keep to look around" in out
 
 
 def test_with_a_real_cli_the_supervisors_run_it_instead_of_the_scripted_agents() -> None:

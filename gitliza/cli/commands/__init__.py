@@ -33,3 +33,16 @@ class Env:
             from gitliza.services.session import open_liza
             self._liza = open_liza(self.path, self.agent, sync=not self.no_sync)
         return self._liza
+
+
+def read_input_file(env: Env, file: str) -> tuple[Path, str]:
+    """A YAML or Markdown file a command reads (a path relative to where it runs), size-checked:
+    (its path, its text); ValidationError (exit 1) when it cannot be read."""
+    from gitliza.errors import ValidationError
+    from gitliza.interop.yamlload import check_size
+    path = Path(file) if Path(file).is_absolute() else env.path / file
+    check_size(path)
+    try:
+        return path, path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ValidationError(f"cannot read {file}: {e}") from None

@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from gitliza.cli.commands import Env
+from gitliza.cli.commands import Env, read_input_file
 from gitliza.core import codec
 from gitliza.core.board import Board
 from gitliza.core.ops.base import Op
@@ -30,7 +30,7 @@ def _do(env: Env, cls: type[Op], **args: Any) -> int:
 
 
 def init(env: Env, goal: str, integration_branch: str | None, config: Path | None,
-         deadline: str | None, spec: str | None = None) -> int:
+         deadline: str | None, spec: str | None = None, force: bool = False) -> int:
     from gitliza.core.ops.goal import Init, next_id
     from gitliza.services.goalspec import branch_warning, goal_spec
 
@@ -51,6 +51,8 @@ def init(env: Env, goal: str, integration_branch: str | None, config: Path | Non
         if not isinstance(v, (str, int, bool)) and v is not None:
             raise ValidationError(f"config {k}: unsupported value {v!r}")
     liza = env.liza()
+    if not force:
+        _refuse_a_second_board(liza)
     cfg = tuple((k, v) for k, v in pairs.items() if v is not None)
     spec_ref, notices = goal_spec(liza.repo, spec)
     warning = branch_warning(liza.repo)
@@ -60,14 +62,46 @@ def init(env: Env, goal: str, integration_branch: str | None, config: Path | Non
             return Init(actor=liza.agent, time=now, goal=goal, deadline=deadline, config=cfg,
                         goal_id=next_id(board.goal.id, "goal"),
                         sprint_id=next_id(board.sprint.id, "sprint"), spec_ref=spec_ref)
-        return Init(actor=liza.agent, time=now, goal=goal, deadline=deadline, config=cfg,
-                    spec_ref=spec_ref)
+        return Init(actor=liza.agent, time=now, goal=goal, deadline=deadline,
+                    config=cfg + _base_pair(liza.repo, pairs), spec_ref=spec_ref)
     done = liza.apply(make)
     _after_init(liza, done.outcome.board)
     code = report(env, done)
     for n in ([warning] if warning else []) + notices:
         env.out.notice(n)
     return code
+
+
+def _refuse_a_second_board(liza: Any) -> None:
+    """A fresh clone of a repository whose remote holds a board has no refs/liza/state (git clone
+    does not fetch it): `init` there would start a second, unrelated board, which the first sync
+    then refuses. Refused unless --force; `git liza pull` is what was meant."""
+    from gitliza.services.sync.remote import remote_board, repo_path
+    found = remote_board(repo_path(liza.repo))
+    if found is not None:
+        remote, oid = found
+        raise ValidationError(
+            f"{remote} already holds a board (refs/liza/state at {oid[:12]}); nothing was changed",
+            hint="`git liza pull` adopts it; `git liza init --force GOAL` starts a second, "
+                 "unrelated board here")
+
+
+def _base_pair(repo: Any, pairs: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """The first board records the integration branch's base: the branch's tip if it exists, else
+    HEAD's commit (where `_after_init` creates it). What was there before the board is the
+    repository's own history, which a first push to an empty remote carries unreviewed."""
+    if pairs.get("integration_base") is not None:
+        return ()
+    import pygit2
+
+    from gitliza.core.model import Config
+    branch = pairs.get("integration_branch") or Config().integration_branch
+    ref = repo.references.get(f"refs/heads/{branch}")
+    if ref is not None:
+        return (("integration_base", str(ref.peel(pygit2.Commit).id)),)
+    if repo.head_is_unborn:
+        return ()
+    return (("integration_base", str(repo.head.peel(pygit2.Commit).id)),)
 
 
 def _after_init(liza: Any, board: Board) -> None:
@@ -109,13 +143,22 @@ def config(env: Env, key: str | None, value: str | None, at: str | None) -> int:
     return 0
 
 
-def add(env: Env, task: str, desc: str, spec_ref: str | None, done_when: str | None,
+def add(env: Env, task: str | None, desc: str | None, spec_ref: str | None, done_when: str | None,
         scope: str | None, priority: int, depends_on: Sequence[str], ready: bool,
         max_iterations: int | None, max_review_cycles: int | None,
-        lease_duration_override: int | None = None) -> int:
+        lease_duration_override: int | None = None, from_file: str | None = None) -> int:
     from gitliza.core.ops.planning import Add
 
+    if from_file is not None:
+        if task is not None or desc is not None:
+            raise ValidationError("add --from FILE takes its tasks from the file: no TASK or "
+                                  "--desc")
+        return add_from(env, from_file)
+    if task is None or desc is None:
+        raise ValidationError("add needs a TASK id and --desc TEXT",
+                              hint="or `git liza add --from FILE` for a file of tasks")
     liza = env.liza()
+    depends_on = split_ids(depends_on)
 
     def make(board: Board, now: str) -> Op:
         return Add(actor=liza.agent, time=now, task=task, description=desc, spec_ref=spec_ref,
@@ -126,12 +169,43 @@ def add(env: Env, task: str, desc: str, spec_ref: str | None, done_when: str | N
     return report(env, liza.apply(gated_by_specs(liza, make)))
 
 
+def split_ids(values: Sequence[str]) -> list[str]:
+    """`--depends-on a,b` and `--depends-on a --depends-on b` alike (ids hold no comma)."""
+    return [v.strip() for value in values for v in value.split(",") if v.strip()]
+
+
+def add_from(env: Env, file: str) -> int:
+    """`add --from FILE`: every task of a YAML or Markdown file in one transition (all or none);
+    an error names the file and the line of the task it concerns. FILE `-` reads stdin (YAML)."""
+    import sys
+
+    from gitliza.core.ops.planning import AddTasks
+    from gitliza.errors import LizaError
+    from gitliza.interop import taskfile
+    if file == "-":
+        text, name = sys.stdin.read(), "<stdin>"
+    else:
+        text, name = read_input_file(env, file)[1], file
+    tasks = taskfile.read(text, name)
+    liza = env.liza()
+
+    def make(board: Board, now: str) -> Op:
+        return AddTasks(actor=liza.agent, time=now, tasks=tasks.tasks)
+    try:
+        done = liza.apply(gated_by_specs(liza, make))
+    except LizaError as e:
+        e.message = tasks.place(e.message)
+        raise
+    return report(env, done, {"tasks": [t.task for t in tasks.tasks]})
+
+
 def edit(env: Env, task: str, desc: str | None, spec_ref: str | None, done_when: str | None,
          scope: str | None, priority: int | None, depends_on: Sequence[str], no_depends: bool,
          max_iterations: int | None, max_review_cycles: int | None,
          lease_duration_override: int | None) -> int:
     from gitliza.core.ops.planning import Edit
     liza = env.liza()
+    depends_on = split_ids(depends_on)
 
     def make(board: Board, now: str) -> Op:
         return Edit(actor=liza.agent, time=now, task=task, description=desc, spec_ref=spec_ref,

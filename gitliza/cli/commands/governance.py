@@ -49,6 +49,9 @@ def analyze(env: Env, record: bool, resolve: str | None) -> int:
         if done.checkpoint is not None:
             lines.append(f"CHECKPOINT opened; summary in {done.checkpoint.summary}")
         text = "\n".join(lines)
+    if done.recorded is not None:  # not a read-only command: say what it wrote, and why
+        text += (f"\nRecorded on the board [{done.recorded.commit[:12]}]: circuit_breaker "
+                 "last_check, as liza-analyze.sh does (--no-record only reports)")
     env.out.result(data, f"{text}\nReport written to: {done.report}")
     return 0
 

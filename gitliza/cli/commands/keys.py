@@ -42,6 +42,15 @@ def register(env: Env, agent_id: str, role: str, terminal: str | None, key: str 
     if key is not None and generate_key:
         raise ValidationError("give --key or --generate-key, not both")
     liza = env.liza()
+    board = liza.board()
+    known = board.agent(agent_id) if board.initialized else None
+    if known is not None and known.role.value == role and key is None and not generate_key:
+        # Registering what is already there is done, not a failure (a script, a Quickstart run
+        # twice); a different role or a key is still the op's to judge.
+        env.out.result({"agent": agent_id, "role": role, "registered": known.registered,
+                        "already": True},
+                       f"{agent_id} is already registered as {role}; nothing changed")
+        return 0
     text = None if key is None else key_text(key)
     made = None
     if text is None and (generate_key or _policy_on(liza)):

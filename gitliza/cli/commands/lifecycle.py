@@ -88,8 +88,9 @@ def doctor(env: Env, fix: bool) -> int:
     rep = doctoring.doctor(env.liza(), fix)
     remaining = rep.remaining
     # A board with missing objects cannot be read for its notes (doctor said what is missing).
-    legacy = [] if any(p.kind == "missing-objects" and p.subject.startswith("refs/liza/")
-                       for p in rep.problems) else _legacy_notes(env)
+    unreadable = any(p.kind == "missing-objects" and p.subject.startswith("refs/liza/")
+                     for p in rep.problems)
+    legacy = [] if unreadable else _legacy_notes(env) + _view_edited(env, fix)
     if env.json:
         env.out.json({
             "problems": [p.__dict__ for p in rep.problems], "busy": rep.busy,
@@ -111,6 +112,20 @@ def doctor(env: Env, fix: bool) -> int:
         if not rep.problems:
             env.out.line("doctor: board and disk agree")
     return EXIT_INCONSISTENT if remaining else 0
+
+
+def _view_edited(env: Env, fix: bool) -> list[str]:
+    """A hand edit of `.liza/state.yaml` (a note, not a problem of the board: the board never
+    changed); --fix rewrites the view from the board, keeping the edited copy."""
+    from gitliza.services.viewstamp import view_edit
+    store = env.liza().store
+    edit = view_edit(store)
+    if edit is None:
+        return []
+    if not fix:
+        return [f"edited-view {edit.message()} [fixable with --fix]"]
+    from gitliza.services.materialize import edited_notice, materialize
+    return [f"edited-view {edited_notice(materialize(store))} [fixed]"]
 
 
 def _legacy_notes(env: Env) -> list[str]:

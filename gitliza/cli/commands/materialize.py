@@ -14,4 +14,6 @@ def materialize(env: Env, at: str | None) -> int:
                else f"log.yaml +{done.log_appended} ({done.log_entries} entries)")
         text = f"wrote {done.directory}/state.yaml at {done.state[:12]}; {log}"
     env.out.result(done.as_json(), text)
+    if done.edited is not None and not env.json:
+        env.out.notice(m.edited_notice(done))
     return 0

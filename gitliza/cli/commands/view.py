@@ -9,7 +9,7 @@ from gitliza.core.board import Board
 from gitliza.core.model import Metrics
 from gitliza.core.queries import notes_for
 from gitliza.core.states import TERMINAL
-from gitliza.errors import InconsistentState, ValidationError
+from gitliza.errors import InconsistentState, NoBoard, ValidationError
 from gitliza.services.views import (agent_logs, find_task, history_log, ready_tasks, show_data,
                                     status_data, task_row, tasks_in_order)
 
@@ -45,6 +45,11 @@ def _status(env: Env, at: str | None) -> int:
         out.line(warning)
     for line in _control_lines(board):
         out.line(line)
+    if at is None:
+        from gitliza.services.viewstamp import view_edit
+        edit = view_edit(env.liza().store)
+        if edit is not None:
+            out.line(f"WARNING: {edit.message()}")
     out.table("tasks", ["task", "status", "pri", "assigned", "lease/review", "depends on"],
               [[t.id, t.status.value, t.priority, t.assigned_to or "",
                 t.review_lease_expires or t.lease_expires or "", ", ".join(t.depends_on)]
@@ -170,9 +175,17 @@ def _core_pager(liza: Any) -> str | None:
 
 
 def ready(env: Env, at: str | None) -> int:
-    kind, tasks = ready_tasks(env.liza(), at)
+    liza = env.liza()
+    kind, tasks = ready_tasks(liza, at)
     if env.json:
         env.out.json([task_row(t) for t in tasks])
+        return 0
+    if not tasks:  # a header alone says nothing: say where the tasks are
+        from gitliza.core.queries import why_nothing_ready
+        board, _ = liza.store.board(at)
+        if not board.initialized:
+            raise NoBoard()
+        env.out.line(why_nothing_ready(board, kind))
         return 0
     env.out.table(kind,
                   ["task", "status", "pri", "description"],
@@ -197,8 +210,7 @@ def validate(env: Env, at: str | None, file: str | None = None) -> int:
             raise ValidationError(
                 f"no board here ({liza.store.ref} does not exist); {seed} was not read",
                 hint="`git liza validate .liza/state.yaml` checks the file against the schema")
-        raise ValidationError(f"no board here ({liza.store.ref} does not exist)",
-                              hint="run `git liza init GOAL` first")
+        raise NoBoard(f"no board here ({liza.store.ref} does not exist)")
     exists = None if root is None else (lambda rel: (root / rel).is_dir())
     from gitliza.git.worktree_list import held_here
     repo = liza.store.repo
@@ -238,16 +250,9 @@ def _judged(env: Env, head: dict[str, Any], problems: list[str], warnings: list[
 
 def _validate_file(env: Env, file: str) -> int:
     """A seed-schema file, read with the strict reader of `git liza import`."""
-    from pathlib import Path
-
+    from gitliza.cli.commands import read_input_file
     from gitliza.interop.seed import read_state
-    from gitliza.interop.yamlload import check_size
-    path = Path(file) if Path(file).is_absolute() else env.path / file
-    check_size(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise ValidationError(f"cannot read {file}: {e}") from None
+    path, text = read_input_file(env, file)
     text = _with_archive(text, path)
     seed = read_state(text, path.name)  # ValidationError (exit 1) with the place in the file
     from gitliza.services.api import now_utc  # the clock only: FILE need not be in a repository
@@ -255,13 +260,33 @@ def _validate_file(env: Env, file: str) -> int:
     board = seed.board()
     from gitliza.core.invariants import check_board
     found = check_board(board, now_utc())
-    # The project the file belongs to: <project>/.liza/state.yaml, as liza-validate.sh takes it.
     problems = [str(p) for p in found if not p.warning] + filechecks.problems(
-        board, path.resolve().parent.parent)
+        board, _project_of(path, env.path))
     _judged(env, {"file": str(path)}, problems, [str(p) for p in found if p.warning])
     if problems:
         raise ValidationError(f"{file}: {len(problems)} schema violation(s); first: {problems[0]}")
     return 0
+
+
+def _project_of(path: Any, cwd: Any) -> Any:
+    """Where a file's spec_refs (paths in the repository) are resolved: the repository that holds
+    the file, wherever the file sits in it; else <project>/.liza/state.yaml's project, as
+    liza-validate.sh takes it; else the repository the command runs in."""
+    from pathlib import Path
+
+    import pygit2
+
+    def workdir(start: Path) -> Path | None:
+        found = pygit2.discover_repository(str(start))
+        wd = None if found is None else pygit2.Repository(found).workdir
+        return Path(wd) if wd else None
+    folder = path.resolve().parent
+    here = workdir(folder)
+    if here is not None:
+        return here
+    if folder.name == ".liza":
+        return folder.parent
+    return workdir(cwd) or folder.parent
 
 
 def _with_archive(text: str, path: Any) -> str:

@@ -172,18 +172,20 @@ class Ctx:
         return task.history + (HistoryEntry(time=self.op.time, event=event, **kw),)
 
     def transition(self, task: Task | None, target: TaskState, task_id: str | None = None,
-                   reason: str | None = None) -> Transition:
-        """Check the table for (op, current state, target) and the actor's role; record the event."""
+                   reason: str | None = None, as_op: str | None = None) -> Transition:
+        """Check the table for (op, current state, target) and the actor's role; record the event.
+        `as_op`: the table row's op when this op does another's transition (add-tasks: add)."""
         source = task.status if task is not None else None
         tid = task.id if task is not None else task_id
-        tr = lookup(self.op.NAME, source, target)
+        name = as_op or self.op.NAME
+        tr = lookup(name, source, target)
         if tr is None:
-            raise IllegalTransition(_why_illegal(self.op.NAME, tid, source, target))
+            raise IllegalTransition(_why_illegal(name, tid, source, target))
         role = self.role()
         if role not in tr.roles:
             allowed = ", ".join(sorted(r.value for r in tr.roles))
             raise PermissionDenied(
-                f"{self.op.NAME} {tid} ({source} -> {target}) is not allowed for "
+                f"{name} {tid} ({source} -> {target}) is not allowed for "
                 f"{self.op.actor} (role {role.value}); allowed: {allowed}")
         self.task_id, self.from_state, self.to_state = tid, source, target
         if reason is not None:

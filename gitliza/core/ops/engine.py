@@ -20,7 +20,7 @@ from gitliza.core.ids import check_id
 from gitliza.core.model import SprintStatus
 from gitliza.core.ops.base import Ctx, Event, Op, Outcome, replace
 from gitliza.core.states import AGENT_TRANSITIONS, HUMAN_ACTOR, TERMINAL
-from gitliza.errors import InconsistentState, LeaseLost, ValidationError
+from gitliza.errors import InconsistentState, LeaseLost, NoBoard, ValidationError
 
 
 def apply(board: Board, op: Op) -> Outcome:
@@ -31,7 +31,7 @@ def apply(board: Board, op: Op) -> Outcome:
     if op.actor != HUMAN_ACTOR:
         check_id(op.actor, "agent id")
     if op.NAME != "init" and not board.initialized:
-        raise ValidationError("no board here", hint="run `git liza init GOAL` first")
+        raise NoBoard()
     if op.gen is not None:
         _check_generation(board, op)
     ctx = Ctx(board, op)

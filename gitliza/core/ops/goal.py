@@ -44,6 +44,8 @@ class Init(Op):
         if self.deadline is not None:
             clock.check_ts(self.deadline, "deadline")
         values = {k: coerce_config(k, v) for k, v in self.config}
+        if previous is not None and "integration_base" in values:
+            _base_is_human(ctx)
         if "human_keys" in values or "signatures" in values:
             from gitliza.core.keys import check_policy_change
             check_policy_change(ctx.board.config, self.actor, dict(values))
@@ -92,6 +94,15 @@ def _ended_goal(ctx: Ctx) -> Goal:
         raise ValidationError(f"goal {old.id} ended with live task(s) {', '.join(live[:5])}",
                               hint="abandon or rescope them before starting a new goal")
     return old
+
+
+def _base_is_human(ctx: Ctx) -> None:
+    """The integration base (what the integration branch may hold without a review) is recorded
+    by the board's first `init`; changing it later is the human's alone, or a planner could
+    declare unreviewed work the base."""
+    if ctx.op.actor != HUMAN_ACTOR:
+        raise PermissionDenied(f"integration_base is set by the first init or by the human, not "
+                               f"{ctx.op.actor}")
 
 
 def _require_planning(ctx: Ctx) -> None:
@@ -160,6 +171,8 @@ class ConfigSet(Op):
         if ctx.role() not in PLANNING:
             raise PermissionDenied(f"config is for the planner or a human, not {self.actor}")
         v = coerce_config(self.key, self.value)
+        if self.key == "integration_base":
+            _base_is_human(ctx)
         if self.key in ("signatures", "human_keys"):
             from gitliza.core.keys import check_policy_change
             check_policy_change(ctx.board.config, self.actor, {self.key: v})
@@ -191,8 +204,10 @@ class Register(Op):
             role = None
         if role not in REGISTRABLE_ROLES:
             raise ValidationError(f"role {self.role!r} is not one of planner, coder, code_reviewer")
-        if ctx.agent(self.agent) is not None:
-            raise ValidationError(f"agent {self.agent} is already registered",
+        known = ctx.agent(self.agent)
+        if known is not None:
+            raise ValidationError(f"agent {self.agent} is already registered as "
+                                  f"{known.role.value}",
                                   hint="agent ids are unique; pick another id")
         assert role is not None
         keys: tuple[SigningKey, ...] = ()

@@ -57,7 +57,7 @@ def _check_no_cycle(ctx: Ctx, task_id: str, depends_on: tuple[str, ...]) -> None
             stack.extend(t.depends_on)
 
 
-def _check_limits(op: Op) -> None:
+def _check_limits(op: Op | TaskFields) -> None:
     """Per-task overrides: positive, and a lease override bounded like config lease_duration."""
     for name in ("max_iterations", "max_review_cycles", "lease_duration_override"):
         v = getattr(op, name, None)
@@ -70,10 +70,10 @@ def _check_limits(op: Op) -> None:
                               f"lease_duration), got {lease}")
 
 
-@register_op
 @dataclass(frozen=True, kw_only=True)
-class Add(Op):
-    NAME = "add"
+class TaskFields:
+    """What defines a new task: the fields of `add`, and of each task of `add-tasks`."""
+
     task: str
     description: str
     spec_ref: str | None = None
@@ -86,33 +86,114 @@ class Add(Op):
     max_review_cycles: int | None = None
     lease_duration_override: int | None = None
 
+
+@register_op
+@dataclass(frozen=True, kw_only=True)
+class Add(Op, TaskFields):
+    NAME = "add"
+
     def run(self, ctx: Ctx) -> None:
-        check_id(self.task, "task id")
         require_goal_open(ctx)
-        if ctx.task(self.task) is not None:
-            raise ValidationError(f"task {self.task} already exists")
-        need_text(self.description, "description")
-        leaves = spec_ref_leaves(self.spec_ref) if self.spec_ref else None
-        if leaves:  # a DRAFT too (the spec gate waits for finalize); replay too (verify)
-            raise ValidationError(leaves)
-        _check_priority(self.priority)
-        _check_limits(self)
-        _check_depends(ctx, self.task, self.depends_on)
-        task = Task(id=self.task, description=self.description, status=S.DRAFT, created=self.time,
-                    priority=self.priority, spec_ref=self.spec_ref, done_when=self.done_when,
-                    scope=self.scope, depends_on=self.depends_on,
-                    max_iterations=self.max_iterations, max_review_cycles=self.max_review_cycles,
-                    lease_duration_override=self.lease_duration_override)
-        target = S.DRAFT
-        if self.ready:
-            gaps = definition_gaps(task)
-            if gaps:
-                raise ValidationError(f"{self.task} cannot be --ready: missing {', '.join(gaps)}",
-                                      hint="give them, or add it as a DRAFT and finalize later")
-            target = S.UNCLAIMED
-        ctx.transition(None, target, task_id=self.task)
-        ctx.put_task(replace(task, status=target,
-                             history=(ctx.history(task, "created"))))
+        _add(ctx, self, "add")
+
+
+def _add(ctx: Ctx, new: TaskFields, table_op: str) -> None:
+    """One new task (`add`, and each of `add-tasks`), judged by the transition table's rows of
+    `table_op` (add-tasks is add, for each task of the file, in one commit)."""
+    check_id(new.task, "task id")
+    if ctx.task(new.task) is not None:
+        raise ValidationError(f"task {new.task} already exists")
+    need_text(new.description, "description")
+    leaves = spec_ref_leaves(new.spec_ref) if new.spec_ref else None
+    if leaves:  # a DRAFT too (the spec gate waits for finalize); replay too (verify)
+        raise ValidationError(leaves)
+    _check_priority(new.priority)
+    _check_limits(new)
+    _check_depends(ctx, new.task, new.depends_on)
+    task = Task(id=new.task, description=new.description, status=S.DRAFT, created=ctx.op.time,
+                priority=new.priority, spec_ref=new.spec_ref, done_when=new.done_when,
+                scope=new.scope, depends_on=new.depends_on,
+                max_iterations=new.max_iterations, max_review_cycles=new.max_review_cycles,
+                lease_duration_override=new.lease_duration_override)
+    target = S.DRAFT
+    if new.ready:
+        gaps = definition_gaps(task)
+        if gaps:
+            raise ValidationError(f"{new.task} cannot be --ready: missing {', '.join(gaps)}",
+                                  hint="give them, or add it as a DRAFT and finalize later")
+        target = S.UNCLAIMED
+    ctx.transition(None, target, task_id=new.task, as_op=table_op)
+    ctx.put_task(replace(task, status=target, history=(ctx.history(task, "created"))))
+
+
+@dataclass(frozen=True, kw_only=True)
+class NewTask(TaskFields):
+    """One task of `add-tasks`."""
+
+
+MAX_TASKS_PER_FILE = 500  # a plan, not a data dump: one commit stays small and readable
+
+
+@register_op
+@dataclass(frozen=True, kw_only=True)
+class AddTasks(Op):
+    """Add the tasks of a file (`git liza add --from FILE`) in one transition: all or none.
+    A dependency may name a task on the board or one of the file (in any order); every error
+    names its task (`task ID: ...`), which the CLI turns into the task's line in the file."""
+
+    NAME = "add-tasks"
+    tasks: tuple[NewTask, ...]
+
+    def run(self, ctx: Ctx) -> None:
+        require_goal_open(ctx)
+        if not self.tasks:
+            raise ValidationError("no task to add")
+        if len(self.tasks) > MAX_TASKS_PER_FILE:
+            raise ValidationError(f"{len(self.tasks)} tasks in one file; at most "
+                                  f"{MAX_TASKS_PER_FILE}", hint="split the file")
+        for new in _dependency_order(self.tasks):
+            try:
+                _add(ctx, new, "add")
+            except ValidationError as e:
+                rest = e.message.removeprefix(f"task {new.task} ").removeprefix(f"{new.task} ")
+                raise type(e)(f"task {new.task}: {rest}", hint=e.hint) from None
+        # Many tasks, one commit: no single task or state names the transition.
+        ctx.task_id = ctx.from_state = ctx.to_state = None
+        ids = [t.task for t in self.tasks]
+        shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+        ctx.summary = f"add-tasks {len(ids)} task(s) ({shown}) by {self.actor}"
+
+
+def _dependency_order(tasks: tuple[NewTask, ...]) -> list[NewTask]:
+    """The file's tasks with each after the file's tasks it depends on (else in file order), so
+    that a dependency may come later in the file; a task listed twice or a cycle among them is
+    refused, naming the task."""
+    by_id: dict[str, NewTask] = {}
+    for t in tasks:
+        if t.task in by_id:
+            raise ValidationError(f"task {t.task}: listed twice in the file")
+        by_id[t.task] = t
+    out: list[NewTask] = []
+    done: set[str] = set()
+    visiting: list[str] = []
+
+    def visit(t: NewTask) -> None:
+        if t.task in done:
+            return
+        if t.task in visiting:
+            cycle = visiting[visiting.index(t.task):] + [t.task]
+            raise ValidationError(f"task {t.task}: these dependencies would form a cycle "
+                                  f"({' -> '.join(cycle)})")
+        visiting.append(t.task)
+        for dep in t.depends_on:
+            if dep in by_id:
+                visit(by_id[dep])
+        visiting.pop()
+        done.add(t.task)
+        out.append(t)
+    for t in tasks:
+        visit(t)
+    return out
 
 
 def _check_priority(priority: int) -> None:

@@ -32,7 +32,9 @@ def ensure_integration_branch(liza: Liza, branch: str) -> str | None:
     if ref is not None:
         return str(ref_oid(ref))
     if repo.head_is_unborn:
-        warn(f"integration branch {branch} not created: HEAD has no commit yet")
+        warn(f"integration branch {branch} not created: HEAD has no commit yet (after a first "
+             f"commit: `git branch {branch}`, then, as the human, `git liza config "
+             f"integration_base $(git rev-parse {branch})` so that the first sync shares it)")
         return None
     head = repo.head.peel(pygit2.Commit).id
     with suppress(pygit2.AlreadyExistsError):  # created concurrently: theirs is as good

@@ -40,6 +40,13 @@ class IntegrationDiverged(ConcurrencyConflict):
         self.tasks = tasks
 
 
+class IntegrationUnapproved(ValidationError):
+    """The board records a merge, but this clone's integration branch cannot be pushed: it holds
+    commits no approval covers (and none is the integration base). Nothing was pushed."""
+
+    code = "INTEGRATION_UNAPPROVED"
+
+
 @dataclass
 class Branches:
     integration: str | None  # the board's integration branch (None: no board yet)
@@ -153,6 +160,7 @@ def branch_updates(store: Store, tip: pygit2.Oid, r: pygit2.Oid | None, rep: Syn
     out: list[transport.RefUpdate] = []
     integ = br.integration
     will_have: pygit2.Oid | None = None  # the remote's integration tip after this push
+    refused: str | None = None  # why the local integration branch stays local
     if integ is not None:
         ref = heads(integ)
         remote_hex = br.remote.get(ref)
@@ -171,12 +179,16 @@ def branch_updates(store: Store, tip: pygit2.Oid, r: pygit2.Oid | None, rep: Syn
             if hide is not None:
                 bad = unapproved(repo, Approvals.of(board), mine, hide)
                 if bad:
-                    rep.notices.append(f"{integ} not pushed: it has {describe(bad)}; only "
+                    refused = f"it has {describe(bad)}"
+                    if theirs is None and board.config.integration_base is None:
+                        refused += (" (this board records no integration base: the human sets "
+                                    f"it with `git liza config integration_base <commit>`)")
+                    rep.notices.append(f"{integ} not pushed: {refused}; only "
                                        "approved work merged by `git liza merge` is shared")
                 else:
                     out.append(transport.RefUpdate(ref, str(mine), remote_hex))
                     will_have = mine
-    _check_merges_reach(store, tip, r, will_have, integ, rep)
+    _check_merges_reach(store, tip, r, will_have, integ, rep, refused)
     branches = list_task_branches(repo)
     for task_id, head in sorted(branches.items()):
         t = board.task(task_id)
@@ -190,9 +202,11 @@ def branch_updates(store: Store, tip: pygit2.Oid, r: pygit2.Oid | None, rep: Syn
 
 
 def _check_merges_reach(store: Store, tip: pygit2.Oid, r: pygit2.Oid | None,
-                        integ_after: pygit2.Oid | None, integ: str | None, rep: SyncReport) -> None:
+                        integ_after: pygit2.Oid | None, integ: str | None, rep: SyncReport,
+                        refused: str | None = None) -> None:
     """Every merge recorded by an op the remote does not have yet must be on the integration branch
-    the remote will have after the push; else pushing the board would make it lie."""
+    the remote will have after the push; else pushing the board would make it lie. `refused`: why
+    the local integration branch was kept local (then that, not a lost race, is the reason)."""
     if integ is None or tip == r:
         return
     repo = store.repo
@@ -211,6 +225,14 @@ def _check_merges_reach(store: Store, tip: pygit2.Oid, r: pygit2.Oid | None,
             missing.append((str(rec.task), merged))
     if missing:
         tasks = tuple(t for t, _m in missing)
+        if refused is not None:
+            where = (f"{rep.remote} has no {integ} branch" if integ_after is None
+                     else f"{rep.remote}'s {integ} lacks merge commit {missing[0][1][:12]}")
+            raise IntegrationUnapproved(
+                f"{where} and this clone's {integ} was not pushed: {refused}; nothing was "
+                f"pushed (the board records {', '.join(tasks)} merged)",
+                hint="only approved work merged by `git liza merge` is shared; see "
+                     "docs/getting-started.md (the first sync)")
         raise IntegrationDiverged(
             f"{integ} on {rep.remote} moved on while this clone merged {', '.join(tasks)} "
             f"(merge commit {missing[0][1][:12]} is not on {rep.remote}'s {integ}); nothing "

@@ -34,3 +34,23 @@ def configured_remote(repo: pygit2.Repository) -> str | None:
 def repo_path(repo: pygit2.Repository) -> Path:
     """Where git runs for this repository (the work tree, or the git dir of a bare one)."""
     return Path(repo.workdir or repo.path)
+
+
+def remote_board(path: Path) -> tuple[str, str] | None:
+    """(remote, oid) when the clone at `path` has no board but its sync remote (`liza.remote`,
+    else origin) holds one: a fresh `git clone` does not fetch refs/liza/state, and `init` there
+    would start a second, unrelated board. None when there is no such remote or it cannot be
+    asked (this is advice, never a failure of its own)."""
+    from gitliza.errors import LizaError
+    from gitliza.git import transport
+    try:
+        repo = pygit2.Repository(str(path))
+        if repo.references.get(remotes.STATE_REF) is not None:
+            return None
+        name = configured_remote(repo) or remotes.DEFAULT_REMOTE
+        if name == remotes.DEFAULT_REMOTE and name not in repo.remotes.names():
+            return None
+        oid = transport.ls_remote_state(repo_path(repo), name, timeout=20)
+    except (LizaError, pygit2.GitError, OSError):
+        return None
+    return None if oid is None else (name, oid)

@@ -28,6 +28,9 @@ class Approvals:
 
     ranges: tuple[tuple[str, str | None], ...]  # (review_commit, base_commit) per task
     merges: dict[str, str]  # merge_commit -> the review_commit it must merge
+    # The integration branch's tip when the board was made (config integration_base): the
+    # repository's own history before the board is the branch's base, never "unapproved".
+    base: str | None = None
 
     @property
     def tips(self) -> frozenset[str]:
@@ -42,7 +45,7 @@ class Approvals:
                 ranges.append((t.review_commit, t.base_commit))
                 if t.status == TaskState.MERGED and t.merge_commit:
                     merges[t.merge_commit] = t.review_commit
-        return cls(tuple(ranges), merges)
+        return cls(tuple(ranges), merges, board.config.integration_base)
 
 
 def _covered(repo: pygit2.Repository, approvals: Approvals,
@@ -82,6 +85,8 @@ def unapproved(repo: pygit2.Repository, approvals: Approvals, new: pygit2.Oid,
     merged parents are approved review commits: a person merging by hand records the merge
     afterwards; the server still insists on the record."""
     hidden = list(hide)
+    if approvals.base is not None and (b := pygit2.Oid(hex=approvals.base)) in repo:
+        hidden.append(b)
     covered = _covered(repo, approvals, hidden)
     walker = repo.walk(new, SortMode.TOPOLOGICAL)
     for oid in hidden:

@@ -1,0 +1,59 @@
+"""docs/getting-started.md and the README's Quickstart, run as a new user types them (issue 27):
+every `sh` block in order, in one shell, in a throw-away directory, with this checkout's
+`git liza` on PATH. Blocks marked `<!-- not run by the test ... -->` are left out (they install
+gitliza, or need an agent CLI and its credentials)."""
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import git
+from tests.team.procs import env_for
+
+ROOT = Path(__file__).resolve().parents[2]
+BLOCK = re.compile(r"(?P<before>[^\n]*)\n```sh\n(?P<body>.*?)\n```", re.S)
+
+
+def blocks(text: str) -> list[str]:
+    """The `sh` blocks of a Markdown text, less those whose preceding line says not run."""
+    return [m["body"] for m in BLOCK.finditer(text) if "not run by the test" not in m["before"]]
+
+
+def run(script: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=cwd, text=True,
+                          capture_output=True, env=env_for(), timeout=600)
+
+
+@pytest.mark.slow
+def test_getting_started_from_zero_to_a_merged_task_on_main(tmp_path: Path) -> None:
+    text = (ROOT / "docs" / "getting-started.md").read_text("utf-8")
+    steps = blocks(text)
+    assert len(steps) == 7 and len(BLOCK.findall(text)) == 9  # two left out: install, a real CLI
+    r = run("\n".join(steps), tmp_path)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    repo, remote = tmp_path / "hello", tmp_path / "hello-team.git"
+    # the task went the whole way: claimed, submitted, approved, merged by the reviewer
+    assert "merge greet (APPROVED -> MERGED) by reviewer-1" in r.stdout
+    assert "origin: pushed integration" in r.stdout
+    # and main, here and on the remote, is the integration branch with the reviewed work
+    integ = git(repo, "rev-parse", "integration")
+    assert git(remote, "rev-parse", "main") == integ == git(repo, "rev-parse", "main")
+    assert git(remote, "rev-parse", "integration") == integ
+    assert (repo / "greet.py").is_file() and git(repo, "status", "--porcelain") == ""
+    assert "verified" in run("git liza verify --remote origin", repo).stdout
+    # no "never approved", no false explanation on the way
+    assert "never approved" not in r.stderr and "moved on" not in r.stderr
+
+
+def test_the_readme_quickstart_runs_as_written(repo: Path) -> None:
+    text = (ROOT / "README.md").read_text("utf-8")
+    quick = text[text.index("## Quickstart"):text.index("## Commands")]
+    steps = blocks(quick)
+    assert len(steps) == 1
+    r = run(steps[0], repo)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "claim task-1 (UNCLAIMED -> CLAIMED) by coder-1" in r.stdout
+    assert (repo / ".worktrees" / "task-1").is_dir()
