@@ -5,8 +5,7 @@ biggest pack, which holds most of the history, is merged too. Read whole into by
 into one (id, entry) pair per object, as packfile.read_entries does, that made a few hundred
 thousand small Python objects live at once for a board of some thousand transitions: the
 allocator keeps the arenas they were in, so a long-lived writer's RSS stepped up with every
-such merge (measured: +12 MB over 3,500 transitions in one process, +146 MB between ops 12,000 and
-20,000 of another), never down.
+such merge, never down (measured: +14 MB over 3,500 transitions in one process; +4 MB streamed).
 
 Here the sources are mapped (mmap: file pages, given back when unmapped), their sorted id tables
 are merged k-way (a duplicate id, written by two writers, is copied once), each entry is copied as
