@@ -186,8 +186,8 @@ def _missing_chain(src: pygit2.Repository, dst: pygit2.Repository, tip: pygit2.O
     return chain
 
 
-def _tree_objects(src: pygit2.Repository, new: bytes, old: bytes | None,
-                  out: dict[bytes, packfile.Obj]) -> None:
+def tree_objects(src: pygit2.Repository, new: bytes, old: bytes | None,
+                 out: dict[bytes, packfile.Obj]) -> None:
     """Every object of tree `new` that tree `old` (complete on the other side) lacks."""
     if new == old or new in out:
         return
@@ -204,7 +204,7 @@ def _tree_objects(src: pygit2.Repository, new: bytes, old: bytes | None,
         if prev is not None and prev[2] == raw:
             continue
         if head.startswith(TREE_HEAD):
-            _tree_objects(src, raw, prev[2] if prev is not None and prev[1].startswith(TREE_HEAD)
+            tree_objects(src, raw, prev[2] if prev is not None and prev[1].startswith(TREE_HEAD)
                           else None, out)
         elif head.startswith(GITLINK):
             continue  # a submodule's commit is not an object of this repository
@@ -231,7 +231,7 @@ def copy_chain(src: pygit2.Repository, dst: pygit2.Repository, tip: pygit2.Oid,
         parent_tree = first.tree_id.raw if isinstance(first, pygit2.Commit) else None
     for commit in chain:
         tree = commit.tree_id.raw
-        _tree_objects(src, tree, parent_tree, objs)
+        tree_objects(src, tree, parent_tree, objs)
         parent_tree = tree
         _kind, body = src.odb.read(commit.id)
         objs[commit.id.raw] = (commit.id.raw, b"commit", body)

@@ -20,7 +20,7 @@ from pygit2.enums import CheckoutStrategy, FileMode, FileStatus, RepositoryOpenF
 
 from gitliza.errors import (ConcurrencyConflict, GitFailure, NotFound, ValidationError,
                             environmental)
-from gitliza.git import reflocks
+from gitliza.git import direct, ownstore, packfile, packs, reflocks
 from gitliza.git.repository import common_dir
 from gitliza.git.checkouts import clean_sync_problems
 from gitliza.git.repository import ref_oid
@@ -146,6 +146,9 @@ def merge_commit_into(
     if old == theirs.id or repo.descendant_of(old, theirs.id):
         return MergeOutcome("up-to-date", old, old, False, ())
     kind, new = _merged_commit(repo, refname, old, theirs, message, signature)
+    if kind == "merge" and not _keep(repo, new, old):  # pruned in the instant after its writing:
+        kind, new = _merged_commit(repo, refname, old, theirs, message, signature)  # once more
+        _keep(repo, new, old)
     changed = _changed_paths(repo, old, new)
     checkouts = checkouts_of_branch(repo, refname)
     _require_clean(refname, checkouts, changed)
@@ -190,6 +193,30 @@ def _merged_commit(
         raise MergeConflict(refname, theirs.id, _conflict_paths(index))
     tree = index.write_tree(repo)
     return "merge", repo.create_commit(None, signature, signature, message, tree, [old, theirs.id])
+
+
+def _keep(repo: Repository, new: Oid, base: Oid) -> bool:
+    """(issue 29) Copy merge commit `new`, and the objects its tree adds to `base`'s, into gitliza's
+    own store (gitliza/git/ownstore.py) as one pack. libgit2 wrote them as loose objects into
+    objects/, unreferenced until the branch moves, which may be minutes away (the integration
+    test runs in between): a user's `git prune` would delete them. False when they are already
+    gone (the caller makes the merge again)."""
+    target = ownstore.target(repo)
+    if target is None:  # a quarantine: objects stay where git says
+        return True
+    objs: dict[bytes, packfile.Obj] = {}
+    try:
+        commit, parent = repo[new], repo[base]
+        assert isinstance(commit, pygit2.Commit) and isinstance(parent, pygit2.Commit)
+        direct.tree_objects(repo, commit.tree_id.raw, parent.tree_id.raw, objs)
+        objs[new.raw] = (new.raw, b"commit", repo.odb.read(new)[1])
+    except (KeyError, direct.NeedsGit):
+        return False
+    try:
+        packs.add(target, objs.values())
+    except OSError as e:
+        raise environmental(e) or GitFailure(f"cannot write the merge's objects: {e}") from None
+    return True
 
 
 def _conflict_paths(index: pygit2.Index) -> list[str]:

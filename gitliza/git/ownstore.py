@@ -25,9 +25,10 @@ change, so a hard link will do) into the clone's own store, then the line is dro
 An agent's git writes here too: its supervisor runs it with GIT_OBJECT_DIRECTORY set to the store
 and the repository's objects as an alternate (`agent_env`), so the commit an agent is making is
 not unreferenced loose garbage in objects/ for the moment before its branch moves (a `git prune`
-in that moment left a task branch on a missing commit). What is still written into objects/
-(gitliza's merges through libgit2, the user's own git) is git's own race with `git prune`, which
-`git liza doctor` detects and `git liza repair` restores from the remote (docs/maintenance.md).
+in that moment left a task branch on a missing commit). A merge made through libgit2 is copied
+here as soon as it is made (gitliza/git/merge.py). What is still written into objects/ (the user's
+own git) is git's own race with `git prune`, which `git liza doctor` detects and `git liza repair`
+restores from the remote (docs/maintenance.md).
 """
 from __future__ import annotations
 

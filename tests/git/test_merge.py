@@ -419,3 +419,22 @@ def test_merge_with_integration_test_in_a_bare_repository(repo: Path, bare: Path
     outcome = merge(bare, task, branch="main", integration_test=SCRIPT)
     assert outcome.integration_tested and outcome.updated_checkouts == ()
     assert tip(bare, "main") == task
+
+
+def test_a_merge_commit_is_kept_in_gitlizas_own_store_before_the_branch_moves(integ: Path) -> None:
+    """(issue 29) libgit2 writes the merge as loose objects into objects/, unreferenced until the
+    branch moves, with the integration test in between: they are copied into gitliza's own store,
+    which git's maintenance never prunes, before anything can depend on them."""
+    commit_files(integ, "integration", {"other.txt": "other\n"})
+    task = commit_files(integ, "liza/t", {"feature.txt": "feature\n"})
+    outcome = merge(integ, task)
+    assert outcome.kind == "merge"
+    own = pygit2.Odb(str(integ / ".git" / "liza-objects"))
+    merged = open_repo(integ)[outcome.new]
+    assert isinstance(merged, pygit2.Commit)
+    assert outcome.new in own and merged.tree_id in own
+    for oid in (str(outcome.new), str(merged.tree_id)):  # what a `git prune` in the window
+        (integ / ".git" / "objects" / oid[:2] / oid[2:]).unlink()  # would have deleted
+    git(integ, "fsck", "--no-dangling")
+    assert files_at(integ, "integration") == {"README.md": "project", "other.txt": "other",
+                                              "feature.txt": "feature"}
