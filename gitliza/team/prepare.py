@@ -30,12 +30,15 @@ def mcp_tools(role: Role) -> tuple[str, ...]:
 def launch(p: profiles.Profile, perms: profiles.Permissions, *, cwd: Path, main: Path,
            run_dir: Path, agent: str, prompt_file: Path, prompt: str, env: Mapping[str, str],
            mcp: dict[str, object] | None = None, role: Role | None = None,
-           command: Sequence[str] = (), interactive: bool = False) -> profiles.Launch:
+           command: Sequence[str] = (), interactive: bool = False,
+           gitliza: tuple[str, ...] | None = None) -> profiles.Launch:
+    """The launch, its files written; `gitliza`: what the agent's `git liza` runs (default
+    this gitliza; the sandbox's broker client inside a sandbox)."""
     repo = open_repository(cwd)
     ctx = profiles.Context(
         cwd=cwd, git_dir=Path(repo.path).resolve(), common_dir=common_dir(repo),
         liza_dir=main / LIZA_DIR, run_dir=run_dir, agent=agent, prompt_file=prompt_file,
-        prompt=prompt, gitliza=gitliza_command(), base_env=env, mcp=mcp,
+        prompt=prompt, gitliza=gitliza or gitliza_command(), base_env=env, mcp=mcp,
         tools=mcp_tools(role) if mcp is not None and role is not None else (),
         system_settings=_gemini_settings(env) if p.wiring == "gemini" else None,
         identity=_identity(repo),
