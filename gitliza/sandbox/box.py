@@ -75,7 +75,7 @@ class Box:
             d.mkdir(parents=True, exist_ok=True, mode=0o700)
         shutil.rmtree(self.tmp, ignore_errors=True)  # a fresh /tmp per session
         self.tmp.mkdir(mode=0o700)
-        _copy_login(s.cli, self.home)
+        _copy_login(s.cli, Path(s.env.get("HOME") or user_home()), self.home)
         self.coder: gitview.CoderRepo | None = None
         self.coder_git: policy.CoderGit | None = None
         if s.role == Role.CODER and s.task is not None:
@@ -156,8 +156,7 @@ def parse(text: str | None) -> bool:
     return value == "on"
 
 
-def _copy_login(cli: str | None, home: Path) -> None:
-    src = user_home()
+def _copy_login(cli: str | None, src: Path, home: Path) -> None:
     for rel in CLI_STATE.get(cli or "", ()):
         f = src / rel
         if f.is_file():

@@ -72,7 +72,8 @@ def bwrap_argv(bwrap: str, view: View, command: list[str]) -> list[str]:
          "--unshare-cgroup-try", "--die-with-parent", "--cap-drop", "ALL"]
     if not view.network:
         a.append("--unshare-net")
-    for h in view.hidden:
+    hide = [h for h in view.hidden if not under(h, [Path("/tmp")])]  # /tmp is hidden whole
+    for h in hide:
         a += ["--tmpfs", str(h)]
     a += ["--bind", str(view.tmp), "/tmp"]
     hidden = [*view.hidden, Path("/tmp")]
@@ -92,8 +93,12 @@ def bwrap_argv(bwrap: str, view: View, command: list[str]) -> list[str]:
     if view.shim is not None:
         for exe in view.shadowed:
             a += ["--ro-bind", str(view.shim), str(exe)]
-    a += ["--bind", str(view.home), str(view.home),
-          "--ro-bind", str(view.run), BROKER_INSIDE, "--chdir", str(view.cwd), "--", *command]
+    a += ["--bind", str(view.home), str(view.home), "--ro-bind", str(view.run), BROKER_INSIDE]
+    # The tmpfs that hide (the home, the common dir) are read-only too once the mounts below
+    # them are made: nothing an agent writes there could even pass for the real thing.
+    for d in (*hide, view.common):
+        a += ["--remount-ro", str(d)]
+    return [*a, "--chdir", str(view.cwd), "--", *command]
     return a
 
 
