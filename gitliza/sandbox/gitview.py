@@ -41,11 +41,12 @@ def agent_dir(common: Path, agent: str) -> Path:
     return common / "liza" / SANDBOXES / agent
 
 
-@dataclass(frozen=True)
+@dataclass
 class CoderRepo:
     common: Path
     shadow: Path
     branch: str  # refs/heads/liza/<task>
+    base: str | None  # the real branch's tip as the supervisor last set it (the CAS's old value)
 
     def tip(self) -> str | None:
         """The coder's task branch tip in its own directory (a loose ref it may have rewritten:
@@ -91,8 +92,9 @@ def build(repo: pygit2.Repository, common: Path, agent: str, task: str,
         lines.append(f"{target} {name}\n")
     (shadow / "packed-refs").write_text("".join(sorted(lines, key=lambda x: x.split()[1])))
     real = repo.references.get(branch)
-    if real is not None:
-        (shadow / branch).write_text(f"{real.resolve().target}\n")
+    launched = str(real.resolve().target) if real is not None else None
+    if launched is not None:
+        (shadow / branch).write_text(f"{launched}\n")
     dotgit, commondir, empty = base / "dotgit", base / "commondir", base / "empty"
     dotgit.write_text(f"gitdir: {shadow / 'worktrees' / admin.name}\n")
     commondir.write_text(f"{shadow}\n")
@@ -100,15 +102,13 @@ def build(repo: pygit2.Repository, common: Path, agent: str, task: str,
     if not (admin / "config.worktree").exists():
         # The mount point of the read-only empty file (an empty config.worktree is none at all).
         (admin / "config.worktree").write_text("")
-    return CoderGit(shadow, admin, admin.name, dotgit, commondir, empty), CoderRepo(common, shadow, branch)
+    return CoderGit(shadow, admin, admin.name, dotgit, commondir, empty), CoderRepo(common, shadow, branch, launched)
 
 
 def import_branch(repo: pygit2.Repository, coder: CoderRepo) -> str | None:
     """Bring the coder's task branch onto the real one: its new tip, or None when nothing moved.
     Raises GitFailure when the tip is not a commit git can fetch, or the real branch moved."""
-    tip = coder.tip()
-    ref = repo.references.get(coder.branch)
-    old = str(ref.resolve().target) if ref is not None else None
+    tip, old = coder.tip(), coder.base
     if tip is None or tip == old:
         return None
     # git fetch checks every object it takes (hash, connectivity); hooks are not run (the
@@ -123,11 +123,13 @@ def import_branch(repo: pygit2.Repository, coder: CoderRepo) -> str | None:
         obj = None
     if obj is None or not isinstance(obj, pygit2.Commit):
         raise GitFailure(f"the coder's task branch names {tip}, which is not a commit")
-    # Compare-and-swap from the value the branch had: the supervisor moves its own agent's
+    # Compare-and-swap from the value the branch had at launch (or the last import): anyone
+    # else's move meanwhile is a conflict, never overwritten. The supervisor moves its own agent's
     # branch, past the client hooks (they judge agents, and this is the agent's own claim).
     run = local_git(coder.common, "-c", "core.hooksPath=/dev/null", "update-ref", "-m",
                     "gitliza sandbox: the coder's commits", coder.branch, tip,
                     old or "0" * len(tip))
     if run.returncode != 0:
         raise GitFailure(f"cannot move {coder.branch}: {error_line(run.stderr)}")
+    coder.base = tip
     return tip
