@@ -13,7 +13,7 @@ import pwd
 import shlex
 import shutil
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -136,24 +136,31 @@ class Box:
 
 
 class Sandbox:
-    """A supervisor's sandboxing: on (bubblewrap, checked now: exit 5 if it cannot start) or
-    off (the human's explicit choice, warned at every launch)."""
+    """A supervisor's sandboxing: `on` (bubblewrap, checked now: exit 5 if it cannot start),
+    `offline` (the same in a network namespace of its own: the agent reaches nothing but its
+    supervisor's socket) or `off` (the human's explicit choice, warned at every launch)."""
 
-    def __init__(self, on: bool) -> None:
-        self.on = on
-        self.exe = bwrap.require() if on else ""
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+        self.on = mode != "off"
+        self.exe = bwrap.require() if self.on else ""
 
     def open(self, s: Session) -> Box | None:
-        return Box(self.exe, s) if self.on else None
+        if not self.on:
+            return None
+        return Box(self.exe, replace(s, network=self.mode != "offline"))
 
 
-def parse(text: str | None) -> bool:
-    """`--sandbox on|off` (default on)."""
+MODES = ("on", "offline", "off")
+
+
+def parse(text: str | None) -> str:
+    """`--sandbox on|offline|off` (default on)."""
     from gitliza.errors import ValidationError
     value = (text or "on").strip().lower()
-    if value not in ("on", "off"):
-        raise ValidationError(f"--sandbox must be on or off, got {text!r}")
-    return value == "on"
+    if value not in MODES:
+        raise ValidationError(f"--sandbox must be one of {', '.join(MODES)}, got {text!r}")
+    return value
 
 
 def _copy_login(cli: str | None, src: Path, home: Path) -> None:

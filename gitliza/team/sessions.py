@@ -46,7 +46,7 @@ class Sessions:
         self.stopping = False
         self._proc: runner.AgentProcess | None = None
         self._prompts: Path | None = None
-        self.sandbox = sandbox if sandbox is not None else Sandbox(False)
+        self.sandbox = sandbox if sandbox is not None else Sandbox("off")
         self._log_file: Path | None = None
         self._job: Job | None = None
 

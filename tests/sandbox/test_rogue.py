@@ -278,4 +278,28 @@ def test_no_sandbox_is_a_refusal_naming_the_fix_unless_off(repo: Path, tmp_path:
     assert "WARNING: --sandbox off" in r.stdout, r.stdout + r.stderr
     bad = liza(repo, "agent", "coder", "--once", "--sandbox", "maybe", "--", "true",
                agent="coder-1", env=env)
-    assert bad.returncode == 1 and "--sandbox must be on or off" in bad.stderr
+    assert bad.returncode == 1 and "--sandbox must be one of on, offline, off" in bad.stderr
+
+
+@needs_bwrap
+def test_offline_agent_reaches_its_supervisor_and_no_host(repo: Path, tmp_path: Path) -> None:
+    """`--sandbox offline`: a network namespace of its own; `git liza` still works (the broker's
+    socket), a listening port of this machine and any outside address do not."""
+    import socket
+    make_board(repo)
+    add_task(repo, "t1")
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    try:
+        agent = script(tmp_path, "net.sh", PRELUDE.format() + f"""
+try reach-host-port {PY} -c "import socket; socket.create_connection(('127.0.0.1', {port}), 5)"
+try reach-outside {PY} -c "import socket; socket.create_connection(('1.1.1.1', 80), 5)"
+git liza status >/dev/null && echo BOARD-OK
+""")
+        sup = Sup(repo, "coder", "coder-1", "--once", "--sandbox", "offline", "--", str(agent))
+        sup.wait(120)
+    finally:
+        server.close()
+    log = _agent_log(repo, "coder-1")
+    assert _attempts(log) == {"reach-host-port": 1, "reach-outside": 1}, log
+    assert "BOARD-OK" in log
