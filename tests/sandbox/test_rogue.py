@@ -180,12 +180,9 @@ def test_rogue_coder_and_reviewer_are_contained_and_the_work_still_merges(
         victim.kill()
     log = _agent_log(repo, "coder-1")
     tried = _attempts(log)
-    assert len(tried) >= 40, log
-    # Everything refused that the agent could only have done as someone else or outside: the
-    # commands through the supervisor say so; the rest failed on the file system.
-    assert {k for k, rc in tried.items() if rc == 0} <= {
-        # succeed only inside the agent's own git dir (its private refs): checked below
-        "update-ref-state", "write-config-own"}, tried
+    # Every attempt failed (the commands through the supervisor say why; the rest failed on the
+    # file system or in the namespaces), and what it aimed at is checked outside below.
+    assert len(tried) == 43 and all(rc != 0 for rc in tried.values()), tried
     assert SECRET not in log and "leaked" not in log
     assert "COMMITTED" in log and "SUBMITTED" in log
     t1 = task_of(repo, "t1")
