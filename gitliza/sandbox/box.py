@@ -13,6 +13,7 @@ import pwd
 import shlex
 import shutil
 import sys
+import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -76,6 +77,7 @@ class Box:
         shutil.rmtree(self.tmp, ignore_errors=True)  # a fresh /tmp per session
         self.tmp.mkdir(mode=0o700)
         _copy_login(s.cli, Path(s.env.get("HOME") or user_home()), self.home)
+        self._importing = threading.Lock()
         self.coder: gitview.CoderRepo | None = None
         self.coder_git: policy.CoderGit | None = None
         if s.role == Role.CODER and s.task is not None:
@@ -124,9 +126,11 @@ class Box:
         return policy.bwrap_argv(self.exe, view, list(argv)), self.env(env)
 
     def bring_in(self) -> None:
-        """A coder's commits onto its real task branch (before a brokered write, at the end)."""
+        """A coder's commits onto its real task branch (before a brokered write, at the end;
+        one at a time: the broker's threads and the session's end may race)."""
         if self.coder is not None:
-            gitview.import_branch(self.s.repo, self.coder)
+            with self._importing:
+                gitview.import_branch(pygit2.Repository(self.s.repo.path), self.coder)
 
     def close(self) -> None:
         try:

@@ -22,10 +22,12 @@ import subprocess
 import sys
 import tempfile
 import threading
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from gitliza.core.states import Role
+from gitliza.errors import LizaError
 from gitliza.sandbox import rules
 from gitliza.sandbox.policy import BROKER_INSIDE
 
@@ -115,18 +117,29 @@ class Broker:
             return {"out": "", "err": self._refuse(f"`git liza {' '.join(argv)[:200]}`", v.rule)
                     + "\n", "exit": 1}
         argv = _without_agent(argv)
-        write = argv[0] in rules.writes(self.role)
         env = {**self.env, "LIZA_AGENT_ID": self.agent}
-        if write:
-            with self._lock:
-                self.before_write()
-                run = subprocess.run([*self.gitliza, *argv], env=env, cwd=self.cwd,
-                                     stdin=subprocess.DEVNULL, capture_output=True)
-        else:
+        with self._write_lock(argv[0] in rules.writes(self.role)) as failed:
+            if failed is not None:
+                return {"out": "", "err": f"gitliza: error: {failed}\n", "exit": failed.exit_code}
             run = subprocess.run([*self.gitliza, *argv], env=env, cwd=self.cwd,
                                  stdin=subprocess.DEVNULL, capture_output=True)
         return {"out": run.stdout.decode("utf-8", "replace"),
                 "err": run.stderr.decode("utf-8", "replace"), "exit": run.returncode}
+
+    @contextmanager
+    def _write_lock(self, write: bool) -> Iterator[LizaError | None]:
+        """Around a call that changes the board: one at a time, the coder's commits brought in
+        first (so that `submit` sees them); yields the error that prevented that, if any."""
+        if not write:
+            yield None
+            return
+        with self._lock:
+            try:
+                self.before_write()
+            except LizaError as e:
+                yield e
+                return
+            yield None
 
     def _refuse(self, what: str, rule: str) -> str:
         self.refusals += 1
@@ -161,14 +174,20 @@ class Broker:
                 line = f.readline(MAX_REQUEST + 1)
                 if not line:
                     break
-                error = self._mcp_refusal(line)
+                error, write = self._mcp_refusal(line)
                 if error is not None:
                     with out_lock:
                         f.write(error)
                         f.flush()
                     continue
-                proc.stdin.write(line)
-                proc.stdin.flush()
+                with self._write_lock(write) as failed:
+                    if failed is not None:
+                        with out_lock:
+                            f.write(_tool_error(line, str(failed)))
+                            f.flush()
+                        continue
+                    proc.stdin.write(line)
+                    proc.stdin.flush()
         except OSError:
             pass
         finally:
@@ -184,32 +203,40 @@ class Broker:
             self._children.discard(proc)
             t.join(1)
 
-    def _mcp_refusal(self, line: bytes) -> bytes | None:
-        """The error answer to a tools/call no agent may make, or None (pass it on; the
-        server validates everything else itself)."""
+    def _mcp_refusal(self, line: bytes) -> tuple[bytes | None, bool]:
+        """(the error answer to a tools/call no agent may make, or None: pass it on, the server
+        validates everything else itself; whether it is a call that changes the board)."""
         try:
             msg = json.loads(line)
         except (ValueError, RecursionError):
-            return None
+            return None, False
         if not isinstance(msg, dict) or msg.get("method") != "tools/call":
-            return None
+            return None, False
         params = msg.get("params")
         name = params.get("name") if isinstance(params, dict) else None
         args = params.get("arguments") if isinstance(params, dict) else None
         rule = None
         if not isinstance(name, str):
-            return None
+            return None, False
         v = rules.check_tool(self.role, name)
         if not v.ok:
             rule = v.rule
         elif isinstance(args, dict) and args.get("agent") not in (None, self.agent):
             rule = f"identity is bound by the supervisor: you act as {self.agent}"
         if rule is None:
-            return None
-        text = self._refuse(f"MCP tool {name}", rule)
-        answer = {"jsonrpc": "2.0", "id": msg.get("id"),
-                  "result": {"content": [{"type": "text", "text": text}], "isError": True}}
-        return json.dumps(answer).encode() + b"\n"
+            return None, name.replace("_", "-") in rules.writes(self.role)
+        return _tool_error(line, self._refuse(f"MCP tool {name}", rule)), False
+
+
+def _tool_error(line: bytes, text: str) -> bytes:
+    """A tools/call's error result (the request's id kept)."""
+    try:
+        ident = json.loads(line).get("id")
+    except (ValueError, AttributeError, RecursionError):
+        ident = None
+    answer = {"jsonrpc": "2.0", "id": ident,
+              "result": {"content": [{"type": "text", "text": text}], "isError": True}}
+    return json.dumps(answer).encode() + b"\n"
 
 
 def _without_agent(argv: list[str]) -> list[str]:

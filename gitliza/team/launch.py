@@ -78,7 +78,9 @@ class Team:
     def start(self) -> Team:
         if self.logs is not None:
             self.logs.mkdir(parents=True, exist_ok=True)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("LIZA_")}
+        # LIZA_SANDBOX (the team's --sandbox, gitliza/sandbox/) is every supervisor's too.
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith("LIZA_") or k == "LIZA_SANDBOX"}
         for m in self.team:
             # A supervisor outlives a killed `git liza team` no more than an agent outlives its
             # supervisor: SIGTERM, so that it stops its agent and gives its token back.
