@@ -198,7 +198,8 @@ class Sessions:
                                 prompt_file=prompt_file, prompt=text,
                                 env=self._env(job, prompt_file), mcp=mcp, role=self.role,
                                 command=self.command, interactive=self.interactive,
-                                gitliza=box.gitliza_inside if box is not None else None)
+                                gitliza=box.gitliza_inside if box is not None else None,
+                                contained=box is not None)
         if launch.mcp_config is not None:
             launch.env["LIZA_MCP_CONFIG"] = str(launch.mcp_config)
         return launch
