@@ -108,7 +108,9 @@ def _coder_git(view: View, g: CoderGit) -> list[str]:
     for d in ("objects", "refs", "logs"):
         a += ["--bind", str(s / d), str(s / d)]
     # The shared objects it borrows, and the live board (the hooks judge commits by it): read-only.
-    a += ["--ro-bind", str(s / "objects/info/alternates"), str(s / "objects/info/alternates")]
+    # (objects/info whole, not its alternates file alone: a directory holding a mount point could
+    # still be renamed away and replaced; a mount point itself cannot.)
+    a += ["--ro-bind", str(s / "objects/info"), str(s / "objects/info")]
     if "refs" in view.common_entries:
         a += ["--ro-bind", str(view.common / "refs/liza"), str(s / "refs/liza")]
     if "hooks" in view.common_entries:
