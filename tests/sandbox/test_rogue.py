@@ -270,6 +270,11 @@ def test_no_sandbox_is_a_refusal_naming_the_fix_unless_off(repo: Path, tmp_path:
     assert r.returncode == 5, r.stderr
     assert r.stderr.count("\n") == 1 and "bubblewrap" in r.stderr and "--sandbox off" in r.stderr
     assert git(repo, "rev-parse", "refs/liza/state") == state
+    # `team` refuses as a whole, before any supervisor starts.
+    r = liza(repo, "team", "--planners", "0", "--reviewers", "0", "--coders", "1", "--", "true",
+             agent=None, env=env)
+    assert r.returncode == 5 and "bubblewrap" in r.stderr and "started" not in r.stdout, r.stdout
+    assert git(repo, "rev-parse", "refs/liza/state") == state
     r = liza(repo, "agent", "coder", "--once", "--sandbox", "off", "--", "true",
              agent="coder-1", env=env)
     assert "WARNING: --sandbox off" in r.stdout, r.stdout + r.stderr
