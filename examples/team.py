@@ -50,6 +50,20 @@ ENV = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
            GIT_COMMITTER_NAME="Liza Example", GIT_COMMITTER_EMAIL="example@liza.invalid")
 for _k in [k for k in ENV if k.startswith("LIZA_")]:
     del ENV[_k]
+
+
+def _sandbox_or_off() -> None:
+    """The agents run sandboxed (docs/security.md); where no sandbox can start here, the demo
+    says so and runs them with --sandbox off rather than not at all."""
+    from gitliza.errors import MissingDependency
+    from gitliza.sandbox import bwrap
+    try:
+        bwrap.require()
+    except MissingDependency as e:
+        print(f"(no agent sandbox on this machine: {e}; the demo runs with --sandbox off)")
+        ENV["LIZA_SANDBOX"] = "off"
+
+
 TEAM = [("planner", "planner-1", "planner.py"), ("coder", "coder-1", "coder.py"),
         ("coder", "coder-2", "coder.py"), ("code-reviewer", "reviewer-1", "reviewer.py")]
 CONFIG = {"heartbeat_interval": "2", "lease_duration": "60", "coder_max_wait": "300",
@@ -249,6 +263,7 @@ def main(argv: list[str]) -> int:
     repo = root / "hello-cli"
     what = f"agent CLI {args.cli}" if args.cli else "scripted agents"
     print(f"# the hello-CLI demo (README.md, the main job) with {what} in a throw-away repository: {repo}")
+    _sandbox_or_off()
     setup(repo)
     web = serve_board(repo) if args.web else None
     procs = start_team(repo, root / "logs", args.cli, args.mcp, args.permissions)

@@ -587,6 +587,13 @@ PERMISSIONS_HELP = ("worktree (default: edit and run commands in the worktree, c
                     "CLI's own configuration decides)")
 
 
+# The supervisors `team` starts inherit its environment: LIZA_SANDBOX=off reaches each of them.
+SandboxOpt = typer.Option(None, "--sandbox", envvar="LIZA_SANDBOX", show_envvar=True,
+                          help="on (default: each agent in its own OS sandbox, docs/security.md) "
+                               "| offline (the same, with no network but its supervisor) "
+                               "| off (no sandbox; warned at every launch)")
+
+
 @app.command()
 def agent(role: str = typer.Argument(..., help="planner | coder | code-reviewer"),
           command: Optional[List[str]] = typer.Argument(
@@ -605,12 +612,13 @@ def agent(role: str = typer.Argument(..., help="planner | coder | code-reviewer"
                                    "wired through its CLI's own configuration."),
           permissions: Optional[str] = typer.Option(
               None, "--permissions", help=PERMISSIONS_HELP),
+          sandbox: Optional[str] = SandboxOpt,
           agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
           no_sync: bool = NoSyncOpt) -> None:
     """Supervise an agent: wait for work, claim it, run the agent, heartbeat, restart."""
     _run(_team().agent, agent, json, no_sync, role=role, cli=cli, interactive=interactive,
          command=command or [], resume_task=resume_task, once=once, takeover=takeover, mcp=mcp,
-         permissions=permissions)
+         permissions=permissions, sandbox=sandbox)
 
 
 @app.command("team")
@@ -628,11 +636,12 @@ def team_cmd(command: Optional[List[str]] = typer.Argument(
                  None, "--permissions", help=PERMISSIONS_HELP),
              logs: Optional[Path] = typer.Option(None, "--logs",
                                                  help="Also write each supervisor's log here."),
+             sandbox: Optional[str] = SandboxOpt,
              json: bool = JsonOpt, no_sync: bool = NoSyncOpt) -> None:
     """Start a whole team: one `git liza agent` supervisor per member, output labelled."""
     _run(_team().team, None, json, no_sync, planners=planners, coders=coders,
          reviewers=reviewers, prefix=prefix, cli=cli, mcp=mcp, command=command or [], logs=logs,
-         permissions=permissions)
+         permissions=permissions, sandbox=sandbox)
 
 
 @app.command("wait")

@@ -81,7 +81,9 @@ class Team:
             self.logs.mkdir(parents=True, exist_ok=True, mode=atomic.PRIVATE_DIR)
             for m in self.team:  # 0600 (what the agents saw), never through a link
                 logs[m.agent] = atomic.open_file(self.logs / f"{m.agent}.log", append=True)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("LIZA_")}
+        # LIZA_SANDBOX (the team's --sandbox, gitliza/sandbox/) is every supervisor's too.
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith("LIZA_") or k == "LIZA_SANDBOX"}
         for m in self.team:
             # A supervisor outlives a killed `git liza team` no more than an agent outlives its
             # supervisor: SIGTERM, so that it stops its agent and gives its token back.

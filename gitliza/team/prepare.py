@@ -31,16 +31,21 @@ def mcp_tools(role: Role) -> tuple[str, ...]:
 def launch(p: profiles.Profile, perms: profiles.Permissions, *, cwd: Path, main: Path,
            run_dir: Path, agent: str, prompt_file: Path, prompt: str, env: Mapping[str, str],
            mcp: dict[str, object] | None = None, role: Role | None = None,
-           command: Sequence[str] = (), interactive: bool = False) -> profiles.Launch:
+           command: Sequence[str] = (), interactive: bool = False,
+           gitliza: tuple[str, ...] | None = None, contained: bool = False) -> profiles.Launch:
+    """The launch, its files written; `gitliza`: what the agent's `git liza` runs (default
+    this gitliza; the sandbox's broker client inside a sandbox); `contained`: in gitliza's
+    sandbox (a CLI's own sandbox that cannot nest is off)."""
     repo = open_repository(cwd)
     ctx = profiles.Context(
         cwd=cwd, git_dir=Path(repo.path).resolve(), common_dir=common_dir(repo),
         liza_dir=main / LIZA_DIR, run_dir=run_dir, agent=agent, prompt_file=prompt_file,
-        prompt=prompt, gitliza=gitliza_command(), base_env=env, mcp=mcp,
+        prompt=prompt, gitliza=gitliza or gitliza_command(), base_env=env, mcp=mcp,
         tools=mcp_tools(role) if mcp is not None and role is not None else (),
         system_settings=_gemini_settings(env) if p.wiring == "gemini" else None,
         identity=_identity(repo),
-        private_dir=_private_dir(run_dir, main) if p.wiring == "gemini" else None)
+        private_dir=_private_dir(run_dir, main) if p.wiring == "gemini" else None,
+        contained=contained)
     out = profiles.plan(p, perms, ctx, command, interactive)
     for path, text in out.files.items():
         path.parent.mkdir(parents=True, exist_ok=True, mode=atomic.PRIVATE_DIR)

@@ -168,6 +168,9 @@ class Context:
     # gemini: where its settings file goes (it skips one below a group/world-writable
     # directory, e.g. a repository under /tmp); None: run_dir.
     private_dir: Path | None = None
+    # In gitliza's own sandbox (gitliza/sandbox/): a CLI's sandbox that cannot nest in it is
+    # turned off (Codex's bubblewrap cannot map its user namespace inside ours).
+    contained: bool = False
 
 
 @dataclass(frozen=True)
@@ -261,7 +264,11 @@ def _toml(value: Any) -> str:
 
 def _codex(launch: Launch, perms: Permissions, ctx: Context, _cmd: Sequence[str]) -> Launch:
     argv = list(launch.argv)
-    if perms is Permissions.WORKTREE:
+    if perms is Permissions.WORKTREE and ctx.contained:
+        # gitliza's sandbox holds it (docs/security.md); Codex's own would fail every command
+        # ("bwrap: setting up uid map: Operation not permitted"), so it runs without one.
+        argv[argv.index("workspace-write")] = "danger-full-access"
+    elif perms is Permissions.WORKTREE:
         # workspace-write keeps `.git` (and a worktree's resolved gitdir) read-only: give back
         # exactly what committing and `git liza` write (measured with `codex sandbox`).
         argv += ["-c", f"sandbox_workspace_write.writable_roots={_toml(writable_git_roots(ctx))}"]

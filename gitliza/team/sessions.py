@@ -25,6 +25,11 @@ from gitliza.team import briefing, orphans, prepare, profiles, runner
 from gitliza.team.generation import Generation
 from gitliza.team.heartbeat import lease_keeper
 from gitliza.team.work import Job
+from gitliza.core.ops.journal import AnomalyOp
+from gitliza.errors import LizaError
+from gitliza.git.repository import common_dir
+from gitliza.sandbox.box import OFF_WARNING, Box, Sandbox
+from gitliza.sandbox.box import Session as BoxSession
 
 
 class Sessions:
@@ -33,7 +38,7 @@ class Sessions:
     def __init__(self, liza: Liza, open_liza: Callable[[], Liza], role: Role, token: Generation,
                  log: Callable[[str], None], *, profile: profiles.Profile,
                  permissions: profiles.Permissions, command: tuple[str, ...], interactive: bool,
-                 mcp: bool, resume_task: str | None) -> None:
+                 mcp: bool, resume_task: str | None, sandbox: Sandbox | None = None) -> None:
         self.liza, self.open_liza, self.role, self.token = liza, open_liza, role, token
         self.log = log
         self.agent = liza.agent
@@ -44,6 +49,9 @@ class Sessions:
         self.stopping = False
         self._proc: runner.AgentProcess | None = None
         self._prompts: Path | None = None
+        self.sandbox = sandbox if sandbox is not None else Sandbox("off")
+        self._log_file: Path | None = None
+        self._job: Job | None = None
 
     def stop(self, why: str) -> None:
         """Stop the running agent, and any agent a session starts from now on."""
@@ -59,15 +67,35 @@ class Sessions:
         text = briefing.prompt(self.liza, self.role, gen, board, job,
                                self.resume_task if self.count == 0 else None, self.log)
         path = self._save_prompt(text)
-        launch = self._launch(job, path, text)
+        # The sandbox (gitliza/sandbox/, issue 26): the box wraps the launch in bubblewrap and
+        # brokers the agent's board calls; closing it brings a coder's commits in.
+        box = self._box(job, path)
+        try:
+            return self._run_in(job, path, text, box, gen)
+        finally:
+            if box is not None:
+                try:
+                    box.close()
+                except LizaError as e:
+                    self.log(f"sandbox: {e}")
+
+    def _run_in(self, job: Job, path: Path, text: str, box: Box | None,
+                gen: int) -> tuple[int, str | None]:
+        launch = self._launch(job, path, text, box)
         if self.interactive:
             self.log(f"interactive: the prompt is saved at {path}; paste it into the session")
             sys.stdout.write(safe(text))  # board text in it: never raw on the terminal
             sys.stdout.flush()
         what = job.task or (job.trigger.value if job.trigger else "planning")
         log_file, out = self._open_log(job, launch.argv, launch.env)
+        self._log_file, self._job = log_file, job
+        argv, env = launch.argv, launch.env
+        if box is not None:
+            argv, env = box.wrap(argv, env, [*launch.files, *filter(None, [launch.stdin])])
+        else:
+            self.log(OFF_WARNING)
         try:
-            proc = self._proc = runner.AgentProcess.start(launch.argv, launch.env, job.worktree,
+            proc = self._proc = runner.AgentProcess.start(argv, env, job.worktree,
                                                           self.interactive, launch.stdin,
                                                           output=out)
         finally:
@@ -133,21 +161,55 @@ class Sessions:
             f.write(text.encode())
         return path
 
-    def _launch(self, job: Job, prompt_file: Path, text: str) -> profiles.Launch:
+    def _mcp_entry(self) -> dict[str, object] | None:
+        """The MCP server as this agent, role and supervisor generation (so its ops stand
+        down with this supervisor)."""
+        if not self.mcp:
+            return None
+        return mcp_config.server(main_root(self.liza.repo), self.agent,
+                                 prompts.ROLE_WORDS[self.role], gen=self.token.gen)
+
+    def _box(self, job: Job, prompt_file: Path) -> Box | None:
+        """This session's sandbox (None: --sandbox off)."""
+        if not self.sandbox.on:
+            return None
+        known = profiles.for_command(self.command[0]) if self.command else self.profile
+        return self.sandbox.open(BoxSession(
+            agent=self.agent, role=self.role, worktree=job.worktree, task=job.task,
+            main=main_root(self.liza.repo), repo=self.liza.repo,
+            common=common_dir(self.liza.repo), cli=known.wiring if known else None,
+            env=self._env(job, prompt_file), gitliza=prepare.gitliza_command(),
+            mcp=self._mcp_entry(), refused=self._refused))
+
+    def _refused(self, line: str, anomaly: bool) -> None:
+        """A refused call of the sandboxed agent: the supervisor's log, the agent's log and
+        (the first few per session) an anomaly on the board, where the human sees it."""
+        self.log(line)
+        if self._log_file is not None:
+            with open(self._log_file, "a") as f:
+                f.write(line + "\n")
+        if anomaly:
+            job = self._job
+            self.open_liza().do(AnomalyOp, type="system_ambiguity",
+                                task=job.task if job is not None else None,
+                                details=(("protocol_section", "sandbox: refused call"),
+                                         ("question", line)))
+
+    def _launch(self, job: Job, prompt_file: Path, text: str,
+                box: Box | None = None) -> profiles.Launch:
         """The agent's argv, environment, standard input and per-run files (its CLI's MCP and
         permission configuration), written beside the prompts: never into the task's
-        worktree, where they would be committed. The MCP server runs as this agent, role and
-        supervisor generation (so its ops stand down with this supervisor)."""
+        worktree, where they would be committed. In a sandbox, `git liza` and the MCP server
+        are the broker's client (gitliza/sandbox/broker.py)."""
         main = main_root(self.liza.repo)
-        mcp = None
-        if self.mcp:
-            mcp = mcp_config.server(main, self.agent, prompts.ROLE_WORDS[self.role],
-                                    gen=self.token.gen)
+        mcp = self._mcp_entry() if box is None else box.mcp_inside
         launch = prepare.launch(self.profile, self.permissions, cwd=job.worktree, main=main,
                                 run_dir=self.prompts_dir(), agent=self.agent,
                                 prompt_file=prompt_file, prompt=text,
                                 env=self._env(job, prompt_file), mcp=mcp, role=self.role,
-                                command=self.command, interactive=self.interactive)
+                                command=self.command, interactive=self.interactive,
+                                gitliza=box.gitliza_inside if box is not None else None,
+                                contained=box is not None)
         if launch.mcp_config is not None:
             launch.env["LIZA_MCP_CONFIG"] = str(launch.mcp_config)
         return launch

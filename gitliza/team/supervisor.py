@@ -53,6 +53,8 @@ from gitliza.git import worktrees
 from gitliza.git.refwatch import RefWatcher
 from gitliza.services.api import Liza
 from gitliza.services.wait import min_timeout, seconds_until
+from gitliza.sandbox.box import Sandbox
+from gitliza.sandbox.box import parse as sandbox_mode
 from gitliza.team import orphans, profiles, runner
 from gitliza.team.generation import Generation, StandDown
 from gitliza.team.heartbeat import lease_keeper
@@ -71,6 +73,7 @@ class SupervisorOptions:
     takeover: bool = False  # take the id from a supervisor whose token is still live
     mcp: bool = False  # give the agent `git liza mcp`, wired through its CLI's configuration
     permissions: str | None = None  # worktree (default) | bypass | own (gitliza/team/profiles.py)
+    sandbox: str | None = None  # on (default) | off: the OS sandbox (gitliza/sandbox/)
 
 
 class Supervisor:
@@ -96,12 +99,14 @@ class Supervisor:
         profile = profiles.PLAIN if opts.command else profiles.profile(opts.cli)
         permissions = profiles.parse_permissions(opts.permissions)
         runner.require(opts.command[0] if opts.command else profile.executable)
+        # The sandbox (issue 26): bubblewrap checked now (exit 5 naming the fix), or off.
+        box = Sandbox(sandbox_mode(opts.sandbox))
         self.token = Generation(self.agent)
         self.work = WorkFinder(self.liza, self.role, self.log)
         self.sessions = Sessions(self.liza, open_liza, self.role, self.token, self.log,
                                  profile=profile, permissions=permissions, command=opts.command,
                                  interactive=opts.interactive, mcp=opts.mcp,
-                                 resume_task=opts.resume_task)
+                                 resume_task=opts.resume_task, sandbox=box)
         self.sessions.check_dirs()  # a tracked or linked .liza/ refuses us before any claim
 
     # -- the loop -------------------------------------------------------------------------------

@@ -27,6 +27,10 @@ def env_for(agent: str | None = None) -> dict[str, str]:
         del e[k]
     if agent:
         e["LIZA_AGENT_ID"] = agent
+    # The scripted agents of these tests keep their counters and markers in the test's tmp dir,
+    # which a sandbox hides: they test the supervisor's loop, so they run it unsandboxed
+    # (tests/sandbox/ runs supervisors with `--sandbox on`, which wins over this).
+    e["LIZA_SANDBOX"] = "off"
     return e
 
 

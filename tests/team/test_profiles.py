@@ -116,6 +116,15 @@ def test_codex_worktree_sandbox_gives_back_exactly_the_git_metadata_a_commit_nee
     assert "--sandbox" not in plan("codex", tmp_path, P.OWN).argv
 
 
+def test_codex_inside_gitlizas_sandbox_runs_without_its_own(tmp_path: Path) -> None:
+    """Codex's bubblewrap cannot map a user namespace inside gitliza's (every command it ran
+    failed): contained, it runs with no sandbox of its own and still never asks."""
+    argv = plan("codex", tmp_path, contained=True).argv
+    assert argv[argv.index("--sandbox") + 1] == "danger-full-access"
+    c = codex_overrides(argv)
+    assert c["approval_policy"] == "never" and "sandbox_workspace_write.writable_roots" not in c
+
+
 def test_gemini_is_trusted_and_allowed_its_shell_mcp_in_per_run_system_settings(
         tmp_path: Path) -> None:
     admin = json.dumps({"mcpServers": {"corp": {"command": "x"}}, "telemetry": {"enabled": False}})

@@ -33,11 +33,11 @@ def wait(env: Env, condition: str, task: str | None, status: str | None, since: 
 
 def agent(env: Env, role: str, cli: str | None, interactive: bool, command: Sequence[str],
           resume_task: str | None, once: bool, takeover: bool, mcp: bool = False,
-          permissions: str | None = None) -> int:
+          permissions: str | None = None, sandbox: str | None = None) -> int:
     from gitliza.team.supervisor import Supervisor, SupervisorOptions
     opts = SupervisorOptions(role=role, cli=cli, interactive=interactive, command=tuple(command),
                              resume_task=resume_task, once=once, takeover=takeover, mcp=mcp,
-                             permissions=permissions)
+                             permissions=permissions, sandbox=sandbox)
 
     def open_liza() -> Any:
         # A fresh handle per caller (the heartbeat thread has its own), with the same hooks.
@@ -47,7 +47,7 @@ def agent(env: Env, role: str, cli: str | None, interactive: bool, command: Sequ
 
 def team(env: Env, planners: int, coders: int, reviewers: int, prefix: str, cli: str | None,
          mcp: bool, command: Sequence[str], logs: Path | None,
-         permissions: str | None = None) -> int:
+         permissions: str | None = None, sandbox: str | None = None) -> int:
     """Start the supervisors, relay their output, stop them on SIGINT/SIGTERM; exit 0 when every
     supervisor did (the goal COMPLETED, an ABORT, or nothing left to wait for)."""
     import signal
@@ -59,6 +59,13 @@ def team(env: Env, planners: int, coders: int, reviewers: int, prefix: str, cli:
     crew = members(planners, coders, reviewers, prefix)
     # A wrong --cli or --permissions, or a missing agent program: refused now, not per supervisor.
     profiles.parse_permissions(permissions)
+    import os
+    from gitliza.sandbox.box import Sandbox, parse
+    # Each supervisor checks its sandbox too; refusing here keeps a team from half-starting.
+    # The supervisors inherit the choice through the environment (the --sandbox option's).
+    Sandbox(parse(sandbox))
+    if sandbox is not None:
+        os.environ["LIZA_SANDBOX"] = sandbox
     require(command[0] if command else profiles.profile(cli).executable)
     from gitliza.services.lifecycle.locations import main_root
 

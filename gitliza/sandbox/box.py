@@ -1,0 +1,216 @@
+"""One agent's sandbox for one launch: its private HOME and /tmp, the view of the repository its
+role gets (policy.py), a coder's own git dir (gitview.py), and the broker (broker.py) its
+`git liza` and MCP calls go through.
+
+`Sandbox` lives as long as a supervisor: it checks once that bubblewrap works (else exit 5) and
+`open`s a `Box` per agent session, which wraps the launch and, when the agent exits, brings a
+coder's commits onto its task branch and closes the channel.
+"""
+from __future__ import annotations
+
+import os
+import pwd
+import shlex
+import shutil
+import sys
+import threading
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import pygit2
+
+from gitliza.core.states import Role
+from gitliza.sandbox import bwrap, gitview, policy
+from gitliza.sandbox.broker import SOCKET, Broker, client_command
+from gitliza.sandbox.policy import BROKER_INSIDE
+
+# The CLIs' login and configuration, copied from the user's home into an agent's private home at
+# every launch (credentials rotate); what the CLI writes there stays private to the agent.
+CLI_STATE: dict[str, tuple[str, ...]] = {
+    "claude": (".claude.json", ".claude/.credentials.json", ".claude/settings.json"),
+    "codex": (".codex/config.toml", ".codex/auth.json"),
+    "gemini": (".gemini/settings.json", ".gemini/oauth_creds.json",
+               ".gemini/google_accounts.json", ".gemini/installation_id"),
+    "vibe": (".vibe/config.toml", ".vibe/.env"),
+}
+# Variables that lead out of the sandbox to the user's sessions (ssh-agent, D-Bus, the runtime
+# dir) or into the hidden home.
+DROP_ENV = ("SSH_AUTH_SOCK", "SSH_AGENT_PID", "DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR",
+            "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME",
+            "GNUPGHOME", "GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_INDEX_FILE",
+            "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES")
+OFF_WARNING = ("WARNING: --sandbox off: the agent runs with all of your rights (it can read "
+               "every key in .git/liza/keys, move any ref, act as any agent); docs/security.md")
+
+
+def user_home() -> Path:
+    return Path(pwd.getpwuid(os.getuid()).pw_dir)
+
+
+@dataclass(frozen=True)
+class Session:
+    """What a box needs of the session it wraps."""
+
+    agent: str
+    role: Role
+    worktree: Path  # the agent's cwd
+    task: str | None
+    main: Path
+    repo: pygit2.Repository
+    common: Path
+    cli: str | None  # the CLI whose login to copy in (a wiring name), or None
+    env: Mapping[str, str]  # the agent's environment as the supervisor built it
+    gitliza: tuple[str, ...]  # the command that runs gitliza outside
+    mcp: Mapping[str, Any] | None  # the real MCP server entry (run by the broker)
+    refused: Callable[[str, bool], None]
+    network: bool = True
+
+
+class Box:
+    def __init__(self, exe: str, s: Session) -> None:
+        self.exe, self.s = exe, s
+        base = gitview.agent_dir(s.common, s.agent)
+        self.home, self.tmp = base / "home", base / "tmp"
+        for d in (base, self.home, self.tmp):
+            d.mkdir(parents=True, exist_ok=True, mode=0o700)
+        shutil.rmtree(self.tmp, ignore_errors=True)  # a fresh /tmp per session
+        self.tmp.mkdir(mode=0o700)
+        _copy_login(s.cli, Path(s.env.get("HOME") or user_home()), self.home)
+        self._importing = threading.Lock()
+        self.coder: gitview.CoderRepo | None = None
+        self.coder_git: policy.CoderGit | None = None
+        if s.role == Role.CODER and s.task is not None:
+            admin = Path(pygit2.Repository(str(s.worktree)).path).resolve()
+            self.coder_git, self.coder = gitview.build(s.repo, s.common, s.agent, s.task, admin)
+        self.shim = base / "git-liza"
+        self.shim.write_text("#!/bin/sh\nexec " + " ".join(map(shlex.quote, self.gitliza_inside))
+                             + ' "$@"\n')
+        self.shim.chmod(0o755)
+        self.broker = Broker(s.agent, s.role, s.env, s.worktree, s.gitliza, s.mcp,
+                             self.bring_in, s.refused)
+
+    @property
+    def gitliza_inside(self) -> tuple[str, ...]:
+        """What `git liza` runs inside (the broker's client)."""
+        return client_command(sys.executable)
+
+    @property
+    def mcp_inside(self) -> dict[str, Any] | None:
+        """The MCP server entry an agent's CLI starts inside: the client, relaying."""
+        if self.s.mcp is None:
+            return None
+        return {"command": sys.executable,
+                "args": ["-I", "-m", "gitliza.sandbox.client", f"{BROKER_INSIDE}/{SOCKET}",
+                         "--mcp"], "env": {}}
+
+    def env(self, env: Mapping[str, str]) -> dict[str, str]:
+        out = {k: v for k, v in env.items() if k not in DROP_ENV}
+        out.update(HOME=str(self.home), TMPDIR="/tmp")
+        return out
+
+    def wrap(self, argv: Sequence[str], env: Mapping[str, str],
+             files: Sequence[Path] = ()) -> tuple[list[str], dict[str, str]]:
+        """The bubblewrap argv running `argv`, and its environment."""
+        hidden = [user_home(), Path(os.environ.get("HOME") or user_home())]
+        runtime = Path(f"/run/user/{os.getuid()}")
+        if runtime.is_dir():
+            hidden.append(runtime)
+        hidden = [h for h in dict.fromkeys(hidden) if h != Path("/") and h.is_dir()]
+        view = policy.View(
+            role=self.s.role.value, cwd=self.s.worktree, main=self.s.main, common=self.s.common,
+            common_entries=tuple(sorted(os.listdir(self.s.common))), home=self.home,
+            tmp=self.tmp, run=self.broker.dir, hidden=tuple(hidden),
+            reexpose=tuple(_needed(argv, env, files)), coder_git=self.coder_git,
+            network=self.s.network, shim=self.shim, shadowed=tuple(_on_path("git-liza", env)))
+        return policy.bwrap_argv(self.exe, view, list(argv)), self.env(env)
+
+    def bring_in(self) -> None:
+        """A coder's commits onto its real task branch (before a brokered write, at the end;
+        one at a time: the broker's threads and the session's end may race)."""
+        if self.coder is not None:
+            with self._importing:
+                gitview.import_branch(pygit2.Repository(self.s.repo.path), self.coder)
+
+    def close(self) -> None:
+        try:
+            self.bring_in()
+        finally:
+            self.broker.close()
+
+
+class Sandbox:
+    """A supervisor's sandboxing: `on` (bubblewrap, checked now: exit 5 if it cannot start),
+    `offline` (the same in a network namespace of its own: the agent reaches nothing but its
+    supervisor's socket) or `off` (the human's explicit choice, warned at every launch)."""
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+        self.on = mode != "off"
+        self.exe = bwrap.require() if self.on else ""
+
+    def open(self, s: Session) -> Box | None:
+        if not self.on:
+            return None
+        return Box(self.exe, replace(s, network=self.mode != "offline"))
+
+
+MODES = ("on", "offline", "off")
+
+
+def parse(text: str | None) -> str:
+    """`--sandbox on|offline|off` (default on)."""
+    from gitliza.errors import ValidationError
+    value = (text or "on").strip().lower()
+    if value not in MODES:
+        raise ValidationError(f"--sandbox must be one of {', '.join(MODES)}, got {text!r}")
+    return value
+
+
+def _copy_login(cli: str | None, src: Path, home: Path) -> None:
+    for rel in CLI_STATE.get(cli or "", ()):
+        f = src / rel
+        if f.is_file():
+            dest = home / rel
+            dest.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            shutil.copyfile(f, dest)
+            dest.chmod(0o600)
+
+
+def _needed(argv: Sequence[str], env: Mapping[str, str], files: Sequence[Path]) -> list[Path]:
+    """What a launch runs and reads from places the sandbox hides (the home, /tmp): the Python
+    gitliza runs on and its source, the agent's executable and its installation, PATH's entries,
+    the launch's own files. Read-only."""
+    out: list[Path] = [Path(sys.prefix), Path(sys.base_prefix),
+                       Path(os.path.realpath(sys.executable)).parent.parent,
+                       Path(__file__).resolve().parents[2]]
+    exe = shutil.which(argv[0], path=env.get("PATH")) if argv else None
+    for p in ([Path(exe), Path(os.path.realpath(exe))] if exe else []):
+        out.append(_installation(p))
+    for entry in (env.get("PATH") or "").split(os.pathsep):
+        if entry and os.path.isabs(entry) and os.path.isdir(entry):
+            out.append(_installation(Path(entry) / "x"))
+    out += [f.parent for f in files]
+    return [p for p in dict.fromkeys(out) if p.exists()]
+
+
+def _on_path(name: str, env: Mapping[str, str]) -> list[Path]:
+    """Every executable `name` in the directories of PATH."""
+    out = []
+    for entry in (env.get("PATH") or "").split(os.pathsep):
+        f = Path(entry) / name
+        if entry and os.path.isabs(entry) and f.is_file() and os.access(f, os.X_OK):
+            out.append(f)
+    return list(dict.fromkeys(out))
+
+
+def _installation(path: Path) -> Path:
+    """The directory an executable belongs to: above node_modules, or the prefix of a bin/."""
+    parts = path.parts
+    if "node_modules" in parts:
+        return Path(*parts[:parts.index("node_modules")])
+    d = path.parent
+    return d.parent if d.name in ("bin", ".bin") else d
+
+
+

@@ -1,0 +1,255 @@
+"""The supervisor's end of an agent's channel to the board.
+
+Inside the sandbox an agent's `git liza` (the alias) and its MCP server are a small client
+(client.py) that talks to one unix socket: a socket of this agent alone, in a directory no other
+agent can see (mounted into its sandbox at BROKER_INSIDE). Whoever speaks on it is that agent,
+so its identity never comes from an environment variable or a flag: the supervisor runs the
+command as its agent (LIZA_AGENT_ID and the generation set here, `--agent` naming anyone else
+refused), in its role (rules.py), and records a refusal (the agent log, the supervisor's log,
+and an anomaly on the board, a few per session at most).
+
+Requests are one JSON line: {"argv": [...]} runs `git liza ARGV` and answers one JSON line
+{"out", "err", "exit"}; {"mcp": true} starts the agent's MCP server (`git liza mcp` as this agent
+and role) and relays its newline-delimited JSON-RPC both ways, answering a `tools/call` of a tool
+no agent may call with an error instead of passing it on.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+from gitliza.core.states import Role
+from gitliza.errors import LizaError
+from gitliza.sandbox import rules
+from gitliza.sandbox.policy import BROKER_INSIDE
+
+SOCKET = "sock"
+MAX_REQUEST = 1 << 20  # bytes of one request line
+MAX_ANOMALIES = 3  # refusals recorded on the board per session (all go to the logs)
+
+
+def client_command(python: str) -> tuple[str, ...]:
+    """The command an agent's `git liza` runs inside the sandbox (-I: nothing of the
+    environment or the working directory decides which code runs)."""
+    return (python, "-I", "-m", "gitliza.sandbox.client", f"{BROKER_INSIDE}/{SOCKET}")
+
+
+class Broker:
+    """Serves one agent session's socket; `before_write` runs before a command that changes the
+    board (the coder's commits brought in first), `refused` records a refusal."""
+
+    def __init__(self, agent: str, role: Role, env: Mapping[str, str], cwd: Path,
+                 gitliza: Sequence[str], mcp: Mapping[str, Any] | None,
+                 before_write: Callable[[], None], refused: Callable[[str, bool], None]) -> None:
+        self.agent, self.role, self.env, self.cwd = agent, role, dict(env), cwd
+        self.gitliza, self.mcp = tuple(gitliza), mcp
+        self.before_write, self.refused = before_write, refused
+        self.refusals = 0
+        # A short path (sun_path holds 108 bytes) in /tmp, which every sandbox hides: only this
+        # agent's sandbox mounts it.
+        self.dir = Path(tempfile.mkdtemp(prefix="gitliza-broker-", dir="/tmp"))
+        self.path = self.dir / SOCKET
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._sock.bind(str(self.path))
+        self._sock.listen(16)
+        self._lock = threading.Lock()  # serializes brokered writes of this agent
+        self._children: set[subprocess.Popen[bytes]] = set()
+        self._closed = False
+        threading.Thread(target=self._accept, daemon=True, name=f"broker-{agent}").start()
+
+    def close(self) -> None:
+        self._closed = True
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self._sock.close()
+        for p in list(self._children):
+            p.kill()
+        for f in (self.path, self.dir):
+            try:
+                f.unlink() if f == self.path else f.rmdir()
+            except OSError:
+                pass
+
+    def _accept(self) -> None:
+        while not self._closed:
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        with conn:
+            f = conn.makefile("rwb")
+            line = f.readline(MAX_REQUEST + 1)
+            try:
+                req = json.loads(line) if len(line) <= MAX_REQUEST else None
+            except ValueError:
+                req = None
+            if isinstance(req, dict) and req.get("mcp") is True and self.mcp is not None:
+                self._relay_mcp(f)
+                return
+            argv = req.get("argv") if isinstance(req, dict) else None
+            if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
+                answer = {"out": "", "err": "gitliza sandbox: a malformed request\n", "exit": 1}
+            else:
+                answer = self.run(argv)
+            try:
+                f.write(json.dumps(answer).encode() + b"\n")
+                f.flush()
+            except OSError:
+                pass
+
+    def run(self, argv: list[str]) -> dict[str, Any]:
+        """`git liza ARGV` as this agent, or its refusal."""
+        v = rules.check_command(self.role, self.agent, argv)
+        if not v.ok:
+            return {"out": "", "err": self._refuse(f"`git liza {' '.join(argv)[:200]}`", v.rule)
+                    + "\n", "exit": 1}
+        argv = _without_agent(argv)
+        env = {**self.env, "LIZA_AGENT_ID": self.agent}
+        with self._write_lock(argv[0] in rules.writes(self.role)) as failed:
+            if failed is not None:
+                return {"out": "", "err": f"gitliza: error: {failed}\n", "exit": failed.exit_code}
+            run = subprocess.run([*self.gitliza, *argv], env=env, cwd=self.cwd,
+                                 stdin=subprocess.DEVNULL, capture_output=True)
+        return {"out": run.stdout.decode("utf-8", "replace"),
+                "err": run.stderr.decode("utf-8", "replace"), "exit": run.returncode}
+
+    @contextmanager
+    def _write_lock(self, write: bool) -> Iterator[LizaError | None]:
+        """Around a call that changes the board: one at a time, the coder's commits brought in
+        first (so that `submit` sees them); yields the error that prevented that, if any."""
+        if not write:
+            yield None
+            return
+        with self._lock:
+            try:
+                self.before_write()
+            except LizaError as e:
+                yield e
+                return
+            yield None
+
+    def _refuse(self, what: str, rule: str) -> str:
+        self.refusals += 1
+        line = f"gitliza sandbox: refused {what} for {self.agent}: {rule}"
+        try:
+            self.refused(line, self.refusals <= MAX_ANOMALIES)
+        except Exception as e:  # recording must not take the channel down
+            sys.stderr.write(f"[{self.agent}] cannot record a refusal: {e}\n")
+        return line
+
+    # -- MCP ------------------------------------------------------------------------------------
+    def _relay_mcp(self, f: Any) -> None:
+        assert self.mcp is not None
+        env = {**os.environ, **self.mcp.get("env", {}), "LIZA_AGENT_ID": self.agent}
+        proc = subprocess.Popen([self.mcp["command"], *self.mcp["args"]], env=env, cwd=self.cwd,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self._children.add(proc)
+        out_lock = threading.Lock()
+        assert proc.stdin is not None and proc.stdout is not None
+
+        def down() -> None:
+            assert proc.stdout is not None
+            for out in proc.stdout:
+                with out_lock:
+                    f.write(out)
+                    f.flush()
+
+        t = threading.Thread(target=down, daemon=True)
+        t.start()
+        try:
+            while True:
+                line = f.readline(MAX_REQUEST + 1)
+                if not line:
+                    break
+                error, write = self._mcp_refusal(line)
+                if error is not None:
+                    with out_lock:
+                        f.write(error)
+                        f.flush()
+                    continue
+                with self._write_lock(write) as failed:
+                    if failed is not None:
+                        with out_lock:
+                            f.write(_tool_error(line, str(failed)))
+                            f.flush()
+                        continue
+                    proc.stdin.write(line)
+                    proc.stdin.flush()
+        except OSError:
+            pass
+        finally:
+            try:
+                proc.stdin.close()
+            except OSError:
+                pass
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            self._children.discard(proc)
+            t.join(1)
+
+    def _mcp_refusal(self, line: bytes) -> tuple[bytes | None, bool]:
+        """(the error answer to a tools/call no agent may make, or None: pass it on, the server
+        validates everything else itself; whether it is a call that changes the board)."""
+        try:
+            msg = json.loads(line)
+        except (ValueError, RecursionError):
+            return None, False
+        if not isinstance(msg, dict) or msg.get("method") != "tools/call":
+            return None, False
+        params = msg.get("params")
+        name = params.get("name") if isinstance(params, dict) else None
+        args = params.get("arguments") if isinstance(params, dict) else None
+        rule = None
+        if not isinstance(name, str):
+            return None, False
+        v = rules.check_tool(self.role, name)
+        if not v.ok:
+            rule = v.rule
+        elif isinstance(args, dict) and args.get("agent") not in (None, self.agent):
+            rule = f"identity is bound by the supervisor: you act as {self.agent}"
+        if rule is None:
+            return None, name.replace("_", "-") in rules.writes(self.role)
+        return _tool_error(line, self._refuse(f"MCP tool {name}", rule)), False
+
+
+def _tool_error(line: bytes, text: str) -> bytes:
+    """A tools/call's error result (the request's id kept)."""
+    try:
+        ident = json.loads(line).get("id")
+    except (ValueError, AttributeError, RecursionError):
+        ident = None
+    answer = {"jsonrpc": "2.0", "id": ident,
+              "result": {"content": [{"type": "text", "text": text}], "isError": True}}
+    return json.dumps(answer).encode() + b"\n"
+
+
+def _without_agent(argv: list[str]) -> list[str]:
+    """ARGV less its `--agent` (already checked to name this agent): the environment names it."""
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+            continue
+        if a in rules.AGENT_FLAGS:
+            skip = True
+            continue
+        if any(a.startswith(f + "=") for f in rules.AGENT_FLAGS):
+            continue
+        out.append(a)
+    return out

@@ -1,0 +1,127 @@
+"""What an agent sees and may write, as a bubblewrap command line. Pure: every path and listing
+is given (gitliza/sandbox/box.py gathers them).
+
+The view, in bubblewrap's order (a later mount covers an earlier one):
+1. the whole file system read-only, a fresh /dev and /proc (a new PID namespace: the agent sees
+   and signals only its own processes), no capabilities, a user namespace (root outside stays
+   unable to remount), and the agent dies with its supervisor (`--die-with-parent`);
+2. hidden (an empty tmpfs): the user's home, the user's runtime dir (ssh-agent and D-Bus
+   sockets); /tmp is the agent's own directory;
+3. back, read-only, what the launch needs from under those: the interpreter, the agent CLI, the
+   repository (main worktree, task worktrees, `.liza/`);
+4. the common git dir hidden, then every entry of it back read-only except `liza/` (the private
+   keys, gitliza's caches and the sandboxes themselves);
+5. by role, what it may write: a coder its task worktree and its own git dir (gitview.py); a
+   reviewer and a planner nothing of the repository;
+6. the agent's private HOME (writable) and the directory of its broker socket.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path, PurePath
+
+CODER, REVIEWER, PLANNER = "coder", "code-reviewer", "planner"
+BROKER_INSIDE = "/tmp/.gitliza-broker"  # where an agent finds its broker socket's directory
+HIDDEN_GIT = frozenset({"liza"})  # entries of the common dir an agent never sees
+
+
+@dataclass(frozen=True)
+class CoderGit:
+    """A coder's own git dir (gitview.py): `shadow` is a common dir of its own (objects with the
+    shared ones as alternates, its refs, its logs) and the task's worktree admin dir `admin` is
+    mounted inside it as `worktrees/<name>`; `dotgit` is the file that points the worktree's
+    `.git` there, `commondir` the one that points its admin dir to `shadow` (git writes an
+    absolute path there); `empty` an empty file mounted over `config.worktree`."""
+
+    shadow: Path
+    admin: Path
+    name: str
+    dotgit: Path
+    commondir: Path
+    empty: Path
+
+
+@dataclass(frozen=True)
+class View:
+    role: str
+    cwd: Path  # the agent's worktree (the main worktree for a planner)
+    main: Path  # the main worktree
+    common: Path  # the real common git dir
+    common_entries: tuple[str, ...]  # its entries' names
+    home: Path  # the agent's private HOME
+    tmp: Path  # its private /tmp
+    run: Path  # the directory of its broker socket
+    hidden: tuple[Path, ...] = ()  # the user's home, runtime dir
+    reexpose: tuple[Path, ...] = ()  # read-only again from under the hidden ones
+    coder_git: CoderGit | None = None
+    network: bool = True  # share the host's network (False: a network namespace of its own)
+    # `git-liza` executables on PATH and the shim mounted over each: git runs a `git-liza` it
+    # finds before the `git liza` alias, and inside it must be the broker's client.
+    shim: Path | None = None
+    shadowed: tuple[Path, ...] = ()
+
+
+def under(path: PurePath, roots: tuple[Path, ...] | list[Path]) -> bool:
+    return any(path == r or r in path.parents for r in roots)
+
+
+def bwrap_argv(bwrap: str, view: View, command: list[str]) -> list[str]:
+    """The argv that runs `command` inside `view`."""
+    a = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+         "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+         "--unshare-cgroup-try", "--die-with-parent", "--cap-drop", "ALL"]
+    if not view.network:
+        a.append("--unshare-net")
+    hide = [h for h in view.hidden if not under(h, [Path("/tmp")])]  # /tmp is hidden whole
+    for h in hide:
+        a += ["--tmpfs", str(h)]
+    a += ["--bind", str(view.tmp), "/tmp"]
+    hidden = [*view.hidden, Path("/tmp")]
+    for r in view.reexpose:
+        if under(r, hidden):
+            a += ["--ro-bind", str(r), str(r)]
+    for r in (view.main, view.cwd):
+        a += ["--ro-bind", str(r), str(r)]
+    a += ["--tmpfs", str(view.common)]
+    for e in sorted(view.common_entries):
+        if e not in HIDDEN_GIT:
+            a += ["--ro-bind", str(view.common / e), str(view.common / e)]
+    g = view.coder_git
+    if view.role == CODER and g is not None:
+        a += ["--bind", str(view.cwd), str(view.cwd)]
+        a += _coder_git(view, g)
+    if view.shim is not None:
+        for exe in view.shadowed:
+            a += ["--ro-bind", str(view.shim), str(exe)]
+    a += ["--bind", str(view.home), str(view.home), "--ro-bind", str(view.run), BROKER_INSIDE]
+    # The tmpfs that hide (the home, the common dir) are read-only too once the mounts below
+    # them are made: nothing an agent writes there could even pass for the real thing.
+    for d in (*hide, view.common):
+        a += ["--remount-ro", str(d)]
+    return [*a, "--chdir", str(view.cwd), "--", *command]
+    return a
+
+
+def _coder_git(view: View, g: CoderGit) -> list[str]:
+    s, adm = g.shadow, g.shadow / "worktrees" / g.name
+    a = ["--ro-bind", str(s), str(s)]
+    for d in ("objects", "refs", "logs"):
+        a += ["--bind", str(s / d), str(s / d)]
+    # The shared objects it borrows, and the live board (the hooks judge commits by it): read-only.
+    # (objects/info whole, not its alternates file alone: a directory holding a mount point could
+    # still be renamed away and replaced; a mount point itself cannot.)
+    a += ["--ro-bind", str(s / "objects/info"), str(s / "objects/info")]
+    if "refs" in view.common_entries:
+        a += ["--ro-bind", str(view.common / "refs/liza"), str(s / "refs/liza")]
+    if "hooks" in view.common_entries:
+        a += ["--ro-bind", str(view.common / "hooks"), str(s / "hooks")]
+    # The worktree's admin dir (index, logs) writable; what points git elsewhere is not: HEAD (the
+    # coder stays on its task branch), commondir, gitdir, config.worktree. Outside the sandbox
+    # these files are read by the supervisor's git, so the agent must not be able to change them.
+    a += ["--bind", str(g.admin), str(adm)]
+    for f in ("HEAD", "gitdir"):
+        a += ["--ro-bind", str(g.admin / f), str(adm / f)]
+    a += ["--ro-bind", str(g.commondir), str(adm / "commondir")]
+    a += ["--ro-bind", str(g.empty), str(adm / "config.worktree")]
+    a += ["--ro-bind", str(g.dotgit), str(view.cwd / ".git")]
+    return a

@@ -1,0 +1,104 @@
+"""The broker (the supervisor's end of an agent's channel) and its client, over a real unix
+socket, with real `git liza` and `git liza mcp` processes behind it: the agent acts as itself
+whatever it claims, only with its role's ops; refusals are one line, exit 1, and recorded.
+No sandbox is needed for this part (tests/sandbox/test_rogue.py runs it inside one)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Iterator
+
+import anyio
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from gitliza.access import mcp_config
+from gitliza.core.states import Role
+from gitliza.sandbox.broker import Broker
+from tests.access.mcp_client import setup_board
+from tests.conftest import git
+
+PY = sys.executable
+
+
+@pytest.fixture
+def coder(repo: Path) -> Iterator[tuple[Broker, list[tuple[str, bool]]]]:
+    setup_board(repo)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LIZA_")}
+    env["PATH"] = f"{Path(PY).parent}{os.pathsep}{env['PATH']}"
+    refused: list[tuple[str, bool]] = []
+    b = Broker("c1", Role.CODER, env, repo, (PY, "-m", "gitliza"),
+               mcp_config.server(repo, "c1", "coder", python=PY), lambda: None,
+               lambda line, anomaly: refused.append((line, anomaly)))
+    yield b, refused
+    b.close()
+
+
+def client(b: Broker, *argv: str, env: dict[str, str] | None = None
+           ) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([PY, "-I", "-m", "gitliza.sandbox.client", str(b.path), *argv],
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **(env or {})})
+
+
+def test_commands_run_as_the_agent_in_its_role_and_refusals_are_recorded(
+        repo: Path, coder: tuple[Broker, list[tuple[str, bool]]]) -> None:
+    b, refused = coder
+    state = git(repo, "rev-parse", "refs/liza/state")
+    r = client(b, "status")
+    assert r.returncode == 0 and "t1" in r.stdout
+    # Impersonation by environment changes nothing; by flag, and another role's op, refused.
+    for argv, rule in ((["verdict", "t1", "approve"], "`verdict` is not an op of a coder"),
+                       (["claim", "t1", "--agent", "r1"], "identity is bound by the supervisor"),
+                       (["merge", "t1"], "the supervisor's or the human's"),
+                       (["config", "lease_duration", "9"], "the supervisor's or the human's")):
+        r = client(b, *argv, env={"LIZA_AGENT_ID": "r1"})
+        assert r.returncode == 1 and r.stderr.count("\n") == 1 and rule in r.stderr, r.stderr
+    assert git(repo, "rev-parse", "refs/liza/state") == state
+    assert len(refused) == 4 and [a for _l, a in refused] == [True, True, True, False]
+    # An allowed write is made as the agent (the board names c1, not the environment's r1).
+    r = client(b, "discover", "flaky clock", "--severity", "low", "--urgency", "deferred",
+               env={"LIZA_AGENT_ID": "r1"})
+    assert r.returncode == 0, r.stderr
+    log = json.loads(subprocess.run([PY, "-m", "gitliza", "log", "--json"], cwd=repo,
+                                    capture_output=True, text=True, check=True).stdout)
+    assert log[0]["op"] == "discover" and log[0]["actor"] == "c1"
+    # A malformed request is one line, not a crash of the channel.
+    import socket
+    with socket.socket(socket.AF_UNIX) as s:
+        s.connect(str(b.path))
+        s.sendall(b"{not json\n")
+        assert b"malformed" in s.makefile("rb").readline()
+    assert client(b, "status").returncode == 0
+
+
+def test_mcp_relay_refuses_what_no_agent_may_call(
+        repo: Path, coder: tuple[Broker, list[tuple[str, bool]]]) -> None:
+    b, refused = coder
+
+    async def main() -> dict[str, Any]:
+        params = StdioServerParameters(
+            command=PY, args=["-I", "-m", "gitliza.sandbox.client", str(b.path), "--mcp"],
+            env={"LIZA_AGENT_ID": "r1"})
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as s:
+                await s.initialize()
+                names = {t.name for t in (await s.list_tools()).tools}
+                merge = await s.call_tool("merge", {"task": "t1"})
+                config = await s.call_tool("config", {"key": "lease_duration", "value": "9"})
+                other = await s.call_tool("status", {"agent": "r1"})
+                status = await s.call_tool("status", {})
+                return {"names": names, "merge": merge, "config": config, "other": other,
+                        "status": status}
+    out = anyio.run(main)
+    assert "submit" in out["names"] and "verdict" not in out["names"]
+    for k in ("merge", "config", "other"):
+        assert out[k].is_error, k
+    assert "supervisor's or the human's" in out["merge"].content[0].text
+    assert "identity is bound" in out["other"].content[0].text
+    assert not out["status"].is_error
+    assert len(refused) == 3
