@@ -8,7 +8,6 @@ it was; only an edited file is hashed and read.
 from __future__ import annotations
 
 import dataclasses
-import json
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +38,7 @@ class Stamp:
     state_sha: str | None = None
 
     def dumps(self) -> str:
+        import json
         return json.dumps({"format": STAMP_FORMAT, "state": self.state,
                            "state_yaml": list(self.state_file), "log_yaml": list(self.log_file),
                            "log_entries": self.log_entries, "archive": self.archive,
@@ -47,6 +47,7 @@ class Stamp:
 
 
 def read_stamp(path: Path) -> Stamp | None:
+    import json  # here: `status` on a board with no view here never reads a stamp
     try:
         d = json.loads(path.read_text())
         if d.get("format") != STAMP_FORMAT:
@@ -101,11 +102,13 @@ def view_edit(store: Store, stamp: Stamp | None = None) -> ViewEdit | None:
     if root is None:
         return None
     directory = root / LIZA_DIR
-    if stamp is None:
-        stamp = read_stamp(directory / STAMP_FILE)
     path = directory / STATE_FILE
     now = sig(path)
-    if stamp is None or now is None or now == stamp.state_file:
+    if now is None:  # no view here: no stamp to read
+        return None
+    if stamp is None:
+        stamp = read_stamp(directory / STAMP_FILE)
+    if stamp is None or now == stamp.state_file:
         return None
     try:
         data = path.read_bytes()
