@@ -142,6 +142,10 @@ class Supervise(Op):
     mode: str = "start"
     host: str | None = None
     pid: int | None = None
+    pid_start: int | None = None  # the process's start time on `host` (see model.Supervisor)
+    # With `takeover`: only from this generation (the one found dead on this host); refused if
+    # the id changed hands meanwhile, so two new supervisors never both take a dead one's id.
+    replaces: int | None = None
     # With `end`: the supervisor exits, so its agent leaves the board as liza-agent.sh's exit trap
     # removes it (an agent holding work stays, for its lease to run out and the work to be taken
     # over). A supervisor started later registers it again.
@@ -174,10 +178,16 @@ class Supervise(Op):
             raise ValidationError(
                 f"{me.id} is held by a live supervisor, generation {cur.generation}{where}, "
                 f"until {cur.expires}",
-                hint="use another --agent id, or take it over if that supervisor is gone")
+                hint="use another --agent id (or --prefix), or, if that supervisor is gone, "
+                     "`git liza agent ... --takeover` or `git liza team ... --takeover`")
+        if self.replaces is not None and (cur is None or cur.generation != self.replaces):
+            now = f"generation {cur.generation}" if cur is not None else "no supervisor"
+            raise ValidationError(f"takeover of {me.id} from generation {self.replaces}: the id "
+                                  f"changed hands meanwhile ({now} holds it)")
         gen = (cur.generation if cur is not None else 0) + 1
         ctx.put("supervisors", me.id, Supervisor(agent=me.id, generation=gen, started=self.time,
-                                                 expires=expires, host=self.host, pid=self.pid))
+                                                 expires=expires, host=self.host, pid=self.pid,
+                                                 pid_start=self.pid_start))
         if live:
             ctx.notices.append(f"supervisor generation {gen - 1} of {me.id} must stand down")
         ctx.summary = f"supervise {self.mode} {me.id} (generation {gen})"
