@@ -17,11 +17,8 @@ def main(argv: list[str] | None = None) -> int:
     once when the command is done; called with `argv` (in-process, tests) it returns the code."""
     if argv is not None:
         return _main(argv, argv)
-    if sys.argv[1:2] in (["agent"], ["team"]):
-        # Catch SIGINT/SIGTERM before the imports: a stop during start-up is then a clean stop
-        # of a supervisor or team, not a KeyboardInterrupt traceback (gitliza/team/stopping.py).
-        from gitliza.team import stopping
-        stopping.for_process()
+    from gitliza.cli import early
+    early.prepare(sys.argv[1:])  # before the imports: a stop during start-up stays clean
     return _exit_now(_main(sys.argv[1:], None))
 
 
