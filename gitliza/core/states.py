@@ -87,11 +87,12 @@ TASK_TRANSITIONS: tuple[Transition, ...] = tuple(
     + _t("claim", (S.CLAIMED,), S.CLAIMED, CODERS, "takeover after the holder's lease expired")
     + _t("claim", (S.CLAIMED, S.REJECTED, S.INTEGRATION_FAILED), S.BLOCKED, CODERS,
          "the claim exhausts the task: hypothesis exhaustion or max_coder_iterations")
-    + _t("release", (S.CLAIMED,), S.UNCLAIMED, CODERS, "the holder gives the task back")
     # The human is the highest authority (GitHub's "unassign"): it frees any held task, its
     # worktree kept for the next claim (leftovers go to the attic).
-    + _t("release", (S.CLAIMED, S.REJECTED, S.INTEGRATION_FAILED), S.UNCLAIMED, HUMANS,
-         "the human frees (requeues) a task its coder holds or must rework")
+    + _t("release", (S.CLAIMED,), S.UNCLAIMED, CODERS | HUMANS,
+         "the holder gives the task back, or the human frees it")
+    + _t("release", (S.REJECTED, S.INTEGRATION_FAILED), S.UNCLAIMED, HUMANS,
+         "the human requeues a task its coder must rework")
     + _t("release", (S.READY_FOR_REVIEW,), S.READY_FOR_REVIEW, HUMANS,
          "the human frees a review lease: another reviewer may take the review")
     + _t("block", (S.CLAIMED,), S.BLOCKED, CODERS | PLANNING,
