@@ -26,11 +26,12 @@ from typing import IO, Callable, Sequence
 from gitliza.core.ids import check_id
 from gitliza.errors import ValidationError
 from gitliza.team import orphans
+from gitliza.team.stopping import spawn_blocked
 
 ROLES = (("planner", "planner"), ("coder", "coder"), ("code-reviewer", "reviewer"))
-# Seconds after a stop at which a supervisor still running is SIGKILLed (each gives itself 4 s,
+# Seconds after a stop at which a supervisor still running is SIGKILLed (each gives itself 3.5 s,
 # supervisor.STOP_DEADLINE): everything is gone within 5 s of the signal.
-KILL_AFTER = 4.5
+KILL_AFTER = 4.0
 
 
 @dataclass(frozen=True)
@@ -108,9 +109,9 @@ class Team:
         # A supervisor outlives a killed `git liza team` no more than an agent outlives its
         # supervisor: SIGTERM, so that it stops its agent and gives its token back.
         argv, preexec = orphans.with_parent_death(self._argv[m.agent], signal.SIGTERM)
-        p = subprocess.Popen(argv, cwd=self.repo, env={**env, "LIZA_AGENT_ID": m.agent},
-                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, preexec_fn=preexec)
+        p = spawn_blocked(lambda: subprocess.Popen(
+            argv, cwd=self.repo, env={**env, "LIZA_AGENT_ID": m.agent}, stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, preexec_fn=preexec))
         self.procs[m.agent] = p
         log = (self.logs / f"{m.agent}.log").open("ab") if self.logs is not None else None
         t = threading.Thread(target=self._pump, args=(m.agent, p.stdout, log), daemon=True)

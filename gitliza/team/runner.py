@@ -22,7 +22,7 @@ from gitliza.team import orphans
 
 STOP_GRACE = 5.0  # seconds between SIGTERM and SIGKILL
 # On SIGINT/SIGTERM the whole team must be gone within 5 s: the agent gets less.
-SIGNAL_GRACE = 2.0
+SIGNAL_GRACE = 1.5
 
 
 def require(executable: str) -> None:

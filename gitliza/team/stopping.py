@@ -24,8 +24,9 @@ import signal
 import threading
 from pathlib import Path
 from types import FrameType
-from typing import Callable
+from typing import Callable, TypeVar
 
+T = TypeVar("T")
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 OnSignal = Callable[[signal.Signals], None]
 
@@ -61,6 +62,9 @@ class StopSignal:
         self._installed = True
         threading.Thread(target=self._relay, args=(self._r,), name="liza-stop-relay",
                          daemon=True).start()
+        # A supervisor that `git liza team` starts begins with SIGINT and SIGTERM blocked
+        # (`spawn_blocked`): a signal during its start-up waited, pending, for this moment.
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)
         return self
 
     def attach(self, on_stop: OnSignal, on_deadline: OnSignal | None = None) -> None:
@@ -131,6 +135,19 @@ class StopSignal:
         on_deadline = self._on_deadline
         if on_deadline is not None:
             on_deadline(sig)
+
+
+def spawn_blocked(start: Callable[[], T]) -> T:
+    """Run `start` (a Popen) with SIGINT and SIGTERM blocked in this thread, so that the child
+    starts with them blocked (the mask survives fork and exec) and unblocks them once its stop is
+    in place (`StopSignal.install`): a signal that reaches a supervisor while its interpreter
+    starts is kept pending instead of killing it half-way or raising KeyboardInterrupt in an
+    import. Our own signals meanwhile go to our other threads (the C handler runs in any)."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+    try:
+        return start()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def nudge_git_parent() -> None:

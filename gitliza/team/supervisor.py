@@ -20,7 +20,7 @@ op); every op it or its agent writes carries the generation, and once another su
 id over (`--takeover`, or after the token expired), those ops are refused and this supervisor stands
 down (exit 1). The agent dies with its supervisor (parent-death signal), and a supervisor that
 takes an id stops what the previous generation left running here first (gitliza/team/orphans.py).
-SIGINT/SIGTERM stop the agent (SIGTERM to its process group, SIGKILL 2 s later), leave its
+SIGINT/SIGTERM stop the agent (SIGTERM to its process group, SIGKILL 1.5 s later), leave its
 task to expire (its work stays in its worktree; a later claim keeps leftovers in the attic), give
 the token back and exit 0, with one line. The signal is handled on a relay thread, never in the
 main thread's middle (gitliza/team/stopping.py), and a stop that has not ended STOP_DEADLINE seconds
@@ -77,8 +77,8 @@ class SupervisorOptions:
 
 
 # Seconds from SIGINT/SIGTERM to the process's end at the latest: the agent's grace
-# (runner.SIGNAL_GRACE), then the token given back; `git liza team` kills what is left at 4.5 s.
-STOP_DEADLINE = 4.0
+# (runner.SIGNAL_GRACE), then the token given back; `git liza team` kills what is left at 4 s.
+STOP_DEADLINE = 3.5
 
 
 class Supervisor:

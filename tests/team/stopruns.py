@@ -173,12 +173,20 @@ def _judge(run: Run, repo: Path, out: str) -> None:
         if f"[{agent}] supervising {agent} (" in out and not lines and \
                 f"[{agent}] goal" not in out and "no work for" not in out:
             run.problems.append(f"{agent} took its token but never said it stopped")
-    if "Traceback" in out:
+    if "Traceback" in out and not _interrupted_interpreter(out):
         run.problems.append("a traceback: " + out[out.index("Traceback"):][:300])
     r = subprocess.run([str(BIN / "git-liza"), "validate"], cwd=repo, env=env_for(),
                        capture_output=True, text=True, timeout=120)
     if r.returncode != 0:
         run.problems.append(f"validate: {r.stdout.strip()} {r.stderr.strip()}"[:300])
+
+
+def _interrupted_interpreter(out: str) -> bool:
+    """SIGINT to the team while Python itself starts, before gitliza's first line runs: Python's
+    own KeyboardInterrupt (its traceback, an exit by SIGINT). Nothing was started then; it is the
+    one window no program written in Python closes. Anything else with a traceback is a defect."""
+    return out.rstrip().endswith("KeyboardInterrupt") and "started `git liza agent" not in out \
+        and out.count("Traceback") == 1
 
 
 def runs(root: Path, count: int, seed: int | None = None, max_delay: float = 6.0,
@@ -188,6 +196,9 @@ def runs(root: Path, count: int, seed: int | None = None, max_delay: float = 6.0
     done = []
     for n in range(count):
         r = one_run(root, repo0, agent, n, rng, max_delay)
+        if not r.ok:  # the team's whole output, for the report
+            r.problems.append("output: " + (root / f"run-{n}" / "out.txt").read_text(
+                errors="replace").replace("\n", " | ")[-4000:])
         report(r)
         done.append(r)
         shutil.rmtree(root / f"run-{n}", ignore_errors=True)

@@ -140,4 +140,8 @@ def test_git_liza_team_through_git_that_ignored_sigint_reports_the_stop(
             team.kill()
     text = out.read_text()
     assert code == -signal.SIGTERM, text  # git ended as stopped, not with its exit 128
-    assert "waitpid" not in text and text.count("[coder-1] SIGINT: stopping") == 1, text
+    assert "waitpid" not in text, text
+    # One stop line: for the group's SIGINT or the team's SIGTERM, whichever came first (the team
+    # forwards within microseconds, so the two race).
+    stops = [x for x in text.splitlines() if x.startswith("[coder-1] SIG")]
+    assert len(stops) == 1 and stops[0].endswith(": stopping the agent and exiting"), text
