@@ -303,16 +303,17 @@ class Supervisor:
             self._watcher.poke()
 
     def _on_signal(self, sig: signal.Signals) -> None:
-        """On the relay thread (gitliza/team/stopping.py), once per process."""
-        self.log(f"{sig.name}: stopping the agent and exiting")
+        """On the relay thread (gitliza/team/stopping.py), once per process. The stop first: the
+        line may not get out (a killed `git liza team` took our stdout along)."""
         self.stop(f"supervisor got {sig.name}", runner.SIGNAL_GRACE)
+        self.log(f"{sig.name}: stopping the agent and exiting")
 
     def _on_deadline(self, sig: signal.Signals) -> None:
         """The stop did not end in time (the main loop is stuck): kill the agent's group and
         end the process; the token and the task are left to expire."""
-        self.log(f"{sig.name}: not stopped after {STOP_DEADLINE:.0f}s; killing the agent and "
-                 "exiting (its lease and this supervisor's token expire)")
         self.sessions.kill()
+        self.log(f"{sig.name}: not stopped after {STOP_DEADLINE}s; killed the agent, exiting "
+                 "(its lease and this supervisor's token expire)")
         os._exit(128 + int(sig))
 
     def _sleep(self, seconds: float) -> None:
@@ -333,5 +334,8 @@ class Supervisor:
         if self._log is not None:
             self._log(text)
             return
-        sys.stdout.write(f"[{self.agent}] {text}\n")
-        sys.stdout.flush()
+        try:
+            sys.stdout.write(f"[{self.agent}] {text}\n")
+            sys.stdout.flush()
+        except (OSError, ValueError):
+            pass  # whoever read our output is gone (a killed team): the work goes on

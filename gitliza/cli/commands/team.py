@@ -75,14 +75,17 @@ def team(env: Env, planners: int, coders: int, reviewers: int, prefix: str, cli:
         from gitliza.services.lifecycle.locations import main_root
 
         def write(text: str) -> None:
-            sys.stdout.write(text)
-            sys.stdout.flush()
+            try:
+                sys.stdout.write(text)
+                sys.stdout.flush()
+            except (OSError, ValueError):
+                pass  # our reader is gone; the supervisors still need stopping
         running = Team(main_root(env.liza().repo), crew, cli, mcp, env.no_sync, command, logs,
                        write, permissions, takeover)
 
         def on_stop(sig: signal.Signals) -> None:
+            running.stop()  # first: the line may not get out
             write(f"team: {sig.name}: stopping every supervisor\n")
-            running.stop()
 
         def on_deadline(sig: signal.Signals) -> None:
             killed = running.kill_rest()

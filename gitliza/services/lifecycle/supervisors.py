@@ -6,8 +6,9 @@
 - A stale token: past its expiry and never given back (the supervisor died, on any host, or is
   wedged and stopped renewing). `--fix` frees it.
 - An orphaned worktree: a task that the agent of a dead supervisor still holds (CLAIMED, or a
-  review lease). `--fix` releases it as the human (gitliza/services/lifecycle/claim.py): the
-  worktree stays for the next claim, which keeps what it finds in the attic.
+  review lease). `--fix` releases it as the human (gitliza/services/lifecycle/claim.py); the
+  worktree, explained by no task from then on, is doctor's like any stray one: removed only when
+  clean, its commits kept in the attic.
 
 Nothing is done for a supervisor on another host whose token is still live: from here it cannot
 be told from a live one (`git liza agent ... --takeover` is the human's word for that).
