@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from gitliza.core import wake
+from gitliza.core.model import Config
 from gitliza.core.ops.work import Heartbeat
 from gitliza.core.states import Role
 from gitliza.core.wake import Hold
@@ -33,6 +34,17 @@ Probe = Callable[[], "str | None"]
 
 
 MAX_FAILURES = 3  # heartbeats failing in a row (not refused: failing) before the agent is stopped
+
+
+def stuck_after(cfg: Config) -> float:
+    """Seconds without a watchdog stamp after which the supervisor's loop counts as stuck."""
+    return max(1.0, cfg.lease_duration / 2)
+
+
+def watchdog_tick(cfg: Config) -> float:
+    """How often a waiting main loop stamps the watchdog: well inside `stuck_after`, so that a
+    loaded machine's late wake-up is not taken for a stuck loop."""
+    return max(0.25, min(float(cfg.heartbeat_interval), stuck_after(cfg) / 4))
 
 
 class Watchdog:
@@ -114,11 +126,11 @@ def lease_keeper(liza: Liza, open_liza: Callable[[], Liza], token: Generation, r
     agent = token.agent
     task = task if role != Role.PLANNER else None
     cfg = liza.board().config
-    stuck_after = max(1.0, cfg.lease_duration / 2)
+    limit = stuck_after(cfg)
     silent = [False]  # whether the stuck loop was reported (once per episode)
 
     def alive() -> bool:
-        if watchdog is None or watchdog.age() <= stuck_after:
+        if watchdog is None or watchdog.age() <= limit:
             if silent[0]:
                 log("the supervisor's loop moves again: renewing its leases")
                 silent[0] = False

@@ -20,7 +20,7 @@ from gitliza.services.lifecycle.locations import main_root
 from gitliza.services.api import AGENT_ENV, GEN_ENV, Liza
 from gitliza.team import briefing, orphans, prepare, profiles, runner
 from gitliza.team.generation import Generation
-from gitliza.team.heartbeat import Watchdog, lease_keeper
+from gitliza.team.heartbeat import Watchdog, lease_keeper, watchdog_tick
 from gitliza.team.work import Job
 
 
@@ -93,7 +93,7 @@ class Sessions:
         self.watchdog.feed()
         hb = lease_keeper(self.liza, self.open_liza, self.token, self.role, job.task,
                           lambda why: proc.stop(why), self.log, watchdog=self.watchdog).start()
-        tick = max(0.5, float(board.config.heartbeat_interval))
+        tick = watchdog_tick(board.config)
         try:
             code = proc.wait(self.watchdog.feed, tick)
         finally:

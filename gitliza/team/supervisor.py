@@ -57,7 +57,7 @@ from gitliza.services.api import Liza
 from gitliza.services.wait import min_timeout, seconds_until
 from gitliza.team import orphans, profiles, runner
 from gitliza.team.generation import Generation, StandDown
-from gitliza.team.heartbeat import Watchdog, lease_keeper
+from gitliza.team.heartbeat import Watchdog, lease_keeper, watchdog_tick
 from gitliza.team.sessions import Sessions
 from gitliza.team.stopping import StopSignal
 from gitliza.team.work import Job, WorkFinder, max_wait
@@ -320,7 +320,7 @@ class Supervisor:
         """Sleep (a restart delay, the launch limit) until `seconds` passed or a stop; the
         watchdog is fed meanwhile, since the lease keeper beats during this wait."""
         end = time.monotonic() + seconds
-        tick = max(0.5, float(self.liza.board().config.heartbeat_interval))
+        tick = watchdog_tick(self.liza.board().config)
         while not self.stopping:
             left = end - time.monotonic()
             if left <= 0:

@@ -126,7 +126,8 @@ def one_run(root: Path, repo0: Path, agent: Path, n: int, rng: random.Random,
     out = (d / "out.txt").open("wb")
     team = subprocess.Popen([*cmd, "team", "--planners", "0", "--coders", "1", "--reviewers", "1",
                              "--", str(agent)], cwd=repo, env=env, stdin=subprocess.DEVNULL,
-                            stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+                            stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                            preexec_fn=_as_a_terminal_job)
     out.close()
     try:
         time.sleep(run.delay)
@@ -158,6 +159,13 @@ def one_run(root: Path, repo0: Path, agent: Path, n: int, rng: random.Random,
             team.wait()
     _judge(run, repo, (d / "out.txt").read_text(errors="replace"))
     return run
+
+
+def _as_a_terminal_job() -> None:
+    """SIGINT as a terminal's job has it, whatever ours is: a run started from a background job
+    of a script inherits SIGINT ignored, and a signal before the team's first line would be
+    dropped by the kernel, as the user asked by ignoring it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _judge(run: Run, repo: Path, out: str) -> None:
