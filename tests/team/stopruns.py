@@ -171,7 +171,8 @@ def _as_a_terminal_job() -> None:
 def _judge(run: Run, repo: Path, out: str) -> None:
     # 130 or 143; a team killed by the signal before it could catch it (-2, -15) is a stop too.
     stopped = {128 + int(run.sig), -int(run.sig), 130, 143, -2, -15}
-    if run.code is not None and run.code not in stopped:
+    early = _interrupted_interpreter(out)
+    if run.code is not None and run.code not in stopped and not early:
         run.problems.append(f"exit {run.code}: " + out.strip().splitlines()[-1:][0]
                             if out.strip() else f"exit {run.code}")
     for agent in ("coder-1", "reviewer-1"):
@@ -181,7 +182,7 @@ def _judge(run: Run, repo: Path, out: str) -> None:
         if f"[{agent}] supervising {agent} (" in out and not lines and \
                 f"[{agent}] goal" not in out and "no work for" not in out:
             run.problems.append(f"{agent} took its token but never said it stopped")
-    if "Traceback" in out and not _interrupted_interpreter(out):
+    if "Traceback" in out and not early:
         run.problems.append("a traceback: " + out[out.index("Traceback"):][:300])
     r = subprocess.run([str(BIN / "git-liza"), "validate"], cwd=repo, env=env_for(),
                        capture_output=True, text=True, timeout=120)
@@ -191,10 +192,15 @@ def _judge(run: Run, repo: Path, out: str) -> None:
 
 def _interrupted_interpreter(out: str) -> bool:
     """SIGINT to the team while Python itself starts, before gitliza's first line runs: Python's
-    own KeyboardInterrupt (its traceback, an exit by SIGINT). Nothing was started then; it is the
-    one window no program written in Python closes. Anything else with a traceback is a defect."""
-    return out.rstrip().endswith("KeyboardInterrupt") and "started `git liza agent" not in out \
-        and out.count("Traceback") == 1
+    own KeyboardInterrupt (its traceback, an exit by SIGINT, or exit 1 when it lands in the import
+    of `site`). Nothing was started then; it is the one window no program written in Python
+    closes. Anything else with a traceback is a defect."""
+    if "started `git liza agent" in out or "KeyboardInterrupt" not in out:
+        return False
+    # Python's own: an import of the entry point, or of `site` (Python then says "Fatal Python
+    # error: init_import_site" and exits 1).
+    return (out.rstrip().endswith("KeyboardInterrupt") and out.count("Traceback") == 1) or \
+        out.startswith("Fatal Python error: init_import_site")
 
 
 def runs(root: Path, count: int, seed: int | None = None, max_delay: float = 6.0,
