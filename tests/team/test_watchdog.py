@@ -17,7 +17,10 @@ from tests.team.procs import WAIT, add_task, make_board
 
 
 def _claimed(repo: Path) -> tuple[Liza, Generation]:
-    make_board(repo, lease_duration="4", heartbeat_interval="1")
+    # A lease long enough that the stuck spell below (three beat times) does not lose the task:
+    # then renewing resumes. (Stuck longer, the lease expires and the keeper reports the task
+    # lost, as for a dead supervisor.)
+    make_board(repo, lease_duration="30", heartbeat_interval="1")
     add_task(repo, "t1")
     lz = Liza.open(repo, agent="coder-1")
     token = Generation("coder-1")
@@ -55,9 +58,11 @@ def test_a_stuck_loop_stops_renewing_and_a_moving_one_renews(repo: Path) -> None
         assert hb.beats >= 3
         assert _beats(repo, start) == 0, "a stuck supervisor renewed its lease"
         assert sum("shows no progress" in s for s in said) == 1  # said once, not per beat
-        dog.feed()  # the loop moves again
         before = _commits(repo)
-        while _beats(repo, before) == 0 and time.monotonic() < deadline:
+        while time.monotonic() < deadline:  # the loop moves again: it stamps as it waits
+            dog.feed()
+            if _beats(repo, before):
+                break
             time.sleep(0.2)
         assert _beats(repo, before) >= 1, "renewing did not resume"
         assert any("moves again" in s for s in said)
