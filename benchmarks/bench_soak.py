@@ -43,13 +43,15 @@ def sample(pid: int, repo: Path) -> Sample:
             target = os.readlink(f"/proc/{pid}/fd/{fd}")
         except OSError:  # closed meanwhile
             continue
-        if "/objects/pack/" not in target:
+        # objects/pack/ and gitliza's own store (liza-objects/pack/, git/ownstore.py)
+        if "objects/pack/" not in target:
             fds += 1
         elif target.endswith(" (deleted)"):
             deleted += 1
     status = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text()
                   .splitlines() if ":" in line)
-    packs = sum(1 for n in os.listdir(repo / ".git" / "objects" / "pack") if n.endswith(".idx"))
+    packs = sum(1 for d in (repo / ".git" / "objects" / "pack", repo / ".git" / "liza-objects" /
+                            "pack") if d.is_dir() for n in os.listdir(d) if n.endswith(".idx"))
     liza_dir = repo / ".liza"
     size = sum(p.stat().st_size for p in liza_dir.rglob("*") if p.is_file()) \
         if liza_dir.exists() else 0

@@ -17,7 +17,23 @@ def main(argv: list[str] | None = None) -> int:
     once when the command is done; called with `argv` (in-process, tests) it returns the code."""
     if argv is not None:
         return _main(argv, argv)
+    try:
+        from gitliza.cli import early
+        early.prepare(sys.argv[1:])  # before the imports: a stop during start-up stays clean
+    except KeyboardInterrupt:  # Ctrl-C before the stop was in place: nothing started yet
+        early_interrupt()
     return _exit_now(_main(sys.argv[1:], None))
+
+
+def early_interrupt() -> None:
+    """End as killed by SIGINT (what a shell expects of a program it interrupted), without a
+    traceback of the import the signal fell into."""
+    import signal
+    sys.stderr.write("gitliza: interrupted while starting\n")
+    sys.stderr.flush()
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGINT)
+    os._exit(130)  # not reached: SIGINT ends the process
 
 
 def _exit_now(code: int) -> int:

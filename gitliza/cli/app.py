@@ -606,8 +606,9 @@ def agent(role: str = typer.Argument(..., help="planner | coder | code-reviewer"
           resume_task: Optional[str] = typer.Option(None, "--resume",
                                                     help="RESUME: Task ID in the first prompt."),
           once: bool = typer.Option(False, "--once", help="Run one agent session, then exit."),
-          takeover: bool = typer.Option(False, "--takeover",
-                                        help="Take the id from a supervisor that is gone."),
+          takeover: bool = typer.Option(
+              False, "--takeover", help="Take the id from a supervisor that is gone (on another "
+              "host; a dead one on this host is taken over by itself)."),
           mcp: bool = typer.Option(False, "--mcp", help="Give the agent gitliza's MCP tools, "
                                    "wired through its CLI's own configuration."),
           permissions: Optional[str] = typer.Option(
@@ -637,11 +638,14 @@ def team_cmd(command: Optional[List[str]] = typer.Argument(
              logs: Optional[Path] = typer.Option(None, "--logs",
                                                  help="Also write each supervisor's log here."),
              sandbox: Optional[str] = SandboxOpt,
+             takeover: bool = typer.Option(
+                 False, "--takeover", help="Take every member's id from a supervisor that is "
+                 "gone (on another host; a dead one on this host is taken over by itself)."),
              json: bool = JsonOpt, no_sync: bool = NoSyncOpt) -> None:
     """Start a whole team: one `git liza agent` supervisor per member, output labelled."""
     _run(_team().team, None, json, no_sync, planners=planners, coders=coders,
          reviewers=reviewers, prefix=prefix, cli=cli, mcp=mcp, command=command or [], logs=logs,
-         permissions=permissions, sandbox=sandbox)
+         permissions=permissions, takeover=takeover, sandbox=sandbox)
 
 
 @app.command("wait")

@@ -265,6 +265,7 @@ def evaluate(board: Board, facts: Facts) -> list[Alert]:
     th = thresholds(config)
     for t in sorted(board.tasks(), key=lambda t: t.id):
         out.extend(_task_alerts(board, t, config, th, now))
+    out.extend(_silent_supervisors(board, th, now))
     for d in sorted(board.values("discovered"), key=lambda d: d.id):
         if d.urgency == Urgency.IMMEDIATE and not d.converted_to_task:
             out.append(Alert("IMMEDIATE_DISCOVERY", d.id, Level.CRITICAL, f"IMMEDIATE DISCOVERY: "
@@ -299,6 +300,20 @@ def evaluate(board: Board, facts: Facts) -> list[Alert]:
     return out
 
 
+def _silent_supervisors(board: Board, th: Mapping[str, int], now: str) -> Iterator[Alert]:
+    """A supervisor token past its expiry (and the lease grace) that was never given back: its
+    supervisor died, or is wedged (its lease keeper stops renewing once the loop stops moving,
+    gitliza/team/heartbeat.py). Resolved when a new supervisor takes the id or `doctor --fix`
+    frees it."""
+    for sup in sorted(board.values("supervisors"), key=lambda s: s.agent):
+        if sup.expires is not None and _age(sup.expires, now) > th["alarm_lease_grace"]:
+            where = f", pid {sup.pid} on {sup.host}" if sup.pid is not None else ""
+            yield Alert("SUPERVISOR_SILENT", sup.agent, Level.WARNING,
+                        f"SUPERVISOR SILENT: {sup.agent}'s supervisor (generation "
+                        f"{sup.generation}{where}) stopped renewing its token at {sup.expires} "
+                        "\u2014 dead or wedged: `git liza doctor`")
+
+
 def _working(board: Board) -> bool:
     """A goal in progress with live work: a finished or empty board is not 'stalled'."""
     return board.goal.status == "IN_PROGRESS" and any(
@@ -327,6 +342,8 @@ def next_deadline(board: Board, facts: Facts) -> str | None:
             at(_since_last(t, "rejected"), th["alarm_orphan_grace"])
         elif t.status == S.DRAFT:
             at(t.created, th["alarm_stale_draft"])
+    for sup in board.values("supervisors"):
+        at(sup.expires, th["alarm_lease_grace"])
     if _working(board):
         at(facts.last_change, th["alarm_stall"])
     since = checkpoint_since(board, facts)

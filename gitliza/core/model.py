@@ -409,6 +409,9 @@ class Supervisor:
     expires: str | None = None  # None: ended cleanly, the id is free
     host: str | None = None
     pid: int | None = None
+    # The process's start time on `host` (clock ticks since boot, /proc/PID/stat): a pid that
+    # now names another process is a dead supervisor, not a live one.
+    pid_start: int | None = None
 
 
 Entity = (Task | Agent | Goal | Config | Sprint | CircuitBreaker | Discovery | Handoff | HumanNote

@@ -56,6 +56,7 @@ PLANNING = frozenset({Role.PLANNER, Role.HUMAN})
 CODERS = frozenset({Role.CODER})
 REVIEWERS = frozenset({Role.CODE_REVIEWER})
 MERGERS = frozenset({Role.CODE_REVIEWER, Role.HUMAN})
+HUMANS = frozenset({Role.HUMAN})
 ANY_ROLE = frozenset(Role)
 
 
@@ -86,7 +87,14 @@ TASK_TRANSITIONS: tuple[Transition, ...] = tuple(
     + _t("claim", (S.CLAIMED,), S.CLAIMED, CODERS, "takeover after the holder's lease expired")
     + _t("claim", (S.CLAIMED, S.REJECTED, S.INTEGRATION_FAILED), S.BLOCKED, CODERS,
          "the claim exhausts the task: hypothesis exhaustion or max_coder_iterations")
-    + _t("release", (S.CLAIMED,), S.UNCLAIMED, CODERS, "the holder gives the task back")
+    # The human is the highest authority (GitHub's "unassign"): it frees any held task, its
+    # worktree kept for the next claim (leftovers go to the attic).
+    + _t("release", (S.CLAIMED,), S.UNCLAIMED, CODERS | HUMANS,
+         "the holder gives the task back, or the human frees it")
+    + _t("release", (S.REJECTED, S.INTEGRATION_FAILED), S.UNCLAIMED, HUMANS,
+         "the human requeues a task its coder must rework")
+    + _t("release", (S.READY_FOR_REVIEW,), S.READY_FOR_REVIEW, HUMANS,
+         "the human frees a review lease: another reviewer may take the review")
     + _t("block", (S.CLAIMED,), S.BLOCKED, CODERS | PLANNING,
          "the holder blocks with a diagnosis, or a human/planner forces a replan")
     + _t("block", (S.UNCLAIMED, S.REJECTED, S.INTEGRATION_FAILED), S.BLOCKED, PLANNING,
@@ -169,5 +177,5 @@ CONTROL_OPS: dict[str, frozenset[Role]] = {
     "resume": PLANNING,
     "abort": PLANNING,
     "checkpoint": PLANNING,
-    "supervise": REGISTRABLE_ROLES,
+    "supervise": REGISTRABLE_ROLES | HUMANS,  # the human only frees a dead one's (`free`)
 }

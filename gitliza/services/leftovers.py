@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 @dataclass
 class Problem:
     kind: str  # stale-lock | pack-leftover | stray-worktree | stray-branch | missing-worktree |
-    #            approved-merged
+    #            approved-merged | dead-supervisor | stale-token | orphaned-worktree
     subject: str  # a task id or a path
     detail: str
     fixable: bool

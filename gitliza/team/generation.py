@@ -7,8 +7,8 @@ the supervisor's loop and by the lease keeper's thread, under one lock), checked
 from __future__ import annotations
 
 import os
-import socket
 import threading
+from typing import Callable
 
 from gitliza.core import clock
 from gitliza.core.board import Board
@@ -16,6 +16,7 @@ from gitliza.core.ops.control import Supervise
 from gitliza.core.ops.goal import Register
 from gitliza.core.states import Role
 from gitliza.errors import LeaseLost, LizaError, NoBoard, ValidationError
+from gitliza.services import procinfo
 from gitliza.services.api import Liza
 
 
@@ -36,9 +37,11 @@ class Generation:
         self.registered = False
         self._lock = threading.Lock()
 
-    def take(self, liza: Liza, role: Role, takeover: bool) -> None:
+    def take(self, liza: Liza, role: Role, takeover: bool,
+             log: Callable[[str], None] = lambda _s: None) -> None:
         """Register the agent if it is new, then take the token (`--takeover`: from a supervisor
-        whose token is still live); `liza` writes with the new generation from then on."""
+        whose token is still live; without it, from one whose process is gone from this host,
+        said in one line); `liza` writes with the new generation from then on."""
         board = liza.board()
         if not board.initialized:
             raise NoBoard()
@@ -50,8 +53,16 @@ class Generation:
             raise ValidationError(f"{self.agent} is registered as {me.role.value}, not "
                                   f"{role.value}")
         liza.gen = None
-        done = liza.do(Supervise, mode="takeover" if takeover else "start",
-                       host=socket.gethostname(), pid=os.getpid())
+        mode, replaces = "takeover" if takeover else "start", None
+        cur = board.get("supervisors", self.agent)
+        if not takeover and cur is not None and cur.expires is not None and \
+                cur.expires > liza.now() and procinfo.dead_here(cur.host, cur.pid, cur.pid_start):
+            mode, replaces = "takeover", cur.generation
+            log(f"taking over {self.agent} from generation {cur.generation}: its supervisor "
+                f"(pid {cur.pid} on {cur.host}) is gone")
+        pid = os.getpid()
+        done = liza.do(Supervise, mode=mode, host=procinfo.host(), pid=pid,
+                       pid_start=procinfo.start_time(pid), replaces=replaces)
         sup = done.outcome.board.get("supervisors", self.agent)
         assert sup is not None
         self.gen = sup.generation

@@ -6,6 +6,12 @@ the review lease; the supervisor token renewal). Between beats it sleeps on the 
 an op dropped by sync is seen at once, not at the next beat. Either returning a reason means the
 agent lost its work: `on_lost(reason)` is called once (the supervisor stops the agent) and the
 thread ends. `lease_keeper` builds the thread for a supervisor's agent: what it beats and checks.
+
+The keeper renews only for a live supervisor: the supervisor's main loop feeds a `Watchdog` while it
+waits for its agent, and once the stamp is older than half a lease the keeper stops renewing (the
+task lease and the token), saying so once. A wedged supervisor (the one of issue 27 hung in a
+futex wait) then loses its lease and its token the way a dead one does, and the watcher raises its
+SUPERVISOR SILENT alarm (gitliza/core/alarms.py); should the loop move again, renewing resumes.
 """
 from __future__ import annotations
 
@@ -15,6 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from gitliza.core import wake
+from gitliza.core.model import Config
 from gitliza.core.ops.work import Heartbeat
 from gitliza.core.states import Role
 from gitliza.core.wake import Hold
@@ -27,6 +34,31 @@ Probe = Callable[[], "str | None"]
 
 
 MAX_FAILURES = 3  # heartbeats failing in a row (not refused: failing) before the agent is stopped
+
+
+def stuck_after(cfg: Config) -> float:
+    """Seconds without a watchdog stamp after which the supervisor's loop counts as stuck."""
+    return max(1.0, cfg.lease_duration / 2)
+
+
+def watchdog_tick(cfg: Config) -> float:
+    """How often a waiting main loop stamps the watchdog: well inside `stuck_after`, so that a
+    loaded machine's late wake-up is not taken for a stuck loop."""
+    return max(0.25, min(float(cfg.heartbeat_interval), stuck_after(cfg) / 4))
+
+
+class Watchdog:
+    """The main loop's proof of life: `feed` it while it makes progress (or waits as it
+    should); `age` is how long ago it last did."""
+
+    def __init__(self) -> None:
+        self.stamp = time.monotonic()
+
+    def feed(self) -> None:
+        self.stamp = time.monotonic()  # one float store: safe from any thread, no lock
+
+    def age(self) -> float:
+        return time.monotonic() - self.stamp
 
 
 class HeartbeatThread:
@@ -82,15 +114,32 @@ class HeartbeatThread:
 
 def lease_keeper(liza: Liza, open_liza: Callable[[], Liza], token: Generation, role: Role,
                  task: str | None, on_lost: Callable[[str], None], log: Callable[[str], None], *,
-                 beat_now: bool = False, wake_on_abort: bool = False) -> HeartbeatThread:
+                 beat_now: bool = False, wake_on_abort: bool = False,
+                 watchdog: Watchdog | None = None) -> HeartbeatThread:
     """The lease keeper of `token.agent` working on `task` (a planner holds no task lease): it
-    beats the task's lease while the agent still holds it and renews the supervisor token; it
-    reports the work lost when another supervisor took the id over, when the agent lost its task
-    (or review lease), and with `wake_on_abort` on an ABORT. Not started yet."""
+    beats the task's lease while the agent still holds it and renews the supervisor token, as long
+    as `watchdog` (the main loop's stamp) is younger than half a lease; it reports the work lost
+    when another supervisor took the id over, when the agent lost its task (or review lease), and
+    with `wake_on_abort` on an ABORT. Not started yet."""
     hb_liza = open_liza()  # its own repository handle: pygit2 objects stay per thread
     hb_liza.gen = token.gen
     agent = token.agent
     task = task if role != Role.PLANNER else None
+    cfg = liza.board().config
+    limit = stuck_after(cfg)
+    silent = [False]  # whether the stuck loop was reported (once per episode)
+
+    def alive() -> bool:
+        if watchdog is None or watchdog.age() <= limit:
+            if silent[0]:
+                log("the supervisor's loop moves again: renewing its leases")
+                silent[0] = False
+            return True
+        if not silent[0]:
+            log(f"the supervisor's loop shows no progress for {watchdog.age():.0f}s: no longer "
+                f"renewing its leases or token (they expire as a dead supervisor's do)")
+            silent[0] = True
+        return False
 
     def check() -> str | None:
         board = hb_liza.board()
@@ -101,6 +150,8 @@ def lease_keeper(liza: Liza, open_liza: Callable[[], Liza], token: Generation, r
         return wake.lost_reason(board, agent, task, role) if task else None
 
     def beat() -> str | None:
+        if not alive():
+            return None
         try:
             why = check()
             if why is None and task is not None and \
@@ -114,5 +165,5 @@ def lease_keeper(liza: Liza, open_liza: Callable[[], Liza], token: Generation, r
             log(f"heartbeat: {e}")
             return None
 
-    interval = float(liza.board().config.heartbeat_interval)
+    interval = float(cfg.heartbeat_interval)
     return HeartbeatThread(liza.repo.path, interval, beat, check, on_lost, beat_now=beat_now)

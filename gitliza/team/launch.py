@@ -6,6 +6,11 @@ terminals: same waiting, claiming, heartbeats, restarts and generation tokens. T
 starts them, labels their output, forwards a stop, and reports how they ended. On several
 machines, each runs `git liza team` with its own `--prefix` (ids must differ: a second supervisor
 for a live id is refused) and shares the board through a sync remote.
+
+A stop (SIGINT/SIGTERM, gitliza/team/stopping.py) sends SIGTERM to every supervisor; one still
+running KILL_AFTER seconds later is killed, with its agent's process group. A member that exits
+non-zero before it took its token (it failed at start) stops the others: a team never runs short
+of a member without saying so.
 """
 from __future__ import annotations
 
@@ -21,8 +26,12 @@ from gitliza import atomic, start_command
 from gitliza.core.ids import check_id
 from gitliza.errors import ValidationError
 from gitliza.team import orphans
+from gitliza.team.stopping import spawn_blocked
 
 ROLES = (("planner", "planner"), ("coder", "coder"), ("code-reviewer", "reviewer"))
+# Seconds after a stop at which a supervisor still running is SIGKILLed (each gives itself 3.5 s,
+# supervisor.STOP_DEADLINE): everything is gone within 5 s of the signal.
+KILL_AFTER = 4.0
 
 
 @dataclass(frozen=True)
@@ -47,8 +56,11 @@ def members(planners: int, coders: int, reviewers: int, prefix: str = "") -> lis
 
 
 def supervisor_argv(member: Member, cli: str | None, mcp: bool, no_sync: bool,
-                    command: Sequence[str], permissions: str | None = None) -> list[str]:
+                    command: Sequence[str], permissions: str | None = None,
+                    takeover: bool = False) -> list[str]:
     argv = [*start_command(), "agent", member.role]  # -P: see start_command
+    if takeover:
+        argv.append("--takeover")
     if cli:
         argv += ["--cli", cli]
     if mcp:
@@ -67,13 +79,20 @@ class Team:
 
     def __init__(self, repo: Path, team: Sequence[Member], cli: str | None, mcp: bool,
                  no_sync: bool, command: Sequence[str], logs: Path | None,
-                 write: Callable[[str], None], permissions: str | None = None) -> None:
+                 write: Callable[[str], None], permissions: str | None = None,
+                 takeover: bool = False) -> None:
         self.repo, self.team, self.logs, self._write = repo, list(team), logs, write
-        self._argv = {m.agent: supervisor_argv(m, cli, mcp, no_sync, command, permissions)
-                      for m in team}
+        self._argv = {m.agent: supervisor_argv(m, cli, mcp, no_sync, command, permissions,
+                                               takeover) for m in team}
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self._pumps: list[threading.Thread] = []
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # whole output lines
+        self._procs_lock = threading.Lock()  # the members started, and whether we stop
+        self.stopping = False
+        self._started: set[str] = set()  # members that took their token
+        self._last: dict[str, str] = {}  # each member's last line (its error, if it failed)
+        # (agent, exit code, its last line): the first member that failed at start
+        self.failed: tuple[str, int, str] | None = None
 
     def start(self) -> Team:
         logs: dict[str, IO[bytes]] = {}
@@ -85,25 +104,49 @@ class Team:
         env = {k: v for k, v in os.environ.items()
                if not k.startswith("LIZA_") or k == "LIZA_SANDBOX"}
         for m in self.team:
-            # A supervisor outlives a killed `git liza team` no more than an agent outlives its
-            # supervisor: SIGTERM, so that it stops its agent and gives its token back.
-            argv, preexec = orphans.with_parent_death(self._argv[m.agent], signal.SIGTERM)
-            p = subprocess.Popen(argv, cwd=self.repo, env={**env, "LIZA_AGENT_ID": m.agent},
-                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                 stderr=subprocess.STDOUT, preexec_fn=preexec)
-            self.procs[m.agent] = p
-            log = logs.get(m.agent)
-            t = threading.Thread(target=self._pump, args=(m.agent, p.stdout, log), daemon=True)
-            t.start()
-            self._pumps.append(t)
-            self._line(m.agent, f"started `git liza agent {m.role}` (pid {p.pid})")
+            with self._procs_lock:  # no member starts after a stop (it would miss the SIGTERM)
+                if self.stopping:
+                    break
+                self._spawn(m, env, logs.get(m.agent))
         return self
 
+    def _spawn(self, m: Member, env: dict[str, str], log: IO[bytes] | None) -> None:
+        # A supervisor outlives a killed `git liza team` no more than an agent outlives its
+        # supervisor: SIGTERM, so that it stops its agent and gives its token back.
+        argv, preexec = orphans.with_parent_death(self._argv[m.agent], signal.SIGTERM)
+        p = spawn_blocked(lambda: subprocess.Popen(
+            argv, cwd=self.repo, env={**env, "LIZA_AGENT_ID": m.agent}, stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, preexec_fn=preexec))
+        self.procs[m.agent] = p
+        t = threading.Thread(target=self._pump, args=(m.agent, p.stdout, log), daemon=True)
+        t.start()
+        self._pumps.append(t)
+        self._line(m.agent, f"started `git liza agent {m.role}` (pid {p.pid})")
+
     def stop(self) -> None:
-        """SIGTERM to every supervisor: each stops its agent and leaves the board consistent."""
-        for p in self.procs.values():
+        """SIGTERM to every supervisor: each stops its agent and leaves the board consistent.
+        Any thread (the stop relay, a pump)."""
+        with self._procs_lock:
+            self.stopping = True
+            procs = list(self.procs.values())
+        for p in procs:
             if p.poll() is None:
                 p.send_signal(signal.SIGTERM)
+
+    def kill_rest(self) -> list[str]:
+        """SIGKILL the supervisors still running (a stop past its deadline) and the agent
+        process groups they recorded (their agents die with them by the parent-death signal,
+        what the agents started does not); the members killed."""
+        killed = []
+        with self._procs_lock:
+            self.stopping = True
+            procs = dict(self.procs)
+        for agent, p in procs.items():
+            if p.poll() is None:
+                p.kill()
+                killed.append(agent)
+                orphans.stop_recorded(self.repo / ".liza", agent, signal.SIGKILL)
+        return killed
 
     def wait(self) -> dict[str, int]:
         codes = {agent: p.wait() for agent, p in self.procs.items()}
@@ -113,6 +156,7 @@ class Team:
 
     def _pump(self, agent: str, stream: IO[bytes] | None, log: IO[bytes] | None) -> None:
         assert stream is not None
+        taken = f"supervising {agent} ("
         try:
             for raw in iter(stream.readline, b""):
                 if log is not None:
@@ -120,10 +164,24 @@ class Team:
                     log.flush()
                 text = raw.decode("utf-8", "replace").rstrip("\n")
                 # The supervisor labels its own lines already; the rest (a traceback) gets ours.
-                self._line(agent, text.removeprefix(f"[{agent}] "))
+                text = text.removeprefix(f"[{agent}] ")
+                if text.strip():
+                    self._last[agent] = text.strip()
+                if text.startswith(taken):
+                    self._started.add(agent)
+                self._line(agent, text)
         finally:
             if log is not None:
                 log.close()
+        code = self.procs[agent].wait()  # its output ended: it exited (or is about to)
+        if code != 0 and agent not in self._started and not self.stopping:
+            with self._procs_lock:
+                first = self.failed is None
+                if first:
+                    self.failed = (agent, code, self._last.get(agent, "no output"))
+            if first:
+                self._line(agent, "failed at start; stopping the others")
+                self.stop()
 
     def _line(self, agent: str, text: str) -> None:
         with self._lock:  # whole lines, never two supervisors' output interleaved in one

@@ -114,6 +114,21 @@ def stop_previous(liza_dir: Path, agent: str, generation: int,
     return len(members)
 
 
+def stop_recorded(liza_dir: Path, agent: str, sig: signal.Signals) -> int:
+    """Send `sig` to the agent process group recorded for `agent` (whatever its generation:
+    `git liza team` cleaning up after a supervisor it had to kill), if it is still verifiably
+    that agent's; how many of its processes were alive."""
+    try:
+        rec = json.loads(record_path(liza_dir, agent).read_text())
+        pgid, gen = int(rec["pgid"]), int(rec["generation"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0
+    members = group_members(pgid, agent, gen)
+    if members:
+        _killpg(pgid, sig)
+    return len(members)
+
+
 def _kill_group(pgid: int, agent: str, gen: int) -> None:
     _killpg(pgid, signal.SIGTERM)
     deadline = time.monotonic() + STOP_GRACE

@@ -7,18 +7,22 @@ it started keeps working on a task the supervisor gave away.
 from __future__ import annotations
 
 import os
+import select
 import shutil
 import signal
 import subprocess
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Mapping, Sequence
+from typing import IO, Callable, Mapping, Sequence
 
 from gitliza.errors import MissingDependency
 from gitliza.team import orphans
 
 STOP_GRACE = 5.0  # seconds between SIGTERM and SIGKILL
+# On SIGINT/SIGTERM the whole team must be gone within 5 s: the agent gets less.
+SIGNAL_GRACE = 1.5
 
 
 def require(executable: str) -> None:
@@ -37,6 +41,7 @@ class AgentProcess:
     group: bool = True  # the agent leads its own process group (not in an interactive session)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _timer: threading.Timer | None = None
+    _kill_at: float = 0.0
     _done: bool = False
 
     @classmethod
@@ -70,16 +75,22 @@ class AgentProcess:
     def pid(self) -> int:
         return self.proc.pid
 
-    def wait(self) -> int:
+    def wait(self, tick: Callable[[], None] | None = None, every: float = 1.0) -> int:
+        """Wait for the agent to exit (its exit code), calling `tick` every `every` seconds
+        meanwhile (the supervisor's watchdog stamp: the lease keeper renews only while it
+        moves)."""
         # Reap only after the group is killed: once the leader is reaped its pid (the group id)
         # may be reused, and a late signal would hit a stranger.
         if self.group:
-            try:
-                os.waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOWAIT)
-            except ChildProcessError:
-                pass  # already reaped
+            _wait_exited(self.proc.pid, tick, every)
         else:
-            self.proc.wait()
+            while True:
+                try:
+                    self.proc.wait(every if tick is not None else None)
+                    break
+                except subprocess.TimeoutExpired:
+                    assert tick is not None
+                    tick()
         with self._lock:
             self._done = True
             if self._timer is not None:
@@ -91,18 +102,31 @@ class AgentProcess:
         return self.proc.wait()
 
     def stop(self, why: str, grace: float = STOP_GRACE) -> None:
-        """SIGTERM to the agent's process group, SIGKILL after `grace` seconds. Safe from any
-        thread and more than once; a no-op once the agent has exited (its exit code stands)."""
-        with self._lock:
+        """SIGTERM to the agent's process group, SIGKILL after `grace` seconds (at once for 0; a
+        later stop with a shorter grace brings the SIGKILL forward). Safe from any thread and
+        more than once; a no-op once the agent has exited (its exit code stands)."""
+        # Bounded: a stop past its deadline must not wait on a wedged holder of the lock.
+        locked = self._lock.acquire(timeout=1.0)
+        try:
             if self._done or self._exited():
                 return
             if self.stopped_by is None:
                 self.stopped_by = why
+            if grace <= 0:
+                self._signal(signal.SIGKILL)
+                return
             self._signal(signal.SIGTERM)
-            if self._timer is None:
+            due = time.monotonic() + grace
+            if self._timer is None or due < self._kill_at:
+                if self._timer is not None:
+                    self._timer.cancel()
+                self._kill_at = due
                 self._timer = threading.Timer(grace, self._kill)
                 self._timer.daemon = True
                 self._timer.start()
+        finally:
+            if locked:
+                self._lock.release()
 
     def _exited(self) -> bool:
         """Whether the agent has exited, without reaping it (its pid must stay ours)."""
@@ -127,6 +151,36 @@ class AgentProcess:
                 self.proc.send_signal(sig)
             except ProcessLookupError:
                 pass
+
+
+def _wait_exited(pid: int, tick: Callable[[], None] | None, every: float) -> None:
+    """Block until child `pid` has exited, without reaping it: on its pidfd (Linux 5.3+) with a
+    timeout for `tick`, else by waitid(WNOWAIT) (blocking when there is no tick, else a short
+    poll)."""
+    fd = -1
+    if tick is not None and hasattr(os, "pidfd_open"):
+        try:
+            fd = os.pidfd_open(pid)
+        except OSError:
+            fd = -1
+    try:
+        while True:
+            if fd >= 0:
+                if select.select([fd], [], [], every)[0]:
+                    return
+            else:
+                flags = os.WEXITED | os.WNOWAIT | (os.WNOHANG if tick is not None else 0)
+                try:
+                    if os.waitid(os.P_PID, pid, flags) is not None:
+                        return
+                except ChildProcessError:
+                    return  # already reaped
+                time.sleep(min(every, 0.1))
+            if tick is not None:
+                tick()
+    finally:
+        if fd >= 0:
+            os.close(fd)
 
 
 def _killpg(pgid: int, sig: signal.Signals) -> None:

@@ -14,6 +14,7 @@ from typing import IO, Callable
 from gitliza import atomic
 from gitliza.access import mcp_config
 from gitliza.core import prompts
+from gitliza.core.board import Board
 from gitliza.core.states import Role
 from gitliza.core.terminal import safe
 from gitliza.git import ownstore
@@ -23,7 +24,7 @@ from gitliza.services.lifecycle.locations import main_root
 from gitliza.services.api import AGENT_ENV, GEN_ENV, Liza
 from gitliza.team import briefing, orphans, prepare, profiles, runner
 from gitliza.team.generation import Generation
-from gitliza.team.heartbeat import lease_keeper
+from gitliza.team.heartbeat import Watchdog, lease_keeper, watchdog_tick
 from gitliza.team.work import Job
 from gitliza.core.ops.journal import AnomalyOp
 from gitliza.errors import LizaError
@@ -38,7 +39,8 @@ class Sessions:
     def __init__(self, liza: Liza, open_liza: Callable[[], Liza], role: Role, token: Generation,
                  log: Callable[[str], None], *, profile: profiles.Profile,
                  permissions: profiles.Permissions, command: tuple[str, ...], interactive: bool,
-                 mcp: bool, resume_task: str | None, sandbox: Sandbox | None = None) -> None:
+                 mcp: bool, resume_task: str | None, sandbox: Sandbox | None = None,
+                 watchdog: Watchdog | None = None) -> None:
         self.liza, self.open_liza, self.role, self.token = liza, open_liza, role, token
         self.log = log
         self.agent = liza.agent
@@ -47,21 +49,35 @@ class Sessions:
         self.resume_task = resume_task
         self.count = 0
         self.stopping = False
+        self.watchdog = watchdog if watchdog is not None else Watchdog()
+        self._grace = runner.STOP_GRACE
         self._proc: runner.AgentProcess | None = None
         self._prompts: Path | None = None
         self.sandbox = sandbox if sandbox is not None else Sandbox("off")
         self._log_file: Path | None = None
         self._job: Job | None = None
 
-    def stop(self, why: str) -> None:
-        """Stop the running agent, and any agent a session starts from now on."""
+    def stop(self, why: str, grace: float | None = None) -> None:
+        """Stop the running agent (SIGTERM, SIGKILL after `grace` seconds), and any agent a
+        session starts from now on. Any thread."""
+        if grace is not None:
+            self._grace = grace
         self.stopping = True
         proc = self._proc
         if proc is not None:
-            proc.stop(why)
+            proc.stop(why, self._grace)
+
+    def kill(self) -> None:
+        """SIGKILL the running agent's process group now (a stop past its deadline)."""
+        self.stopping = True
+        proc = self._proc
+        if proc is not None:
+            proc.stop("supervisor stopping", 0.0)
 
     def run(self, job: Job) -> tuple[int, str | None]:
         """Run one agent session: its exit code, and why the supervisor stopped it (if so)."""
+        if self.stopping:
+            return 0, "supervisor stopping"
         gen = self.token.gen
         board = self.liza.board()
         text = briefing.prompt(self.liza, self.role, gen, board, job,
@@ -71,7 +87,7 @@ class Sessions:
         # brokers the agent's board calls; closing it brings a coder's commits in.
         box = self._box(job, path)
         try:
-            return self._run_in(job, path, text, box, gen)
+            return self._run_in(job, path, text, box, gen, board)
         finally:
             if box is not None:
                 try:
@@ -80,7 +96,7 @@ class Sessions:
                     self.log(f"sandbox: {e}")
 
     def _run_in(self, job: Job, path: Path, text: str, box: Box | None,
-                gen: int) -> tuple[int, str | None]:
+                gen: int, board: Board) -> tuple[int, str | None]:
         launch = self._launch(job, path, text, box)
         if self.interactive:
             self.log(f"interactive: the prompt is saved at {path}; paste it into the session")
@@ -102,15 +118,17 @@ class Sessions:
             if out is not None:
                 out.close()  # the agent holds its own copy of the descriptor
         orphans.record(self.liza_dir(), self.agent, gen, proc.pid, job.task)
-        if self.stopping:  # a SIGINT/SIGTERM that came while the work was being claimed
-            proc.stop("supervisor stopping")
+        if self.stopping:  # a SIGINT/SIGTERM that came while the agent was being started
+            proc.stop("supervisor stopping", self._grace)
         self.log(f"started agent (pid {proc.pid}) on {what}; prompt {path}")
         if log_file is not None:
             self.log(f"agent log: {log_file}")
+        self.watchdog.feed()
         hb = lease_keeper(self.liza, self.open_liza, self.token, self.role, job.task,
-                          lambda why: proc.stop(why), self.log).start()
+                          lambda why: proc.stop(why), self.log, watchdog=self.watchdog).start()
+        tick = watchdog_tick(board.config)
         try:
-            code = proc.wait()
+            code = proc.wait(self.watchdog.feed, tick)
         finally:
             hb.stop()
             self._proc = None

@@ -20,9 +20,13 @@ op); every op it or its agent writes carries the generation, and once another su
 id over (`--takeover`, or after the token expired), those ops are refused and this supervisor stands
 down (exit 1). The agent dies with its supervisor (parent-death signal), and a supervisor that
 takes an id stops what the previous generation left running here first (gitliza/team/orphans.py).
-SIGINT/SIGTERM stop the agent (SIGTERM to its process group, then SIGKILL), leave its
+SIGINT/SIGTERM stop the agent (SIGTERM to its process group, SIGKILL 1.5 s later), leave its
 task to expire (its work stays in its worktree; a later claim keeps leftovers in the attic), give
-the token back and exit 0.
+the token back and exit 0, with one line. The signal is handled on a relay thread, never in the
+main thread's middle (gitliza/team/stopping.py), and a stop that has not ended STOP_DEADLINE seconds
+after the signal ends the process anyway (the agent's group killed, the token left to expire).
+While the agent runs the main thread feeds a watchdog, and the lease keeper renews only while it
+moves (gitliza/team/heartbeat.py).
 
 This module is the loop (waiting, launching, judging a run, giving up, signals); its parts live
 beside it: work.py finds and takes the work (a `Job`), sessions.py runs one agent session (its
@@ -31,12 +35,12 @@ and generation.py holds the token.
 """
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
 import time
 from dataclasses import dataclass
-from types import FrameType
 from typing import Any, Callable
 
 from gitliza.core import alarms, runs, wake
@@ -57,8 +61,9 @@ from gitliza.sandbox.box import Sandbox
 from gitliza.sandbox.box import parse as sandbox_mode
 from gitliza.team import orphans, profiles, runner
 from gitliza.team.generation import Generation, StandDown
-from gitliza.team.heartbeat import lease_keeper
+from gitliza.team.heartbeat import Watchdog, lease_keeper, watchdog_tick
 from gitliza.team.sessions import Sessions
+from gitliza.team.stopping import StopSignal
 from gitliza.team.work import Job, WorkFinder, max_wait
 
 
@@ -76,15 +81,24 @@ class SupervisorOptions:
     sandbox: str | None = None  # on (default) | off: the OS sandbox (gitliza/sandbox/)
 
 
+# Seconds from SIGINT/SIGTERM to the process's end at the latest: the agent's grace
+# (runner.SIGNAL_GRACE), then the token given back; `git liza team` kills what is left at 4 s.
+STOP_DEADLINE = 3.5
+
+
 class Supervisor:
     def __init__(self, open_liza: Callable[[], Liza], opts: SupervisorOptions,
-                 log: Callable[[str], None] | None = None) -> None:
+                 log: Callable[[str], None] | None = None,
+                 stop_signal: StopSignal | None = None) -> None:
         self.open_liza = open_liza
         self.opts = opts
         self._log = log
         self.stopping = False
         self._wake = threading.Event()
         self._watcher: RefWatcher | None = None
+        # Installed by the caller as early as it can (a signal during start-up is kept for us).
+        self._signals = stop_signal if stop_signal is not None else StopSignal()
+        self.watchdog = Watchdog()
         role = wake.parse_role(opts.role)
         if role is None:
             raise ValidationError(f"role {opts.role!r} is not planner, coder or code-reviewer")
@@ -106,14 +120,19 @@ class Supervisor:
         self.sessions = Sessions(self.liza, open_liza, self.role, self.token, self.log,
                                  profile=profile, permissions=permissions, command=opts.command,
                                  interactive=opts.interactive, mcp=opts.mcp,
-                                 resume_task=opts.resume_task, sandbox=box)
+                                 resume_task=opts.resume_task, sandbox=box,
+                                 watchdog=self.watchdog)
         self.sessions.check_dirs()  # a tracked or linked .liza/ refuses us before any claim
 
     # -- the loop -------------------------------------------------------------------------------
     def run(self) -> int:
-        self._start()
-        restore = self._install_signals()
+        signals = self._signals.install()
+        signals.deadline = STOP_DEADLINE
+        signals.attach(self._on_signal, self._on_deadline)
         try:
+            if self.stopping:
+                return 0  # stopped before the token was taken: nothing to give back
+            self._start()
             with RefWatcher(self.liza.repo.path) as w:
                 self._watcher = w
                 return self._loop()
@@ -121,16 +140,19 @@ class Supervisor:
             self.log(f"standing down: {e}")
             return EXIT_VALIDATION
         finally:
-            restore()
             self.token.end(self.liza)
+            signals.close()
 
     def _loop(self) -> int:
         streak = runs.Streak()
         launches: list[float] = []  # monotonic times of the recent launches
         while not self.stopping:
+            self.watchdog.feed()
             job = self._next_job()
             if isinstance(job, int):
                 return job
+            if self.stopping:
+                break  # a signal while the work was being taken: no agent starts
             cfg = self.liza.board().config
             wait = runs.launch_wait(launches, time.monotonic(), cfg.max_launches_per_minute)
             if wait > 0:
@@ -230,6 +252,7 @@ class Supervisor:
         idle_since = time.monotonic()
         said = ""
         while not self.stopping:
+            self.watchdog.feed()
             board, now = self.liza.board(), self.liza.now()
             self.token.check(board)
             if wake.goal_over(board):
@@ -267,7 +290,7 @@ class Supervisor:
         # An ABORT on the board ends the wait at once (the loop then exits), not after it.
         hb = lease_keeper(self.liza, self.open_liza, self.token, self.role, job.task,
                           lambda _why: self._wake.set(), self.log, beat_now=True,
-                          wake_on_abort=True).start()
+                          wake_on_abort=True, watchdog=self.watchdog).start()
         try:
             self._sleep(seconds)
         finally:
@@ -275,44 +298,55 @@ class Supervisor:
 
     # -- the generation token -------------------------------------------------------------------
     def _start(self) -> None:
-        self.token.take(self.liza, self.role, self.opts.takeover)
+        self.token.take(self.liza, self.role, self.opts.takeover, self.log)
         # Whatever an earlier generation of this id left running here (its supervisor was
         # killed, or we took over) must stop before an agent of ours works in the same places.
         orphans.stop_previous(self.sessions.liza_dir(), self.agent, self.token.gen, self.log)
         self.log(f"supervising {self.agent} ({self.role.value}), generation {self.token.gen}")
 
     # -- signals and sleeping -------------------------------------------------------------------
-    def stop(self, why: str = "supervisor stopping") -> None:
-        """Stop the agent and the loop (signal handlers, tests, embedding code)."""
+    def stop(self, why: str = "supervisor stopping", grace: float | None = None) -> None:
+        """Stop the agent and the loop (the signal relay, tests, embedding code); any thread."""
         self.stopping = True
-        self.sessions.stop(why)
+        self.sessions.stop(why, grace)
         self._wake.set()
         if self._watcher is not None:
             self._watcher.poke()
 
-    def _install_signals(self) -> Callable[[], None]:
-        if threading.current_thread() is not threading.main_thread():
-            return lambda: None
+    def _on_signal(self, sig: signal.Signals) -> None:
+        """On the relay thread (gitliza/team/stopping.py), once per process. The stop first: the
+        line may not get out (a killed `git liza team` took our stdout along)."""
+        self.stop(f"supervisor got {sig.name}", runner.SIGNAL_GRACE)
+        self.log(f"{sig.name}: stopping the agent and exiting")
 
-        def handler(signum: int, _frame: FrameType | None) -> None:
-            self.log(f"{signal.Signals(signum).name}: stopping the agent and exiting")
-            self.stop(f"supervisor got {signal.Signals(signum).name}")
-
-        old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
-
-        def restore() -> None:
-            for s, h in old.items():
-                signal.signal(s, h)
-        return restore
+    def _on_deadline(self, sig: signal.Signals) -> None:
+        """The stop did not end in time (the main loop is stuck): kill the agent's group and
+        end the process; the token and the task are left to expire."""
+        self.sessions.kill()
+        self.log(f"{sig.name}: not stopped after {STOP_DEADLINE}s; killed the agent, exiting "
+                 "(its lease and this supervisor's token expire)")
+        os._exit(128 + int(sig))
 
     def _sleep(self, seconds: float) -> None:
-        if seconds > 0:
-            self._wake.wait(seconds)
-            self._wake.clear()
+        """Sleep (a restart delay, the launch limit) until `seconds` passed or a stop; the
+        watchdog is fed meanwhile, since the lease keeper beats during this wait."""
+        end = time.monotonic() + seconds
+        tick = watchdog_tick(self.liza.board().config)
+        while not self.stopping:
+            left = end - time.monotonic()
+            if left <= 0:
+                break
+            self.watchdog.feed()
+            if self._wake.wait(min(left, tick)):
+                break
+        self._wake.clear()
 
     def log(self, text: str) -> None:
         if self._log is not None:
             self._log(text)
             return
-        sys.stdout.write(f"[{self.agent}] {safe(text)}\n")  # board text (reasons) escaped
-        sys.stdout.flush()
+        try:
+            sys.stdout.write(f"[{self.agent}] {safe(text)}\n")  # board text (reasons) escaped
+            sys.stdout.flush()
+        except (OSError, ValueError):
+            pass  # whoever read our output is gone (a killed team): the work goes on

@@ -244,3 +244,19 @@ def test_gave_up_while_nothing_happened_to_the_task_since() -> None:
                         "without progress")
     r.do(Unblock, "planner-1", task="task-1")
     assert ("GAVE_UP", "task-1") not in kinds(r, r.now())
+
+
+def test_a_supervisor_that_stopped_renewing_raises_supervisor_silent() -> None:
+    from gitliza.core.ops.control import Supervise
+    r = team()
+    r.do(Supervise, "coder-1", host="vm", pid=27575)
+    exp = r.board.get("supervisors", "coder-1").expires
+    assert ("SUPERVISOR_SILENT", "coder-1") not in kinds(r, clock.plus(exp, 120))
+    assert next_deadline(r.board, Facts(now=r.now())) == clock.plus(exp, 121)
+    got = kinds(r, clock.plus(exp, 121))[("SUPERVISOR_SILENT", "coder-1")]
+    assert got.level == Level.WARNING and got.text.startswith(
+        "SUPERVISOR SILENT: coder-1's supervisor (generation 1, pid 27575 on vm) stopped "
+        f"renewing its token at {exp}")
+    # A token given back (a clean stop) or freed is silent no more.
+    r.do(Supervise, "human", mode="free", agent="coder-1", replaces=1)
+    assert ("SUPERVISOR_SILENT", "coder-1") not in kinds(r, clock.plus(exp, 500))

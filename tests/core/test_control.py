@@ -93,3 +93,38 @@ def test_an_expired_supervisor_token_can_be_taken() -> None:
     assert r.board.get("supervisors", "coder-1").generation == 2
     with pytest.raises(PermissionDenied):
         r.do(Supervise, "human")
+
+
+def test_a_takeover_of_a_dead_generation_is_refused_once_the_id_changed_hands() -> None:
+    """Two new supervisors that both found generation 1 dead: only the first takes the id."""
+    r = team()
+    r.do(Supervise, "coder-1", host="h", pid=1, pid_start=100)
+    assert r.board.get("supervisors", "coder-1").pid_start == 100
+    r.do(Supervise, "coder-1", mode="takeover", pid=2, replaces=1)
+    with pytest.raises(ValidationError, match="changed hands meanwhile \\(generation 2"):
+        r.do(Supervise, "coder-1", mode="takeover", pid=3, replaces=1)
+    assert r.board.get("supervisors", "coder-1").pid == 2
+
+
+def test_the_human_frees_a_dead_supervisors_token_and_nothing_else() -> None:
+    r = team()
+    r.do(Supervise, "coder-1", host="h", pid=1)
+    with pytest.raises(PermissionDenied, match="free is the human's"):
+        r.do(Supervise, "coder-2", mode="free", agent="coder-1", replaces=1)
+    with pytest.raises(ValidationError, match="generation 1 holds it now"):
+        r.do(Supervise, "human", mode="free", agent="coder-1", replaces=7)
+    out = r.do(Supervise, "human", mode="free", agent="coder-1", replaces=1)
+    assert out.event.actor == "human" and "supervise free coder-1" in out.event.summary
+    assert r.board.get("supervisors", "coder-1").expires is None
+    with pytest.raises(ValidationError, match="no supervisor token of coder-1 to free"):
+        r.do(Supervise, "human", mode="free", agent="coder-1")
+    r.do(Supervise, "coder-1")  # the id is free: no takeover needed
+    assert r.board.get("supervisors", "coder-1").generation == 2
+
+
+def test_a_refused_start_names_takeover() -> None:
+    r = team()
+    r.do(Supervise, "coder-1", host="h", pid=1)
+    with pytest.raises(ValidationError) as e:
+        r.do(Supervise, "coder-1", pid=2)
+    assert "--takeover" in (e.value.hint or "")

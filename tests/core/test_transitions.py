@@ -89,6 +89,11 @@ def _perform(tr: Transition) -> TaskState:
         claim(r)  # same coder: iteration + 1
     elif tr.op == "claim-review":
         r.do(ClaimReview, "reviewer-2", task="task-1")
+    elif tr.op == "release" and tr.source != S.CLAIMED:  # the human's: requeue, a review lease
+        t = r.board.task("task-1")
+        if tr.source == S.READY_FOR_REVIEW and (t is None or not t.reviewing_by):
+            r.do(ClaimReview, "reviewer-2", task="task-1")
+        r.do(Release, "human", task="task-1")
     else:
         OPS[tr.op](r)
     return r.board.task("task-1").status  # type: ignore[union-attr]

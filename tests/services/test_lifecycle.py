@@ -330,6 +330,56 @@ def test_release_removes_the_worktree_and_branch(board: Path) -> None:
     assert not again["reused"] and not (wt / "a.txt").exists()
 
 
+def test_a_dirty_worktree_kept_on_release_is_said_once(board: Path) -> None:
+    wt = Path(claimed(board, "t1", "c1")["worktree"])
+    (wt / "wip.txt").write_text("unsaved\n")
+    r = run(board, "release", "t1", agent="c1")
+    assert r.returncode == 0
+    assert (r.stdout + r.stderr).count(f"kept {wt}") == 1, r.stdout + r.stderr
+
+
+def test_the_human_frees_a_claimed_task_and_its_worktree_stays(board: Path) -> None:
+    wt = Path(claimed(board, "t1", "c1")["worktree"])
+    work = commit_file(wt, "a.txt", "1\n")
+    r = run(board, "release", "t1")  # as the human: no LIZA_AGENT_ID
+    assert r.returncode == 0, r.stderr
+    assert "release t1: freed from c1 by the human" in r.stdout
+    assert r.stderr.count("worktree kept") == 1
+    t = task(board, "t1")
+    assert t.status == "UNCLAIMED" and t.assigned_to is None
+    assert t.history[-1].event == "released" and t.history[-1].agent == "human"
+    assert Liza.open(board).board().agent("c1").status == "IDLE"
+    assert git(wt, "rev-parse", "HEAD") == work  # the coder's work is where it was
+    log = json.loads(run(board, "log", "--json", "-n", "1").stdout)
+    assert (log[0]["op"], log[0]["actor"]) == ("release", "human")
+    # c1 learns it at its next write: it no longer holds t1.
+    fails(board, 1, "submit", "t1", agent="c1")
+    again = claimed(board, "t1", "c2")
+    assert git(board, "rev-parse", f"refs/liza-attic/t1/{work}") == work or again["reused"]
+
+
+def test_the_human_requeues_a_rejected_task_and_frees_a_review_lease(board: Path) -> None:
+    to_review(board, "t1", "c1", "r1")
+    ok(board, "verdict", "t1", "reject", "--reason", "wrong approach", agent="r1")
+    r = run(board, "release", "t1")
+    assert r.returncode == 0, r.stderr
+    t = task(board, "t1")
+    assert t.status == "UNCLAIMED" and t.failed_by == () and t.assigned_to is None
+    to_review(board, "t2", "c2", "r2")
+    assert task(board, "t2").reviewing_by == "r2"
+    r = run(board, "release", "t2")
+    assert r.returncode == 0 and "review lease of r2 freed by the human" in r.stdout
+    t = task(board, "t2")
+    assert t.status == "READY_FOR_REVIEW" and t.reviewing_by is None
+    assert Liza.open(board).board().agent("r2").status == "IDLE"
+    # Nothing to free: refused, nothing written.
+    assert "nothing to release" in fails(board, 1, "release", "t2")
+    # A coder still may not free another coder's task, nor a task in review.
+    claimed(board, "t1", "c1")
+    assert "claimed by c1, not c2" in fails(board, 1, "release", "t1", agent="c2")
+    assert "task is READY_FOR_REVIEW" in fails(board, 1, "release", "t2", agent="c1")
+
+
 # -- merge failures -------------------------------------------------------------------------------
 def test_merge_conflict_leaves_the_branch_and_records_integration_failed(board: Path) -> None:
     repo = board

@@ -34,7 +34,9 @@ def wait(env: Env, condition: str, task: str | None, status: str | None, since: 
 def agent(env: Env, role: str, cli: str | None, interactive: bool, command: Sequence[str],
           resume_task: str | None, once: bool, takeover: bool, mcp: bool = False,
           permissions: str | None = None, sandbox: str | None = None) -> int:
+    from gitliza.team import stopping
     from gitliza.team.supervisor import Supervisor, SupervisorOptions
+    signals = stopping.for_process()  # installed already by the entry point, if it is ours
     opts = SupervisorOptions(role=role, cli=cli, interactive=interactive, command=tuple(command),
                              resume_task=resume_task, once=once, takeover=takeover, mcp=mcp,
                              permissions=permissions, sandbox=sandbox)
@@ -42,47 +44,79 @@ def agent(env: Env, role: str, cli: str | None, interactive: bool, command: Sequ
     def open_liza() -> Any:
         # A fresh handle per caller (the heartbeat thread has its own), with the same hooks.
         return Env(path=env.path, agent=env.agent, no_sync=env.no_sync).liza()
-    return Supervisor(open_liza, opts).run()
+    try:
+        code = Supervisor(open_liza, opts, stop_signal=signals).run()
+    finally:
+        signals.close()
+    if signals.stopping:
+        stopping.nudge_git_parent()
+    return code
 
 
 def team(env: Env, planners: int, coders: int, reviewers: int, prefix: str, cli: str | None,
          mcp: bool, command: Sequence[str], logs: Path | None,
-         permissions: str | None = None, sandbox: str | None = None) -> int:
+         permissions: str | None = None, takeover: bool = False,
+         sandbox: str | None = None) -> int:
     """Start the supervisors, relay their output, stop them on SIGINT/SIGTERM; exit 0 when every
-    supervisor did (the goal COMPLETED, an ABORT, or nothing left to wait for)."""
+    supervisor did (the goal COMPLETED, an ABORT, or nothing left to wait for), 130 or 143 after
+    a stop, a member's exit code when it failed at start (the others are stopped)."""
     import signal
     import sys
 
-    from gitliza.team import profiles
-    from gitliza.team.launch import Team, members
+    from gitliza.team import profiles, stopping
+    from gitliza.team.launch import KILL_AFTER, Team, members
     from gitliza.team.runner import require
-    crew = members(planners, coders, reviewers, prefix)
-    # A wrong --cli or --permissions, or a missing agent program: refused now, not per supervisor.
-    profiles.parse_permissions(permissions)
-    import os
-    from gitliza.sandbox.box import Sandbox, parse
-    # Each supervisor checks its sandbox too; refusing here keeps a team from half-starting.
-    # The supervisors inherit the choice through the environment (the --sandbox option's).
-    Sandbox(parse(sandbox))
-    if sandbox is not None:
-        os.environ["LIZA_SANDBOX"] = sandbox
-    require(command[0] if command else profiles.profile(cli).executable)
-    from gitliza.services.lifecycle.locations import main_root
-
-    def write(text: str) -> None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    running = Team(main_root(env.liza().repo), crew, cli, mcp, env.no_sync, command, logs,
-                   write, permissions).start()
-
-    def on_signal(_sig: int, _frame: Any) -> None:
-        running.stop()
-    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    signals = stopping.for_process()  # installed already by the entry point, if it is ours
     try:
-        codes = running.wait()
+        crew = members(planners, coders, reviewers, prefix)
+        # A wrong --cli or --permissions, or a missing agent program: refused now, not per
+        # supervisor.
+        profiles.parse_permissions(permissions)
+        import os
+
+        from gitliza.sandbox.box import Sandbox, parse
+        # Each supervisor checks its sandbox too; refusing here keeps a team from half-starting.
+        # The supervisors inherit the choice through the environment (the --sandbox option's).
+        Sandbox(parse(sandbox))
+        if sandbox is not None:
+            os.environ["LIZA_SANDBOX"] = sandbox
+        require(command[0] if command else profiles.profile(cli).executable)
+        from gitliza.services.lifecycle.locations import main_root
+
+        def write(text: str) -> None:
+            try:
+                sys.stdout.write(text)
+                sys.stdout.flush()
+            except (OSError, ValueError):
+                pass  # our reader is gone; the supervisors still need stopping
+        running = Team(main_root(env.liza().repo), crew, cli, mcp, env.no_sync, command, logs,
+                       write, permissions, takeover)
+
+        def on_stop(sig: signal.Signals) -> None:
+            running.stop()  # first: the line may not get out
+            write(f"team: {sig.name}: stopping every supervisor\n")
+
+        def on_deadline(sig: signal.Signals) -> None:
+            killed = running.kill_rest()
+            if killed:
+                write(f"team: {', '.join(killed)} still running {KILL_AFTER}s after "
+                      f"{sig.name}: killed\n")
+        signals.deadline = KILL_AFTER
+        signals.attach(on_stop, on_deadline)
+        codes = running.start().wait()
     finally:
-        for s, h in old.items():
-            signal.signal(s, h)
+        signals.close()
+    if signals.stopping:
+        env.out.result({"exit_codes": codes, "signal": signals.signum and signals.signum.name},
+                       f"team: stopped by {signals.signum and signals.signum.name}")
+        stopping.nudge_git_parent()
+        return signals.exit_code()
+    if running.failed is not None:
+        agent, code, line = running.failed
+        from gitliza.cli.output import err
+        err(f"team: {agent} failed at start (exit {code}): {line}; the other members were "
+            "stopped")
+        return code if code > 0 else 1
     bad = {a: c for a, c in codes.items() if c}
     env.out.result({"exit_codes": codes},
                    "team: every supervisor exited 0" if not bad else

@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from gitliza.core import clock
 from gitliza.core.model import Control, SprintStatus, Supervisor
 from gitliza.core.ops.base import Ctx, Op, need_text, register_op, replace
-from gitliza.core.states import CONTROL_OPS
+from gitliza.core.states import CONTROL_OPS, Role
 from gitliza.errors import PermissionDenied, ValidationError
 
 CHECKPOINT_TRIGGERS = ("manual", "circuit_breaker", "deadline", "analyze", "sprint_end")
-SUPERVISE_MODES = ("start", "takeover", "renew", "end")
+SUPERVISE_MODES = ("start", "takeover", "renew", "end", "free")
 
 
 def _allowed(ctx: Ctx) -> None:
@@ -136,12 +136,19 @@ class Checkpoint(Op):
 @dataclass(frozen=True, kw_only=True)
 class Supervise(Op):
     """A supervisor for agent `actor`: `start` (refused while another supervisor's token is
-    live), `takeover` (even so: the human's "I killed it" override), `renew`, `end`."""
+    live), `takeover` (even so: the human's "I killed it" override), `renew`, `end`; and `free`,
+    the human's (`doctor --fix`): the token of agent `agent`, generation `replaces`, whose
+    supervisor is dead, is ended for it."""
 
     NAME = "supervise"
     mode: str = "start"
     host: str | None = None
     pid: int | None = None
+    pid_start: int | None = None  # the process's start time on `host` (see model.Supervisor)
+    # With `takeover`: only from this generation (the one found dead on this host); refused if
+    # the id changed hands meanwhile, so two new supervisors never both take a dead one's id.
+    replaces: int | None = None
+    agent: str | None = None  # with `free`: whose token
     # With `end`: the supervisor exits, so its agent leaves the board as liza-agent.sh's exit trap
     # removes it (an agent holding work stays, for its lease to run out and the work to be taken
     # over). A supervisor started later registers it again.
@@ -152,6 +159,12 @@ class Supervise(Op):
         if self.mode not in SUPERVISE_MODES:
             raise ValidationError(f"supervise mode {self.mode!r} is not one of: "
                                   + ", ".join(SUPERVISE_MODES))
+        if (self.mode == "free") != (ctx.role() == Role.HUMAN):
+            raise PermissionDenied("supervise free is the human's (doctor --fix), and the only "
+                                   "mode the human uses")
+        if self.mode == "free":
+            self._free(ctx)
+            return
         me = ctx.require_agent()
         cur: Supervisor | None = ctx.get("supervisors", me.id)
         live = cur is not None and cur.expires is not None and cur.expires > self.time
@@ -174,10 +187,27 @@ class Supervise(Op):
             raise ValidationError(
                 f"{me.id} is held by a live supervisor, generation {cur.generation}{where}, "
                 f"until {cur.expires}",
-                hint="use another --agent id, or take it over if that supervisor is gone")
+                hint="use another --agent id (or --prefix), or, if that supervisor is gone, "
+                     "`git liza agent ... --takeover` or `git liza team ... --takeover`")
+        if self.replaces is not None and (cur is None or cur.generation != self.replaces):
+            now = f"generation {cur.generation}" if cur is not None else "no supervisor"
+            raise ValidationError(f"takeover of {me.id} from generation {self.replaces}: the id "
+                                  f"changed hands meanwhile ({now} holds it)")
         gen = (cur.generation if cur is not None else 0) + 1
         ctx.put("supervisors", me.id, Supervisor(agent=me.id, generation=gen, started=self.time,
-                                                 expires=expires, host=self.host, pid=self.pid))
+                                                 expires=expires, host=self.host, pid=self.pid,
+                                                 pid_start=self.pid_start))
         if live:
             ctx.notices.append(f"supervisor generation {gen - 1} of {me.id} must stand down")
         ctx.summary = f"supervise {self.mode} {me.id} (generation {gen})"
+
+    def _free(self, ctx: Ctx) -> None:
+        cur: Supervisor | None = ctx.get("supervisors", self.agent or "")
+        if cur is None or cur.expires is None:
+            raise ValidationError(f"no supervisor token of {self.agent} to free")
+        if self.replaces is not None and cur.generation != self.replaces:
+            raise ValidationError(f"free {self.agent} generation {self.replaces}: generation "
+                                  f"{cur.generation} holds it now")
+        ctx.put("supervisors", cur.agent, replace(cur, expires=None))
+        ctx.summary = (f"supervise free {cur.agent} (generation {cur.generation}): its "
+                       "supervisor is gone")

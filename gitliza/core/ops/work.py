@@ -162,6 +162,9 @@ class Release(Op):
 
     def run(self, ctx: Ctx) -> None:
         t = ctx.require_task(self.task)
+        if ctx.role() == Role.HUMAN:
+            self._by_human(ctx, t)
+            return
         ctx.transition(t, S.UNCLAIMED)
         me = holder_check(ctx, t, "release it")
         ctx.put_task(replace(t, status=S.UNCLAIMED, assigned_to=None, worktree=None,
@@ -169,6 +172,29 @@ class Release(Op):
                              history=ctx.history(t, "released", agent=me.id)))
         ctx.put_agent(replace(me, status=A.IDLE, current_task=None, lease_expires=None,
                               heartbeat=self.time))
+
+    def _by_human(self, ctx: Ctx, t: Task) -> None:
+        """The human frees a task whoever holds it: a claimed (or rejected, or failed to
+        integrate) task goes back to UNCLAIMED and its coder to IDLE; a review lease is dropped
+        (the task stays READY_FOR_REVIEW for another reviewer). Recorded as the human's."""
+        if t.status == S.READY_FOR_REVIEW:
+            if not t.reviewing_by:
+                raise ValidationError(f"{t.id} is READY_FOR_REVIEW and nobody reviews it: "
+                                      "nothing to release")
+            ctx.transition(t, S.READY_FOR_REVIEW)
+            free_agent(ctx, t, t.reviewing_by)
+            ctx.put_task(replace(t, reviewing_by=None, review_lease_expires=None,
+                                 history=ctx.history(t, "review_released",
+                                                     agent=ctx.op.actor)))
+            ctx.summary = f"release {t.id}: review lease of {t.reviewing_by} freed by the human"
+            return
+        ctx.transition(t, S.UNCLAIMED)
+        free_agent(ctx, t, t.assigned_to)
+        ctx.put_task(replace(t, status=S.UNCLAIMED, assigned_to=None, worktree=None,
+                             base_commit=None, lease_expires=None,
+                             history=ctx.history(t, "released", agent=ctx.op.actor)))
+        if t.assigned_to:
+            ctx.summary = f"release {t.id}: freed from {t.assigned_to} by the human"
 
 
 @register_op

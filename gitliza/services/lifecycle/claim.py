@@ -17,7 +17,7 @@ from gitliza.core.invariants import claimable
 from gitliza.core.model import Task
 from gitliza.core.ops import Claim, Op, Release, apply as core_apply
 from gitliza.core.ops.work import worktree_path
-from gitliza.core.states import TaskState
+from gitliza.core.states import HUMAN_ACTOR, TaskState
 from gitliza.errors import (ConcurrencyConflict, IllegalTransition, LizaError, NotFound,
                             ValidationError)
 from gitliza.git.reflocks import RefLocked
@@ -233,8 +233,15 @@ def _on_branch(path: Path, task: str) -> bool:
 
 def release(liza: Liza, task: str) -> Done:
     """Give a claimed task back: UNCLAIMED, then its worktree and branch go (work is discarded;
-    a dirty worktree is kept with a warning)."""
+    a dirty worktree is kept with a warning). The human frees any task (the coder's, a
+    rework's, a review lease): the worktree stays where it is, since the work in it is not the
+    human's to throw away; the next claim keeps what it finds there in the attic."""
     with task_lock(liza.repo, task):
         done = liza.do(Release, task=task)
-        notes = drop_worktree(liza, task)
+        if liza.agent == HUMAN_ACTOR:
+            path = task_dir(liza.repo, task)
+            notes: tuple[str, ...] = (f"worktree kept: {path} (the next claim keeps its "
+                                      "commits in the attic)",) if path.exists() else ()
+        else:
+            notes = drop_worktree(liza, task)
     return Done(done, None, done.outcome.notices + notes)

@@ -31,7 +31,8 @@ def holds_worktree(t: Task | None) -> bool:
 
 def drop_worktree(liza: Liza, task: str) -> tuple[str, ...]:
     """Remove the task's worktree and branch unless the board (re-read: the caller holds the task
-    lock) still holds them, or the checkout is dirty (kept, with a warning)."""
+    lock) still holds them, or the checkout is dirty (kept; the warning is among the notes
+    returned, for the caller to print)."""
     repo: Repository = liza.repo
     if holds_worktree(liza.board().task(task)) or not _has_git_side(repo, task):
         return ()
@@ -45,8 +46,7 @@ def drop_worktree(liza: Liza, task: str) -> tuple[str, ...]:
             msg = (f"kept {path}: it has uncommitted changes ({'; '.join(problems[:3])}); "
                    f"remove it with `git worktree remove --force {path}` and `git branch -D "
                    f"{task_branch(task)}` once you have saved what you need")
-            warn(msg)
-            return (msg,)
+            return (msg,)  # the caller tells it, once (a warning here too printed it twice)
     # release, abandon, rescope, unblock and merge let the branch go; commits on it that the
     # integration branch does not contain (work given back, follow-ups made after the review)
     # are kept in the attic rather than left dangling for gc.
@@ -79,4 +79,7 @@ def cleanup_after(liza: Liza, committed: Committed) -> list[str]:
     if tid is None or not _has_git_side(liza.repo, tid):
         return []
     with task_lock(liza.repo, tid):
-        return list(drop_worktree(liza, tid))
+        notes = list(drop_worktree(liza, tid))
+    for n in notes:  # the op's caller prints only the transition: the warning is said here
+        warn(n)
+    return notes

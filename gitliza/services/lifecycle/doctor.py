@@ -1,8 +1,10 @@
 """`doctor`: compare the board with the disk and, with `fix`, repair what is safe (stale locks and
 pack leftovers, worktrees and branches no task explains, a missing worktree, an APPROVED task
-whose merge is already in the integration branch). Each task is judged under its lock. Before
-all that, the objects: a board or branch naming missing objects, and an integration branch that
-diverged from the team's (gitliza/services/integrity.py), which only `repair` and `sync` fix."""
+whose merge is already in the integration branch), and the supervisors (dead ones, stale
+tokens, the work they left held: services/lifecycle/supervisors.py). Each task is judged under
+its lock. Before all that, the objects: a board or branch naming missing objects, and an
+integration branch that diverged from the team's (gitliza/services/integrity.py), which only
+`repair` and `sync` fix."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -26,6 +28,8 @@ from gitliza.services import integrity, leftovers
 from gitliza.services.leftovers import Problem
 from gitliza.services.lifecycle.attic import ATTIC, to_attic
 from gitliza.services.lifecycle.cleanup import drop_worktree, holds_worktree
+from gitliza.services.lifecycle.common import warn
+from gitliza.services.lifecycle.supervisors import attempt, examine as examine_supervisors
 from gitliza.services.lifecycle.integration import contains, first_parent_introducing
 from gitliza.services.lifecycle.locations import task_dir
 from gitliza.services.sync.remote import configured_remote, repo_path
@@ -70,6 +74,7 @@ def doctor(liza: Liza, fix: bool = False) -> DoctorReport:
         report.problems += leftovers.pack_leftovers(liza, fix)
         return report
     report.problems += leftovers.stale_locks(liza, fix) + leftovers.pack_leftovers(liza, fix)
+    report.problems += examine_supervisors(liza, fix)
     board = liza.board()
     branch = board.config.integration_branch
     report.problems += integrity.diverged_integration(
@@ -122,7 +127,7 @@ def _examine(liza: Liza, tid: str, fix: bool, entries: list[TaskWorktreeEntry],
                     f"{t.review_commit[:12]} but the board says APPROVED", True)
         out.append(p)
         if fix:
-            _attempt(p, lambda: _record_merged(liza, tid, integ, Oid(hex=t.review_commit or "")))
+            attempt(p, lambda: _record_merged(liza, tid, integ, Oid(hex=t.review_commit or "")))
         return out
     if holds_worktree(t):
         assert t is not None
@@ -139,7 +144,7 @@ def _examine(liza: Liza, tid: str, fix: bool, entries: list[TaskWorktreeEntry],
             out.append(p)
             if fix:
                 start = branch_tip or Oid(hex=t.review_commit or t.base_commit or str(integ))
-                _attempt(p, lambda: add_task_worktree(repo, tid, start))
+                attempt(p, lambda: add_task_worktree(repo, tid, start))
         return out
     if entries:
         what = "a directory git does not know" if not entries[0].registered else (
@@ -148,14 +153,14 @@ def _examine(liza: Liza, tid: str, fix: bool, entries: list[TaskWorktreeEntry],
         p = Problem("stray-worktree", tid, f"{path}: {what} that no task holds ({why})", safe)
         out.append(p)
         if fix and safe:
-            _attempt(p, lambda: _keep_and_remove(repo, tid, branch_tip, integ))
+            attempt(p, lambda: _keep_and_remove(repo, tid, branch_tip, integ))
     elif branch_tip is not None:
         safe, why = _disposable(repo, None, branch_tip, integ, tid if t else "")
         p = Problem("stray-branch", tid, f"branch {task_branch(tid)} that no task holds ({why})",
                     safe)
         out.append(p)
         if fix and safe:
-            _attempt(p, lambda: _keep_and_remove(repo, tid, branch_tip, integ))
+            attempt(p, lambda: _keep_and_remove(repo, tid, branch_tip, integ))
     return out
 
 
@@ -167,12 +172,6 @@ def _keep_and_remove(repo: Repository, tid: str, branch_tip: Oid | None,
     remove_task_worktree(repo, tid)
 
 
-def _attempt(p: Problem, action: Callable[[], object]) -> None:
-    try:
-        action()
-        p.fixed = True
-    except LizaError as e:
-        p.error = str(e)
 
 def _disposable(repo: Repository, path: Path | None, branch_tip: Oid | None,
                 integ: Oid | None, task: str = "") -> tuple[bool, str]:
@@ -204,4 +203,5 @@ def _record_merged(liza: Liza, task: str, integ: Oid, review: Oid) -> None:
     merge_commit = first_parent_introducing(repo, integ, review)
     liza.apply(lambda _b, now: Merge(actor=liza.agent, time=now, task=task, result="merged",
                                      merge_commit=str(merge_commit)))
-    drop_worktree(liza, task)
+    for note in drop_worktree(liza, task):
+        warn(note)

@@ -1,0 +1,147 @@
+"""The stop primitive (gitliza/team/stopping.py) in real processes: a signal that lands while the
+main thread holds the very lock the stop needs still stops (the handler takes no lock), one stop
+per process whatever the number of signals, a stop that does not end by its deadline ends the
+process anyway, and git's exit code through `git liza` when git ignored SIGINT."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from gitliza.services import procinfo
+from tests.team.procs import WAIT
+
+linux = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                           reason="/proc and the wakeup fd semantics used here are Linux's")
+
+
+def _python(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, timeout=WAIT)
+
+
+def test_a_signal_while_the_main_thread_holds_the_stops_lock_still_stops() -> None:
+    """The hang of issue 27: the handler ran in the main thread, which held the agent process's
+    lock, and waited for that lock for ever. Here the main thread holds the lock the stop takes,
+    signals itself twice (the group's SIGINT, then the team's SIGTERM) and only then lets go."""
+    r = _python("""
+        import os, signal, threading, time
+        from gitliza.team.stopping import StopSignal
+        lock = threading.Lock()
+        stopped = threading.Event()
+        calls = []
+        def on_stop(sig):
+            with lock:  # what AgentProcess.stop does
+                calls.append(sig.name)
+                stopped.set()
+        s = StopSignal(deadline=30).install()
+        s.attach(on_stop, lambda sig: os._exit(99))
+        with lock:
+            os.kill(os.getpid(), signal.SIGINT)
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.3)  # the signals arrive while the lock is held
+        assert stopped.wait(30), "never stopped"
+        s.close()
+        print(",".join(calls), s.exit_code())
+    """)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["SIGINT", "130"]  # one stop, for the first signal
+
+
+def test_a_signal_before_the_stop_is_attached_is_kept() -> None:
+    r = _python("""
+        import os, signal, time
+        from gitliza.team.stopping import StopSignal
+        s = StopSignal().install()
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.3)
+        got = []
+        s.attach(lambda sig: got.append(sig.name))
+        s.close()
+        print(got, s.exit_code())
+    """)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "['SIGTERM'] 143"
+
+
+def test_a_stop_past_its_deadline_ends_the_process() -> None:
+    r = _python("""
+        import os, signal, threading
+        from gitliza.team.stopping import StopSignal
+        s = StopSignal(deadline=0.5).install()
+        s.attach(lambda sig: None, lambda sig: (print("deadline", sig.name, flush=True),
+                                                os._exit(128 + int(sig))))
+        os.kill(os.getpid(), signal.SIGINT)
+        threading.Event().wait()  # a main loop that never notices the stop
+    """)
+    assert r.returncode == 130 and r.stdout.strip() == "deadline SIGINT"
+
+
+def test_closing_restores_the_previous_handlers() -> None:
+    r = _python("""
+        import signal
+        from gitliza.team.stopping import StopSignal
+        before = signal.getsignal(signal.SIGINT)
+        s = StopSignal().install()
+        assert signal.getsignal(signal.SIGINT) is not before
+        s.close()
+        print(signal.getsignal(signal.SIGINT) is before, signal.set_wakeup_fd(-1))
+    """)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["True", "-1"]
+
+
+@linux
+def test_a_process_start_time_tells_a_reused_pid() -> None:
+    me = os.getpid()
+    started = procinfo.start_time(me)
+    assert started is not None and procinfo.alive(me, started)
+    assert not procinfo.alive(me, started + 1)  # the same pid, another process
+    assert procinfo.alive(me, None)  # an old token without a start time: the pid alone
+    p = subprocess.Popen(["true"])
+    p.wait()
+    assert procinfo.start_time(p.pid) is None and not procinfo.alive(p.pid, None)
+    assert procinfo.dead_here(procinfo.host(), p.pid, None)
+    assert not procinfo.dead_here("another-host", p.pid, None)  # unknowable from here
+
+
+def _ignoring_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a background job of a non-interactive shell
+
+
+@linux
+@pytest.mark.slow
+def test_git_liza_team_through_git_that_ignored_sigint_reports_the_stop(
+        repo: Path, tmp_path: Path) -> None:
+    """git forwards the group's SIGINT, reaps its child in its handler and, with SIGINT ignored,
+    used to exit 128 ("waitpid for git-liza failed: No child processes")."""
+    from tests.team.procs import add_task, env_for, make_board, script
+    make_board(repo)
+    add_task(repo, "t1")
+    agent = script(tmp_path, "hang.sh", "exec sleep 600\n")
+    out = tmp_path / "out.txt"
+    with out.open("wb") as f:
+        team = subprocess.Popen(["git", "liza", "team", "--planners", "0", "--reviewers", "0",
+                                 "--coders", "1", "--", str(agent)], cwd=repo, env=env_for(),
+                                stdout=f, stderr=subprocess.STDOUT, start_new_session=True,
+                                preexec_fn=_ignoring_sigint)
+    try:
+        from tests.team.procs import wait_status
+        wait_status(repo, "t1", "CLAIMED")
+        os.killpg(team.pid, signal.SIGINT)
+        code = team.wait(WAIT)
+    finally:
+        if team.poll() is None:
+            team.kill()
+    text = out.read_text()
+    assert code == -signal.SIGTERM, text  # git ended as stopped, not with its exit 128
+    assert "waitpid" not in text, text
+    # One stop line: for the group's SIGINT or the team's SIGTERM, whichever came first (the team
+    # forwards within microseconds, so the two race).
+    stops = [x for x in text.splitlines() if x.startswith("[coder-1] SIG")]
+    assert len(stops) == 1 and stops[0].endswith(": stopping the agent and exiting"), text
