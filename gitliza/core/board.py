@@ -11,7 +11,8 @@ from typing import Any, Iterable, Iterator, Mapping, Protocol
 from gitliza.core import tomlblob
 from gitliza.core.hashing import sha1
 from gitliza.core.model import (Agent, Anomaly, CircuitBreaker, Config, Control, Discovery, Goal,
-                                Handoff, HumanNote, SpecChange, Sprint, Supervisor, Task)
+                                Handoff, HumanNote, SpecChange, Sprint, Supervisor, Task,
+                                Usage)
 
 SINGLETONS: dict[str, type] = {
     "goal": Goal, "config": Config, "sprint": Sprint, "circuit_breaker": CircuitBreaker,
@@ -27,6 +28,7 @@ COLLECTIONS: dict[str, type] = {
     "spec_changes": SpecChange,
     "human_notes": HumanNote,
     "supervisors": Supervisor,  # generation tokens of `git liza agent` supervisors
+    "usage": Usage,         # one entry per agent run, append-only (gitliza/core/usage.py)
 }
 JOURNALS = ("anomalies", "spec_changes", "human_notes")
 ENTITY_TYPES: dict[str, type] = {**SINGLETONS, **COLLECTIONS}

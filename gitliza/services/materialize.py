@@ -28,6 +28,7 @@ from typing import Any
 import pygit2
 
 from gitliza import atomic
+from gitliza.services import usagefile
 from gitliza.core import clock, retention, yamlview
 from gitliza.errors import GitFailure, LizaError, ValidationError
 from gitliza.git.repository import common_dir
@@ -209,6 +210,8 @@ def materialize(store: Store, at: str | None = None) -> Materialized:
                 if (t := board.get("archive", tid)) is not None]
         state_sig = atomic.write(directory, STATE_FILE, render_state(
             yamlview.state_view(board, archived=False, keep=keep), oid).encode())
+
+        usagefile.write(board, commit.tree, directory)
 
         since = stamp.state if stamp is not None and log_ok else None
         commits, met = _newer_than(store, commit, since)

@@ -18,7 +18,7 @@ from gitliza.git.repository import LIZA_DIR
 from gitliza.services import agentlog
 from gitliza.services.lifecycle.locations import main_root
 from gitliza.services.api import AGENT_ENV, GEN_ENV, Liza
-from gitliza.team import briefing, orphans, prepare, profiles, runner
+from gitliza.team import briefing, orphans, prepare, profiles, runner, usage
 from gitliza.team.generation import Generation
 from gitliza.team.heartbeat import lease_keeper
 from gitliza.team.work import Job
@@ -56,13 +56,16 @@ class Sessions:
         text = briefing.prompt(self.liza, self.role, gen, board, job,
                                self.resume_task if self.count == 0 else None, self.log)
         path = self._save_prompt(text)
-        launch = self._launch(job, path, text)
+        meter = usage.Meter.start(self.liza_dir(), usage.run_id(self.agent, gen, self.count + 1),
+                                  self.profile.name, self.interactive)
+        launch = self._launch(job, path, text, meter)
         if self.interactive:
             self.log(f"interactive: the prompt is saved at {path}; paste it into the session")
             sys.stdout.write(text)
             sys.stdout.flush()
         what = job.task or (job.trigger.value if job.trigger else "planning")
         log_file, out = self._open_log(job, launch.argv, launch.env)
+        out = meter.output(out)
         try:
             proc = self._proc = runner.AgentProcess.start(launch.argv, launch.env, job.worktree,
                                                           self.interactive, launch.stdin,
@@ -84,6 +87,7 @@ class Sessions:
             hb.stop()
             self._proc = None
             orphans.forget(self.liza_dir(), self.agent, gen)
+        usage.record(self.liza, gen, meter, job.task, self.log)
         self.count += 1
         self.token.check(self.liza.board())
         return code, proc.stopped_by
@@ -123,7 +127,8 @@ class Sessions:
         path.write_text(text)
         return path
 
-    def _launch(self, job: Job, prompt_file: Path, text: str) -> profiles.Launch:
+    def _launch(self, job: Job, prompt_file: Path, text: str,
+                meter: usage.Meter) -> profiles.Launch:
         """The agent's argv, environment, standard input and per-run files (its CLI's MCP and
         permission configuration), written beside the prompts: never into the task's
         worktree, where they would be committed. The MCP server runs as this agent, role and
@@ -136,8 +141,10 @@ class Sessions:
         launch = prepare.launch(self.profile, self.permissions, cwd=job.worktree, main=main,
                                 run_dir=self.prompts_dir(), agent=self.agent,
                                 prompt_file=prompt_file, prompt=text,
-                                env=self._env(job, prompt_file), mcp=mcp, role=self.role,
-                                command=self.command, interactive=self.interactive)
+                                env={**self._env(job, prompt_file), usage.RUN_ENV: meter.run},
+                                mcp=mcp, role=self.role, command=self.command,
+                                interactive=self.interactive)
+        launch.argv[:] = meter.argv(launch.argv, self.profile.executable, self.profile.headless)
         if launch.mcp_config is not None:
             launch.env["LIZA_MCP_CONFIG"] = str(launch.mcp_config)
         return launch

@@ -112,7 +112,7 @@ def config(env: Env, key: str | None, value: str | None, at: str | None) -> int:
 def add(env: Env, task: str, desc: str, spec_ref: str | None, done_when: str | None,
         scope: str | None, priority: int, depends_on: Sequence[str], ready: bool,
         max_iterations: int | None, max_review_cycles: int | None,
-        lease_duration_override: int | None = None) -> int:
+        lease_duration_override: int | None = None, budget_tokens: int | None = None) -> int:
     from gitliza.core.ops.planning import Add
 
     liza = env.liza()
@@ -122,14 +122,15 @@ def add(env: Env, task: str, desc: str, spec_ref: str | None, done_when: str | N
                    done_when=done_when, scope=scope, priority=priority,
                    depends_on=tuple(depends_on), ready=ready, max_iterations=max_iterations,
                    max_review_cycles=max_review_cycles,
-                   lease_duration_override=lease_duration_override)
+                   lease_duration_override=lease_duration_override,
+                   budget_tokens=budget_tokens)
     return report(env, liza.apply(gated_by_specs(liza, make)))
 
 
 def edit(env: Env, task: str, desc: str | None, spec_ref: str | None, done_when: str | None,
          scope: str | None, priority: int | None, depends_on: Sequence[str], no_depends: bool,
          max_iterations: int | None, max_review_cycles: int | None,
-         lease_duration_override: int | None) -> int:
+         lease_duration_override: int | None, budget_tokens: int | None = None) -> int:
     from gitliza.core.ops.planning import Edit
     liza = env.liza()
 
@@ -138,7 +139,8 @@ def edit(env: Env, task: str, desc: str | None, spec_ref: str | None, done_when:
                     done_when=done_when, scope=scope, priority=priority,
                     depends_on=tuple(depends_on) or None, clear_depends_on=no_depends,
                     max_iterations=max_iterations, max_review_cycles=max_review_cycles,
-                    lease_duration_override=lease_duration_override)
+                    lease_duration_override=lease_duration_override,
+                   budget_tokens=budget_tokens)
     return report(env, liza.apply(gated_by_specs(liza, make)))
 
 

@@ -63,6 +63,10 @@ def _check_limits(op: Op) -> None:
         v = getattr(op, name, None)
         if v is not None and v <= 0:
             raise ValidationError(f"{name} must be a positive integer")
+    budget = getattr(op, "budget_tokens", None)
+    if budget is not None and not 0 < budget <= CONFIG_MAX["budget_tokens_per_task"]:
+        raise ValidationError(f"budget_tokens must be a positive integer at most "
+                              f"{CONFIG_MAX['budget_tokens_per_task']:,}, got {budget}")
     lease = getattr(op, "lease_duration_override", None)
     if lease is not None and lease > CONFIG_MAX["lease_duration"]:
         raise ValidationError(f"lease_duration_override must be at most "
@@ -85,6 +89,7 @@ class Add(Op):
     max_iterations: int | None = None
     max_review_cycles: int | None = None
     lease_duration_override: int | None = None
+    budget_tokens: int | None = None  # per-task token budget (gitliza/core/usage.py)
 
     def run(self, ctx: Ctx) -> None:
         check_id(self.task, "task id")
@@ -99,7 +104,8 @@ class Add(Op):
                     priority=self.priority, spec_ref=self.spec_ref, done_when=self.done_when,
                     scope=self.scope, depends_on=self.depends_on,
                     max_iterations=self.max_iterations, max_review_cycles=self.max_review_cycles,
-                    lease_duration_override=self.lease_duration_override)
+                    lease_duration_override=self.lease_duration_override,
+                    budget_tokens=self.budget_tokens)
         target = S.DRAFT
         if self.ready:
             gaps = definition_gaps(task)
@@ -118,7 +124,7 @@ def _check_priority(priority: int) -> None:
 
 
 _EDITABLE = ("description", "spec_ref", "done_when", "scope", "priority", "max_iterations",
-             "max_review_cycles", "lease_duration_override")
+             "max_review_cycles", "lease_duration_override", "budget_tokens")
 
 
 @register_op
@@ -141,6 +147,7 @@ class Edit(Op):
     max_iterations: int | None = None
     max_review_cycles: int | None = None
     lease_duration_override: int | None = None
+    budget_tokens: int | None = None
 
     def run(self, ctx: Ctx) -> None:
         t = ctx.require_task(self.task)
@@ -224,7 +231,8 @@ class Rescope(Op):
                         priority=t.priority, spec_ref=t.spec_ref, done_when=t.done_when,
                         scope=t.scope, depends_on=t.depends_on, supersedes=t.id,
                         max_iterations=t.max_iterations, max_review_cycles=t.max_review_cycles,
-                        lease_duration_override=t.lease_duration_override)
+                        lease_duration_override=t.lease_duration_override,
+                        budget_tokens=t.budget_tokens)
             ctx.put_task(replace(succ, history=ctx.history(succ, "created",
                                                             note=f"rescoped from {t.id}")))
         # Dependents of the original now wait for all of its successors instead: waiting for a
