@@ -26,7 +26,7 @@ from typing import IO, Any, Callable, Mapping
 
 from gitliza.core import usage as core_usage
 from gitliza.core.ops.journal import AnomalyOp
-from gitliza.core.ops.usage import RecordUsage, check_tokens, check_word
+from gitliza.core.ops.usage import RecordUsage, check_tokens, check_word, plain_word
 from gitliza.core.ops.work import Block
 from gitliza.core.states import Role
 from gitliza.errors import LeaseLost, LizaError, ValidationError
@@ -175,7 +175,8 @@ def record(liza: Liza, gen: int, meter: Meter, task: str | None,
         source = "cli" if meter.cli != "command" else "report"
     try:
         liza.do(RecordUsage, gen=gen, run_id=meter.run, cli=meter.cli,
-                duration=meter.duration(), task=task, model=got.model,
+                duration=meter.duration(), task=task,
+                model=got.model if plain_word(got.model) else None,  # a CLI's odd name: none
                 input_tokens=got.input, output_tokens=got.output,
                 cached_tokens=min(got.cached, got.input), cost_micro_usd=got.cost,
                 cost_source=source)

@@ -2,7 +2,8 @@
 readable line of the agent's log, and what it says the run used counted (gitliza/team/usage.py
 uses these; docs/agents.md says per CLI what is counted).
 
-- Claude Code, `--output-format stream-json --verbose`: the `result` event's `usage` and
+- Claude Code, `--output-format stream-json --verbose`: the `result` event's `modelUsage` (every
+  model's calls, side calls such as titles included; its `usage` where there is none) and
   `total_cost_usd` (assistant messages' usage, one per message id, if the run died before it);
   input = input_tokens + cache reads + cache writes, cached = cache reads;
 - Codex, `exec --json`: every `turn.completed` event's `usage` (input includes cached input;
@@ -94,10 +95,17 @@ class ClaudeStream(Stream):
             return _blocks(e["message"].get("content"))
         if kind == "result":
             self._result = True
-            self._count(_table(e, "usage"))
+            models = _table(e, "modelUsage")
+            per = [m for m in models.values() if isinstance(m, dict)]
+            if per:  # every model's calls (side calls such as titles too), not the main loop's
+                self._count({k: sum(_int(m.get(c)) for m in per) for k, c in (
+                    ("input_tokens", "inputTokens"), ("output_tokens", "outputTokens"),
+                    ("cache_read_input_tokens", "cacheReadInputTokens"),
+                    ("cache_creation_input_tokens", "cacheCreationInputTokens"))})
+            else:
+                self._count(_table(e, "usage"))
             self.counted.cost = _cost(e.get("total_cost_usd"))
-            models = e.get("modelUsage")
-            if not self.counted.model and isinstance(models, dict) and models:
+            if not self.counted.model and models:
                 self.counted.model = str(next(iter(models)))
             text = e.get("result")
             return (f"[claude] {e.get('subtype', 'result')} after {e.get('num_turns', '?')} "

@@ -14,7 +14,7 @@ from gitliza.errors import ValidationError
 
 # AGENT.GENERATION.N: the agent id's characters, then two counters (gitliza/team/usage.py)
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}\.[0-9]{1,12}\.[0-9]{1,9}$")
-_WORD = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,127}$")  # a CLI or model name
+_WORD = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+\[\]-]{0,127}$")  # a CLI or model name
 
 
 def check_tokens(value: int, what: str) -> int:
@@ -26,9 +26,13 @@ def check_tokens(value: int, what: str) -> int:
     return value
 
 
+def plain_word(value: str | None) -> bool:
+    return value is None or bool(_WORD.match(value))
+
+
 def check_word(value: str | None, what: str) -> None:
     if value is not None and not _WORD.match(value):
-        raise ValidationError(f"{what} {value!r} is not a plain name (letters, digits, ._:/@+-)")
+        raise ValidationError(f"{what} {value!r} is not a plain name (letters, digits, ._:/@+-[])")
 
 
 @register_op
