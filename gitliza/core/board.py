@@ -12,7 +12,7 @@ from gitliza.core import tomlblob
 from gitliza.core.hashing import sha1
 from gitliza.core.model import (Agent, Anomaly, CircuitBreaker, Config, Control, Discovery, Goal,
                                 Handoff, HumanNote, SpecChange, Sprint, Supervisor, Task,
-                                Usage)
+                                Usage, UsageTotal)
 
 SINGLETONS: dict[str, type] = {
     "goal": Goal, "config": Config, "sprint": Sprint, "circuit_breaker": CircuitBreaker,
@@ -29,6 +29,7 @@ COLLECTIONS: dict[str, type] = {
     "human_notes": HumanNote,
     "supervisors": Supervisor,  # generation tokens of `git liza agent` supervisors
     "usage": Usage,         # one entry per agent run, append-only (gitliza/core/usage.py)
+    "usage_totals": UsageTotal,  # the running totals of each goal and task (`goal.ID`, `task.ID`)
 }
 JOURNALS = ("anomalies", "spec_changes", "human_notes")
 ENTITY_TYPES: dict[str, type] = {**SINGLETONS, **COLLECTIONS}

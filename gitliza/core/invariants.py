@@ -14,6 +14,7 @@ from gitliza.core import clock
 from gitliza.core.board import Board
 from gitliza.core.ids import is_valid_id
 from gitliza.core.model import ANOMALY_REQUIRED, Agent, Anomaly, Task, Usage
+from gitliza.core.usage import totals_problems
 from gitliza.core.states import TERMINAL, AgentState, Role, TaskState
 
 S = TaskState
@@ -209,6 +210,8 @@ def check_board(board: Board, now: str,
         u = board.get("usage", key)
         if u is not None:
             out += [Violation(f"usage {key}", r) for r in usage_problems(u)]
+    if board.keys("usage_totals") or board.keys("usage"):
+        out += [Violation("usage", r) for r in totals_problems(board)]
     return out
 
 

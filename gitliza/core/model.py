@@ -410,6 +410,22 @@ class Usage:
 
 
 @dataclass(frozen=True, slots=True)
+class UsageTotal:
+    """The running total of a goal's or a task's runs (`usage_totals/`, key `goal.ID` or
+    `task.ID`), kept by the `usage` op beside each entry, so that a budget check and `status`
+    read one blob, not every run's."""
+
+    scope: str  # goal.ID | task.ID
+    runs: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+    cost_micro_usd: int = 0  # of the priced runs
+    unpriced: int = 0  # runs without a cost
+    duration: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class Control:
     """Board-wide run control: what the reference keeps as `.liza/PAUSE`, `.liza/ABORT` and
     `.liza/CHECKPOINT` files on one machine, recorded as ops so that it reaches every machine."""
@@ -445,4 +461,5 @@ class Supervisor:
 
 
 Entity = (Task | Agent | Goal | Config | Sprint | CircuitBreaker | Discovery | Handoff | HumanNote
-          | SpecChange | Anomaly | Control | Supervisor | Usage)
+          | SpecChange | Anomaly | Control | Supervisor | Usage
+          | UsageTotal)

@@ -22,7 +22,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Callable, Iterable, Iterator
 
 from gitliza.core.board import Board
-from gitliza.core.model import Task, Usage
+from gitliza.core.model import Task, Usage, UsageTotal
 from gitliza.errors import ValidationError
 
 MICRO = 1_000_000  # micro-dollars per dollar
@@ -152,6 +152,19 @@ class Totals:
         else:
             self.cost += u.cost_micro_usd
 
+    @classmethod
+    def of(cls, t: UsageTotal | None) -> Totals:
+        if t is None:
+            return cls()
+        return cls(t.runs, t.input_tokens, t.output_tokens, t.cached_tokens, t.cost_micro_usd,
+                   t.unpriced, t.duration)
+
+    def stored(self, scope: str) -> UsageTotal:
+        return UsageTotal(scope=scope, runs=self.runs, input_tokens=self.input,
+                          output_tokens=self.output, cached_tokens=self.cached,
+                          cost_micro_usd=self.cost, unpriced=self.unpriced,
+                          duration=self.duration)
+
     def as_json(self) -> dict[str, object]:
         return {"runs": self.runs, "input_tokens": self.input, "output_tokens": self.output,
                 "cached_tokens": self.cached, "tokens": self.tokens,
@@ -223,16 +236,36 @@ def report(board: Board, flt: Filter = Filter()) -> Report:
     return Report(total(items), {g: by(items, g) for g in GROUPS})
 
 
+def goal_key(goal: str) -> str:
+    return f"goal.{goal}"
+
+
+def task_key(task: str) -> str:
+    return f"task.{task}"
+
+
 def goal_totals(board: Board) -> Totals:
-    """What the current goal's runs spent."""
+    """What the current goal's runs spent (its running total: one blob)."""
     if not board.initialized:
         return Totals()
-    gid = board.goal.id
-    return total(u for u in board.values("usage") if u.goal == gid)
+    return Totals.of(board.get("usage_totals", goal_key(board.goal.id)))
 
 
 def task_tokens(board: Board, task: str) -> int:
-    return sum(u.input_tokens + u.output_tokens for u in board.values("usage") if u.task == task)
+    return Totals.of(board.get("usage_totals", task_key(task))).tokens
+
+
+def totals_problems(board: Board) -> list[str]:
+    """Running totals that differ from the sum of their entries (`validate`)."""
+    want: dict[str, Totals] = {}
+    for u in board.values("usage"):
+        want.setdefault(goal_key(u.goal), Totals()).add(u)
+        if u.task is not None:
+            want.setdefault(task_key(u.task), Totals()).add(u)
+    have = {k: board.get("usage_totals", k) for k in board.keys("usage_totals")}
+    out = [f"usage total {k} does not match its runs" for k in sorted(set(want) | set(have))
+           if Totals.of(have.get(k)) != want.get(k, Totals())]
+    return out
 
 
 # -- budgets ------------------------------------------------------------------------------------

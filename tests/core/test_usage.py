@@ -1,6 +1,7 @@
 """The usage op, the price table, totals and budgets (pure: boards built by real ops)."""
 from __future__ import annotations
 
+from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
@@ -8,6 +9,7 @@ import pytest
 
 from gitliza.core import alarms, codec, usage
 from gitliza.core.board import Board
+from gitliza.core.invariants import check_board
 from gitliza.core.model import Config, Task, Usage
 from gitliza.core.ops import ConfigSet, Edit, apply
 from gitliza.core.ops.usage import RecordUsage
@@ -36,7 +38,10 @@ def test_a_run_is_recorded_once_with_the_agents_role_and_the_goal() -> None:
     r = _board()
     out = _run(r)
     assert out.event.task == "task-1" and out.event.from_state is None
-    assert list(out.changes) == [("usage", "coder-1.1.1")]  # one entry, nothing else moves
+    # The entry and the goal's and the task's running totals; nothing else moves.
+    assert sorted(out.changes) == [("usage", "coder-1.1.1"),
+                                   ("usage_totals", f"goal.{r.board.goal.id}"),
+                                   ("usage_totals", "task.task-1")]
     u = r.board.get("usage", "coder-1.1.1")
     assert (u.agent, u.role, u.goal, u.input_tokens, u.output_tokens, u.cached_tokens,
             u.cost_micro_usd, u.cost_source) == ("coder-1", "coder", r.board.goal.id, 800, 200,
@@ -108,6 +113,12 @@ def test_totals_group_by_agent_task_role_model_and_goal() -> None:
     assert rep.groups["role"]["coder"].runs == 2
     assert usage.task_tokens(r.board, "task-1") == 1000
     assert usage.report(r.board, usage.Filter(since="2099-01-01T00:00:00Z")).total.runs == 0
+    assert usage.goal_totals(r.board) == rep.total  # the running total is the sum of the runs
+    assert usage.totals_problems(r.board) == []
+    forged = r.board.with_changes({("usage_totals", "task.task-1"): replace(
+        r.board.get("usage_totals", "task.task-1"), output_tokens=1)})
+    assert usage.totals_problems(forged) == ["usage total task.task-1 does not match its runs"]
+    assert any("usage total" in str(v) for v in check_board(forged, r.now()))
 
 
 def test_a_task_budget_per_task_override_and_config() -> None:

@@ -65,10 +65,16 @@ def test_a_task_that_spent_its_budget_is_blocked_before_the_next_launch(
                           "cached_tokens": 200, "tokens": 2000, "cost_usd": "0",
                           "unpriced_runs": 2, "duration": u["total"]["duration"]}  # type: ignore
     assert set(u["agent"]) == {"coder-1"} and set(u["task"]) == {"t1"}  # type: ignore
+    shown = ok(liza(repo, "show", "t1", agent=None))
+    assert "coder-1.1.2  coder-1 (coder)  command  in 800 out 200 cached 100" in shown
+    ok(liza(repo, "materialize", agent=None))
+    view = (repo / ".liza" / "usage.yaml").read_text()
+    assert '"coder-1":' in view and "tokens: 2000" in view and '"t1":' in view, view
     ok(liza(repo, "abort", agent=None))
     assert sup.wait() == 0
     assert sum("started agent" in line for line in sup.lines) == 2
     assert ok(liza(repo, "verify", agent=None))
+    assert ok(liza(repo, "validate", agent=None))
 
 
 def test_a_goal_budget_stops_two_supervisors_at_once(repo: Path, tmp_path: Path) -> None:

@@ -84,6 +84,11 @@ class RecordUsage(Op):
                       output_tokens=self.output_tokens, cached_tokens=self.cached_tokens,
                       cost_micro_usd=cost, cost_source=source)
         ctx.put("usage", self.run_id, entry)
+        scopes = [usage.goal_key(entry.goal)] + ([usage.task_key(self.task)] if self.task else [])
+        for scope in scopes:
+            t = usage.Totals.of(ctx.get("usage_totals", scope))
+            t.add(entry)
+            ctx.put("usage_totals", scope, t.stored(scope))
         ctx.summary = (f"usage {self.run_id}" + (f" on {self.task}" if self.task else "")
                        + f": {self.input_tokens + self.output_tokens} tokens"
                        + (f", {usage.usd_text(cost)}" if cost is not None else "")
