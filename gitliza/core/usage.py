@@ -18,25 +18,30 @@ the board, so every supervisor on every machine sees the same spend and the same
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
-from typing import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from gitliza.core.board import Board
 from gitliza.core.model import Task, Usage, UsageTotal
 from gitliza.errors import ValidationError
 
+if TYPE_CHECKING:
+    from decimal import Decimal
+# decimal is imported where money is parsed, not at module level: `status` imports this module
+# for the goal's total, which is integer arithmetic (CLI start-up, docs/conventions.md).
+
 MICRO = 1_000_000  # micro-dollars per dollar
 MAX_TOKENS_PER_RUN = 10**10  # more than any model's context times any run's turns: a typo
-MAX_USD_PER_RUN = Decimal(100_000)
-MAX_USD_BUDGET = Decimal(10**9)
+MAX_USD_PER_RUN = 100_000
+MAX_USD_BUDGET = 10**9
 COST_SOURCES = ("cli", "report", "prices")
 
 
 # -- money --------------------------------------------------------------------------------------
-def parse_usd(value: object, what: str, most: Decimal = MAX_USD_BUDGET,
+def parse_usd(value: object, what: str, most: int = MAX_USD_BUDGET,
               zero: bool = False) -> Decimal:
     """A dollar amount: a decimal number, positive (or zero when `zero`), at most `most`, with
     at most six decimals (a micro-dollar)."""
+    from decimal import Decimal, InvalidOperation
     try:
         d = Decimal(str(value).strip())
     except (InvalidOperation, ValueError):
@@ -57,16 +62,24 @@ def canonical_usd(value: object, what: str) -> str:
     return text
 
 
-def micros(d: Decimal) -> int:
+def micros(d: Decimal | int) -> int:
     return int(d * MICRO)
 
 
+def usd_exact(m: int) -> str:
+    """Micro-dollars as an exact decimal text without trailing zeros: 10800 -> `0.0108`."""
+    whole, frac = divmod(m, MICRO)
+    return f"{whole}.{frac:06d}".rstrip("0").rstrip(".")
+
+
 def usd_text(m: int | None) -> str:
-    """A cost for people: `$0.0123` (four decimals, more only below a cent)."""
+    """A cost for people: `$0.0123` (four decimals, rounded; six below a hundredth of a cent)."""
     if m is None:
         return "-"
-    d = Decimal(m) / MICRO
-    return f"${d:.4f}" if m >= 100 or m == 0 else f"${d:.6f}"
+    if m >= 100 or m == 0:
+        q = (m + 50) // 100
+        return f"${q // 10000}.{q % 10000:04d}"
+    return f"$0.{m:06d}"
 
 
 # -- the price table ----------------------------------------------------------------------------
@@ -123,7 +136,8 @@ def price_of(prices: str | None, model: str | None, cli: str, input_tokens: int,
     cached_rate = p.cached if p.cached is not None else p.input
     usd = ((input_tokens - cached_tokens) * p.input + cached_tokens * cached_rate
            + output_tokens * p.output) / MICRO
-    return int((usd * MICRO).to_integral_value())
+    return int((usd * MICRO).to_integral_value())  # half even, to the micro-dollar
+
 
 
 # -- totals -------------------------------------------------------------------------------------
@@ -168,7 +182,7 @@ class Totals:
     def as_json(self) -> dict[str, object]:
         return {"runs": self.runs, "input_tokens": self.input, "output_tokens": self.output,
                 "cached_tokens": self.cached, "tokens": self.tokens,
-                "cost_usd": str(Decimal(self.cost) / MICRO), "unpriced_runs": self.unpriced,
+                "cost_usd": usd_exact(self.cost), "unpriced_runs": self.unpriced,
                 "duration": self.duration}
 
     def line(self) -> str:
@@ -301,7 +315,7 @@ def goal_over_budget(board: Board) -> str | None:
         return (f"goal token budget spent: {t.tokens:,} of {cfg.budget_tokens_per_goal:,} "
                 "tokens (config budget_tokens_per_goal)")
     if cfg.budget_usd_per_goal is not None:
-        limit = micros(Decimal(cfg.budget_usd_per_goal))
+        limit = micros(parse_usd(cfg.budget_usd_per_goal, "budget_usd_per_goal"))
         if t.cost >= limit:
             return (f"goal dollar budget spent: {usd_text(t.cost)} of "
                     f"{usd_text(limit)} (config budget_usd_per_goal)")

@@ -132,7 +132,7 @@ class Supervisor:
                 continue
             stop = usage.stop_for_budget(self.liza, self.token.gen, self.role, job.task, self.log)
             if stop is not None:  # the goal's budget: wait (Hold.BUDGET); a task's: other work
-                if self.opts.once or (stop == "task" and self.role == Role.CODE_REVIEWER):
+                if self.opts.once:
                     return EXIT_VALIDATION
                 continue
             launches = [*launches[-cfg.max_launches_per_minute:], time.monotonic()]

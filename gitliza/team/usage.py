@@ -229,14 +229,15 @@ def report(liza_dir: Path, env: Mapping[str, str], *, input_tokens: int, output_
 def stop_for_budget(liza: Liza, gen: int, role: Role, task: str | None,
                     log: Callable[[str], None]) -> str | None:
     """Why the run must not start, or None: "goal" when the goal's budget is spent (the
-    supervisor then waits: wake.Hold.BUDGET), "task" when the task's is (a coder blocks it, any
-    role logs a budget_exceeded anomaly)."""
+    supervisor then waits: wake.Hold.BUDGET), "task" when a coder's task's is (it blocks the
+    task and logs a budget_exceeded anomaly). A review is not stopped by its task's budget: the
+    work it reviews is done, and only a coder can block the task; the goal's budget stops it."""
     board = liza.board()
     why = core_usage.goal_over_budget(board)
     if why is not None:
         log(f"{why}: not starting the agent")
         return "goal"
-    if task is None:
+    if task is None or role != Role.CODER:
         return None
     over = core_usage.task_over_budget(board, task)
     if over is None:
@@ -245,10 +246,9 @@ def stop_for_budget(liza: Liza, gen: int, role: Role, task: str | None,
     reason = core_usage.task_budget_reason(budget, spent).replace("TASK", task)
     log(f"{task}: {reason}; not starting the agent")
     try:
-        if role == Role.CODER:
-            liza.do(Block, gen=gen, task=task, reason=reason,
-                    questions=(f"Is {task} worth more than {budget:,} tokens (raise its budget), "
-                               "or should it be rescoped?",))
+        liza.do(Block, gen=gen, task=task, reason=reason,
+                questions=(f"Is {task} worth more than {budget:,} tokens (raise its budget), "
+                           "or should it be rescoped?",))
         liza.do(AnomalyOp, gen=gen, type="budget_exceeded", task=task, ordered=True,
                 details=(("budget", budget), ("spent", spent)))
     except LeaseLost:
