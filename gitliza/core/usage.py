@@ -283,6 +283,23 @@ def totals_problems(board: Board) -> list[str]:
 
 
 # -- budgets ------------------------------------------------------------------------------------
+# What only the human sets: an agent (the planner included) that could raise a budget or cheapen
+# the prices would stop nothing. An agent may tighten a task's budget (add/edit), never loosen it.
+HUMAN_KEYS = frozenset({"budget_tokens_per_task", "budget_tokens_per_goal", "budget_usd_per_goal",
+                        "prices"})
+
+
+def check_task_budget(board: Board, budget: int | None, human: bool,
+                      current: int | None = None) -> None:
+    """A per-task budget set by an agent may not exceed the task's budget now (its own, else
+    config.budget_tokens_per_task)."""
+    cap = current if current is not None else board.config.budget_tokens_per_task
+    if budget is not None and not human and cap is not None and budget > cap:
+        from gitliza.errors import PermissionDenied
+        raise PermissionDenied(f"budget_tokens {budget:,} is above the task's budget ({cap:,}): "
+                               "only the human raises a budget")
+
+
 def task_budget(board: Board, t: Task) -> int | None:
     return t.budget_tokens if t.budget_tokens is not None else board.config.budget_tokens_per_task
 

@@ -146,6 +146,25 @@ def test_edit_sets_a_budget() -> None:
     assert r.board.task("task-1").budget_tokens == 9000
 
 
+def test_only_the_human_loosens_a_budget() -> None:
+    """A runaway planner cannot lift the stop: budgets and prices in config are the human's,
+    and an agent may tighten a task's budget, never raise it."""
+    r = team()
+    for actor in ("planner-1", "coder-1"):
+        for key in usage.HUMAN_KEYS:
+            with pytest.raises(PermissionDenied, match="human"):
+                r.do(ConfigSet, actor, key=key, value="5000" if "tokens" in key else "1")
+    r.do(ConfigSet, "human", key="budget_tokens_per_task", value="1000")
+    with pytest.raises(PermissionDenied, match="only the human raises"):
+        add_ready(r, budget_tokens=1001)
+    add_ready(r, budget_tokens=800)
+    with pytest.raises(PermissionDenied, match="above the task's budget \\(800\\)"):
+        r.do(Edit, "planner-1", task="task-1", budget_tokens=900)
+    r.do(Edit, "planner-1", task="task-1", budget_tokens=500)
+    r.do(Edit, "human", task="task-1", budget_tokens=50000)
+    assert r.board.task("task-1").budget_tokens == 50000
+
+
 def test_a_goal_budget_holds_every_supervisor_and_raises_an_alarm() -> None:
     r = _board()
     r.do(ConfigSet, "human", key="budget_tokens_per_goal", value="1000")

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gitliza.core import usage
 from gitliza.core.config import CONFIG_MAX
 from gitliza.core.ids import check_id, check_spec_ref
 from gitliza.core.model import Alignment, Task
 from gitliza.core.ops.base import (Ctx, Op, free_agent, need_text, register_op, replace,
                                    require_goal_open)
-from gitliza.core.states import TaskState
+from gitliza.core.states import HUMAN_ACTOR, TaskState
 from gitliza.errors import ValidationError
 
 S = TaskState
@@ -99,6 +100,7 @@ class Add(Op):
         need_text(self.description, "description")
         _check_priority(self.priority)
         _check_limits(self)
+        usage.check_task_budget(ctx.board, self.budget_tokens, self.actor == HUMAN_ACTOR)
         _check_depends(ctx, self.task, self.depends_on)
         task = Task(id=self.task, description=self.description, status=S.DRAFT, created=self.time,
                     priority=self.priority, spec_ref=self.spec_ref, done_when=self.done_when,
@@ -160,6 +162,8 @@ class Edit(Op):
         if self.priority is not None:
             _check_priority(self.priority)
         _check_limits(self)
+        usage.check_task_budget(ctx.board, self.budget_tokens, self.actor == HUMAN_ACTOR,
+                                t.budget_tokens)
         fields: dict[str, object] = {n: getattr(self, n) for n in _EDITABLE
                                      if getattr(self, n) is not None}
         if self.depends_on and self.clear_depends_on:
