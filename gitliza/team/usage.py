@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import threading
 import time
 from dataclasses import dataclass, field
@@ -133,6 +134,8 @@ class Meter:
             got.add(self.stream.counted)
         if self.vibe_dir is not None:
             got.add(vibe_export(self.vibe_dir / "export.json"))
+            # Vibe copies its session journal there too; its own transcript stays in ~/.vibe.
+            shutil.rmtree(self.vibe_dir, ignore_errors=True)
         bad = 0
         path = reports_path(self.liza_dir, self.run)
         try:

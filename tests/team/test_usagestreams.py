@@ -94,6 +94,7 @@ def test_vibe_export_adds_subagents(tmp_path: Path) -> None:
                        "cost_usd": 0.25}]}))
     got, _ = m.finish()
     assert (got.input, got.output, got.cached, got.cost) == (510, 51, 100, 750000)
+    assert not m.vibe_dir.exists()  # the export and its journal copy do not pile up
 
 
 def test_flags_go_after_the_headless_words_wherever_the_executable_is(tmp_path: Path) -> None:
