@@ -127,6 +127,9 @@ def setup(repo: Path) -> None:
     sh(repo, "git", "liza", "init", "Build hello CLI per specs/vision.md")
     for k, v in CONFIG.items():
         sh(repo, "git", "liza", "config", k, v)
+    # USD per million tokens, for runs whose CLI reports no cost (docs/usage.md): the scripted
+    # agents' model, and Codex's and Gemini's runs (example rates; no prices are built in).
+    sh(repo, "git", "liza", "config", "prices", "scripted=3/15 codex=1.25/10 gemini=1.25/10")
 
 
 def agent_argv(role: str, program: str, cli: str | None = None, mcp: bool = False,
@@ -209,6 +212,8 @@ def check_result(repo: Path, scripted: bool = True) -> None:
     finally:
         sh(repo, "git", "worktree", "remove", "--force", str(check))
     print(sh(repo, "git", "liza", "verify").strip())
+    print("\nwhat the team used (`git liza usage`):")
+    print(sh(repo, "git", "liza", "usage").rstrip())
 
 
 def serve_board(repo: Path) -> tuple[subprocess.Popen[str], str]:

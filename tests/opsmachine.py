@@ -224,6 +224,15 @@ class OpsMachine(RuleBasedStateMachine):
                                        BAD_ID))
         if name == "priority":
             return data.draw(st.integers(0, 6))
+        if name == "run_id":  # usage: mostly a well-formed AGENT.GEN.N of a known agent
+            agents = self._ids("agents") or ["coder-1"]
+            return data.draw(st.one_of(st.builds(lambda a, g, n: f"{a}.{g}.{n}",
+                                                 st.sampled_from(agents), st.integers(0, 3),
+                                                 st.integers(1, 5)), TEXT))
+        if name in ("cli", "model"):
+            return data.draw(st.one_of(st.sampled_from(["claude", "codex", "command"]), TEXT))
+        if name == "cost_source":
+            return data.draw(st.one_of(st.sampled_from(["cli", "report", "prices"]), TEXT))
         if name == "spec_ref":
             return data.draw(st.one_of(st.sampled_from(["specs/r.md", "specs/r.md#auth",
                                                         "../up.md"]), TEXT))

@@ -1,9 +1,15 @@
 """What the scripted reference agents share. They act as an LLM agent would: they read their
 prompt (LIZA_PROMPT_FILE) and the board through `git liza`, change files and commit with git, and
 report through `git liza`; they never touch refs/liza/state or the supervisor's work (claims,
-review leases, merges, heartbeats)."""
+review leases, merges, heartbeats).
+
+When a scripted agent exits it reports its usage as any `-- COMMAND` agent does (`git liza usage
+report`, docs/usage.md): it calls no model, so it counts what a model would have read and
+written, a token per four characters of its prompt (input) and of what it said (output), as
+model `scripted`, which the example's price table prices."""
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import re
@@ -15,8 +21,22 @@ from typing import Any
 EXIT_RESTART = 42  # paused, or told to stand down: the supervisor restarts us later
 
 
+_SAID = [0]  # characters the agent said
+
+
 def say(text: str) -> None:
+    _SAID[0] += len(text)
     print(f"  [{os.environ.get('LIZA_AGENT_ID', '?')}] {text}", flush=True)
+
+
+@atexit.register
+def _report_usage() -> None:
+    if not os.environ.get("LIZA_RUN_ID") or not os.environ.get("LIZA_PROMPT_FILE"):
+        return  # not run by a supervisor
+    read = len(Path(os.environ["LIZA_PROMPT_FILE"]).read_text())
+    subprocess.run(["git", "liza", "usage", "report", "--input", str(read // 4 + 1),
+                    "--output", str(_SAID[0] // 4 + 1), "--model", "scripted"],
+                   capture_output=True, check=False)
 
 
 def run(*args: str, cwd: Path | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:

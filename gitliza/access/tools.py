@@ -29,7 +29,8 @@ Runner = Callable[[Any, dict[str, Any]], Any]  # (Liza, checked arguments) -> JS
 # Not agent tools: the board is created (or imported), agents registered, signing keys handed
 # out (`rekey`) and supervisor generations handed out by the human or the supervisor.
 # add-tasks is `add --from FILE` (a file of the CLI); an MCP client adds task by task with `add`.
-NOT_TOOLS = frozenset({"init", "import", "register", "supervise", "rekey", "add-tasks"})
+# `usage` is recorded by the supervisor when a run ends (gitliza/team/usage.py), never by its agent.
+NOT_TOOLS = frozenset({"init", "import", "register", "supervise", "rekey", "add-tasks", "usage"})
 AGENTS = frozenset({Role.PLANNER, Role.CODER, Role.CODE_REVIEWER})
 EVERYONE = frozenset(Role)
 
@@ -272,6 +273,8 @@ def _build() -> dict[str, Tool]:
     read("status", "The board: goal, sprint metrics, tasks, agents, claimable tasks.",
          view.status_data)
     read("show", "One task with its history.", view.show_data)
+    read("usage", "Token usage and cost of the goal's agent runs: totals by agent, task, role, "
+         "model and goal, the budgets, and each run.", view.usage_data)
     read("ready", "The tasks you can take now (claimable, or reviewable for a reviewer), best "
          "first.", view.ready_tasks,
          lambda r: {"kind": r[0], "tasks": [view.task_row(t) for t in r[1]]})

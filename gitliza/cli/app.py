@@ -30,6 +30,9 @@ app = typer.Typer(
 hooks_app = typer.Typer(help="Install or remove the git hook shims.", no_args_is_help=True,
                         rich_markup_mode=None)
 app.add_typer(hooks_app, name="hooks")
+usage_app = typer.Typer(help="What the team's agent runs used and cost; an agent's own report.",
+                        invoke_without_command=True, rich_markup_mode=None)
+app.add_typer(usage_app, name="usage")
 
 
 def _version(value: bool) -> None:
@@ -189,13 +192,17 @@ def add(task: Optional[str] = typer.Argument(None, help="The new task's id."),
         from_file: Optional[str] = typer.Option(
             None, "--from", help="Add every task of a YAML or Markdown file (- for stdin) in one "
                                  "transition; docs/getting-started.md shows the format."),
+        budget_tokens: Optional[int] = typer.Option(
+            None, "--budget-tokens", help="Tokens this task's runs may spend (overrides config "
+                                          "budget_tokens_per_task)."),
         agent: Optional[str] = AgentOpt, json: bool = JsonOpt, no_sync: bool = NoSyncOpt) -> None:
     """Add a DRAFT task (or UNCLAIMED with --ready: gates met, spec on the integration branch),
     or with --from FILE every task of a file, all or none."""
     _run(_board().add, agent, json, no_sync, task=task, desc=desc, spec_ref=spec_ref,
          done_when=done_when, scope=scope, priority=priority, depends_on=depends_on, ready=ready,
          max_iterations=max_iterations, max_review_cycles=max_review_cycles,
-         lease_duration_override=lease_duration_override, from_file=from_file)
+         lease_duration_override=lease_duration_override, from_file=from_file,
+         budget_tokens=budget_tokens)
 
 
 @app.command()
@@ -209,12 +216,14 @@ def edit(task: str, desc: Optional[str] = typer.Option(None, "--desc"),
          max_iterations: Optional[int] = typer.Option(None, "--max-iterations"),
          max_review_cycles: Optional[int] = typer.Option(None, "--max-review-cycles"),
          lease_duration_override: Optional[int] = typer.Option(None, "--lease-duration-override"),
+         budget_tokens: Optional[int] = typer.Option(None, "--budget-tokens"),
          agent: Optional[str] = AgentOpt, json: bool = JsonOpt, no_sync: bool = NoSyncOpt) -> None:
     """Refine a DRAFT or UNCLAIMED task (only the fields given change)."""
     _run(_board().edit, agent, json, no_sync, task=task, desc=desc, spec_ref=spec_ref,
          done_when=done_when, scope=scope, priority=priority, depends_on=depends_on,
          no_depends=no_depends, max_iterations=max_iterations,
-         max_review_cycles=max_review_cycles, lease_duration_override=lease_duration_override)
+         max_review_cycles=max_review_cycles, lease_duration_override=lease_duration_override,
+         budget_tokens=budget_tokens)
 
 
 @app.command()
@@ -415,6 +424,38 @@ def show(task: str, agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
          at: Optional[str] = AtOpt) -> None:
     """One task with its history."""
     _run(_view().show, agent, json, task=task, at=at)
+
+
+def _usage() -> Any:
+    from gitliza.cli.commands import usage
+    return usage
+
+
+@usage_app.callback()
+def usage_cmd(ctx: typer.Context,
+              since: Optional[str] = typer.Option(None, "--since",
+                                                  help="Runs ended since (ISO time, or 30m/12h/7d)."),
+              task: Optional[str] = typer.Option(None, "--task", help="Only this task's runs."),
+              by: Optional[str] = typer.Option(None, "--agent", help="Only this agent's runs."),
+              all_goals: bool = typer.Option(False, "--all-goals", help="Every goal's runs."),
+              json: bool = JsonOpt, at: Optional[str] = AtOpt) -> None:
+    """Token usage and cost of the goal's agent runs: totals by agent, task, role, model, goal."""
+    if ctx.invoked_subcommand is None:
+        _run(_usage().show, None, json, since=since, task=task, by=by, all_goals=all_goals,
+             at=at)
+
+
+@usage_app.command("report")
+def usage_report(input_tokens: int = typer.Option(..., "--input", help="Input tokens (cached "
+                                                                       "included)."),
+                 output_tokens: int = typer.Option(..., "--output", help="Output tokens."),
+                 cached_tokens: int = typer.Option(0, "--cached", help="Of the input, cached."),
+                 cost: Optional[str] = typer.Option(None, "--cost", help="Cost in USD."),
+                 model: Optional[str] = typer.Option(None, "--model"),
+                 json: bool = JsonOpt) -> None:
+    """Report what this agent run used (for `-- COMMAND` agents; its supervisor records it)."""
+    _run(_usage().report, None, json, input_tokens=input_tokens, output_tokens=output_tokens,
+         cached_tokens=cached_tokens, cost=cost, model=model)
 
 
 @app.command("log")

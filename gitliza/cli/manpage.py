@@ -57,13 +57,19 @@ def _commands(group: Any, prefix: str) -> list[str]:
             continue
         path = f"{prefix} {name}".strip()
         if hasattr(cmd, "commands"):
+            if getattr(cmd, "invoke_without_command", False):  # `git liza usage` itself
+                out += _entry(cmd, path)
             out += _commands(cmd, path)
             continue
-        usage = " ".join(["[OPTIONS]"] + [_arg(p) for p in cmd.params
-                                          if p.param_type_name == "argument"])
-        out += [".SS", f"\\fBgit liza {_esc(path)}\\fR {_esc(usage)}",
-                _esc(cmd.help or cmd.short_help or ""), *_params(cmd)]
+        out += _entry(cmd, path)
     return out
+
+
+def _entry(cmd: Any, path: str) -> list[str]:
+    usage = " ".join(["[OPTIONS]"] + [_arg(p) for p in cmd.params
+                                      if p.param_type_name == "argument"])
+    return [".SS", f"\\fBgit liza {_esc(path)}\\fR {_esc(usage)}",
+            _esc(cmd.help or cmd.short_help or ""), *_params(cmd)]
 
 
 def _arg(p: Any) -> str:

@@ -26,6 +26,7 @@ from gitliza.core.board import Board
 from gitliza.core.invariants import check_board
 from gitliza.core.model import Anomaly, Config, SprintStatus, Task, Urgency
 from gitliza.core.states import TERMINAL, AgentState, TaskState
+from gitliza.core.usage import goal_over_budget
 
 S = TaskState
 
@@ -193,6 +194,11 @@ def _task_alerts(board: Board, t: Task, config: Config, th: Mapping[str, int],
         yield Alert("APPROACHING_LIMIT", f"{t.id}:failures", W,
                     f"APPROACHING LIMIT: {t.id} \u2014 1 coder failed + {cycles} review cycles "
                     "(hypothesis exhaustion risk)")
+    spent = _budget_spent(board, t)
+    if spent is not None:
+        yield Alert("BUDGET", t.id, C, f"BUDGET: {t.id} \u2014 {spent.reporter}'s supervisor "
+                    f"stopped it: {spent.detail().get('spent')} of {spent.detail().get('budget')}"
+                    " tokens spent")
     gave_up = _gave_up(board, t)
     if gave_up is not None:
         yield Alert("GAVE_UP", t.id, C, f"GAVE UP: {gave_up.reporter}'s supervisor on {t.id} "
@@ -214,6 +220,16 @@ def _gave_up(board: Board, t: Task) -> Anomaly | None:
     for a in board.values("anomalies"):
         if a.task == t.id and a.type == "retry_loop" and a.timestamp >= last and \
                 GAVE_UP_DETAIL in a.detail():
+            return a  # type: ignore[no-any-return]
+    return None
+
+
+def _budget_spent(board: Board, t: Task) -> Anomaly | None:
+    """A supervisor's budget_exceeded anomaly on `t`, while nothing has happened to the task
+    since (an unblock or a new claim resolves it)."""
+    last = t.history[-1].time if t.history else t.created
+    for a in board.values("anomalies"):
+        if a.task == t.id and a.type == "budget_exceeded" and a.timestamp >= last:
             return a  # type: ignore[no-any-return]
     return None
 
@@ -278,6 +294,10 @@ def evaluate(board: Board, facts: Facts) -> list[Alert]:
             more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
             out.append(Alert("INVALID_STATE", "", Level.CRITICAL,
                              f"INVALID STATE: {problems[0]}{more}"))
+    over = goal_over_budget(board)
+    if over is not None and board.goal.status == "IN_PROGRESS":
+        out.append(Alert("BUDGET", "", Level.CRITICAL, f"BUDGET: {over} \u2014 no agent run "
+                         "starts until a human raises it"))
     warning = metrics.rubber_stamp_warning(
         metrics.compute(board.all_tasks(), sprint_started=board.sprint.timeline.started))
     if warning:

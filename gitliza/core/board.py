@@ -11,7 +11,8 @@ from typing import Any, Iterable, Iterator, Mapping, Protocol
 from gitliza.core import tomlblob
 from gitliza.core.hashing import sha1
 from gitliza.core.model import (Agent, Anomaly, CircuitBreaker, Config, Control, Discovery, Goal,
-                                Handoff, HumanNote, SpecChange, Sprint, Supervisor, Task)
+                                Handoff, HumanNote, SpecChange, Sprint, Supervisor, Task,
+                                Usage, UsageTotal)
 
 SINGLETONS: dict[str, type] = {
     "goal": Goal, "config": Config, "sprint": Sprint, "circuit_breaker": CircuitBreaker,
@@ -27,6 +28,8 @@ COLLECTIONS: dict[str, type] = {
     "spec_changes": SpecChange,
     "human_notes": HumanNote,
     "supervisors": Supervisor,  # generation tokens of `git liza agent` supervisors
+    "usage": Usage,         # one entry per agent run, append-only (gitliza/core/usage.py)
+    "usage_totals": UsageTotal,  # the running totals of each goal and task (`goal.ID`, `task.ID`)
 }
 JOURNALS = ("anomalies", "spec_changes", "human_notes")
 ENTITY_TYPES: dict[str, type] = {**SINGLETONS, **COLLECTIONS}

@@ -23,6 +23,11 @@ CONFIG_MAX = {"lease_duration": 7 * 86400, "heartbeat_interval": 86400,
               "max_no_progress_runs": 1000, "max_launches_per_minute": 600,
               "planner_poll_interval": 86400, "reviewer_poll_interval": 86400,
               "archive_after": 365 * 86400}
+# Budgets in tokens (gitliza/core/usage.py): at most a trillion, far beyond any real run.
+CONFIG_MAX.update(budget_tokens_per_task=10**12, budget_tokens_per_goal=10**12)
+# Optional keys that `none` (or `off`) unsets.
+UNSETTABLE = frozenset({"budget_tokens_per_task", "budget_tokens_per_goal", "budget_usd_per_goal",
+                        "prices"})
 # Watcher thresholds (optional: unset means the seed's value, see gitliza/core/alarms.py).
 CONFIG_MAX.update({k: 30 * 86400 for k in _CONFIG_TYPES if k.startswith("alarm_")})
 
@@ -32,6 +37,13 @@ def coerce_config(key: str, value: ConfigValue | None) -> ConfigValue | None:
     if key not in _CONFIG_TYPES:
         known = ", ".join(f.name for f in dataclasses.fields(Config))
         raise ValidationError(f"unknown config key {key!r}", hint=f"known keys: {known}")
+    if key in UNSETTABLE and (value is None or str(value).strip().lower() in ("", "null", "none",
+                                                                              "off")):
+        return None
+    if key in ("budget_usd_per_goal", "prices"):
+        from gitliza.core import usage  # only then: few commands set a budget
+        return usage.canonical_usd(value, key) if key == "budget_usd_per_goal" else \
+            usage.canonical_prices(str(value))
     if key in CONFIG_MAX:  # the integer settings (alarm thresholds included), each bounded
         try:
             n = int(value) if not isinstance(value, bool) else None  # type: ignore[arg-type]

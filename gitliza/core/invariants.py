@@ -13,7 +13,8 @@ from typing import Callable, Iterable
 from gitliza.core import clock
 from gitliza.core.board import Board
 from gitliza.core.ids import is_valid_id, spec_ref_leaves
-from gitliza.core.model import ANOMALY_REQUIRED, Agent, Anomaly, Task
+from gitliza.core.model import ANOMALY_REQUIRED, Agent, Anomaly, Task, Usage
+from gitliza.core.usage import totals_problems
 from gitliza.core.states import TERMINAL, AgentState, Role, TaskState
 
 S = TaskState
@@ -208,6 +209,12 @@ def check_board(board: Board, now: str,
         if an is None:
             continue
         out += [Violation(f"anomaly {key}", r) for r in anomaly_problems(an)]
+    for key in board.keys("usage"):
+        u = board.get("usage", key)
+        if u is not None:
+            out += [Violation(f"usage {key}", r) for r in usage_problems(u)]
+    if board.keys("usage_totals") or board.keys("usage"):
+        out += [Violation("usage", r) for r in totals_problems(board)]
     return out
 
 
@@ -250,6 +257,20 @@ def reviewable(board: Board, now: str, reviewer: str | None = None) -> list[Task
     return out
 
 
+def usage_problems(u: Usage) -> list[str]:
+    """A run's usage: counts that cannot be negative, cached input that is part of the input,
+    a cost with its source."""
+    p = [f"{n} must not be negative" for n in ("input_tokens", "output_tokens", "cached_tokens",
+                                                "duration") if getattr(u, n) < 0]
+    if u.cached_tokens > u.input_tokens:
+        p.append("cached_tokens must not exceed input_tokens")
+    if (u.cost_micro_usd is None) != (u.cost_source is None):
+        p.append("cost_micro_usd and cost_source go together")
+    if u.cost_micro_usd is not None and u.cost_micro_usd < 0:
+        p.append("cost_micro_usd must not be negative")
+    return p
+
+
 def problems_of_change(board: Board, keys: Iterable[tuple[str, str]]) -> list[Violation]:
     """The per-entity invariants of what a transition wrote (cheap; used on every write)."""
     out: list[Violation] = []
@@ -263,4 +284,6 @@ def problems_of_change(board: Board, keys: Iterable[tuple[str, str]]) -> list[Vi
             out += [Violation(f"agent {key}", r) for r in agent_problems(v)]
         elif coll == "anomalies":
             out += [Violation(f"anomaly {key}", r) for r in anomaly_problems(v)]
+        elif coll == "usage":
+            out += [Violation(f"usage {key}", r) for r in usage_problems(v)]
     return out

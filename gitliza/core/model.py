@@ -3,7 +3,7 @@
 Field order is the order in which fields are written to TOML and YAML. `None` and empty collections
 are left out when encoded (TOML has no null), so absent and null mean the same thing, as in the spec.
 
-One module of about 400 lines on purpose: it is the schema, read side by side with
+Not split: one module of about 400 lines on purpose, it is the schema, read side by side with
 blackboard-schema.md, and nearly all of it is field lists; splitting the entities over modules
 would scatter that one page without making any part simpler.
 """
@@ -73,6 +73,9 @@ ANOMALY_REQUIRED: dict[str, tuple[str, ...]] = {
     "spec_gap": (),
     "review_deadlock": (),
     "system_ambiguity": ("protocol_section", "question"),
+    # gitliza's: a supervisor did not start an agent because its task's token budget is spent
+    # (gitliza/core/usage.py); the watcher's BUDGET alarm reads it.
+    "budget_exceeded": ("budget", "spent"),
 }
 ANOMALY_TYPES = tuple(ANOMALY_REQUIRED)
 
@@ -133,6 +136,9 @@ class Task:
     # "v1 Limitation - Long Operations"), bounded like the config value.
     lease_duration_override: int | None = None
     history: tuple[HistoryEntry, ...] = ()
+    # Tokens (input + output) the task's agent runs may spend; per-task override of
+    # config.budget_tokens_per_task (gitliza/core/usage.py).
+    budget_tokens: int | None = since_v1(None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,6 +235,14 @@ class Config:
     # whose own keys are kept here (the human is not an agent entity); see gitliza/core/keys.py.
     signatures: str = since_v1("off")
     human_keys: tuple[SigningKey, ...] = since_v1(())
+    # Budgets (gitliza/core/usage.py): tokens (input + output) per task and per goal, and US
+    # dollars per goal as a decimal text ("12.50"); unset: no budget. `prices`: the user's price
+    # table, USD per million tokens by model or CLI name ("MODEL=IN/OUT[/CACHED] ..."), for runs
+    # whose CLI reports no cost. No built-in prices: they would go stale unnoticed.
+    budget_tokens_per_task: int | None = since_v1(None)
+    budget_tokens_per_goal: int | None = since_v1(None)
+    budget_usd_per_goal: str | None = since_v1(None)
+    prices: str | None = since_v1(None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -377,6 +391,46 @@ class Anomaly:
 
 
 @dataclass(frozen=True, slots=True)
+class Usage:
+    """What one agent run consumed (`usage/`, append-only, one entry per run): recorded by the
+    run's supervisor when the run ends (gitliza/team/usage.py). Tokens: `input` counts every
+    input token, cached ones included; `cached` is the part of it read from a cache. Cost in
+    millionths of a US dollar (exact sums); `cost_source` says who priced it: the CLI, the
+    agent's own report, or the board's price table; None: unknown."""
+
+    timestamp: str  # when the run ended
+    agent: str
+    role: str
+    run: str  # the run's id: AGENT.GENERATION.N ($LIZA_RUN_ID in the agent's environment)
+    goal: str
+    cli: str
+    duration: int  # seconds
+    task: str | None = None
+    model: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+    cost_micro_usd: int | None = None
+    cost_source: str | None = None  # cli | report | prices
+
+
+@dataclass(frozen=True, slots=True)
+class UsageTotal:
+    """The running total of a goal's or a task's runs (`usage_totals/`, key `goal.ID` or
+    `task.ID`), kept by the `usage` op beside each entry, so that a budget check and `status`
+    read one blob, not every run's."""
+
+    scope: str  # goal.ID | task.ID
+    runs: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+    cost_micro_usd: int = 0  # of the priced runs
+    unpriced: int = 0  # runs without a cost
+    duration: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class Control:
     """Board-wide run control: what the reference keeps as `.liza/PAUSE`, `.liza/ABORT` and
     `.liza/CHECKPOINT` files on one machine, recorded as ops so that it reaches every machine."""
@@ -415,4 +469,5 @@ class Supervisor:
 
 
 Entity = (Task | Agent | Goal | Config | Sprint | CircuitBreaker | Discovery | Handoff | HumanNote
-          | SpecChange | Anomaly | Control | Supervisor)
+          | SpecChange | Anomaly | Control | Supervisor | Usage
+          | UsageTotal)

@@ -40,6 +40,10 @@ def problems(entity: Any) -> list[str]:
             v = getattr(entity, name)
             if v is not None and v <= 0:
                 out.append(f"{name} must be a positive integer, got {v}")
+        b = entity.budget_tokens
+        if b is not None and not 0 < b <= CONFIG_MAX["budget_tokens_per_task"]:
+            out.append(f"budget_tokens must be a positive integer at most "
+                       f"{CONFIG_MAX['budget_tokens_per_task']}, got {b}")
         lease = entity.lease_duration_override
         if lease is not None and lease > CONFIG_MAX["lease_duration"]:
             out.append(f"lease_duration_override must be at most {CONFIG_MAX['lease_duration']} "

@@ -21,6 +21,7 @@ from gitliza.core import queries
 from gitliza.core.board import Board
 from gitliza.core.invariants import claimable, reviewable
 from gitliza.core.model import Discovery, GoalStatus, SprintStatus, Task
+from gitliza.core.usage import goal_over_budget
 from gitliza.core.states import TERMINAL, AgentState, Role, TaskState
 
 S = TaskState
@@ -40,6 +41,7 @@ class Hold(StrEnum):
     ABORT = "ABORT"
     PAUSE = "PAUSE"
     CHECKPOINT = "CHECKPOINT"
+    BUDGET = "BUDGET"  # the goal's token or dollar budget is spent (gitliza/core/usage.py)
 
 
 ROLE_ALIASES = {"planner": Role.PLANNER, "coder": Role.CODER, "code-reviewer": Role.CODE_REVIEWER,
@@ -204,6 +206,8 @@ def hold(board: Board, files: Iterable[str] = ()) -> Hold | None:
         return Hold.PAUSE
     if board.sprint.status == SprintStatus.CHECKPOINT or "CHECKPOINT" in present:
         return Hold.CHECKPOINT
+    if goal_over_budget(board) is not None:
+        return Hold.BUDGET
     return None
 
 

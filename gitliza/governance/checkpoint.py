@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gitliza import atomic
-from gitliza.core import clock, metrics
+from gitliza.core import clock, metrics, usage
 from gitliza.core.board import Board
 from gitliza.core.ops.control import Checkpoint
 from gitliza.core.states import TaskState
@@ -83,6 +83,7 @@ def summary(board: Board, now: str, spans: list[SprintSpan], state: str) -> str:
             lines.append(f"| {s.sprint} | {s.goal} | {s.started or '-'} | {s.ended or '-'} | "
                          f"{s.metrics.tasks_done} | {s.metrics.iterations_total} | "
                          f"{s.metrics.review_verdict_count} | {'n/a' if rate is None else rate} |")
+    lines += usage_lines(board, started)
     anomalies = list(board.values("anomalies"))
     lines += ["", "## Anomalies", "", f"Total logged: {len(anomalies)}", ""]
     for a in anomalies:
@@ -101,6 +102,31 @@ def summary(board: Board, now: str, spans: list[SprintSpan], state: str) -> str:
               "", "## To Resume", "", "```bash",
               'git liza resume --decision CONTINUE --note "why"   # or: git liza abort', "```", ""]
     return "\n".join(lines)
+
+
+def usage_lines(board: Board, started: str | None) -> list[str]:
+    """## Usage: this sprint's agent runs and the goal's, by agent and by task, and the budgets."""
+    sprint = usage.entries(board, usage.Filter(goal=board.goal.id, since=started))
+    goal = usage.goal_totals(board)
+    lines = ["", "## Usage", "", f"**This sprint:** {usage.total(sprint).line()}",
+             f"**Goal:** {goal.line()}"]
+    cfg = board.config
+    budgets = [f"{k} {v}" for k, v in (("tokens per task", cfg.budget_tokens_per_task),
+                                       ("tokens per goal", cfg.budget_tokens_per_goal),
+                                       ("USD per goal", cfg.budget_usd_per_goal)) if v is not None]
+    if budgets:
+        lines.append(f"**Budgets:** {', '.join(budgets)}")
+    over = usage.goal_over_budget(board)
+    if over:
+        lines.append(f"**{over}: no agent run starts until it is raised**")
+    for group in ("agent", "task"):
+        rows = usage.by(sprint, group)
+        if rows:
+            lines += ["", f"| {group.title()} | Runs | Tokens | Cost |", "|---|---|---|---|"]
+            lines += [f"| {k} | {t.runs} | {t.tokens:,} | {usage.usd_text(t.cost)}"
+                      + (f" (+{t.unpriced} unpriced)" if t.unpriced else "") + " |"
+                      for k, t in rows.items()]
+    return lines
 
 
 @dataclass(frozen=True)

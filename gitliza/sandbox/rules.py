@@ -2,7 +2,7 @@
 
 An agent reaches the board only through its supervisor (broker.py), which applies a call as that
 agent and refuses what its role may not do:
-- everyone reads: status, show, ready, log, wait;
+- everyone reads: status, show, ready, log, wait, usage (and reports its run's usage);
 - each role writes what its MCP tools (gitliza/access/tools.py, supervised) offer it: a coder
   submit, block, release, handoff, discover, anomaly; a reviewer verdict, discover, anomaly; a
   planner add, edit, finalize, rescope, abandon, unblock, block, spec-change, note, ...;
@@ -19,7 +19,10 @@ from typing import Sequence
 
 from gitliza.core.states import Role
 
-READS = frozenset({"status", "show", "ready", "log", "wait"})
+# `usage` reads the totals, and `usage report` adds to this run's own usage file: the broker runs
+# it with the run id its supervisor set (team/usage.py RUN_ENV), so an agent reports only into
+# its own run, and the supervisor records the run (not the agent) when it ends.
+READS = frozenset({"status", "show", "ready", "log", "wait", "usage"})
 # The human's and the supervisor's, whatever a role's tool list says.
 NEVER = frozenset({"merge", "pause", "resume", "abort", "abort-goal", "complete-goal", "config",
                    "register", "rekey", "claim", "claim-review", "heartbeat", "init", "import",

@@ -28,6 +28,7 @@ from typing import Any
 import pygit2
 
 from gitliza import atomic
+from gitliza.services import usagefile
 from gitliza.core import clock, retention, yamlview
 from gitliza.errors import GitFailure, LizaError, NoBoard, ValidationError
 from gitliza.git.repository import common_dir
@@ -150,6 +151,8 @@ def materialize(store: Store, at: str | None = None) -> Materialized:
         state_bytes = render_state(yamlview.state_view(board, archived=False, keep=keep),
                                    oid).encode()
         state_sig = atomic.write(directory, STATE_FILE, state_bytes)
+
+        usagefile.write(board, commit.tree, directory)
 
         since = stamp.state if stamp is not None and log_ok else None
         commits, met = _newer_than(store, commit, since)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator, Sequence
 
-from gitliza.core import codec, metrics
+from gitliza.core import codec, metrics, usage
 from gitliza.core.board import Board
 from gitliza.core.model import Metrics, Task
 from gitliza.core.queries import notes_for
@@ -42,6 +42,7 @@ def status_data(liza: Any, at: str | None = None) -> dict[str, Any]:
         "discovered": [codec.encode(d) for d in board.values("discovered")],
         "control": codec.encode(board.control),
         "warnings": [w for w in (metrics.rubber_stamp_warning(m),) if w],
+        "usage": usage.goal_totals(board).as_json(),
     }
 
 def task_row(t: Task) -> dict[str, Any]:
@@ -64,7 +65,24 @@ def show_data(liza: Any, task: str, at: str | None = None) -> dict[str, Any]:
     handoff = board.get("handoff", t.id)
     return {**codec.encode(t), "human_notes": [codec.encode(n) for n in notes_for(board, t.id)],
             "agent_logs": [str(p) for p in agent_logs(liza, t.id)],
+            "usage": [codec.encode(u) for u in usage.iter_runs(board, t.id)],
             **({"handoff": codec.encode(handoff)} if handoff is not None else {})}
+
+def usage_data(liza: Any, since: str | None = None, task: str | None = None,
+               agent: str | None = None, at: str | None = None,
+               all_goals: bool = False) -> dict[str, Any]:
+    """`usage --json` (and the MCP `usage` tool): totals by agent, task, role, model and goal,
+    of the current goal's runs (every goal's with `all_goals`), and the budgets."""
+    board = liza.store.board(at)[0]
+    flt = usage.Filter(goal=None if all_goals or not board.initialized else board.goal.id,
+                       task=task, agent=agent, since=since)
+    cfg = board.config
+    return {**usage.report(board, flt).as_json(),
+            "budgets": {"tokens_per_task": cfg.budget_tokens_per_task,
+                        "tokens_per_goal": cfg.budget_tokens_per_goal,
+                        "usd_per_goal": cfg.budget_usd_per_goal,
+                        "goal_over": usage.goal_over_budget(board) if board.initialized else None},
+            "runs": [codec.encode(u) for u in usage.entries(board, flt)]}
 
 def agent_logs(liza: Any, task: str) -> list[Any]:
     """The agent runs' logs for `task` kept on this machine (`.liza/agent-logs/`)."""

@@ -22,7 +22,7 @@ from gitliza.git.repository import LIZA_DIR, common_dir, ensure_excluded, liza_d
 from gitliza.services import agentlog
 from gitliza.services.lifecycle.locations import main_root
 from gitliza.services.api import AGENT_ENV, GEN_ENV, Liza
-from gitliza.team import briefing, orphans, prepare, profiles, runner
+from gitliza.team import briefing, orphans, prepare, profiles, runner, usage
 from gitliza.team.generation import Generation
 from gitliza.team.heartbeat import Watchdog, lease_keeper, watchdog_tick
 from gitliza.team.work import Job
@@ -85,9 +85,11 @@ class Sessions:
         path = self._save_prompt(text)
         # The sandbox (gitliza/sandbox/, issue 26): the box wraps the launch in bubblewrap and
         # brokers the agent's board calls; closing it brings a coder's commits in.
-        box = self._box(job, path)
+        meter = usage.Meter.start(self.liza_dir(), usage.run_id(self.agent, gen, self.count + 1),
+                                  self.profile.name, self.interactive)
+        box = self._box(job, path, meter.run)
         try:
-            return self._run_in(job, path, text, box, gen, board)
+            return self._run_in(job, path, text, box, gen, board, meter)
         finally:
             if box is not None:
                 try:
@@ -96,8 +98,8 @@ class Sessions:
                     self.log(f"sandbox: {e}")
 
     def _run_in(self, job: Job, path: Path, text: str, box: Box | None,
-                gen: int, board: Board) -> tuple[int, str | None]:
-        launch = self._launch(job, path, text, box)
+                gen: int, board: Board, meter: usage.Meter) -> tuple[int, str | None]:
+        launch = self._launch(job, path, text, meter, box)
         if self.interactive:
             self.log(f"interactive: the prompt is saved at {path}; paste it into the session")
             sys.stdout.write(safe(text))  # board text in it: never raw on the terminal
@@ -105,6 +107,7 @@ class Sessions:
         what = job.task or (job.trigger.value if job.trigger else "planning")
         log_file, out = self._open_log(job, launch.argv, launch.env)
         self._log_file, self._job = log_file, job
+        out = meter.output(out)
         argv, env = launch.argv, launch.env
         if box is not None:
             argv, env = box.wrap(argv, env, [*launch.files, *filter(None, [launch.stdin])])
@@ -133,6 +136,7 @@ class Sessions:
             hb.stop()
             self._proc = None
             orphans.forget(self.liza_dir(), self.agent, gen)
+        usage.record(self.liza, gen, meter, job.task, self.log)
         self.count += 1
         self.token.check(self.liza.board())
         return code, proc.stopped_by
@@ -187,7 +191,7 @@ class Sessions:
         return mcp_config.server(main_root(self.liza.repo), self.agent,
                                  prompts.ROLE_WORDS[self.role], gen=self.token.gen)
 
-    def _box(self, job: Job, prompt_file: Path) -> Box | None:
+    def _box(self, job: Job, prompt_file: Path, run: str) -> Box | None:
         """This session's sandbox (None: --sandbox off)."""
         if not self.sandbox.on:
             return None
@@ -196,7 +200,8 @@ class Sessions:
             agent=self.agent, role=self.role, worktree=job.worktree, task=job.task,
             main=main_root(self.liza.repo), repo=self.liza.repo,
             common=common_dir(self.liza.repo), cli=known.wiring if known else None,
-            env=self._env(job, prompt_file), gitliza=prepare.gitliza_command(),
+            env={**self._env(job, prompt_file), usage.RUN_ENV: run},
+            gitliza=prepare.gitliza_command(),
             mcp=self._mcp_entry(), refused=self._refused))
 
     def _refused(self, line: str, anomaly: bool) -> None:
@@ -214,7 +219,7 @@ class Sessions:
                                          ("question", line)))
 
     def _launch(self, job: Job, prompt_file: Path, text: str,
-                box: Box | None = None) -> profiles.Launch:
+                meter: usage.Meter, box: Box | None = None) -> profiles.Launch:
         """The agent's argv, environment, standard input and per-run files (its CLI's MCP and
         permission configuration), written beside the prompts: never into the task's
         worktree, where they would be committed. In a sandbox, `git liza` and the MCP server
@@ -224,10 +229,12 @@ class Sessions:
         launch = prepare.launch(self.profile, self.permissions, cwd=job.worktree, main=main,
                                 run_dir=self.prompts_dir(), agent=self.agent,
                                 prompt_file=prompt_file, prompt=text,
-                                env=self._env(job, prompt_file), mcp=mcp, role=self.role,
+                                env={**self._env(job, prompt_file), usage.RUN_ENV: meter.run},
+                                mcp=mcp, role=self.role,
                                 command=self.command, interactive=self.interactive,
                                 gitliza=box.gitliza_inside if box is not None else None,
                                 contained=box is not None)
+        launch.argv[:] = meter.argv(launch.argv, self.profile.executable, self.profile.headless)
         if launch.mcp_config is not None:
             launch.env["LIZA_MCP_CONFIG"] = str(launch.mcp_config)
         return launch

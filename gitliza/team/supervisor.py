@@ -59,7 +59,7 @@ from gitliza.services.api import Liza
 from gitliza.services.wait import min_timeout, seconds_until
 from gitliza.sandbox.box import Sandbox
 from gitliza.sandbox.box import parse as sandbox_mode
-from gitliza.team import orphans, profiles, runner
+from gitliza.team import orphans, profiles, runner, usage
 from gitliza.team.generation import Generation, StandDown
 from gitliza.team.heartbeat import Watchdog, lease_keeper, watchdog_tick
 from gitliza.team.sessions import Sessions
@@ -159,6 +159,11 @@ class Supervisor:
                 self.log(f"{cfg.max_launches_per_minute} agent launches in the last minute "
                          f"(max_launches_per_minute); next launch in {wait:.0f}s")
                 self._sleep_holding(job, wait)
+                continue
+            stop = usage.stop_for_budget(self.liza, self.token.gen, self.role, job.task, self.log)
+            if stop is not None:  # the goal's budget: wait (Hold.BUDGET); a task's: other work
+                if self.opts.once:
+                    return EXIT_VALIDATION
                 continue
             launches = [*launches[-cfg.max_launches_per_minute:], time.monotonic()]
             before = self._mark(self.liza.board(), job)

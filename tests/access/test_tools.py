@@ -17,8 +17,9 @@ from gitliza.errors import PermissionDenied, ValidationError
 def test_every_op_but_init_and_register_is_a_tool_with_its_record_fields() -> None:
     table = tools.all_tools()
     for name, cls in load_all().items():
-        if name in tools.NOT_TOOLS:
-            assert name.replace("-", "_") not in table
+        if name in tools.NOT_TOOLS:  # no tool writes it (a view may share its name: usage)
+            other = table.get(name.replace("-", "_"))
+            assert other is None or (other.op is None and other.read_only), name
             continue
         tool = table[name.replace("-", "_")]
         assert tool.op == name
@@ -78,3 +79,20 @@ def test_mcp_config_for_each_agent_cli(cli: str, tmp_path: Path) -> None:
         assert entry["name"] == "gitliza" and entry["transport"] == "stdio"
     with pytest.raises(ValidationError):
         mcp_config.for_cli("nope", tmp_path, "a")
+
+
+def test_the_usage_tool_reads_and_no_tool_records_a_run(repo: Path) -> None:
+    from gitliza.core.ops import Init, Register
+    from gitliza.core.ops.usage import RecordUsage
+    from gitliza.services.api import Liza
+    human = Liza.open(repo, "human")
+    human.do(Init, goal="g")
+    human.do(Register, agent="coder-1", role="coder")
+    coder = Liza.open(repo, "coder-1")
+    coder.do(RecordUsage, run_id="coder-1.1.1", cli="codex", duration=3, input_tokens=900,
+             output_tokens=100, cached_tokens=300)
+    data = tools.call(coder, Role.CODER, "usage", {"agent": "coder-1"}, supervised=True)
+    assert data["total"]["tokens"] == 1000 and data["agent"]["coder-1"]["runs"] == 1
+    assert [r["run"] for r in data["runs"]] == ["coder-1.1.1"]
+    # An agent cannot record (or forge) a run's usage through its tools: its supervisor does.
+    assert tools.all_tools()["usage"].op is None and tools.all_tools()["usage"].read_only

@@ -56,6 +56,10 @@ class Entry:
     role: str | None = None
     answer: Any = None  # what the scripted model decided: (tool name, args) or the final text
     side: bool = False  # not a turn of the gitliza conversation (a title, a JSON side question)
+    # The tokens this answer reported (input, output, cached; input includes cached): known
+    # and different per answer, so a test can check that the usage recorded on the board is
+    # exactly what the server served (tests/agentcli/test_usage.py).
+    usage: tuple[int, int, int] | None = None
     t: float = field(default_factory=time.time)
 
     @property
@@ -327,11 +331,17 @@ def sse(events: Iterable[tuple[str | None, Any]]) -> bytes:
     return "".join(out).encode()
 
 
-USAGE_A = {"input_tokens": 100, "output_tokens": 20, "cache_creation_input_tokens": 0,
-           "cache_read_input_tokens": 0}
+def tokens(e: Entry) -> tuple[int, int, int]:
+    """The tokens answer `e` reports (input with cached included, output, cached), recorded."""
+    e.usage = (1000 + 10 * e.n, 20 + e.n % 13, 100 + e.n % 7)
+    return e.usage
 
 
-def anthropic_answer(ans: ToolCall | str, model: str, stream: bool) -> tuple[str, bytes]:
+def anthropic_answer(ans: ToolCall | str, model: str, stream: bool,
+                     tok: tuple[int, int, int] = (100, 20, 0)) -> tuple[str, bytes]:
+    # Anthropic's input_tokens leaves out the cache reads.
+    USAGE_A = {"input_tokens": tok[0] - tok[2], "output_tokens": tok[1],
+               "cache_creation_input_tokens": 0, "cache_read_input_tokens": tok[2]}
     mid = new_id("msg_")
     if isinstance(ans, str):
         block: dict[str, Any] = {"type": "text", "text": ans}
@@ -359,11 +369,12 @@ def anthropic_answer(ans: ToolCall | str, model: str, stream: bool) -> tuple[str
         ("content_block_stop", {"type": "content_block_stop", "index": 0}),
         ("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop,
                                                              "stop_sequence": None},
-                           "usage": {"output_tokens": 20}}),
+                           "usage": {"output_tokens": tok[1]}}),
         ("message_stop", {"type": "message_stop"})])
 
 
-def responses_answer(ans: ToolCall | str, model: str, stream: bool) -> tuple[str, bytes]:
+def responses_answer(ans: ToolCall | str, model: str, stream: bool,
+                     tok: tuple[int, int, int] = (100, 20, 0)) -> tuple[str, bytes]:
     rid = new_id("resp_")
     if isinstance(ans, str):
         item: dict[str, Any] = {"type": "message", "id": new_id("msg_"), "role": "assistant",
@@ -381,9 +392,9 @@ def responses_answer(ans: ToolCall | str, model: str, stream: bool) -> tuple[str
                 "name": ans.name, "arguments": json.dumps(ans.args), "status": "completed"}
         if ans.namespace:
             item["namespace"] = ans.namespace
-    usage = {"input_tokens": 100, "input_tokens_details": {"cached_tokens": 0},
-             "output_tokens": 20, "output_tokens_details": {"reasoning_tokens": 0},
-             "total_tokens": 120}
+    usage = {"input_tokens": tok[0], "input_tokens_details": {"cached_tokens": tok[2]},
+             "output_tokens": tok[1], "output_tokens_details": {"reasoning_tokens": 0},
+             "total_tokens": tok[0] + tok[1]}
     base = {"id": rid, "object": "response", "created_at": int(time.time()), "model": model}
     done = {**base, "status": "completed", "output": [item], "usage": usage}
     if not stream:
@@ -409,7 +420,7 @@ def responses_answer(ans: ToolCall | str, model: str, stream: bool) -> tuple[str
 
 
 def gemini_answer(ans: ToolCall | str | dict[str, Any], model: str,
-                  stream: bool) -> tuple[str, bytes]:
+                  stream: bool, tok: tuple[int, int, int] = (100, 20, 0)) -> tuple[str, bytes]:
     if isinstance(ans, dict):  # a JSON side answer
         part: dict[str, Any] = {"text": json.dumps(ans)}
     elif isinstance(ans, str):
@@ -418,15 +429,17 @@ def gemini_answer(ans: ToolCall | str | dict[str, Any], model: str,
         part = {"functionCall": {"name": ans.name, "args": ans.args}}
     resp = {"candidates": [{"content": {"role": "model", "parts": [part]},
                             "finishReason": "STOP", "index": 0}],
-            "usageMetadata": {"promptTokenCount": 100, "candidatesTokenCount": 20,
-                              "totalTokenCount": 120},
+            "usageMetadata": {"promptTokenCount": tok[0], "candidatesTokenCount": tok[1],
+                              "cachedContentTokenCount": tok[2],
+                              "totalTokenCount": tok[0] + tok[1]},
             "modelVersion": model, "responseId": new_id("gem_")}
     if not stream:
         return "application/json", json.dumps(resp).encode()
     return "text/event-stream", sse([(None, resp)])
 
 
-def chat_answer(ans: ToolCall | str, model: str, stream: bool) -> tuple[str, bytes]:
+def chat_answer(ans: ToolCall | str, model: str, stream: bool,
+                tok: tuple[int, int, int] = (100, 20, 0)) -> tuple[str, bytes]:
     cid = new_id("cmpl-")
     if isinstance(ans, str):
         msg: dict[str, Any] = {"role": "assistant", "content": ans}
@@ -438,7 +451,9 @@ def chat_answer(ans: ToolCall | str, model: str, stream: bool) -> tuple[str, byt
                                "function": {"name": ans.name,
                                             "arguments": json.dumps(ans.args)}}]}
         finish = "tool_calls"
-    usage = {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
+    usage = {"prompt_tokens": tok[0], "completion_tokens": tok[1],
+             "total_tokens": tok[0] + tok[1],
+             "prompt_tokens_details": {"cached_tokens": tok[2]}}
     base = {"id": cid, "created": int(time.time()), "model": model}
     if not stream:
         return "application/json", json.dumps({
@@ -588,11 +603,13 @@ class _Handler(BaseHTTPRequestHandler):
         if path.endswith("/messages"):
             e.dialect, e.conv = "anthropic", anthropic_conv(body)
             model = body.get("model", MODEL)
-            handler = lambda e: anthropic_answer(self._decide(e), model, stream)  # noqa: E731
+            handler = lambda e: anthropic_answer(self._decide(e), model, stream,
+                                                         tokens(e))  # noqa: E731
         elif path.endswith("/responses"):
             e.dialect, e.conv = "responses", responses_conv(body)
             model = body.get("model", MODEL)
-            handler = lambda e: responses_answer(self._decide(e), model, stream)  # noqa: E731
+            handler = lambda e: responses_answer(self._decide(e), model, stream,
+                                                         tokens(e))  # noqa: E731
         elif ":countTokens" in path:
             e.dialect, e.side = "gemini", True
             self.srv.record(e)
@@ -609,13 +626,14 @@ class _Handler(BaseHTTPRequestHandler):
                 e.answer = json_for_schema(cfg.get("responseJsonSchema") or
                                            cfg.get("responseSchema"))
                 ans = e.answer
-                handler = lambda e: gemini_answer(ans, model, sse_)  # noqa: E731
+                handler = lambda e: gemini_answer(ans, model, sse_, tokens(e))  # noqa: E731
             else:
-                handler = lambda e: gemini_answer(self._decide(e), model, sse_)  # noqa: E731
+                handler = lambda e: gemini_answer(self._decide(e), model, sse_,
+                                                              tokens(e))  # noqa: E731
         elif path.endswith("/chat/completions"):
             e.dialect, e.conv = "chat", chat_conv(body)
             model = body.get("model", MODEL)
-            handler = lambda e: chat_answer(self._decide(e), model, stream)  # noqa: E731
+            handler = lambda e: chat_answer(self._decide(e), model, stream, tokens(e))  # noqa: E731
         if handler is None:
             self.srv.record(e)
             self._send(404, "application/json", b'{"error":{"message":"not found"}}')

@@ -43,6 +43,22 @@ def test_checkpoint_opens_on_the_board_and_writes_the_summary(team: Team) -> Non
     assert board.control.resume_decision == "CONTINUE"
 
 
+def test_the_summary_says_what_the_sprint_used(team: Team) -> None:
+    from gitliza.core.ops import ConfigSet
+    from gitliza.core.ops.usage import RecordUsage
+    team.human.do(ConfigSet, key="budget_tokens_per_goal", value="5000")
+    team.human.do(ConfigSet, key="prices", value="codex=1/2")
+    for n, task in ((1, "task-1"), (2, "task-1"), (3, "task-2")):
+        team.do("coder-1", RecordUsage, run_id=f"coder-1.1.{n}", cli="codex", duration=1,
+                task=task, input_tokens=1000, output_tokens=500)
+    text = open_checkpoint(team.human, "costs").summary.read_text()
+    assert "## Usage" in text
+    assert "**This sprint:** 3 runs, 4,500 tokens (in 3,000, out 1,500, cached 0), $0.0060" \
+        in text
+    assert "**Budgets:** tokens per goal 5000" in text
+    assert "| coder-1 | 3 | 4,500 | $0.0060 |" in text and "| task-1 | 2 | 3,000 | $0.0040 |" in text
+
+
 def test_the_cli_command(team: Team) -> None:
     r = liza(team.repo, "checkpoint", "--reason", "look at it", agent=None)
     assert r.returncode == 0, r.stderr

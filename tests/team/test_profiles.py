@@ -321,7 +321,10 @@ def test_the_supervisor_runs_the_profile_prompt_on_stdin_config_beside_the_promp
     assert r.returncode == 1 and "no progress" in r.stdout, r.stdout + r.stderr
     argv = (out / "argv").read_text().splitlines()
     prompts = repo / ".liza" / "agent-prompts"
-    assert argv[:3] == ["-p", "--permission-mode", "acceptEdits"]
+    # The usage capture's flags (gitliza/team/usage.py) after the headless words, then the
+    # profile's posture.
+    assert argv[:6] == ["-p", "--output-format", "stream-json", "--verbose", "--permission-mode",
+                        "acceptEdits"]
     assert f"--mcp-config={prompts / 'coder-1-mcp.json'}" in argv
     prompt = next(prompts.glob("coder-1-*.txt")).read_text()
     assert (out / "stdin").read_text() == prompt and "TASK ID: t1" in prompt

@@ -146,7 +146,8 @@ def config(env: Env, key: str | None, value: str | None, at: str | None) -> int:
 def add(env: Env, task: str | None, desc: str | None, spec_ref: str | None, done_when: str | None,
         scope: str | None, priority: int, depends_on: Sequence[str], ready: bool,
         max_iterations: int | None, max_review_cycles: int | None,
-        lease_duration_override: int | None = None, from_file: str | None = None) -> int:
+        lease_duration_override: int | None = None, from_file: str | None = None,
+        budget_tokens: int | None = None) -> int:
     from gitliza.core.ops.planning import Add
 
     if from_file is not None:
@@ -165,7 +166,8 @@ def add(env: Env, task: str | None, desc: str | None, spec_ref: str | None, done
                    done_when=done_when, scope=scope, priority=priority,
                    depends_on=tuple(depends_on), ready=ready, max_iterations=max_iterations,
                    max_review_cycles=max_review_cycles,
-                   lease_duration_override=lease_duration_override)
+                   lease_duration_override=lease_duration_override,
+                   budget_tokens=budget_tokens)
     return report(env, liza.apply(gated_by_specs(liza, make)))
 
 
@@ -202,7 +204,7 @@ def add_from(env: Env, file: str) -> int:
 def edit(env: Env, task: str, desc: str | None, spec_ref: str | None, done_when: str | None,
          scope: str | None, priority: int | None, depends_on: Sequence[str], no_depends: bool,
          max_iterations: int | None, max_review_cycles: int | None,
-         lease_duration_override: int | None) -> int:
+         lease_duration_override: int | None, budget_tokens: int | None = None) -> int:
     from gitliza.core.ops.planning import Edit
     liza = env.liza()
     depends_on = split_ids(depends_on)
@@ -212,7 +214,8 @@ def edit(env: Env, task: str, desc: str | None, spec_ref: str | None, done_when:
                     done_when=done_when, scope=scope, priority=priority,
                     depends_on=tuple(depends_on) or None, clear_depends_on=no_depends,
                     max_iterations=max_iterations, max_review_cycles=max_review_cycles,
-                    lease_duration_override=lease_duration_override)
+                    lease_duration_override=lease_duration_override,
+                   budget_tokens=budget_tokens)
     return report(env, liza.apply(gated_by_specs(liza, make)))
 
 

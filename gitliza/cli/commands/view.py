@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from gitliza.cli.commands import Env
-from gitliza.core import codec, metrics
+from gitliza.core import codec, metrics, usage
 from gitliza.core.board import Board
 from gitliza.core.model import Metrics
 from gitliza.core.queries import notes_for
@@ -45,6 +45,12 @@ def _status(env: Env, at: str | None) -> int:
         out.line(warning)
     for line in _control_lines(board):
         out.line(line)
+    spent = usage.goal_totals(board)
+    if spent.runs:
+        out.line(f"usage: {spent.line()}")
+    over = usage.goal_over_budget(board)
+    if over:
+        out.line(f"BUDGET: {over}: no agent run starts until it is raised")
     if at is None:
         from gitliza.services.viewstamp import view_edit
         edit = view_edit(env.liza().store)
@@ -118,6 +124,15 @@ def show(env: Env, task: str, at: str | None) -> int:
         for k, v in codec.encode(handoff).items():
             if k not in ("task", "agent", "timestamp"):
                 out.line(f"    {k}: {', '.join(map(str, v)) if isinstance(v, list) else v}")
+    runs = list(usage.iter_runs(board, t.id))
+    if runs:
+        out.line(f"  usage ({usage.total(runs).line()}):")
+        for u in runs:
+            cost = usage.usd_text(u.cost_micro_usd) + (f" ({u.cost_source})" if u.cost_source
+                                                       else "")
+            out.line(f"    {u.timestamp}  {u.run}  {u.agent} ({u.role})  {u.cli}"
+                     f"{'/' + u.model if u.model else ''}  in {u.input_tokens:,} out "
+                     f"{u.output_tokens:,} cached {u.cached_tokens:,}  {cost}  {u.duration}s")
     logs = agent_logs(env.liza(), t.id)
     if logs:
         out.line("  agent logs (this machine, oldest first):")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gitliza.core import clock
+from gitliza.core import clock, usage
 from gitliza.core.config import ConfigValue, coerce_config
 from gitliza.core.ids import check_id, check_spec_ref
 from gitliza.core.model import (Agent, Alignment, CircuitBreaker, Config, Goal, GoalStatus,
@@ -170,6 +170,9 @@ class ConfigSet(Op):
     def run(self, ctx: Ctx) -> None:
         if ctx.role() not in PLANNING:
             raise PermissionDenied(f"config is for the planner or a human, not {self.actor}")
+        if self.key in usage.HUMAN_KEYS and self.actor != HUMAN_ACTOR:
+            raise PermissionDenied(f"config {self.key} is the human's to set, not {self.actor}'s "
+                                   "(docs/usage.md)")
         v = coerce_config(self.key, self.value)
         if self.key == "integration_base":
             _base_is_human(ctx)

@@ -53,6 +53,7 @@ ANOMALY_LOGGERS: dict[str, frozenset[Role]] = {
     "hypothesis_exhaustion": frozenset({Role.PLANNER}), "spec_gap": frozenset({Role.PLANNER}),
     "review_deadlock": frozenset({Role.PLANNER}),
     "system_ambiguity": frozenset(Role),
+    "budget_exceeded": frozenset(Role),  # a supervisor of any role (gitliza/team/usage.py)
 }
 
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gitliza.core import usage
 from gitliza.core.config import CONFIG_MAX
 from gitliza.core.ids import check_id, check_spec_ref, spec_ref_leaves
 from gitliza.core.model import Alignment, Task
 from gitliza.core.ops.base import (Ctx, Op, free_agent, need_text, register_op, replace,
                                    require_goal_open)
-from gitliza.core.states import TaskState
+from gitliza.core.states import HUMAN_ACTOR, TaskState
 from gitliza.errors import ValidationError
 
 S = TaskState
@@ -63,6 +64,10 @@ def _check_limits(op: Op | TaskFields) -> None:
         v = getattr(op, name, None)
         if v is not None and v <= 0:
             raise ValidationError(f"{name} must be a positive integer")
+    budget = getattr(op, "budget_tokens", None)
+    if budget is not None and not 0 < budget <= CONFIG_MAX["budget_tokens_per_task"]:
+        raise ValidationError(f"budget_tokens must be a positive integer at most "
+                              f"{CONFIG_MAX['budget_tokens_per_task']:,}, got {budget}")
     lease = getattr(op, "lease_duration_override", None)
     if lease is not None and lease > CONFIG_MAX["lease_duration"]:
         raise ValidationError(f"lease_duration_override must be at most "
@@ -85,6 +90,7 @@ class TaskFields:
     max_iterations: int | None = None
     max_review_cycles: int | None = None
     lease_duration_override: int | None = None
+    budget_tokens: int | None = None  # per-task token budget (gitliza/core/usage.py)
 
 
 @register_op
@@ -109,12 +115,14 @@ def _add(ctx: Ctx, new: TaskFields, table_op: str) -> None:
         raise ValidationError(leaves)
     _check_priority(new.priority)
     _check_limits(new)
+    usage.check_task_budget(ctx.board, new.budget_tokens, ctx.op.actor == HUMAN_ACTOR)
     _check_depends(ctx, new.task, new.depends_on)
     task = Task(id=new.task, description=new.description, status=S.DRAFT, created=ctx.op.time,
                 priority=new.priority, spec_ref=new.spec_ref, done_when=new.done_when,
                 scope=new.scope, depends_on=new.depends_on,
                 max_iterations=new.max_iterations, max_review_cycles=new.max_review_cycles,
-                lease_duration_override=new.lease_duration_override)
+                lease_duration_override=new.lease_duration_override,
+                budget_tokens=new.budget_tokens)
     target = S.DRAFT
     if new.ready:
         gaps = definition_gaps(task)
@@ -202,7 +210,7 @@ def _check_priority(priority: int) -> None:
 
 
 _EDITABLE = ("description", "spec_ref", "done_when", "scope", "priority", "max_iterations",
-             "max_review_cycles", "lease_duration_override")
+             "max_review_cycles", "lease_duration_override", "budget_tokens")
 
 
 @register_op
@@ -225,6 +233,7 @@ class Edit(Op):
     max_iterations: int | None = None
     max_review_cycles: int | None = None
     lease_duration_override: int | None = None
+    budget_tokens: int | None = None
 
     def run(self, ctx: Ctx) -> None:
         t = ctx.require_task(self.task)
@@ -237,6 +246,8 @@ class Edit(Op):
         if self.priority is not None:
             _check_priority(self.priority)
         _check_limits(self)
+        usage.check_task_budget(ctx.board, self.budget_tokens, self.actor == HUMAN_ACTOR,
+                                t.budget_tokens)
         fields: dict[str, object] = {n: getattr(self, n) for n in _EDITABLE
                                      if getattr(self, n) is not None}
         if self.depends_on and self.clear_depends_on:
@@ -308,7 +319,8 @@ class Rescope(Op):
                         priority=t.priority, spec_ref=t.spec_ref, done_when=t.done_when,
                         scope=t.scope, depends_on=t.depends_on, supersedes=t.id,
                         max_iterations=t.max_iterations, max_review_cycles=t.max_review_cycles,
-                        lease_duration_override=t.lease_duration_override)
+                        lease_duration_override=t.lease_duration_override,
+                        budget_tokens=t.budget_tokens)
             ctx.put_task(replace(succ, history=ctx.history(succ, "created",
                                                             note=f"rescoped from {t.id}")))
         # Dependents of the original now wait for all of its successors instead: waiting for a

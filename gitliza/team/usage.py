@@ -1,0 +1,261 @@
+"""What an agent run consumed, as its supervisor sees it: the run's id in the agent's environment
+($LIZA_RUN_ID), the CLI's machine-readable output read while the agent runs (the log stays for
+people: each event is rendered as a readable line), the agent's own reports
+(`git liza usage report`, appended to `.liza/agent-usage/<run>.jsonl` while the run is on), one
+`usage` transition when the run ends, and the budget check before a launch.
+
+What each CLI gives (read from their docs and sources; docs/agents.md says the same):
+- Claude Code, `--output-format stream-json --verbose`: the `result` event's `usage` and
+  `total_cost_usd` (assistant messages' usage, one per message id, if the run died before it);
+- Codex, `exec --json`: every `turn.completed` event's `usage` (no cost);
+- Gemini CLI, `--output-format stream-json`: the `result` event's `stats` (no cost);
+- Mistral Vibe, `--output-dir DIR`: `DIR/export.json`'s `usage` and `cost_usd`, its subagents'
+  added (the text output stays as it is);
+- any other program (`-- COMMAND`): what it reports.
+Input counts cached input (Claude's cache reads and writes are added to its `input_tokens`).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Callable, Mapping
+
+from gitliza.core import usage as core_usage
+from gitliza.core.ops.journal import AnomalyOp
+from gitliza.core.ops.usage import RecordUsage, check_tokens, check_word, plain_word
+from gitliza.core.ops.work import Block
+from gitliza.core.states import Role
+from gitliza.errors import LeaseLost, LizaError, ValidationError
+from gitliza.services.api import Liza
+from gitliza.team.usagestreams import (FLAGS, STREAMS, ClaudeStream, Counted, Stream,
+                                       vibe_export)
+
+RUN_ENV = "LIZA_RUN_ID"
+REPORTS_DIR = "agent-usage"
+JOIN_GRACE = 5.0  # seconds to wait for the output reader after the agent's group is gone
+
+
+def run_id(agent: str, gen: int, n: int) -> str:
+    return f"{agent}.{gen}.{n}"
+
+
+def reports_path(liza_dir: Path, run: str) -> Path:
+    return liza_dir / REPORTS_DIR / f"{run}.jsonl"
+
+
+# -- one run ------------------------------------------------------------------------------------
+@dataclass
+class Meter:
+    """The usage of one run: started before the agent, finished after it."""
+
+    liza_dir: Path
+    run: str
+    cli: str  # the profile's name, or "command"
+    stream: Stream | None = None
+    vibe_dir: Path | None = None
+    started: float = field(default_factory=time.monotonic)
+    _thread: threading.Thread | None = None
+
+    @classmethod
+    def start(cls, liza_dir: Path, run: str, cli: str, interactive: bool) -> Meter:
+        m = cls(liza_dir, run, cli)
+        if not interactive:
+            make = STREAMS.get(cli)
+            m.stream = make() if make is not None else None
+            if cli == "mistral":
+                m.vibe_dir = liza_dir / REPORTS_DIR / f"{run}.vibe"
+        path = reports_path(liza_dir, run)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"")  # the run is on: reports are taken from now
+        return m
+
+    def argv(self, argv: list[str], executable: str, headless: tuple[str, ...]) -> list[str]:
+        """The CLI's words plus the flags that make it write what we count (after its
+        headless words, wherever the launch put the executable)."""
+        flags: tuple[str, ...] = FLAGS.get(self.cli, ()) if self.stream is not None else ()
+        if self.vibe_dir is not None:
+            flags = ("--output-dir", str(self.vibe_dir))
+        if not flags:
+            return argv
+        at = next((i for i, a in enumerate(argv) if os.path.basename(a) == executable), None)
+        if at is None:
+            return argv
+        at += 1 + len(headless)
+        return [*argv[:at], *flags, *argv[at:]]
+
+    def output(self, log: IO[bytes] | None) -> IO[bytes] | None:
+        """What the agent writes to: the log itself, or a pipe whose reader renders the CLI's
+        JSON events into the log (and counts them)."""
+        if log is None or self.stream is None:
+            return log
+        r, w = os.pipe()
+        self._thread = threading.Thread(target=self._read, args=(os.fdopen(r, "rb"), log),
+                                        daemon=True, name=f"usage-{self.run}")
+        self._thread.start()
+        return os.fdopen(w, "wb")
+
+    def _read(self, pipe: IO[bytes], log: IO[bytes]) -> None:
+        stream = self.stream
+        assert stream is not None
+        with pipe, log:
+            for raw in pipe:
+                text: str | None
+                try:
+                    e = json.loads(raw)
+                except ValueError:
+                    e = None
+                if isinstance(e, dict):
+                    try:
+                        text = stream.line(e)
+                    except (TypeError, ValueError, AttributeError):
+                        text = None
+                    if text is None:
+                        continue
+                    out = text[1:].encode() if text.startswith("\x00") else (text + "\n").encode()
+                else:
+                    out = raw  # not an event (a warning on stderr): as it is
+                log.write(out)
+                log.flush()
+
+    def finish(self) -> tuple[Counted, int]:
+        """After the agent's process group is gone: what was counted (CLI and reports, added)
+        and the reports that were malformed (skipped)."""
+        if self._thread is not None:
+            self._thread.join(JOIN_GRACE)
+        got = Counted()
+        if isinstance(self.stream, ClaudeStream):
+            self.stream.finish()
+        if self.stream is not None:
+            got.add(self.stream.counted)
+        if self.vibe_dir is not None:
+            got.add(vibe_export(self.vibe_dir / "export.json"))
+            # Vibe copies its session journal there too; its own transcript stays in ~/.vibe.
+            shutil.rmtree(self.vibe_dir, ignore_errors=True)
+        bad = 0
+        path = reports_path(self.liza_dir, self.run)
+        try:
+            lines = path.read_bytes().splitlines()
+            path.unlink()
+        except OSError:
+            lines = []
+        for raw in lines:
+            try:
+                got.add(_report_from(json.loads(raw)))
+            except (ValueError, TypeError, LizaError):
+                bad += 1
+        return got, bad
+
+    def duration(self) -> int:
+        return int(round(time.monotonic() - self.started))
+
+
+def _report_from(d: Any) -> Counted:
+    if not isinstance(d, dict):
+        raise ValueError("not an object")
+    cost = d.get("cost")
+    if cost is not None and (not isinstance(cost, int) or isinstance(cost, bool) or
+                             not 0 <= cost <= core_usage.micros(core_usage.MAX_USD_PER_RUN)):
+        raise ValueError("bad cost")
+    return Counted(check_tokens(d.get("input", 0), "input"),
+                   check_tokens(d.get("output", 0), "output"),
+                   check_tokens(d.get("cached", 0), "cached"), cost,
+                   d.get("model") if isinstance(d.get("model"), str) else None)
+
+
+def record(liza: Liza, gen: int, meter: Meter, task: str | None,
+           log: Callable[[str], None]) -> None:
+    """The run's one `usage` transition (a failure is logged: the run is over either way)."""
+    got, bad = meter.finish()
+    if bad:
+        log(f"usage: {bad} malformed report(s) of run {meter.run} skipped")
+    source = None
+    if got.cost is not None:
+        source = "cli" if meter.cli != "command" else "report"
+    try:
+        liza.do(RecordUsage, gen=gen, run_id=meter.run, cli=meter.cli,
+                duration=meter.duration(), task=task,
+                model=got.model if plain_word(got.model) else None,  # a CLI's odd name: none
+                input_tokens=got.input, output_tokens=got.output,
+                cached_tokens=min(got.cached, got.input), cost_micro_usd=got.cost,
+                cost_source=source)
+    except LizaError as e:
+        log(f"usage of run {meter.run} not recorded: {e}")
+        return
+    cost = f", {core_usage.usd_text(got.cost)}" if got.cost is not None else ""
+    log(f"usage of run {meter.run}: {got.input:,} in, {got.output:,} out, "
+        f"{got.cached:,} cached{cost}")
+
+
+# -- the agent's own report ---------------------------------------------------------------------
+def report(liza_dir: Path, env: Mapping[str, str], *, input_tokens: int, output_tokens: int,
+           cached_tokens: int = 0, cost: str | None = None, model: str | None = None) -> str:
+    """`git liza usage report`: one line appended to the run's report file; its supervisor adds
+    them up when the run ends. Refused (nothing written) outside a run its supervisor started."""
+    run = env.get(RUN_ENV)
+    if not run:
+        raise ValidationError(f"not inside an agent run (no ${RUN_ENV}): usage is reported by an "
+                              "agent its supervisor (`git liza agent`) started")
+    for name, v in (("--input", input_tokens), ("--output", output_tokens),
+                    ("--cached", cached_tokens)):
+        check_tokens(v, name)
+    if cached_tokens > input_tokens:
+        raise ValidationError(f"--cached ({cached_tokens}) cannot exceed --input "
+                              f"({input_tokens}): cached input is input")
+    check_word(model, "--model")
+    line: dict[str, object] = {"input": input_tokens, "output": output_tokens,
+                               "cached": cached_tokens}
+    if cost is not None:
+        line["cost"] = core_usage.micros(core_usage.parse_usd(cost, "--cost",
+                                                              core_usage.MAX_USD_PER_RUN,
+                                                              zero=True))
+    if model is not None:
+        line["model"] = model
+    path = reports_path(liza_dir, run)
+    if "/" in run or not path.is_file():
+        raise ValidationError(f"run {run} is not running here (its supervisor has recorded its "
+                              "usage, or it never started)")
+    # One write with O_APPEND: concurrent reports of one run never interleave.
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    try:
+        os.write(fd, (json.dumps(line) + "\n").encode())
+    finally:
+        os.close(fd)
+    return run
+
+
+# -- budgets before a launch ----------------------------------------------------------------------
+def stop_for_budget(liza: Liza, gen: int, role: Role, task: str | None,
+                    log: Callable[[str], None]) -> str | None:
+    """Why the run must not start, or None: "goal" when the goal's budget is spent (the
+    supervisor then waits: wake.Hold.BUDGET), "task" when a coder's task's is (it blocks the
+    task and logs a budget_exceeded anomaly). A review is not stopped by its task's budget: the
+    work it reviews is done, and only a coder can block the task; the goal's budget stops it."""
+    board = liza.board()
+    why = core_usage.goal_over_budget(board)
+    if why is not None:
+        log(f"{why}: not starting the agent")
+        return "goal"
+    if task is None or role != Role.CODER:
+        return None
+    over = core_usage.task_over_budget(board, task)
+    if over is None:
+        return None
+    budget, spent = over
+    reason = core_usage.task_budget_reason(budget, spent).replace("TASK", task)
+    log(f"{task}: {reason}; not starting the agent")
+    try:
+        liza.do(Block, gen=gen, task=task, reason=reason,
+                questions=(f"Is {task} worth more than {budget:,} tokens (raise its budget), "
+                           "or should it be rescoped?",))
+        liza.do(AnomalyOp, gen=gen, type="budget_exceeded", task=task, ordered=True,
+                details=(("budget", budget), ("spent", spent)))
+    except LeaseLost:
+        raise
+    except LizaError as e:
+        log(f"budget stop of {task}: {e}")
+    return "task"
