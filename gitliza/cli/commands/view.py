@@ -51,7 +51,7 @@ def _status(env: Env, at: str | None) -> int:
     over = usage.goal_over_budget(board)
     if over:
         out.line(f"BUDGET: {over}: no agent run starts until it is raised")
-    if at is None:
+    if at is None and _has_view(env):
         from gitliza.services.viewstamp import view_edit
         edit = view_edit(env.liza().store)
         if edit is not None:
@@ -64,6 +64,14 @@ def _status(env: Env, at: str | None) -> int:
               [[a.id, a.role.value, a.status.value, a.current_task or "", a.lease_expires or ""]
                for a in agents])
     return 0
+
+
+def _has_view(env: Env) -> bool:
+    """Whether this clone has a materialized view to compare (viewstamp.py is loaded only then:
+    `status` imports what it runs)."""
+    from gitliza.git.repository import LIZA_DIR, main_worktree
+    root = main_worktree(env.liza().repo)
+    return root is not None and (root / LIZA_DIR / "state.yaml").is_file()
 
 
 def _sprint_line(board: Board, m: Metrics) -> str:
