@@ -171,6 +171,17 @@ class OpsMachine(RuleBasedStateMachine):
             n = data.draw(st.integers(0, 3))
             return tuple(data.draw(FRESH_TASK) if self.rarely(data) else self.fresh()
                          for _ in range(n))
+        if name == "tasks" and op == "add-tasks":  # a file's tasks: records, fresh ids mostly
+            from gitliza.core.ops.planning import NewTask
+            known = self._ids("tasks") or ["t-0"]
+            return tuple(
+                NewTask(task=data.draw(FRESH_TASK) if self.rarely(data) else self.fresh(),
+                        description=data.draw(st.sampled_from(["d", " ", "a task"])),
+                        spec_ref=data.draw(st.sampled_from([None, "specs/a.md", "../x"])),
+                        depends_on=tuple(data.draw(st.lists(st.sampled_from(known),
+                                                            max_size=2))),
+                        ready=data.draw(st.booleans()))
+                for _ in range(data.draw(st.integers(0, 3))))
         if name == "depends_on":
             known = self._ids("tasks") or ["t-0"]
             return tuple(data.draw(st.lists(st.sampled_from(known), max_size=3)))

@@ -273,8 +273,14 @@ def _build() -> dict[str, Tool]:
     read("status", "The board: goal, sprint metrics, tasks, agents, claimable tasks.",
          view.status_data)
     read("show", "One task with its history.", view.show_data)
+    def usage(liza: Any, since: str | None = None, task: str | None = None,
+              by_agent: str | None = None, at: str | None = None,
+              all_goals: bool = False) -> dict[str, Any]:
+        # `by_agent`, not `agent`: a tool's `agent` would read as acting as another agent (the
+        # actor is the server's agent; the sandbox's relay refuses a call that names another).
+        return view.usage_data(liza, since, task, by_agent, at, all_goals)
     read("usage", "Token usage and cost of the goal's agent runs: totals by agent, task, role, "
-         "model and goal, the budgets, and each run.", view.usage_data)
+         "model and goal, the budgets, and each run (by_agent: one agent's runs only).", usage)
     read("ready", "The tasks you can take now (claimable, or reviewable for a reviewer), best "
          "first.", view.ready_tasks,
          lambda r: {"kind": r[0], "tasks": [view.task_row(t) for t in r[1]]})

@@ -88,6 +88,11 @@ class Sessions:
         meter = usage.Meter.start(self.liza_dir(), usage.run_id(self.agent, gen, self.count + 1),
                                   self.profile.name, self.interactive)
         box = self._box(job, path, meter.run)
+        if box is not None and meter.vibe_dir is not None:
+            # .liza/ is read-only in the sandbox: Vibe writes its export into the agent's
+            # private home, which the supervisor reads at the run's end all the same.
+            meter.vibe_dir = box.home / ".gitliza-usage" / meter.vibe_dir.name
+            meter.vibe_dir.parent.mkdir(mode=0o700, exist_ok=True)
         try:
             return self._run_in(job, path, text, box, gen, board, meter)
         finally:

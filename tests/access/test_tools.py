@@ -91,7 +91,7 @@ def test_the_usage_tool_reads_and_no_tool_records_a_run(repo: Path) -> None:
     coder = Liza.open(repo, "coder-1")
     coder.do(RecordUsage, run_id="coder-1.1.1", cli="codex", duration=3, input_tokens=900,
              output_tokens=100, cached_tokens=300)
-    data = tools.call(coder, Role.CODER, "usage", {"agent": "coder-1"}, supervised=True)
+    data = tools.call(coder, Role.CODER, "usage", {"by_agent": "coder-1"}, supervised=True)
     assert data["total"]["tokens"] == 1000 and data["agent"]["coder-1"]["runs"] == 1
     assert [r["run"] for r in data["runs"]] == ["coder-1.1.1"]
     # An agent cannot record (or forge) a run's usage through its tools: its supervisor does.

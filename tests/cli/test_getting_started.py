@@ -36,7 +36,8 @@ def test_getting_started_from_zero_to_a_merged_task_on_main(tmp_path: Path) -> N
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     repo, remote = tmp_path / "hello", tmp_path / "hello-team.git"
     # the task went the whole way: claimed, submitted, approved, merged by the reviewer
-    assert "merge greet (APPROVED -> MERGED) by reviewer-1" in r.stdout
+    # (`git liza log`: one line per transition, time, actor, op, task, from -> to)
+    assert re.search(r"reviewer-1\s+merge\s+greet\s+APPROVED -> MERGED", r.stdout), r.stdout[-3000:]
     assert "origin: pushed integration" in r.stdout
     # and main, here and on the remote, is the integration branch with the reviewed work
     integ = git(repo, "rev-parse", "integration")
