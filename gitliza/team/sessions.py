@@ -85,15 +85,13 @@ class Sessions:
         path = self._save_prompt(text)
         # The sandbox (gitliza/sandbox/, issue 26): the box wraps the launch in bubblewrap and
         # brokers the agent's board calls; closing it brings a coder's commits in.
-        meter = usage.Meter.start(self.liza_dir(), usage.run_id(self.agent, gen, self.count + 1),
-                                  self.profile.name, self.interactive)
-        box = self._box(job, path, meter.run)
-        if box is not None and meter.vibe_dir is not None:
-            # .liza/ is read-only in the sandbox: Vibe writes its export into the agent's
-            # private home, which the supervisor reads at the run's end all the same.
-            meter.vibe_dir = box.home / ".gitliza-usage" / meter.vibe_dir.name
-            meter.vibe_dir.parent.mkdir(mode=0o700, exist_ok=True)
+        run = usage.run_id(self.agent, gen, self.count + 1)
+        box = self._box(job, path, run)
+        # .liza/ is read-only in the sandbox: a CLI's usage export goes into the agent's private
+        # home, which the supervisor reads at the run's end all the same.
         try:
+            meter = usage.Meter.start(self.liza_dir(), run, self.profile.name, self.interactive,
+                                      box.home / ".gitliza-usage" if box is not None else None)
             return self._run_in(job, path, text, box, gen, board, meter)
         finally:
             if box is not None:

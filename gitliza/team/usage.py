@@ -62,13 +62,18 @@ class Meter:
     _thread: threading.Thread | None = None
 
     @classmethod
-    def start(cls, liza_dir: Path, run: str, cli: str, interactive: bool) -> Meter:
+    def start(cls, liza_dir: Path, run: str, cli: str, interactive: bool,
+              export_dir: Path | None = None) -> Meter:
+        """`export_dir`: where a CLI that exports its usage to files writes them (Vibe), when it
+        cannot write under `.liza/` (a sandboxed agent: its private home)."""
         m = cls(liza_dir, run, cli)
         if not interactive:
             make = STREAMS.get(cli)
             m.stream = make() if make is not None else None
             if cli == "mistral":
-                m.vibe_dir = liza_dir / REPORTS_DIR / f"{run}.vibe"
+                where = export_dir if export_dir is not None else liza_dir / REPORTS_DIR
+                where.mkdir(mode=0o700, parents=True, exist_ok=True)
+                m.vibe_dir = where / f"{run}.vibe"
         path = reports_path(liza_dir, run)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(b"")  # the run is on: reports are taken from now
