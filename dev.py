@@ -165,7 +165,7 @@ def _report_drift(py: Path) -> None:
         locked = pins.get(_canon(name))
         if locked is not None and version and version != locked:
             moved.append(f"{name} {locked} -> {version}")
-    print("dev.py: newer than the lock: " + (", ".join(moved) if moved else "nothing"),
+    print("dev.py: differs from the lock: " + (", ".join(moved) if moved else "nothing"),
           flush=True)
 
 
