@@ -13,7 +13,10 @@ repository lists in `objects/info/alternates` (a relative line, so moving the re
 Every git command and libgit2 read an alternate's objects as the repository's own, but no
 maintenance command ever deletes from one: `gc`, `repack` (with or without `-l`), `prune`,
 `maintenance run` and `multi-pack-index expire` only remove files of the repository's own
-`objects/` directory. Safety therefore does not depend on timing, grace periods or locks. The
+`objects/` directory. (One exception, which gitliza never offers: gc deletes an `.idx` without its
+`.pack` in every pack directory, alternates included; packfile.temp_paths names the index being
+written so that gc does not take it for one.) Safety therefore does not depend on timing, grace
+periods or locks. The
 store only ever gains objects, almost all of them reachable (the board's history is append-only);
 gitliza's pack merging (packs.consolidate) keeps its pack count low, as before.
 

@@ -32,6 +32,21 @@ LEVEL = 1  # zlib level of blobs and commits (TOML and text: about half their si
 Obj = tuple[bytes, bytes, bytes]  # (raw id, kind, body)
 
 
+def temp_paths(pack_dir: str, tag: str) -> tuple[str, str]:
+    """Where a pack and its index are written before being renamed into place, per process and
+    thread (a supervisor's main and heartbeat threads may write the same pack).
+
+    The names end in no extension git knows (named as git's own `tmp_pack_*`/`tmp_idx_*`):
+    `git gc` (so `maintenance run`) deletes every `<name>.idx` without a `<name>.pack` in each
+    pack directory it reads, alternates included, since it takes one for a leftover of a deleted
+    pack. A temporary index named `tmp_<x>.idx`, written and not yet renamed, was deleted under
+    the writer, whose rename then failed with ENOENT (issue 29: a transition failed with "cannot
+    write objects to .git/liza-objects"). Only the final names carry .pack and .idx, and a
+    .pack without its .idx, the state while a pack is written, is never deleted by git."""
+    own = f"{tag}_{os.getpid()}_{threading.get_ident()}"
+    return os.path.join(pack_dir, f"tmp_pack_{own}"), os.path.join(pack_dir, f"tmp_idx_{own}")
+
+
 def object_id(kind: bytes, body: bytes) -> bytes:
     digest: bytes = sha1(b"%s %d\0" % (kind, len(body)) + body).digest()
     return digest
@@ -91,8 +106,7 @@ def write_entries(objects_dir: str, entries: list[tuple[bytes, bytes]], *,
     name = "pack-" + pack_sha.hex()
     pack_dir = os.path.join(objects_dir, "pack")
     final = os.path.join(pack_dir, name)
-    # Per process and thread: a supervisor's main and heartbeat threads may write the same pack.
-    tmp = os.path.join(pack_dir, f"tmp_{name}_{os.getpid()}_{threading.get_ident()}")
+    tmp_pack, tmp_idx = temp_paths(pack_dir, name[5:])
     # git and libgit2 find packs by their index, never a .pack alone, so the pack can be written
     # under its own name (one rename fewer: a rename is most of a transition's cost on a disk);
     # only if that name exists (another writer of the same objects, perhaps still writing) does
@@ -104,16 +118,16 @@ def write_entries(objects_dir: str, entries: list[tuple[bytes, bytes]], *,
         created = _put(final + ".pack", body + pack_sha, exclusive=True, sync=durable)
     try:
         if created is None:
-            _put(tmp + ".pack", body + pack_sha, sync=durable)
-            os.replace(tmp + ".pack", final + ".pack")
-        _put(tmp + ".idx", idx, sync=durable)
-        os.replace(tmp + ".idx", final + ".idx")  # the pack appears: whole, or not at all
+            _put(tmp_pack, body + pack_sha, sync=durable)
+            os.replace(tmp_pack, final + ".pack")
+        _put(tmp_idx, idx, sync=durable)
+        os.replace(tmp_idx, final + ".idx")  # the pack appears: whole, or not at all
     except OSError:
         # A full disk, a read-only mount: leave nothing half-written (a pack without its index
         # is garbage to `git count-objects`).
         if created is not None:
             _unlink_own(final + ".pack", created)
-        for path in (tmp + ".pack", tmp + ".idx"):
+        for path in (tmp_pack, tmp_idx):
             with contextlib.suppress(OSError):
                 os.unlink(path)
         raise

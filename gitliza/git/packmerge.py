@@ -22,12 +22,12 @@ import mmap
 import os
 import struct
 import sys
-import threading
 from array import array
 from dataclasses import dataclass
 from typing import Iterator
 
 from gitliza.core.hashing import sha1
+from gitliza.git import packfile
 
 _IDX_HEAD = b"\xfftOc\x00\x00\x00\x02"
 _FANOUT_END = 8 + 1024
@@ -134,9 +134,9 @@ def _write(sources: list[_Source], pack_dir: str) -> str | None:
     crcs = bytearray()
     offs = array("I")
     digest = sha1()
-    tmp = os.path.join(pack_dir, f"tmp_merge_{os.getpid()}_{threading.get_ident()}")
+    tmp_pack, tmp_idx = packfile.temp_paths(pack_dir, "merge")
     try:
-        with open(tmp + ".pack", "wb") as out:
+        with open(tmp_pack, "wb") as out:
             head = b"PACK" + struct.pack(">II", 2, count)
             out.write(head)
             digest.update(head)
@@ -157,7 +157,7 @@ def _write(sources: list[_Source], pack_dir: str) -> str | None:
                 raise _Delta()
             pack_sha = digest.digest()
             out.write(pack_sha)
-        os.chmod(tmp + ".pack", 0o444)  # as git and packfile.py leave packs: read-only
+        os.chmod(tmp_pack, 0o444)  # as git and packfile.py leave packs: read-only
         firsts = bytes(ids[0::20])
         fanout = [bisect.bisect_right(firsts, b) for b in range(256)]
         if sys.byteorder == "little":
@@ -169,15 +169,15 @@ def _write(sources: list[_Source], pack_dir: str) -> str | None:
         final = os.path.join(pack_dir, name)
         # Cut off after this (a full disk), a pack without its index is left: unused by git and
         # libgit2, removed by `doctor --fix` (packs.leftovers), as a killed writer's.
-        os.replace(tmp + ".pack", final + ".pack")
-        with open(tmp + ".idx", "wb") as f:
+        os.replace(tmp_pack, final + ".pack")
+        with open(tmp_idx, "wb") as f:
             f.write(idx)
-        os.replace(tmp + ".idx", final + ".idx")  # the pack appears: whole, or not at all
+        os.replace(tmp_idx, final + ".idx")  # the pack appears: whole, or not at all
         return name
     except _Delta:
         return None
     finally:
-        for path in (tmp + ".pack", tmp + ".idx"):
+        for path in (tmp_pack, tmp_idx):
             with contextlib.suppress(OSError):
                 os.unlink(path)
 

@@ -7,10 +7,12 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pygit2
+import pytest
 
-from gitliza.git import direct, ownstore
+from gitliza.git import direct, ownstore, packs
 from gitliza.git.trees import Batch
 from gitliza.services.api import Liza
 from tests.access.mcp_client import setup_board
@@ -21,12 +23,12 @@ PRUNING = (("gc", "--aggressive", "--prune=now", "-q"), ("repack", "-ad", "-q"),
            ("reflog", "expire", "--expire=now", "--all"), ("maintenance", "run"))
 
 
-def _unreferenced_commit(repo: Path) -> pygit2.Oid:
+def _unreferenced_commit(repo: Path, text: str = "written, not yet referenced") -> pygit2.Oid:
     """A commit written the way a transition writes one, before its ref moves: referenced by
     nothing at all."""
     r = pygit2.Repository(str(repo))
     batch = Batch(r)
-    blob = batch.store(b"blob", b"written, not yet referenced\n")
+    blob = batch.store(b"blob", f"{text}\n".encode())
     tree = batch.store(b"tree", b"100644 f\0" + blob)
     body = (f"tree {pygit2.Oid(raw=tree)}\nauthor a <a@b> 1 +0000\ncommitter a <a@b> 1 +0000\n"
             "\nmid-transition\n").encode()
@@ -111,3 +113,43 @@ def test_a_bare_remote_with_only_its_own_store_still_takes_direct_pushes(bare: P
     assert not direct._foreign_alternates(str(bare / "objects"))
     (bare / "objects" / "info" / "alternates").write_text("../liza-objects\n/elsewhere/objects\n")
     assert direct._foreign_alternates(str(bare / "objects"))
+
+
+def _maintenance_before_every_index_rename(repo: Path, monkeypatch: pytest.MonkeyPatch,
+                                           cmd: tuple[str, ...]) -> list[str]:
+    """Run the real `git <cmd>` in the moment a pack's index has been written under its temporary
+    name and is about to be renamed into place: the window in which a user's `git gc` beside a
+    busy team deleted it (the index of a pack not there yet is garbage to gc). The renamed
+    indexes, in order."""
+    real = os.replace
+    renamed: list[str] = []
+
+    def replace(src: Any, dst: Any, *args: Any, **kwargs: Any) -> None:
+        if str(dst).endswith(".idx"):
+            git(repo, *cmd)
+            renamed.append(os.path.basename(str(dst)))
+        real(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "replace", replace)
+    return renamed
+
+
+@pytest.mark.parametrize("cmd", PRUNING, ids=lambda c: " ".join(c))
+def test_maintenance_between_writing_and_renaming_an_index_loses_no_write(
+        repo: Path, monkeypatch: pytest.MonkeyPatch, cmd: tuple[str, ...]) -> None:
+    """Issue 29: 1 transition in ~1,500 beside a `git gc` loop failed with "cannot write objects
+    to .git/liza-objects: No such file or directory": gc had deleted the temporary index
+    (`tmp_<pack>.idx`, an .idx without its .pack) between its writing and its rename."""
+    store = repo / ".git" / "liza-objects"
+    _unreferenced_commit(repo)  # the store exists, and holds a first pack
+    renamed = _maintenance_before_every_index_rename(repo, monkeypatch, cmd)
+    oid = _unreferenced_commit(repo, "the next one")  # a transition's write (packfile.write)
+    assert len(renamed) == 1
+    # ... and a merge of the store's packs (packmerge), the other writer of indexes.
+    merged = packs.consolidate(str(store), limit=1)
+    monkeypatch.undo()
+    assert merged is not None and (store / "pack" / f"{merged}.idx").is_file()
+    assert renamed[-1] == f"{merged}.idx"
+    assert git(repo, "cat-file", "-t", str(oid)) == "commit"
+    assert not [n for n in os.listdir(store / "pack") if n.startswith("tmp_")]
+    git(repo, "fsck", "--no-dangling")
