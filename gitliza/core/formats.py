@@ -52,7 +52,7 @@ def check_readable(version: int | None, data: bytes, where: str) -> int:
     if version > FORMAT_VERSION:
         raise InconsistentState(f"the board is in storage format {version}; this gitliza "
                                 f"reads formats up to {FORMAT_VERSION}",
-                                hint="install a newer gitliza to use it (docs/upgrading.md)")
+                                hint="install a newer gitliza: docs/upgrading.md")
     if version < FIRST_VERSION:
         raise InconsistentState(f"state commit {where[:12]} names storage format {version}, "
                                 "which no gitliza wrote")

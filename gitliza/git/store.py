@@ -131,8 +131,11 @@ class Store:
         return self.board_at(commit), commit
 
     def history(self, at: str | None = None) -> Iterator[pygit2.Commit]:
-        """State commits, newest first (first-parent: the state ref is linear)."""
+        """State commits, newest first (first-parent: the state ref is linear). A board in a
+        newer format than this gitliza's is refused first, as a read of it is."""
         commit = self.resolve(at)
+        if commit is not None:
+            check_format(commit.tree, str(commit.id))
         while commit is not None:
             yield commit
             commit = commit.parents[0] if commit.parents else None

@@ -217,7 +217,7 @@ def test_a_board_in_a_newer_format_is_refused_in_one_line_and_left_alone(
     store.repo.references.create(STATE, c, force=True)
     before = tip(repo)
     for args in (["status"], ["show", "t1"], ["note", "x", "--no-sync"], ["upgrade", "--no-sync"],
-                 ["claim", "t1", "--no-sync"], ["verify"], ["materialize"]):
+                 ["claim", "t1", "--no-sync"], ["verify"], ["materialize"], ["log"], ["events"]):
         r = liza(repo, *args, agent="coder-1" if args[0] == "claim" else None)
         assert r.returncode == 4, (args, r.stderr)
         lines = r.stderr.strip().splitlines()
