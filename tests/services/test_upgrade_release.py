@@ -6,9 +6,10 @@ board and a team runs on; `verify` accepts the whole history; the old release, s
 board, refuses in one line and changes nothing. Then two clones of one bare remote, one on each
 release.
 
-What the old release prints on a newer board (it has no format dispatch of its own: exit 5, "is in
-format 'gitliza-state 2'; this gitliza reads 'gitliza-state 1' (upgrade gitliza)") is asserted
-as it is; the exit-4 refusal applies from this release on (tests/services/test_upgrade.py).
+What the old release prints on a newer board is asserted as it is: it has no format dispatch of its
+own (exit 5, "is in format 'gitliza-state 2'; this gitliza reads 'gitliza-state 1' (upgrade
+gitliza)"; its verified sync: exit 4, "unknown op 'upgrade'"); the exit-4 refusal naming both
+versions applies from this release on (tests/services/test_upgrade.py).
 """
 from __future__ import annotations
 
@@ -219,11 +220,17 @@ def test_two_clones_one_on_each_release(old: Release, tmp_path: Path, bare: Path
     b_local = git(b, "rev-parse", STATE)
     NEWREL.ok(a, "note", "from a")
     assert git(bare, "cat-file", "blob", f"{STATE}:format") == "gitliza-state 2"
-    # B's old release refuses the upgraded remote in one line; its own board is untouched.
+    # B's old release refuses the upgraded remote in one line (exit 4: its verified sync does not
+    # know the `upgrade` op); its own board is untouched.
     r = old.run(b, "sync")
-    assert r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1, r.stderr
-    assert "gitliza-state 2" in r.stderr
+    assert r.returncode == 4 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "unknown op 'upgrade'" in r.stderr and "not moved" in r.stderr
     assert git(b, "rev-parse", STATE) == b_local and _fmt(b) == "gitliza-state 1"
+    # Its message suggests `git liza repair`, which from the old release would rebuild the remote
+    # without the upgrade: the server hook (this release) refuses that rewrite.
+    remote_tip = git(bare, "rev-parse", STATE)
+    assert old.run(b, "repair").returncode != 0
+    assert git(bare, "rev-parse", STATE) == remote_tip
     # B with this release: its format-1 note is replayed onto the upgraded board.
     NEWREL.ok(b, "sync")
     assert git(b, "rev-parse", STATE) == git(bare, "rev-parse", STATE)
