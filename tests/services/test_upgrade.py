@@ -342,3 +342,20 @@ def test_clones_that_upgrade_at_different_times(tmp_path: Path, remote: Path) ->
         assert tip(path) == git(remote, "rev-parse", STATE)
     v = liza(a, "verify", "--remote", "origin")
     assert v.returncode == 0, v.stderr
+
+
+def test_writers_racing_on_an_old_board_upgrade_it_once(tmp_path: Path) -> None:
+    # Four processes write their first op at once: each reads format 1 and stages an upgrade, one
+    # wins the CAS, the others re-read the upgraded board and write their op alone.
+    path = restore(tmp_path)
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    procs = [subprocess.Popen([PY, "-m", "gitliza", "note", f"racer {i}", "--no-sync"], cwd=path,
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for i in range(4)]
+    results = [(p.wait(120), p.stderr.read() if p.stderr else "") for p in procs]
+    assert all(code == 0 for code, _ in results), results
+    upgraded = [err for _, err in results if "upgraded to storage format 2" in err]
+    assert len(upgraded) == 1, results
+    ops = git(path, "log", "--format=%(trailers:key=Liza-Op,valueonly)", STATE).split()
+    assert ops[:4] == ["note"] * 4 and ops[4] == "upgrade" and ops.count("upgrade") == 1, ops
+    assert "upgrade 1" in ok(liza(path, "verify"))
