@@ -313,6 +313,26 @@ def test_the_server_hook_accepts_an_upgrade_and_checks_it(tmp_path: Path, remote
     assert git(remote, "cat-file", "blob", f"{STATE}:format") == "gitliza-state 2"
 
 
+def test_a_bound_pusher_may_push_only_its_own_agents_upgrade(tmp_path: Path, remote: Path) -> None:
+    # The first write upgrades as the writer, so an agent's pusher, bound to that agent by the
+    # server (docs/enforcement.md), can push it; the human's upgrade it cannot.
+    git(remote, "config", "liza-pusher.alice.agents", "coder-1")
+    a = clone(tmp_path, remote, "a")
+    before = git(remote, "rev-parse", STATE)
+    ok(liza(a, "upgrade", "--no-sync"))
+    r = subprocess.run(["git", "push", "origin", f"{STATE}:{STATE}"], cwd=a, capture_output=True,
+                       text=True, env={**os.environ, "LIZA_PUSHER": "alice"})
+    assert r.returncode != 0 and "pusher alice may act only as coder-1" in r.stderr, r.stderr
+    assert git(remote, "rev-parse", STATE) == before
+    git(a, "update-ref", STATE, before)
+    ok(liza(a, "note", "from coder-1", "--no-sync", agent="coder-1"))
+    assert trailers(a, f"{STATE}^")["Liza-Actor"] == "coder-1"
+    r = subprocess.run(["git", "push", "origin", f"{STATE}:{STATE}"], cwd=a, capture_output=True,
+                       text=True, env={**os.environ, "LIZA_PUSHER": "alice"})
+    assert r.returncode == 0, r.stderr
+    assert git(remote, "cat-file", "blob", f"{STATE}:format") == "gitliza-state 2"
+
+
 def test_clones_that_upgrade_at_different_times(tmp_path: Path, remote: Path) -> None:
     a, b, c = (clone(tmp_path, remote, n) for n in "abc")
     # B has format-1 ops of its own, not synced yet (written by its old gitliza).
