@@ -13,7 +13,9 @@ versions applies from this release on (tests/services/test_upgrade.py).
 """
 from __future__ import annotations
 
+import fcntl
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -27,7 +29,8 @@ from gitliza.hooks.install import install
 from tests.conftest import git
 from tests.team.procs import FAST
 
-pytestmark = pytest.mark.slow  # a venv built once per session (minutes), then real teams
+# A venv built once per test run (minutes: the lock's every package), then real teams.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 ROOT = Path(__file__).resolve().parents[2]
 OLD_RELEASE = "fb0f0308ec2f87f0552bdfd1d72a2ef0bc5c276b"  # the last commit writing format 1
@@ -95,13 +98,28 @@ def _pip(py: Path, *args: str) -> None:
 
 @pytest.fixture(scope="session")
 def old(tmp_path_factory: pytest.TempPathFactory) -> Release:
-    """The format-1 release, installed once per session."""
+    """The format-1 release, installed once per test run: under xdist the workers share one
+    install (in the run's common temporary directory, built by whichever comes first)."""
     have = subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e", f"{OLD_RELEASE}^{{commit}}"],
                           capture_output=True)
     if have.returncode != 0:
         pytest.skip(f"the format-1 release's commit {OLD_RELEASE[:12]} is not in this clone "
                     "(a shallow clone?): fetch the full history to run the upgrade test")
-    where = tmp_path_factory.mktemp("format1-release")
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # shared by the workers of this run
+    with open(base / "format1-release.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _install(base / "format1-release")
+
+
+def _install(where: Path) -> Release:
+    release = Release(where / "venv" / "bin", "format-1 release")
+    if (where / "installed").exists():
+        return release
+    if where.exists():  # a build that failed half-way: start again
+        shutil.rmtree(where)
+    where.mkdir()
     archive = where / "src.tar"
     subprocess.run(["git", "-C", str(ROOT), "archive", "--output", str(archive), OLD_RELEASE],
                    check=True)
@@ -113,13 +131,13 @@ def old(tmp_path_factory: pytest.TempPathFactory) -> Release:
     py = env_dir / "bin" / "python"
     _pip(py, "install", "--require-hashes", "--no-deps", "-r", str(src / "requirements.lock"))
     _pip(py, "install", "--no-deps", "--no-build-isolation", str(src))
-    release = Release(env_dir / "bin", "format-1 release")
     r = subprocess.run([str(py), "-c", "import gitliza, gitliza.core.model as m; "
                         "print(gitliza.__file__, m.FORMAT_VERSION)"],
                        capture_output=True, text=True, env=release.env(), cwd=where)
     assert r.returncode == 0, r.stderr
     file, version = r.stdout.split()
     assert file.startswith(str(env_dir)) and version == "1", r.stdout  # not our gitliza
+    (where / "installed").touch()
     return release
 
 
