@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterator
 
 import pygit2
 
+from gitliza.git.source import check_format
 
 
 def new_commits(repo: pygit2.Repository, tip: pygit2.Oid | None,
@@ -66,6 +67,8 @@ def events(liza: Any, since: str | None = None, follow: bool = False,
     try:
         while True:
             tip = store.tip()
+            if tip is not None:  # a board moved to a newer format is refused, here too
+                check_format(store.commit(tip).tree, str(tip))
             for commit in new_commits(store.repo, tip, seen):
                 yield event(commit)
             if tip is not None:

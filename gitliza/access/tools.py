@@ -30,7 +30,9 @@ Runner = Callable[[Any, dict[str, Any]], Any]  # (Liza, checked arguments) -> JS
 # out (`rekey`) and supervisor generations handed out by the human or the supervisor.
 # add-tasks is `add --from FILE` (a file of the CLI); an MCP client adds task by task with `add`.
 # `usage` is recorded by the supervisor when a run ends (gitliza/team/usage.py), never by its agent.
-NOT_TOOLS = frozenset({"init", "import", "register", "supervise", "rekey", "add-tasks", "usage"})
+# `upgrade` is written by the human (`git liza upgrade`) or by the first write of a newer gitliza.
+NOT_TOOLS = frozenset({"init", "import", "register", "supervise", "rekey", "add-tasks", "usage",
+                       "upgrade"})
 AGENTS = frozenset({Role.PLANNER, Role.CODER, Role.CODE_REVIEWER})
 EVERYONE = frozenset(Role)
 

@@ -136,6 +136,13 @@ def config_cmd(key: Optional[str] = typer.Argument(None), value: Optional[str] =
 
 
 @app.command()
+def upgrade(agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
+            no_sync: bool = NoSyncOpt) -> None:
+    """Upgrade the board to this gitliza's storage format, in place (one recorded commit)."""
+    _run(_board().upgrade, agent, json, no_sync)
+
+
+@app.command()
 def register(agent_id: str = typer.Argument(..., metavar="AGENT"),
              role: str = typer.Option(..., "--role",
                                       help="planner | coder | code-reviewer (or code_reviewer)"),

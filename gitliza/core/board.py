@@ -35,6 +35,9 @@ JOURNALS = ("anomalies", "spec_changes", "human_notes")
 ENTITY_TYPES: dict[str, type] = {**SINGLETONS, **COLLECTIONS}
 
 Key = tuple[str, str]  # (collection, key); singletons use key ""
+# The state tree's `format` blob, addressed like an entity (its value: the version, an int) so
+# that an `upgrade` op changes it as ops change entities (gitliza/core/formats.py).
+FORMAT_KEY: Key = ("format", "")
 Changes = dict[Key, Any]  # value None: delete
 
 
@@ -95,6 +98,13 @@ class Board:
             return self._over[("goal", "")] is not None
         has = getattr(self._src, "has", None)  # answer without decoding when the source can
         return bool(has("goal")) if has is not None else self._src.get("goal", "") is not None
+
+    @property
+    def format_version(self) -> int | None:
+        """The storage format of the state tree this board reads (gitliza/core/formats.py), as
+        an upgrade op changed it; None for a board not read from a tree (the empty board)."""
+        v: int | None = self.get(*FORMAT_KEY)
+        return v
 
     @property
     def goal(self) -> Goal:

@@ -1,6 +1,6 @@
 """Where each entity lives in a state commit's tree (the storage format, version FORMAT_VERSION).
 
-    format                      "gitliza-state <version>"
+    format                      "gitliza-state <version>"   (core/formats.py: versions, migrations)
     goal.toml config.toml sprint.toml circuit_breaker.toml control.toml (pause/abort/checkpoint)
     tasks/<a>/<b>/<task-id>.toml    live tasks     <a>, <b>: the first two hex digits of
     archive/<a>/<b>/<task-id>.toml  terminal tasks  sha1(key), a 16 x 16 fan-out
@@ -16,12 +16,13 @@ Smaller collections (agents, journals) get one 16-wide level.
 """
 from __future__ import annotations
 
+from gitliza.core import formats
 from gitliza.core.board import COLLECTIONS, SINGLETONS
 from gitliza.core.hashing import sha1
 from gitliza.core.model import FORMAT_VERSION
 
-FORMAT_FILE = "format"
-FORMAT_BLOB = f"gitliza-state {FORMAT_VERSION}\n".encode()
+FORMAT_FILE = formats.FORMAT_FILE
+FORMAT_BLOB = formats.blob(FORMAT_VERSION)  # what this gitliza writes
 SUFFIX = ".toml"
 
 
@@ -36,6 +37,8 @@ def buckets(coll: str, key: str) -> tuple[str, ...]:
 
 
 def path_of(coll: str, key: str = "") -> str:
+    if coll == FORMAT_FILE and not key:  # the `format` blob (an upgrade op's change)
+        return FORMAT_FILE
     if coll in SINGLETONS:
         return coll + SUFFIX
     if coll in COLLECTIONS:

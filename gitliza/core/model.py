@@ -15,7 +15,7 @@ from typing import Any
 
 from gitliza.core.states import AgentState, Role, TaskState
 
-FORMAT_VERSION = 1  # the storage format of refs/liza/state (the `format` blob)
+FORMAT_VERSION = 2  # the storage format of refs/liza/state (the `format` blob; core/formats.py)
 SINCE_V1 = "gitliza.since_v1"
 
 

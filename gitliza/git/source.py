@@ -4,7 +4,8 @@ An entity is decoded on first access, strictly (a blob may come from someone els
 keys, wrong types and a blob holding another entity than its path names are refused), and kept by
 blob oid for the life of the process. `Tables` carries parsed TOML tables between processes
 (gitliza/git/tablecache.py). `check_format` refuses a state tree in a format this gitliza does not
-read. The store (store.py) and verify, which replays imports too, read boards through here.
+read (newer than its own: gitliza/core/formats.py); the format of a tree read is the board's
+`format_version`. The store (store.py) and verify, which replays imports too, read boards through here.
 """
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ from typing import Any, Iterator
 
 import pygit2
 
-from gitliza.core import codec, layout, tomlblob
+from gitliza.core import codec, formats, layout, tomlblob
 from gitliza.core.board import ENTITY_TYPES
-from gitliza.errors import InconsistentState, MissingDependency
+from gitliza.errors import InconsistentState
 from gitliza.git.memo import Generations
 
 # Decoded entities by blob oid. Blobs are immutable, so an entry never goes stale; successive
@@ -57,6 +58,9 @@ class GitSource:
     def get(self, coll: str, key: str) -> Any | None:
         k = (coll, key)
         if k in self._cache:
+            return self._cache[k]
+        if k == formats.FORMAT_KEY:
+            self._cache[k] = None if self._tree is None else format_of(self._tree)
             return self._cache[k]
         value = None
         oid = self._ids.get(k)
@@ -143,13 +147,22 @@ def decode_table(coll: str, key: str, table: dict[str, Any], path: str) -> Any:
     return entity
 
 
-def check_format(tree: pygit2.Tree, where: str) -> None:
+def format_of(tree: pygit2.Tree) -> int | None:
+    """The storage format a state tree names (None: no `format` blob, or not one we recognise)."""
+    try:
+        data = tree[layout.FORMAT_FILE].data  # type: ignore[union-attr]
+    except KeyError:
+        return None
+    return formats.parse(data)
+
+
+def check_format(tree: pygit2.Tree, where: str) -> int:
+    """The tree's storage format, if this gitliza reads it; else a one-line InconsistentState
+    (exit 4) naming the board's version and ours, before anything of the board is read."""
     try:
         data = tree[layout.FORMAT_FILE].data  # type: ignore[union-attr]
     except KeyError:
         raise InconsistentState(f"state commit {where[:12]} has no `format` blob") from None
-    if data != layout.FORMAT_BLOB:
-        raise MissingDependency(f"state commit {where[:12]} is in format "
-                                f"{data.decode(errors='replace').strip()!r}; this gitliza reads "
-                                f"{layout.FORMAT_BLOB.decode().strip()!r}",
-                                hint="upgrade gitliza")
+    if data == layout.FORMAT_BLOB:
+        return formats.FORMAT_VERSION
+    return formats.check_readable(formats.parse(data), data, where)

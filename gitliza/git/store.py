@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
@@ -21,6 +21,7 @@ import pygit2
 
 from gitliza.core import layout
 from gitliza.core.board import Board, Changes
+from gitliza.core.model import FORMAT_VERSION
 from gitliza.core.states import HUMAN_ACTOR
 from gitliza.errors import (ConcurrencyConflict, GitFailure, InconsistentState, LizaError,
                             ValidationError, environmental)
@@ -31,6 +32,7 @@ from gitliza.git.source import GitSource, Tables, check_format
 
 if TYPE_CHECKING:
     from gitliza.core.ops.base import Op, Outcome
+    from gitliza.core.ops.upgrade import Upgrade
     from gitliza.git import trees
     from gitliza.git.signing import Signer
 
@@ -53,6 +55,12 @@ class Committed:
     op: Op
     outcome: Outcome
     attempts: int
+
+
+def _older(board: Board) -> bool:
+    """Whether `board` is in a storage format older than the one this gitliza writes."""
+    v = board.format_version
+    return v is not None and v < FORMAT_VERSION and board.initialized
 
 
 class Store:
@@ -123,8 +131,11 @@ class Store:
         return self.board_at(commit), commit
 
     def history(self, at: str | None = None) -> Iterator[pygit2.Commit]:
-        """State commits, newest first (first-parent: the state ref is linear)."""
+        """State commits, newest first (first-parent: the state ref is linear). A board in a
+        newer format than this gitliza's is refused first, as a read of it is."""
         commit = self.resolve(at)
+        if commit is not None:
+            check_format(commit.tree, str(commit.id))
         while commit is not None:
             yield commit
             commit = commit.parents[0] if commit.parents else None
@@ -222,19 +233,34 @@ class Store:
             parent = self.commit(tip) if tip is not None else None
             board = self.board_at(parent)
             op = make_op(board, now())
+            # The first write of a newer gitliza on an older board upgrades it: an `upgrade`
+            # commit, then the op's commit on the upgraded board, moved by this one CAS (the op
+            # refused: nothing written, the board still as it was).
+            first = self._upgrade(board, op) if _older(board) and op.NAME != "upgrade" else None
+            if first is not None:
+                board = first[1].board
             outcome = apply(board, op)
             bad = problems_of_change(outcome.board, outcome.changes)
             if bad:  # the core produced a state that breaks an invariant: a bug, never commit it
                 raise InconsistentState(f"{op.NAME} would break an invariant: {bad[0]}")
             self.check_signable(board, outcome, op)
-            commit = self.write_commit(parent, outcome, op)
+            below = tip  # the op commit's parent
+            if first is None:
+                commit = self.write_commit(parent, outcome, op)
+            else:
+                commit, below = self._write_two(parent, first, outcome, op)
             try:
                 self._cas(tip, commit, outcome.event.summary, outcome.board)
                 # This write may have merged packs and removed older ones: let go of them now,
                 # not at the next read, which a process that then sleeps (a heartbeat every
                 # minute) makes long.
                 self.refresh()
-                return Committed(str(commit), None if tip is None else str(tip), op, outcome,
+                if first is not None:
+                    up = first[0]
+                    outcome = replace(outcome, notices=(
+                        f"the board was upgraded to storage format {up.target} (from "
+                        f"{up.source}) by this first write of a newer gitliza", *outcome.notices))
+                return Committed(str(commit), None if below is None else str(below), op, outcome,
                                  attempt)
             except _Lost:
                 locked = False
@@ -248,6 +274,31 @@ class Store:
         raise ConcurrencyConflict(
             f"{self.ref} kept moving under us: gave up after {len(RETRY_DELAYS) + 1} attempts; "
             "nothing was changed", hint="retry with backoff")
+
+    def _upgrade(self, board: Board, op: Op) -> tuple[Upgrade, Outcome]:
+        """The `upgrade` of `board` (older than this gitliza's format), by the actor of `op` (the
+        human when the board does not know that actor yet), at its time; checked, not written."""
+        from gitliza.core.ops.engine import apply
+        from gitliza.core.ops.upgrade import Upgrade
+        known = op.actor == HUMAN_ACTOR or board.agent(op.actor) is not None
+        up = Upgrade(actor=op.actor if known else HUMAN_ACTOR, time=op.time,
+                     source=board.format_version or FORMAT_VERSION, target=FORMAT_VERSION)
+        outcome = apply(board, up)
+        self.check_signable(board, outcome, up)
+        return up, outcome
+
+    def _write_two(self, parent: pygit2.Commit | None, first: tuple[Upgrade, Outcome],
+                   outcome: Outcome, op: Op) -> tuple[pygit2.Oid, pygit2.Oid]:
+        """The upgrade's commit and the op's on it, written as one pack: (the op's commit, the
+        upgrade's)."""
+        from gitliza.git import trees
+        batch = trees.Batch(self.repo)
+        up, up_outcome = first
+        pid, ptree = self.stage_commit(batch, None if parent is None else parent.id,
+                                       None if parent is None else parent.tree_id, up_outcome, up)
+        commit, _tree = self.stage_commit(batch, pid, ptree, outcome, op)
+        batch.flush()
+        return commit, pid
 
     def _cas(self, old: pygit2.Oid | None, new: pygit2.Oid, msg: str,
              board: Board | None = None) -> None:

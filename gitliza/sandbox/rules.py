@@ -27,7 +27,7 @@ READS = frozenset({"status", "show", "ready", "log", "wait", "usage"})
 NEVER = frozenset({"merge", "pause", "resume", "abort", "abort-goal", "complete-goal", "config",
                    "register", "rekey", "claim", "claim-review", "heartbeat", "init", "import",
                    "agent", "team", "mcp", "sync", "push", "pull", "repair", "doctor", "hooks",
-                   "hook-impl", "materialize", "validate", "export", "checkpoint"})
+                   "hook-impl", "materialize", "validate", "export", "checkpoint", "upgrade"})
 AGENT_FLAGS = ("--agent", "-a")  # the CLI's option naming the actor
 
 

@@ -13,7 +13,7 @@ import pytest
 from gitliza.core import layout, record
 from gitliza.core.ops import Add, Finalize, Init, Register, apply
 from gitliza.core.ops.planning import Abandon
-from gitliza.errors import ConcurrencyConflict, IllegalTransition, MissingDependency
+from gitliza.errors import ConcurrencyConflict, IllegalTransition, InconsistentState
 from gitliza.git.store import JITTER, RETRY_DELAYS, STATE_REF, Store
 from tests.conftest import git
 
@@ -179,5 +179,9 @@ def test_unknown_format_is_refused(repo: Path) -> None:
     sig = pygit2.Signature("x", "x@y", 0, 0)
     c = r.create_commit(None, sig, sig, "future", tb.write(), [tip.id])
     r.lookup_reference(STATE_REF).set_target(c)
-    with pytest.raises(MissingDependency, match="upgrade gitliza"):
+    # A newer format than ours: exit 4 (not a missing dependency: the board is out of this
+    # gitliza's reach), one line naming both versions, before any entity is read.
+    with pytest.raises(InconsistentState, match="storage format 99; this gitliza reads formats "
+                                                "up to 2") as e:
         s.board()
+    assert e.value.exit_code == 4 and "\n" not in str(e.value)

@@ -55,4 +55,8 @@ def test_a_format1_board_still_reads_and_takes_new_ops(tmp_path: Path) -> None:
     assert "retry-docs-a" in r.stdout
     r = _liza(path, "note", "still alive", "--no-sync")
     assert r.returncode == 0, r.stderr
+    # The first write of this release upgraded the board in place first (docs/upgrading.md).
+    ops = git(path, "log", "-3", "--format=%(trailers:key=Liza-Op,valueonly)",
+              "refs/liza/state").split()
+    assert ops[:2] == ["note", "upgrade"] and ops[2] != "upgrade"
     assert _liza(path, "verify").returncode == 0

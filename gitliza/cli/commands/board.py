@@ -8,7 +8,7 @@ from gitliza.cli.commands import Env, read_input_file
 from gitliza.core import codec
 from gitliza.core.board import Board
 from gitliza.core.ops.base import Op
-from gitliza.errors import ValidationError
+from gitliza.errors import NoBoard, ValidationError
 from gitliza.git.store import Committed
 from gitliza.services.transitions import do_discover, do_op, gated_by_specs, transition_data
 
@@ -305,3 +305,27 @@ def handoff(env: Env, task: str, summary: str, next_action: str, context_used: s
 def sprint_scope(env: Env, planned: Sequence[str], stretch: Sequence[str]) -> int:
     from gitliza.core.ops.sprint import SprintScopeOp
     return _do(env, SprintScopeOp, planned=tuple(planned), stretch=tuple(stretch))
+
+
+def upgrade(env: Env) -> int:
+    """`git liza upgrade`: move the board to this gitliza's storage format (docs/upgrading.md),
+    or say it is there already (exit 0, nothing written)."""
+    from gitliza.core import formats
+    from gitliza.core.ops.upgrade import Upgrade
+    liza = env.liza()
+    board = liza.board()
+    if not board.initialized:
+        raise NoBoard()
+    have = board.format_version or formats.FORMAT_VERSION
+    if have >= formats.FORMAT_VERSION:
+        env.out.result({"upgraded": False, "format": have},
+                       f"the board is in storage format {have} already: nothing to upgrade")
+        return 0
+    steps = formats.path(have)
+    done = liza.do(Upgrade, source=have, target=formats.FORMAT_VERSION)
+    code = report(env, done, {"upgraded": True, "format": formats.FORMAT_VERSION,
+                              "migrations": [f"{m.source} -> {m.target}: {m.what}" for m in steps]})
+    if not env.json:
+        for m in steps:
+            env.out.notice(f"format {m.target}: {m.what}")
+    return code

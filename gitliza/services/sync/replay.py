@@ -102,6 +102,8 @@ def replay(store: Store, onto: pygit2.Commit | None, commits: Sequence[pygit2.Co
         op = rec.op
         if op in present.get((op.NAME, op.actor, op.time), ()):
             continue  # the board has it already (see `already`)
+        if op.NAME == "upgrade" and (board.format_version or 0) >= getattr(op, "target", 0):
+            continue  # another clone upgraded the board first: this one's upgrade is moot
         try:
             outcome = apply(board, op)
             store.check_signable(board, outcome, op)  # re-signed by its actor's key, or dropped

@@ -25,14 +25,14 @@ from typing import Any, Callable, Iterable
 
 import pygit2
 
-from gitliza.core import keys, layout, record
+from gitliza.core import formats, keys, layout, record
 from gitliza.core.board import Board
 from gitliza.core.invariants import problems_of_change
 from gitliza.core.ops.engine import apply
 from gitliza.errors import InconsistentState, LizaError
 from gitliza.git import trees
 from gitliza.git.commits import signature
-from gitliza.git.source import GitSource, check_format, decode_blob
+from gitliza.git.source import GitSource, check_format, decode_blob, format_of
 from gitliza.git.store import Store
 from gitliza.services.verify.importcommit import replay_import
 from gitliza.services.verify.legacy import legacy_anomaly
@@ -113,6 +113,12 @@ def replay(store: Store, new: pygit2.Oid | str, old: pygit2.Oid | str | None = N
     repo = store.repo
     new_oid = _oid(new)
     old_oid = _oid(old) if old is not None and str(old) != ZERO else None
+    tip = repo.get(new_oid)
+    newest = format_of(tip.tree) if isinstance(tip, pygit2.Commit) else None
+    if newest is not None and newest > formats.FORMAT_VERSION:
+        # A board in a newer format than ours: refused in one line before anything is replayed
+        # (its upgrade commit would be refused too, less plainly).
+        formats.check_readable(newest, b"", str(new_oid))
     commits = chain(repo, new_oid, old_oid)
     report = Report(base=None if old_oid is None else str(old_oid), tip=str(new_oid))
     parent: pygit2.Commit | None = None
@@ -184,13 +190,17 @@ def verify_commit(store: Store, parent: pygit2.Commit | None, commit: pygit2.Com
     bad = [] if op.NAME == "import" else problems_of_change(outcome.board, outcome.changes)
     if bad:
         raise VerifyFailure(oid, op.NAME, f"breaks an invariant: {bad[0]}")
+    changes = outcome.changes
+    if parent is None:
+        # A board starts in the format of the gitliza that made it (any this one reads: a
+        # format-1 root, then an `upgrade` commit, then format 2), not necessarily ours.
+        changes = {formats.FORMAT_KEY: _root_format(commit), **changes}
     # The exact tree: any blob edited by hand, added or removed shows up as a different tree id.
     try:
         built = trees.build(store.repo, parent.tree_id if parent is not None else None,
-                            outcome.changes, write=False)
+                            changes, write=False)
     except (LizaError, pygit2.GitError, OSError, KeyError) as e:
         raise VerifyFailure(oid, op.NAME, f"cannot rebuild the tree: {e}") from None
-    changes = outcome.changes
     if built.tree != commit.tree_id and op.NAME == "anomaly":
         older = legacy_anomaly(store.repo, parent, commit, changes)
         if older is not None:
@@ -223,6 +233,15 @@ def verify_commit(store: Store, parent: pygit2.Commit | None, commit: pygit2.Com
             if blob is not None:
                 cache[(coll, key, blob)] = entity
     return op.NAME
+
+
+def _root_format(commit: pygit2.Commit) -> int:
+    """The storage format a board's first commit names, if this gitliza reads it (else the
+    one-line refusal: a newer format, or no format at all)."""
+    try:
+        return check_format(commit.tree, str(commit.id))
+    except LizaError as e:
+        raise VerifyFailure(str(commit.id), None, str(e)) from None
 
 
 def _check_signature(commit: pygit2.Commit, before: Board | None, after: Board, op: Any,
@@ -266,6 +285,8 @@ class ReplaySource:
         self._keys = GitSource(repo, tree)
 
     def get(self, coll: str, key: str) -> Any | None:
+        if (coll, key) == formats.FORMAT_KEY:
+            return format_of(self._tree)
         path = trees.path_of(coll, key)
         try:
             oid = self._tree[path].id
