@@ -4,11 +4,18 @@ packs, threads, RSS; and the pack count and the size of `.liza/`. A script, not 
 runs a shorter soak: tests/team/test_soak.py, which shares `sample` and `Clock`):
 
     .venv/bin/python benchmarks/bench_soak.py [--transitions 10000] [--without-refresh]
+    .venv/bin/python benchmarks/bench_soak.py --mcp [--transitions 3000]
 
 Two handles on one repository (a coder beating every op, a planner every tenth, each reading what
 the other wrote: a supervisor and its heartbeat thread), a new second per op so that every
 heartbeat writes new objects. `--without-refresh` turns off the object database refresh
 (gitliza/git/odbfresh.py) to show what a process held before it: one deleted pack per transition.
+
+`--mcp`: the same question of the MCP server (`git liza mcp`, gitliza/access/mcp.py), a process
+that lives as long as its agent's session. A coder's session through the SDK's own stdio client
+(as an agent CLI drives it) calls `heartbeat` and reads the board (`status`) once per transition,
+while a planner handle in this process writes every tenth op, so the server also reads what
+another writer wrote. The server's /proc/PID is sampled every 500 calls.
 """
 from __future__ import annotations
 
@@ -97,16 +104,74 @@ def soak(repo: Path, transitions: int, every: int = 1000) -> list[tuple[int, Sam
     return out
 
 
+def _child(needle: str) -> int:
+    """The pid of this process's child whose command line holds `needle` (the server)."""
+    me = str(os.getpid())
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if stat.rsplit(")", 1)[1].split()[1] == me and needle in cmd:
+            return int(pid)
+    raise RuntimeError(f"no child running {needle!r}")
+
+
+def soak_mcp(repo: Path, transitions: int, every: int = 500) -> list[tuple[int, Sample]]:
+    import anyio
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    from gitliza.access import mcp_config
+
+    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
+    human = Liza.open(repo, "human", sync=False)
+    human.do(Init, goal="soak")
+    human.do(Register, agent="c1", role="coder")
+    human.do(Register, agent="planner-9", role="planner")
+    planner = Liza.open(repo, "planner-9", now=Clock(), sync=False)
+    spec = mcp_config.mcp_json(repo, "c1", python=sys.executable)["mcpServers"]["gitliza"]
+    params = StdioServerParameters(command=spec["command"], args=spec["args"], env=spec["env"],
+                                   cwd=str(repo))
+    out: list[tuple[int, Sample]] = []
+
+    async def run() -> None:
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                pid = _child(" mcp ")
+                done = 0
+                while done < transitions:
+                    res = await session.call_tool("heartbeat", {})
+                    assert not res.is_error, res.content
+                    done += 1
+                    if done % 10 == 0:
+                        planner.do(Heartbeat)
+                        done += 1
+                    res = await session.call_tool("status", {})
+                    assert not res.is_error, res.content
+                    if done % every in (0, 1) and (not out or done - out[-1][0] >= every - 1):
+                        out.append((done, sample(pid, repo)))
+                        print(f"{done:>6}  {out[-1][1]}", flush=True)
+
+    anyio.run(run)
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--transitions", type=int, default=10_000)
     ap.add_argument("--without-refresh", action="store_true")
+    ap.add_argument("--mcp", action="store_true", help="sample the MCP server instead")
     args = ap.parse_args()
     if args.without_refresh:
         from gitliza.git import odbfresh
         odbfresh.OdbRefresh.check = lambda self: False  # type: ignore[method-assign]
     with tempfile.TemporaryDirectory() as tmp:
-        rows = soak(Path(tmp) / "repo", args.transitions)
+        rows = (soak_mcp if args.mcp else soak)(Path(tmp) / "repo", args.transitions)
     first, last = rows[0], rows[-1]
     print(f"\nafter {first[0]:,} -> {last[0]:,} transitions: open files {first[1].fds} -> "
           f"{last[1].fds}, deleted packs held {first[1].deleted_packs} -> "

@@ -1,8 +1,8 @@
 """A board read lazily from one state tree: `GitSource`, the `Source` the core's Board reads from.
 
 An entity is decoded on first access, strictly (a blob may come from someone else's push: unknown
-keys, wrong types and a blob holding another entity than its path names are refused), and kept by
-blob oid for the life of the process. `Tables` carries parsed TOML tables between processes
+keys, wrong types and a blob holding another entity than its path names are refused), and its
+newest version read is kept by the process (`_DECODED`). `Tables` carries parsed TOML tables between processes
 (gitliza/git/tablecache.py). `check_format` refuses a state tree in a format this gitliza does not
 read (newer than its own: gitliza/core/formats.py); the format of a tree read is the board's
 `format_version`. The store (store.py) and verify, which replays imports too, read boards through here.
@@ -19,11 +19,15 @@ from gitliza.core.board import ENTITY_TYPES
 from gitliza.errors import InconsistentState
 from gitliza.git.memo import Generations
 
-# Decoded entities by blob oid. Blobs are immutable, so an entry never goes stale; successive
-# states share most blobs, so a long-lived process (supervisor, watcher, verify, benchmarks) parses
-# each entity version once. Two generations (memo.py): what a process keeps reading stays, the
-# versions that transitions replaced go, and memory does not grow with run time.
-_DECODED: Generations[tuple[str, pygit2.Oid], Any] = Generations(2_048)
+# Decoded entities: per entity (collection, key), the version last decoded and its blob oid.
+# Successive states share most blobs, so a long-lived process (supervisor, watcher, verify,
+# benchmarks) parses each entity version once. One version per entity: the version a transition
+# replaced goes as soon as the new one is read. (Keyed by blob oid, every replaced version stayed
+# until 4,096 newer ones had pushed it out: a process beating every second held thousands of
+# dead agent records, +2 MB of RSS between its 1,000th and 4,000th transition, issue 28.) A
+# process comparing two states decodes an entity that changed between them each time it
+# alternates, which none does in a loop. Two generations (memo.py) bound the entities kept.
+_DECODED: Generations[tuple[str, str], tuple[pygit2.Oid, Any]] = Generations(2_048)
 
 
 class Tables(dict[bytes, dict[str, Any]]):
@@ -70,15 +74,16 @@ class GitSource:
             except KeyError:
                 pass
         if oid is not None:
-            ck = (coll, oid)
-            value = _DECODED.get(ck)
-            if value is None or (key and _ident(coll, value) != key):
+            found = _DECODED.get(k)
+            if found is not None and found[0] == oid:
+                value = found[1]
+            else:
                 if self._tables is None:
                     value = decode_blob(coll, key, self._repo[oid].data,  # type: ignore[attr-defined]
                                         layout.path_of(coll, key))
                 else:
                     value = self._from_tables(coll, key, oid)
-                _DECODED[ck] = value
+                _DECODED[k] = (oid, value)
         self._cache[k] = value
         return value
 

@@ -66,11 +66,13 @@ def test_thousands_of_transitions_in_one_process_hold_nothing_more(repo: Path) -
             assert coder.board().agent("planner-9") is not None
             assert planner.board().agent("coder-9") is not None
 
-    run(500)  # warm up: caches and the pack directory reach their steady size
+    # Issue 28's goal as the issue measures it: from the 1,001st to the 10,001st transition, open
+    # files within 10 and RSS within 10% (the warm-up fills the caches and the pack directory).
+    run(1000)
     first = sample(pid, repo)
     samples = []
-    for _ in range(6):
-        run(500)
+    for _ in range(9):
+        run(1000)
         samples.append(sample(pid, repo))
     assert_flat(first, samples)
 
