@@ -71,3 +71,26 @@ def unshallow(path: Path, remote: str | None, timeout: float) -> None:
                          rem.arg, STATE_REF], timeout=timeout)
     if run.returncode != 0:
         raise GitFailure(f"git fetch --unshallow from {rem.arg} failed: {error_line(run.stderr)}")
+
+
+def boundary_below(repo: pygit2.Repository, tip: pygit2.Oid | None) -> str | None:
+    """The shallow boundary the history of `tip` stops at (a walk from `tip` ends there, not at
+    the root), or None when that history is complete here."""
+    if tip is None:
+        return None
+    for p in sorted(points(repo)):
+        try:
+            if p == str(tip) or repo.descendant_of(tip, pygit2.Oid(hex=p)):
+                return p
+        except (KeyError, ValueError, pygit2.GitError):
+            continue
+    return None
+
+
+def note(repo: pygit2.Repository, tip: pygit2.Oid | None) -> str | None:
+    """One line for a command that walked the history of `tip` and stopped at a boundary."""
+    p = boundary_below(repo, tip)
+    if p is None:
+        return None
+    return (f"the history before {p[:12]} is not in this clone (it joined at a seal): "
+            "`git liza verify --full` fetches it")

@@ -1,5 +1,5 @@
 """Signing keys: `register --key/--generate-key`, `rekey`, `allowed-signers` (docs/enforcement.md
-"Signed board commits")."""
+"Signed board commits"), and `seal`, where a new clone's trust starts."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -70,6 +70,12 @@ def register(env: Env, agent_id: str, role: str, terminal: str | None, key: str 
         if not env.json:
             env.out.notice(f"{agent_id}'s private key: {path} (mode 0600; never committed)")
     return report(env, done, extra)
+
+
+def seal(env: Env) -> int:
+    """The human seals the history up to the tip (gitliza/services/verify/seals.py)."""
+    from gitliza.core.ops.keys import Seal
+    return report(env, env.liza().do(Seal))
 
 
 def rekey(env: Env, agent_id: str, key: str | None, generate_key: bool, revoke: bool) -> int:
