@@ -40,24 +40,27 @@ def is_boundary(repo: pygit2.Repository, oid: pygit2.Oid | str) -> bool:
     return str(oid) in points(repo)
 
 
-def _fetch(path: Path, remote: str | None, depth_args: list[str], timeout: float) -> str:
+def _fetch(path: Path, remote: str | None, depth_args: list[str], timeout: float) -> str | None:
     rem = resolve(path, remote)
     tracking = tracking_of(rem, STATE_REF)
     run = run_git(path, ["fetch", "--no-tags", "--no-write-fetch-head", *depth_args, "--",
                          rem.arg, f"+{STATE_REF}:{tracking}"], timeout=timeout)
+    if run.returncode != 0 and "couldn't find remote ref" in run.stderr:
+        return None  # the remote has no board (yet): nothing to join
     if run.returncode != 0:
         raise GitFailure(f"git fetch {' '.join(depth_args)} from {rem.arg} failed: "
                          f"{error_line(run.stderr)}")
     return tracking
 
 
-def fetch(path: Path, remote: str | None, depth: int, timeout: float) -> str:
-    """The remote's newest `depth` state commits into the tracking ref (returned). Only for a
-    clone that has none of the board yet: git cuts the chain `depth` commits below the tip."""
+def fetch(path: Path, remote: str | None, depth: int, timeout: float) -> str | None:
+    """The remote's newest `depth` state commits into the tracking ref (returned; None: the
+    remote has no board). Only for a clone that has none of the board yet: git cuts the chain
+    `depth` commits below the tip."""
     return _fetch(path, remote, [f"--depth={depth}"], timeout)
 
 
-def deepen(path: Path, remote: str | None, by: int, timeout: float) -> str:
+def deepen(path: Path, remote: str | None, by: int, timeout: float) -> str | None:
     """`by` more commits below the current boundary."""
     return _fetch(path, remote, [f"--deepen={by}"], timeout)
 

@@ -96,9 +96,10 @@ def sync(store: Store, remote: str | None = None, *, mode: str = "sync", rounds:
         # The remote's task branches only matter for pushing ours; fetching them all would make
         # every sync cost as much as there are open tasks. A later round fetches them all.
         tasks, known = task_leases(store, prefix) if rnd == 1 else (True, {})
-        if rnd == 1:
-            join.fetch(store, path, remote, timeout)  # a clone without a board: shallow
-            repo = store.repo  # (a shallow fetch reopens the handle)
+        # A clone without a board fetches it shallow first (join.py); the tracking ref it wrote
+        # did not exist before, which is what a refusal puts back.
+        joined = rnd == 1 and join.fetch(store, path, remote, timeout)
+        repo = store.repo  # (a shallow fetch reopens the handle)
         try:
             fetched = _fetch(path, remote, integ, timeout, progress, tasks)
         except ConcurrencyConflict:
@@ -107,7 +108,7 @@ def sync(store: Store, remote: str | None = None, *, mode: str = "sync", rounds:
             continue
         r_hex = fetched.new_oid
         r = pygit2.Oid(hex=r_hex) if r_hex else None
-        tracking_before = fetched.old_oid
+        tracking_before = None if joined else fetched.old_oid
         if r is not None and r != verified:
             # Nothing is read from the fetched board (not even its integration branch's name)
             # before it verifies.

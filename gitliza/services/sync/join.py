@@ -35,26 +35,27 @@ def depth(repo: pygit2.Repository) -> int:
     return max(value, 0)
 
 
-def fetch(store: Store, path: Path, remote: str | None, timeout: float) -> None:
-    """The shallow first fetch (the module docstring); nothing when this clone already has a board
-    or a tracking ref of it (a depth on a complete chain would cut it)."""
+def fetch(store: Store, path: Path, remote: str | None, timeout: float) -> bool:
+    """The shallow first fetch (the module docstring); True when it fetched. Nothing when this
+    clone already has a board or a tracking ref of it (a depth on a complete chain would cut it)."""
     repo = store.repo
     n = depth(repo)
     if n == 0 or store.tip() is not None:
-        return
+        return False
     tracking = remotes.tracking_ref(path, remote)
     if remotes.read_ref(path, tracking) is not None:
-        return
-    shallow.fetch(path, remote, n, timeout)
+        return False
+    if shallow.fetch(path, remote, n, timeout) is None:
+        return False
     by = n
     while True:
         store.reopen()  # libgit2 reads the shallow file once per handle
         repo = store.repo
         tip = remotes.read_ref(path, tracking)
         if tip is None:
-            return  # the remote has no board
+            return True  # the remote has no board
         if not shallow.points(repo) or seals.newest(repo, pygit2.Oid(hex=tip)) is not None:
-            return
+            return True
         shallow.deepen(path, remote, by, timeout)
         by *= 2
 
