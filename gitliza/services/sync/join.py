@@ -23,7 +23,7 @@ from gitliza.services.verify import seals
 from gitliza.services.verify.engine import VerifyFailure
 
 DEPTH_KEY = "liza.joinDepth"
-JOIN_DEPTH = 2048  # commits: twice the default seal cadence (docs/multi-machine.md)
+JOIN_DEPTH = 1024  # commits: above the seal cadence docs/multi-machine.md suggests (1,000)
 
 
 def depth(repo: pygit2.Repository) -> int:
