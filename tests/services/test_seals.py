@@ -331,3 +331,21 @@ def test_a_pinned_human_key_refuses_a_seal_whose_board_turned_signatures_off(
     git(dest, "config", "liza.humanKey", parse_public(key_line).fingerprint)
     engine.pull(Store.discover(dest), "origin")
     assert tip(dest) == tip(bare)
+
+
+def test_repair_in_a_joined_clone_asks_for_the_whole_history_first(tmp_path: Path) -> None:
+    """`repair` looks for the last commit whose whole history verifies: a clone that joined at a
+    seal says what it lacks and changes nothing, and repairs once `verify --full` fetched it."""
+    from tests.forgery import forge, push_forgery
+    bare, work = seed(tmp_path)
+    grow(work, 30, 4)
+    fresh, _ = join(str(bare), tmp_path / "fresh")
+    forged = forge(work, "task-1")
+    push_forgery(work, forged)
+    r = cli(fresh, "repair")
+    assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "joined the board at a seal" in r.stderr and tip(bare) == forged
+    assert cli(fresh, "verify", "--full").returncode == 0  # its own board is sound
+    r = cli(fresh, "repair")
+    assert r.returncode == 0, r.stderr
+    assert tip(bare) != forged and tip(bare) == tip(fresh)
