@@ -14,8 +14,9 @@ renewed by 40 heartbeats, submitted, reviewed and merged (46 commits), and the h
   process), the way a new machine joins;
 - verify: `git liza verify` in the joined clone (from the newest seal).
 
---before N,...: the same boards joined as before seals (`git config liza.joinDepth 0` and
-`verify --full`: the whole chain fetched and replayed), for the ratio the issue measured.
+--before N,...: boards of the same shape without seals, joined whole (`git config
+liza.joinDepth 0`; the pull and `verify --full` replay the whole chain): what joining cost before
+seals, for the ratio the issue measured.
 Figures: the median of --runs, wall clock and CPU time (user + system of every process the step
 ran, git's included: the shared machine's load inflates the wall clock, much less the CPU);
 the ratio of each size to the smallest.
@@ -184,7 +185,8 @@ def main() -> int:
         base: tuple[float, float] | None = None
         for size in (int(s) for s in sizes.split(",")):
             t0 = time.perf_counter()
-            bare = build(CACHE, size, args.seal_every)
+            # Before seals: a board without any (and a whole join): the pull replays it all.
+            bare = build(CACHE, size, 0 if before else args.seal_every)
             print(f"board of {size} commits ready in {time.perf_counter() - t0:.1f}s",
                   file=sys.stderr)
             jw, jc, vw, vc, held = measure(bare, args.runs, before)
