@@ -166,11 +166,14 @@ def rekey(agent_id: str = typer.Argument(..., metavar="AGENT", help="An agent id
 
 
 @app.command()
-def seal(agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
+def seal(every: Optional[int] = typer.Option(
+             None, "--every", metavar="N", help="Only if the newest seal is N or more commits "
+             "below the tip (for cron: `git liza seal --every 1000`)."),
+         agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
          no_sync: bool = NoSyncOpt) -> None:
     """Seal the history up to here (the human's op, signed where signatures are on): a new clone
     fetches and verifies from the newest seal, `verify --full` still replays everything."""
-    _run(_keys().seal, agent, json, no_sync)
+    _run(_keys().seal, agent, json, no_sync, every=every)
 
 
 @app.command("allowed-signers")

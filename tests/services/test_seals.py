@@ -244,6 +244,28 @@ def test_only_the_human_seals(tmp_path: Path) -> None:
     assert record.parse(Store.discover(work).resolve(None).message).op.NAME == "seal"  # type: ignore[union-attr]
 
 
+def test_seal_every_n_seals_only_when_the_newest_seal_is_that_far(tmp_path: Path) -> None:
+    """`git liza seal --every N`, what cron runs: a seal when none is within N commits of the tip,
+    else nothing (exit 0 both ways, the ref untouched the second time)."""
+    _bare, work = seed(tmp_path)
+    first = cli(work, "seal", "--every", "5", "--no-sync")  # no seal yet: seals
+    assert first.returncode == 0, first.stderr
+    sealed = tip(work)
+    h = liza(work, now=Clock(offset=100))
+    for i in range(3):
+        h.do(Note, message=f"n{i}")
+    again = cli(work, "seal", "--every", "5", "--no-sync", "--json")
+    assert again.returncode == 0 and '"since_newest_seal": 3' in again.stdout, again.stdout
+    assert Store.discover(work).resolve("refs/liza/state~3").id == pygit2.Oid(hex=sealed)  # type: ignore[union-attr]
+    for i in range(2):
+        h.do(Note, message=f"m{i}")
+    before = tip(work)
+    assert cli(work, "seal", "--every", "5", "--no-sync").returncode == 0
+    assert tip(work) != before and seals.is_seal(Store.discover(work).resolve(None))  # type: ignore[arg-type]
+    bad = cli(work, "seal", "--every", "0", "--no-sync")
+    assert bad.returncode == 1 and len(bad.stderr.strip().splitlines()) == 1
+
+
 # ------------------------------------------------------------------------------------------------
 # Signatures required: the seal must be the human's, signed
 

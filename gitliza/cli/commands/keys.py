@@ -72,10 +72,23 @@ def register(env: Env, agent_id: str, role: str, terminal: str | None, key: str 
     return report(env, done, extra)
 
 
-def seal(env: Env) -> int:
-    """The human seals the history up to the tip (gitliza/services/verify/seals.py)."""
+def seal(env: Env, every: int | None = None) -> int:
+    """The human seals the history up to the tip (gitliza/services/verify/seals.py). `every`:
+    only when the newest seal is `every` commits or more below the tip (for cron)."""
     from gitliza.core.ops.keys import Seal
-    return report(env, env.liza().do(Seal))
+    liza = env.liza()
+    if every is not None:
+        if every < 1:
+            raise ValidationError(f"--every must be at least 1, got {every}")
+        from gitliza.services.verify.seals import since_newest
+        tip = liza.store.tip()
+        above = None if tip is None else since_newest(liza.store.repo, tip, every)
+        if above is not None:
+            env.out.result({"sealed": None, "since_newest_seal": above},
+                           f"the newest seal is {above} commit(s) below the tip (fewer than "
+                           f"{every}): nothing to seal")
+            return 0
+    return report(env, liza.do(Seal))
 
 
 def rekey(env: Env, agent_id: str, key: str | None, generate_key: bool, revoke: bool) -> int:

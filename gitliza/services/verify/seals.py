@@ -53,6 +53,20 @@ def newest(repo: pygit2.Repository, tip: pygit2.Oid,
     return None
 
 
+def since_newest(repo: pygit2.Repository, tip: pygit2.Oid, limit: int) -> int | None:
+    """How many commits lie above the newest seal at or below `tip` (0: `tip` is one), looking
+    `limit` commits down at most; None when there is none that near (or at all)."""
+    oid: pygit2.Oid | None = tip
+    for n in range(limit):
+        commit = repo.get(oid) if oid is not None else None
+        if not isinstance(commit, pygit2.Commit):
+            return None
+        if is_seal(commit):
+            return n
+        oid = commit.parent_ids[0] if commit.parent_ids else None
+    return None
+
+
 def pinned(repo: pygit2.Repository) -> str | None:
     """The human's key this clone pins (`git config liza.humanKey`), or None."""
     try:
