@@ -2,14 +2,16 @@
 
 A new clone of a long board does not need its whole chain: it verifies from the newest seal (the
 human's signed checkpoint, gitliza/services/verify/seals.py). `fetch` brings the state ref's newest
-`depth` commits (`git fetch --depth`), `deepen` reaches further back, `unshallow` fetches the rest
-(`git fetch --unshallow`: what `git liza verify --full` runs). git records the boundary commits in
-`<common dir>/shallow`; libgit2 honours that file, so a boundary commit reads as if it had no
-parent: every walk of the history (log, analyze, events) stops there by itself. `points` tells a
-boundary from a real root.
+`depth` commits (`git fetch --depth`; again with a longer depth to reach further back, since
+`--deepen` would deepen every boundary of the repository, a shallow checkout's branches too),
+`unshallow` fetches the rest (`git fetch --unshallow`: what `git liza verify --full` runs). git
+records the boundary commits in `<common dir>/shallow`; libgit2 honours that file, so a boundary
+commit reads as if it had no parent: every walk of the history (log, analyze, events) stops there
+by itself. `points` tells a boundary from a real root, `boundary_below` one of the board's chain
+from one of a shallow checkout's branches.
 
 Always through the `git` executable: the in-process transport (direct.py) copies whole chains.
-The code branches are fetched by the ordinary fetch afterwards and stay complete: only the
+The code branches are fetched by the ordinary fetch afterwards and stay as they were: only the
 board's chain is cut.
 """
 from __future__ import annotations
@@ -58,11 +60,6 @@ def fetch(path: Path, remote: str | None, depth: int, timeout: float) -> str | N
     remote has no board). Only for a clone that has none of the board yet: git cuts the chain
     `depth` commits below the tip."""
     return _fetch(path, remote, [f"--depth={depth}"], timeout)
-
-
-def deepen(path: Path, remote: str | None, by: int, timeout: float) -> str | None:
-    """`by` more commits below the current boundary."""
-    return _fetch(path, remote, [f"--deepen={by}"], timeout)
 
 
 def unshallow(path: Path, remote: str | None, timeout: float) -> None:

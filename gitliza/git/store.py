@@ -76,7 +76,7 @@ class Store:
     def reopen(self) -> None:
         """A new handle on the same repository: libgit2 reads the shallow file (the boundary of a
         board fetched shallow, git/shallow.py) once, when a handle opens, so a handle opened
-        before a shallow fetch, a deepening or an unshallow would misread the chain."""
+        before a shallow fetch (or a longer one, or an unshallow) would misread the chain."""
         repo = pygit2.Repository(self.repo.path)
         ownstore.prepare(repo)
         self.repo = repo

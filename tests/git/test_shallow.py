@@ -27,7 +27,7 @@ def remote(tmp_path: Path, bare: Path) -> list[str]:
     return [str(c.id) for c in Store.discover(src).history()]
 
 
-def test_depth_deepen_unshallow(tmp_path: Path, bare: Path, remote: list[str]) -> None:
+def test_depth_longer_depth_unshallow(tmp_path: Path, bare: Path, remote: list[str]) -> None:
     dest = tmp_path / "dest"
     git(tmp_path, "init", "-q", "-b", "main", str(dest))
     git(dest, "remote", "add", "origin", str(bare))
@@ -43,7 +43,7 @@ def test_depth_deepen_unshallow(tmp_path: Path, bare: Path, remote: list[str]) -
     assert shallow.is_boundary(store.repo, remote[2]) and not shallow.is_boundary(store.repo, tip)
     assert shallow.boundary_below(store.repo, tip) == remote[2]
     assert remote[2][:12] in (shallow.note(store.repo, tip) or "")
-    shallow.deepen(dest, "origin", 4, 60)
+    shallow.fetch(dest, "origin", 7, 60)  # a longer depth reaches further back
     store.reopen()
     assert shallow.points(store.repo) == {remote[6]}
     assert len(list(store.history(tracking))) == 7

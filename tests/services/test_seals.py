@@ -119,6 +119,31 @@ def test_without_a_seal_the_join_fetches_and_replays_the_whole_chain(tmp_path: P
     assert v.returncode == 0 and f"verified {total} state commit(s) up to" in v.stdout
 
 
+def test_a_shallow_checkout_of_the_project_joins_and_verifies_the_whole_board(
+        tmp_path: Path) -> None:
+    """A CI checkout (`git clone --depth 1`) is shallow for its own branches: only the board's
+    chain counts when the join looks for a seal or decides to fetch the rest, and `verify --full`
+    fetches nothing more for a board it holds whole."""
+    bare, work = seed(tmp_path)
+    for i in range(3):
+        (work / f"f{i}").write_text(f"{i}\n")
+        git(work, "add", f"f{i}")
+        git(work, "commit", "-q", "-m", f"code {i}")
+    git(work, "push", "-q", "origin", "main")
+    _, total = grow(work, 25, 0, sealed=False)
+    dest = tmp_path / "ci"
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{bare}", str(dest))
+    code_cut = shallow.points(Store.discover(dest).repo)
+    assert code_cut  # the checkout is shallow before gitliza does anything
+    git(dest, "config", "liza.joinDepth", "8")
+    rep = engine.pull(Store.discover(dest), "origin")
+    assert rep.verified == total == held(dest) and tip(dest) == tip(bare)
+    assert shallow.boundary_below(Store.discover(dest).repo, Store.discover(dest).tip()) is None
+    full = cli(dest, "verify", "--full")
+    assert full.returncode == 0 and f"verified {total} state commit(s)" in full.stdout
+    assert shallow.points(Store.discover(dest).repo) == code_cut  # the code stays as checked out
+
+
 def test_a_join_through_git_daemon(tmp_path: Path, git_daemon: GitDaemon) -> None:  # noqa: F811
     bare, work = seed(tmp_path)
     grow(work, 40, 3)

@@ -2,7 +2,7 @@
 and verifies from the newest seal (docs/multi-machine.md, "Joining a long board").
 
 `fetch`: `git fetch --depth=N` of the state ref only (N: `git config liza.joinDepth`, default
-JOIN_DEPTH; 0 fetches the whole chain, as before seals), deepened (N, 2N, 4N... more) until the
+JOIN_DEPTH; 0 fetches the whole chain, as before seals), then 2N, 4N... from the tip until the
 fetched commits hold a seal or the chain is complete. The ordinary fetch that follows brings the
 branches whole and finds the board already there. `base`: where the check of the fetched tip
 starts when the clone trusts none of it yet: the newest seal, checked
@@ -47,17 +47,20 @@ def fetch(store: Store, path: Path, remote: str | None, timeout: float) -> bool:
         return False
     if shallow.fetch(path, remote, n, timeout) is None:
         return False
-    by = n
     while True:
         store.reopen()  # libgit2 reads the shallow file once per handle
         repo = store.repo
         tip = remotes.read_ref(path, tracking)
         if tip is None:
             return True  # the remote has no board
-        if not shallow.points(repo) or seals.newest(repo, pygit2.Oid(hex=tip)) is not None:
+        oid = pygit2.Oid(hex=tip)
+        # (the project's own checkout may be shallow too: only the board's chain counts)
+        if shallow.boundary_below(repo, oid) is None or seals.newest(repo, oid) is not None:
             return True
-        shallow.deepen(path, remote, by, timeout)
-        by *= 2
+        # A longer depth from the tip, not `--deepen`: that would deepen every shallow boundary
+        # of the repository, a shallow checkout's branches too.
+        n *= 2
+        shallow.fetch(path, remote, n, timeout)
 
 
 def base(store: Store, path: Path, remote: str, fetched: pygit2.Oid,
@@ -70,7 +73,7 @@ def base(store: Store, path: Path, remote: str, fetched: pygit2.Oid,
         raise RemoteRefused(remote, e) from None
     if seal is not None:
         return seal.id
-    if shallow.points(store.repo):
+    if shallow.boundary_below(store.repo, fetched) is not None:
         shallow.unshallow(path, remote, timeout)
         store.reopen()
     return None

@@ -146,16 +146,17 @@ def verify(store: Store, at: str | None = None, since: str | None = None, *, ful
     from gitliza.errors import InconsistentState
     from gitliza.git import shallow
     from gitliza.services.verify import engine
-    if full and shallow.points(store.repo):
+    tip = store.resolve(at)
+    if tip is None:
+        raise InconsistentState(f"{store.ref} does not exist: nothing to verify",
+                                hint="run `git liza init GOAL` first")
+    if full and shallow.boundary_below(store.repo, tip.id) is not None:
+        # Only where the board's own chain is cut (a project checkout may be shallow too).
         from pathlib import Path
         shallow.unshallow(Path(store.repo.workdir or store.repo.path), remote, timeout)
         store.reopen()
     if full or since is not None:
         return engine.verify(store, at=at, since=since)
-    tip = store.resolve(at)
-    if tip is None:
-        raise InconsistentState(f"{store.ref} does not exist: nothing to verify",
-                                hint="run `git liza init GOAL` first")
     report = Report()
     seal = start(store, tip.id, report=report)
     if seal is None:
