@@ -89,6 +89,9 @@ def test_a_new_clone_joins_at_the_newest_seal_and_full_verify_fetches_the_rest(
     assert not shallow.points(Store.discover(fresh).repo)
     assert held(fresh) == total and tip(fresh) == tip(bare)
     assert "not in this clone" not in cli(fresh, "log").stderr
+    # The scheduled check of docs/ci/: the remote's board, whole.
+    ci = cli(fresh, "verify", "--remote", "origin", "--full")
+    assert ci.returncode == 0 and f"verified {total} state commit(s) up to" in ci.stdout
 
 
 def test_the_joined_clone_works_on_and_its_ops_reach_a_guarded_remote(tmp_path: Path) -> None:
