@@ -56,7 +56,7 @@ def analyze(env: Env, record: bool, resolve: str | None) -> int:
     from gitliza.git import shallow
     cut = shallow.note(liza.store.repo, liza.store.tip())
     if cut is not None and not env.json:  # the window may reach back past what this clone has
-        env.out.notice(f"analyze read {cut.removeprefix('the ')}")
+        env.out.notice(f"analyze: {cut}")
     return 0
 
 
