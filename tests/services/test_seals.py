@@ -79,6 +79,10 @@ def test_a_new_clone_joins_at_the_newest_seal_and_full_verify_fetches_the_rest(
     assert "not in this clone" in log.stderr and "verify --full" in log.stderr
     ev = cli(fresh, "events")
     assert ev.returncode == 0 and "not in this clone" in ev.stderr
+    an = cli(fresh, "analyze", "--no-record")
+    assert an.returncode == 0 and "analyze: the history before" in an.stderr, an.stderr
+    ex = cli(fresh, "export", "--out", str(tmp_path / "exported"))
+    assert ex.returncode == 0 and "log.yaml: the history before" in ex.stderr
     v = cli(fresh, "verify", "--json")
     assert v.returncode == 0, v.stderr
     assert '"seal": "' + str(sealed) + '"' in v.stdout and '"commits": 12' in v.stdout
