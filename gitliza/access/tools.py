@@ -27,12 +27,13 @@ from gitliza.errors import PermissionDenied, ValidationError
 Runner = Callable[[Any, dict[str, Any]], Any]  # (Liza, checked arguments) -> JSON-able result
 
 # Not agent tools: the board is created (or imported), agents registered, signing keys handed
-# out (`rekey`) and supervisor generations handed out by the human or the supervisor.
+# out (`rekey`), the history sealed (`seal`) and supervisor generations handed out by the human
+# or the supervisor.
 # add-tasks is `add --from FILE` (a file of the CLI); an MCP client adds task by task with `add`.
 # `usage` is recorded by the supervisor when a run ends (gitliza/team/usage.py), never by its agent.
 # `upgrade` is written by the human (`git liza upgrade`) or by the first write of a newer gitliza.
-NOT_TOOLS = frozenset({"init", "import", "register", "supervise", "rekey", "add-tasks", "usage",
-                       "upgrade"})
+NOT_TOOLS = frozenset({"init", "import", "register", "supervise", "rekey", "seal", "add-tasks",
+                       "usage", "upgrade"})
 AGENTS = frozenset({Role.PLANNER, Role.CODER, Role.CODE_REVIEWER})
 EVERYONE = frozenset(Role)
 

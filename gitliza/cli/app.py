@@ -172,6 +172,17 @@ def rekey(agent_id: str = typer.Argument(..., metavar="AGENT", help="An agent id
          generate_key=generate_key, revoke=revoke)
 
 
+@app.command()
+def seal(every: Optional[int] = typer.Option(
+             None, "--every", metavar="N", help="Only if the newest seal is N or more commits "
+             "below the tip (for cron: `git liza seal --every 1000`)."),
+         agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
+         no_sync: bool = NoSyncOpt) -> None:
+    """Seal the history up to here (the human's op, signed where signatures are on): a new clone
+    fetches and verifies from the newest seal, `verify --full` still replays everything."""
+    _run(_keys().seal, agent, json, no_sync, every=every)
+
+
 @app.command("allowed-signers")
 def allowed_signers(at: Optional[str] = AtOpt,
                     output: Optional[Path] = typer.Option(None, "--output",
@@ -496,9 +507,11 @@ def verify(since: Optional[str] = typer.Option(None, "--since"),
            at: Optional[str] = AtOpt,
            remote: Optional[str] = typer.Option(None, "--remote", metavar="NAME",
                                                 help="Check a remote's board (not adopted)."),
+           full: bool = typer.Option(False, "--full", help="From the root, not the newest seal "
+                                     "(fetches what a shallow join left on the remote)."),
            json: bool = JsonOpt) -> None:
     """Replay history: every commit is a legal transition reproducing its tree."""
-    _run(_trust().verify, None, json, since=since, at=at, remote=remote)
+    _run(_trust().verify, None, json, since=since, at=at, remote=remote, full=full)
 
 
 @app.command()

@@ -81,6 +81,15 @@ class Store:
             self._odb = OdbRefresh(self.repo)
         self._odb.check()
 
+    def reopen(self) -> None:
+        """A new handle on the same repository: libgit2 reads the shallow file (the boundary of a
+        board fetched shallow, git/shallow.py) once, when a handle opens, so a handle opened
+        before a shallow fetch (or a longer one, or an unshallow) would misread the chain."""
+        repo = pygit2.Repository(self.repo.path)
+        ownstore.prepare(repo)
+        self.repo = repo
+        self._odb = None
+
     @classmethod
     def discover(cls, path: str | os.PathLike[str] = ".") -> Store:
         return cls(open_repository(path))

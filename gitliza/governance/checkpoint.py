@@ -39,8 +39,10 @@ def _first(events: list[tuple[str, str]], name: str) -> str | None:
     return next((t for e, t in events if e == name), None)
 
 
-def summary(board: Board, now: str, spans: list[SprintSpan], state: str) -> str:
-    """The sprint summary (pure: the board, the time and the per-sprint metrics)."""
+def summary(board: Board, now: str, spans: list[SprintSpan], state: str,
+            cut: str | None = None) -> str:
+    """The sprint summary (pure: the board, the time and the per-sprint metrics; `cut`: where the
+    history this clone holds stops, git/shallow.py `note`)."""
     sp = board.sprint
     tasks = sorted(board.all_tasks(), key=lambda t: t.id)
     count = {k: sum(1 for t in tasks if t.status in v) for k, v in
@@ -75,8 +77,10 @@ def summary(board: Board, now: str, spans: list[SprintSpan], state: str) -> str:
     if warning:
         lines += ["", f"**{warning}**"]
     if spans:
-        lines += ["", "## Sprints in the History", "",
-                  "| Sprint | Goal | Started | Ended | Done | Iterations | Verdicts | Approval % |",
+        lines += ["", "## Sprints in the History", ""]
+        if cut is not None:
+            lines += [f"Only the sprints this clone holds: {cut}.", ""]
+        lines += ["| Sprint | Goal | Started | Ended | Done | Iterations | Verdicts | Approval % |",
                   "|--------|------|---------|-------|------|------------|----------|------------|"]
         for s in spans:
             rate = s.metrics.review_verdict_approval_rate_percent
@@ -138,7 +142,9 @@ class Opened:
 def write_summary(store: Store, now: str) -> Path:
     board, commit = store.board()
     assert commit is not None
-    text = summary(board, now, sprint_metrics(store), str(commit.id))
+    from gitliza.git import shallow
+    text = summary(board, now, sprint_metrics(store), str(commit.id),
+                   shallow.note(store.repo, commit.id))
     path = liza_dir(store) / SUMMARY
     atomic.write(path.parent, SUMMARY, text.encode())
     return path

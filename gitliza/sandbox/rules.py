@@ -25,7 +25,7 @@ from gitliza.core.states import Role
 READS = frozenset({"status", "show", "ready", "log", "wait", "usage"})
 # The human's and the supervisor's, whatever a role's tool list says.
 NEVER = frozenset({"merge", "pause", "resume", "abort", "abort-goal", "complete-goal", "config",
-                   "register", "rekey", "claim", "claim-review", "heartbeat", "init", "import",
+                   "register", "rekey", "seal", "claim", "claim-review", "heartbeat", "init", "import",
                    "agent", "team", "mcp", "sync", "push", "pull", "repair", "doctor", "hooks",
                    "hook-impl", "materialize", "validate", "export", "checkpoint", "upgrade"})
 AGENT_FLAGS = ("--agent", "-a")  # the CLI's option naming the actor

@@ -100,6 +100,12 @@ def _after(repo: pygit2.Repository, tip: pygit2.Oid, base: pygit2.Oid | None) ->
 def rebuild(store: Store, tip: pygit2.Oid) -> RepairReport:
     """The repaired chain for the board at `tip` (objects written, no ref moved)."""
     repo = store.repo
+    from gitliza.git import shallow
+    if shallow.boundary_below(repo, tip) is not None:
+        # Repair looks for the last commit whose whole history verifies: it needs all of it.
+        raise ValidationError("this clone joined the board at a seal and lacks the history "
+                              "repair replays; nothing was changed",
+                              hint="`git liza verify --full` fetches it, then repair again")
     failure = first_failure(store, tip)
     if failure is None:
         raise ValidationError("the board verifies: nothing to repair")

@@ -19,8 +19,14 @@ def mcp(env: Env, role: str | None, repo: Path | None) -> int:
 def events(env: Env, since: str | None, follow: bool) -> int:
     """One line (JSON object with --json) per state commit, flushed as it comes."""
     from gitliza.access import events as ev
+    liza = env.liza()
+    if since is None:  # from the start: a clone that joined at a seal starts at its boundary
+        from gitliza.git import shallow
+        cut = shallow.note(liza.store.repo, liza.store.tip())
+        if cut is not None:
+            env.out.notice(cut)
     try:
-        for e in ev.events(env.liza(), since, follow):
+        for e in ev.events(liza, since, follow):
             sys.stdout.write((json.dumps(e, default=str) if env.json else safe_line(ev.line(e))) + "\n")
             sys.stdout.flush()
     except KeyboardInterrupt:

@@ -89,4 +89,11 @@ def export_board(env: Env, at: str | None, out: Path, with_log: bool) -> int:
     files = "state.yaml and log.yaml" if with_log else "state.yaml"
     env.out.result({"state": done.state, "directory": str(out), "log_entries": done.log_entries},
                    f"wrote {files} of {done.state[:12]} to {out}")
+    if with_log and not env.json:  # log.yaml starts where this clone's history does
+        from gitliza.git import shallow
+        store = Store.discover(env.path)
+        import pygit2
+        cut = shallow.note(store.repo, pygit2.Oid(hex=done.state))
+        if cut is not None:
+            env.out.notice(f"log.yaml: {cut}")
     return 0

@@ -1,5 +1,5 @@
 """Signing keys: `register --key/--generate-key`, `rekey`, `allowed-signers` (docs/enforcement.md
-"Signed board commits")."""
+"Signed board commits"), and `seal`, where a new clone's trust starts."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -70,6 +70,25 @@ def register(env: Env, agent_id: str, role: str, terminal: str | None, key: str 
         if not env.json:
             env.out.notice(f"{agent_id}'s private key: {path} (mode 0600; never committed)")
     return report(env, done, extra)
+
+
+def seal(env: Env, every: int | None = None) -> int:
+    """The human seals the history up to the tip (gitliza/services/verify/seals.py). `every`:
+    only when the newest seal is `every` commits or more below the tip (for cron)."""
+    from gitliza.core.ops.keys import Seal
+    liza = env.liza()
+    if every is not None:
+        if every < 1:
+            raise ValidationError(f"--every must be at least 1, got {every}")
+        from gitliza.services.verify.seals import since_newest
+        tip = liza.store.tip()
+        above = None if tip is None else since_newest(liza.store.repo, tip, every)
+        if above is not None:
+            env.out.result({"sealed": None, "since_newest_seal": above},
+                           f"the newest seal is {above} commit(s) below the tip (fewer than "
+                           f"{every}): nothing to seal")
+            return 0
+    return report(env, liza.do(Seal))
 
 
 def rekey(env: Env, agent_id: str, key: str | None, generate_key: bool, revoke: bool) -> int:

@@ -8,21 +8,25 @@ from gitliza.cli.commands import Env
 from gitliza.errors import ValidationError
 
 
-def verify(env: Env, since: str | None, at: str | None, remote: str | None = None) -> int:
-    """Replay refs/liza/state (or --at) from the root (or from --since, trusted): every commit must
-    be the legal transition it records, reproducing its tree exactly. Exit 4 names the first bad
-    commit. `remote`: fetch that remote's board into its tracking ref (the local board does not
-    move) and verify it whole: what a scheduled CI job runs against a hosted remote."""
+def verify(env: Env, since: str | None, at: str | None, remote: str | None = None,
+           full: bool = False) -> int:
+    """Replay refs/liza/state (or --at) from the newest seal, or the root with --full or where
+    there is no seal (or from --since, trusted): every commit must be the legal transition it
+    records, reproducing its tree exactly. Exit 4 names the first bad commit. `remote`: fetch
+    that remote's board into its tracking ref (the local board does not move) and verify it:
+    what a scheduled CI job runs against a hosted remote."""
     from gitliza.git.store import Store
     from gitliza.services.verify.engine import VerifyFailure
-    from gitliza.services.verify.engine import verify as run
+    from gitliza.services.verify.seals import verify as run
     store = Store.discover(env.path)
+    if since is not None and full:
+        raise ValidationError("--full replays from the root; --since starts elsewhere")
     if remote is not None:
         if at is not None:
             raise ValidationError("--remote checks the remote's tip; --at reads a local rev")
         at = _fetch_remote_board(store, remote)
     try:
-        report = run(store, at=at, since=since)
+        report = run(store, at=at, since=since, full=full, remote=remote)
     except VerifyFailure as e:
         if not env.json:
             raise
@@ -30,7 +34,7 @@ def verify(env: Env, since: str | None, at: str | None, remote: str | None = Non
         return e.exit_code
     ops = dict(report.ops.most_common())
     data: dict[str, Any] = {"ok": True, "commits": report.commits, "ops": ops,
-                            "since": report.base, "tip": report.tip,
+                            "since": report.base, "seal": report.seal, "tip": report.tip,
                             "seconds": round(report.seconds, 3),
                             "commits_per_second": round(report.rate)}
     counts = ", ".join(f"{k} {v}" for k, v in ops.items()) or "nothing new"
@@ -38,8 +42,13 @@ def verify(env: Env, since: str | None, at: str | None, remote: str | None = Non
     data["signed"] = report.signed
     data["signature_warnings"] = [{"commit": c, "op": o, "actor": a, "reason": r}
                                   for c, o, a, r in report.unsigned]
-    env.out.result(data, f"verified {report.commits} state commit(s) up to "
+    start = f" from the seal {report.seal[:12]}" if report.seal else ""
+    env.out.result(data, f"verified {report.commits} state commit(s){start} up to "
                    f"{str(report.tip)[:12]} in {report.seconds:.2f}s ({report.rate:.0f}/s): {counts}")
+    if report.seal and not env.json:
+        env.out.notice(f"the history up to the seal {report.seal[:12]} was taken on the seal's "
+                       "word (the human's signature where signatures are on); "
+                       "`git liza verify --full` replays it too")
     if report.legacy and not env.json:
         from gitliza.services.verify.legacy import LEGACY_ANOMALY, LEGACY_SUBJECT
         for oid in report.legacy:

@@ -174,7 +174,22 @@ def log(env: Env, n: int | None, task: str | None, by: str | None, at: str | Non
     from gitliza.cli.output import page, pager_command
     pager = pager_command(_core_pager(liza))
     page((_log_line(e) for e in entries), pager)
+    _say_boundary(env, liza, at)
     return 0
+
+
+def _say_boundary(env: Env, liza: Any, at: str | None) -> None:
+    """A clone that joined at a seal holds the history from a boundary on: say where the walk
+    stopped (only such a clone has git's shallow file, so the usual clone pays one stat)."""
+    from gitliza.git.repository import common_dir
+    repo = liza.store.repo
+    if not (common_dir(repo) / "shallow").exists():
+        return
+    from gitliza.git import shallow
+    commit = liza.store.resolve(at)
+    line = shallow.note(repo, None if commit is None else commit.id)
+    if line is not None:
+        env.out.notice(line)
 
 
 def _log_line(e: dict[str, Any]) -> str:

@@ -25,7 +25,7 @@ _WHERE = {
     "AbortOp": "control", "Checkpoint": "control", "Pause": "control", "Resume": "control",
     "Supervise": "control",
     "Circuit": "governance", "Import": "governance", "SprintScopeOp": "sprint",
-    "Rekey": "keys", "RecordUsage": "usage", "Upgrade": "upgrade",
+    "Rekey": "keys", "Seal": "keys", "RecordUsage": "usage", "Upgrade": "upgrade",
 }
 
 __all__ = ["OPS", "Ctx", "Event", "Op", "Outcome", "apply", "load_all", "op_from_record",

@@ -47,3 +47,24 @@ class Rekey(Op):
             ctx.put_agent(replace(agent, keys=updated))
         what = "revoke" if new is None else "rotate" if keys.current(old) else "first key"
         ctx.summary = f"rekey {self.agent} ({what}) by {self.actor}"
+
+
+@register_op
+@dataclass(frozen=True, kw_only=True)
+class Seal(Op):
+    """`seal`: the human vouches for the history up to here (a history checkpoint, not the
+    sprint's `checkpoint`). The board does not change: the commit's tree is its parent's, and
+    the commit, signed by the human's key where signatures are on, binds the whole chain below it
+    (each commit names its parent by hash). A new clone verifies from the newest seal instead of
+    the root (gitliza/services/verify/seals.py, docs/multi-machine.md "Joining a long board");
+    `verify --full` still replays everything, seals included, as ordinary ops."""
+
+    NAME = "seal"
+
+    def run(self, ctx: Ctx) -> None:
+        # A seal is where a new clone's trust starts: only the human speaks for the history.
+        if self.actor != HUMAN_ACTOR:
+            raise PermissionDenied(f"seal is the human's, not {self.actor}'s")
+        if not ctx.board.initialized:
+            raise ValidationError("there is no board to seal", hint="`git liza init GOAL` first")
+        ctx.summary = f"seal by {self.actor}"

@@ -15,6 +15,7 @@ from gitliza.errors import ConcurrencyConflict, ValidationError
 from gitliza.git import pushresults, remotes, transport
 from gitliza.git.store import Store
 from gitliza.services.adopt import RemoteRefused, check_board, put_back, trusted_base
+from gitliza.services.sync import join
 from gitliza.services.sync.boardref import move_board
 from gitliza.services.sync.branches import (Branches, branch_updates, follow_integration, heads,
                                             integration_branch, task_leases)
@@ -32,16 +33,22 @@ JITTER = 0.1
 
 def _adoptable(store: Store, path: Path, rep: SyncReport, r: pygit2.Oid,
                verified: pygit2.Oid | None, tracking: str, before: str | None, *,
-               bar: bool = False) -> pygit2.Oid:
+               bar: bool = False, timeout: float = transport.DEFAULT_TIMEOUT) -> pygit2.Oid:
     """Check the fetched board tip `r` before anything moves to it (gitliza/services/adopt.py): from the
     newest commit this clone already trusts (its board's merge base with `r`, or the tip an
-    earlier round of this sync checked). Returns `r`; raises RemoteRefused, with the tracking ref
-    put back, when it does not verify."""
+    earlier round of this sync checked; with neither, `r`'s newest seal: join.py). Returns `r`;
+    raises RemoteRefused, with the tracking ref put back, when it does not verify."""
     repo = store.repo
     base = trusted_base(repo, store.tip(), r)
     if verified is not None and (verified == r or repo.descendant_of(r, verified)) and (
             base is None or verified == base or repo.descendant_of(verified, base)):
         base = verified
+    if base is None:
+        try:  # nothing of it trusted yet: from its newest seal (join.py)
+            base = join.base(store, path, rep.remote, r, timeout)
+        except RemoteRefused:
+            put_back(path, tracking, str(r), before)
+            raise
     try:
         checked = check_board(store, rep.remote, r, base, bar=bar)
     except RemoteRefused:
@@ -89,6 +96,10 @@ def sync(store: Store, remote: str | None = None, *, mode: str = "sync", rounds:
         # The remote's task branches only matter for pushing ours; fetching them all would make
         # every sync cost as much as there are open tasks. A later round fetches them all.
         tasks, known = task_leases(store, prefix) if rnd == 1 else (True, {})
+        # A clone without a board fetches it shallow first (join.py); the tracking ref it wrote
+        # did not exist before, which is what a refusal puts back.
+        joined = rnd == 1 and join.fetch(store, path, remote, timeout)
+        repo = store.repo  # (a shallow fetch reopens the handle)
         try:
             fetched = _fetch(path, remote, integ, timeout, progress, tasks)
         except ConcurrencyConflict:
@@ -97,12 +108,12 @@ def sync(store: Store, remote: str | None = None, *, mode: str = "sync", rounds:
             continue
         r_hex = fetched.new_oid
         r = pygit2.Oid(hex=r_hex) if r_hex else None
-        tracking_before = fetched.old_oid
+        tracking_before = None if joined else fetched.old_oid
         if r is not None and r != verified:
             # Nothing is read from the fetched board (not even its integration branch's name)
             # before it verifies.
             verified = _adoptable(store, path, rep, r, verified, fetched.tracking_ref,
-                                  tracking_before, bar=progress is not None)
+                                  tracking_before, bar=progress is not None, timeout=timeout)
         want = integration_branch(store, r)
         if want is not None and want != integ:
             # The remote's board names an integration branch we did not fetch (a first pull, or
@@ -113,7 +124,7 @@ def sync(store: Store, remote: str | None = None, *, mode: str = "sync", rounds:
             r = pygit2.Oid(hex=r_hex) if r_hex else None
             if r is not None and r != verified:
                 verified = _adoptable(store, path, rep, r, verified, fetched.tracking_ref,
-                                      tracking_before, bar=progress is not None)
+                                      tracking_before, bar=progress is not None, timeout=timeout)
         br = Branches(integ, dict(fetched.branches) if tasks else {**known, **fetched.branches},
                        fetched.tracking_ref)
         local = store.tip()
@@ -213,14 +224,15 @@ def pull_branches(store: Store, remote: str | None = None, *,
     before = fetched.old_oid
     r = pygit2.Oid(hex=fetched.new_oid) if fetched.new_oid else None
     if r is not None:  # the remote's board judges its integration branch: it must verify first
-        _adoptable(store, path, rep, r, None, fetched.tracking_ref, before)
+        _adoptable(store, path, rep, r, None, fetched.tracking_ref, before, timeout=timeout)
     if integ is None:  # no local board yet: the remote's board names the branch
         integ = integration_branch(store, r)
         if integ is not None:
             fetched = _fetch(path, remote, integ, timeout, None)
             if fetched.new_oid and fetched.new_oid != str(r):
                 r = pygit2.Oid(hex=fetched.new_oid)
-                _adoptable(store, path, rep, r, None, fetched.tracking_ref, before)
+                _adoptable(store, path, rep, r, None, fetched.tracking_ref, before,
+                           timeout=timeout)
     follow_integration(store, integ, fetched.branches.get(heads(integ)), rep, lambda _l: None,
                        r if r is not None else store.tip())
     return rep

@@ -30,7 +30,7 @@ from gitliza.core.board import Board
 from gitliza.core.invariants import problems_of_change
 from gitliza.core.ops.engine import apply
 from gitliza.errors import InconsistentState, LizaError
-from gitliza.git import trees
+from gitliza.git import shallow, trees
 from gitliza.git.commits import signature
 from gitliza.git.source import GitSource, check_format, decode_blob, format_of
 from gitliza.git.store import Store
@@ -38,6 +38,8 @@ from gitliza.services.verify.importcommit import replay_import
 from gitliza.services.verify.legacy import legacy_anomaly
 
 ZERO = "0" * 40
+NOT_FETCHED = ("the history before it is not in this clone (it joined at a seal, "
+               "docs/multi-machine.md): `git liza verify --full` fetches and replays it")
 
 
 class VerifyFailure(InconsistentState):
@@ -69,6 +71,7 @@ class Report:
     # Signature problems accepted under `signatures = warn`: (commit, op, actor, reason).
     unsigned: list[tuple[str, str, str, str]] = field(default_factory=list)
     signed: int = 0  # commits whose signature was checked and found right
+    seal: str | None = None  # the seal the replay started from (services/verify/seals.py)
 
     @property
     def rate(self) -> float:
@@ -96,6 +99,10 @@ def chain(repo: pygit2.Repository, new: pygit2.Oid, old: pygit2.Oid | None) -> l
                                 "is a linear chain, merges are never legal")
         out.append(commit)
         oid = parents[0] if parents else None
+    if out and oid is None and not out[-1].parent_ids and \
+            shallow.is_boundary(repo, out[-1].id):
+        # libgit2 reads a shallow boundary as a root: say what it is, not "not an init".
+        raise VerifyFailure(str(out[-1].id), None, NOT_FETCHED)
     if old is not None and oid != old:
         raise VerifyFailure(str(new), None, f"not a fast-forward of {str(old)[:12]}: "
                             "it does not descend from it (history rewritten)")
@@ -252,14 +259,7 @@ def _check_signature(commit: pygit2.Commit, before: Board | None, after: Board, 
     policy = keys.policy(before, after)
     if policy == keys.OFF:
         return
-    from gitliza.core import sshsig  # cryptography: loaded only for a board that signs
-    armored, payload = sshsig.split_commit(commit.read_raw())
-    signer = bad = None
-    if armored is not None:
-        try:
-            signer = sshsig.verify(armored, payload).line
-        except sshsig.BadSignature as e:
-            bad = str(e)
+    signer, bad = read_signer(commit)
     problem = keys.judge(before, after, op, signer, bad)
     oid = str(commit.id)
     if problem is None:
@@ -270,6 +270,19 @@ def _check_signature(commit: pygit2.Commit, before: Board | None, after: Board, 
         raise VerifyFailure(oid, op.NAME, f"actor {op.actor}: {problem} (signatures = required)")
     if report is not None:
         report.unsigned.append((oid, op.NAME, op.actor, problem))
+
+
+def read_signer(commit: pygit2.Commit) -> tuple[str | None, str | None]:
+    """(the key line that signed `commit`, None) when its signature checks; (None, why) when it
+    does not; (None, None) when it is unsigned."""
+    from gitliza.core import sshsig  # cryptography: loaded only for a board that signs
+    armored, payload = sshsig.split_commit(commit.read_raw())
+    if armored is None:
+        return None, None
+    try:
+        return sshsig.verify(armored, payload).line, None
+    except sshsig.BadSignature as e:
+        return None, str(e)
 
 
 Decoded = dict[tuple[str, str, pygit2.Oid], Any]
