@@ -31,7 +31,7 @@ def run(script: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 def test_getting_started_from_zero_to_a_merged_task_on_main(tmp_path: Path) -> None:
     text = (ROOT / "docs" / "getting-started.md").read_text("utf-8")
     steps = blocks(text)
-    assert len(steps) == 7 and len(BLOCK.findall(text)) == 9  # two left out: install, a real CLI
+    assert len(steps) == 8 and len(BLOCK.findall(text)) == 10  # two left out: install, a real CLI
     r = run("\n".join(steps), tmp_path)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     repo, remote = tmp_path / "hello", tmp_path / "hello-team.git"
@@ -45,6 +45,9 @@ def test_getting_started_from_zero_to_a_merged_task_on_main(tmp_path: Path) -> N
     assert git(remote, "rev-parse", "integration") == integ
     assert (repo / "greet.py").is_file() and git(repo, "status", "--porcelain") == ""
     assert "verified" in run("git liza verify --remote origin", repo).stdout
+    # the goal is done, and the remote's board says so
+    assert "complete-goal goal-1 by human" in r.stdout
+    assert "[COMPLETED]" in run("git liza pull && git liza status", repo).stdout
     # no "never approved", no false explanation on the way
     assert "never approved" not in r.stderr and "moved on" not in r.stderr
 
@@ -57,4 +60,5 @@ def test_the_readme_quickstart_runs_as_written(repo: Path) -> None:
     r = run(steps[0], repo)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "claim task-1 (UNCLAIMED -> CLAIMED) by coder-1" in r.stdout
+    assert "no goal spec" not in r.stderr, r.stderr  # init is told where the goal's spec is
     assert (repo / ".worktrees" / "task-1").is_dir()
