@@ -1,6 +1,6 @@
 """A stop that always works: SIGINT/SIGTERM to a real `git liza team` at random moments.
 
-    python benchmarks/stop.py [--runs 100] [--seed N] [--max-delay 6]
+    python benchmarks/stop.py [--runs 100] [--seed N] [--max-delay 12] [--no-sandbox]
 
 Each run (tests/team/stopruns.py) starts a team of a coder and a reviewer on a board with one
 task, its agents in the default bubblewrap sandbox (`--no-sandbox`: unsandboxed), signals the
@@ -40,7 +40,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=100)
     ap.add_argument("--seed", type=int, default=None)
-    ap.add_argument("--max-delay", type=float, default=6.0)
+    ap.add_argument("--max-delay", type=float, default=stopruns.MAX_DELAY)
     ap.add_argument("--no-sandbox", action="store_true",
                     help="run the agents unsandboxed (default: the bubblewrap sandbox)")
     a = ap.parse_args()
