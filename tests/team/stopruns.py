@@ -147,8 +147,7 @@ def one_run(root: Path, repo0: Path, agent: Path, n: int, rng: random.Random,
     try:
         start = time.monotonic()
         while time.monotonic() - start < run.delay:  # until the signal: is an agent sandboxed?
-            run.sandboxed = run.sandboxed or any(
-                c.split(" ", 1)[0].endswith("bwrap") for c in marked(mark).values())
+            run.sandboxed = run.sandboxed or any(_agent_box(c) for c in marked(mark).values())
             time.sleep(min(0.05, max(0.0, run.delay - (time.monotonic() - start))))
         t0 = time.monotonic()
         if run.group:
@@ -178,6 +177,12 @@ def one_run(root: Path, repo0: Path, agent: Path, n: int, rng: random.Random,
             team.wait()
     _judge(run, repo, (d / "out.txt").read_text(errors="replace"))
     return run
+
+
+def _agent_box(cmd: str) -> bool:
+    """An agent's bubblewrap (policy.bwrap_argv), not the supervisor's probe of bubblewrap
+    (bwrap.py), which unshares no IPC namespace."""
+    return cmd.split(" ", 1)[0].endswith("bwrap") and "--unshare-ipc" in cmd
 
 
 def _as_a_terminal_job() -> None:
