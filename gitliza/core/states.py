@@ -95,6 +95,8 @@ TASK_TRANSITIONS: tuple[Transition, ...] = tuple(
          "the human requeues a task its coder must rework")
     + _t("release", (S.READY_FOR_REVIEW,), S.READY_FOR_REVIEW, HUMANS,
          "the human frees a review lease: another reviewer may take the review")
+    + _t("release", (S.UNCLAIMED,), S.UNCLAIMED, HUMANS,
+         "the human takes back a reassignment: any coder may claim the task again")
     # The human gives a task to a coder of its choosing (GitHub's "assign"): the task waits,
     # without a lease, for that coder's supervisor to claim it (the spec's supervisor re-claims a
     # rejected task for its coder the same way); a holder loses it and stands down.

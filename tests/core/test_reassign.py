@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from gitliza.core.invariants import check_board, claimable
-from gitliza.core.ops import Heartbeat, Reassign, Submit
+from gitliza.core.ops import Heartbeat, Reassign, Release, Submit
 from gitliza.core.states import TERMINAL
 from gitliza.errors import (IllegalTransition, LeaseLost, LizaError, NotFound, PermissionDenied,
                             ValidationError)
@@ -78,7 +78,20 @@ def test_an_open_task_is_earmarked_and_the_human_may_change_its_mind() -> None:
     two, three = r.board.agent("coder-2"), r.board.agent("coder-3")
     assert two is not None and two.status == "IDLE" and two.current_task is None
     assert three is not None and (three.status, three.current_task) == ("WAITING", "task-1")
-    claim(r, coder="coder-3")
+    # The human takes it back: any coder may claim it again, coder-3 is free.
+    r.do(Release, "human", task="task-1")
+    t = r.board.task("task-1")
+    three = r.board.agent("coder-3")
+    assert t is not None and (t.status, t.assigned_to) == (S.UNCLAIMED, None)
+    assert three is not None and (three.status, three.current_task) == ("IDLE", None)
+    assert [x.id for x in claimable(r.board, r.now(), "coder-1")] == ["task-1"]
+    before = r.board
+    with pytest.raises(ValidationError, match="nobody holds it"):
+        r.do(Release, "human", task="task-1")  # nothing left to release
+    assert r.board is before
+    with pytest.raises(PermissionDenied):
+        r.do(Release, "coder-1", task="task-1")  # a coder's release is of its own claim
+    claim(r, coder="coder-1")
 
 
 def _refused(r: Runner, exc: type[Exception], match: str, to: str, actor: str = "human",

@@ -94,6 +94,8 @@ def _perform(tr: Transition) -> TaskState:
         t = r.board.task("task-1")
         if tr.source == S.READY_FOR_REVIEW and (t is None or not t.reviewing_by):
             r.do(ClaimReview, "reviewer-2", task="task-1")
+        if tr.source == S.UNCLAIMED:  # a reassignment taken back
+            r.do(Reassign, "human", task="task-1", to="coder-2")
         r.do(Release, "human", task="task-1")
     else:
         OPS[tr.op](r)

@@ -182,8 +182,9 @@ class Release(Op):
 
     def _by_human(self, ctx: Ctx, t: Task) -> None:
         """The human frees a task whoever holds it: a claimed (or rejected, or failed to
-        integrate) task goes back to UNCLAIMED and its coder to IDLE; a review lease is dropped
-        (the task stays READY_FOR_REVIEW for another reviewer). Recorded as the human's."""
+        integrate, or reassigned) task goes back to UNCLAIMED, for any coder, and its coder to
+        IDLE; a review lease is dropped (the task stays READY_FOR_REVIEW for another reviewer).
+        Recorded as the human's."""
         if t.status == S.READY_FOR_REVIEW:
             if not t.reviewing_by:
                 raise ValidationError(f"{t.id} is READY_FOR_REVIEW and nobody reviews it: "
@@ -195,6 +196,8 @@ class Release(Op):
                                                      agent=ctx.op.actor)))
             ctx.summary = f"release {t.id}: review lease of {t.reviewing_by} freed by the human"
             return
+        if t.status == S.UNCLAIMED and not t.assigned_to:
+            raise ValidationError(f"{t.id} is UNCLAIMED and nobody holds it: nothing to release")
         ctx.transition(t, S.UNCLAIMED)
         free_agent(ctx, t, t.assigned_to)
         ctx.put_task(replace(t, status=S.UNCLAIMED, assigned_to=None, worktree=None,
