@@ -5,13 +5,15 @@ the audit trail says the human did it; a coder's own `git liza reassign` is refu
 from __future__ import annotations
 
 import signal
+import time
 from pathlib import Path
 
 import pytest
 
 from tests.cli.test_board import liza, ok
 from tests.conftest import git
-from tests.team.procs import Sup, add_task, make_board, ops, script, task_of, wait_status
+from tests.team.procs import (WAIT, Sup, add_task, make_board, ops, script, task_of,
+                              wait_status)
 
 pytestmark = pytest.mark.slow
 
@@ -38,11 +40,10 @@ def test_the_holder_stands_down_and_the_chosen_coder_takes_over(repo: Path,
         one.expect("started agent")
         two = Sup(repo, "coder", "coder-2", "--", str(finish))
         two.expect("generation 1")
-        for _ in range(600):
-            if started.exists():
-                break
-            git(repo, "status", "--short")  # a bounded wait without a sleep of our own
-        assert started.exists()
+        end = time.monotonic() + WAIT  # a bound, not a timed assertion
+        while not started.exists() and time.monotonic() < end:
+            time.sleep(0.1)
+        assert started.exists(), one.output()
         assert (tmp_path / "grab.rc").read_text().strip() == "1"
         assert "allowed: human" in (tmp_path / "grab.err").read_text()
 
