@@ -245,6 +245,10 @@ def main(argv: list[str]) -> int:
     if cmd == "test" and "--newest" in rest:
         rest.remove("--newest")
         where = Path(tempfile.mkdtemp(prefix="gitliza-newest-"))
+        # mkdtemp makes it 0700; the suite runs `git liza` from this venv as another user too
+        # (tests/faults/test_messages.py: permissions hold for uid 65534, not for root), who must
+        # be able to enter it, as it enters ./.venv.
+        where.chmod(0o755)
         try:
             py = newest_venv(where / "venv")
             return _run(py, where / "venv", cmd, rest)

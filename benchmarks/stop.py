@@ -1,9 +1,10 @@
 """A stop that always works: SIGINT/SIGTERM to a real `git liza team` at random moments.
 
-    python benchmarks/stop.py [--runs 100] [--seed N] [--max-delay 6]
+    python benchmarks/stop.py [--runs 100] [--seed N] [--max-delay 12] [--no-sandbox]
 
 Each run (tests/team/stopruns.py) starts a team of a coder and a reviewer on a board with one
-task, signals the team's process group or the team alone, directly or through git, at a random
+task, its agents in the default bubblewrap sandbox (`--no-sandbox`: unsandboxed), signals the
+team's process group or the team alone, directly or through git, at a random
 moment (launch, agent running, submit, verdict, merge, waiting), and counts what is left. Prints
 each run, then the runs with leftovers or problems and the time from the signal to the last
 process gone (median, max). The suite runs the same with fewer runs (tests/team/test_stop.py).
@@ -39,19 +40,23 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=100)
     ap.add_argument("--seed", type=int, default=None)
-    ap.add_argument("--max-delay", type=float, default=6.0)
+    ap.add_argument("--max-delay", type=float, default=stopruns.MAX_DELAY)
+    ap.add_argument("--no-sandbox", action="store_true",
+                    help="run the agents unsandboxed (default: the bubblewrap sandbox)")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="gitliza-stop-") as tmp:
         isolated(Path(tmp) / "home")
         done = []
         rng_runs = stopruns.runs(Path(tmp) / "runs", a.runs, a.seed, a.max_delay,
-                                 report=lambda r: print(r.describe(), flush=True))
+                                 report=lambda r: print(r.describe(), flush=True),
+                                 sandbox=not a.no_sandbox)
         done.extend(rng_runs)
     bad = [r for r in done if not r.ok]
     gone = [r.to_gone for r in done if r.to_gone is not None]
     exits = [r.to_exit for r in done if r.to_exit is not None]
-    print(f"\n{len(done)} runs, {sum(1 for r in done if r.left)} with processes left over, "
-          f"{len(bad)} with a problem")
+    print(f"\n{len(done)} runs ({'sandbox off' if a.no_sandbox else 'sandbox on'}: "
+          f"{sum(1 for r in done if r.sandboxed)} with a sandboxed agent seen before the signal), "
+          f"{sum(1 for r in done if r.left)} with processes left over, {len(bad)} with a problem")
     for r in bad:
         print("  " + r.describe())
     if gone:

@@ -392,6 +392,15 @@ def release(task: str, agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
 
 
 @app.command()
+def reassign(task: str, to: str = typer.Option(..., "--to", help="The coder that takes it."),
+             agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
+             no_sync: bool = NoSyncOpt) -> None:
+    """The human gives TASK to coder --to: its holder stands down, that coder's supervisor
+    claims it."""
+    _run(_board().reassign, agent, json, no_sync, task=task, to=to)
+
+
+@app.command()
 def submit(task: str, commit: Optional[str] = typer.Option(None, "--commit"),
            agent: Optional[str] = AgentOpt, json: bool = JsonOpt, no_sync: bool = NoSyncOpt) -> None:
     """Clean-sync check, then READY_FOR_REVIEW with review_commit."""

@@ -231,11 +231,23 @@ def claimable(board: Board, now: str, coder: str | None = None) -> list[Task]:
     return out
 
 
+def reassigned_to(t: Task) -> str | None:
+    """The coder the human reassigned `t` to (`git liza reassign`), while the task waits for
+    that coder's claim; None once it claimed it, or when the task was not reassigned."""
+    if t.status in (S.UNCLAIMED, S.REJECTED, S.INTEGRATION_FAILED) and t.history and \
+            t.history[-1].event == "reassigned":
+        return t.assigned_to
+    return None
+
+
 def is_claimable(board: Board, t: Task, now: str, coder: str | None = None) -> bool:
     ok_state = t.status in (S.UNCLAIMED, S.REJECTED, S.INTEGRATION_FAILED) or (
         t.status == S.CLAIMED and not (t.lease_expires and t.lease_expires > now))
     if not ok_state or (coder is not None and coder in t.failed_by):
         return False
+    chosen = reassigned_to(t)
+    if coder is not None and chosen not in (None, coder) and board.agent(chosen) is not None:
+        return False  # the human gave it to another coder (Claim refuses it too)
     if coder is not None and t.status in (S.REJECTED, S.INTEGRATION_FAILED) and \
             t.assigned_to not in (None, coder):
         # Kept for its coder while that coder waits to re-claim it (the spec's supervisor

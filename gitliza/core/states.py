@@ -95,6 +95,17 @@ TASK_TRANSITIONS: tuple[Transition, ...] = tuple(
          "the human requeues a task its coder must rework")
     + _t("release", (S.READY_FOR_REVIEW,), S.READY_FOR_REVIEW, HUMANS,
          "the human frees a review lease: another reviewer may take the review")
+    + _t("release", (S.UNCLAIMED,), S.UNCLAIMED, HUMANS,
+         "the human takes back a reassignment: any coder may claim the task again")
+    # The human gives a task to a coder of its choosing (GitHub's "assign"): the task waits,
+    # without a lease, for that coder's supervisor to claim it (the spec's supervisor re-claims a
+    # rejected task for its coder the same way); a holder loses it and stands down.
+    + _t("reassign", (S.CLAIMED,), S.UNCLAIMED, HUMANS,
+         "the human takes a held task from its coder for another one")
+    + _t("reassign", (S.UNCLAIMED,), S.UNCLAIMED, HUMANS, "the human earmarks a task for a coder")
+    + _t("reassign", (S.REJECTED,), S.REJECTED, HUMANS, "the rework goes to another coder")
+    + _t("reassign", (S.INTEGRATION_FAILED,), S.INTEGRATION_FAILED, HUMANS,
+         "the integration fix goes to another coder")
     + _t("block", (S.CLAIMED,), S.BLOCKED, CODERS | PLANNING,
          "the holder blocks with a diagnosis, or a human/planner forces a replan")
     + _t("block", (S.UNCLAIMED, S.REJECTED, S.INTEGRATION_FAILED), S.BLOCKED, PLANNING,
@@ -160,6 +171,7 @@ AGENT_TRANSITIONS: frozenset[tuple[AgentState, AgentState]] = frozenset({
     (AgentState.HANDOFF, AgentState.WAITING),     # submit by the agent that took over a handoff
     (AgentState.WORKING, AgentState.IDLE),        # release, block
     (AgentState.WAITING, AgentState.IDLE),        # approved, reassigned, exhausted
+    (AgentState.IDLE, AgentState.WAITING),        # the human reassigned a task to it
     (AgentState.IDLE, AgentState.REVIEWING),      # claim-review
     (AgentState.REVIEWING, AgentState.REVIEWING),  # heartbeat
     (AgentState.REVIEWING, AgentState.IDLE),      # verdict

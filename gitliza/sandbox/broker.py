@@ -29,6 +29,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 from gitliza.core.states import Role
 from gitliza.errors import LizaError
 from gitliza.sandbox import rules
+from gitliza.services import procinfo
 from gitliza.sandbox.policy import BROKER_INSIDE
 
 SOCKET = "sock"
@@ -121,10 +122,27 @@ class Broker:
         with self._write_lock(argv[0] in rules.writes(self.role)) as failed:
             if failed is not None:
                 return {"out": "", "err": f"gitliza: error: {failed}\n", "exit": failed.exit_code}
-            run = subprocess.run([*self.gitliza, *argv], env=env, cwd=self.cwd,
-                                 stdin=subprocess.DEVNULL, capture_output=True)
-        return {"out": run.stdout.decode("utf-8", "replace"),
-                "err": run.stderr.decode("utf-8", "replace"), "exit": run.returncode}
+            out, err, code = self._child([*self.gitliza, *argv], env)
+        return {"out": out.decode("utf-8", "replace"), "err": err.decode("utf-8", "replace"),
+                "exit": code}
+
+    def _child(self, argv: list[str], env: Mapping[str, str]) -> tuple[bytes, bytes, int]:
+        """Run a brokered command outside the sandbox. It ends with the session: `close` kills
+        it (a `git liza wait` would otherwise run on, orphaned, until its timeout, after a stop),
+        and the parent-death signal kills it when the supervisor dies without closing (SIGKILL,
+        the stop deadline's exit)."""
+        run, preexec = procinfo.with_parent_death(argv)
+        proc = subprocess.Popen(run, env=dict(env), cwd=self.cwd, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                preexec_fn=preexec)
+        self._children.add(proc)
+        try:
+            if self._closed:  # closed while it started: the loop in close() missed it
+                proc.kill()
+            out, err = proc.communicate()
+        finally:
+            self._children.discard(proc)
+        return out, err, proc.returncode
 
     @contextmanager
     def _write_lock(self, write: bool) -> Iterator[LizaError | None]:
@@ -154,9 +172,12 @@ class Broker:
     def _relay_mcp(self, f: Any) -> None:
         assert self.mcp is not None
         env = {**os.environ, **self.mcp.get("env", {}), "LIZA_AGENT_ID": self.agent}
-        proc = subprocess.Popen([self.mcp["command"], *self.mcp["args"]], env=env, cwd=self.cwd,
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        run, preexec = procinfo.with_parent_death([self.mcp["command"], *self.mcp["args"]])
+        proc = subprocess.Popen(run, env=env, cwd=self.cwd, stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, preexec_fn=preexec)
         self._children.add(proc)
+        if self._closed:
+            proc.kill()
         out_lock = threading.Lock()
         assert proc.stdin is not None and proc.stdout is not None
 

@@ -24,7 +24,10 @@ def _probe(exe: str) -> str | None:
         run = subprocess.run(
             [exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-user",
              "--unshare-pid", "--die-with-parent", "--cap-drop", "ALL", "--", "true"],
-            stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
+            stdin=subprocess.DEVNULL, capture_output=True, timeout=30,
+            # Out of the caller's process group: a Ctrl-C to a starting team must not kill the
+            # probe and pass for "bubblewrap cannot start" (it dies with us: --die-with-parent).
+            start_new_session=True)
     except (OSError, subprocess.TimeoutExpired) as e:
         return str(e)
     if run.returncode == 0:

@@ -8,7 +8,7 @@ agent and refuses what its role may not do:
   planner add, edit, finalize, rescope, abandon, unblock, block, spec-change, note, ...;
 - nobody: what the supervisor does for it (claim, claim-review, heartbeat, merge), what is the
   human's (pause, resume, abort, abort-goal, complete-goal, config, register, rekey, init,
-  import, hooks, sync), other supervisors (`agent`, `team`) and anything that names a file for
+  import, hooks, sync, reassign), other supervisors (`agent`, `team`) and anything that names a file for
   the supervisor to read (`validate FILE`).
 """
 from __future__ import annotations
@@ -25,9 +25,10 @@ from gitliza.core.states import Role
 READS = frozenset({"status", "show", "ready", "log", "wait", "usage"})
 # The human's and the supervisor's, whatever a role's tool list says.
 NEVER = frozenset({"merge", "pause", "resume", "abort", "abort-goal", "complete-goal", "config",
-                   "register", "rekey", "seal", "claim", "claim-review", "heartbeat", "init", "import",
-                   "agent", "team", "mcp", "sync", "push", "pull", "repair", "doctor", "hooks",
-                   "hook-impl", "materialize", "validate", "export", "checkpoint", "upgrade"})
+                   "register", "rekey", "seal", "claim", "claim-review", "heartbeat", "init",
+                   "import", "agent", "team", "mcp", "sync", "push", "pull", "repair", "doctor",
+                   "hooks", "hook-impl", "materialize", "validate", "export", "checkpoint",
+                   "upgrade", "reassign"})
 AGENT_FLAGS = ("--agent", "-a")  # the CLI's option naming the actor
 
 

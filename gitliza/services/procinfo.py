@@ -1,4 +1,5 @@
-"""Whether a supervisor recorded on the board is still alive on this host.
+"""Whether a supervisor recorded on the board is still alive on this host, and how a process
+started here dies with the thread that started it (the parent-death signal).
 
 A supervisor's token carries its host, pid and the process's start time (`/proc/PID/stat`, field
 22, in clock ticks since boot). On the same host, a pid that no longer exists, or that now names a
@@ -8,9 +9,16 @@ from here (`--takeover` is the human's word for it).
 """
 from __future__ import annotations
 
+import ctypes
 import os
+import shutil
+import signal
 import socket
+import sys
 from pathlib import Path
+from typing import Callable, Sequence
+
+PR_SET_PDEATHSIG = 1
 
 
 def host() -> str:
@@ -50,3 +58,36 @@ def dead_here(sup_host: str | None, pid: int | None, started: int | None) -> boo
     """A supervisor recorded as running on this host whose process is gone (or was replaced)."""
     return sup_host is not None and sup_host == host() and pid is not None and \
         not alive(pid, started)
+
+
+def with_parent_death(argv: Sequence[str], sig: signal.Signals = signal.SIGKILL
+                      ) -> tuple[list[str], Callable[[], None] | None]:
+    """The argv and `preexec_fn` that start `argv` with the parent-death signal `sig`: through
+    util-linux `setpriv --pdeathsig` (it sets the signal and execs the program: about 1 ms), or,
+    where there is no setpriv, a `preexec_fn` (which makes Python fork instead of vfork: about
+    25 ms more per launch)."""
+    if sys.platform.startswith("linux"):
+        setpriv = shutil.which("setpriv")
+        if setpriv is not None:
+            return [setpriv, "--pdeathsig", sig.name.removeprefix("SIG"), "--", *argv], None
+    return list(argv), parent_death_signal(sig)
+
+
+def parent_death_signal(sig: signal.Signals = signal.SIGKILL) -> Callable[[], None] | None:
+    """A `preexec_fn` that sends the child `sig` when the thread that forks it dies, or None
+    where the platform has no such thing. The libc function is looked up here, in the parent:
+    the child between fork and exec calls it and nothing else."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+    signum = int(sig)
+
+    def preexec() -> None:
+        prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0)
+        if os.getppid() != parent:  # the supervisor died before the signal was armed
+            os._exit(1)
+    return preexec

@@ -25,6 +25,7 @@ from typing import IO, Callable, Sequence
 from gitliza import atomic, start_command
 from gitliza.core.ids import check_id
 from gitliza.errors import ValidationError
+from gitliza.services import procinfo
 from gitliza.team import orphans
 from gitliza.team.stopping import spawn_blocked
 
@@ -113,7 +114,7 @@ class Team:
     def _spawn(self, m: Member, env: dict[str, str], log: IO[bytes] | None) -> None:
         # A supervisor outlives a killed `git liza team` no more than an agent outlives its
         # supervisor: SIGTERM, so that it stops its agent and gives its token back.
-        argv, preexec = orphans.with_parent_death(self._argv[m.agent], signal.SIGTERM)
+        argv, preexec = procinfo.with_parent_death(self._argv[m.agent], signal.SIGTERM)
         p = spawn_blocked(lambda: subprocess.Popen(
             argv, cwd=self.repo, env={**env, "LIZA_AGENT_ID": m.agent}, stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, preexec_fn=preexec))

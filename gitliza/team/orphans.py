@@ -3,7 +3,7 @@ whatever the previous generation left running on this machine.
 
 Two mechanisms, because neither covers everything:
 - The parent-death signal (Linux `prctl(PR_SET_PDEATHSIG)`, set in the child before it execs the
-  agent, by `setpriv --pdeathsig` or a preexec function): the kernel SIGKILLs the agent when the
+  agent, by `setpriv --pdeathsig` or a preexec function: services/procinfo.py `with_parent_death`): the kernel SIGKILLs the agent when the
   thread that forked it dies, so the supervisor forks from the
   thread that then waits for the agent (the main thread under `git liza agent`). It reaches only
   the agent itself, not what the agent started (shells, test runners) in its process group.
@@ -16,55 +16,18 @@ Two mechanisms, because neither covers everything:
 """
 from __future__ import annotations
 
-import ctypes
 import json
 import os
-import shutil
 import signal
-import sys
 import time
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable
 
 from gitliza import atomic
 from gitliza.services.api import AGENT_ENV, GEN_ENV
 
 PROCS_DIR = "agent-procs"
-PR_SET_PDEATHSIG = 1
 STOP_GRACE = 5.0
-
-
-def with_parent_death(argv: Sequence[str], sig: signal.Signals = signal.SIGKILL
-                      ) -> tuple[list[str], Callable[[], None] | None]:
-    """The argv and `preexec_fn` that start `argv` with the parent-death signal `sig`: through
-    util-linux `setpriv --pdeathsig` (it sets the signal and execs the program: about 1 ms), or,
-    where there is no setpriv, a `preexec_fn` (which makes Python fork instead of vfork: about
-    25 ms more per launch)."""
-    if sys.platform.startswith("linux"):
-        setpriv = shutil.which("setpriv")
-        if setpriv is not None:
-            return [setpriv, "--pdeathsig", sig.name.removeprefix("SIG"), "--", *argv], None
-    return list(argv), parent_death_signal(sig)
-
-
-def parent_death_signal(sig: signal.Signals = signal.SIGKILL) -> Callable[[], None] | None:
-    """A `preexec_fn` that sends the child `sig` when the thread that forks it dies, or None
-    where the platform has no such thing. The libc function is looked up here, in the parent:
-    the child between fork and exec calls it and nothing else."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    parent = os.getpid()
-    signum = int(sig)
-
-    def preexec() -> None:
-        prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0)
-        if os.getppid() != parent:  # the supervisor died before the signal was armed
-            os._exit(1)
-    return preexec
 
 
 def record_path(liza_dir: Path, agent: str) -> Path:

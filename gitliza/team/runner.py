@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import IO, Callable, Mapping, Sequence
 
 from gitliza.errors import MissingDependency
-from gitliza.team import orphans
+from gitliza.services import procinfo
 
 STOP_GRACE = 5.0  # seconds between SIGTERM and SIGKILL
 # On SIGINT/SIGTERM the whole team must be gone within 5 s: the agent gets less.
@@ -53,12 +53,12 @@ class AgentProcess:
         terminal (stdin, and the foreground process group, which a new session would lose), so
         only its own pid can be signalled. `output`: the file that gets the agent's stdout and
         stderr (its log). Either way the agent dies with the thread that calls this
-        (orphans.with_parent_death)."""
+        (procinfo.with_parent_death)."""
         exe = argv[0] if os.path.isabs(argv[0]) or os.sep not in argv[0] else \
             os.path.join(cwd, argv[0])
         if shutil.which(exe) is None:  # behind setpriv it would only be an exit 126 or 127
             raise MissingDependency(f"cannot start agent {argv[0]!r}: not an executable file")
-        run, preexec = orphans.with_parent_death(argv)
+        run, preexec = procinfo.with_parent_death(argv)
         try:
             if interactive:
                 proc = subprocess.Popen(run, env=dict(env), cwd=cwd, preexec_fn=preexec)

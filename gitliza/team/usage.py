@@ -191,6 +191,12 @@ def record(liza: Liza, gen: int, meter: Meter, task: str | None,
     except LizaError as e:
         log(f"usage of run {meter.run} not recorded: {e}")
         return
+    if meter.cli == "command" and got.cost is None and not (got.input or got.output):
+        # A `-- COMMAND` agent (a script) that reported nothing: say how it would, rather than
+        # print a run of zeros a newcomer takes for a failure to count.
+        log(f"usage of run {meter.run}: none reported (a -- COMMAND agent reports its own with "
+            "`git liza usage report`; docs/usage.md)")
+        return
     cost = f", {core_usage.usd_text(got.cost)}" if got.cost is not None else ""
     log(f"usage of run {meter.run}: {got.input:,} in, {got.output:,} out, "
         f"{got.cached:,} cached{cost}")

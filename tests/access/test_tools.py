@@ -96,3 +96,16 @@ def test_the_usage_tool_reads_and_no_tool_records_a_run(repo: Path) -> None:
     assert [r["run"] for r in data["runs"]] == ["coder-1.1.1"]
     # An agent cannot record (or forge) a run's usage through its tools: its supervisor does.
     assert tools.all_tools()["usage"].op is None and tools.all_tools()["usage"].read_only
+
+
+def test_reassign_is_the_humans_alone_in_mcp_and_through_the_sandbox() -> None:
+    from gitliza.sandbox import rules
+    t = tools.all_tools()["reassign"]
+    assert t.roles == {Role.HUMAN} and set(t.schema["properties"]) == {"task", "to"}
+    for role in (Role.CODER, Role.CODE_REVIEWER, Role.PLANNER):
+        assert "reassign" not in {x.name for x in tools.tools_for(role)}
+        with pytest.raises(PermissionDenied, match="not a .* tool"):
+            tools.call(object(), role, "reassign", {"task": "t1", "to": "coder-1"})
+        # A sandboxed agent's `git liza reassign` is refused by its supervisor's broker.
+        v = rules.check_command(role, "coder-1", ["reassign", "t1", "--to", "coder-1"])
+        assert not v.ok and "the human's" in v.rule

@@ -7,7 +7,7 @@ from typing import Any, Callable
 import pytest
 
 from gitliza.core.ops import (Abandon, Add, Block, Claim, ClaimReview, Edit, Finalize, Merge,
-                              Release, Rescope, Submit, Unblock, Verdict, apply)
+                              Reassign, Release, Rescope, Submit, Unblock, Verdict, apply)
 from gitliza.core.states import (FORBIDDEN, TASK_TRANSITIONS, TERMINAL, TaskState, Transition,
                                  is_legal)
 from gitliza.errors import IllegalTransition, LizaError, PermissionDenied
@@ -20,6 +20,7 @@ OPS: dict[str, Callable[[Runner], Any]] = {
     "edit": lambda r: r.do(Edit, "planner-1", task="task-1", description="refined"),
     "claim": lambda r: claim(r, coder="coder-2"),
     "release": lambda r: r.do(Release, "coder-1", task="task-1"),
+    "reassign": lambda r: r.do(Reassign, "human", task="task-1", to="coder-3"),
     "block": lambda r: r.do(Block, "planner-1", task="task-1", reason="r", questions=("q?",)),
     "submit": lambda r: r.do(Submit, "coder-1", task="task-1", commit=C1),
     "claim-review": lambda r: r.do(ClaimReview, "reviewer-2", task="task-1"),
@@ -93,6 +94,8 @@ def _perform(tr: Transition) -> TaskState:
         t = r.board.task("task-1")
         if tr.source == S.READY_FOR_REVIEW and (t is None or not t.reviewing_by):
             r.do(ClaimReview, "reviewer-2", task="task-1")
+        if tr.source == S.UNCLAIMED:  # a reassignment taken back
+            r.do(Reassign, "human", task="task-1", to="coder-2")
         r.do(Release, "human", task="task-1")
     else:
         OPS[tr.op](r)

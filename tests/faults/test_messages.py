@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Iterator
@@ -52,10 +54,22 @@ def as_user(repo: Path, uid: int | None, *args: str, agent: str = "c1"
     """`git liza ARGS` as user `uid` (None: as ourselves)."""
     env = h.cli_env(agent, HOME=str(repo.parent / "home"),
                     GIT_CONFIG_GLOBAL=str(repo.parent / "home" / ".gitconfig"))
+    if uid is not None:
+        closed = _closed_to_others(Path(sys.executable).parent)
+        assert closed is None, (f"uid {uid} cannot run this venv's git-liza: {closed} is not "
+                                "searchable by other users (a 0700 temporary directory?)")
     pre = [] if uid is None else ["setpriv", f"--reuid={uid}", f"--regid={uid}",
                                   "--clear-groups"]
     return subprocess.run([*pre, "git", "liza", *args], cwd=repo, env=env, capture_output=True,
                           text=True, timeout=120)
+
+
+def _closed_to_others(path: Path) -> Path | None:
+    """The first directory on the way to `path` that other users may not enter, or None."""
+    for d in [*reversed(path.parents), path]:
+        if not os.stat(d).st_mode & stat.S_IXOTH:
+            return d
+    return None
 
 
 def writer(repo: Path) -> int | None:

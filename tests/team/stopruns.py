@@ -5,11 +5,14 @@ One run: a copy of a board with one ready task, `git liza team --planners 0 --co
 (`git-liza`) or through git (`git liza`), then after a random delay SIGINT or SIGTERM to the
 whole group (a terminal's Ctrl-C) or to the team's process alone. The agents are shell scripts
 that work for a random while and act through `git liza` (the coder commits and submits, the
-reviewer approves, its supervisor merges), some ignoring SIGTERM, so the signal lands at launch,
+reviewer approves, its supervisor merges, the coder waits for the merge), some ignoring SIGTERM, so the signal lands at launch,
 while an agent runs, during a submit, a verdict or a merge, or while the supervisors wait.
 
-Every process of a run carries a marker in its environment (STOP_MARK; the team passes its
-environment down, less LIZA_*), so what is left is found in /proc whatever its parent. A run is
+The agents run in the default bubblewrap sandbox (gitliza/sandbox/: a user and PID namespace,
+`--die-with-parent`, their `git liza` calls brokered by their supervisor), as a user's team does;
+`sandbox=False` runs them unsandboxed. Every process of a run carries a marker in its environment
+(STOP_MARK; the team passes its environment down, less LIZA_*, and the sandbox keeps it), so what
+is left is found in /proc whatever its parent or PID namespace. A run is
 judged by counts: processes left once the team has exited and a generous bound passed, the
 team's exit code, stop lines per supervisor, `git liza validate`. The times (signal to the team's
 exit, signal to the last process gone) are reported for benchmarks/stop.py, never asserted.
@@ -32,6 +35,10 @@ from tests.team.procs import BIN, add_task, env_for, make_board
 
 STOP_MARK = "GITLIZA_STOP_RUN"
 BOUND = 30.0  # seconds a run may take to be gone before what is left counts as left over
+# The signal comes within this many seconds of the start: a sandboxed team's first agent starts
+# some 3 to 6 s in on a loaded machine, and the work (0-3 s, a submit, a verdict, a merge, the
+# coder's wait) takes as long again, so every phase gets its share of signals.
+MAX_DELAY = 12.0
 
 AGENT = """#!/bin/sh
 [ "$STOP_TRAP" = 1 ] && trap '' TERM   # a stubborn agent: only SIGKILL ends it
@@ -41,7 +48,10 @@ coder)
   echo "$LIZA_TASK_ID" > "$LIZA_TASK_ID.txt"
   git add "$LIZA_TASK_ID.txt"
   git diff --cached --quiet || git commit -q -m "implement $LIZA_TASK_ID"
-  git liza submit "$LIZA_TASK_ID" ;;
+  git liza submit "$LIZA_TASK_ID"
+  # Waits for the merge: in the sandbox a brokered call its supervisor runs outside, which a stop
+  # must end too (it would otherwise run on, orphaned, until its timeout).
+  git liza wait status --task "$LIZA_TASK_ID" --status MERGED --timeout 60 || true ;;
 code-reviewer|code_reviewer|reviewer)
   git liza verdict "$LIZA_TASK_ID" approve --commit "$LIZA_REVIEW_COMMIT" ;;
 esac
@@ -56,6 +66,8 @@ class Run:
     group: bool
     via_git: bool
     trap: bool
+    sandbox: bool = True
+    sandboxed: bool = False  # a bubblewrap of the run was seen before the signal
     code: int | None = None
     to_exit: float | None = None  # seconds from the signal to the team's exit
     to_gone: float | None = None  # seconds from the signal to the last process of the run gone
@@ -112,14 +124,17 @@ def marked(mark: str) -> dict[int, str]:
 
 
 def one_run(root: Path, repo0: Path, agent: Path, n: int, rng: random.Random,
-            max_delay: float = 6.0) -> Run:
+            max_delay: float = MAX_DELAY, sandbox: bool = True) -> Run:
     run = Run(n, rng.uniform(0.0, max_delay), rng.choice((signal.SIGINT, signal.SIGTERM)),
-              group=rng.random() < 0.75, via_git=rng.random() < 0.5, trap=rng.random() < 0.2)
+              group=rng.random() < 0.75, via_git=rng.random() < 0.5, trap=rng.random() < 0.2,
+              sandbox=sandbox)
     d = root / f"run-{n}"
     shutil.copytree(repo0, d / "repo", symlinks=True)
     repo = d / "repo"
     mark = uuid.uuid4().hex
     env = env_for()
+    if sandbox:  # the default launch: every agent in its bubblewrap sandbox (issue 26)
+        del env["LIZA_SANDBOX"]
     env.update({STOP_MARK: mark, "STOP_SLEEP": f"{rng.uniform(0.0, 3.0):.2f}",
                 "STOP_TRAP": "1" if run.trap else "0"})
     cmd = ["git", "liza"] if run.via_git else [str(BIN / "git-liza")]
@@ -130,7 +145,10 @@ def one_run(root: Path, repo0: Path, agent: Path, n: int, rng: random.Random,
                             preexec_fn=_as_a_terminal_job)
     out.close()
     try:
-        time.sleep(run.delay)
+        start = time.monotonic()
+        while time.monotonic() - start < run.delay:  # until the signal: is an agent sandboxed?
+            run.sandboxed = run.sandboxed or any(_agent_box(c) for c in marked(mark).values())
+            time.sleep(min(0.05, max(0.0, run.delay - (time.monotonic() - start))))
         t0 = time.monotonic()
         if run.group:
             os.killpg(team.pid, run.sig)
@@ -161,6 +179,12 @@ def one_run(root: Path, repo0: Path, agent: Path, n: int, rng: random.Random,
     return run
 
 
+def _agent_box(cmd: str) -> bool:
+    """An agent's bubblewrap (policy.bwrap_argv), not the supervisor's probe of bubblewrap
+    (bwrap.py), which unshares no IPC namespace."""
+    return cmd.split(" ", 1)[0].endswith("bwrap") and "--unshare-ipc" in cmd
+
+
 def _as_a_terminal_job() -> None:
     """SIGINT as a terminal's job has it, whatever ours is: a run started from a background job
     of a script inherits SIGINT ignored, and a signal before the team's first line would be
@@ -182,6 +206,10 @@ def _judge(run: Run, repo: Path, out: str) -> None:
         if f"[{agent}] supervising {agent} (" in out and not lines and \
                 f"[{agent}] goal" not in out and "no work for" not in out:
             run.problems.append(f"{agent} took its token but never said it stopped")
+    if run.sandbox and "WARNING: --sandbox off" in out:
+        run.problems.append("an agent ran unsandboxed")
+    if "cannot start a sandbox" in out:  # a probe killed by the stop is no verdict on bubblewrap
+        run.problems.append("the stop passed for a missing sandbox")
     if "Traceback" in out and not early:
         run.problems.append("a traceback: " + out[out.index("Traceback"):][:300])
     r = subprocess.run([str(BIN / "git-liza"), "validate"], cwd=repo, env=env_for(),
@@ -203,13 +231,13 @@ def _interrupted_interpreter(out: str) -> bool:
         out.startswith("Fatal Python error: init_import_site")
 
 
-def runs(root: Path, count: int, seed: int | None = None, max_delay: float = 6.0,
-         report: Callable[[Run], None] = lambda _r: None) -> list[Run]:
+def runs(root: Path, count: int, seed: int | None = None, max_delay: float = MAX_DELAY,
+         report: Callable[[Run], None] = lambda _r: None, sandbox: bool = True) -> list[Run]:
     rng = random.Random(seed)
     repo0, agent = template(root)
     done = []
     for n in range(count):
-        r = one_run(root, repo0, agent, n, rng, max_delay)
+        r = one_run(root, repo0, agent, n, rng, max_delay, sandbox)
         if not r.ok:  # the team's whole output, for the report
             r.problems.append("output: " + (root / f"run-{n}" / "out.txt").read_text(
                 errors="replace").replace("\n", " | ")[-4000:])

@@ -52,6 +52,7 @@ def test_a_task_that_spent_its_budget_is_blocked_before_the_next_launch(
     assert "token budget spent: 2,000 of 1,500 tokens" in t["blocked_reason"]
     assert sum("started agent" in line for line in sup.lines) == 2  # 1,000 then 2,000 spent
     assert "giving up" not in sup.output()
+    assert "usage of run coder-1.1.1: 800 in, 200 out, 100 cached" in sup.output()
     # One usage transition per run, each the sum of that run's reports, attributed to its run.
     runs = t["usage"]
     assert [(u["run"], u["input_tokens"], u["output_tokens"], u["cached_tokens"], u["role"])
@@ -141,3 +142,16 @@ def test_reports_outside_a_run_and_bad_reports_move_nothing(repo: Path) -> None:
                            capture_output=True, text=True).stdout
     assert after == head
     assert not (repo / ".liza" / "agent-usage" / "coder-1.1.1.jsonl").exists()
+
+
+def test_a_command_agent_that_reports_nothing_is_told_how_to(repo: Path, tmp_path: Path) -> None:
+    """A script agent's run with no `usage report`: its supervisor says none was reported and
+    how to, not a run of zeros; the run is still recorded (one usage transition)."""
+    make_board(repo)
+    add_task(repo, "t1")
+    sup = Sup(repo, "coder", "coder-1", "--once", "--", str(script(tmp_path, "quiet.sh", "true\n")))
+    sup.wait()
+    assert "usage of run coder-1.1.1: none reported (a -- COMMAND agent reports its own with " \
+           "`git liza usage report`; docs/usage.md)" in sup.output(), sup.output()
+    assert "0 in, 0 out" not in sup.output()
+    assert [o for o in ops(repo) if o[0] == "usage"] == [("usage", "coder-1", "t1")]

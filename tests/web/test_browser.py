@@ -1,5 +1,5 @@
-"""The board in a real browser (Debian's headless Chromium): a transition made from the command
-line shows without a reload, a task's diff shows, and an action on the page moves the board.
+"""The board in a real browser (Debian's headless Chromium): every column fits at 1,400 px, a
+transition made from the command line shows without a reload, a task's diff shows, and an action on the page moves the board.
 Skips with one line where Chromium, chromedriver or selenium is missing."""
 from __future__ import annotations
 
@@ -41,6 +41,19 @@ def test_live_board_diff_and_an_action(review_board: Path,
     driver.get(served.url)
     wait_for(driver, "return document.getElementById('conn').classList.contains('on')")
     assert driver.execute_script("return location.search") == ""  # the token left the address
+    # 0. At 1,400 px every column is in view, MERGED and the two after it included: no
+    # horizontal scroll, no column past the window's edge, no state name cut off.
+    driver.set_window_size(1400, 1000)
+    wait_for(driver, "return window.innerWidth <= 1400")
+    width = driver.execute_script("return window.innerWidth")
+    cols = driver.execute_script(
+        "return [...document.querySelectorAll('.col')].map(c => { const r = "
+        "c.getBoundingClientRect(), h = c.querySelector('h3'); return [c.dataset.state, "
+        "r.left, r.right, h.scrollWidth <= h.clientWidth]; })")
+    assert [c[0] for c in cols][-3:] == ["MERGED", "SUPERSEDED", "ABANDONED"]
+    assert all(c[1] >= 0 and c[2] <= width and c[3] for c in cols), (width, cols)
+    assert driver.execute_script(
+        "return document.documentElement.scrollWidth <= document.documentElement.clientWidth")
     driver.execute_script("window.__noReload = 42")
     column = ("return [...document.querySelectorAll('.col')].find(c => "
               "c.querySelector('[data-task=\"t2\"]'))?.dataset.state")

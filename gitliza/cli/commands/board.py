@@ -231,6 +231,12 @@ def rescope(env: Env, task: str, into: Sequence[str], reason: str) -> int:
     return report(env, do_op(env.liza(), Rescope, task=task, into=tuple(into), reason=reason))
 
 
+def reassign(env: Env, task: str, to: str) -> int:
+    from gitliza.core.ops.work import Reassign
+
+    return report(env, do_op(env.liza(), Reassign, task=task, to=to))
+
+
 def abandon(env: Env, task: str, reason: str) -> int:
     from gitliza.core.ops.planning import Abandon
 

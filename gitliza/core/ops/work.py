@@ -8,12 +8,14 @@ from dataclasses import dataclass
 
 from gitliza.core import clock
 from gitliza.core.model import CBStatus, Handoff, Task
+from gitliza.core.invariants import reassigned_to
 from gitliza.core.ops.base import (Ctx, Op, check_sha, free_agent, need_text, register_op,
                                    replace, require_goal_open)
 from gitliza.core.ops.blocking import add_anomaly, block_fields, with_failed
 from gitliza.core.ops.leases import STAND_DOWN, holder_check, holds_live, lease_live, lease_seconds
 from gitliza.core.states import AgentState, Role, TaskState
-from gitliza.errors import IllegalTransition, LeaseLost, ValidationError
+from gitliza.errors import (IllegalTransition, LeaseLost, NotFound, PermissionDenied,
+                            ValidationError)
 
 S = TaskState
 A = AgentState
@@ -64,6 +66,11 @@ class Claim(Op):
                                   "finish or release it first")
         if me.id in t.failed_by:
             raise ValidationError(f"{me.id} already failed {t.id}; another coder must take it")
+        chosen = reassigned_to(t)
+        if chosen not in (None, me.id) and ctx.agent(chosen or "") is not None:
+            raise PermissionDenied(f"{t.id} was reassigned to {chosen} by the human: only "
+                                   f"{chosen} may claim it",
+                                   hint="the human may `git liza reassign` or `release` it again")
         missing = deps_unmerged(ctx, t)
         if missing:
             raise ValidationError(f"{t.id} is not claimable: waiting for {', '.join(missing)} "
@@ -175,8 +182,9 @@ class Release(Op):
 
     def _by_human(self, ctx: Ctx, t: Task) -> None:
         """The human frees a task whoever holds it: a claimed (or rejected, or failed to
-        integrate) task goes back to UNCLAIMED and its coder to IDLE; a review lease is dropped
-        (the task stays READY_FOR_REVIEW for another reviewer). Recorded as the human's."""
+        integrate, or reassigned) task goes back to UNCLAIMED, for any coder, and its coder to
+        IDLE; a review lease is dropped (the task stays READY_FOR_REVIEW for another reviewer).
+        Recorded as the human's."""
         if t.status == S.READY_FOR_REVIEW:
             if not t.reviewing_by:
                 raise ValidationError(f"{t.id} is READY_FOR_REVIEW and nobody reviews it: "
@@ -188,6 +196,8 @@ class Release(Op):
                                                      agent=ctx.op.actor)))
             ctx.summary = f"release {t.id}: review lease of {t.reviewing_by} freed by the human"
             return
+        if t.status == S.UNCLAIMED and not t.assigned_to:
+            raise ValidationError(f"{t.id} is UNCLAIMED and nobody holds it: nothing to release")
         ctx.transition(t, S.UNCLAIMED)
         free_agent(ctx, t, t.assigned_to)
         ctx.put_task(replace(t, status=S.UNCLAIMED, assigned_to=None, worktree=None,
@@ -195,6 +205,62 @@ class Release(Op):
                              history=ctx.history(t, "released", agent=ctx.op.actor)))
         if t.assigned_to:
             ctx.summary = f"release {t.id}: freed from {t.assigned_to} by the human"
+
+
+@register_op
+@dataclass(frozen=True, kw_only=True)
+class Reassign(Op):
+    """The human gives a task to coder `to` (GitHub's "assign"). The task waits for that
+    coder's claim, without a lease: its supervisor claims it as the spec's supervisor re-claims a
+    rejected task for its coder, with a lease of its own, in a worktree on its own machine that
+    continues the task's branch. A CLAIMED task goes back to UNCLAIMED for it; a REJECTED or
+    INTEGRATION_FAILED one stays in its state. A holder loses the task and stands down (its
+    supervisor sees the task go to another coder). The previous coder is not counted as having
+    failed the task: the human moved it, no review judged it. The new coder starts at iteration 1
+    with the whole review budget (blackboard-schema.md "Reset on Reassign")."""
+
+    NAME = "reassign"
+    task: str
+    to: str
+
+    def run(self, ctx: Ctx) -> None:
+        t = ctx.require_task(self.task)
+        # The table first: a coder or a planner is refused here, before anything is looked at.
+        ctx.transition(t, S.UNCLAIMED if t.status == S.CLAIMED else t.status)
+        require_goal_open(ctx)
+        new = ctx.agent(self.to)
+        if new is None:
+            raise NotFound(f"no agent {self.to!r}",
+                           hint="`git liza status` lists the agents; `git liza register ID "
+                                "--role coder` adds one")
+        if new.role != Role.CODER:
+            raise ValidationError(f"{new.id} is a {new.role.value}: {t.id} needs a coder")
+        old = t.assigned_to
+        if old == new.id:
+            raise ValidationError(f"{t.id} is already {new.id}'s")
+        if new.id in t.failed_by:
+            raise ValidationError(f"{new.id} already failed {t.id}; another coder must take it",
+                                  hint=f"`git liza show {t.id}` lists who failed it")
+        if new.status == A.STARTING or holds_live(ctx, new):
+            raise ValidationError(
+                f"{new.id} is {new.status}" + (f" on {new.current_task}" if new.current_task
+                                               else "") + f"; it can take {t.id} once it is free",
+                hint="reassign to an idle coder, or free its task first (`git liza release`)")
+        missing = deps_unmerged(ctx, t)
+        if missing:
+            raise ValidationError(f"{t.id} waits for {', '.join(missing)} to be MERGED; "
+                                  "reassign it once it can be claimed")
+        free_agent(ctx, t, old)
+        ctx.put_task(replace(
+            t, status=S.UNCLAIMED if t.status == S.CLAIMED else t.status, assigned_to=new.id,
+            lease_expires=None, iteration=None, review_cycles_current=0,
+            history=ctx.history(t, "reassigned", agent=new.id,
+                                note=f"from {old}" if old else None)))
+        ctx.put_agent(replace(new, status=A.WAITING, current_task=t.id, lease_expires=None))
+        if old is not None:
+            ctx.notices.append(f"{old} lost {t.id} to {new.id}: it must stand down")
+        ctx.summary = (f"reassign {t.id} to {new.id}" + (f" (from {old})" if old else "")
+                       + f" by the human; {new.id}'s supervisor claims it")
 
 
 @register_op

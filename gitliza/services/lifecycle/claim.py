@@ -157,11 +157,13 @@ def _claim_attempt(liza: Liza, task: str) -> ClaimResult:
     rel = worktree_path(task)
     t = board.task(task)
     # The same coder keeps its checkout; so does anyone taking over an INTEGRATION_FAILED task
-    # (liza-claim-task.sh preserves that worktree: the failed work is what the fix starts from).
+    # (liza-claim-task.sh preserves that worktree: the failed work is what the fix starts from),
+    # and the coder the human reassigned a task to (it continues the task's branch).
     reuse = (t is not None and t.base_commit is not None
              and (t.status == S.INTEGRATION_FAILED
                   or (t.assigned_to == liza.agent
-                      and t.status in (S.REJECTED, S.INTEGRATION_FAILED, S.CLAIMED))))
+                      and t.status in (S.REJECTED, S.INTEGRATION_FAILED, S.CLAIMED,
+                                       S.UNCLAIMED))))
     if reuse:
         assert t is not None and t.base_commit is not None
         base = t.base_commit
