@@ -119,8 +119,19 @@ class Store:
         return Board(GitSource(self.repo, commit.tree, self.tables))
 
     def board(self, at: str | None = None) -> tuple[Board, pygit2.Commit | None]:
+        """The board at `at` as recorded; the tip (`at` None) as its readers see it, with the
+        effective leases of the renewals on refs/liza/live/* (core/liveness.py)."""
         commit = self.resolve(at)
-        return self.board_at(commit), commit
+        board = self.board_at(commit)
+        if at is None and commit is not None:
+            board = self.live_overlay(board)
+        return board, commit
+
+    def live_overlay(self, board: Board) -> Board:
+        from gitliza.core.liveness import overlay
+        from gitliza.git import liveref
+        found = liveref.read_all(self.repo)
+        return overlay(board, found) if found else board
 
     def history(self, at: str | None = None) -> Iterator[pygit2.Commit]:
         """State commits, newest first (first-parent: the state ref is linear)."""

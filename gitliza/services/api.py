@@ -73,8 +73,7 @@ class Liza:
     def board(self, at: str | None = None) -> Board:
         """The board at the tip (or at `at`, as it was recorded). The tip is read with the
         effective leases: the renewals on refs/liza/live/* laid over it (core/liveness.py)."""
-        board = self.store.board(at)[0]
-        return board if at is not None else liveness.overlay(board, self.renewals())
+        return self.store.board(at)[0]
 
     def renewals(self) -> list[Renewal]:
         """Every agent's renewals off the chain that this clone has (its own, and the remote's

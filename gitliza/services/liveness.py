@@ -75,7 +75,18 @@ def renew(liza: Liza, *, task: str | None = None, extend_task: bool = True,
                 lease_expires=lease, supervisor_expires=token)
     done = liveref.write(liza.repo, agent, lambda _cur: r, liza.store.signer().sign)
     _share(liza, done, int(board.config.lease_duration))
+    _view(liza)
     return done
+
+
+def _view(liza: Liza) -> None:
+    """`git config liza.materialize true`: the view's `heartbeat` and `lease_expires` follow the
+    renewal as they followed the heartbeat op (a failure is a notice, as after a commit)."""
+    from gitliza.services.session import materialize_on
+    if not materialize_on(liza.repo):
+        return
+    from gitliza.services.materialize import after_commit
+    after_commit(liza, None)
 
 
 def _task_lease(board: object, me: object, task: str | None, now: str,

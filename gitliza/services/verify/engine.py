@@ -234,13 +234,7 @@ def _check_signature(commit: pygit2.Commit, before: Board | None, after: Board, 
     if policy == keys.OFF:
         return
     from gitliza.core import sshsig  # cryptography: loaded only for a board that signs
-    armored, payload = sshsig.split_commit(commit.read_raw())
-    signer = bad = None
-    if armored is not None:
-        try:
-            signer = sshsig.verify(armored, payload).line
-        except sshsig.BadSignature as e:
-            bad = str(e)
+    signer, bad = sshsig.commit_signer(commit.read_raw())
     problem = keys.judge(before, after, op, signer, bad)
     oid = str(commit.id)
     if problem is None:
