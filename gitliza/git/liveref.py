@@ -93,6 +93,14 @@ def read_all(repo: pygit2.Repository) -> list[Renewal]:
     return out
 
 
+def target(repo: pygit2.Repository, name: str) -> str | None:
+    """The commit id ref `name` points at, or None."""
+    try:
+        return str(repo.references[name].resolve().target)
+    except (KeyError, pygit2.GitError):
+        return None
+
+
 def local(repo: pygit2.Repository, agent: str) -> Renewal | None:
     try:
         oid = repo.references[ref_of(agent)].target

@@ -9,8 +9,9 @@ agent in HANDOFF that beats again goes back to WORKING (the heartbeat op's move)
 that already expired is renewed by the `supervise renew` op (a renewal off the chain never
 revives an expired lease or token: `effective` ignores it).
 
-With a sync remote, the renewal is shared by a sync when the remote's copy is older than a third
-of a lease (`liveness.push_due`): about three pushes per lease per agent, not one per heartbeat.
+With a sync remote, the renewal is pushed (its ref alone, no fetch) when the remote's copy is
+older than a third of a lease (`liveness.push_due`): a working agent pushes about every other
+heartbeat, its token renewals riding along, not a fetch and a push per heartbeat and per renewal.
 """
 from __future__ import annotations
 
@@ -122,25 +123,34 @@ def _task_lease(board: object, me: object, task: str | None, now: str,
 
 
 def _share(liza: Liza, done: Renewal, lease_seconds: int) -> None:
-    """Sync when the remote's copy of this agent's record is older than a third of a lease (and
-    auto-sync is on: a sync remote and no --no-sync). A failed sync is said, never fatal: the
-    renewal stands here and the next one shares it."""
+    """Share the renewal when the remote's copy of this agent's record is older than a third of
+    a lease (and auto-sync is on: a sync remote and no --no-sync): one push of this agent's ref
+    alone, with the copy last fetched as its lease (no fetch, no replay: no other agent moves this
+    ref). Should the lease not hold (the remote has a copy this clone never saw), a full sync
+    fetches it and pushes what is newer. A failure is said, never fatal: the renewal stands here
+    and the next one shares it."""
     if not getattr(liza, "sync", True):
         return
     from gitliza.services.sync.remote import configured_remote
     remote = configured_remote(liza.repo)
     if remote is None:
         return
-    shared = None
-    for name, oid in liveref.tips(liza.repo).items():
-        if name.startswith(liveref.REMOTES) and name.endswith("/liza/live/" + done.agent):
-            r = liveref.read(liza.repo, oid)
-            if r is not None and (shared is None or liveness.order(r) > liveness.order(shared)):
-                shared = r
-    if not liveness.push_due(shared, done.heartbeat, lease_seconds):
-        return
-    from gitliza.services.sync import engine
+    from gitliza.git import remotes, transport
+    from gitliza.git.pushresults import PushStatus
+    from gitliza.services.sync.remote import repo_path
+    path = repo_path(liza.repo)
+    ref = liveref.ref_of(done.agent)
     try:
+        theirs = liveref.target(liza.repo, remotes.tracking_ref(path, remote, ref))
+        shared = liveref.read(liza.repo, theirs) if theirs is not None else None
+        if not liveness.push_due(shared, done.heartbeat, lease_seconds):
+            return
+        assert done.commit is not None
+        res = transport.push_refs(path, remote, [transport.RefUpdate(
+            ref, done.commit, theirs, fast_forward=False)])
+        if res.status in (PushStatus.OK, PushStatus.UP_TO_DATE):
+            return
+        from gitliza.services.sync import engine
         engine.sync(liza.store, remote)
     except LizaError as e:
         liza.notice(f"renewal of {done.agent} kept here, not shared yet: {e}")

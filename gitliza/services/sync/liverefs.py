@@ -24,8 +24,8 @@ def live_updates(store: Store, prefix: str, tip: pygit2.Oid | None) -> list[tran
     for name in list(repo.references):
         if not name.startswith(liveref.LIVE_PREFIX):
             continue
-        local = _target(repo, name)
-        theirs = _target(repo, prefix + "liza/live/" + name[len(liveref.LIVE_PREFIX):])
+        local = liveref.target(repo, name)
+        theirs = liveref.target(repo, prefix + "liza/live/" + name[len(liveref.LIVE_PREFIX):])
         if local is None or local == theirs:
             continue
         mine = liveref.read(repo, local)
@@ -38,10 +38,3 @@ def live_updates(store: Store, prefix: str, tip: pygit2.Oid | None) -> list[tran
             continue
         out.append(transport.RefUpdate(name, local, theirs, fast_forward=False))
     return out
-
-
-def _target(repo: pygit2.Repository, name: str) -> str | None:
-    try:
-        return str(repo.references[name].resolve().target)
-    except (KeyError, pygit2.GitError):
-        return None
