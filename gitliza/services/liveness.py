@@ -80,6 +80,13 @@ def renew(liza: Liza, *, task: str | None = None, extend_task: bool = True,
     return done
 
 
+def renewal_data(r: Renewal) -> dict[str, object]:
+    """What the CLI's `heartbeat --json` and the MCP tool return for a renewal."""
+    return {"agent": r.agent, "heartbeat": r.heartbeat, "task": r.task,
+            "lease_expires": r.lease_expires, "supervisor_expires": r.supervisor_expires,
+            "generation": r.generation, "live_commit": r.commit}
+
+
 def _view(liza: Liza) -> None:
     """`git config liza.materialize true`: the view's `heartbeat` and `lease_expires` follow the
     renewal as they followed the heartbeat op (a failure is a notice, as after a commit)."""

@@ -249,9 +249,7 @@ def heartbeat(env: Env, task: str | None = None) -> int:
     commit on refs/liza/state."""
     from gitliza.services import liveness
     r = liveness.renew(env.liza(), task=task)
-    data = {"agent": r.agent, "heartbeat": r.heartbeat, "task": r.task,
-            "lease_expires": r.lease_expires, "supervisor_expires": r.supervisor_expires,
-            "generation": r.generation, "live_commit": r.commit}
+    data = liveness.renewal_data(r)
     text = f"heartbeat {r.agent}" + (f" on {r.task} (lease until {r.lease_expires})"
                                      if r.task else "")
     env.out.result(data, f"{text}  [live {(r.commit or '')[:12]}]")
