@@ -107,6 +107,9 @@ def run(seconds: float, work: float, code: str | None) -> dict[str, object]:
                                                (e.get("args") or {}).get("mode") == "renew")
             k = "liveness" if live else "protocol"
             kinds[k] = kinds.get(k, 0) + 1
+            if live:
+                kinds[f"liveness: {e['summary'].split(' (')[0]}"] = kinds.get(
+                    f"liveness: {e['summary'].split(' (')[0]}", 0) + 1
         pushes = (root / "pushes.log").read_text().split("PUSH\n")[1:]
         per_agent: dict[str, int] = {}
         for push in pushes:
@@ -125,7 +128,7 @@ def run(seconds: float, work: float, code: str | None) -> dict[str, object]:
             for agent in who:
                 per_agent[agent] = per_agent.get(agent, 0) + 1
         hours = window / 3600
-        total = sum(kinds.values())
+        total = kinds.get("protocol", 0) + kinds.get("liveness", 0)
         return {"window_s": round(window, 1), "state_commits": kinds,
                 "protocol_share": round(kinds.get("protocol", 0) / total, 3) if total else None,
                 "liveness_per_agent_hour_scaled": round(kinds.get("liveness", 0) / 2 / hours),

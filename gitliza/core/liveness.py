@@ -17,11 +17,15 @@ gives one answer):
 - a renewal counts only for the generation that holds the agent id on the board (a superseded
   supervisor's renewals are ignored), and only for the task the agent holds on the board (a
   renewal naming a task the agent lost, or a task someone else holds now, is ignored);
-- it counts only if it was made while the lease it extends was still live (`heartbeat` before
-  the expiry it replaces): an expired lease is never revived, it is reclaimed;
 - a lease it grants is at most the lease length after its heartbeat (a renewal cannot grant
   itself an hour);
 - a token that was ended (expires None) stays ended.
+
+A reader does not refuse a renewal made after the lease it extends had run out: the ref keeps only
+the newest renewal, so a reader cannot tell a late one from the last of a chain of timely ones.
+The writer never makes a late one (services/liveness.py refuses with LeaseLost: stand down, as the
+heartbeat op did), and once a reclaim moved the claim on the board no renewal of the old holder
+counts (the task is no longer its); a holder that renews late only shows it is alive.
 
 An op that judges a lease (a claim over another's, a holder's submit, a supervisor start) carries
 the renewals it judged by in `Op.live`; `apply` lays them over the board first (`effective`), so
@@ -105,7 +109,7 @@ def effective(board: Board, renewals: Iterable[Renewal]) -> Changes:
         sup = get("supervisors", r.agent)
         if (sup.generation if sup is not None else None) != r.generation:
             continue
-        if sup is not None and sup.expires is not None and r.heartbeat < sup.expires:
+        if sup is not None and sup.expires is not None:
             until = _bounded(r.heartbeat, r.supervisor_expires, int(board.config.lease_duration))
             if until is not None and until > sup.expires:
                 out[("supervisors", r.agent)] = replace(sup, expires=until)
@@ -127,14 +131,13 @@ def _extend_task(board: Board, get: Any, out: Changes, a: Any, r: Renewal) -> An
         return a
     if t.status == TaskState.CLAIMED and t.assigned_to == a.id and \
             a.status in (AgentState.WORKING, AgentState.HANDOFF):
-        if t.lease_expires is not None and r.heartbeat < t.lease_expires < until:
+        if t.lease_expires is not None and t.lease_expires < until:
             out[("tasks", t.id)] = replace(t, lease_expires=until)
             a = replace(a, lease_expires=until)
             out[("agents", a.id)] = a
     elif t.status == TaskState.READY_FOR_REVIEW and t.reviewing_by == a.id and \
             a.status == AgentState.REVIEWING:
-        if t.review_lease_expires is not None and \
-                r.heartbeat < t.review_lease_expires < until:
+        if t.review_lease_expires is not None and t.review_lease_expires < until:
             out[("tasks", t.id)] = replace(t, review_lease_expires=until)
             a = replace(a, lease_expires=until)
             out[("agents", a.id)] = a

@@ -75,7 +75,6 @@ def test_stale_foreign_forged_and_late_renewals_change_nothing() -> None:
               renewal(200, 500, gen=None),     # no supervisor, while generation 3 holds c1
               renewal(200, 500, task="t9"),    # a task the agent does not hold
               renewal(200, 200 + 301),         # more than a lease after its heartbeat
-              renewal(301, 500),               # made after the lease it extends had expired
               renewal(200, 250),               # earlier than the lease the board has
               Renewal(agent="c1", heartbeat="yesterday", generation=3, task="t1",
                       lease_expires=at(500)),  # a malformed time
