@@ -30,6 +30,7 @@ from gitliza.git.repository import common_dir, open_repository
 from gitliza.git.source import GitSource, Tables, check_format
 
 if TYPE_CHECKING:
+    from gitliza.core.model import SigningKey
     from gitliza.core.ops.base import Op, Outcome
     from gitliza.git import trees
     from gitliza.git.signing import Signer
@@ -197,8 +198,17 @@ class Store:
         prev = before if before.initialized else None
         if keys.policy(prev, outcome.board) != keys.REQUIRED:
             return
-        want = keys.expected(prev, outcome.board, op)
-        actor = op.actor
+        self._require_key(op.actor, keys.expected(prev, outcome.board, op))
+
+    def check_can_sign(self, board: Board, actor: str) -> None:
+        """Under `signatures = required`, refuse what `actor` would write outside the board (a
+        renewal on refs/liza/live/*) that its hooks would refuse: the same checks as a commit."""
+        from gitliza.core import keys
+        if keys.policy(None, board) != keys.REQUIRED:
+            return
+        self._require_key(actor, keys.current(keys.keys_of(board, actor)))
+
+    def _require_key(self, actor: str, want: SigningKey | None) -> None:
         signer = self.signer()
         if want is not None and signer.matched == (actor, want.key):
             return  # this actor's key was found and matched on the last transition

@@ -74,6 +74,7 @@ def renew(liza: Liza, *, task: str | None = None, extend_task: bool = True,
     generation = sup.generation if sup is not None else None
     r = Renewal(agent=agent, heartbeat=now, generation=generation, task=tid,
                 lease_expires=lease, supervisor_expires=token)
+    liza.store.check_can_sign(board, agent)
     done = liveref.write(liza.repo, agent, lambda _cur: r, liza.store.signer().sign)
     _share(liza, done, int(board.config.lease_duration))
     _view(liza)
