@@ -244,3 +244,20 @@ def test_the_server_refuses_a_live_ref_moved_by_anyone_but_its_agent(
     old = forge(b, Renewal(agent="c1", heartbeat=clock.plus(now, -3000)))
     assert "older renewal" in push(old, LIVE + "c1")
     assert live_tip(bare, "c1") == good
+
+
+def test_the_watchers_lease_alarm_follows_the_renewal(board: Path) -> None:
+    """`git liza watch --once` (the watcher's stale-lease alarm) at a time past the lease the
+    claim granted: no alarm while the renewal off the chain covers it, the alarm once it does not."""
+    repo = board
+    claimed(repo, "t1", "c1")
+    granted = task(repo, "t1").lease_expires
+    assert granted is not None
+    ok(repo, "heartbeat", agent="c1", now=clock.plus(granted, -30))
+    renewed = task(repo, "t1").lease_expires
+    assert renewed is not None and renewed > clock.plus(granted, 200)
+    quiet = run(repo, "watch", "--once", "--json", now=clock.plus(granted, 150))
+    assert "LEASE_EXPIRED" not in quiet.stdout + quiet.stderr, quiet.stdout + quiet.stderr
+    loud = run(repo, "watch", "--once", "--json", now=clock.plus(renewed, 600))
+    assert loud.returncode == 1 and "LEASE EXPIRED: c1 on t1" in loud.stdout + loud.stderr, \
+        loud.stdout + loud.stderr
