@@ -68,9 +68,10 @@ def renew(liza: Liza, *, task: str | None = None, extend_task: bool = True,
         if task is not None or extend_task:
             raise
         tid, lease = None, None  # a token renewal alone: the task's fate is the keeper's
-    token = None
-    if liza.gen is not None and sup is not None and sup.expires is not None:
-        token = clock.plus(now, int(board.config.lease_duration)) if renew_token else sup.expires
+    token = None  # the token's expiry: renewed by its supervisor, carried over by anyone else
+    if sup is not None and sup.expires is not None:
+        token = clock.plus(now, int(board.config.lease_duration)) \
+            if renew_token and liza.gen is not None else sup.expires
     generation = sup.generation if sup is not None else None
     r = Renewal(agent=agent, heartbeat=now, generation=generation, task=tid,
                 lease_expires=lease, supervisor_expires=token)

@@ -261,3 +261,22 @@ def test_the_watchers_lease_alarm_follows_the_renewal(board: Path) -> None:
     loud = run(repo, "watch", "--once", "--json", now=clock.plus(renewed, 600))
     assert loud.returncode == 1 and "LEASE EXPIRED: c1 on t1" in loud.stdout + loud.stderr, \
         loud.stdout + loud.stderr
+
+
+def test_a_heartbeat_by_hand_keeps_the_supervisors_token_renewal(board: Path) -> None:
+    """The live ref holds one record: a heartbeat made outside the supervisor (no generation in
+    its environment) carries the token's renewed expiry over instead of dropping it."""
+    from gitliza.core.states import Role
+    from gitliza.services import liveness
+    from gitliza.team.generation import Generation
+    repo = board
+    sup_liza = Liza.open(repo, "c1")
+    token = Generation("c1")
+    token.take(sup_liza, Role.CODER, takeover=False)
+    granted = sup_liza.board().get("supervisors", "c1").expires
+    sup_liza._now = lambda: clock.plus(granted, -10)  # noqa: SLF001 - the renewal's time
+    liveness.renew(sup_liza, extend_task=False)
+    renewed = Liza.open(repo).board().get("supervisors", "c1").expires
+    assert renewed == clock.plus(granted, 290)
+    ok(repo, "heartbeat", agent="c1", now=clock.plus(granted, -5))
+    assert Liza.open(repo).board().get("supervisors", "c1").expires == renewed
