@@ -150,6 +150,22 @@ def overlay(board: Board, renewals: Iterable[Renewal]) -> Board:
     return board.with_changes(changes) if changes else board
 
 
+def lease_of(board: Board, renewals: Iterable[Renewal], task_id: str
+             ) -> tuple[str | None, str | None]:
+    """(holder, effective expiry) of the lease on `task_id`: the coder's on a CLAIMED task, the
+    reviewer's on a task under review; (None, None) when nobody holds one. This is the "mark" an
+    observer judges expiry by (it changes with every renewal): the input of the expiry judgment
+    by the observer's own clock."""
+    t = overlay(board, renewals).task(task_id)
+    if t is None:
+        return None, None
+    if t.status == TaskState.CLAIMED:
+        return t.assigned_to, t.lease_expires
+    if t.status == TaskState.READY_FOR_REVIEW and t.reviewing_by:
+        return t.reviewing_by, t.review_lease_expires
+    return None, None
+
+
 def relevant(board: Board, actor: str, task_ids: Iterable[str | None],
              renewals: Iterable[Renewal]) -> tuple[Renewal, ...]:
     """The renewals an op by `actor` on `task_ids` judges by, that change the board: the actor's

@@ -10,7 +10,8 @@ import pytest
 
 from gitliza.core import clock
 from gitliza.core.board import Board, MemorySource
-from gitliza.core.liveness import Renewal, effective, overlay, push_due, relevant
+from gitliza.core.liveness import (Renewal, effective, lease_of, overlay, push_due,
+                                    relevant)
 from gitliza.core.model import Agent, Config, Goal, Supervisor, Task
 from gitliza.core.ops.base import load_all, op_from_record
 from gitliza.core.ops.engine import apply
@@ -130,3 +131,11 @@ def test_push_due_is_a_third_of_a_lease() -> None:
     shared = renewal(0, 300)
     assert not push_due(shared, at(99), 300)
     assert push_due(shared, at(100), 300)
+
+
+def test_lease_of_is_the_mark_an_observer_judges() -> None:
+    assert lease_of(board(), [], "t1") == ("c1", at(300))
+    assert lease_of(board(), [renewal(200, 500)], "t1") == ("c1", at(500))
+    assert lease_of(board(status=TaskState.READY_FOR_REVIEW), [renewal(100, 400)], "t1") == \
+        ("c1", at(400))
+    assert lease_of(board(), [], "nope") == (None, None)
