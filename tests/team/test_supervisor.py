@@ -120,7 +120,7 @@ def test_a_long_running_agent_keeps_its_lease(repo: Path, tmp_path: Path) -> Non
     rival = Sup(repo, "coder", "coder-2", "--", str(script(tmp_path, "ok.sh", SUBMIT)))
     wait_status(repo, "t1", "READY_FOR_REVIEW")  # submit would be refused on an expired lease
     t = task_of(repo, "t1")
-    assert t["assigned_to"] is None and "reclaimed" not in [h["event"] for h in t["history"]]
+    assert t["assigned_to"] == "coder-1" and "reclaimed" not in [h["event"] for h in t["history"]]
     assert [h.get("agent") for h in t["history"] if h["event"] == "ready_for_review"] == \
         ["coder-1"]
     # The lease was kept off the audit chain (refs/liza/live/coder-1): the board holds only the
