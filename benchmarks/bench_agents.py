@@ -463,6 +463,7 @@ class Step:
     since: str = ""  # its state tip before the window
     landed: int = 0  # commits on the board (one repository) / the remote after the step
     committed: int = 0  # ops committed (shared or not): what must have landed
+    renewed: int = 0  # heartbeats and token renewals made (off the audit chain: no commit)
     by_op: dict[str, int] = field(default_factory=dict)  # committed ops by op name
     p99_by_kind: dict[str, float] = field(default_factory=dict)  # ms, per kind of traffic
 
@@ -626,7 +627,9 @@ class Collector:
         self.last_done = max(self.last_done, t1)
         self.retried += tries > 1
         step = self.step
-        if status in ("ok", "unshared"):
+        if status in ("ok", "unshared") and kind in LIVENESS:
+            step.renewed += 1  # on the agent's live ref, not a board commit
+        elif status in ("ok", "unshared"):
             step.committed += 1
             name = OP_NAMES.get(kind, kind)
             step.by_op[name] = step.by_op.get(name, 0) + 1
