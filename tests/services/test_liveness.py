@@ -181,6 +181,12 @@ def test_a_lease_renewed_on_one_clone_is_seen_on_another_before_it_expires(
     shared = live_tip(bare, "c1")
     ok(a, "heartbeat", agent="c1", now=clock.plus(board_lease, -50))
     assert live_tip(bare, "c1") == shared != live_tip(a, "c1")
+    # A's next sync carries the renewal kept local (newer than the remote's copy).
+    kept = live_tip(a, "c1")
+    ok(a, "sync")
+    assert live_tip(bare, "c1") == kept
+    renewed = task(a, "t1").lease_expires
+    assert renewed is not None
     # c1 dies: past its renewal B takes t1 over, and the server accepts the reclaim.
     claimed(b, "t1", "c2", now=clock.plus(renewed, 30))
     assert tip(bare) == tip(b)
@@ -280,3 +286,15 @@ def test_a_heartbeat_by_hand_keeps_the_supervisors_token_renewal(board: Path) ->
     assert renewed == clock.plus(granted, 290)
     ok(repo, "heartbeat", agent="c1", now=clock.plus(granted, -5))
     assert Liza.open(repo).board().get("supervisors", "c1").expires == renewed
+
+
+def test_a_renewal_the_remote_would_refuse_stays_here_and_does_not_block_sync(
+        clones: tuple[Path, Path, Path]) -> None:
+    """A stale record on a local live ref (a generation the board never gave c1) is not pushed:
+    the sync of everything else goes through, and the remote keeps its own copy."""
+    bare, a, _b = clones
+    claimed(a, "t1", "c1")
+    forge(a, Renewal(agent="c1", heartbeat=later(5), generation=9))
+    assert not live_tip(bare, "c1")
+    ok(a, "release", "t1", agent="c1")  # a protocol op: its auto-sync pushes the board
+    assert tip(bare) == tip(a) and not live_tip(bare, "c1")
