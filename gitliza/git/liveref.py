@@ -24,6 +24,7 @@ from gitliza.core import tomlblob
 from gitliza.core.clock import to_epoch
 from gitliza.core.liveness import LIVE_FILE, Renewal
 from gitliza.errors import ConcurrencyConflict, GitFailure, InconsistentState, LizaError
+from gitliza.git.packfile import object_id
 
 LIVE_PREFIX = "refs/liza/live/"
 REMOTES = "refs/remotes/"
@@ -117,6 +118,32 @@ def commit_body(tree: pygit2.Oid, r: Renewal) -> bytes:
     return f"tree {tree}\nauthor {who}\ncommitter {who}\n\n{what}\n".encode()
 
 
+Objects = list[tuple[bytes, bytes]]  # (object type, raw content), the commit last
+_TYPES = {b"blob": pygit2.enums.ObjectType.BLOB, b"tree": pygit2.enums.ObjectType.TREE,
+          b"commit": pygit2.enums.ObjectType.COMMIT}
+
+
+def _objects(r: Renewal, sign: Callable[[bytes, str], bytes]) -> Objects:
+    """The blob, the tree (git's tree format: one entry) and the signed commit of renewal `r`."""
+    blob = encode(r)
+    tree = b"100644 " + LIVE_FILE.encode() + b"\0" + object_id(b"blob", blob)
+    body = sign(commit_body(pygit2.Oid(raw=object_id(b"tree", tree)), r), r.agent)
+    return [(b"blob", blob), (b"tree", tree), (b"commit", body)]
+
+
+def _ids(objects: Objects) -> list[pygit2.Oid]:
+    return [pygit2.Oid(raw=object_id(kind, data)) for kind, data in objects]
+
+
+def _store(repo: pygit2.Repository, objects: Objects) -> pygit2.Oid:
+    """Write the objects (loose, into objects/); the id of the last one, the commit."""
+    oid = None
+    for kind, data in objects:
+        oid = repo.odb.write(_TYPES[kind], data)
+    assert oid is not None
+    return oid
+
+
 def write(repo: pygit2.Repository, agent: str, make: Callable[[Renewal | None], Renewal],
           sign: Callable[[bytes, str], bytes], attempts: int = 5) -> Renewal:
     """Write `agent`'s renewal `make(current)` (`current`: its ref's record now) as a new root commit,
@@ -132,11 +159,8 @@ def write(repo: pygit2.Repository, agent: str, make: Callable[[Renewal | None], 
         r = make(read(repo, old) if old is not None else None)
         if r.agent != agent:
             raise ValueError(f"a renewal of {r.agent} on {ref}")
-        blob = repo.create_blob(encode(r))
-        tb = repo.TreeBuilder()
-        tb.insert(LIVE_FILE, blob, pygit2.enums.FileMode.BLOB)
-        body = sign(commit_body(tb.write(), r), r.agent)
-        oid = repo.odb.write(pygit2.enums.ObjectType.COMMIT, body)
+        objects = _objects(r, sign)
+        oid = _store(repo, objects)
         try:
             if old is None:
                 repo.create_reference(ref, oid, force=False, message="liza live: renew")
@@ -151,6 +175,11 @@ def write(repo: pygit2.Repository, agent: str, make: Callable[[Renewal | None], 
             if "does not match" in str(e) or "changed" in str(e) or "lock" in str(e):
                 continue
             raise GitFailure(f"cannot update {ref}: {e}") from None
+        # Written loose into objects/, where git's gc drops a replaced renewal; a `git prune
+        # --expire=now` running beside us may have deleted them before the ref named them (git
+        # documents that race): written again (the same bytes, the same ids), now reachable.
+        if not all(repo.odb.exists(o) for o in _ids(objects)):
+            _store(repo, objects)
         return dataclasses.replace(r, commit=str(oid))
     raise ConcurrencyConflict(f"refs/liza/live/ kept moving under this renewal: gave up after "
                               f"{attempts} attempts", hint="the next heartbeat tries again")
