@@ -45,6 +45,8 @@ def test_a_heartbeat_moves_the_live_ref_not_the_board(board: Path) -> None:
     # The renewal is one root commit holding live.toml: nothing of the earlier ones is reachable.
     assert git(repo, "rev-list", "--count", LIVE + "c1") == "1"
     assert git(repo, "ls-tree", "--name-only", LIVE + "c1") == "live.toml"
+    git(repo, "fsck", "--strict", "--no-dangling")  # objects formed by hand: git accepts them
+    assert 'agent = "c1"' in git(repo, "show", LIVE + "c1:live.toml")
     # Readers see the effective lease: status, show, the agent's heartbeat.
     assert task(repo, "t1").lease_expires > lease
     shown = json.loads(run(repo, "show", "t1", "--json").stdout)
