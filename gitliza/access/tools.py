@@ -228,6 +228,11 @@ def _build() -> dict[str, Tool]:
         done = reviewing.verdict(liza, a["task"], a["verdict"], a.get("reason"), a.get("commit"))
         return tr.transition_data(done.committed)
 
+    def heartbeat(liza: Any, a: dict[str, Any]) -> Any:
+        # A renewal off the audit chain (refs/liza/live/<agent>), as `git liza heartbeat`.
+        from gitliza.services import liveness
+        return liveness.renewal_data(liveness.renew(liza, task=a.get("task")))
+
     def discover(liza: Any, a: dict[str, Any]) -> Any:
         return tr.transition_data(tr.do_discover(liza, a.pop("id", None), **a))
 
@@ -256,7 +261,7 @@ def _build() -> dict[str, Tool]:
     write("merge", "Merge the approved review commit into the integration branch.", merge,
           exclude=("result", "merge_commit", "reason", "drift_commits"))
     write("heartbeat", "Extend your lease(s); name the task to fail (stand down) if you no "
-          "longer hold it.", roles=AGENTS, exclude=("keep_handoff",))
+          "longer hold it.", heartbeat, roles=AGENTS, exclude=("keep_handoff",))
     write("handoff", "Write a context-exhaustion handoff for your claimed task.",
           roles=frozenset({Role.CODER}))
     write("discover", "Log a discovery: an adjacent problem, not fixed (id defaults to disc-N).",

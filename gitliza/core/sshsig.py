@@ -203,3 +203,15 @@ def split_commit(body: bytes) -> tuple[bytes | None, bytes]:
             out.append(line)
     payload = b"\n".join(out) + b"\n" + (b"" if end < 0 else body[end + 1:])
     return b"\n".join(sig) + b"\n", payload
+
+
+def commit_signer(body: bytes) -> tuple[str | None, str | None]:
+    """(the public key line that signed the commit `body`, None) for a valid signature; (None,
+    why) for an invalid one; (None, None) for an unsigned commit."""
+    armored, payload = split_commit(body)
+    if armored is None:
+        return None, None
+    try:
+        return verify(armored, payload).line, None
+    except BadSignature as e:
+        return None, str(e)

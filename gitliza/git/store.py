@@ -31,6 +31,7 @@ from gitliza.git.repository import common_dir, open_repository
 from gitliza.git.source import GitSource, Tables, check_format
 
 if TYPE_CHECKING:
+    from gitliza.core.model import SigningKey
     from gitliza.core.ops.base import Op, Outcome
     from gitliza.core.ops.upgrade import Upgrade
     from gitliza.git import trees
@@ -136,8 +137,19 @@ class Store:
         return Board(GitSource(self.repo, commit.tree, self.tables))
 
     def board(self, at: str | None = None) -> tuple[Board, pygit2.Commit | None]:
+        """The board at `at` as recorded; the tip (`at` None) as its readers see it, with the
+        effective leases of the renewals on refs/liza/live/* (core/liveness.py)."""
         commit = self.resolve(at)
-        return self.board_at(commit), commit
+        board = self.board_at(commit)
+        if at is None and commit is not None:
+            board = self.live_overlay(board)
+        return board, commit
+
+    def live_overlay(self, board: Board) -> Board:
+        from gitliza.core.liveness import overlay
+        from gitliza.git import liveref
+        found = liveref.read_all(self.repo)
+        return overlay(board, found) if found else board
 
     def history(self, at: str | None = None) -> Iterator[pygit2.Commit]:
         """State commits, newest first (first-parent: the state ref is linear). A board in a
@@ -206,8 +218,17 @@ class Store:
         prev = before if before.initialized else None
         if keys.policy(prev, outcome.board) != keys.REQUIRED:
             return
-        want = keys.expected(prev, outcome.board, op)
-        actor = op.actor
+        self._require_key(op.actor, keys.expected(prev, outcome.board, op))
+
+    def check_can_sign(self, board: Board, actor: str) -> None:
+        """Under `signatures = required`, refuse what `actor` would write outside the board (a
+        renewal on refs/liza/live/*) that its hooks would refuse: the same checks as a commit."""
+        from gitliza.core import keys
+        if keys.policy(None, board) != keys.REQUIRED:
+            return
+        self._require_key(actor, keys.current(keys.keys_of(board, actor)))
+
+    def _require_key(self, actor: str, want: SigningKey | None) -> None:
         signer = self.signer()
         if want is not None and signer.matched == (actor, want.key):
             return  # this actor's key was found and matched on the last transition

@@ -75,7 +75,7 @@ def _task_commit_refused(repo: pygit2.Repository, ref: str) -> str | None:
     if tip is None:  # no board in this repository: not ours to police
         return None
     from gitliza.core.states import TaskState as S
-    t = board_at(store, tip).task(task_id)
+    t = store.live_overlay(board_at(store, tip)).task(task_id)  # with the renewals
     if t is None:
         return f"branch {branch} belongs to no task on the board (no task {task_id!r})"
     if t.status in (S.READY_FOR_REVIEW, S.APPROVED):

@@ -1,6 +1,7 @@
 """The rules every hook applies to a set of ref updates, client and server alike: refs/liza/state
-only moves to a continuation that replays commit by commit and is never deleted, the other
-refs/liza/* refs only fast-forward, and the integration branch only receives approved work, judged
+only moves to a continuation that replays commit by commit and is never deleted, a live ref
+(refs/liza/live/<agent>) only takes a newer renewal of its own agent (services/verify/live.py), the
+other refs/liza/* refs only fast-forward, and the integration branch only receives approved work, judged
 against the board the same updates produce. The server adds its own rules on the new state commits
 (gitliza/hooks/server.py) through `judge`'s `also`.
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any, Callable
 
-from gitliza.hooks.repo import LIZA_REFS, STATE_REF, ZERO, board_at, integration_ref, ref_target
+from gitliza.hooks.repo import LIVE_REFS, LIZA_REFS, STATE_REF, ZERO, board_at, integration_ref, ref_target
 
 if TYPE_CHECKING:
     import pygit2
@@ -45,8 +46,18 @@ def judge(store: Store, updates: list[tuple[Any, str, str]], *, pending_merges: 
                 refused.append((ref, why))
             else:
                 state = pygit2.Oid(hex=new)
+        elif ref.startswith(LIVE_REFS):
+            continue  # judged below, against the board this push leaves
         elif old is not None and not repo.descendant_of(pygit2.Oid(hex=new), old):
             refused.append((ref, f"not a fast-forward of {str(old)[:12]}"))
+    lives = [(o, n, r) for o, n, r in updates if r.startswith(LIVE_REFS) and n != ZERO]
+    if lives:
+        from gitliza.services.verify.live import check_live
+        after = board_at(store, state) if state is not None else None
+        for old, new, ref in lives:
+            why = check_live(repo, after, ref, old, new)
+            if why:
+                refused.append((ref, why))
     if state is None:
         return refused
     board = board_at(store, state)

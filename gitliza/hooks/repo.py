@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 STATE_REF = "refs/liza/state"
 LIZA_REFS = "refs/liza/"
+LIVE_REFS = "refs/liza/live/"  # liveness off the chain (git/liveref.py)
 ZERO = "0" * 40
 TASK_BRANCH = "liza/"
 TASK_REF = "refs/heads/" + TASK_BRANCH

@@ -37,6 +37,7 @@ def pre_receive(args: list[str], stdin: bytes) -> int:
     latest = _latest_allowed(repo)
     refused = judge(store_of(repo), updates, pending_merges=False, rewind_ok=False,
                     also=lambda store, old, new: _server_rules(store, old, new, latest))
+    refused += _unbound_live(repo, updates)
     for ref, why in refused:
         print(f"gitliza: refused {ref}: {' '.join(why.split())}", file=sys.stderr)
     return 1 if refused else 0
@@ -74,6 +75,25 @@ def _unbound_pusher(store: Store, old: Any, new: str) -> str | None:
                             for c in reversed(_new_commits(store, old, new))))
 
 
+def _unbound_live(repo: pygit2.Repository, updates: list[tuple[Any, str, str]]
+                  ) -> list[tuple[str, str]]:
+    """Only the agent itself moves its live ref: under pusher bindings, a pusher may move
+    refs/liza/live/<agent> only for an agent it is bound to."""
+    from gitliza.hooks import pushers
+    from gitliza.hooks.repo import LIVE_REFS
+    lives = [(n, r[len(LIVE_REFS):], r) for _o, n, r in updates if r.startswith(LIVE_REFS)]
+    binding = pushers.bindings(repo.config) if lives else {}
+    if not binding:
+        return []
+    who = pushers.pusher(os.environ)
+    out = []
+    for new, agent, ref in lives:
+        why = pushers.refused(binding, who, [(new, agent)])
+        if why is not None:
+            out.append((ref, why.replace("state commit", "live record", 1)))
+    return out
+
+
 def _server_now() -> str:
     """The server's own clock. Never LIZA_NOW: over a local or file:// push the pusher's
     environment reaches pre-receive, and the pusher must not be able to move the server's clock."""
@@ -108,12 +128,18 @@ def _early_takeover(store: Store, old: Any, new: str, now: str) -> str | None:
     find the lease expired by the server's clock too. The op's own time decides in the core, and
     a legitimate takeover always happened before the push, so by now its lease has expired; one
     that has not was dated ahead to fake the expiry."""
-    from gitliza.core import record
+    from gitliza.core import liveness, record
+    from gitliza.git import liveref
+    mine = liveref.read_all(store.repo)  # the renewals pushed to this server
     for c in reversed(_new_commits(store, old, new)):
         op = record.parse(c.message).op
         if op.NAME not in ("claim", "claim-review") or not c.parents:
             continue
-        t = store.board_at(store.commit(c.parents[0].id)).task(getattr(op, "task"))
+        # The lease as the server knows it: the board's, the renewals the op itself judged by,
+        # and the holder's renewals pushed here (a claim that leaves out a renewal it was shown,
+        # or never fetched one, does not take over early).
+        before = store.board_at(store.commit(c.parents[0].id))
+        t = liveness.overlay(before, [*op.live, *mine]).task(getattr(op, "task"))
         if t is None:
             continue
         if op.NAME == "claim" and t.status == "CLAIMED" and t.assigned_to != op.actor:

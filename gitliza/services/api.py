@@ -12,8 +12,9 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
-from gitliza.core import clock
+from gitliza.core import clock, liveness
 from gitliza.core.board import Board
+from gitliza.core.liveness import Renewal
 from gitliza.core.states import HUMAN_ACTOR
 from gitliza.core.terminal import safe
 from gitliza.git.store import Committed, Store
@@ -70,11 +71,20 @@ class Liza:
         sys.stderr.write(f"gitliza: {safe(text)}\n")  # board text in it: escaped
 
     def board(self, at: str | None = None) -> Board:
+        """The board at the tip (or at `at`, as it was recorded). The tip is read with the
+        effective leases: the renewals on refs/liza/live/* laid over it (core/liveness.py)."""
         return self.store.board(at)[0]
+
+    def renewals(self) -> list[Renewal]:
+        """Every agent's renewals off the chain that this clone has (its own, and the remote's
+        copies sync fetched)."""
+        from gitliza.git import liveref
+        return liveref.read_all(self.repo)
 
     def apply(self, make_op: Callable[[Board, str], Op]) -> Committed:
         if self.gen is not None:
             make_op = _with_gen(make_op, self.agent, self.gen)
+        make_op = _with_live(make_op, self.renewals)
         done = self.store.transact(make_op, self.now)
         for hook in self.after_commit:
             done = hook(self, done) or done
@@ -88,6 +98,22 @@ class Liza:
 def _env_gen() -> int | None:
     raw = os.environ.get(GEN_ENV)
     return int(raw) if raw and raw.isdigit() else None
+
+
+def _with_live(make_op: Callable[[Board, str], Op],
+               renewals: Callable[[], list[Renewal]]) -> Callable[[Board, str], Op]:
+    """The op is made from the board with the effective leases, and carries the renewals it was
+    judged by (`Op.live`: its actor's own, and those of whoever holds its task), so the commit
+    records them and replay needs nothing else."""
+    def make(board: Board, now: str) -> Op:
+        found = renewals()
+        op = make_op(liveness.overlay(board, found) if found else board, now)
+        if not found or op.live:
+            return op
+        tasks = [getattr(op, "task", None)]
+        live = liveness.relevant(board, op.actor, [t for t in tasks if isinstance(t, str)], found)
+        return dataclasses.replace(op, live=live) if live else op
+    return make
 
 
 def _with_gen(make_op: Callable[[Board, str], Op], agent: str,

@@ -29,9 +29,10 @@ import pygit2
 
 from gitliza import atomic
 from gitliza.services import usagefile
-from gitliza.core import clock, retention, yamlview
+from gitliza.core import clock, liveness, retention, yamlview
 from gitliza.errors import GitFailure, LizaError, NoBoard, ValidationError
 from gitliza.git.repository import common_dir
+from gitliza.git import liveref
 from gitliza.git.store import Store
 from gitliza.git.repository import LIZA_DIR, ensure_excluded, liza_dir, main_worktree as _main_root
 from gitliza.services.viewstamp import (STAMP_FILE, STATE_FILE, Stamp, ViewEdit, read_stamp,
@@ -126,17 +127,19 @@ def materialize(store: Store, at: str | None = None) -> Materialized:
     main_worktree(store.repo)  # a bare repository has none: say so
     directory = liza_dir(store.repo)  # refused when tracked, or a link (hostile input)
     state_path, log_path = directory / STATE_FILE, directory / LOG_FILE
+    renewals = liveref.read_all(store.repo) if at is None else []
+    live = _live_key(renewals)
     with _Lock(directory / LOCK_FILE):
         stamp = read_stamp(directory / STAMP_FILE)
         log_ok = stamp is not None and sig(log_path) == stamp.log_file
-        if stamp is not None and stamp.state == oid and log_ok \
+        if stamp is not None and stamp.state == oid and log_ok and stamp.live == live \
                 and sig(state_path) == stamp.state_file:
             return Materialized(oid, directory, True, stamp.log_entries, 0, False)
         ensure_excluded(common_dir(store.repo), LIZA_DIR)
         edited = view_edit(store, stamp)
         kept = None if edited is None else _keep_edited(directory, state_path)
 
-        board = store.board_at(commit)
+        board = liveness.overlay(store.board_at(commit), renewals)
         archive_tree, written, removed, ended = _sync_archive(
             store, board, commit, directory, None if stamp is None else stamp.archive,
             full=stamp is None)
@@ -170,7 +173,8 @@ def materialize(store: Store, at: str | None = None) -> Materialized:
             total, appended, rewritten = len(commits), len(commits), True
 
         atomic.write(directory, STAMP_FILE, Stamp(oid, state_sig, log_sig, total, archive_tree,
-                                                  recent, sha256(state_bytes)).dumps().encode())
+                                                  recent, sha256(state_bytes),
+                                                  live).dumps().encode())
     return Materialized(oid, directory, False, total, appended, rewritten, written, removed,
                         edited, kept)
 
@@ -257,6 +261,13 @@ def _sync_archive(store: Store, board: Any, commit: pygit2.Commit, directory: Pa
             removed += 1
     atomic.write(arch, ARCHIVE_INDEX, (json.dumps(want, sort_keys=True) + "\n").encode())
     return tree_id, written, removed, ended
+
+
+def _live_key(renewals: list[Any]) -> str | None:
+    """What the view's leases were read from: the live commits (None: none)."""
+    if not renewals:
+        return None
+    return sha256(",".join(sorted(str(r.commit) for r in renewals)).encode())
 
 
 def after_commit(liza: Any, _done: Any) -> None:

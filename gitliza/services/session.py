@@ -44,11 +44,16 @@ def _install_materialize(liza: Liza) -> None:
     """`git config liza.materialize true`: refresh .liza/*.yaml after every commit (installed after
     auto-sync, so it sees the replayed tip). Without the setting this is one config lookup: the
     materializer (and ruamel.yaml) are never imported."""
-    try:
-        cfg = liza.repo.config
-        if "liza.materialize" not in cfg or not cfg.get_bool("liza.materialize"):
-            return
-    except Exception:  # unreadable or not a boolean: off rather than a failing command
+    if not materialize_on(liza.repo):
         return
     from gitliza.services.materialize import after_commit
     liza.after_commit.append(after_commit)
+
+
+def materialize_on(repo: Any) -> bool:
+    """`git config liza.materialize true` (one config lookup)."""
+    try:
+        cfg = repo.config
+        return "liza.materialize" in cfg and bool(cfg.get_bool("liza.materialize"))
+    except Exception:  # unreadable or not a boolean: off rather than a failing command
+        return False

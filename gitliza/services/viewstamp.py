@@ -36,13 +36,17 @@ class Stamp:
     # sha256 of state.yaml as written: a changed size or time with the same bytes (a `touch`, a
     # copy back) is no edit. None in stamps written before it was recorded.
     state_sha: str | None = None
+    # The renewals off the chain (refs/liza/live/*) the view's leases include: the view is a
+    # function of the state and of them. None: no renewal counted.
+    live: str | None = None
 
     def dumps(self) -> str:
         import json
         return json.dumps({"format": STAMP_FORMAT, "state": self.state,
                            "state_yaml": list(self.state_file), "log_yaml": list(self.log_file),
                            "log_entries": self.log_entries, "archive": self.archive,
-                           "recent": self.recent, "state_sha": self.state_sha},
+                           "recent": self.recent, "state_sha": self.state_sha,
+                           "live": self.live},
                           sort_keys=True) + "\n"
 
 
@@ -59,7 +63,8 @@ def read_stamp(path: Path) -> Stamp | None:
                      (int(d["log_yaml"][0]), int(d["log_yaml"][1])), int(d["log_entries"]),
                      None if archive is None else str(archive),
                      {str(k): str(v) for k, v in recent.items()},
-                     None if sha is None else str(sha))
+                     None if sha is None else str(sha),
+                     None if d.get("live") is None else str(d["live"]))
     except (OSError, ValueError, KeyError, IndexError, TypeError):
         return None  # missing or damaged: rebuild everything
 

@@ -17,6 +17,7 @@ from gitliza.core.ops.goal import Register
 from gitliza.core.states import Role
 from gitliza.errors import LeaseLost, LizaError, NoBoard, ValidationError
 from gitliza.services import procinfo
+from gitliza.services import liveness
 from gitliza.services.api import Liza
 
 
@@ -69,19 +70,28 @@ class Generation:
         liza.gen = self.gen
         self.renew_at = clock.plus(done.outcome.event.time, board.config.lease_duration // 2)
 
-    def renew_if_due(self, liza: Liza) -> None:
+    def renew_if_due(self, liza: Liza, task: str | None = None) -> None:
+        """Renew off the audit chain (services/liveness.py): with `task` (the lease keeper's
+        beat) the task's lease every time, raising LeaseLost once the agent lost it; the token
+        when it is due. A superseded generation raises StandDown."""
         with self._lock:
             now = liza.now()
-            if now < self.renew_at:
+            due = now >= self.renew_at
+            if not due and task is None:
                 return
+            if task is not None:
+                self.check(liza.board())
             try:
-                done = liza.do(Supervise, mode="renew", gen=self.gen)
+                liveness.renew(liza, task=task, extend_task=task is not None, renew_token=due)
             except LeaseLost as e:
+                if task is not None and not self.superseded(liza.board()):
+                    raise  # the task was lost, not the id: the lease keeper's stand-down
                 raise StandDown(str(e)) from None
             except ValidationError as e:
                 raise StandDown(str(e)) from None
-            lease = done.outcome.board.config.lease_duration
-            self.renew_at = clock.plus(now, max(1, lease // 2))
+            if due:
+                lease = liza.board().config.lease_duration
+                self.renew_at = clock.plus(now, max(1, lease // 2))
 
     def superseded(self, board: Board) -> bool:
         sup = board.get("supervisors", self.agent)

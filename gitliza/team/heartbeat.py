@@ -1,7 +1,8 @@
 """The lease keeper: a background thread that runs while the agent works.
 
-Every `interval` seconds it calls `beat` (the heartbeat op for the task lease and, for a reviewer,
-the review lease; the supervisor token renewal). Between beats it sleeps on the board ref
+Every `interval` seconds it calls `beat`: one renewal off the audit chain (services/liveness.py,
+on refs/liza/live/<agent>) that extends the task lease (for a reviewer, the review lease) and,
+when due, the supervisor token; no commit on refs/liza/state. Between beats it sleeps on the board ref
 (RefWatcher), and on every change calls `check`, which reads the board: a takeover, an abandon or
 an op dropped by sync is seen at once, not at the next beat. Either returning a reason means the
 agent lost its work: `on_lost(reason)` is called once (the supervisor stops the agent) and the
@@ -22,7 +23,6 @@ from typing import Callable
 
 from gitliza.core import wake
 from gitliza.core.model import Config
-from gitliza.core.ops.work import Heartbeat
 from gitliza.core.states import Role
 from gitliza.core.wake import Hold
 from gitliza.errors import LeaseLost, LizaError
@@ -154,10 +154,9 @@ def lease_keeper(liza: Liza, open_liza: Callable[[], Liza], token: Generation, r
             return None
         try:
             why = check()
-            if why is None and task is not None and \
-                    wake.still_holds(hb_liza.board(), agent, task, role):
-                hb_liza.do(Heartbeat, task=task, keep_handoff=True)
-            token.renew_if_due(hb_liza)
+            held = why is None and task is not None and \
+                wake.still_holds(hb_liza.board(), agent, task, role)
+            token.renew_if_due(hb_liza, task=task if held else None)
             return why
         except (LeaseLost, StandDown) as e:
             return str(e)

@@ -23,7 +23,7 @@ def board_view(liza: Any, watcher: Any = None) -> dict[str, Any]:
         return {"state": None, "now": now}
     data = status_data(liza)
     state = data["state"]
-    board = liza.store.board(state)[0]
+    board = liza.store.live_overlay(liza.store.board(state)[0])  # the leases with renewals
     data["now"] = now
     sups = {s.agent: s for s in board.values("supervisors")}
     hb = board.config.heartbeat_interval

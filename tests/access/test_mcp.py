@@ -79,8 +79,10 @@ def test_whole_cycle_through_tools_only(board: Path) -> None:
             git(wt, "add", "feature.py")
             git(wt, "commit", "-q", "-m", "feature")
             sha = git(wt, "rev-parse", "HEAD")
+            before = tip(board)
             ok, hb = await call(coder, "heartbeat", task="t1")
-            assert ok, hb
+            assert ok and hb["task"] == "t1" and hb["live_commit"], hb
+            assert tip(board) == before  # a renewal off the audit chain (refs/liza/live/c1)
             ok, sub = await call(coder, "submit", task="t1")
             assert ok and sub["to"] == "READY_FOR_REVIEW"
             assert sub["task_record"]["review_commit"] == sha
@@ -99,7 +101,7 @@ def test_whole_cycle_through_tools_only(board: Path) -> None:
             assert ok and shown["status"] == "MERGED"
             ok, log = await call(reviewer, "log", n=5)
             assert ok and [e["op"] for e in log["result"]] == [
-                "merge", "verdict", "claim-review", "submit", "heartbeat"]
+                "merge", "verdict", "claim-review", "submit", "claim"]
     run(main())
     assert Liza.open(board).board().task("t1").status == "MERGED"
     # What the tools did is on the board like any CLI transition: `verify` replays it.

@@ -432,3 +432,37 @@ def test_warn_reports_and_accepts_in_verify_and_the_server_hook(team: tuple[Path
     assert r.returncode == 0, r.stderr
     assert f"gitliza: warning: state commit {bad[:12]} (add): actor human: unsigned" in r.stderr
     assert tip(bare) == bad
+
+
+def test_a_renewal_is_signed_and_the_server_refuses_an_unsigned_or_misattributed_one(
+        team: tuple[Path, Path]) -> None:
+    """Liveness off the audit chain (refs/liza/live/<agent>) is signed like the board: the
+    clone's renewal carries coder-1's signature and is accepted; one unsigned, or signed by
+    another agent's key, is refused by the server under `required`, and stock git sees whose."""
+    from gitliza.core import clock, sshsig
+    from gitliza.core.liveness import Renewal
+    from gitliza.git import liveref
+    bare, c = team
+    base = git(c, "rev-parse", "main")
+    Liza.open(c, "coder-1").do(Claim, task="t1", worktree=".worktrees/t1", base_commit=base)
+    assert run(c, "git", "push", "-q", "origin", "refs/liza/state:refs/liza/state").returncode == 0
+    r = run(c, "git", "liza", "heartbeat", "--task", "t1", agent="coder-1")
+    assert r.returncode == 0, r.stderr
+    live = git(c, "rev-parse", "refs/liza/live/coder-1")
+    signer, bad = sshsig.commit_signer(Store.discover(c).repo[live].read_raw())
+    assert bad is None and signer == agent_key(c, "coder-1").public.line
+    assert run(c, "git", "push", "-q", "origin",
+               "refs/liza/live/coder-1:refs/liza/live/coder-1").returncode == 0
+    now = clock.plus(_now(), 5)
+    repo = Store.discover(c).repo
+    rec = Renewal(agent="coder-1", heartbeat=now, task="t1", lease_expires=clock.plus(now, 200))
+    for sign, why in ((lambda body, _a: body, "unsigned"),
+                      (lambda body, _a: sshsig.add_to_commit(body, sshsig.sign(
+                          agent_key(c, "coder-2").private, agent_key(c, "coder-2").public,
+                          body)), "not signed by its current key")):
+        forged = liveref.write(repo, "coder-1", lambda _cur: rec, sign)
+        p = run(c, "git", "push", "--porcelain", "origin",
+                f"+{forged.commit}:refs/liza/live/coder-1")
+        assert p.returncode != 0 and why in p.stderr and "signatures = required" in p.stderr, \
+            p.stderr
+        assert git(bare, "rev-parse", "refs/liza/live/coder-1") == live

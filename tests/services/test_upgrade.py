@@ -379,3 +379,17 @@ def test_writers_racing_on_an_old_board_upgrade_it_once(tmp_path: Path) -> None:
     ops = git(path, "log", "--format=%(trailers:key=Liza-Op,valueonly)", STATE).split()
     assert ops[:4] == ["note"] * 4 and ops[4] == "upgrade" and ops.count("upgrade") == 1, ops
     assert "upgrade 1" in ok(liza(path, "verify"))
+
+
+def test_a_renewal_off_the_chain_upgrades_a_format_1_board_first(tmp_path: Path) -> None:
+    """A heartbeat writes no board commit (refs/liza/live/<agent>), which a format-1 reader would
+    never see: so on a format-1 board it upgrades first, and that reader refuses the board."""
+    path = restore(tmp_path)
+    before = tip(path)
+    ok(liza(path, "heartbeat", "--no-sync", agent="coder-1"))
+    assert fmt(path) == "gitliza-state 2"
+    assert git(path, "rev-parse", f"{STATE}^") == before
+    assert trailers(path, tip(path))["Liza-Op"] == "upgrade"
+    assert git(path, "rev-parse", "-q", "--verify", "refs/liza/live/coder-1", check=False)
+    ok(liza(path, "heartbeat", "--no-sync", agent="coder-1"))
+    assert git(path, "rev-parse", f"{STATE}^") == before  # one upgrade, renewals off the chain

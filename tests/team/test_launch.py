@@ -3,6 +3,7 @@ that builds the hello-CLI demo to COMPLETED; bad team shapes are refused with no
 from __future__ import annotations
 
 import importlib.util
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -46,6 +47,15 @@ def test_one_command_runs_a_team_that_completes_the_goal(tmp_path: Path) -> None
     tasks = list(board.all_tasks())
     assert tasks and all(t.status == "MERGED" for t in tasks)
     example.check_result(repo)  # python -m hello on the integration branch, tests, verify
+    # Liveness is off the audit chain: every state commit of the run is a protocol transition
+    # (the heartbeats and token renewals went to refs/liza/live/*).
+    log = json.loads(subprocess.run([sys.executable, "-m", "gitliza", "log", "--all", "--json"],
+                                    cwd=repo, env=env_for(), capture_output=True, text=True,
+                                    check=True).stdout)
+    liveness = [e for e in log if e["op"] == "heartbeat" or
+                (e["op"] == "supervise" and e["args"].get("mode") == "renew")]
+    assert log and not liveness, f"{len(liveness)} liveness commits of {len(log)}"
+    assert {r.agent for r in Liza.open(repo).renewals()} >= {"coder-1", "reviewer-1"}
 
 
 def test_members_and_their_ids() -> None:

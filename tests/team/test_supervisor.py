@@ -13,6 +13,7 @@ import pytest
 
 from tests.team.procs import (Sup, add_task, make_board, ops, script, task_of, wait_status)
 from tests.cli.test_board import liza, ok, tip
+from tests.conftest import git
 
 pytestmark = pytest.mark.slow
 
@@ -114,11 +115,23 @@ def test_a_long_running_agent_keeps_its_lease(repo: Path, tmp_path: Path) -> Non
     add_task(repo, "t1")
     agent = script(tmp_path, "slow.sh", "sleep 12\n" + SUBMIT)
     sup = Sup(repo, "coder", "coder-1", "--", str(agent))
+    sup.expect("started agent")
+    # A second coder waits for work: had coder-1's lease lapsed, it would take t1 over.
+    rival = Sup(repo, "coder", "coder-2", "--", str(script(tmp_path, "ok.sh", SUBMIT)))
     wait_status(repo, "t1", "READY_FOR_REVIEW")  # submit would be refused on an expired lease
-    beats = [o for o in ops(repo) if o[0] == "heartbeat"]
-    assert len(beats) >= 5 and set(beats) == {("heartbeat", "coder-1", "t1")}
+    t = task_of(repo, "t1")
+    assert t["assigned_to"] == "coder-1" and "reclaimed" not in [h["event"] for h in t["history"]]
+    assert [h.get("agent") for h in t["history"] if h["event"] == "ready_for_review"] == \
+        ["coder-1"]
+    # The lease was kept off the audit chain (refs/liza/live/coder-1): the board holds only the
+    # protocol, no heartbeat and no token renewal.
+    assert not [o for o in ops(repo) if o[0] == "heartbeat"]
+    assert git(repo, "rev-parse", "-q", "--verify", "refs/liza/live/coder-1", check=False)
+    log = json.loads(ok(liza(repo, "log", "--all", "--json", agent=None)))
+    assert not [e for e in log if e["op"] == "supervise" and e["args"].get("mode") == "renew"]
     ok(liza(repo, "abort", agent=None))
-    assert sup.wait() == 0
+    assert sup.wait() == 0 and rival.wait() == 0
+    ok(liza(repo, "verify", agent=None))
 
 
 def test_a_killed_supervisors_lease_expires_and_another_coder_takes_over(

@@ -29,17 +29,23 @@ def _claimed(repo: Path) -> tuple[Liza, Generation]:
     return lz, token
 
 
-def _beats(repo: Path, since: int) -> int:
-    """Heartbeats and token renewals written by coder-1 after the first `since` state commits."""
+def _beats(repo: Path, since: str | None) -> int:
+    """Whether coder-1 renewed (off the chain: refs/liza/live/coder-1) since its renewal `since`;
+    and the board itself must not have taken a renewal (liveness is off the audit chain)."""
     import json
     log = json.loads(ok(liza(repo, "log", "--json", "--all", agent=None)))
-    ops = [e["op"] for e in reversed(log)][since:]
-    return sum(1 for o in ops if o in ("heartbeat", "supervise"))
+    assert not [e for e in log if e["op"] == "heartbeat" or
+                (e["op"] == "supervise" and (e.get("args") or {}).get("mode") == "renew")]
+    return int(_commits(repo) != since)
 
 
-def _commits(repo: Path) -> int:
-    import json
-    return len(json.loads(ok(liza(repo, "log", "--json", "--all", agent=None))))
+def _commits(repo: Path) -> str | None:
+    """coder-1's renewal now (the commit of its live ref)."""
+    import pygit2
+    try:
+        return str(pygit2.Repository(str(repo)).references["refs/liza/live/coder-1"].target)
+    except KeyError:
+        return None
 
 
 def test_a_stuck_loop_stops_renewing_and_a_moving_one_renews(repo: Path) -> None:

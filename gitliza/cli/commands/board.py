@@ -251,8 +251,15 @@ def block(env: Env, task: str, reason: str, questions: Sequence[str],
 
 
 def heartbeat(env: Env, task: str | None = None) -> int:
-    from gitliza.core.ops.work import Heartbeat
-    return _do(env, Heartbeat, task=task, keep_handoff=True)
+    """A renewal off the audit chain (refs/liza/live/<agent>, services/liveness.py): no
+    commit on refs/liza/state."""
+    from gitliza.services import liveness
+    r = liveness.renew(env.liza(), task=task)
+    data = liveness.renewal_data(r)
+    text = f"heartbeat {r.agent}" + (f" on {r.task} (lease until {r.lease_expires})"
+                                     if r.task else "")
+    env.out.result(data, f"{text}  [live {(r.commit or '')[:12]}]")
+    return 0
 
 
 def discover(env: Env, description: str, disc_id: str | None, during: str | None,

@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 from gitliza.core import codec
 from gitliza.core.board import Board, Changes
 from gitliza.core.ids import check_id
+from gitliza.core.liveness import Renewal
 from gitliza.core.model import Agent, GoalStatus, HistoryEntry, Task
 from gitliza.core.states import (FORBIDDEN, HUMAN_ACTOR, TERMINAL, AgentState, Role, TaskState,
                                  Transition, lookup, sources_of)
@@ -58,6 +59,10 @@ class Op:
     # The supervisor generation the writer runs under (`git liza agent`, see ops/control.py);
     # None for everyone else. A superseded generation's ops are refused (LeaseLost).
     gen: int | None = None
+    # The renewals off the chain (refs/liza/live/*, core/liveness.py) the writer judged leases by:
+    # `apply` lays them over the board first, so replay needs nothing but the op. Empty (and left
+    # out of the record) for ops written before liveness left the chain.
+    live: tuple[Renewal, ...] = ()
 
     def args(self) -> dict[str, Any]:
         """The op's parameters (everything but actor and time) as plain JSON-able data."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from gitliza.core import clock
+from gitliza.core import clock, liveness
 from gitliza.core.board import Board, Changes
 from gitliza.core.ids import check_id
 from gitliza.core.model import SprintStatus
@@ -34,15 +34,20 @@ def apply(board: Board, op: Op) -> Outcome:
         raise NoBoard()
     if op.gen is not None:
         _check_generation(board, op)
+    base = board
+    folded = liveness.effective(board, op.live) if op.live else {}
+    if folded:
+        board = board.with_changes(folded)
     ctx = Ctx(board, op)
+    ctx.changes.update(folded)
     op.run(ctx)
     completes(ctx)
     event = Event(op=op.NAME, actor=op.actor, time=op.time, task=ctx.task_id,
                   from_state=ctx.from_state, to_state=ctx.to_state, reason=ctx.reason,
                   summary=ctx.summary or _default_summary(op, ctx))
-    changes = {k: v for k, v in ctx.changes.items() if _differs(board, k, v)}
-    _check_agent_moves(board, changes)
-    return Outcome(changes=changes, event=event, board=board.with_changes(changes),
+    changes = {k: v for k, v in ctx.changes.items() if _differs(base, k, v)}
+    _check_agent_moves(base, changes)
+    return Outcome(changes=changes, event=event, board=base.with_changes(changes),
                    notices=tuple(ctx.notices))
 
 

@@ -12,7 +12,7 @@ from typing import Any, Callable
 import pygit2
 
 from gitliza.errors import ConcurrencyConflict, ValidationError
-from gitliza.git import pushresults, remotes, transport
+from gitliza.git import liveref, pushresults, remotes, transport
 from gitliza.git.store import Store
 from gitliza.services.adopt import RemoteRefused, check_board, put_back, trusted_base
 from gitliza.services.sync import join
@@ -21,6 +21,7 @@ from gitliza.services.sync.branches import (Branches, branch_updates, follow_int
                                             integration_branch, task_leases)
 from gitliza.services.sync.remote import configured_remote, repo_path
 from gitliza.services.sync.replay import commit_at, local_only, replay
+from gitliza.services.sync.liverefs import live_updates
 from gitliza.services.sync.rescue import rescue
 from gitliza.services.sync.report import (AHEAD, BEHIND, FAST_FORWARD, NO_BOARD, PUSHED, REPLAYED,
                                           UP_TO_DATE, Progress, SyncGaveUp, SyncReport)
@@ -267,6 +268,8 @@ def _push(store: Store, path: Path, remote: str | None, local: pygit2.Oid, r: py
                                            None if r is None else str(r)))
     if br is not None:
         updates += branch_updates(store, local, r, rep, br)
+    prefix = remotes.tracking_ref(path, remote)[: -len("liza/state")]
+    updates += live_updates(store, prefix, local)
     if not updates:
         return True
     say(f"pushing {', '.join(u.ref for u in updates)} to {rep.remote}")
@@ -282,6 +285,8 @@ def _push(store: Store, path: Path, remote: str | None, local: pygit2.Oid, r: py
             if u.ref == remotes.STATE_REF:
                 rep.pushed = one.status == pushresults.PushStatus.OK
                 rep.remote_after = str(local)
+            elif u.ref.startswith(liveref.LIVE_PREFIX):
+                rep.live_pushed += one.status == pushresults.PushStatus.OK
             elif one.status == pushresults.PushStatus.OK:
                 # (push_refs moved its tracking ref: the next sync knows it need not fetch)
                 rep.branches.append(f"pushed {u.ref[len('refs/heads/'):]} {u.local_oid[:12]}")

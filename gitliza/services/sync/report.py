@@ -74,6 +74,7 @@ class SyncReport:
     notices: list[str] = field(default_factory=list)
     branches: list[str] = field(default_factory=list)  # what sync did to branches, one line each
     rescued: str | None = None  # the ref keeping the dropped ops' branch work (rescue.py)
+    live_pushed: int = 0  # agents' renewals pushed (refs/liza/live/*, sync/liverefs.py)
 
     def to_json(self) -> dict[str, Any]:
         return {"mode": self.mode, "remote": self.remote, "action": self.action,
@@ -82,7 +83,8 @@ class SyncReport:
                 "fetched": self.fetched, "verified": self.verified, "replayed": [r.to_json() for r in self.replayed],
                 "dropped": [d.to_json() for d in self.dropped], "pushed": self.pushed,
                 "rounds": self.rounds, "notices": list(self.notices),
-                "branches": list(self.branches), "rescued": self.rescued}
+                "branches": list(self.branches), "rescued": self.rescued,
+                "live_pushed": self.live_pushed}
 
 
 # action values

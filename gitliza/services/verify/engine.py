@@ -276,13 +276,7 @@ def read_signer(commit: pygit2.Commit) -> tuple[str | None, str | None]:
     """(the key line that signed `commit`, None) when its signature checks; (None, why) when it
     does not; (None, None) when it is unsigned."""
     from gitliza.core import sshsig  # cryptography: loaded only for a board that signs
-    armored, payload = sshsig.split_commit(commit.read_raw())
-    if armored is None:
-        return None, None
-    try:
-        return sshsig.verify(armored, payload).line, None
-    except sshsig.BadSignature as e:
-        return None, str(e)
+    return sshsig.commit_signer(commit.read_raw())
 
 
 Decoded = dict[tuple[str, str, pygit2.Oid], Any]
