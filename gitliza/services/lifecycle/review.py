@@ -11,12 +11,14 @@ from pygit2 import Oid, Repository
 
 from gitliza.core.board import Board
 from gitliza.core.invariants import reviewable
+from gitliza.core.leasewatch import REVIEW
 from gitliza.core.ops import ClaimReview, Op, Submit, Verdict
 from gitliza.core.states import TaskState
 from gitliza.errors import NotFound, ValidationError
 from gitliza.git.tasklocks import task_lock
 from gitliza.git.checkouts import clean_sync_problems, worktree_head
 from gitliza.git.worktrees import add_task_worktree
+from gitliza.services import leasewatch
 from gitliza.services.lifecycle.attic import keep_leftovers
 from gitliza.services.lifecycle.common import NO_SHA, Done, dry_run, require_task, warn
 from gitliza.services.lifecycle.locations import existing_task_dir, task_dir
@@ -85,7 +87,9 @@ def claim_review(liza: Liza, task: str | None = None) -> Done:
         return found[0].id
 
     def make_op(board: Board, now: str) -> Op:
-        op: Op = ClaimReview(actor=me, time=now, task=pick(board, now))
+        tid = pick(board, now)
+        op: Op = ClaimReview(actor=me, time=now, task=tid, takeover=leasewatch.takeover(
+            liza.repo, board, tid, REVIEW, me, now))
         return op
 
     # The commit must be here before the lease is taken: a reviewer who cannot see the work must
