@@ -94,9 +94,9 @@ def takeover(repo: Any, board: Board, task_id: str, kind: str, me: str, now: str
     what = "claimed" if kind == leasewatch.CLAIM else "being reviewed"
     left = leasewatch.expires_in(seen, lease, seconds, at)
     raise IllegalTransition(
-        f"{t.id} is {what} by {lease.agent} and its lease is live for this clone: its mark "
-        f"{lease.mark} must stay unchanged for {seconds + leasewatch.grace(seconds)} s on this "
-        f"clone's clock ({left} s to go)",
+        f"{t.id} is already {what} by {lease.agent} (lease until {lease.mark}); the lease is "
+        f"live for this clone until it sees it unchanged for "
+        f"{seconds + leasewatch.grace(seconds)} s on its own clock ({left} s to go)",
         hint="a lease is judged by the time this clone saw pass, never by another machine's clock")
 
 
