@@ -112,3 +112,20 @@ def expired_here(repo: Any, board: Board, now: str) -> set[str]:
                 leasewatch.expired(seen, lease, lease_seconds_of(board, t), at) is not None:
             out.add(lease.task)
     return out
+
+
+def deadlines(repo: Any, board: Board, now: str) -> list[str]:
+    """When, on this clone's clock, each lease someone holds expires for this clone (never-seen
+    leases count from now): the times a waiting supervisor must wake up for, besides the
+    recorded expiries (gitliza/core/wake.py). A sighting is not recorded here: the wait starts
+    at the sync or the write that brought the mark."""
+    seen = load(repo)
+    at = clock.to_epoch(now)
+    out = []
+    for lease in leasewatch.leases_of(board.tasks()):
+        t = board.task(lease.task)
+        left = 0 if t is None else leasewatch.expires_in(seen, lease, lease_seconds_of(board, t),
+                                                          at)
+        if left > 0:  # an expired one needs no wake-up: it is judged at once
+            out.append(clock.from_epoch(at + left))
+    return out
