@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping
 
 from gitliza.core import clock
+from gitliza.core.board import Board
 from gitliza.core.model import Task
 from gitliza.core.states import TaskState
 from gitliza.errors import IllegalTransition, ValidationError
@@ -39,6 +40,7 @@ WARN_SKEW = 60
 # too) never takes over a task that someone else holds.
 NOBODY = "none"
 CLAIM, REVIEW = "claim", "review"
+FORGET_AFTER = 8 * 86400
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +72,20 @@ def leases_of(tasks: Iterable[Task]) -> list[Lease]:
             if (lease := lease_of(t, kind)) is not None]
 
 
+def held_leases(board: Board) -> list[Lease]:
+    """The leases of the agents that hold one now, found through the agents (a few) rather than
+    every task (thousands): what sync refreshes the sightings with. A task left CLAIMED by an
+    agent that went on to other work is not among them; its wait starts when a claim judges it."""
+    out = []
+    for a in board.agents():
+        t = board.task(a.current_task) if a.current_task else None
+        if t is None:
+            continue
+        out += [lease for kind in (CLAIM, REVIEW)
+                if (lease := lease_of(t, kind)) is not None and lease.agent == a.id]
+    return out
+
+
 def grace(lease_seconds: int) -> int:
     return min(GRACE_MAX, max(1, lease_seconds // 5))
 
@@ -84,7 +100,10 @@ def observe(seen: Sightings, current: Iterable[Lease], now: int, *,
     a new mark starts at `now`. A first sighting later than `now` (this clock was set back)
     restarts at `now`: the wait is never shortened by a clock step. `whole`: `current` is every
     lease on the board, so the leases that ended are forgotten."""
-    out: dict[str, tuple[str, int]] = {} if whole else dict(seen)
+    # Without the whole board, sightings of ended leases are dropped once older than any lease
+    # can be (CONFIG_MAX: 7 days), so the file stays small.
+    out: dict[str, tuple[str, int]] = {} if whole else {
+        k: v for k, v in seen.items() if now - v[1] <= FORGET_AFTER}
     for lease in current:
         had = seen.get(lease.key)
         keep = had is not None and had[0] == lease.mark and had[1] <= now

@@ -1,8 +1,9 @@
 """The server hook, pre-receive: the one that enforces (client hooks are advisory). It judges every
 pushed ref with the rules the clients apply (gitliza/hooks/judge.py) and adds the ones only a
 server can make on the new state commits, by its own clock and its own knowledge of who pushes: no
-op dated later than its clock allows, no takeover of a lease its clock says is still running, and
-only the actors a pusher is bound to (gitliza/hooks/pushers.py).
+op dated later than its clock allows (liza.maxClockSkew; a skew within it is named to the pusher in
+one line), no takeover without evidence of a lease its clock says is still running, and only the
+actors a pusher is bound to (gitliza/hooks/pushers.py).
 
 pygit2, the core, the replay engine and the pusher bindings are imported inside the functions that
 use them (start-up speed): the dispatcher imports this module on every hook run.

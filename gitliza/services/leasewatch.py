@@ -122,7 +122,7 @@ def deadlines(repo: Any, board: Board, now: str) -> list[str]:
     seen = load(repo)
     at = clock.to_epoch(now)
     out = []
-    for lease in leasewatch.leases_of(board.tasks()):
+    for lease in leasewatch.held_leases(board):
         t = board.task(lease.task)
         left = 0 if t is None else leasewatch.expires_in(seen, lease, lease_seconds_of(board, t),
                                                           at)

@@ -74,7 +74,7 @@ def sync(store: Store, remote: str | None = None, *, mode: str = "sync", rounds:
     """
     rep = _sync(store, remote, mode=mode, rounds=rounds, progress=progress, cleanup=cleanup,
                 timeout=timeout, sleep=sleep)
-    skew.after_sync(store, rep)
+    skew.after_sync(store)
     return rep
 
 

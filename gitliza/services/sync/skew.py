@@ -45,10 +45,12 @@ def behind_origin(store: Store, remote_tip: pygit2.Oid, rep: SyncReport) -> None
             f"fix it: beyond {leasewatch.MAX_SKEW} s the server refuses the ops")
 
 
-def after_sync(store: Store, rep: SyncReport) -> None:
-    """Refresh this clone's lease sightings from the board the sync left (its whole task set)."""
+def after_sync(store: Store) -> None:
+    """Refresh this clone's lease sightings from the board the sync left: the leases its agents
+    hold (found through the agents, not every task: core/leasewatch.held_leases)."""
     from gitliza.services import leasewatch as seen
     from gitliza.services.api import now_utc
     if store.tip() is None:
         return
-    seen.observe_board(store.repo, store.board()[0], now_utc())
+    board = store.board()[0]
+    seen.observe(store.repo, leasewatch.held_leases(board), now_utc(), whole=False)
