@@ -250,12 +250,13 @@ def _build() -> dict[str, Tool]:
           exclude=("ordered",))
     # work and review
     write("claim", "Claim a task (or the best claimable one) into its own git worktree.", claim,
-          exclude=("worktree", "base_commit"), optional=("task",))
+          exclude=("worktree", "base_commit", "takeover"), optional=("task",))
     write("release", "Give a claimed task back.", release)
     write("submit", "Clean-sync check, then READY_FOR_REVIEW with the review commit.", submit,
           optional=("commit",))
     write("claim-review", "Take a review lease on a task (or the oldest waiting review) and "
-          "check out its review commit.", claim_review, optional=("task",))
+          "check out its review commit.", claim_review, exclude=("takeover",),
+          optional=("task",))
     write("verdict", "Approve or reject the reviewed commit (the review lease and the SHA are "
           "checked).", verdict, optional=("commit",))
     write("merge", "Merge the approved review commit into the integration branch.", merge,

@@ -8,7 +8,7 @@ and time-dependent rules, for `validate`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from typing import Callable, Collection, Iterable
 
 from gitliza.core import clock
 from gitliza.core.board import Board
@@ -218,13 +218,16 @@ def check_board(board: Board, now: str,
     return out
 
 
-def claimable(board: Board, now: str, coder: str | None = None) -> list[Task]:
+def claimable(board: Board, now: str, coder: str | None = None,
+              expired: Collection[str] | None = None) -> list[Task]:
     """Claimable tasks, best first (priority, then age). The spec's rule: UNCLAIMED, REJECTED or
     INTEGRATION_FAILED with every dependency MERGED; gitliza adds CLAIMED tasks whose lease
-    expired, and leaves out tasks `coder` already failed."""
+    expired, and leaves out tasks `coder` already failed. `expired`: the CLAIMED tasks whose lease
+    expired for the observer (core/leasewatch.py, what a claim judges); None: by `now` against
+    the recorded expiry (what views show)."""
     out = []
     for t in board.tasks():
-        if not is_claimable(board, t, now, coder):
+        if not is_claimable(board, t, now, coder, expired):
             continue
         out.append(t)
     out.sort(key=lambda t: (t.priority, t.created, t.id))
@@ -240,9 +243,11 @@ def reassigned_to(t: Task) -> str | None:
     return None
 
 
-def is_claimable(board: Board, t: Task, now: str, coder: str | None = None) -> bool:
+def is_claimable(board: Board, t: Task, now: str, coder: str | None = None,
+                 expired: Collection[str] | None = None) -> bool:
     ok_state = t.status in (S.UNCLAIMED, S.REJECTED, S.INTEGRATION_FAILED) or (
-        t.status == S.CLAIMED and not (t.lease_expires and t.lease_expires > now))
+        t.status == S.CLAIMED and (not (t.lease_expires and t.lease_expires > now)
+                                   if expired is None else t.id in expired))
     if not ok_state or (coder is not None and coder in t.failed_by):
         return False
     chosen = reassigned_to(t)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Iterable
+from typing import Collection, Iterable
 
 from gitliza.core import queries
 from gitliza.core.board import Board
@@ -127,12 +127,13 @@ def approved_by(board: Board, agent: str) -> list[Task]:
                   key=lambda t: (t.priority, t.id))
 
 
-def work_for(board: Board, role: Role, agent: str, now: str) -> list[str]:
+def work_for(board: Board, role: Role, agent: str, now: str,
+             expired: Collection[str] | None = None) -> list[str]:
     """What this agent's supervisor could start an agent on now: task ids for a coder (claimable)
     or a reviewer (reviewable, or approved by it and not merged yet), the trigger names for a
-    planner."""
+    planner. `expired`: the claimed tasks whose lease expired for this observer (claimable's)."""
     if role == Role.CODER:
-        ids = [t.id for t in claimable(board, now, agent)]
+        ids = [t.id for t in claimable(board, now, agent, expired)]
         me = board.agent(agent)
         if me is not None and me.status in (AgentState.WAITING, AgentState.HANDOFF):
             ids = [i for i in ids if i == me.current_task]  # it may only take its own task back

@@ -44,6 +44,7 @@ class PushResult(_Outcome):
     local_oid: str
     expected_oid: str | None
     summary: str  # git's porcelain summary (e.g. "[rejected] (stale info)"), or why we did not push
+    notes: tuple[str, ...] = ()  # what the server hook said for the user (server_notes)
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,17 @@ class MultiPushResult(_Outcome):
     status: PushStatus  # OK / UP_TO_DATE when every ref is; else the first failing ref's status
     remote: str
     results: tuple[PushResult, ...]  # one per update, in order
+    notes: tuple[str, ...] = ()
+
+
+# A line the server hook prints for the pusher on an accepted push (a clock skew): git relays it
+# as "remote: gitliza: note: ...".
+NOTE = "gitliza: note: "
+
+
+def server_notes(stderr: str) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(line.split(NOTE, 1)[1].strip() for line in stderr.splitlines()
+                               if NOTE in line))
 
 
 class PushRejected(GitFailure):

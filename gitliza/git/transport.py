@@ -17,6 +17,7 @@ No board logic lives here: this module moves oids. Replay after a lost race is t
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +26,7 @@ from typing import Mapping, Sequence
 from gitliza.errors import ConcurrencyConflict, GitFailure, ValidationError
 from gitliza.git.gitcmd import Progress, Run, error_line, local_git, progress_flag, run_git
 from gitliza.git.pushresults import (MultiPushResult, PushResult, PushStatus, porcelain_status,
-                                     push_summary, remote_rejection, status_of)
+                                     push_summary, remote_rejection, server_notes, status_of)
 from gitliza.git.remotes import (BOARD_PREFIX, HEADS, STATE_REF, TASK_BRANCHES, TASKS_NAMESPACE,
                                  Remote, check_board_ref, check_integration_name, local_repo,
                                  read_ref, resolve, tracking_of)
@@ -243,7 +244,7 @@ def push_board(
         status = status_of(rem.arg, flag, summary)
     if status in (PushStatus.OK, PushStatus.UP_TO_DATE):
         _update_tracking(repo_path, tracking, local_oid, tracking_before)
-    return result(status, summary)
+    return dataclasses.replace(result(status, summary), notes=server_notes(run.stderr))
 
 
 def _direct_push(repo_path: Path | str, rem: Remote, ref: str, local_oid: str,
@@ -307,10 +308,12 @@ def push_refs(
 
     statuses: dict[str, PushStatus] = {}  # per ref, as far as git told us
 
+    notes: tuple[str, ...] = ()
+
     def results(status: PushStatus, summaries: dict[str, str]) -> MultiPushResult:
         return MultiPushResult(status, rem.arg, tuple(
             PushResult(statuses.get(u.ref, status), rem.arg, u.ref, u.local_oid, u.expected_oid,
-                       summaries.get(u.ref, "")) for u in updates))
+                       summaries.get(u.ref, "")) for u in updates), notes)
 
     for u in updates:
         if u.fast_forward and u.expected_oid is not None \
@@ -323,6 +326,7 @@ def push_refs(
     args += [f"--force-with-lease={u.ref}:{u.expected_oid or ''}" for u in updates]
     args += ["--", rem.arg, *(f"{u.local_oid}:{u.ref}" for u in updates)]
     run = run_git(repo_path, args, timeout=timeout, progress=progress)
+    notes = server_notes(run.stderr)
     summaries: dict[str, str] = {}
     for u in updates:
         flag, summary = porcelain_status(run, rem.arg, u.ref)

@@ -1,8 +1,9 @@
 """The server hook, pre-receive: the one that enforces (client hooks are advisory). It judges every
 pushed ref with the rules the clients apply (gitliza/hooks/judge.py) and adds the ones only a
 server can make on the new state commits, by its own clock and its own knowledge of who pushes: no
-op dated later than its clock allows, no takeover of a lease its clock says is still running, and
-only the actors a pusher is bound to (gitliza/hooks/pushers.py).
+op dated later than its clock allows (liza.maxClockSkew; a skew within it is named to the pusher in
+one line), no takeover without evidence of a lease its clock says is still running, and only the
+actors a pusher is bound to (gitliza/hooks/pushers.py).
 
 pygit2, the core, the replay engine and the pusher bindings are imported inside the functions that
 use them (start-up speed): the dispatcher imports this module on every hook run.
@@ -20,8 +21,6 @@ if TYPE_CHECKING:
     import pygit2
 
     from gitliza.git.store import Store
-
-DEFAULT_MAX_SKEW = 60
 
 
 def pre_receive(args: list[str], stdin: bytes) -> int:
@@ -101,25 +100,50 @@ def _server_now() -> str:
     return now_utc(allow_override=False)
 
 
-def _latest_allowed(repo: pygit2.Repository) -> str:
-    """Ops carry their own time, and leases are judged by it: an op dated in the future could
-    fake the expiry of someone's lease. The server accepts ops dated at most `liza.maxClockSkew`
-    seconds (default 60) after its own clock. Older ops are fine: a machine that was offline
-    replays its ops with their original times."""
-    from gitliza.core import clock
+def _max_skew(repo: pygit2.Repository) -> int:
+    """`liza.maxClockSkew` (git config of the bare repository), default core/leasewatch.MAX_SKEW."""
+    from gitliza.core.leasewatch import MAX_SKEW
     try:
-        skew = int(str(repo.config["liza.maxClockSkew"]))
+        return max(int(str(repo.config["liza.maxClockSkew"])), 0)
     except (KeyError, ValueError):
-        skew = DEFAULT_MAX_SKEW
-    return clock.plus(_server_now(), max(skew, 0))
+        return MAX_SKEW
+
+
+def _latest_allowed(repo: pygit2.Repository) -> str:
+    """No new op may be dated more than `liza.maxClockSkew` seconds (default 900) after the
+    server's clock. Leases no longer hang on op times (each observer judges them by its own clock,
+    core/leasewatch.py), so the bound no longer has to be tight: it tolerates the skew a team
+    lives with (a fast clone's ops are accepted, and nobody's ops queue behind them) and refuses
+    a clock so far off that it is a fault, naming it. Older ops are fine: a machine that was
+    offline replays its ops with their original times."""
+    from gitliza.core import clock
+    return clock.plus(_server_now(), _max_skew(repo))
 
 
 def _future_op(store: Store, old: Any, new: str, latest: str) -> str | None:
+    """Why the new commits are refused for their dates (None: they are not); on an accepted
+    push, one line for the pusher when its newest op is dated ahead of this clock by more than
+    WARN_SKEW (git relays it as `remote: gitliza: note: ...`: sync repeats it)."""
+    from gitliza.core import clock
+    from gitliza.core.leasewatch import WARN_SKEW
+    from gitliza.git.pushresults import NOTE
+    now = clock.to_epoch(_server_now())
+    newest = 0
     for commit in _new_commits(store, old, new):
         for line in commit.message.splitlines():
-            if line.startswith("Liza-Time: ") and line[11:].strip() > latest:
-                return (f"state commit {str(commit.id)[:12]} is dated {line[11:].strip()}, later "
-                        f"than this server's clock allows ({latest}; git config liza.maxClockSkew)")
+            if not line.startswith("Liza-Time: "):
+                continue
+            when = line[11:].strip()
+            ahead = clock.to_epoch(when) - now
+            if when > latest:
+                return (f"this machine's clock is {ahead} s ahead of origin's (state commit "
+                        f"{str(commit.id)[:12]} is dated {when}; origin's clock allows up to "
+                        f"{latest}, git config liza.maxClockSkew): fix this machine's clock")
+            newest = max(newest, ahead)
+    if newest > WARN_SKEW:
+        print(f"{NOTE}this machine's clock is {newest} s ahead of origin's (its ops are "
+              "accepted, and leases are judged by each clone's own clock; fix it before it "
+              "passes git config liza.maxClockSkew)", file=sys.stderr)
     return None
 
 
@@ -135,6 +159,8 @@ def _early_takeover(store: Store, old: Any, new: str, now: str) -> str | None:
         op = record.parse(c.message).op
         if op.NAME not in ("claim", "claim-review") or not c.parents:
             continue
+        if getattr(op, "takeover", None) is not None:
+            continue  # its evidence, judged on its claimer's clock, was checked by the replay
         # The lease as the server knows it: the board's, the renewals the op itself judged by,
         # and the holder's renewals pushed here (a claim that leaves out a renewal it was shown,
         # or never fetched one, does not take over early).

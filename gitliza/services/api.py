@@ -86,6 +86,7 @@ class Liza:
             make_op = _with_gen(make_op, self.agent, self.gen)
         make_op = _with_live(make_op, self.renewals)
         done = self.store.transact(make_op, self.now)
+        _observe_write(self, done)
         for hook in self.after_commit:
             done = hook(self, done) or done
         return done
@@ -93,6 +94,15 @@ class Liza:
     def do(self, cls: type[Op], **args: Any) -> Committed:
         """Apply `cls(actor=self.agent, time=now, **args)`."""
         return self.apply(lambda _board, now: cls(actor=self.agent, time=now, **args))
+
+
+def _observe_write(liza: Liza, done: Committed) -> None:
+    """This clone saw the leases its own write set (a claim, a renewal) when it wrote them: the
+    wait before anyone here may take them over starts now (gitliza/services/leasewatch.py)."""
+    tasks = [v for (kind, _key), v in done.outcome.changes.items() if kind == "tasks" and v]
+    if tasks:
+        from gitliza.services import leasewatch
+        leasewatch.observe_tasks(liza.repo, tasks, done.op.time)
 
 
 def _env_gen() -> int | None:

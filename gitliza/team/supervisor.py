@@ -55,6 +55,7 @@ from gitliza.core.wake import Hold
 from gitliza.errors import EXIT_VALIDATION, LeaseLost, LizaError, ValidationError
 from gitliza.git import worktrees
 from gitliza.git.refwatch import RefWatcher
+from gitliza.services import leasewatch
 from gitliza.services.api import Liza
 from gitliza.services.wait import min_timeout, seconds_until
 from gitliza.sandbox.box import Sandbox
@@ -284,7 +285,11 @@ class Supervisor:
             if left <= 0:
                 self.log(f"no work for {most}s (max wait); exiting")
                 return 0
-            deadline = wake.next_deadline(board, now, [self.token.renew_at])
+            # A lease expires for this clone on its own clock (services/leasewatch.py), which may
+            # be later than the recorded expiry: wake up for that too.
+            deadline = wake.next_deadline(board, now, [self.token.renew_at,
+                                                       *leasewatch.deadlines(self.liza.repo, board,
+                                                                             now)])
             w.wait(min_timeout(left, seconds_until(deadline, now)))
             self.token.renew_if_due(self.liza)
         return 0

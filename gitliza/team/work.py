@@ -16,6 +16,7 @@ from gitliza.core.ops.goal import CompleteGoal
 from gitliza.core.states import Role, TaskState
 from gitliza.core.wake import WakeTrigger
 from gitliza.errors import LeaseLost, LizaError
+from gitliza.services import leasewatch
 from gitliza.services.lifecycle.claim import claim
 from gitliza.services.lifecycle.locations import main_root, task_dir
 from gitliza.services.lifecycle.merge import MergeFailed, merge
@@ -92,7 +93,9 @@ class WorkFinder:
                 and held.lease_expires is not None and held.lease_expires > now:
             return Job(task=held.id, worktree=task_dir(self.liza.repo, held.id),
                        resume=True)
-        if not wake.work_for(board, Role.CODER, self.agent, now):
+        # A lease someone else holds is judged by this clone's own clock (services/leasewatch.py).
+        if not wake.work_for(board, Role.CODER, self.agent, now,
+                             leasewatch.expired_here(self.liza.repo, board, now)):
             return None
         try:
             res = claim(self.liza)

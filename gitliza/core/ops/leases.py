@@ -3,10 +3,12 @@ current task, and the holder check that tells a coder who lost its task to stand
 the coder ops (work.py) and the reviewer ops (review.py)."""
 from __future__ import annotations
 
+from gitliza.core import leasewatch
+from gitliza.core.board import Board
 from gitliza.core.model import Agent, Task
 from gitliza.core.ops.base import Ctx, replace
 from gitliza.core.states import AgentState, TaskState
-from gitliza.errors import LeaseLost
+from gitliza.errors import IllegalTransition, LeaseLost
 
 S = TaskState
 A = AgentState
@@ -15,9 +17,13 @@ STAND_DOWN = "stand down: stop work on it and exit (42)"
 
 def lease_seconds(ctx: Ctx, task: Task | None) -> int:
     """The lease length for work on `task`: its override, else the board's config."""
+    return lease_seconds_of(ctx.board, task)
+
+
+def lease_seconds_of(board: Board, task: Task | None) -> int:
     if task is not None and task.lease_duration_override is not None:
         return task.lease_duration_override
-    return int(ctx.board.config.lease_duration)
+    return int(board.config.lease_duration)
 
 
 def lease_live(expires: str | None, now: str) -> bool:
@@ -56,3 +62,26 @@ def holder_check(ctx: Ctx, t: Task, what: str) -> Agent:
         raise LeaseLost(f"{me.id}'s lease on {t.id} expired at {t.lease_expires}; cannot {what}: "
                         f"{STAND_DOWN}")
     return me
+
+
+def judge_takeover(ctx: Ctx, t: Task, kind: str, takeover: str | None) -> bool:
+    """Whether the op's own takeover record decides if it may replace the lease of `kind` on `t`
+    held by someone else (True: it may, else this raises), or the op predates takeover records
+    (False: the caller applies format 1's rule, op time against the recorded expiry).
+
+    `takeover` is what the writer judged on its own clock (core/leasewatch.py): NOBODY (it saw no
+    one else's lease, so neither a replay of it nor a late write ever takes one over) or the
+    evidence that the holder's lease expired for it, checked against the lease the board holds."""
+    if takeover is None:
+        return False
+    current = leasewatch.lease_of(t, kind)
+    if takeover == leasewatch.NOBODY:
+        if current is None:
+            return True
+        what = "claimed" if kind == leasewatch.CLAIM else "being reviewed"
+        raise IllegalTransition(f"{t.id} is already {what} by {current.agent} (lease until "
+                                f"{current.mark}); this op judged no one's lease, so it takes "
+                                "over none")
+    leasewatch.check_takeover(current, leasewatch.Evidence.decode(takeover), lease_seconds(ctx, t),
+                              ctx.op.time)
+    return True

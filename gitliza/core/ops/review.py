@@ -10,8 +10,9 @@ from gitliza.core import clock
 from gitliza.core.ops.base import (Ctx, Op, check_sha, free_agent, need_text, register_op,
                                    replace)
 from gitliza.core.ops.blocking import add_anomaly, block_fields, with_failed
-from gitliza.core.ops.leases import (STAND_DOWN, drop_stale_review, holds_live, lease_live,
-                                     lease_seconds)
+from gitliza.core.leasewatch import REVIEW
+from gitliza.core.ops.leases import (STAND_DOWN, drop_stale_review, holds_live, judge_takeover,
+                                     lease_live, lease_seconds)
 from gitliza.core.states import AgentState, TaskState
 from gitliza.errors import IllegalTransition, LeaseLost, PermissionDenied, ValidationError
 
@@ -24,6 +25,8 @@ A = AgentState
 class ClaimReview(Op):
     NAME = "claim-review"
     task: str
+    # As Claim.takeover, for the review lease (core/leasewatch.py).
+    takeover: str | None = None
 
     def run(self, ctx: Ctx) -> None:
         t = ctx.require_task(self.task)
@@ -31,7 +34,10 @@ class ClaimReview(Op):
         me = ctx.require_agent()
         if me.id == t.assigned_to or me.id in t.failed_by:
             raise PermissionDenied(f"{me.id} wrote {t.id} and cannot review it")
-        if t.reviewing_by is not None and lease_live(t.review_lease_expires, self.time):
+        other = t.reviewing_by not in (None, me.id)
+        if other and judge_takeover(ctx, t, REVIEW, self.takeover):
+            pass  # the takeover's own evidence decided (it raises when refused)
+        elif t.reviewing_by is not None and lease_live(t.review_lease_expires, self.time):
             who = "you" if t.reviewing_by == me.id else t.reviewing_by
             raise IllegalTransition(f"{t.id} is already being reviewed by {who} "
                                     f"(lease until {t.review_lease_expires})")

@@ -12,7 +12,9 @@ from gitliza.core.invariants import reassigned_to
 from gitliza.core.ops.base import (Ctx, Op, check_sha, free_agent, need_text, register_op,
                                    replace, require_goal_open)
 from gitliza.core.ops.blocking import add_anomaly, block_fields, with_failed
-from gitliza.core.ops.leases import STAND_DOWN, holder_check, holds_live, lease_live, lease_seconds
+from gitliza.core.leasewatch import CLAIM
+from gitliza.core.ops.leases import (STAND_DOWN, holder_check, holds_live, judge_takeover,
+                                     lease_live, lease_seconds)
 from gitliza.core.states import AgentState, Role, TaskState
 from gitliza.errors import (IllegalTransition, LeaseLost, NotFound, PermissionDenied,
                             ValidationError)
@@ -41,6 +43,10 @@ class Claim(Op):
     task: str
     worktree: str
     base_commit: str
+    # What the claimer judged on its own clock (core/leasewatch.py): "none" (it takes no one's
+    # lease), or the evidence that the holder's lease expired for it. Absent in format 1's claims,
+    # which keep their rule: the op's time against the recorded expiry.
+    takeover: str | None = None
 
     def run(self, ctx: Ctx) -> None:
         t = ctx.require_task(self.task)
@@ -55,7 +61,12 @@ class Claim(Op):
                 + (f" ({trig.pattern}, {trig.severity})" if trig is not None else "")
                 + "; no new work until the human resolves it",
                 hint="`git liza analyze --resolve TEXT` once the pattern is dealt with")
-        if t.status == S.CLAIMED and lease_live(t.lease_expires, now):
+        other = t.status == S.CLAIMED and t.assigned_to not in (None, me.id)
+        if other:
+            ctx.transition(t, S.CLAIMED)  # role check first, so a planner gets the right message
+        if other and judge_takeover(ctx, t, CLAIM, self.takeover):
+            pass  # the takeover's own evidence decided (it raises when refused)
+        elif t.status == S.CLAIMED and lease_live(t.lease_expires, now):
             ctx.transition(t, S.CLAIMED)  # role check first, so a planner gets the right message
             who = "you" if t.assigned_to == me.id else t.assigned_to
             raise IllegalTransition(f"{t.id} is already claimed by {who} "

@@ -14,6 +14,7 @@ from pygit2 import Oid, Repository
 
 from gitliza.core.board import Board
 from gitliza.core.invariants import claimable
+from gitliza.core.leasewatch import CLAIM
 from gitliza.core.model import Task
 from gitliza.core.ops import Claim, Op, Release, apply as core_apply
 from gitliza.core.ops.work import worktree_path
@@ -25,6 +26,7 @@ from gitliza.git.repository import ref_oid
 from gitliza.git.store import Committed
 from gitliza.git.tasklocks import task_lock
 from gitliza.git.worktrees import add_task_worktree, remove_task_worktree, task_branch
+from gitliza.services import leasewatch
 from gitliza.services.lifecycle.attic import keep_leftovers
 from gitliza.services.lifecycle.cleanup import drop_worktree
 from gitliza.services.lifecycle.common import Done, warn
@@ -91,7 +93,7 @@ def _claim(liza: Liza, task: str | None) -> ClaimResult:
     last: LizaError | None = None
     while True:
         board, now = liza.board(), liza.now()
-        candidates = [t.id for t in _claim_candidates(board, now, liza.agent) if t.id not in tried]
+        candidates = [t.id for t in _claim_candidates(liza, board, now, liza.agent) if t.id not in tried]
         if not candidates:
             if last is not None:
                 raise last
@@ -109,9 +111,10 @@ def _claim(liza: Liza, task: str | None) -> ClaimResult:
         tried.add(result.task)
 
 
-def _claim_candidates(board: Board, now: str, coder: str) -> list[Task]:
-    """Claimable tasks for `coder`, best first; its own task back from review comes first."""
-    found = claimable(board, now, coder)
+def _claim_candidates(liza: Liza, board: Board, now: str, coder: str) -> list[Task]:
+    """Claimable tasks for `coder`, best first; its own task back from review comes first. A
+    task someone else holds is a candidate once its lease expired for this clone (its clock)."""
+    found = claimable(board, now, coder, expired=leasewatch.expired_here(liza.repo, board, now))
     me = board.agent(coder)
     mine = [t for t in found if me is not None and t.id == me.current_task]
     return mine + [t for t in found if t not in mine]
@@ -171,11 +174,15 @@ def _claim_attempt(liza: Liza, task: str) -> ClaimResult:
         branch = board.config.integration_branch
         base = str(shared_integration_tip(liza, branch, integration_tip(repo, branch)))
     # Phase 1: the core decides on the current board, nothing is touched if it refuses.
-    probe = Claim(actor=liza.agent, time=now, task=task, worktree=rel, base_commit=base)
+    # What this clone judged of the current holder's lease, on its own clock (a live lease
+    # refuses here, nothing touched); recorded in the op, which the core checks.
+    probe = Claim(actor=liza.agent, time=now, task=task, worktree=rel, base_commit=base,
+                  takeover=leasewatch.takeover(repo, board, task, CLAIM, liza.agent, now))
     claims = _claim_outcome(board, probe, task)
 
     def make_op(fresh: Board, at: str) -> Op:
-        op: Op = Claim(actor=liza.agent, time=at, task=task, worktree=rel, base_commit=base)
+        op: Op = Claim(actor=liza.agent, time=at, task=task, worktree=rel, base_commit=base,
+                       takeover=leasewatch.takeover(repo, fresh, task, CLAIM, liza.agent, at))
         if _claim_outcome(fresh, op, task) != claims:
             raise _Replan()
         return op

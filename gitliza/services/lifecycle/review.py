@@ -11,12 +11,14 @@ from pygit2 import Oid, Repository
 
 from gitliza.core.board import Board
 from gitliza.core.invariants import reviewable
+from gitliza.core.leasewatch import REVIEW
 from gitliza.core.ops import ClaimReview, Op, Submit, Verdict
 from gitliza.core.states import TaskState
-from gitliza.errors import NotFound, ValidationError
+from gitliza.errors import IllegalTransition, NotFound, ValidationError
 from gitliza.git.tasklocks import task_lock
 from gitliza.git.checkouts import clean_sync_problems, worktree_head
 from gitliza.git.worktrees import add_task_worktree
+from gitliza.services import leasewatch
 from gitliza.services.lifecycle.attic import keep_leftovers
 from gitliza.services.lifecycle.common import NO_SHA, Done, dry_run, require_task, warn
 from gitliza.services.lifecycle.locations import existing_task_dir, task_dir
@@ -79,13 +81,16 @@ def claim_review(liza: Liza, task: str | None = None) -> Done:
     def pick(board: Board, now: str) -> str:
         if task is not None:
             return task
-        found = [t for t in reviewable(board, now, me) if me not in t.failed_by]
+        found = [t for t in reviewable(board, now, me)
+                 if me not in t.failed_by and _free_here(liza, board, t.id, now)]
         if not found:
             raise NotFound(f"nothing to review for {me}")
         return found[0].id
 
     def make_op(board: Board, now: str) -> Op:
-        op: Op = ClaimReview(actor=me, time=now, task=pick(board, now))
+        tid = pick(board, now)
+        op: Op = ClaimReview(actor=me, time=now, task=tid, takeover=leasewatch.takeover(
+            liza.repo, board, tid, REVIEW, me, now))
         return op
 
     # The commit must be here before the lease is taken: a reviewer who cannot see the work must
@@ -107,6 +112,15 @@ def claim_review(liza: Liza, task: str | None = None) -> Done:
         with task_lock(liza.repo, tid):
             notes = _review_checkout(liza.repo, tid, Oid(hex=t.review_commit))
     return Done(done, task_dir(liza.repo, tid), done.outcome.notices + notes)
+
+
+def _free_here(liza: Liza, board: Board, task: str, now: str) -> bool:
+    """Whether nobody else's review lease on `task` is live for this clone (its own clock)."""
+    try:
+        leasewatch.takeover(liza.repo, board, task, REVIEW, liza.agent, now)
+    except IllegalTransition:
+        return False
+    return True
 
 
 def _review_checkout(repo: Repository, task: str, review: Oid) -> tuple[str, ...]:

@@ -18,8 +18,10 @@ with the fetched remote tip R:
 
 A lost race anywhere (a local writer moved L, another machine moved R) starts a new round; after
 `rounds` rounds the sync gives up with ConcurrencyConflict (exit 2). The remote's order always
-wins and nothing is ordered by wall clock: replayed ops keep their recorded Liza-Time, so a lease
-check during replay uses the time the op was really made.
+wins and nothing is ordered by wall clock: replayed ops keep their recorded Liza-Time. A replayed
+claim takes over nobody's lease unless its own evidence (judged on its clock when it was made)
+still holds on the remote's board (core/leasewatch.py); skew.py names a skewed clock and refreshes
+this clone's lease sightings after every sync.
 
 Branches (docs/multi-machine.md): the same fetch mirrors the remote's integration branch and task
 branches (`refs/heads/liza/*` -> refs/remotes/<remote>/liza-tasks/*). Once the board is reconciled,

@@ -15,7 +15,7 @@ from gitliza.errors import ConcurrencyConflict, ValidationError
 from gitliza.git import liveref, pushresults, remotes, transport
 from gitliza.git.store import Store
 from gitliza.services.adopt import RemoteRefused, check_board, put_back, trusted_base
-from gitliza.services.sync import join
+from gitliza.services.sync import join, skew
 from gitliza.services.sync.boardref import move_board
 from gitliza.services.sync.branches import (Branches, branch_updates, follow_integration, heads,
                                             integration_branch, task_leases)
@@ -76,7 +76,18 @@ def sync(store: Store, remote: str | None = None, *, mode: str = "sync", rounds:
     mode "sync": both ways; "pull": fetch and bring the local board up to date (replaying local
     ops if needed), never push; "push": push only if the remote is an ancestor of the local board.
     The integration branch and the task branches travel along (the package docstring).
+    Afterwards this clone's lease sightings are refreshed from the board (skew.py): a renewal
+    made elsewhere is seen, on this clone's clock, at the sync that brought it.
     """
+    rep = _sync(store, remote, mode=mode, rounds=rounds, progress=progress, cleanup=cleanup,
+                timeout=timeout, sleep=sleep)
+    skew.after_sync(store)
+    return rep
+
+
+def _sync(store: Store, remote: str | None, *, mode: str, rounds: int,
+          progress: Progress | None, cleanup: bool, timeout: float,
+          sleep: Callable[[float], None]) -> SyncReport:
     if mode not in ("sync", "pull", "push"):
         raise ValueError(mode)
     repo = store.repo
@@ -135,6 +146,8 @@ def sync(store: Store, remote: str | None = None, *, mode: str = "sync", rounds:
             if r is not None:
                 base = repo.merge_base(local, r) if local is not None else None
                 rep.fetched = _count(store, r, base)
+                if rep.fetched:
+                    skew.behind_origin(store, r, rep)
         rep.local_after, rep.remote_after = (None if local is None else str(local)), r_hex
 
         if r is None and local is None:
@@ -277,9 +290,10 @@ def _push(store: Store, path: Path, remote: str | None, local: pygit2.Oid, r: py
         # The board alone: the single-ref push (same lease, same fast-forward rule).
         one_ = transport.push_board(path, remote, str(local), updates[0].expected_oid,
                                     timeout=timeout, progress=None)
-        res = pushresults.MultiPushResult(one_.status, one_.remote, (one_,))
+        res = pushresults.MultiPushResult(one_.status, one_.remote, (one_,), one_.notes)
     else:
         res = transport.push_refs(path, remote, updates, timeout=timeout, progress=None)
+    rep.notices.extend(n for n in res.notes if n not in rep.notices)  # the server's (skew)
     if res.ok:
         for u, one in zip(updates, res.results):
             if u.ref == remotes.STATE_REF:
