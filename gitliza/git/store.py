@@ -8,6 +8,11 @@ the ref by compare-and-swap. A lost race re-reads and re-applies on the schedule
 with CONCURRENCY_CONFLICT, the ref untouched. There is no lock file of ours: libgit2's own ref lock
 (`<ref>.lock`, held for microseconds) is the only mutual exclusion, and a lock that outlives any
 real write is reported as a crashed writer.
+
+Not split: the readers and the one write path share this handle's state (the object database
+refresh, the table cache, the signer), and the first write on an older format writes its upgrade
+commit inside the same compare-and-swap as the op (`_upgrade`, `_write_two`): moving either out
+would hand that state across modules for one idea, one transition.
 """
 from __future__ import annotations
 

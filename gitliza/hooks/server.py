@@ -36,7 +36,7 @@ def pre_receive(args: list[str], stdin: bytes) -> int:
     latest = _latest_allowed(repo)
     refused = judge(store_of(repo), updates, pending_merges=False, rewind_ok=False,
                     also=lambda store, old, new: _server_rules(store, old, new, latest))
-    refused += _unbound_live(repo, updates)
+    refused += _unbound_live(repo, updates) + _future_live(repo, updates, latest)
     for ref, why in refused:
         print(f"gitliza: refused {ref}: {' '.join(why.split())}", file=sys.stderr)
     return 1 if refused else 0
@@ -90,6 +90,23 @@ def _unbound_live(repo: pygit2.Repository, updates: list[tuple[Any, str, str]]
         why = pushers.refused(binding, who, [(new, agent)])
         if why is not None:
             out.append((ref, why.replace("state commit", "live record", 1)))
+    return out
+
+
+def _future_live(repo: pygit2.Repository, updates: list[tuple[Any, str, str]], latest: str
+                 ) -> list[tuple[str, str]]:
+    """A renewal dated after `latest` is refused like an op (_future_op): its clock is a fault."""
+    from gitliza.core import clock
+    from gitliza.git import liveref
+    from gitliza.hooks.repo import LIVE_REFS
+    out = []
+    for _old, new, ref in updates:
+        r = liveref.read(repo, new) if ref.startswith(LIVE_REFS) else None
+        if r is not None and r.heartbeat > latest:
+            ahead = clock.to_epoch(r.heartbeat) - clock.to_epoch(_server_now())
+            out.append((ref, f"this machine's clock is {ahead} s ahead of origin's (the renewal "
+                             f"{new[:12]} is dated {r.heartbeat}; origin's clock allows up to "
+                             f"{latest}, git config liza.maxClockSkew): fix this machine's clock"))
     return out
 
 
@@ -152,15 +169,16 @@ def _early_takeover(store: Store, old: Any, new: str, now: str) -> str | None:
     find the lease expired by the server's clock too. The op's own time decides in the core, and
     a legitimate takeover always happened before the push, so by now its lease has expired; one
     that has not was dated ahead to fake the expiry."""
-    from gitliza.core import liveness, record
+    from gitliza.core import leasewatch, liveness, record
     from gitliza.git import liveref
     mine = liveref.read_all(store.repo)  # the renewals pushed to this server
     for c in reversed(_new_commits(store, old, new)):
         op = record.parse(c.message).op
         if op.NAME not in ("claim", "claim-review") or not c.parents:
             continue
-        if getattr(op, "takeover", None) is not None:
-            continue  # its evidence, judged on its claimer's clock, was checked by the replay
+        takeover = getattr(op, "takeover", None)
+        if takeover == "none":
+            continue  # it takes over nobody (the replay refused it if it would)
         # The lease as the server knows it: the board's, the renewals the op itself judged by,
         # and the holder's renewals pushed here (a claim that leaves out a renewal it was shown,
         # or never fetched one, does not take over early).
@@ -173,6 +191,16 @@ def _early_takeover(store: Store, old: Any, new: str, now: str) -> str | None:
         elif op.NAME == "claim-review" and t.reviewing_by not in (None, op.actor):
             until = t.review_lease_expires
         else:
+            continue
+        if takeover is not None:
+            # Its wait, on its claimer's clock, was checked by the replay; the lease it judged
+            # must still be the newest this server holds (a renewal the claimer never fetched
+            # changes the mark), never this server's clock against its claimer's.
+            judged = leasewatch.Evidence.decode(takeover).mark
+            if until is not None and until > judged:
+                return (f"state commit {str(c.id)[:12]} ({op.NAME} {t.id}) takes over a lease "
+                        f"renewed since it was judged: it judged {judged}, this server holds a "
+                        f"renewal until {until}")
             continue
         if until is not None and until > now:
             return (f"state commit {str(c.id)[:12]} ({op.NAME} {t.id}) takes over a lease that "

@@ -85,6 +85,14 @@ def renew(liza: Liza, *, task: str | None = None, extend_task: bool = True,
                 lease_expires=lease, supervisor_expires=token)
     liza.store.check_can_sign(board, agent)
     done = liveref.write(liza.repo, agent, lambda _cur: r, liza.store.signer().sign)
+    if tid is not None:
+        # This clone saw the new mark now, as after a board write (Liza.apply): the wait before
+        # anyone here may take the lease over starts at the renewal, not at the next look.
+        from gitliza.services import leasewatch
+        renewed = board.task(tid)
+        if renewed is not None:
+            leasewatch.observe_tasks(liza.repo, [liveness.overlay(board, [done]).task(tid)
+                                                 or renewed], now)
     _share(liza, done, int(board.config.lease_duration))
     _view(liza)
     return done

@@ -169,8 +169,15 @@ def test_a_fast_clone_blocks_nobody_and_its_skew_is_named_at_sync(tmp_path: Path
     assert len(behind) == 1 and re.search(r"clock is (59\d|60\d|61\d) s behind", behind[0]), out
 
     # A clock beyond the bound is refused with the same one line, and blocks nobody else.
+    # (A renewal is liveness, off the board: refused by origin, it stays here with that line, and
+    # the heartbeat itself succeeds; a board op is refused, exit 3.)
     far = Skewed(tm, c_path, 1200)
+    shared = remote_ref(tm.bare, "refs/liza/live/rev-1")
     r = far.run("heartbeat", agent="rev-1")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert re.search(r"this machine's clock is 1\d\d\d s ahead of origin's", r.stderr), r.stderr
+    assert remote_ref(tm.bare, "refs/liza/live/rev-1") == shared
+    r = far.run("note", "from the far future", agent="rev-1")
     assert r.returncode == 3, r.stdout + r.stderr
     assert re.search(r"this machine's clock is 1\d\d\d s ahead of origin's", r.stderr), r.stderr
     a.ok("heartbeat", "--task", "t3", agent="coder-1")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from gitliza.core import clock
+from gitliza.core import clock, leasewatch
 from gitliza.core.liveness import Renewal
 from gitliza.git import liveref
 from gitliza.services.api import Liza
@@ -21,6 +21,7 @@ from tests.services.test_lifecycle import (board, claimed, fails, later, ok, run
                                            setup_board, task, tip)
 
 LIVE = "refs/liza/live/"
+GRACE = leasewatch.grace(300)  # an observer takes a lease over after the lease and this grace
 
 
 def live_tip(repo: Path, agent: str) -> str:
@@ -71,7 +72,7 @@ def test_a_renewed_lease_blocks_the_reclaim_and_an_unrenewed_one_is_taken_over(
     assert between < renewed
     assert "already claimed by c1" in fails(repo, 1, "claim", "t1", agent="c2", now=between)
     # Past the renewed lease: taken over, and the reclaim records the renewal it judged.
-    gone = clock.plus(renewed, 10)
+    gone = clock.plus(renewed, GRACE + 10)
     claimed(repo, "t1", "c2", now=gone)
     judged = last_args(repo)["live"]
     assert isinstance(judged, list)
@@ -90,7 +91,7 @@ def test_a_renewed_lease_blocks_the_reclaim_and_an_unrenewed_one_is_taken_over(
 def test_an_expired_lease_is_never_revived_by_a_late_renewal(board: Path) -> None:
     repo = board
     claimed(repo, "t1", "c1")
-    gone = clock.plus(task(repo, "t1").lease_expires, 5)
+    gone = clock.plus(task(repo, "t1").lease_expires, GRACE + 5)
     assert "expired" in fails(repo, 1, "heartbeat", agent="c1", now=gone)
     assert not live_tip(repo, "c1")
     claimed(repo, "t1", "c2", now=gone)
@@ -174,7 +175,7 @@ def test_a_lease_renewed_on_one_clone_is_seen_on_another_before_it_expires(
     assert renewed is not None and renewed > board_lease
     # Shared (the remote had no copy of c1's renewal), and the board did not move.
     assert live_tip(bare, "c1") == live_tip(a, "c1") and tip(bare) == state
-    ok(b, "sync")
+    ok(b, "sync", now=clock.plus(board_lease, -55))  # B's clock: it first sees the mark here
     assert task(b, "t1").lease_expires == renewed
     # B judges by the renewal: the claim granted's lease is past, the renewed one is not.
     assert "already claimed" in fails(b, 1, "claim", "t1", agent="c2",
@@ -189,8 +190,10 @@ def test_a_lease_renewed_on_one_clone_is_seen_on_another_before_it_expires(
     assert live_tip(bare, "c1") == kept
     renewed = task(a, "t1").lease_expires
     assert renewed is not None
-    # c1 dies: past its renewal B takes t1 over, and the server accepts the reclaim.
-    claimed(b, "t1", "c2", now=clock.plus(renewed, 30))
+    ok(b, "sync", now=clock.plus(board_lease, -40))
+    # c1 dies: B, having seen its renewal unchanged for the lease and the grace on its own
+    # clock, takes t1 over, and the server accepts the reclaim.
+    claimed(b, "t1", "c2", now=clock.plus(renewed, GRACE + 30))
     assert tip(bare) == tip(b)
     ok(a, "sync")
     assert task(a, "t1").assigned_to == "c2"
@@ -199,20 +202,23 @@ def test_a_lease_renewed_on_one_clone_is_seen_on_another_before_it_expires(
 
 def test_the_server_refuses_a_reclaim_that_leaves_out_a_renewal_it_holds(
         clones: tuple[Path, Path, Path]) -> None:
-    """B never fetched c1's renewal (no sync): by B's board the lease is over, by the server's
-    renewals it is not. The server refuses the early takeover; B keeps nothing of it."""
+    """B never fetched c1's renewal: by B's board (and B's own clock) the lease is over, by the
+    server's renewals it is not. The server refuses the takeover; B keeps nothing of it."""
     bare, a, b = clones
     t = later(0)
-    claimed(a, "t1", "c1", now=clock.plus(t, -500))  # the board's lease: until t - 200
-    ok(a, "heartbeat", agent="c1", now=clock.plus(t, -210))  # renewed until t + 90
-    ok(b, "sync")
+    claimed(a, "t1", "c1", now=clock.plus(t, -1500))  # the board's lease: until t - 1200
+    ok(a, "heartbeat", agent="c1", now=clock.plus(t, -1210))  # renewed until t - 910
+    ok(b, "sync", now=clock.plus(t, -1400))
     git(b, "update-ref", "-d", "refs/remotes/origin/liza/live/c1")  # as if never fetched
-    assert task(b, "t1").lease_expires == clock.plus(t, -200)
-    # (A claim syncs first and would have learned of the renewal: it is made offline here.)
-    ok(b, "claim", "t1", "--no-sync", agent="c2", now=clock.plus(t, -100))
+    assert task(b, "t1").lease_expires == clock.plus(t, -1200)
+    # (A claim syncs first and would have learned of the renewal: they are made offline here.)
+    # B first sees the board's lease, then sees it unchanged for the lease and its grace.
+    assert "already claimed" in fails(b, 1, "claim", "t1", "--no-sync", agent="c2",
+                                      now=clock.plus(t, -1400))
+    ok(b, "claim", "t1", "--no-sync", agent="c2", now=clock.plus(t, -1400 + 300 + 60 + 10))
     before = tip(bare)
     r = run(b, "push")
-    assert r.returncode == 3 and "takes over a lease" in r.stderr, r.stderr
+    assert r.returncode == 3 and "takes over a lease renewed since" in r.stderr, r.stderr
     assert tip(bare) == before
     ok(a, "sync")
     assert task(a, "t1").assigned_to == "c1"
