@@ -50,7 +50,7 @@ def run_team(repo: Path, env: dict[str, str], cli: str, *extra: str,
     lines: list[str] = []
     assert p.stdout is not None
     for line in p.stdout:
-        lines.append(line); print(line, end="", flush=True)  # TEMPECHO
+        lines.append(line)
         if "internal error" in line or re.search(r"\bexited [1-9]", line) or \
                 "agent crashed" in line:
             p.terminate()
