@@ -72,7 +72,8 @@ class PlainTree:
             if head == b"#!" + str(prefix).encode():
                 data = script.read_bytes()
                 _rewrite(script, data.replace(str(prefix).encode(), str(dest).encode(), 1))
-        for link in (dest / "bin").iterdir():  # python -> /root/.pyenv/... (a venv without --copies)
+        # python -> /root/.pyenv/... (a venv made without --copies)
+        for link in (dest / "bin").iterdir():
             if link.is_symlink() and str(base) in os.readlink(link):
                 target = os.readlink(link).replace(str(base), str(new_base))
                 link.unlink()
