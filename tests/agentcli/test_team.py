@@ -74,7 +74,11 @@ def test_team_of_real_clis(name: str, path: str, agent_cli: Callable[[str], clis
     agent_cli(name)
     if (name, path) in KNOWN_FAILING:
         request.applymarker(pytest.mark.xfail(reason=KNOWN_FAILING[name, path], strict=False))
-    out, took = run_team(board, agent_env, name, *(["--mcp"] if path == "mcp" else []))
+    # GITLIZA_AGENTCLI_SANDBOX=off|model: the same run in another sandbox mode, to measure
+    # the sandbox's cost (docs/performance.md); the default mode otherwise.
+    mode = os.environ.get("GITLIZA_AGENTCLI_SANDBOX")
+    out, took = run_team(board, agent_env, name, *(["--mcp"] if path == "mcp" else []),
+                         *(["--sandbox", mode] if mode else []))
     try:
         figures = check_team_result(board, agent_env, server, f"{name}-{path}")
         assert denials(server) == [], denials(server)
@@ -91,7 +95,7 @@ def test_team_of_real_clis(name: str, path: str, agent_cli: Callable[[str], clis
     except AssertionError as e:
         raise AssertionError(f"{e}\n--- team output ---\n{out[-6000:]}") from None
     print(f"{name}-{path}: {took:.1f}s {figures}")
-    _metric(f"{name}-{path}", took)
+    _metric(f"{name}-{path}" + (f"-{mode}" if mode else ""), took)
 
 
 def _metric(run: str, took: float) -> None:
@@ -173,3 +177,24 @@ def test_team_as_a_plain_user(name: str, agent_cli: Callable[[str], clis.Cli],
         _metric(f"{name}-plain-user", took)
     finally:
         shutil.rmtree(top, ignore_errors=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["claude", "codex", "gemini", "mistral"])
+def test_team_in_model_mode(name: str, agent_cli: Callable[[str], clis.Cli], board: Path,
+                            agent_env: dict[str, str], server: Server) -> None:
+    """`--sandbox model`: each agent in a network namespace of its own, reaching only its
+    model's endpoints (here the scripted server on 127.0.0.1, forwarded as the same port) through
+    its supervisor's gate. The whole cycle still completes; what else each CLI tried to reach is
+    refused and shown in the team's output (docs/security.md "Network" lists it)."""
+    agent_cli(name)
+    out, took = run_team(board, agent_env, name, "--sandbox", "model")
+    try:
+        check_team_result(board, agent_env, server, f"{name}-model")
+        assert denials(server) == [], denials(server)
+    except AssertionError as e:
+        raise AssertionError(f"{e}\n--- team output ---\n{out[-6000:]}") from None
+    refused = sorted({re.sub(r"^\[[^]]+\] ", "", line) for line in out.splitlines()
+                      if "sandbox network: refused" in line})
+    print(f"{name}-model: {took:.1f}s; refused: {refused}")
+    _metric(f"{name}-model", took)
