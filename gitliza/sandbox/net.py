@@ -132,7 +132,16 @@ def request_target(head: bytes) -> tuple[str, Endpoint | None, bytes]:
         return method, None, b""
     u = urlsplit(target)
     path = (u.path or "/") + (f"?{u.query}" if u.query else "")
-    return method, endpoint(target), f"{method} {path} {version}\r\n".encode("latin-1") + rest
+    # One request per connection: a client keeps a proxy connection alive for its next request,
+    # which may name another host, but the gate relays bytes once connected. So the request
+    # asks the server to close after its answer, and the client opens a new connection (which
+    # the gate judges again). The proxy's own headers stay here.
+    fields, _, body = rest.partition(b"\r\n\r\n")  # what was read past the head goes on
+    headers = [h for h in fields.split(b"\r\n") if h and not h.split(b":", 1)[0].strip().lower()
+               in (b"connection", b"proxy-connection", b"keep-alive", b"proxy-authorization")]
+    head = "\r\n".join([f"{method} {path} {version}", *(h.decode("latin-1") for h in headers),
+                         "Connection: close", "", ""])
+    return method, endpoint(target), head.encode("latin-1") + body
 
 
 class Gate:
