@@ -139,9 +139,9 @@ def request_target(head: bytes) -> tuple[str, Endpoint | None, bytes]:
     fields, _, body = rest.partition(b"\r\n\r\n")  # what was read past the head goes on
     headers = [h for h in fields.split(b"\r\n") if h and not h.split(b":", 1)[0].strip().lower()
                in (b"connection", b"proxy-connection", b"keep-alive", b"proxy-authorization")]
-    head = "\r\n".join([f"{method} {path} {version}", *(h.decode("latin-1") for h in headers),
-                         "Connection: close", "", ""])
-    return method, endpoint(target), head.encode("latin-1") + body
+    out = "\r\n".join([f"{method} {path} {version}", *(h.decode("latin-1") for h in headers),
+                        "Connection: close", "", ""])
+    return method, endpoint(target), out.encode("latin-1") + body
 
 
 class Gate:
