@@ -9,8 +9,9 @@ at the end) holding:
   copied Python and their scripts' `#!` lines at their own copied interpreter;
 - `clis/NAME-VERSION`: the CLI installs.
 Files are hard links (the same inodes, so nothing is copied and nothing of the originals' modes
-changes; every file there is world-readable already, checked); what is rewritten (`pyvenv.cfg`,
-a script's first line) is a new file, never written through a link. pyenv's interpreters find
+changes; every file there is world-readable already, checked; a real copy where /var/tmp is
+another file system); what is rewritten (`pyvenv.cfg`, a script's first line) is a new file,
+never written through a link. pyenv's interpreters find
 libpython by an absolute RUNPATH under /root, so the runs get `LD_LIBRARY_PATH` to the copies.
 """
 from __future__ import annotations
@@ -43,7 +44,9 @@ class PlainTree:
         if unreadable:
             raise RuntimeError(f"not readable by others, would not be by the plain user: "
                                f"{unreadable[:3]}")
-        subprocess.run(["cp", "-al", str(src), str(dest)], check=True)
+        if subprocess.run(["cp", "-al", str(src), str(dest)], capture_output=True).returncode:
+            shutil.rmtree(dest, ignore_errors=True)  # another file system: a real copy
+            subprocess.run(["cp", "-a", str(src), str(dest)], check=True)
         self._done[src] = dest
         return dest
 
