@@ -89,6 +89,11 @@ def main(argv: list[str]) -> int:
     if child == 0:
         if os.fork() != 0:
             os._exit(0)
+        # Nothing of the agent's standard streams: whoever reads the agent's output sees its end
+        # when the agent ends, not when the sandbox is torn down.
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
         try:
             for s, port in listeners:
                 threading.Thread(target=_serve, args=(s, path, port), daemon=True).start()
