@@ -167,6 +167,8 @@ class Sandbox:
     def __init__(self, mode: str) -> None:
         self.mode = mode
         self.on = mode != "off"
+        if mode == "model":
+            net.check_allow(os.environ)
         self.exe = bwrap.require() if self.on else ""
 
     def open(self, s: Session) -> Box | None:

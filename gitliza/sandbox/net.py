@@ -77,6 +77,16 @@ def allowed(cli: str | None, env: Mapping[str, str],
     return frozenset(e for e in map(endpoint, texts) if e is not None)
 
 
+def check_allow(env: Mapping[str, str]) -> None:
+    """LIZA_SANDBOX_ALLOW, checked before anything starts: every entry a host:port."""
+    from gitliza.errors import ValidationError
+    for item in (env.get(ALLOW_ENV) or "").split(","):
+        if item.strip() and endpoint(item) is None:
+            raise ValidationError(f"{ALLOW_ENV}: {item.strip()!r} is not host:port or a URL",
+                                  hint="e.g. LIZA_SANDBOX_ALLOW=mcp.example.com:443,"
+                                       "registry.npmjs.org:443")
+
+
 def loopback_ports(allow: Iterable[Endpoint]) -> list[int]:
     """The allowed endpoints on this machine's loopback: forwarded as the same port inside."""
     return sorted({port for host, port in allow if host in LOOPBACK})

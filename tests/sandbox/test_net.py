@@ -7,7 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from gitliza.errors import ValidationError
 from gitliza.sandbox import net
+from tests.cli.test_board import liza, ok
+from tests.conftest import git
 
 
 def test_endpoints_from_urls_and_host_ports() -> None:
@@ -73,3 +78,17 @@ def test_the_forwarder_refuses_a_malformed_command_line() -> None:
         r = subprocess.run([sys.executable, "-I", "-m", "gitliza.sandbox.netin", *argv],
                            capture_output=True, text=True)
         assert r.returncode == 1 and r.stderr.startswith("usage:"), argv
+
+
+def test_a_bad_allow_entry_is_refused_before_anything_starts(repo: Path) -> None:
+    """LIZA_SANDBOX_ALLOW with an entry that is not host:port: one line, exit 1, the board as
+    it was (the supervisor checks it before it claims anything)."""
+    with pytest.raises(ValidationError, match="'junk' is not host:port"):
+        net.check_allow({net.ALLOW_ENV: "api.example:443, junk"})
+    net.check_allow({net.ALLOW_ENV: "api.example:443, https://x.example ,"})
+    ok(liza(repo, "init", "Build hello", agent=None))
+    before = git(repo, "rev-parse", "refs/liza/state")
+    r = liza(repo, "agent", "coder", "--once", "--sandbox", "model", "--", "true",
+             agent="coder-1", env={net.ALLOW_ENV: "junk"})
+    assert r.returncode == 1 and r.stderr.count("\n") == 1 and "'junk'" in r.stderr, r.stderr
+    assert git(repo, "rev-parse", "refs/liza/state") == before
