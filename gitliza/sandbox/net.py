@@ -50,6 +50,8 @@ BASE_URL_ENV = ("ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "GOOGLE_GEMINI_BASE_URL
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 Endpoint = tuple[str, int]
+_HOST = re.compile(r"[A-Za-z0-9.:_-]+")  # what a host may hold (what the agent names is logged)
+MAX_LOGGED = 20  # refused hosts logged per session (a rogue agent could name thousands)
 
 
 def endpoint(text: str) -> Endpoint | None:
@@ -61,7 +63,8 @@ def endpoint(text: str) -> Endpoint | None:
             port = u.port or (443 if u.scheme == "https" else 80)
         except ValueError:
             return None
-        return (u.hostname.lower(), port) if u.hostname else None
+        host = u.hostname
+        return (host.lower(), port) if host and _HOST.fullmatch(host) else None
     m = re.fullmatch(r"\[?([A-Za-z0-9.:_-]+?)\]?:(\d{1,5})", text)
     if m is None or not 0 < int(m[2]) < 65536:
         return None
@@ -187,7 +190,7 @@ class Gate:
         method, target, send = request_target(head)
         up = _connect(target) if target in self.allow and target is not None else None
         if up is None:
-            if target not in self.refused:
+            if target not in self.refused and len(self.refused) < MAX_LOGGED:
                 self.refused.add(target)
                 where = f"{target[0]}:{target[1]}" if target else "a malformed request"
                 why = "is not on this agent's allow-list" if target not in self.allow \

@@ -21,7 +21,8 @@ def test_endpoints_from_urls_and_host_ports() -> None:
     assert net.endpoint("http://Model.Example:80") == ("model.example", 80)
     assert net.endpoint("api.mistral.ai:443") == ("api.mistral.ai", 443)
     assert net.endpoint("[::1]:9000") == ("::1", 9000)
-    for bad in ("", "api.mistral.ai", "host:0", "host:70000", "http://", "a b:80"):
+    for bad in ("", "api.mistral.ai", "host:0", "host:70000", "http://", "a b:80",
+                "http://evil\x1b]0;title\x07.example/"):  # a host is logged: nothing else in it
         assert net.endpoint(bad) is None, bad
 
 
