@@ -195,7 +195,8 @@ class Gate:
                 where = f"{target[0]}:{target[1]}" if target else "a malformed request"
                 why = "is not on this agent's allow-list" if target not in self.allow \
                     else "cannot be reached"
-                self.log(f"sandbox network: refused {method or '?'} to {where}: {why} "
+                verb = method if method.isascii() and method.isalpha() else "?"
+                self.log(f"sandbox network: refused {verb} to {where}: {why} "
                          f"(--sandbox model; add it with {ALLOW_ENV})")
             body = (f"gitliza sandbox: {target[0] if target else '?'} is not reachable from "
                     f"this agent (--sandbox model)\n").encode()
