@@ -4,6 +4,8 @@ quotes its figures). On a fresh repository with a claimed task, medians of N run
 
     exec          the agent (`true`) started directly, as with --sandbox off
     bwrap         the same inside the coder's bubblewrap view
+    bwrap-model   the same with --sandbox model: a network namespace of its own, the gate, and
+                  the forwarder started in front of the agent (python -I)
     box           a session's sandbox made and closed (private home and tmp, the coder's own git
                   dir, the broker's socket), nothing committed
     import        bringing one new commit of the coder onto its task branch (fetch + CAS)
@@ -20,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
@@ -76,6 +79,10 @@ def main(n: int) -> None:
         "exec": timed(n, lambda: subprocess.run(["true"], check=True)),
         "bwrap": timed(n, lambda: subprocess.run(argv, env=benv, check=True)),
     }
+    model = Box(exe, replace(session, network="model", cli="claude"))
+    margv, menv = model.wrap(["true"], env)
+    rows["bwrap-model"] = timed(n, lambda: subprocess.run(margv, env=menv, check=True))
+    model.close()
     status = [*box.wrap([*box.gitliza_inside, "status"], benv)[0]]
     rows["status"] = timed(n, lambda: run("git", "liza", "status", cwd=wt))
     rows["status-broker"] = timed(n, lambda: subprocess.run(

@@ -660,6 +660,8 @@ PERMISSIONS_HELP = ("worktree (default: edit and run commands in the worktree, c
 # The supervisors `team` starts inherit its environment: LIZA_SANDBOX=off reaches each of them.
 SandboxOpt = typer.Option(None, "--sandbox", envvar="LIZA_SANDBOX", show_envvar=True,
                           help="on (default: each agent in its own OS sandbox, docs/security.md) "
+                               "| model (the same, reaching only its model's API hosts and "
+                               "LIZA_SANDBOX_ALLOW's) "
                                "| offline (the same, with no network but its supervisor) "
                                "| off (no sandbox; warned at every launch)")
 

@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping, Sequence
 import pygit2
 
 from gitliza.core.states import Role
-from gitliza.sandbox import bwrap, gitview, policy
+from gitliza.sandbox import bwrap, gitview, net, policy
 from gitliza.sandbox.broker import SOCKET, Broker, client_command
 from gitliza.sandbox.policy import BROKER_INSIDE
 
@@ -64,7 +64,7 @@ class Session:
     gitliza: tuple[str, ...]  # the command that runs gitliza outside
     mcp: Mapping[str, Any] | None  # the real MCP server entry (run by the broker)
     refused: Callable[[str, bool], None]
-    network: bool = True
+    network: str = "on"  # the sandbox mode's network: on (shared), model, offline
 
 
 class Box:
@@ -89,6 +89,15 @@ class Box:
         self.shim.chmod(0o755)
         self.broker = Broker(s.agent, s.role, s.env, s.worktree, s.gitliza, s.mcp,
                              self.bring_in, s.refused)
+        self.gate: net.Gate | None = None
+        self.forwarded: list[int] = []
+        if s.network == "model":
+            allow = net.allowed(s.cli, s.env, net.config_urls(s.cli, Path(
+                s.env.get("HOME") or user_home())))
+            self.forwarded = net.loopback_ports(allow)
+            proxy = net.proxy_port(self.forwarded)
+            self.gate = net.Gate(self.broker.dir / net.SOCKET, allow, proxy,
+                                 lambda line: s.refused(line, False))
 
     @property
     def gitliza_inside(self) -> tuple[str, ...]:
@@ -107,6 +116,8 @@ class Box:
     def env(self, env: Mapping[str, str]) -> dict[str, str]:
         out = {k: v for k, v in env.items() if k not in DROP_ENV}
         out.update(HOME=str(self.home), TMPDIR="/tmp")
+        if self.gate is not None:
+            out.update(net.proxy_env(self.gate.proxy))
         return out
 
     def wrap(self, argv: Sequence[str], env: Mapping[str, str],
@@ -122,8 +133,13 @@ class Box:
             common_entries=tuple(sorted(os.listdir(self.s.common))), home=self.home,
             tmp=self.tmp, run=self.broker.dir, hidden=tuple(hidden),
             reexpose=tuple(_needed(argv, env, files)), coder_git=self.coder_git,
-            network=self.s.network, shim=self.shim, shadowed=tuple(_on_path("git-liza", env)))
-        return policy.bwrap_argv(self.exe, view, list(argv)), self.env(env)
+            network=self.s.network == "on", shim=self.shim,
+            shadowed=tuple(_on_path("git-liza", env)))
+        command = list(argv)
+        if self.gate is not None:  # behind the forwarder to the gate (net.py)
+            command = net.inside_command(sys.executable, f"{BROKER_INSIDE}/{net.SOCKET}",
+                                         self.gate.proxy, self.forwarded, command)
+        return policy.bwrap_argv(self.exe, view, command), self.env(env)
 
     def bring_in(self) -> None:
         """A coder's commits onto its real task branch (before a brokered write, at the end;
@@ -136,30 +152,36 @@ class Box:
         try:
             self.bring_in()
         finally:
+            if self.gate is not None:
+                self.gate.close()
             self.broker.close()
 
 
 class Sandbox:
     """A supervisor's sandboxing: `on` (bubblewrap, checked now: exit 5 if it cannot start),
-    `offline` (the same in a network namespace of its own: the agent reaches nothing but its
-    supervisor's socket) or `off` (the human's explicit choice, warned at every launch)."""
+    `model` (the same in a network namespace of its own, reaching only its model's API hosts
+    through its supervisor: net.py), `offline` (a network namespace of its own: the agent
+    reaches nothing but its supervisor's socket) or `off` (the human's explicit choice, warned
+    at every launch)."""
 
     def __init__(self, mode: str) -> None:
         self.mode = mode
         self.on = mode != "off"
+        if mode == "model":
+            net.check_allow(os.environ)
         self.exe = bwrap.require() if self.on else ""
 
     def open(self, s: Session) -> Box | None:
         if not self.on:
             return None
-        return Box(self.exe, replace(s, network=self.mode != "offline"))
+        return Box(self.exe, replace(s, network=self.mode))
 
 
-MODES = ("on", "offline", "off")
+MODES = ("on", "model", "offline", "off")
 
 
 def parse(text: str | None) -> str:
-    """`--sandbox on|offline|off` (default on)."""
+    """`--sandbox on|model|offline|off` (default on)."""
     from gitliza.errors import ValidationError
     value = (text or "on").strip().lower()
     if value not in MODES:
@@ -191,7 +213,8 @@ def _needed(argv: Sequence[str], env: Mapping[str, str], files: Sequence[Path]) 
         if entry and os.path.isabs(entry) and os.path.isdir(entry):
             out.append(_installation(Path(entry) / "x"))
     out += [f.parent for f in files]
-    return [p for p in dict.fromkeys(out) if p.exists()]
+    # os.path, not Path: a directory this user cannot enter is simply not there (Path's raise)
+    return [p for p in dict.fromkeys(out) if os.path.exists(p)]
 
 
 def _on_path(name: str, env: Mapping[str, str]) -> list[Path]:
@@ -199,7 +222,7 @@ def _on_path(name: str, env: Mapping[str, str]) -> list[Path]:
     out = []
     for entry in (env.get("PATH") or "").split(os.pathsep):
         f = Path(entry) / name
-        if entry and os.path.isabs(entry) and f.is_file() and os.access(f, os.X_OK):
+        if entry and os.path.isabs(entry) and os.path.isfile(f) and os.access(f, os.X_OK):
             out.append(f)
     return list(dict.fromkeys(out))
 

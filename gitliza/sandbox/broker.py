@@ -31,6 +31,7 @@ from gitliza.errors import LizaError
 from gitliza.sandbox import rules
 from gitliza.services import procinfo
 from gitliza.sandbox.policy import BROKER_INSIDE
+from gitliza.sandbox.unixserver import UnixServer
 
 SOCKET = "sock"
 MAX_REQUEST = 1 << 20  # bytes of one request line
@@ -58,36 +59,18 @@ class Broker:
         # agent's sandbox mounts it.
         self.dir = Path(tempfile.mkdtemp(prefix="gitliza-broker-", dir="/tmp"))
         self.path = self.dir / SOCKET
-        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._sock.bind(str(self.path))
-        self._sock.listen(16)
         self._lock = threading.Lock()  # serializes brokered writes of this agent
         self._children: set[subprocess.Popen[bytes]] = set()
-        self._closed = False
-        threading.Thread(target=self._accept, daemon=True, name=f"broker-{agent}").start()
+        self._server = UnixServer(self.path, self._serve, f"broker-{agent}")
 
     def close(self) -> None:
-        self._closed = True
-        try:
-            self._sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        self._sock.close()
+        self._server.close()
         for p in list(self._children):
             p.kill()
-        for f in (self.path, self.dir):
-            try:
-                f.unlink() if f == self.path else f.rmdir()
-            except OSError:
-                pass
-
-    def _accept(self) -> None:
-        while not self._closed:
-            try:
-                conn, _ = self._sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+        try:
+            self.dir.rmdir()
+        except OSError:
+            pass
 
     def _serve(self, conn: socket.socket) -> None:
         with conn:

@@ -101,9 +101,10 @@ class Team:
             self.logs.mkdir(parents=True, exist_ok=True, mode=atomic.PRIVATE_DIR)
             for m in self.team:  # 0600 (what the agents saw), never through a link
                 logs[m.agent] = atomic.open_file(self.logs / f"{m.agent}.log", append=True)
-        # LIZA_SANDBOX (the team's --sandbox, gitliza/sandbox/) is every supervisor's too.
+        # LIZA_SANDBOX (the team's --sandbox, gitliza/sandbox/) and LIZA_SANDBOX_ALLOW (the
+        # hosts `--sandbox model` adds, sandbox/net.py) are every supervisor's too.
         env = {k: v for k, v in os.environ.items()
-               if not k.startswith("LIZA_") or k == "LIZA_SANDBOX"}
+               if not k.startswith("LIZA_") or k in ("LIZA_SANDBOX", "LIZA_SANDBOX_ALLOW")}
         for m in self.team:
             with self._procs_lock:  # no member starts after a stop (it would miss the SIGTERM)
                 if self.stopping:

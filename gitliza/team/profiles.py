@@ -262,6 +262,26 @@ def _toml(value: Any) -> str:
     return json.dumps(value)
 
 
+def _codex_tmpdir(launch: Launch, ctx: Context) -> Launch:
+    """Codex's own sandbox runs its commands through a `codex-linux-sandbox` alias it makes in
+    its home, and refuses to make it when that home is under the temporary directory (TMPDIR,
+    else /tmp): then, where a system bubblewrap is installed, every command fails with
+    "bwrap: execvp codex-linux-sandbox: No such file or directory" (issue 26 item 6; a HOME
+    under /tmp, as in tests and throwaway accounts). A TMPDIR of its own, beside this agent's
+    per-run files, puts the home outside it."""
+    env = launch.env
+    named = env.get("CODEX_HOME") or (f"{env['HOME']}/.codex" if env.get("HOME") else None)
+    home, tmp = Path(named or "."), Path(env.get("TMPDIR") or "/tmp")
+    if not home.is_absolute() or not (home == tmp or tmp in home.parents):
+        return launch
+    mine = ctx.run_dir / f"{ctx.agent}-tmp"
+    note = mine / "README"
+    return Launch(launch.argv, {**env, "TMPDIR": str(mine)}, launch.stdin,
+                  {**launch.files, note: "Codex's TMPDIR for this agent (gitliza: its home is "
+                                         "under the system's temporary directory)\n"},
+                  launch.mcp_config)
+
+
 def _codex(launch: Launch, perms: Permissions, ctx: Context, _cmd: Sequence[str]) -> Launch:
     argv = list(launch.argv)
     if perms is Permissions.WORKTREE and ctx.contained:
@@ -272,6 +292,7 @@ def _codex(launch: Launch, perms: Permissions, ctx: Context, _cmd: Sequence[str]
         # workspace-write keeps `.git` (and a worktree's resolved gitdir) read-only: give back
         # exactly what committing and `git liza` write (measured with `codex sandbox`).
         argv += ["-c", f"sandbox_workspace_write.writable_roots={_toml(writable_git_roots(ctx))}"]
+        launch = _codex_tmpdir(launch, ctx)
     # Codex's shell drops variables whose names contain KEY/SECRET/TOKEN (GIT_CONFIG_KEY_0);
     # `set` is applied after that filter.
     alias = {k: v for k, v in launch.env.items() if k.startswith("GIT_CONFIG_")}

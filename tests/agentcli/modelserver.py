@@ -497,6 +497,7 @@ class Server:
     log_file: Path | None = None
     policy: Policy = field(default_factory=Policy)
     port: int = 0
+    host: str = "127.0.0.1"  # any loopback address (127.0.0.2: a host that is not forwarded)
     log: list[Entry] = field(default_factory=list)
     outbound: list[str] = field(default_factory=list)
     _httpd: ThreadingHTTPServer | None = None
@@ -504,7 +505,7 @@ class Server:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{self.host}:{self.port}"
 
     def start(self) -> Server:
         server = self
@@ -512,7 +513,7 @@ class Server:
         class Handler(_Handler):
             srv = server
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self._httpd = ThreadingHTTPServer((self.host, self.port), Handler)
         self._httpd.daemon_threads = True
         self.port = self._httpd.server_address[1]
         threading.Thread(target=self._httpd.serve_forever, daemon=True).start()

@@ -5,6 +5,7 @@ its own vocabulary, and the planner's tasks land on the board."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Callable
@@ -12,6 +13,7 @@ from typing import Callable
 import pytest
 
 from tests.agentcli import clis
+from tests.agentcli.conftest import BIN, make_board
 from tests.agentcli.modelserver import Server
 from tests.agentcli.team_check import denials, prompts_reached_byte_for_byte
 
@@ -56,3 +58,34 @@ def test_planner_by_hand(name: str, agent_cli: Callable[[str], clis.Cli], board:
     prompts_reached_byte_for_byte(board, server)
     assert denials(server) == []
     assert server.outbound == [], f"{name} tried to reach the internet: {server.outbound}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(BY_HAND))
+def test_planner_reaches_its_model_through_the_gate(name: str,
+                                                    agent_cli: Callable[[str], clis.Cli],
+                                                    private_dir: Path) -> None:
+    """`--sandbox model` when the model is not on this machine's 127.0.0.1: the CLI must go
+    through the proxy variables to the supervisor's gate (the way to api.anthropic.com and the
+    others). The scripted server listens on 127.0.0.2, which the sandbox does not forward: a
+    CLI that ignored HTTPS_PROXY/HTTP_PROXY would reach nothing. (Plain HTTP here, so an
+    absolute-URI request through the proxy; over HTTPS the same variables make a CONNECT.)"""
+    cli = agent_cli(name)
+    with Server(host="127.0.0.2", log_file=private_dir / "model-requests.jsonl") as srv:
+        home = Path(os.environ["HOME"])
+        clis.configure_home(home, srv.url)
+        env = clis.environment(dict(os.environ), home, srv.url, [cli.bin, BIN])
+        board = make_board(private_dir / "project", env)
+        r = subprocess.run(["git", "liza", "agent", "planner", "--once", "--cli", name,
+                            "--sandbox", "model"], cwd=board,
+                           env=dict(env, LIZA_AGENT_ID="planner-1"), capture_output=True,
+                           text=True, timeout=300)
+        assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+        status = json.loads(subprocess.run(["git", "liza", "status", "--json"], cwd=board,
+                                           env=env, capture_output=True, text=True,
+                                           check=True).stdout)
+        assert sorted(t["id"] for t in status["tasks"]) == ["bye", "hello"], r.stdout[-3000:]
+        assert srv.turns("planner"), "the model was never reached"
+        refused = sorted({line.split("] ", 1)[-1] for line in r.stdout.splitlines()
+                          if "sandbox network: refused" in line})
+        print(f"{name} through the gate; refused: {refused}")

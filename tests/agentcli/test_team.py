@@ -19,13 +19,14 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import pytest
 
 from tests.agentcli import clis
 from tests.agentcli.conftest import BIN, make_board
 from tests.agentcli.modelserver import Server, mcp_tool
+from tests.agentcli.plainuser import PlainTree
 from tests.agentcli.team_check import check_team_result, denials, mcp_used
 
 TEAM_TIMEOUT = 900  # seconds: a hung CLI fails the test instead of CI
@@ -35,11 +36,12 @@ SUPERVISOR_ONLY = ("claim", "claim_review", "heartbeat", "merge", "complete_goal
 
 
 def run_team(repo: Path, env: dict[str, str], cli: str, *extra: str,
-             prefix: list[str] | None = None) -> tuple[str, float]:
+             prefix: list[str] | None = None, bin_dir: Path = BIN) -> tuple[str, float]:
     """`git liza team` to the end; stopped at once (SIGTERM: every supervisor stops cleanly)
     when a member fails, instead of the others waiting out their max wait."""
     t0 = time.monotonic()
-    argv = [*(prefix or []), str(BIN / "git-liza"), "team", "--planners", "1", "--coders", "1",
+    argv = [*(prefix or []), str(bin_dir / "git-liza"), "team", "--planners", "1",
+            "--coders", "1",
             "--reviewers", "1", "--cli", cli, *extra]
     p = subprocess.Popen(argv, cwd=repo, env=env, stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True)
@@ -72,7 +74,11 @@ def test_team_of_real_clis(name: str, path: str, agent_cli: Callable[[str], clis
     agent_cli(name)
     if (name, path) in KNOWN_FAILING:
         request.applymarker(pytest.mark.xfail(reason=KNOWN_FAILING[name, path], strict=False))
-    out, took = run_team(board, agent_env, name, *(["--mcp"] if path == "mcp" else []))
+    # GITLIZA_AGENTCLI_SANDBOX=off|model: the same run in another sandbox mode, to measure
+    # the sandbox's cost (docs/performance.md); the default mode otherwise.
+    mode = os.environ.get("GITLIZA_AGENTCLI_SANDBOX")
+    out, took = run_team(board, agent_env, name, *(["--mcp"] if path == "mcp" else []),
+                         *(["--sandbox", mode] if mode else []))
     try:
         figures = check_team_result(board, agent_env, server, f"{name}-{path}")
         assert denials(server) == [], denials(server)
@@ -89,42 +95,65 @@ def test_team_of_real_clis(name: str, path: str, agent_cli: Callable[[str], clis
     except AssertionError as e:
         raise AssertionError(f"{e}\n--- team output ---\n{out[-6000:]}") from None
     print(f"{name}-{path}: {took:.1f}s {figures}")
+    _metric(f"{name}-{path}" + (f"-{mode}" if mode else ""), took)
+
+
+def _metric(run: str, took: float) -> None:
     if os.environ.get("GITLIZA_AGENTCLI_METRICS"):
         with open(os.environ["GITLIZA_AGENTCLI_METRICS"], "a") as f:
-            f.write(f'{{"run": "{name}-{path}", "wall_s": {took:.1f}}}\n')
+            f.write(f'{{"run": "{run}", "wall_s": {took:.1f}}}\n')
 
 
 PLAIN_UID = 65534  # nobody
 
 
-def as_plain_user(cli: clis.Cli) -> list[str]:
+@pytest.fixture(scope="session")
+def plain_tree() -> Iterator[PlainTree]:
+    tree = PlainTree()
+    try:
+        yield tree
+    finally:
+        tree.close()
+
+
+def as_plain_user(cli: clis.Cli, tree: PlainTree,
+                  env: dict[str, str]) -> tuple[list[str], Path, dict[str, str]]:
     """The prefix that runs a command as an unprivileged uid (none when the tests already run as
-    one), or the test skips with one line saying why it cannot."""
+    one), the venv's bin it runs gitliza from, and its environment: as root, the venv, its Python
+    and the CLI come from copies that uid can read (plainuser.py). Skips with one line saying
+    why where it cannot."""
     if os.geteuid() != 0:
-        return []
+        return [], BIN, env
     setpriv = shutil.which("setpriv")
     if setpriv is None:
         pytest.skip("as a plain user: setpriv (util-linux) is not installed")
     prefix = [setpriv, f"--reuid={PLAIN_UID}", f"--regid={PLAIN_UID}", "--clear-groups"]
-    exe = str(cli.bin / cli.exe)
+    venv_bin = tree.venv(Path(sys.prefix)) / "bin"
+    cli_bin = tree.cli(cli.home) / cli.bin.relative_to(cli.home)
+    old = {str(c.bin) for c in clis.CLIS.values()} | {str(BIN)}
+    path = [p for p in env["PATH"].split(os.pathsep) if p not in old]
+    env = dict(env, PATH=os.pathsep.join([str(cli_bin), str(venv_bin), *path]),
+               LD_LIBRARY_PATH=os.pathsep.join(map(str, tree.libs)))
+    exe = str(cli_bin / cli.exe)
     for argv in (["test", "-r", exe], [exe, "--version"],
-                 [sys.executable, "-c", "import gitliza, pygit2"]):
-        r = subprocess.run([*prefix, *argv], capture_output=True, text=True, timeout=120)
+                 [str(venv_bin / "python"), "-c", "import gitliza, pygit2"]):
+        r = subprocess.run([*prefix, *argv], capture_output=True, text=True, timeout=120,
+                           env=env, cwd="/")
         if r.returncode != 0:
             err = (r.stderr.strip().splitlines() or [f"exit {r.returncode}"])[-1]
-            what = exe if argv[0] == "test" else argv[0]
-            pytest.skip(f"as a plain user: uid {PLAIN_UID} cannot use {what} ({err[:120]}): the "
-                        f"CLI cache or the venv is in a directory it cannot enter")
-    return prefix
+            raise AssertionError(f"as a plain user: uid {PLAIN_UID} cannot run {argv[0]} from "
+                                 f"the readable copies ({err[:200]})")
+    return prefix, venv_bin, env
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["claude", "codex", "gemini", "mistral"])
 def test_team_as_a_plain_user(name: str, agent_cli: Callable[[str], clis.Cli],
-                              agent_env: dict[str, str], server: Server) -> None:
+                              agent_env: dict[str, str], server: Server,
+                              plain_tree: PlainTree) -> None:
     """The shell path again as an unprivileged user with its own HOME (Claude Code, for one,
-    behaves differently as root)."""
-    prefix = as_plain_user(agent_cli(name))
+    behaves differently as root), inside the sandbox (the default)."""
+    prefix, venv_bin, plain_env = as_plain_user(agent_cli(name), plain_tree, agent_env)
     top = Path(tempfile.mkdtemp(prefix="gitliza-plain-"))
     try:
         os.chmod(top, 0o755)
@@ -132,15 +161,40 @@ def test_team_as_a_plain_user(name: str, agent_cli: Callable[[str], clis.Cli],
         home.mkdir()
         shutil.copy(Path(agent_env["HOME"]) / ".gitconfig", home / ".gitconfig")
         clis.configure_home(home, server.url)
-        env = dict(agent_env, HOME=str(home), GIT_CONFIG_GLOBAL=str(home / ".gitconfig"))
+        env = dict(plain_env, HOME=str(home), GIT_CONFIG_GLOBAL=str(home / ".gitconfig"))
         repo = make_board(top / "project", env)
         if prefix:
             subprocess.run(["chown", "-R", f"{PLAIN_UID}:{PLAIN_UID}", str(top)], check=True)
-        out, took = run_team(repo, env, name, prefix=prefix)
+        out, took = run_team(repo, env, name, prefix=prefix, bin_dir=venv_bin)
+        if prefix:  # checked as root, which git (and libgit2) refuse in another user's repository
+            subprocess.run(["chown", "-R", "0:0", str(top)], check=True)
         try:
             check_team_result(repo, env, server, f"{name}-plain-user")
             assert denials(server) == [], denials(server)
         except AssertionError as e:
             raise AssertionError(f"{e}\n--- team output ---\n{out[-6000:]}") from None
+        assert "sandbox off" not in out
+        _metric(f"{name}-plain-user", took)
     finally:
         shutil.rmtree(top, ignore_errors=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["claude", "codex", "gemini", "mistral"])
+def test_team_in_model_mode(name: str, agent_cli: Callable[[str], clis.Cli], board: Path,
+                            agent_env: dict[str, str], server: Server) -> None:
+    """`--sandbox model`: each agent in a network namespace of its own, reaching only its
+    model's endpoints (here the scripted server on 127.0.0.1, forwarded as the same port) through
+    its supervisor's gate. The whole cycle still completes; what else each CLI tried to reach is
+    refused and shown in the team's output (docs/security.md "Network" lists it)."""
+    agent_cli(name)
+    out, took = run_team(board, agent_env, name, "--sandbox", "model")
+    try:
+        check_team_result(board, agent_env, server, f"{name}-model")
+        assert denials(server) == [], denials(server)
+    except AssertionError as e:
+        raise AssertionError(f"{e}\n--- team output ---\n{out[-6000:]}") from None
+    refused = sorted({re.sub(r"^\[[^]]+\] ", "", line) for line in out.splitlines()
+                      if "sandbox network: refused" in line})
+    print(f"{name}-model: {took:.1f}s; refused: {refused}")
+    _metric(f"{name}-model", took)

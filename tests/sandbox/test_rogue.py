@@ -280,7 +280,7 @@ def test_no_sandbox_is_a_refusal_naming_the_fix_unless_off(repo: Path, tmp_path:
     assert "WARNING: --sandbox off" in r.stdout, r.stdout + r.stderr
     bad = liza(repo, "agent", "coder", "--once", "--sandbox", "maybe", "--", "true",
                agent="coder-1", env=env)
-    assert bad.returncode == 1 and "--sandbox must be one of on, offline, off" in bad.stderr
+    assert bad.returncode == 1 and "--sandbox must be one of on, model, offline, off" in bad.stderr
 
 
 @needs_bwrap
@@ -305,3 +305,119 @@ git liza status >/dev/null && echo BOARD-OK
     log = _agent_log(repo, "coder-1")
     assert _attempts(log) == {"reach-host-port": 1, "reach-outside": 1}, log
     assert "BOARD-OK" in log
+
+
+class _Http:
+    """A tiny HTTP server on this machine's loopback that answers `body` and counts requests."""
+
+    def __init__(self, host: str, body: str) -> None:
+        import http.server
+        import threading
+        outer = self
+        self.hits = 0
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                outer.hits += 1
+                data = body.encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer((host, 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+# The agent's probes (python, so that the standard proxy variables are honoured as a CLI's HTTP
+# client honours them). Each prints what it got and exits 0 only if it reached `want`.
+NET_PROBE = r'''
+import os, socket, sys, urllib.request
+mode, target = sys.argv[1], sys.argv[2]
+host, port = target.rsplit(":", 1)
+try:
+    if mode == "url":  # urllib: proxies from the environment, NO_PROXY honoured
+        body = urllib.request.urlopen(f"http://{target}/", timeout=10).read().decode()
+    elif mode == "connect":  # CONNECT through the proxy the environment names, by hand
+        p = os.environ["HTTPS_PROXY"].rsplit(":", 1)
+        s = socket.create_connection((p[0].split("//")[1], int(p[1])), 10)
+        s.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
+        head = s.recv(4096).decode()
+        if " 200 " not in head.split("\r\n")[0]:
+            raise SystemExit(f"refused: {head.splitlines()[0]}")
+        s.sendall(f"GET / HTTP/1.0\r\nHost: {target}\r\n\r\n".encode())
+        body = b"".join(iter(lambda: s.recv(4096), b"")).decode()
+    elif mode == "direct":  # no proxy: a socket straight to the address
+        s = socket.create_connection((host, int(port)), 5)
+        s.sendall(b"GET / HTTP/1.0\r\n\r\n")
+        body = b"".join(iter(lambda: s.recv(4096), b"")).decode()
+    elif mode == "gate":  # the gate's socket itself, claiming the port is a forwarded one
+        s = socket.socket(socket.AF_UNIX)
+        s.connect("/tmp/.gitliza-broker/net")
+        s.sendall(f"{port}\nGET / HTTP/1.0\r\n\r\n".encode())
+        s.settimeout(10)
+        body = b"".join(iter(lambda: s.recv(4096), b"")).decode()
+except Exception as e:
+    print(f"PROBE {mode} {target}: {type(e).__name__}: {e}")
+    raise SystemExit(1)
+print(f"PROBE {mode} {target}: {body.strip()[-40:]}")
+raise SystemExit(0 if sys.argv[3] in body else 1)
+'''
+
+
+@needs_bwrap
+def test_model_mode_reaches_the_model_and_nothing_else(repo: Path, tmp_path: Path) -> None:
+    """`--sandbox model`: the model's endpoint (a loopback one, as a local model server, named
+    by ANTHROPIC_BASE_URL) works, and so does a host the human allowed (LIZA_SANDBOX_ALLOW,
+    reached through the proxy); any other host is refused, through the proxy, directly with the
+    proxy variables unset, and by speaking to the gate's socket itself. Checked outside: the
+    other server never got a request."""
+    make_board(repo)
+    add_task(repo, "t1")
+    model, allowed, other = (_Http("127.0.0.1", "MODEL-OK"), _Http("127.0.0.2", "ALLOWED-OK"),
+                             _Http("127.0.0.1", SECRET))
+    probe = tmp_path / "probe.py"
+    probe.write_text(NET_PROBE)
+    m, a, o = (f"127.0.0.1:{model.port}", f"127.0.0.2:{allowed.port}",
+               f"127.0.0.1:{other.port}")
+    try:
+        agent = script(tmp_path, "net.sh", PRELUDE.format() + f"""
+P="{PY} {probe}"
+$P url {m} MODEL-OK && echo MODEL-REACHED
+$P connect {a} ALLOWED-OK && echo ALLOWED-BY-CONNECT
+$P url {a} ALLOWED-OK && echo ALLOWED-BY-HTTP-PROXY
+try other-via-url $P url {o} {SECRET}
+try other-via-connect $P connect {o} {SECRET}
+try outside-via-connect $P connect example.com:443 HTTP
+try outside-via-url $P url example.com:80 HTTP
+try unset-proxy-other env -u HTTPS_PROXY -u HTTP_PROXY -u ALL_PROXY -u https_proxy -u http_proxy -u all_proxy $P direct {o} {SECRET}
+try unset-proxy-allowed env -u HTTPS_PROXY -u HTTP_PROXY $P direct {a} ALLOWED-OK
+try unset-proxy-outside $P direct 1.1.1.1:80 HTTP
+try gate-claims-other-port $P gate {o} {SECRET}
+git liza status >/dev/null && echo BOARD-OK
+""")
+        sup = Sup(repo, "coder", "coder-1", "--once", "--sandbox", "model", "--", str(agent),
+                  env={"ANTHROPIC_BASE_URL": f"http://{m}", "LIZA_SANDBOX_ALLOW": a})
+        sup.wait(120)
+    finally:
+        for s in (model, allowed, other):
+            s.close()
+    log = _agent_log(repo, "coder-1")
+    for legit in ("MODEL-REACHED", "ALLOWED-BY-CONNECT", "ALLOWED-BY-HTTP-PROXY", "BOARD-OK"):
+        assert legit in log, log
+    assert _attempts(log) == dict.fromkeys(
+        ("other-via-url", "other-via-connect", "outside-via-connect", "outside-via-url",
+         "unset-proxy-other", "unset-proxy-allowed", "unset-proxy-outside",
+         "gate-claims-other-port"), 1), log
+    assert other.hits == 0 and model.hits >= 1 and allowed.hits >= 2
+    out = "\n".join(sup.lines)
+    assert f"sandbox network: refused CONNECT to {o}" in out, out
+    assert "sandbox network: refused CONNECT to example.com:443" in out, out

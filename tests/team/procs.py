@@ -60,11 +60,13 @@ def script(tmp: Path, name: str, body: str) -> Path:
 class Sup:
     """One `git liza agent` supervisor process."""
 
-    def __init__(self, repo: Path, role: str, agent: str, *argv: str) -> None:
+    def __init__(self, repo: Path, role: str, agent: str, *argv: str,
+                 env: dict[str, str] | None = None) -> None:
         # git-liza itself, not `git liza` (git would run it as a child: signals to git's pid
         # would not reach the supervisor).
         self.proc = subprocess.Popen(
-            [str(BIN / "git-liza"), "agent", role, *argv], cwd=repo, env=env_for(agent),
+            [str(BIN / "git-liza"), "agent", role, *argv], cwd=repo,
+            env={**env_for(agent), **(env or {})},
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.lines: list[str] = []
         self._q: queue.Queue[str | None] = queue.Queue()

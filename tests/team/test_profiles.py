@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -25,14 +26,15 @@ SERVER = mcp_config.server("/work/project", "coder-1", "coder", python="/venv/bi
 
 
 def ctx(tmp: Path, prompt: str = "You are a Liza coder agent.\n", mcp: bool = False,
-        main_worktree: bool = False, **kw: Any) -> profiles.Context:
+        main_worktree: bool = False, base_env: dict[str, str] | None = None,
+        **kw: Any) -> profiles.Context:
     common = tmp / "repo" / ".git"
     return profiles.Context(
         cwd=tmp / "repo" if main_worktree else tmp / "repo" / ".worktrees" / "t1",
         git_dir=common if main_worktree else common / "worktrees" / "t1", common_dir=common,
         liza_dir=tmp / "repo" / ".liza", run_dir=tmp / "repo" / ".liza" / "agent-prompts",
         agent="coder-1", prompt_file=tmp / "prompt.txt", prompt=prompt,
-        gitliza=("/venv/bin/python", "-m", "gitliza"), base_env={"HOME": "/home/u"},
+        gitliza=("/venv/bin/python", "-m", "gitliza"), base_env=base_env or {"HOME": "/home/u"},
         mcp=SERVER if mcp else None,
         tools=tuple(t.name for t in tools.tools_for(Role.CODER, supervised=True)), **kw)
 
@@ -404,6 +406,42 @@ def test_codex_workspace_write_commits_in_a_task_worktree_with_the_profiles_root
         import shutil
         shutil.rmtree(base, ignore_errors=True)
 
+
+
+def test_codex_with_its_home_under_tmp_gets_a_tmpdir_of_its_own(tmp_path: Path) -> None:
+    """Codex refuses to make its `codex-linux-sandbox` helper when its home is under the
+    temporary directory, and with a system bubblewrap every command then fails ("bwrap: execvp
+    codex-linux-sandbox"): the profile gives it a TMPDIR of its own there, and only there. Run
+    for real with the installed codex when there is one."""
+    tmp_home = tmp_path / "home"  # under /tmp, as pytest's dirs are
+    launch = plan("codex", tmp_path, base_env={"HOME": str(tmp_home)})
+    mine = Path(launch.env["TMPDIR"])
+    assert mine == tmp_path / "repo" / ".liza" / "agent-prompts" / "coder-1-tmp"
+    assert mine / "README" in launch.files
+    for env in ({"HOME": "/home/u"}, {"HOME": str(tmp_home), "TMPDIR": "/var/tmp/x"},
+                {"HOME": str(tmp_home), "CODEX_HOME": "/srv/codex"}):
+        assert "TMPDIR" not in plan("codex", tmp_path, base_env=env).env or \
+            plan("codex", tmp_path, base_env=env).env["TMPDIR"] == env.get("TMPDIR"), env
+    assert "TMPDIR" not in plan("codex", tmp_path, contained=True,
+                                base_env={"HOME": str(tmp_home)}).env
+    codex = _codex()
+    if codex is None or shutil.which("bwrap") is None:
+        return
+    tmp_home.mkdir()
+    mine.mkdir(parents=True)
+    work = tmp_path / "work"
+    work.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=work, check=True)
+
+    def run(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([codex, "sandbox", "-c", 'sandbox_mode="workspace-write"', "--",
+                               "echo", "RAN-IN-CODEX-SANDBOX"], cwd=work, capture_output=True,
+                              text=True, timeout=120, env={**os.environ, **env})
+    before = run({"HOME": str(tmp_home)})  # the failure the TMPDIR avoids
+    assert "RAN-IN-CODEX-SANDBOX" not in before.stdout
+    assert "codex-linux-sandbox" in before.stderr, before.stderr
+    after = run({"HOME": str(tmp_home), "TMPDIR": str(mine)})
+    assert "RAN-IN-CODEX-SANDBOX" in after.stdout, after.stderr
 
 
 def test_a_bad_permissions_word_is_refused_before_the_board_changes(repo: Path) -> None:
