@@ -61,9 +61,11 @@ class Broker:
         self.path = self.dir / SOCKET
         self._lock = threading.Lock()  # serializes brokered writes of this agent
         self._children: set[subprocess.Popen[bytes]] = set()
+        self._closed = False  # set by close(): a child started after it is killed at once
         self._server = UnixServer(self.path, self._serve, f"broker-{agent}")
 
     def close(self) -> None:
+        self._closed = True
         self._server.close()
         for p in list(self._children):
             p.kill()
