@@ -193,7 +193,7 @@ def test_rogue_coder_and_reviewer_are_contained_and_the_work_still_merges(
     # Only the board and the coder's own branch moved (and the supervisors' yaml views).
     assert {k for k in changed if not k.endswith(".yaml")} == {
         "ref refs/liza/state", "ref refs/heads/liza/t1"} | (
-        {f"ref {r}" for r in after if r.startswith("ref refs/liza/") and r not in before}), changed
+        {r for r in after if r.startswith("ref refs/liza/") and r not in before}), changed
     assert after["ref refs/heads/liza/t2"] == t2_tip
     assert not (repo / ".worktrees" / "t2" / "evil.txt").exists()
     assert not (repo / ".liza" / "PAUSE").exists() and not (repo / ".liza" / "ABORT").exists()

@@ -55,7 +55,8 @@ def test_one_command_runs_a_team_that_completes_the_goal(tmp_path: Path) -> None
     liveness = [e for e in log if e["op"] == "heartbeat" or
                 (e["op"] == "supervise" and e["args"].get("mode") == "renew")]
     assert log and not liveness, f"{len(liveness)} liveness commits of {len(log)}"
-    assert {r.agent for r in Liza.open(repo).renewals()} >= {"coder-1", "reviewer-1"}
+    # (Whether a renewal happened at all depends on how long the agents ran against the 2 s
+    # heartbeat; tests/team/test_supervisor.py's long-running agent asserts the renewals.)
 
 
 def test_members_and_their_ids() -> None:
