@@ -811,7 +811,8 @@ def limited_by(topology: str, rows: list[Step]) -> str:
             f"{os.cpu_count()} cores at {bad.cpu_ms_per_op:.1f} ms of CPU per op)")
 
 
-def bench(quick: bool = False, say: Any = print, only: str | None = None) -> dict[str, Any]:
+def bench(quick: bool = False, say: Any = print, only: str | None = None,
+          start: int | None = None, factor: float | None = None) -> dict[str, Any]:
     mix = Mix.defaults()
     say(f"many agents: {mix.describe()}")
     out: dict[str, Any] = {"mix": mix.describe(), "per_agent_ops": mix.per_agent(),
@@ -822,6 +823,11 @@ def bench(quick: bool = False, say: Any = print, only: str | None = None) -> dic
     for topology, plan in plans.items():
         if only is not None and topology != only:
             continue
+        if start is not None or factor is not None:
+            # A finer ladder where the coarse one stopped (say from 198 by 1.1 after it passed
+            # 198 and failed 280): the ceiling between two of its steps.
+            plan = dataclasses.replace(plan, start=start or plan.start,
+                                       factor=factor or plan.factor)
         root = Path(tempfile.mkdtemp(prefix="gitliza-bench-agents-", dir=base))
         try:
             out[topology] = ladder(root, topology, plan, say)
@@ -837,8 +843,10 @@ def main() -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="tiny N, short windows (a smoke run)")
     ap.add_argument("--only", choices=sorted(PLANS), help="one topology")
+    ap.add_argument("--start", type=int, help="the ladder's first N (default: the plan's)")
+    ap.add_argument("--factor", type=float, help="the ladder's step factor (default: the plan's)")
     args = ap.parse_args()
-    bench(args.quick, only=args.only)
+    bench(args.quick, only=args.only, start=args.start, factor=args.factor)
     return 0
 
 
