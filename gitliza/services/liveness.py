@@ -89,10 +89,9 @@ def renew(liza: Liza, *, task: str | None = None, extend_task: bool = True,
         # This clone saw the new mark now, as after a board write (Liza.apply): the wait before
         # anyone here may take the lease over starts at the renewal, not at the next look.
         from gitliza.services import leasewatch
-        renewed = board.task(tid)
+        renewed = liveness.overlay(board, [done]).task(tid)
         if renewed is not None:
-            leasewatch.observe_tasks(liza.repo, [liveness.overlay(board, [done]).task(tid)
-                                                 or renewed], now)
+            leasewatch.observe_tasks(liza.repo, [renewed], now)
     _share(liza, done, int(board.config.lease_duration))
     _view(liza)
     return done

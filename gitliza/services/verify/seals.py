@@ -38,33 +38,36 @@ def is_seal(commit: pygit2.Commit) -> bool:
     return _MARK in commit.message
 
 
-def newest(repo: pygit2.Repository, tip: pygit2.Oid,
-           stop: pygit2.Oid | None = None) -> pygit2.Commit | None:
-    """The newest seal at or below `tip`, above `stop` (exclusive); None when there is none in
-    the commits this clone holds."""
+def _first_seal(repo: pygit2.Repository, tip: pygit2.Oid, stop: pygit2.Oid | None,
+                limit: int | None) -> tuple[int, pygit2.Commit] | None:
+    """(commits above it, the newest seal) on the first-parent walk down from `tip`, above `stop`
+    and within `limit` commits; None when the walk meets neither a seal nor a commit it holds."""
     oid: pygit2.Oid | None = tip
-    while oid is not None and oid != stop:
+    n = 0
+    while oid is not None and oid != stop and (limit is None or n < limit):
         commit = repo.get(oid)
         if not isinstance(commit, pygit2.Commit):
             return None
         if is_seal(commit):
-            return commit
+            return n, commit
         oid = commit.parent_ids[0] if commit.parent_ids else None
+        n += 1
     return None
+
+
+def newest(repo: pygit2.Repository, tip: pygit2.Oid,
+           stop: pygit2.Oid | None = None) -> pygit2.Commit | None:
+    """The newest seal at or below `tip`, above `stop` (exclusive); None when there is none in
+    the commits this clone holds."""
+    found = _first_seal(repo, tip, stop, None)
+    return found[1] if found is not None else None
 
 
 def since_newest(repo: pygit2.Repository, tip: pygit2.Oid, limit: int) -> int | None:
     """How many commits lie above the newest seal at or below `tip` (0: `tip` is one), looking
     `limit` commits down at most; None when there is none that near (or at all)."""
-    oid: pygit2.Oid | None = tip
-    for n in range(limit):
-        commit = repo.get(oid) if oid is not None else None
-        if not isinstance(commit, pygit2.Commit):
-            return None
-        if is_seal(commit):
-            return n
-        oid = commit.parent_ids[0] if commit.parent_ids else None
-    return None
+    found = _first_seal(repo, tip, None, limit)
+    return found[0] if found is not None else None
 
 
 def pinned(repo: pygit2.Repository) -> str | None:
