@@ -58,10 +58,11 @@ def renew(liza: Liza, *, task: str | None = None, extend_task: bool = True,
         held = f"generation {sup.generation}" if sup is not None else "no supervisor"
         raise LeaseLost(f"{agent}: supervisor generation {liza.gen} was superseded ({held} "
                         "holds the id): stand down")
-    ops = load_all()
     if me.status == A.HANDOFF or (liza.gen is not None and sup is not None and (
             sup.expires is None or sup.expires <= now) and renew_token):
-        # Protocol, not liveness (the module docstring): the board ops, as before.
+        # Protocol, not liveness (the module docstring): the board ops, as before. Only here
+        # are the op classes loaded: every op module (~80 dataclasses) is most of a CLI start.
+        ops = load_all()
         if me.status == A.HANDOFF:
             liza.do(ops["heartbeat"], task=task, keep_handoff=True)
         if renew_token and liza.gen is not None:
