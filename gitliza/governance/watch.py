@@ -9,7 +9,9 @@ Output (Alert Output in tooling.md): each report is a line `[time] <icon> <text>
 appended to `.liza/alerts.log`; with --json, one JSON object a line on stdout instead of stderr.
 A checkpoint stuck for the seed's 2 h (or abandoned, 8 h) writes `.liza/ESCALATION`
 (sprint-governance.md), removed when the checkpoint ends. `notify-send`, where it exists, shows
-each report on the desktop.
+each report on the desktop. With a target set (the board's `escalation_webhook`, or this clone's
+`liza.escalationCommand`), each alarm that fires or escalates, and each human event (a goal's end,
+a circuit-breaker trip, a checkpoint) goes out too (gitliza/governance/notify.py).
 """
 from __future__ import annotations
 
@@ -17,11 +19,13 @@ import json
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Callable, TextIO
 
 from gitliza import atomic
 from gitliza.core import alarms, clock
+from gitliza.core import notify as notify_core
 from gitliza.core.alarms import Alert, Facts, Report
 from gitliza.core.board import Board
 from gitliza.core.terminal import safe_json, safe_line
@@ -54,7 +58,8 @@ class Watcher:
 
     def __init__(self, store: Store, *, json_lines: bool = False, notify: bool | None = None,
                  now: Callable[[], str] | None = None, err: TextIO | None = None,
-                 out: TextIO | None = None) -> None:
+                 out: TextIO | None = None, send: bool = True, report: bool = True,
+                 remote: bool = True) -> None:
         from gitliza.services.api import now_utc
         self.store = store
         self.liza_dir = liza_path(store.repo)
@@ -66,6 +71,20 @@ class Watcher:
         self.state: dict[tuple[str, str], Alert] = {}
         self.board = Board()
         self.facts = Facts(now=self.now())
+        self.tip: str | None = None
+        # report=False: only the webhook hears of the alarms (the watcher `git liza team` runs:
+        # the human's own `watch` prints them, once).
+        self.report = report
+        self._emit_lock = threading.Lock()  # the notifier's thread reports too
+        self._events: dict[tuple[str, str], Alert] = {}  # the human events' fire-once state
+        self._failing: dict[str, Alert] = {}  # NOTIFY_FAILED alarms by target
+        self._refwatch: object | None = None
+        self._stop = False
+        self.notifier = None
+        if send:
+            from gitliza.governance.notify import Notifier
+            self.notifier = Notifier(store, log=self._log_line, failed=self._notify_failed,
+                                     succeeded=self._notify_ok, remote=remote)
 
     # -- one evaluation -------------------------------------------------------------------------
     def read(self) -> tuple[Board, Facts]:
@@ -74,6 +93,7 @@ class Watcher:
         last = None
         try:
             board, commit = self.store.board()
+            self.tip = str(commit.id) if commit is not None else None
             if commit is None:
                 invalid = "no board on refs/liza/state (run `git liza init` or `git liza import`)"
             else:
@@ -107,10 +127,43 @@ class Watcher:
         except LizaError as e:  # a blob that does not decode shows up as the board is walked
             active = [Alert("INVALID_STATE", "", alarms.Level.CRITICAL, f"INVALID STATE: {e}")]
         self.state, reports = alarms.step(self.state, active, self.facts.now)
-        for r in reports:
-            self.emit(r)
-        self._escalation(reports)
+        if self.report:
+            for r in reports:
+                self.emit(r)
+            self._escalation(reports)
+        if self.notifier is not None:
+            self._send(reports)
         return reports
+
+    def _send(self, reports: list[Report]) -> None:
+        assert self.notifier is not None
+        try:
+            news = notify_core.human_events(self.board)
+        except LizaError:
+            news = []
+        self._events, more = alarms.step(self._events, news, self.facts.now)
+        for r in reports + more:
+            self.notifier.submit(self.board, r, self.tip)
+
+    # -- the notifier's reports (its own thread) ------------------------------------------------
+    def _log_line(self, text: str) -> None:
+        line = safe_line(f"[{self.now()}] {text}")
+        with self._emit_lock:
+            self._append(line)
+            self.err.write(line + "\n")
+            self.err.flush()
+
+    def _notify_failed(self, target: str, why: str) -> None:
+        if target in self._failing:
+            return  # one alarm while the target keeps failing
+        alert = notify_core.failure_alert(target, why)
+        self._failing[target] = alert
+        self.emit(Report("fired", alert, self.now()))
+
+    def _notify_ok(self, target: str) -> None:
+        alert = self._failing.pop(target, None)
+        if alert is not None:
+            self.emit(Report("resolved", alert, self.now()))
 
     def next_timeout(self) -> float | None:
         """Seconds until the next time-based threshold (None: only a change can alter anything)."""
@@ -125,6 +178,10 @@ class Watcher:
 
     # -- reporting ------------------------------------------------------------------------------
     def emit(self, report: Report) -> None:
+        with self._emit_lock:
+            self._emit(report)
+
+    def _emit(self, report: Report) -> None:
         # Board text (a block reason) in it: escaped for the terminal and for alerts.log, which
         # people read with cat and tail (core/terminal.py). --json stays exact.
         line = safe_line(f"[{report.time}] {report.line()}")
@@ -171,9 +228,26 @@ class Watcher:
     def run(self, *, stop: Callable[[], bool] | None = None) -> None:
         from gitliza.git.refwatch import RefWatcher
         with RefWatcher(self.store.repo.workdir or self.store.repo.path) as w:
-            while stop is None or not stop():
+            self._refwatch = w
+            while not self._stop and (stop is None or not stop()):
                 self.tick()
                 w.wait(self.next_timeout())
+
+    def stop(self) -> None:
+        """End `run` from another thread (the team's watcher at the team's end)."""
+        self._stop = True
+        w = self._refwatch
+        if w is not None:
+            w.poke()  # type: ignore[attr-defined]
+
+    def close(self, drain: float = 5.0) -> bool:
+        """Give the deliveries in flight `drain` seconds, then stop the notifier: True if all
+        went out."""
+        if self.notifier is None:
+            return True
+        done = self.notifier.drain(drain)
+        self.notifier.close()
+        return done
 
     @property
     def active(self) -> list[Alert]:

@@ -7,14 +7,16 @@ from gitliza.cli.commands.board import report
 
 def watch(env: Env, once: bool) -> int:
     from gitliza.governance.watch import Watcher
-    w = Watcher(env.liza().store, json_lines=env.json)
+    w = Watcher(env.liza().store, json_lines=env.json, remote=not env.no_sync)
     if once:
         w.tick()
+        w.close(drain=15.0)  # cron's watcher: what fired goes out before it exits
         return 1 if w.active else 0
     try:
         w.run()
     except KeyboardInterrupt:
         pass
+    w.close(drain=5.0)
     return 0
 
 

@@ -160,6 +160,11 @@ class AbortGoal(Op):
         ctx.summary = f"abort-goal {ctx.board.goal.id} by {self.actor}"
 
 
+# Where the human is told, and which models the team runs on: an agent that could redirect the
+# escalations (or silence them) or move the team to another model would govern its own governor.
+HUMAN_ONLY = frozenset({"escalation_webhook"})
+
+
 @register_op
 @dataclass(frozen=True, kw_only=True)
 class ConfigSet(Op):
@@ -173,6 +178,9 @@ class ConfigSet(Op):
         if self.key in usage.HUMAN_KEYS and self.actor != HUMAN_ACTOR:
             raise PermissionDenied(f"config {self.key} is the human's to set, not {self.actor}'s "
                                    "(docs/usage.md)")
+        if self.key in HUMAN_ONLY and self.actor != HUMAN_ACTOR:
+            raise PermissionDenied(f"config {self.key} is the human's to set, not {self.actor}'s "
+                                   "(docs/governance.md)")
         v = coerce_config(self.key, self.value)
         if self.key == "integration_base":
             _base_is_human(ctx)
