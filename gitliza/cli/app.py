@@ -268,20 +268,25 @@ def abandon(task: str, reason: str = typer.Option(..., "--reason"),
 
 
 @app.command()
-def unblock(task: str, agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
+def unblock(task: str, answer: Optional[str] = typer.Option(
+                None, "--answer", help="Answer the blocked questions: a note for the task's next "
+                "agent, in the same transition."),
+            agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
             no_sync: bool = NoSyncOpt) -> None:
     """BLOCKED -> UNCLAIMED (keeps failed_by)."""
-    _run(_board().simple, agent, json, no_sync, op="unblock", task=task)
+    _run(_board().simple, agent, json, no_sync, op="unblock", task=task, answer=answer)
 
 
 @app.command()
 def block(task: str, reason: str = typer.Option(..., "--reason"),
           question: List[str] = typer.Option(..., "--question"),
           attempted: List[str] = typer.Option([], "--attempted"),
+          for_human: bool = typer.Option(False, "--for-human",
+                                         help="Only the human can answer: AWAITING HUMAN."),
           agent: Optional[str] = AgentOpt, json: bool = JsonOpt, no_sync: bool = NoSyncOpt) -> None:
     """-> BLOCKED with a diagnosis (1-3 questions)."""
     _run(_board().block, agent, json, no_sync, task=task, reason=reason, questions=question,
-         attempted=attempted)
+         attempted=attempted, for_human=for_human)
 
 
 @app.command()
@@ -686,12 +691,14 @@ def agent(role: str = typer.Argument(..., help="planner | coder | code-reviewer"
           permissions: Optional[str] = typer.Option(
               None, "--permissions", help=PERMISSIONS_HELP),
           sandbox: Optional[str] = SandboxOpt,
+          pool: bool = typer.Option(False, "--pool", help="A member of a self-sizing team: exit "
+                                    "after pool_idle_exit seconds without work."),
           agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
           no_sync: bool = NoSyncOpt) -> None:
     """Supervise an agent: wait for work, claim it, run the agent, heartbeat, restart."""
     _run(_team().agent, agent, json, no_sync, role=role, cli=cli, interactive=interactive,
          command=command or [], resume_task=resume_task, once=once, takeover=takeover, mcp=mcp,
-         permissions=permissions, sandbox=sandbox)
+         permissions=permissions, sandbox=sandbox, pool=pool)
 
 
 @app.command("team")
@@ -713,11 +720,17 @@ def team_cmd(command: Optional[List[str]] = typer.Argument(
              takeover: bool = typer.Option(
                  False, "--takeover", help="Take every member's id from a supervisor that is "
                  "gone (on another host; a dead one on this host is taken over by itself)."),
+             max_coders: int = typer.Option(
+                 0, "--max-coders", help="Size the coders to the work, up to N (pool members "
+                 "exit after pool_idle_exit seconds idle)."),
+             max_reviewers: int = typer.Option(
+                 0, "--max-reviewers", help="Size the code reviewers to the work, up to N."),
              json: bool = JsonOpt, no_sync: bool = NoSyncOpt) -> None:
     """Start a whole team: one `git liza agent` supervisor per member, output labelled."""
     _run(_team().team, None, json, no_sync, planners=planners, coders=coders,
          reviewers=reviewers, prefix=prefix, cli=cli, mcp=mcp, command=command or [], logs=logs,
-         permissions=permissions, takeover=takeover, sandbox=sandbox)
+         permissions=permissions, takeover=takeover, sandbox=sandbox, max_coders=max_coders,
+         max_reviewers=max_reviewers)
 
 
 @app.command("wait")

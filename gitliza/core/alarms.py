@@ -3,8 +3,7 @@
     evaluate(board, facts)            -> the alarms active now
     next_deadline(board, facts)       -> when, without any change to the board, one could start
                                          or escalate (the watcher sleeps until then)
-    step(previous, active, now)       -> the new alert state and what to report: fired, escalated,
-                                         resolved
+    step(previous, active, now)       -> the new alert state and what to report (fired, ...)
 
 The watcher (gitliza/governance/watch.py) supplies the board, the clock and the few facts that
 live outside the board (the time of the last state commit, a `.liza/PAUSE` or `.liza/CHECKPOINT`
@@ -12,8 +11,7 @@ file). Thresholds are board config (`alarm_*` keys, see THRESHOLDS); unset keys 
 values (liza-watch.sh, sprint-governance.md).
 
 An alarm is identified by its key (kind, subject); its text may change while it stays active (a
-duration grows) without being reported again. Alarms with stages (checkpoint and pause age) escalate
-when their stage rises: the seed's STALE -> STUCK -> ABANDONED? sequence.
+duration grows) without being reported again. Staged alarms (checkpoint and pause age) escalate.
 """
 from __future__ import annotations
 
@@ -157,7 +155,10 @@ def _task_alerts(board: Board, t: Task, config: Config, th: Mapping[str, int],
             _age(t.review_lease_expires, now) > grace:
         yield Alert("REVIEW_LEASE_EXPIRED", t.id, W, f"REVIEW LEASE EXPIRED: {t.reviewing_by} "
                     f"on {t.id} \u2014 review can be reclaimed")
-    if t.status == S.BLOCKED:
+    if t.status == S.BLOCKED and t.awaiting_human:  # the human's questions (block --for-human)
+        yield Alert("AWAITING_HUMAN", t.id, C, f"AWAITING HUMAN: {t.id} \u2014 "
+                    f"{' / '.join(t.blocked_questions)} (`git liza unblock {t.id} --answer TEXT`)")
+    elif t.status == S.BLOCKED:
         yield Alert("BLOCKED", t.id, W, f"BLOCKED: {t.id} \u2014 {t.blocked_reason or 'no reason'}")
     if t.status == S.REJECTED and t.assigned_to:
         holder = board.agent(t.assigned_to)
@@ -317,6 +318,7 @@ def evaluate(board: Board, facts: Facts) -> list[Alert]:
         a = _pause_alert(facts.pause_since, th, now)
         if a is not None:
             out.append(a)
+    out.sort(key=lambda a: a.kind != "AWAITING_HUMAN")  # the team waits on those: first
     return out
 
 

@@ -75,3 +75,26 @@ def rubber_stamp_warning(m: Metrics) -> str | None:
         return (f"WARNING: high approval rate ({rate}% over {m.review_verdict_count} reviews): "
                 "the code reviewer may be rubber-stamping; spot-check recently merged tasks")
     return None
+
+
+AWAITING_NOTE = "awaiting human"  # the note of a `block --for-human` history entry (ops/blocking)
+
+
+def human_wait(tasks: Iterable[Task], now: str, since: str | None = None) -> tuple[int, int, int]:
+    """(seconds, questions, still open): the time tasks spent BLOCKED on questions for the human,
+    from each `block --for-human` to the next event of the task (the answer), or to `now` for one
+    still waiting; `since`: only blocks from then on (the sprint's start)."""
+    from gitliza.core import clock
+    total = asked = open_ = 0
+    for t in tasks:
+        h = t.history
+        for i, entry in enumerate(h):
+            if entry.event != "blocked" or entry.note != AWAITING_NOTE:
+                continue
+            if since is not None and entry.time < since:
+                continue
+            asked += 1
+            end = h[i + 1].time if i + 1 < len(h) else now
+            open_ += i + 1 == len(h)
+            total += max(0, clock.to_epoch(end) - clock.to_epoch(entry.time))
+    return total, asked, open_

@@ -139,6 +139,9 @@ class Task:
     # Tokens (input + output) the task's agent runs may spend; per-task override of
     # config.budget_tokens_per_task (gitliza/core/usage.py).
     budget_tokens: int | None = since_v1(None)
+    # A BLOCKED task whose questions only the human can answer (`block --for-human`, upstream
+    # Liza's ADR-0172 AWAITING HUMAN): listed first everywhere, and the escalation webhook fires.
+    awaiting_human: bool = since_v1(False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,6 +246,9 @@ class Config:
     budget_tokens_per_goal: int | None = since_v1(None)
     budget_usd_per_goal: str | None = since_v1(None)
     prices: str | None = since_v1(None)
+    # A team that sizes itself (gitliza/core/pool.py): seconds a pool member (`team --max-coders`)
+    # waits for work before it exits; unset: pool.POOL_IDLE_EXIT.
+    pool_idle_exit: int | None = since_v1(None)
 
 
 @dataclass(frozen=True, slots=True)

@@ -73,6 +73,9 @@ def summary(board: Board, now: str, spans: list[SprintSpan], state: str,
                  "task_outcome_approval_rate_percent"):
         v = getattr(m, name)
         lines.append(f"| {name} | {'n/a' if v is None else v} |")
+    waited, asked, still = metrics.human_wait(tasks, now, since=started)
+    lines.append(f"| time_waiting_for_human | {_hours(now, clock.plus(now, waited))} over "
+                 f"{asked} question(s){f', {still} still open' if still else ''} |")
     warning = metrics.rubber_stamp_warning(m)
     if warning:
         lines += ["", f"**{warning}**"]

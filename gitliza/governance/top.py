@@ -125,7 +125,8 @@ def render(snap: Snapshot, now: str) -> Any:
     b = snap.board
     if not b.initialized:
         return Text("no board here: run `git liza init GOAL` first")
-    live = sorted(b.tasks(), key=lambda t: (_ORDER[t.status], t.priority, t.id))
+    live = sorted(b.tasks(), key=lambda t: (not t.awaiting_human, _ORDER[t.status], t.priority,
+                                            t.id))
     archived = sum(1 for _ in b.values("archive"))
     head = Text.assemble(
         ("gitliza top  ", "bold"), safe_line(f"{b.goal.id} [{b.goal.status}] {b.goal.description}") + "\n",
@@ -140,7 +141,8 @@ def render(snap: Snapshot, now: str) -> Any:
     for t in live:
         lease = t.review_lease_expires if t.status == TaskState.READY_FOR_REVIEW else \
             t.lease_expires
-        tasks.add_row(_plain(t.id), Text(t.status.value, style=_STATUS_STYLE.get(t.status, "")),
+        word = "AWAITING HUMAN" if t.awaiting_human else t.status.value
+        tasks.add_row(_plain(t.id), Text(word, style=_STATUS_STYLE.get(t.status, "")),
                       str(t.priority), _plain(_task_agent(t)), _plain(t.description),
                       countdown(lease, now))
 

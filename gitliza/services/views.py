@@ -23,7 +23,9 @@ def _invariants() -> Any:
 
 def tasks_in_order(board: Board) -> tuple[list[Task], list[Task], Metrics]:
     """The live tasks in status order, the archived ones, and the sprint metrics of all."""
-    live = sorted(board.tasks(), key=lambda t: (_ORDER[t.status], t.priority, t.id))
+    # The questions only the human can answer first: the team waits on them.
+    live = sorted(board.tasks(), key=lambda t: (not t.awaiting_human, _ORDER[t.status],
+                                                t.priority, t.id))
     archived = list(board.values("archive"))
     return live, archived, metrics.compute([*live, *archived],
                                            sprint_started=board.sprint.timeline.started)
@@ -50,7 +52,9 @@ def task_row(t: Task) -> dict[str, Any]:
             "assigned_to": t.assigned_to, "depends_on": list(t.depends_on),
             "lease_expires": t.lease_expires, "reviewing_by": t.reviewing_by,
             "review_lease_expires": t.review_lease_expires, "iteration": t.iteration,
-            "blocked_reason": t.blocked_reason, "description": t.description}
+            "blocked_reason": t.blocked_reason, "description": t.description,
+            **({"awaiting_human": True, "blocked_questions": list(t.blocked_questions)}
+               if t.awaiting_human else {})}
 
 def find_task(board: Board, task: str) -> Task:
     t = board.task(task)

@@ -39,12 +39,15 @@ KILL_AFTER = 4.0
 class Member:
     role: str  # the word `git liza agent` takes
     agent: str
+    pool: bool = False  # started by the pool (exits after pool_idle_exit seconds idle)
 
 
-def members(planners: int, coders: int, reviewers: int, prefix: str = "") -> list[Member]:
-    """planner-1, coder-1..N, reviewer-1..M (each id behind `prefix`)."""
+def members(planners: int, coders: int, reviewers: int, prefix: str = "",
+            pooled: bool = False) -> list[Member]:
+    """planner-1, coder-1..N, reviewer-1..M (each id behind `prefix`). `pooled`: the team sizes
+    a role itself (gitliza/team/pool.py), so it may start with no member at all."""
     counts = (planners, coders, reviewers)
-    if any(n < 0 for n in counts) or sum(counts) == 0:
+    if any(n < 0 for n in counts) or (sum(counts) == 0 and not pooled):
         raise ValidationError("a team needs at least one member (--planners/--coders/--reviewers "
                               "are counts of 0 or more)")
     if any(n > 64 for n in counts):
@@ -62,6 +65,8 @@ def supervisor_argv(member: Member, cli: str | None, mcp: bool, no_sync: bool,
     argv = [*start_command(), "agent", member.role]  # -P: see start_command
     if takeover:
         argv.append("--takeover")
+    if member.pool:
+        argv.append("--pool")
     if cli:
         argv += ["--cli", cli]
     if mcp:
@@ -81,10 +86,17 @@ class Team:
     def __init__(self, repo: Path, team: Sequence[Member], cli: str | None, mcp: bool,
                  no_sync: bool, command: Sequence[str], logs: Path | None,
                  write: Callable[[str], None], permissions: str | None = None,
-                 takeover: bool = False) -> None:
+                 takeover: bool = False, pool: dict[str, int] | None = None,
+                 prefix: str = "") -> None:
         self.repo, self.team, self.logs, self._write = repo, list(team), logs, write
-        self._argv = {m.agent: supervisor_argv(m, cli, mcp, no_sync, command, permissions,
-                                               takeover) for m in team}
+        self._how = (cli, mcp, no_sync, tuple(command), permissions, takeover)
+        self._argv = {m.agent: self._make_argv(m) for m in team}
+        self.pool = dict(pool or {})  # role word -> at most this many running
+        self.prefix = prefix
+        self.scaling = bool(self.pool)  # the pool may still start members (Scaler.stop ends it)
+        self._env: dict[str, str] = {}
+        self.started_pool: list[tuple[float, str]] = []  # (time.time(), agent) per pool start
+        self.ended: dict[str, float] = {}  # agent -> time.time() it exited
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self._pumps: list[threading.Thread] = []
         self._lock = threading.Lock()  # whole output lines
@@ -105,6 +117,7 @@ class Team:
         # hosts `--sandbox model` adds, sandbox/net.py) are every supervisor's too.
         env = {k: v for k, v in os.environ.items()
                if not k.startswith("LIZA_") or k in ("LIZA_SANDBOX", "LIZA_SANDBOX_ALLOW")}
+        self._env = env
         for m in self.team:
             with self._procs_lock:  # no member starts after a stop (it would miss the SIGTERM)
                 if self.stopping:
@@ -124,6 +137,31 @@ class Team:
         t.start()
         self._pumps.append(t)
         self._line(m.agent, f"started `git liza agent {m.role}` (pid {p.pid})")
+
+    def _make_argv(self, m: Member) -> list[str]:
+        cli, mcp, no_sync, command, permissions, takeover = self._how
+        return supervisor_argv(m, cli, mcp, no_sync, command, permissions, takeover)
+
+    def add(self, m: Member) -> bool:
+        """Start one more supervisor (the pool's); False once the team stops."""
+        import time
+        with self._procs_lock:
+            if self.stopping:
+                return False
+            self._argv[m.agent] = self._make_argv(m)
+            self.team.append(m)
+            log = None
+            if self.logs is not None:
+                log = atomic.open_file(self.logs / f"{m.agent}.log", append=True)
+            self._spawn(m, self._env, log)
+            self.started_pool.append((time.time(), m.agent))
+        return True
+
+    def running(self, role: str) -> list[Member]:
+        """The members of `role` whose supervisor is still running."""
+        with self._procs_lock:
+            return [m for m in self.team if m.role == role and m.agent in self.procs
+                    and self.procs[m.agent].poll() is None]
 
     def stop(self) -> None:
         """SIGTERM to every supervisor: each stops its agent and leaves the board consistent.
@@ -151,8 +189,21 @@ class Team:
         return killed
 
     def wait(self) -> dict[str, int]:
-        codes = {agent: p.wait() for agent, p in self.procs.items()}
-        for t in self._pumps:
+        """Every supervisor's exit code, once all exited and the pool starts no more."""
+        import time
+        codes: dict[str, int] = {}
+        while True:
+            with self._procs_lock:
+                procs = dict(self.procs)
+            for agent, p in procs.items():
+                if agent not in codes:
+                    codes[agent] = p.wait()
+                    self.ended.setdefault(agent, time.time())
+            with self._procs_lock:
+                if len(self.procs) == len(codes) and not (self.scaling and not self.stopping):
+                    break
+            time.sleep(0.2)  # a pool member may still be started: look again
+        for t in list(self._pumps):
             t.join(timeout=10)
         return codes
 

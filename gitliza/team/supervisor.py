@@ -43,7 +43,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from gitliza.core import alarms, runs, wake
+from gitliza.core import alarms, pool, runs, wake
 from gitliza.core.board import Board
 from gitliza.core.ids import check_agent_id_for_role
 from gitliza.services.views import registered_role
@@ -80,6 +80,7 @@ class SupervisorOptions:
     mcp: bool = False  # give the agent `git liza mcp`, wired through its CLI's configuration
     permissions: str | None = None  # worktree (default) | bypass | own (gitliza/team/profiles.py)
     sandbox: str | None = None  # on (default) | off: the OS sandbox (gitliza/sandbox/)
+    pool: bool = False  # a member of a self-sizing team: exits after pool_idle_exit idle seconds
 
 
 # Seconds from SIGINT/SIGTERM to the process's end at the latest: the agent's grace
@@ -281,9 +282,12 @@ class Supervisor:
                 return job
             cfg = board.config
             most = max_wait(cfg, self.role)
+            why = "max wait"
+            if self.opts.pool and pool.idle_exit(cfg) < most:  # the team starts another on need
+                most, why = pool.idle_exit(cfg), "pool_idle_exit"
             left = most - (time.monotonic() - idle_since)
             if left <= 0:
-                self.log(f"no work for {most}s (max wait); exiting")
+                self.log(f"no work for {most}s ({why}); exiting")
                 return 0
             # A lease expires for this clone on its own clock (services/leasewatch.py), which may
             # be later than the recorded expiry: wake up for that too.

@@ -58,26 +58,12 @@ def note(liza: Any, form: Form) -> Committed:
 
 
 def unblock(liza: Any, form: Form) -> Committed:
-    """BLOCKED -> UNCLAIMED. An answer to the task's blocked_questions is recorded first as a
-    human note for the task (what the next coder's briefing shows), but only once the unblock
-    itself is known to be legal on the current board: a refused unblock records nothing."""
-    from gitliza.core.ops.journal import Note
+    """BLOCKED -> UNCLAIMED. An answer to the task's blocked_questions goes in the same
+    transition, as a human note for the task (what the next coder's briefing shows): one commit,
+    and a refused unblock records nothing."""
     from gitliza.core.ops.planning import Unblock
     task = _need(form, "task", "the task")
-    answer = _opt(form, "answer")
-    if answer is not None:
-        _check(liza, Unblock(actor=liza.agent, time=liza.now(), task=task))
-        do_op(liza, Note, message=f"answer to the blocked questions: {answer}", for_task=task)
-    return do_op(liza, Unblock, task=task)
-
-
-def _check(liza: Any, op: Any) -> None:
-    """The op's verdict on the current board, without writing anything (the core is pure)."""
-    from gitliza.core.ops.engine import apply
-    from gitliza.services.specs import gate
-    board = liza.board()
-    gate(liza.repo, board, op)
-    apply(board, op)
+    return do_op(liza, Unblock, task=task, answer=_opt(form, "answer"))
 
 
 def rescope(liza: Any, form: Form) -> Committed:

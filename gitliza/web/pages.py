@@ -159,6 +159,9 @@ def card(t: dict[str, Any]) -> str:
         bits.append(f'<span class="it" title="iteration">#{e(t["iteration"])}</span>')
     if lease:
         bits.append(f'<span class="lease" title="lease">lease {when(lease)}</span>')
+    if t.get("awaiting_human"):  # first in its column (views.tasks_in_order), and marked
+        bits.append('<span class="awaiting" title="only the human can answer">AWAITING HUMAN'
+                    '</span>')
     return (f'<article class="card s-{e(t["status"])}" data-task="{e(t["id"])}">'
             f'<div class="row"><a class="tid" href="/task/{e(t["id"])}">{e(t["id"])}</a>'
             f'{"".join(bits)}</div>'

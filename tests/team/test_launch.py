@@ -79,3 +79,26 @@ def test_a_missing_agent_program_starts_nobody(repo: Path) -> None:
                        cwd=repo, env=env_for(), capture_output=True, text=True, timeout=60)
     assert r.returncode == 5 and "not found" in r.stderr and "started" not in r.stdout
     assert tip(repo) == before
+
+
+@pytest.mark.slow
+def test_the_team_tells_the_human_without_a_watch_running(tmp_path: Path) -> None:
+    """No `git liza watch` anywhere: the team's own watcher POSTs the goal's end to a real
+    receiver on 127.0.0.1, naming the commit that completed it."""
+    from tests.governance.receiver import Receiver
+    example = _example()
+    repo = tmp_path / "hello-cli"
+    example.setup(repo)
+    with Receiver() as rx:
+        subprocess.run([sys.executable, "-m", "gitliza", "config", "escalation_webhook", rx.url],
+                       cwd=repo, env=env_for(), check=True, capture_output=True)
+        r = subprocess.run([sys.executable, "-m", "gitliza", "team", "--coders", "1", "--",
+                            sys.executable, str(ROOT / "examples" / "agents" / "by_role.py")],
+                           cwd=repo, env=env_for(), capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
+        ended = [p for p in rx.posts if p["event"] == "GOAL_ENDED"]
+    assert len(ended) == 1, rx.posts
+    completed = subprocess.run(["git", "log", "-1", "--format=%H", "--grep=^Liza-Op: complete-goal$",
+                                "refs/liza/state"], cwd=repo, capture_output=True, text=True,
+                               check=True).stdout.strip()
+    assert ended[0]["board_commit"] == completed and "COMPLETED" in ended[0]["line"]

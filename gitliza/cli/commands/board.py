@@ -219,9 +219,11 @@ def edit(env: Env, task: str, desc: str | None, spec_ref: str | None, done_when:
     return report(env, liza.apply(gated_by_specs(liza, make)))
 
 
-def simple(env: Env, op: str, task: str) -> int:
+def simple(env: Env, op: str, task: str, answer: str | None = None) -> int:
     from gitliza.core.ops.planning import Finalize, Unblock
 
+    if answer is not None:
+        return report(env, do_op(env.liza(), Unblock, task=task, answer=answer))
     return report(env, do_op(env.liza(), {"finalize": Finalize, "unblock": Unblock}[op], task=task))
 
 
@@ -244,10 +246,10 @@ def abandon(env: Env, task: str, reason: str) -> int:
 
 
 def block(env: Env, task: str, reason: str, questions: Sequence[str],
-          attempted: Sequence[str]) -> int:
+          attempted: Sequence[str], for_human: bool = False) -> int:
     from gitliza.core.ops.work import Block
     return _do(env, Block, task=task, reason=reason, questions=tuple(questions),
-               attempted=tuple(attempted))
+               attempted=tuple(attempted), for_human=for_human)
 
 
 def heartbeat(env: Env, task: str | None = None) -> int:

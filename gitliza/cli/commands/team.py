@@ -33,13 +33,13 @@ def wait(env: Env, condition: str, task: str | None, status: str | None, since: 
 
 def agent(env: Env, role: str, cli: str | None, interactive: bool, command: Sequence[str],
           resume_task: str | None, once: bool, takeover: bool, mcp: bool = False,
-          permissions: str | None = None, sandbox: str | None = None) -> int:
+          permissions: str | None = None, sandbox: str | None = None, pool: bool = False) -> int:
     from gitliza.team import stopping
     from gitliza.team.supervisor import Supervisor, SupervisorOptions
     signals = stopping.for_process()  # installed already by the entry point, if it is ours
     opts = SupervisorOptions(role=role, cli=cli, interactive=interactive, command=tuple(command),
                              resume_task=resume_task, once=once, takeover=takeover, mcp=mcp,
-                             permissions=permissions, sandbox=sandbox)
+                             permissions=permissions, sandbox=sandbox, pool=pool)
 
     def open_liza() -> Any:
         # A fresh handle per caller (the heartbeat thread has its own), with the same hooks.
@@ -56,7 +56,7 @@ def agent(env: Env, role: str, cli: str | None, interactive: bool, command: Sequ
 def team(env: Env, planners: int, coders: int, reviewers: int, prefix: str, cli: str | None,
          mcp: bool, command: Sequence[str], logs: Path | None,
          permissions: str | None = None, takeover: bool = False,
-         sandbox: str | None = None) -> int:
+         sandbox: str | None = None, max_coders: int = 0, max_reviewers: int = 0) -> int:
     """Start the supervisors, relay their output, stop them on SIGINT/SIGTERM; exit 0 when every
     supervisor did (the goal COMPLETED, an ABORT, or nothing left to wait for), 130 or 143 after
     a stop, a member's exit code when it failed at start (the others are stopped)."""
@@ -68,7 +68,9 @@ def team(env: Env, planners: int, coders: int, reviewers: int, prefix: str, cli:
     from gitliza.team.runner import require
     signals = stopping.for_process()  # installed already by the entry point, if it is ours
     try:
-        crew = members(planners, coders, reviewers, prefix)
+        from gitliza.team.pool import check_pool
+        sizes = check_pool(coders, reviewers, max_coders, max_reviewers)
+        crew = members(planners, coders, reviewers, prefix, pooled=bool(sizes))
         # A wrong --cli or --permissions, or a missing agent program: refused now, not per
         # supervisor.
         profiles.parse_permissions(permissions)
@@ -90,7 +92,7 @@ def team(env: Env, planners: int, coders: int, reviewers: int, prefix: str, cli:
             except (OSError, ValueError):
                 pass  # our reader is gone; the supervisors still need stopping
         running = Team(main_root(env.liza().repo), crew, cli, mcp, env.no_sync, command, logs,
-                       write, permissions, takeover)
+                       write, permissions, takeover, pool=sizes, prefix=prefix)
 
         def on_stop(sig: signal.Signals) -> None:
             running.stop()  # first: the line may not get out
@@ -103,7 +105,19 @@ def team(env: Env, planners: int, coders: int, reviewers: int, prefix: str, cli:
                       f"{sig.name}: killed\n")
         signals.deadline = KILL_AFTER
         signals.attach(on_stop, on_deadline)
-        codes = running.start().wait()
+        watcher = _team_watcher(env, write)
+        scaler = None
+        try:
+            running.start()
+            if sizes:
+                from gitliza.team.pool import Scaler
+                own = Env(path=env.path, agent=env.agent, no_sync=True).liza()
+                scaler = Scaler(own, running, sizes).start()
+            codes = running.wait()
+        finally:
+            if scaler is not None:
+                scaler.stop()
+            watcher()
     finally:
         signals.close()
     if signals.stopping:
@@ -123,3 +137,37 @@ def team(env: Env, planners: int, coders: int, reviewers: int, prefix: str, cli:
                    "team: " + ", ".join(f"{a} exited {c}" for a, c in sorted(bad.items())))
     # A supervisor's own exit code (the taxonomy), or 1 for one killed by a signal.
     return next((c for c in sorted(bad.values()) if c > 0), 1) if bad else 0
+
+
+def _team_watcher(env: Env, write: Any) -> Any:
+    """The team tells the human without a `watch` running: a watcher beside the supervisors that
+    only sends (the escalation webhook, docs/governance.md), in a thread of its own; what it
+    returns ends it, after a last look (a goal that just ended) and a bounded wait for the
+    deliveries in flight. Its own lines (a delivery given up) come out as `[notify] ...`."""
+    import threading
+
+    from gitliza.governance.watch import Watcher
+
+    class Lines:
+        def write(self, text: str) -> int:
+            for line in text.splitlines():
+                write(f"[notify] {line}\n")
+            return len(text)
+
+        def flush(self) -> None:
+            pass
+    own = Env(path=env.path, agent=env.agent, no_sync=True).liza().store  # this thread's handle
+    w = Watcher(own, report=False, err=Lines(),  # type: ignore[arg-type]
+                notify=False, remote=not env.no_sync)
+    t = threading.Thread(target=w.run, name="liza-team-watch", daemon=True)
+    t.start()
+
+    def end() -> None:
+        w.stop()
+        t.join(timeout=10)
+        try:
+            w.tick()
+        except Exception:  # noqa: BLE001 - the team's own exit code matters more
+            pass
+        w.close(drain=10.0)
+    return end

@@ -56,8 +56,13 @@ def _status(env: Env, at: str | None) -> int:
         edit = view_edit(env.liza().store)
         if edit is not None:
             out.line(f"WARNING: {edit.message()}")
+    for t in live:
+        if t.awaiting_human:
+            out.line(f"AWAITING HUMAN: {t.id}: {' / '.join(t.blocked_questions)}  "
+                     f"(`git liza unblock {t.id} --answer TEXT`)")
     out.table("tasks", ["task", "status", "pri", "assigned", "lease/review", "depends on"],
-              [[t.id, t.status.value, t.priority, t.assigned_to or "",
+              [[t.id, "AWAITING HUMAN" if t.awaiting_human else t.status.value, t.priority,
+                t.assigned_to or "",
                 t.review_lease_expires or t.lease_expires or "", ", ".join(t.depends_on)]
                for t in live])
     out.table("agents", ["agent", "role", "status", "task", "lease"],

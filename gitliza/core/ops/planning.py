@@ -360,12 +360,20 @@ class Abandon(Op):
 class Unblock(Op):
     NAME = "unblock"
     task: str
+    # The answer to the blocked questions: a human note for the task in this same transition
+    # (the next agent's briefing shows it).
+    answer: str | None = None
 
     def run(self, ctx: Ctx) -> None:
         t = ctx.require_task(self.task)
         ctx.transition(t, S.UNCLAIMED)
+        if self.answer is not None:
+            need_text(self.answer, "answer")
+            from gitliza.core.ops.blocking import answer_note
+            answer_note(ctx, t.id, self.answer)
         # A fresh start: the next coder claims from the integration tip. failed_by is kept, so
         # coders who already failed cannot take it again (hypothesis exhaustion).
         ctx.put_task(replace(t, status=S.UNCLAIMED, blocked_reason=None, blocked_questions=(),
                              assigned_to=None, worktree=None, base_commit=None,
-                             lease_expires=None, history=ctx.history(t, "unblocked")))
+                             lease_expires=None, awaiting_human=False,
+                             history=ctx.history(t, "unblocked")))

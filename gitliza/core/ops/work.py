@@ -282,6 +282,7 @@ class Block(Op):
     reason: str
     questions: tuple[str, ...]
     attempted: tuple[str, ...] = ()
+    for_human: bool = False  # the questions are the human's to answer (AWAITING HUMAN)
 
     def run(self, ctx: Ctx) -> None:
         t = ctx.require_task(self.task)
@@ -296,8 +297,9 @@ class Block(Op):
             me = holder_check(ctx, t, "block it")
             failed = with_failed(t, me.id)
         free_agent(ctx, t, t.assigned_to)
-        ctx.put_task(replace(block_fields(ctx, t, self.reason, self.questions, failed),
-                             attempted=t.attempted + self.attempted))
+        blocked = block_fields(ctx, t, self.reason, self.questions, failed,
+                               for_human=self.for_human)
+        ctx.put_task(replace(blocked, attempted=t.attempted + self.attempted))
 
 
 @register_op
