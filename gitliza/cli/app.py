@@ -693,12 +693,14 @@ def agent(role: str = typer.Argument(..., help="planner | coder | code-reviewer"
           sandbox: Optional[str] = SandboxOpt,
           pool: bool = typer.Option(False, "--pool", help="A member of a self-sizing team: exit "
                                     "after pool_idle_exit seconds without work."),
+          model: Optional[str] = typer.Option(None, "--model",
+                                              help="The model the agent CLI runs (its --model)."),
           agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
           no_sync: bool = NoSyncOpt) -> None:
     """Supervise an agent: wait for work, claim it, run the agent, heartbeat, restart."""
     _run(_team().agent, agent, json, no_sync, role=role, cli=cli, interactive=interactive,
          command=command or [], resume_task=resume_task, once=once, takeover=takeover, mcp=mcp,
-         permissions=permissions, sandbox=sandbox, pool=pool)
+         permissions=permissions, sandbox=sandbox, pool=pool, model=model)
 
 
 @app.command("team")

@@ -27,7 +27,7 @@ CONFIG_MAX = {"lease_duration": 7 * 86400, "heartbeat_interval": 86400,
 CONFIG_MAX.update(budget_tokens_per_task=10**12, budget_tokens_per_goal=10**12)
 # Optional keys that `none` (or `off`) unsets.
 UNSETTABLE = frozenset({"budget_tokens_per_task", "budget_tokens_per_goal", "budget_usd_per_goal",
-                        "prices", "pool_idle_exit"})
+                        "prices", "pool_idle_exit", "models"})
 # Watcher thresholds (optional: unset means the seed's value, see gitliza/core/alarms.py).
 CONFIG_MAX.update({k: 30 * 86400 for k in _CONFIG_TYPES if k.startswith("alarm_")})
 
@@ -54,6 +54,9 @@ def coerce_config(key: str, value: ConfigValue | None) -> ConfigValue | None:
         if n > CONFIG_MAX[key]:
             raise ValidationError(f"config {key} must be at most {CONFIG_MAX[key]}, got {n}")
         return n
+    if key == "models":
+        from gitliza.core.teammodels import canonical  # only then: few commands set it
+        return canonical(None if value is None else str(value))
     if key == "escalation_webhook":
         return None if value in (None, "", "null", "none") else str(value)
     if key == "integration_base":

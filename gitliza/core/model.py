@@ -249,6 +249,9 @@ class Config:
     # A team that sizes itself (gitliza/core/pool.py): seconds a pool member (`team --max-coders`)
     # waits for work before it exits; unset: pool.POOL_IDLE_EXIT.
     pool_idle_exit: int | None = since_v1(None)
+    # A model per role (gitliza/core/teammodels.py): "ROLE[.SLOT]=CLI[:MODEL] ..."; unset: the
+    # team's --cli for every member.
+    models: str | None = since_v1(None)
 
 
 @dataclass(frozen=True, slots=True)

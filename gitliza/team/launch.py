@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import IO, Callable, Sequence
 
 from gitliza import atomic, start_command
+from gitliza.core import teammodels
 from gitliza.core.ids import check_id
 from gitliza.errors import ValidationError
 from gitliza.services import procinfo
@@ -61,8 +62,16 @@ def members(planners: int, coders: int, reviewers: int, prefix: str = "",
 
 def supervisor_argv(member: Member, cli: str | None, mcp: bool, no_sync: bool,
                     command: Sequence[str], permissions: str | None = None,
-                    takeover: bool = False) -> list[str]:
+                    takeover: bool = False, models: str | None = None) -> list[str]:
+    """The member's `git liza agent` command line. `models` (the board's config): the member's
+    CLI and model when the team names no `--cli` and no `-- COMMAND` (gitliza/core/teammodels.py)."""
     argv = [*start_command(), "agent", member.role]  # -P: see start_command
+    chosen = teammodels.for_member(models, member.role, member.agent) \
+        if cli is None and not command else None
+    if chosen is not None:
+        cli = chosen[0]
+        if chosen[1]:
+            argv += ["--model", chosen[1]]
     if takeover:
         argv.append("--takeover")
     if member.pool:
@@ -87,9 +96,9 @@ class Team:
                  no_sync: bool, command: Sequence[str], logs: Path | None,
                  write: Callable[[str], None], permissions: str | None = None,
                  takeover: bool = False, pool: dict[str, int] | None = None,
-                 prefix: str = "") -> None:
+                 prefix: str = "", models: str | None = None) -> None:
         self.repo, self.team, self.logs, self._write = repo, list(team), logs, write
-        self._how = (cli, mcp, no_sync, tuple(command), permissions, takeover)
+        self._how = (cli, mcp, no_sync, tuple(command), permissions, takeover, models)
         self._argv = {m.agent: self._make_argv(m) for m in team}
         self.pool = dict(pool or {})  # role word -> at most this many running
         self.prefix = prefix
@@ -139,8 +148,8 @@ class Team:
         self._line(m.agent, f"started `git liza agent {m.role}` (pid {p.pid})")
 
     def _make_argv(self, m: Member) -> list[str]:
-        cli, mcp, no_sync, command, permissions, takeover = self._how
-        return supervisor_argv(m, cli, mcp, no_sync, command, permissions, takeover)
+        cli, mcp, no_sync, command, permissions, takeover, models = self._how
+        return supervisor_argv(m, cli, mcp, no_sync, command, permissions, takeover, models)
 
     def add(self, m: Member) -> bool:
         """Start one more supervisor (the pool's); False once the team stops."""

@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -72,6 +72,8 @@ class Profile:
     prompt_words: tuple[str, ...] = ()  # before the prompt (FILE: before the path)
     postures: Mapping[Permissions, tuple[str, ...]] = field(default_factory=dict)
     aliases: tuple[str, ...] = ()
+    model_words: tuple[str, ...] = ("--model",)  # how the CLI takes a model; (): it cannot
+    model: str | None = None  # the model this launch names (the board's `models`, `--model`)
 
 
 PROFILES: dict[str, Profile] = {p.name: p for p in (
@@ -111,7 +113,7 @@ PROFILES: dict[str, Profile] = {p.name: p for p in (
             Permissions.WORKTREE: ("--agent", "accept-edits"),
             Permissions.BYPASS: ("--auto-approve",),
         },
-        wiring="vibe", aliases=("vibe",)),
+        wiring="vibe", aliases=("vibe",), model_words=()),
 )}
 
 PLAIN = Profile("command", "", (), Prompt.ARGUMENT, wiring="plain")
@@ -124,6 +126,16 @@ def profile(cli: str | None) -> Profile:
         if name == p.name or name in p.aliases:
             return p
     raise ValidationError(f"--cli must be one of {', '.join(PROFILES)}, got {cli!r}")
+
+
+def with_model(p: Profile, model: str | None) -> Profile:
+    """`p` naming `model` on its command line; refused for a CLI that takes none there."""
+    if model is None:
+        return p
+    if p is PLAIN or not p.model_words:
+        raise ValidationError(f"--model: {p.name if p is not PLAIN else 'a -- COMMAND'} takes no "
+                              "model on its command line (set it in its own configuration)")
+    return replace(p, model=model)
 
 
 def parse_permissions(text: str | None) -> Permissions:
@@ -190,6 +202,8 @@ def plan(p: Profile, perms: Permissions, ctx: Context, command: Sequence[str] = 
     else:
         argv = [p.executable] if interactive else [p.executable, *p.headless]
         argv += p.postures.get(perms, ())
+        if p.model:
+            argv += [*p.model_words, p.model]
     env = dict(ctx.base_env)
     env.update(git_alias_env(ctx.base_env, ctx.gitliza, ctx.identity))
     launch = Launch(argv, env, None, {})

@@ -92,6 +92,7 @@ class Sessions:
         try:
             meter = usage.Meter.start(self.liza_dir(), run, self.profile.name, self.interactive,
                                       box.home / ".gitliza-usage" if box is not None else None)
+            meter.model = self.profile.model
             return self._run_in(job, path, text, box, gen, board, meter)
         finally:
             if box is not None:

@@ -81,6 +81,7 @@ class SupervisorOptions:
     permissions: str | None = None  # worktree (default) | bypass | own (gitliza/team/profiles.py)
     sandbox: str | None = None  # on (default) | off: the OS sandbox (gitliza/sandbox/)
     pool: bool = False  # a member of a self-sizing team: exits after pool_idle_exit idle seconds
+    model: str | None = None  # the model the CLI runs (the board's `models`, via `team`)
 
 
 # Seconds from SIGINT/SIGTERM to the process's end at the latest: the agent's grace
@@ -112,7 +113,8 @@ class Supervisor:
         check_agent_id_for_role(self.agent, self.role.value, registered_role(self.liza, self.agent))
         # A wrong --cli or --permissions, or a missing agent executable, is an error now,
         # before the board changes.
-        profile = profiles.PLAIN if opts.command else profiles.profile(opts.cli)
+        profile = profiles.with_model(profiles.PLAIN if opts.command else
+                                      profiles.profile(opts.cli), opts.model)
         permissions = profiles.parse_permissions(opts.permissions)
         runner.require(opts.command[0] if opts.command else profile.executable)
         # The sandbox (issue 26): bubblewrap checked now (exit 5 naming the fix), or off.

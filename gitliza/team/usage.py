@@ -57,6 +57,7 @@ class Meter:
     run: str
     cli: str  # the profile's name, or "command"
     stream: Stream | None = None
+    model: str | None = None  # the model the launch named (the board's `models`): the fallback
     vibe_dir: Path | None = None
     started: float = field(default_factory=time.monotonic)
     _thread: threading.Thread | None = None
@@ -184,7 +185,8 @@ def record(liza: Liza, gen: int, meter: Meter, task: str | None,
     try:
         liza.do(RecordUsage, gen=gen, run_id=meter.run, cli=meter.cli,
                 duration=meter.duration(), task=task,
-                model=got.model if plain_word(got.model) else None,  # a CLI's odd name: none
+                # a CLI's odd name: none; no name from the CLI: the model its launch named
+                model=got.model if plain_word(got.model) else meter.model,
                 input_tokens=got.input, output_tokens=got.output,
                 cached_tokens=min(got.cached, got.input), cost_micro_usd=got.cost,
                 cost_source=source)

@@ -33,13 +33,14 @@ def wait(env: Env, condition: str, task: str | None, status: str | None, since: 
 
 def agent(env: Env, role: str, cli: str | None, interactive: bool, command: Sequence[str],
           resume_task: str | None, once: bool, takeover: bool, mcp: bool = False,
-          permissions: str | None = None, sandbox: str | None = None, pool: bool = False) -> int:
+          permissions: str | None = None, sandbox: str | None = None, pool: bool = False,
+          model: str | None = None) -> int:
     from gitliza.team import stopping
     from gitliza.team.supervisor import Supervisor, SupervisorOptions
     signals = stopping.for_process()  # installed already by the entry point, if it is ours
     opts = SupervisorOptions(role=role, cli=cli, interactive=interactive, command=tuple(command),
                              resume_task=resume_task, once=once, takeover=takeover, mcp=mcp,
-                             permissions=permissions, sandbox=sandbox, pool=pool)
+                             permissions=permissions, sandbox=sandbox, pool=pool, model=model)
 
     def open_liza() -> Any:
         # A fresh handle per caller (the heartbeat thread has its own), with the same hooks.
@@ -82,7 +83,17 @@ def team(env: Env, planners: int, coders: int, reviewers: int, prefix: str, cli:
         Sandbox(parse(sandbox))
         if sandbox is not None:
             os.environ["LIZA_SANDBOX"] = sandbox
-        require(command[0] if command else profiles.profile(cli).executable)
+        models = env.liza().board().config.models if cli is None and not command else None
+        from gitliza.core import teammodels
+        left = []  # the members the board names no CLI for: --cli's (default claude)
+        for m in crew:  # every member's CLI and model from the board, checked now
+            chosen = teammodels.for_member(models, m.role, m.agent)
+            if chosen is not None:
+                require(profiles.with_model(profiles.profile(chosen[0]), chosen[1]).executable)
+            else:
+                left.append(m)
+        if left or not crew:
+            require(command[0] if command else profiles.profile(cli).executable)
         from gitliza.services.lifecycle.locations import main_root
 
         def write(text: str) -> None:
@@ -92,7 +103,7 @@ def team(env: Env, planners: int, coders: int, reviewers: int, prefix: str, cli:
             except (OSError, ValueError):
                 pass  # our reader is gone; the supervisors still need stopping
         running = Team(main_root(env.liza().repo), crew, cli, mcp, env.no_sync, command, logs,
-                       write, permissions, takeover, pool=sizes, prefix=prefix)
+                       write, permissions, takeover, pool=sizes, prefix=prefix, models=models)
 
         def on_stop(sig: signal.Signals) -> None:
             running.stop()  # first: the line may not get out

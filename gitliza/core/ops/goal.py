@@ -162,7 +162,7 @@ class AbortGoal(Op):
 
 # Where the human is told, and which models the team runs on: an agent that could redirect the
 # escalations (or silence them) or move the team to another model would govern its own governor.
-HUMAN_ONLY = frozenset({"escalation_webhook"})
+HUMAN_ONLY = frozenset({"escalation_webhook", "models"})
 
 
 @register_op
