@@ -285,7 +285,10 @@ class Supervisor:
             cfg = board.config
             most = max_wait(cfg, self.role)
             why = "max wait"
-            if self.opts.pool and pool.idle_exit(cfg) < most:  # the team starts another on need
+            # A pool member exits early only holding nothing: a coder waiting on its review
+            # would leave a rejection with nobody to take it back (ORPHANED REJECTED).
+            if self.opts.pool and pool.idle_exit(cfg) < most and \
+                    pool.busy(board, [self.agent]) == 0:
                 most, why = pool.idle_exit(cfg), "pool_idle_exit"
             left = most - (time.monotonic() - idle_since)
             if left <= 0:

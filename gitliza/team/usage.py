@@ -186,7 +186,7 @@ def record(liza: Liza, gen: int, meter: Meter, task: str | None,
         liza.do(RecordUsage, gen=gen, run_id=meter.run, cli=meter.cli,
                 duration=meter.duration(), task=task,
                 # a CLI's odd name: none; no name from the CLI: the model its launch named
-                model=got.model if plain_word(got.model) else meter.model,
+                model=got.model if got.model and plain_word(got.model) else meter.model,
                 input_tokens=got.input, output_tokens=got.output,
                 cached_tokens=min(got.cached, got.input), cost_micro_usd=got.cost,
                 cost_source=source)
