@@ -150,6 +150,7 @@ ITERATION: {iteration}
 CODER COMMANDS:
 - git liza submit {t.id}           clean-sync check, then READY_FOR_REVIEW at your HEAD
 - git liza block {t.id} --reason "..." --question "..."   when you cannot proceed
+  (add --for-human when only the human can answer: a product call, a credential, access)
 - git liza release {t.id}          give the task back (your work is discarded)
 
 INSTRUCTIONS:

@@ -46,7 +46,7 @@ def watcher_alarms(liza: Any, now: str) -> list[tuple[str, str]] | None:
     from gitliza.governance.watch import Watcher
     w = _WATCHERS.get(liza.store)
     if w is None:
-        w = _WATCHERS[liza.store] = Watcher(liza.store, notify=False)
+        w = _WATCHERS[liza.store] = Watcher(liza.store, notify=False, send=False)
     w.now = lambda: now
     board, facts = w.read()
     return [(a.level.value, a.text) for a in alarms.evaluate(board, facts)]

@@ -70,7 +70,7 @@ class Board:
         with self.handle():
             if self.watcher is None:
                 from gitliza.governance.watch import Watcher
-                self.watcher = Watcher(self.liza.store, notify=False)
+                self.watcher = Watcher(self.liza.store, notify=False, send=False)
             data = snapshot.board_view(self.liza, self.watcher)
             done = self._done(data["state"])
         return pages.board_body(data, done, verify, self.read_only)

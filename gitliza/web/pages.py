@@ -200,12 +200,14 @@ def agents_panel(agents: Sequence[dict[str, Any]]) -> str:
            if a.get("current_task") else "") + "</td>"
         f'<td>{when(a.get("heartbeat"), "since")}</td><td>{when(a.get("lease_expires"))}</td>'
         f'<td>{e(a.get("generation") if a.get("generation") is not None else "")}</td>'
+        f'<td>{e(a.get("model") or "")}</td>'
         f'<td><span class="live {"alive" if a.get("alive") else "stale"}">'
         f'{"alive" if a.get("alive") else "stale"}</span></td></tr>'
         for a in sorted(agents, key=lambda a: a["id"]))
     return ('<section class="panel"><h2>Agents</h2><table class="agents"><thead><tr><th>agent</th>'
             '<th>role</th><th>status</th><th>task</th><th>heartbeat</th><th>lease</th>'
-            f'<th>supervisor gen</th><th></th></tr></thead><tbody>{rows}</tbody></table></section>')
+            f'<th>supervisor gen</th><th>model</th><th></th></tr></thead><tbody>{rows}</tbody>'
+            '</table></section>')
 
 
 def journal_panels(data: dict[str, Any]) -> str:

@@ -27,10 +27,13 @@ def board_view(liza: Any, watcher: Any = None) -> dict[str, Any]:
     data["now"] = now
     sups = {s.agent: s for s in board.values("supervisors")}
     hb = board.config.heartbeat_interval
+    from gitliza.core.teammodels import for_member
     for a in data["agents"]:
         sup = sups.get(a["id"])
         a["generation"] = sup.generation if sup is not None else None
         a["alive"] = alive(a, None if sup is None else sup.expires, hb, now)
+        chosen = for_member(board.config.models, str(a.get("role")), a["id"])  # the board's pick
+        a["model"] = None if chosen is None else ":".join(x for x in chosen if x)
     data["anomalies"] = _newest([codec.encode(x) for x in board.values("anomalies")], "timestamp")
     data["human_notes"] = _newest([codec.encode(x) for x in board.values("human_notes")],
                                   "timestamp")

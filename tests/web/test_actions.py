@@ -148,3 +148,15 @@ def test_under_required_signatures_an_action_is_signed_with_the_humans_key(
     assert replay(store, store.tip(), git(small, "rev-parse", "refs/liza/state~1")).signed == 1
     assert "PRIVATE KEY" not in pages
     assert key.read_text().splitlines()[1] not in pages
+
+
+def test_the_board_shows_each_agents_model(small: Path) -> None:
+    cli(small, "config", "models", "coder=codex:cheap-1 reviewer=claude:sonnet")
+    cli(small, "register", "r1", "--role", "code-reviewer")
+    with client(small) as c:
+        authed(c)
+        page = c.get("/").text
+    rows = {m.group(1): m.group(0) for m in re.finditer(r'<tr data-agent="([^"]+)">.*?</tr>',
+                                                        page, re.S)}
+    assert "<td>codex:cheap-1</td>" in rows["c1"] and "<td>claude:sonnet</td>" in rows["r1"]
+    assert "<td>codex" not in rows["p1"]
