@@ -186,3 +186,19 @@ def test_two_machines_one_sender(team: Team, tmp_path: Path) -> None:
         assert sorted(claims) == sorted(NOTIFY_REFS + p["id"] for p in rx.posts)
         for p in rx.posts:  # each claim is a child of the commit that caused its event
             assert git(bare, "rev-parse", f"{NOTIFY_REFS}{p['id']}^") == p["board_commit"]
+
+
+def test_a_circuit_breaker_trip_is_sent_naming_its_commit(team: Team) -> None:
+    from gitliza.core.ops.governance import Circuit
+    with Receiver() as rx:
+        hook(team, rx.url)
+        w = watcher(team.repo, team)
+        w.tick()
+        team.human.do(Circuit, result="TRIGGERED", pattern="retry_cluster",
+                      severity="ARCHITECTURE_FLAW")
+        trip = git(team.repo, "rev-parse", "refs/liza/state").strip()
+        team.human.do(ConfigSet, key="alarm_stall", value="86400")  # a later commit
+        w.tick()
+        assert w.close(drain=60)
+        [doc] = [p for p in rx.wait_for(1) if p["event"] == "CIRCUIT_TRIPPED"]
+    assert doc["board_commit"] == trip and "retry_cluster" in doc["line"]
