@@ -40,6 +40,7 @@ from gitliza.git.store import Store
 
 NOTIFY_REFS = "refs/liza/notify/"
 COMMAND_KEY = "liza.escalationCommand"
+WEBHOOK_KEY = "liza.escalationWebhook"
 WEB_KEY = "liza.webUrl"
 CAUSE_WALK = 5000  # state commits walked back for a cause; past that, the tip is the cause
 SEND_TIMEOUT = 10.0
@@ -92,7 +93,9 @@ class Notifier:
         """Queue `report` if it goes out and a target is set; its id, or None."""
         if not notify.notified(report) or not board.initialized:
             return None
-        url = board.config.escalation_webhook
+        # This clone's own URL first: a secret one (a Slack webhook) kept off the board, which
+        # every agent and clone can read.
+        url = _git_config(self.store, WEBHOOK_KEY) or board.config.escalation_webhook
         command = _git_config(self.store, COMMAND_KEY)
         if not url and not command:
             return None

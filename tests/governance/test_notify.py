@@ -202,3 +202,16 @@ def test_a_circuit_breaker_trip_is_sent_naming_its_commit(team: Team) -> None:
         assert w.close(drain=60)
         [doc] = [p for p in rx.wait_for(1) if p["event"] == "CIRCUIT_TRIPPED"]
     assert doc["board_commit"] == trip and "retry_cluster" in doc["line"]
+
+
+def test_a_clones_own_url_wins_over_the_boards(team: Team) -> None:
+    """A secret URL kept off the board (which every agent reads) in this clone's git config."""
+    with Receiver() as board_rx, Receiver() as own_rx:
+        hook(team, board_rx.url)
+        git(team.repo, "config", "liza.escalationWebhook", own_rx.url)
+        block(team)
+        w = watcher(team.repo, team)
+        w.tick()
+        assert w.close(drain=60)
+        [doc] = own_rx.wait_for(1)
+        assert doc["event"] == "BLOCKED" and board_rx.arrivals == []
