@@ -160,6 +160,11 @@ class AbortGoal(Op):
         ctx.summary = f"abort-goal {ctx.board.goal.id} by {self.actor}"
 
 
+# Issue 40 (core/quorum.py): what review takes to approve is the human's to set.
+REVIEW_KEYS = frozenset({"review_quorum", "quorum_rules", "review_diversity",
+                         "rca_after_rejections"})
+
+
 @register_op
 @dataclass(frozen=True, kw_only=True)
 class ConfigSet(Op):
@@ -173,6 +178,9 @@ class ConfigSet(Op):
         if self.key in usage.HUMAN_KEYS and self.actor != HUMAN_ACTOR:
             raise PermissionDenied(f"config {self.key} is the human's to set, not {self.actor}'s "
                                    "(docs/usage.md)")
+        if self.key in REVIEW_KEYS and self.actor != HUMAN_ACTOR:
+            # An agent could lower the bar its own team's work is held to.
+            raise PermissionDenied(f"config {self.key} is the human's to set, not {self.actor}'s")
         v = coerce_config(self.key, self.value)
         if self.key == "integration_base":
             _base_is_human(ctx)

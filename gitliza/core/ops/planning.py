@@ -8,6 +8,7 @@ from gitliza.core import usage
 from gitliza.core.config import CONFIG_MAX
 from gitliza.core.ids import check_id, check_spec_ref, spec_ref_leaves
 from gitliza.core.model import Alignment, Task
+from gitliza.core.quorum import check_criteria
 from gitliza.core.ops.base import (Ctx, Op, free_agent, need_text, register_op, replace,
                                    require_goal_open)
 from gitliza.core.states import HUMAN_ACTOR, TaskState
@@ -91,6 +92,8 @@ class TaskFields:
     max_review_cycles: int | None = None
     lease_duration_override: int | None = None
     budget_tokens: int | None = None  # per-task token budget (gitliza/core/usage.py)
+    labels: tuple[str, ...] = ()  # issue 40: a quorum rule may raise the task's quorum by them
+    criteria: tuple[str, ...] = ()  # issue 40: the acceptance criteria an approval gives evidence for
 
 
 @register_op
@@ -117,12 +120,15 @@ def _add(ctx: Ctx, new: TaskFields, table_op: str) -> None:
     _check_limits(new)
     usage.check_task_budget(ctx.board, new.budget_tokens, ctx.op.actor == HUMAN_ACTOR)
     _check_depends(ctx, new.task, new.depends_on)
+    for label in new.labels:
+        check_id(label, "label")
+    check_criteria(new.criteria)
     task = Task(id=new.task, description=new.description, status=S.DRAFT, created=ctx.op.time,
                 priority=new.priority, spec_ref=new.spec_ref, done_when=new.done_when,
                 scope=new.scope, depends_on=new.depends_on,
                 max_iterations=new.max_iterations, max_review_cycles=new.max_review_cycles,
                 lease_duration_override=new.lease_duration_override,
-                budget_tokens=new.budget_tokens)
+                budget_tokens=new.budget_tokens, labels=new.labels, criteria=new.criteria)
     target = S.DRAFT
     if new.ready:
         gaps = definition_gaps(task)
@@ -364,6 +370,9 @@ class Unblock(Op):
     def run(self, ctx: Ctx) -> None:
         t = ctx.require_task(self.task)
         ctx.transition(t, S.UNCLAIMED)
+        if t.needs_root_cause:
+            raise ValidationError(f"{t.id} waits for a root-cause note, not an unblock",
+                                  hint=f"`git liza root-cause {t.id} NOTE`")
         # A fresh start: the next coder claims from the integration tip. failed_by is kept, so
         # coders who already failed cannot take it again (hypothesis exhaustion).
         ctx.put_task(replace(t, status=S.UNCLAIMED, blocked_reason=None, blocked_questions=(),

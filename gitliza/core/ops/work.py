@@ -314,7 +314,7 @@ class Submit(Op):
         check_sha(self.commit, "review commit")
         ctx.put_task(replace(t, status=S.READY_FOR_REVIEW, review_commit=self.commit,
                              lease_expires=None, reviewing_by=None, review_lease_expires=None,
-                             handoff_pending=False,
+                             handoff_pending=False, review_votes=(),  # a new commit: count anew
                              history=ctx.history(t, "ready_for_review", agent=me.id,
                                                  commit=self.commit)))
         ctx.put_agent(replace(me, status=A.WAITING, lease_expires=None, heartbeat=self.time))
