@@ -301,6 +301,10 @@ def evaluate(board: Board, facts: Facts) -> list[Alert]:
     warning = metrics.rubber_stamp_warning(
         metrics.compute(board.all_tasks(), sprint_started=board.sprint.timeline.started))
     if warning:
+        if board.config.review_quorum < 2:
+            # The warning becomes an action (issue 40): a second, independent approval.
+            warning += ("; fix: `git liza config review_quorum 2` (two distinct reviewers "
+                        "approve each review commit; `review_diversity cli` asks for two CLIs)")
         out.append(Alert("HIGH_APPROVAL_RATE", "", Level.WARNING, warning))
     if _working(board) and facts.last_change is not None:
         idle = _age(facts.last_change, now)

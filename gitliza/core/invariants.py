@@ -269,7 +269,10 @@ def reviewable(board: Board, now: str, reviewer: str | None = None) -> list[Task
     """READY_FOR_REVIEW tasks with no live review lease, oldest submission first."""
     out = [t for t in board.tasks() if t.status == S.READY_FOR_REVIEW
            and not (t.reviewing_by and t.review_lease_expires and t.review_lease_expires > now)
-           and t.assigned_to != reviewer]
+           and t.assigned_to != reviewer
+           # Issue 40: one vote per reviewer and review commit (the quorum wants others).
+           and not any(v.agent == reviewer and v.commit == t.review_commit
+                       for v in t.review_votes)]
     out.sort(key=lambda t: (t.priority, t.history[-1].time if t.history else t.created, t.id))
     return out
 

@@ -157,6 +157,10 @@ def card(t: dict[str, Any]) -> str:
     bits = [f'<span class="pri p{e(t.get("priority"))}">P{e(t.get("priority"))}</span>']
     if t.get("iteration"):
         bits.append(f'<span class="it" title="iteration">#{e(t["iteration"])}</span>')
+    if t.get("approvals"):  # the review quorum's votes so far (issue 40)
+        who = ", ".join(t["approvals"])
+        bits.append(f'<span class="votes" title="approved by {e(who)}">'
+                    f'&#10003;{len(t["approvals"])}</span>')
     if lease:
         bits.append(f'<span class="lease" title="lease">lease {when(lease)}</span>')
     return (f'<article class="card s-{e(t["status"])}" data-task="{e(t["id"])}">'

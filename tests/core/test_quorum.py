@@ -256,3 +256,37 @@ def test_evidence_for_a_criterion_the_task_lacks_is_refused() -> None:
 def test_criteria_of_done_when() -> None:
     assert quorum.criteria_of("it works") == ()
     assert quorum.criteria_of("- a\n\n* b\n3. c") == ("a", "b", "c")
+
+
+# -- the prompts ---------------------------------------------------------------------------------
+def test_the_reviewer_prompt_asks_for_evidence_and_names_the_votes() -> None:
+    from gitliza.core.prompts import coder_section, reviewer_section
+    r = quorum_team(2)
+    _with_criteria(r)
+    to_review(r)
+    r.do(ClaimReview, "reviewer-1", task="task-1")
+    both = (Evidence(1, "path", "src/hello.py:3"), Evidence(2, "test", "tests/t.py::test_exit"))
+    r.do(Verdict, "reviewer-1", task="task-1", verdict="approve", commit=C1, counted=True,
+         evidence=both)
+    text = reviewer_section(r.board.task("task-1"), "/w")
+    assert "APPROVED SO FAR BY: reviewer-1" in text
+    assert "CRITERION 1" in text and "  | prints hello" in text and "  | exits 0" in text
+    assert "--evidence 1=path:FILE:LINE --evidence 2=path:FILE:LINE" in text
+    plain = team()
+    add_ready(plain)
+    to_review(plain)
+    assert "EVIDENCE" not in reviewer_section(plain.board.task("task-1"), "/w")
+    assert "ROOT CAUSE" not in coder_section(plain.board.task("task-1"), "/w")
+
+
+def test_the_next_coder_reads_the_root_cause() -> None:
+    from gitliza.core.prompts import coder_section
+    r = quorum_team(1, rca_after_rejections="1")
+    add_ready(r)
+    to_review(r)
+    vote(r, "reviewer-1", "reject")
+    r.do(RootCause, "human", task="task-1", note="the spec's exit code is ambiguous")
+    claim(r, coder="coder-2")
+    text = coder_section(r.board.task("task-1"), "/w")
+    assert "ROOT CAUSE OF 1 REJECTIONS" in text
+    assert "  | the spec's exit code is ambiguous" in text

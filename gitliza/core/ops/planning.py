@@ -8,7 +8,7 @@ from gitliza.core import usage
 from gitliza.core.config import CONFIG_MAX
 from gitliza.core.ids import check_id, check_spec_ref, spec_ref_leaves
 from gitliza.core.model import Alignment, Task
-from gitliza.core.quorum import check_criteria
+from gitliza.core.quorum import check_criteria, criteria_of
 from gitliza.core.ops.base import (Ctx, Op, free_agent, need_text, register_op, replace,
                                    require_goal_open)
 from gitliza.core.states import HUMAN_ACTOR, TaskState
@@ -240,6 +240,9 @@ class Edit(Op):
     max_review_cycles: int | None = None
     lease_duration_override: int | None = None
     budget_tokens: int | None = None
+    # Issue 40: a new done_when lists the task's acceptance criteria anew (quorum.criteria_of).
+    # Set by the command layer; an edit recorded before it leaves the criteria as they were.
+    recount_criteria: bool = False
 
     def run(self, ctx: Ctx) -> None:
         t = ctx.require_task(self.task)
@@ -256,6 +259,8 @@ class Edit(Op):
                                 t.budget_tokens)
         fields: dict[str, object] = {n: getattr(self, n) for n in _EDITABLE
                                      if getattr(self, n) is not None}
+        if self.recount_criteria and self.done_when is not None:
+            fields["criteria"] = criteria_of(self.done_when)
         if self.depends_on and self.clear_depends_on:
             raise ValidationError("give new dependencies or clear them, not both")
         if self.depends_on:

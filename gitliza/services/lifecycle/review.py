@@ -3,13 +3,16 @@ clean-sync check), the review lease with review_commit checked out (fetched firs
 on another machine), and the verdict on exactly that commit."""
 from __future__ import annotations
 
+import os
 from contextlib import suppress
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 import pygit2
 from pygit2 import Oid, Repository
 
+from gitliza.core import quorum
 from gitliza.core.board import Board
+from gitliza.core.model import Evidence
 from gitliza.core.invariants import reviewable
 from gitliza.core.leasewatch import REVIEW
 from gitliza.core.ops import ClaimReview, Op, Submit, Verdict
@@ -17,6 +20,7 @@ from gitliza.core.states import TaskState
 from gitliza.errors import IllegalTransition, NotFound, ValidationError
 from gitliza.git.tasklocks import task_lock
 from gitliza.git.checkouts import clean_sync_problems, worktree_head
+from gitliza.git.evidence import evidence_gaps
 from gitliza.git.worktrees import add_task_worktree
 from gitliza.services import leasewatch
 from gitliza.services.lifecycle.attic import keep_leftovers
@@ -146,17 +150,29 @@ def _review_checkout(repo: Repository, task: str, review: Oid) -> tuple[str, ...
     return ()
 
 
+# The reviewer's agent CLI and model, set by its supervisor in the environment the broker runs the
+# agent's commands in (gitliza/team/sessions.py): recorded on the verdict, never taken from the
+# agent's arguments (review_diversity counts them, core/quorum.py).
+CLI_ENV = "LIZA_AGENT_CLI"
+MODEL_ENV = "LIZA_AGENT_MODEL"
+
+
 def verdict(liza: Liza, task: str, decision: str, reason: str | None = None,
-            commit: str | None = None) -> Done:
+            commit: str | None = None, evidence: Sequence[str | Evidence] = ()) -> Done:
     """Approve or reject. The reviewed commit (default: the worktree HEAD) must be review_commit
     (the core checks), and so must the worktree HEAD: a HEAD that moved after submit means the
-    reviewer looked at something else than what would be merged."""
+    reviewer looked at something else than what would be merged. An approval is a vote toward
+    the task's review quorum, with `evidence` (`N=KIND:REF`) for each acceptance criterion; a
+    path's must exist in the reviewed commit."""
     repo: Repository = liza.repo
     board = liza.board()
     t = require_task(board, task)
     reviewed = resolve_commit(repo, commit) if commit is not None else None
-    dry_run(liza, Verdict(actor=liza.agent, time=liza.now(), task=task, verdict=decision,
-                          commit=reviewed or t.review_commit or NO_SHA, reason=reason), board)
+    proofs = tuple(e if isinstance(e, Evidence) else quorum.parse_evidence(e) for e in evidence)
+    who = {"cli": os.environ.get(CLI_ENV) or None, "model": os.environ.get(MODEL_ENV) or None}
+    args = dict(verdict=decision, reason=reason, counted=True, evidence=proofs, **who)
+    dry_run(liza, Verdict(actor=liza.agent, time=liza.now(), task=task,
+                          commit=reviewed or t.review_commit or NO_SHA, **args), board)
     path = existing_task_dir(repo, t)
     head = str(worktree_head(path))
     if head != t.review_commit:
@@ -164,5 +180,8 @@ def verdict(liza: Liza, task: str, decision: str, reason: str | None = None,
                               f"review_commit {str(t.review_commit)[:12]}",
                               hint=f"review exactly {t.review_commit}: `git -C {path} checkout "
                                    f"{t.review_commit}`, or have the coder resubmit")
-    done = liza.do(Verdict, task=task, verdict=decision, commit=reviewed or head, reason=reason)
+    missing = evidence_gaps(repo, head, proofs) or ()
+    if missing:
+        raise ValidationError(f"{task}: evidence {missing[0]}")
+    done = liza.do(Verdict, task=task, commit=reviewed or head, **args)
     return Done(done, path, done.outcome.notices)
