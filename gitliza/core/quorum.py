@@ -31,6 +31,15 @@ _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 
 
+def rubber_stamp_fix(config: Config) -> str:
+    """What the rubber-stamping alarm adds while one approval is enough: the config that fixes
+    it; nothing once a quorum of two or more is set."""
+    if config.review_quorum >= 2:
+        return ""
+    return ("; fix: `git liza config review_quorum 2` (two distinct reviewers approve each "
+            "review commit; `review_diversity cli` asks for two CLIs)")
+
+
 def parse_rules(text: str | None) -> tuple[tuple[str, str, int], ...]:
     """`quorum_rules` as (kind, pattern, quorum) triples; a malformed rule is one-line refused."""
     out = []
