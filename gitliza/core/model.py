@@ -118,6 +118,15 @@ class ReviewVote:
 
 
 @dataclass(frozen=True, slots=True)
+class ReviewLease:
+    """A review lease beside the task's first one (`reviewing_by`): under a review quorum several
+    reviewers review one commit at once, one lease each (gitliza/core/quorum.py)."""
+
+    agent: str
+    expires: str
+
+
+@dataclass(frozen=True, slots=True)
 class Task:
     """A task (`tasks:` of the schema; terminal ones live in the archive)."""
 
@@ -174,6 +183,7 @@ class Task:
     root_cause: str | None = since_v1(None)
     root_cause_at: int = since_v1(0)
     needs_root_cause: bool = since_v1(False)
+    co_reviews: tuple[ReviewLease, ...] = since_v1(())
 
 
 @dataclass(frozen=True, slots=True)

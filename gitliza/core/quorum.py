@@ -20,7 +20,7 @@ import fnmatch
 import re
 from typing import Iterable
 
-from gitliza.core.model import Config, Evidence, ReviewVote, Task
+from gitliza.core.model import Config, Evidence, ReviewLease, ReviewVote, Task
 from gitliza.errors import ValidationError
 
 DIVERSITY = ("off", "cli", "model")
@@ -102,6 +102,46 @@ def tally(config: Config, task: Task) -> str:
     votes = votes_of(task)
     who = ", ".join(v.agent for v in votes)
     return f"{len(votes)}/{required(config, task)}" + (f" ({who})" if who else "")
+
+
+# -- review leases: the first in reviewing_by, the others in co_reviews --------------------------
+def reviewers(task: Task) -> tuple[str, ...]:
+    """Every agent holding a review lease on the task (live or not)."""
+    first = (task.reviewing_by,) if task.reviewing_by else ()
+    return first + tuple(r.agent for r in task.co_reviews)
+
+
+def review_lease(task: Task, agent: str) -> str | None:
+    """When `agent`'s review lease on the task expires; None when it holds none."""
+    if task.reviewing_by == agent:
+        return task.review_lease_expires
+    return next((r.expires for r in task.co_reviews if r.agent == agent), None)
+
+
+def with_review_lease(task: Task, agent: str, expires: str | None) -> Task:
+    """The task with `agent`'s review lease set to `expires` (None: dropped). The first lease is
+    `reviewing_by`, as on every board before issue 40; a second goes to `co_reviews`."""
+    from dataclasses import replace
+    if task.reviewing_by == agent or task.reviewing_by is None and expires is not None and \
+            not any(r.agent == agent for r in task.co_reviews):
+        return replace(task, reviewing_by=agent if expires else None,
+                       review_lease_expires=expires)
+    rest = tuple(r for r in task.co_reviews if r.agent != agent)
+    if expires is None:
+        return replace(task, co_reviews=rest)
+    mine = ReviewLease(agent=agent, expires=expires)
+    return replace(task, co_reviews=tuple(r if r.agent != agent else mine
+                                          for r in task.co_reviews)
+                   if len(rest) < len(task.co_reviews) else task.co_reviews + (mine,))
+
+
+def room(config: Config, task: Task, agent: str) -> bool:
+    """Whether `agent` may take a review lease on the task beside those already held: the
+    approvals so far and the leases held leave the quorum short of reviewers, and `agent` holds
+    none and has not approved this commit."""
+    if agent in reviewers(task) or any(v.agent == agent for v in votes_of(task)):
+        return False
+    return len(votes_of(task)) + len(reviewers(task)) < required(config, task)
 
 
 def diversity_key(config: Config, cli: str | None, model: str | None) -> str | None:

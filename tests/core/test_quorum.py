@@ -290,3 +290,71 @@ def test_the_next_coder_reads_the_root_cause() -> None:
     text = coder_section(r.board.task("task-1"), "/w")
     assert "ROOT CAUSE OF 1 REJECTIONS" in text
     assert "  | the spec's exit code is ambiguous" in text
+
+
+# -- several review leases at once ---------------------------------------------------------------
+def test_two_reviewers_hold_leases_at_once_and_a_third_waits() -> None:
+    from gitliza.core import wake
+    from gitliza.core.ops import Heartbeat
+    from gitliza.core.invariants import reviewable
+    r = quorum_team(2, lease_duration="3600")  # the fake clock moves a minute per op
+    add_ready(r)
+    to_review(r)
+    r.do(ClaimReview, "reviewer-1", task="task-1")
+    assert [t.id for t in reviewable(r.board, r.now(), "reviewer-2")] == ["task-1"]
+    out = r.do(ClaimReview, "reviewer-2", task="task-1")  # beside reviewer-1's: no takeover
+    assert not out.notices
+    t = r.board.task("task-1")
+    assert t.reviewing_by == "reviewer-1" and [c.agent for c in t.co_reviews] == ["reviewer-2"]
+    assert r.board.agent("reviewer-1").status == "REVIEWING"
+    assert r.board.agent("reviewer-2").status == "REVIEWING"
+    assert wake.still_holds(r.board, "reviewer-2", "task-1", wake.Role.CODE_REVIEWER)
+    assert reviewable(r.board, r.now(), "reviewer-3") == []
+    unchanged(r, lambda: r.do(ClaimReview, "reviewer-3", task="task-1"), Exception,
+              "already being reviewed")
+    unchanged(r, lambda: r.do(ClaimReview, "reviewer-2", task="task-1"), Exception,
+              "by you")
+    before = r.board.task("task-1").co_reviews[0].expires
+    r.do(Heartbeat, "reviewer-2", task="task-1")
+    assert r.board.task("task-1").co_reviews[0].expires > before
+    # The second lease votes first; the first still holds its own.
+    r.do(Verdict, "reviewer-2", task="task-1", verdict="approve", commit=C1, counted=True)
+    t = r.board.task("task-1")
+    assert t.status == S.READY_FOR_REVIEW and t.co_reviews == () and t.reviewing_by == "reviewer-1"
+    r.do(Verdict, "reviewer-1", task="task-1", verdict="approve", commit=C1, counted=True)
+    t = r.board.task("task-1")
+    assert t.status == S.APPROVED and [v.agent for v in t.review_votes] == ["reviewer-2",
+                                                                         "reviewer-1"]
+
+
+def test_a_rejection_ends_the_other_reviewers_leases() -> None:
+    r = quorum_team(2)
+    add_ready(r)
+    to_review(r)
+    r.do(ClaimReview, "reviewer-1", task="task-1")
+    r.do(ClaimReview, "reviewer-2", task="task-1")
+    out = r.do(Verdict, "reviewer-1", task="task-1", verdict="reject", commit=C1, counted=True,
+               reason="no tests")
+    t = r.board.task("task-1")
+    assert t.status == S.REJECTED and t.co_reviews == () and t.reviewing_by is None
+    assert r.board.agent("reviewer-2").status == "IDLE"
+    assert any("reviewer-2" in n and "stand down" in n for n in out.notices)
+    from gitliza.errors import LeaseLost
+    claim(r)
+    r.do(Submit, "coder-1", task="task-1", commit=C2)
+    unchanged(r, lambda: r.do(Verdict, "reviewer-2", task="task-1", verdict="approve",
+                              commit=C2, counted=True), (LeaseLost, ValidationError), "")
+
+
+def test_an_expired_second_lease_is_dropped_by_the_next_claim() -> None:
+    r = quorum_team(2)
+    add_ready(r)
+    to_review(r)
+    r.do(ClaimReview, "reviewer-1", task="task-1")
+    r.do(ClaimReview, "reviewer-2", task="task-1")
+    r.minute += 6  # past the 5-minute lease: both leases are up
+    out = r.do(ClaimReview, "reviewer-3", task="task-1")
+    t = r.board.task("task-1")
+    assert "reviewer-2" not in [c.agent for c in t.co_reviews]
+    assert r.board.agent("reviewer-2").status == "IDLE"
+    assert any("reviewer-2's review lease" in n for n in out.notices)

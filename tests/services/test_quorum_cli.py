@@ -97,3 +97,21 @@ def test_add_from_a_file_takes_a_list_of_criteria_and_labels(repo: Path) -> None
     assert t6.criteria == () and t6.done_when == "one line"
     ok(repo, "edit", "t6", "--done-when", "- a\n- b", agent="p1")
     assert task(repo, "t6").criteria == ("a", "b")
+
+
+def test_two_reviewers_review_at_once_through_the_cli(repo: Path) -> None:
+    setup_board(repo, tasks=("t1",))
+    Liza.open(repo, "human").do(Register, agent="r3", role="code_reviewer")
+    ok(repo, "config", "review_quorum", "2")
+    wt = Path(claimed(repo, "t1", "c1")["worktree"])
+    commit_file(wt, "a.txt", "a\n")
+    ok(repo, "submit", "t1", agent="c1")
+    ok(repo, "claim-review", agent="r1")
+    assert ok(repo, "claim-review", agent="r2")["task"] == "t1"  # beside r1, no takeover
+    assert "nothing to review" in fails(repo, 1, "claim-review", agent="r3")
+    hb = ok(repo, "heartbeat", "--task", "t1", agent="r2")  # off the chain, the co-lease renewed
+    assert hb["lease_expires"]
+    ok(repo, "verdict", "t1", "approve", agent="r2")
+    assert task(repo, "t1").reviewing_by == "r1"
+    assert ok(repo, "verdict", "t1", "approve", agent="r1")["to"] == "APPROVED"
+    assert ok(repo, "verify")["ok"]

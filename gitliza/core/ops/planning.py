@@ -8,7 +8,7 @@ from gitliza.core import usage
 from gitliza.core.config import CONFIG_MAX
 from gitliza.core.ids import check_id, check_spec_ref, spec_ref_leaves
 from gitliza.core.model import Alignment, Task
-from gitliza.core.quorum import check_criteria, criteria_of
+from gitliza.core.quorum import check_criteria, criteria_of, reviewers
 from gitliza.core.ops.base import (Ctx, Op, free_agent, need_text, register_op, replace,
                                    require_goal_open)
 from gitliza.core.states import HUMAN_ACTOR, TaskState
@@ -296,9 +296,10 @@ class Finalize(Op):
 def _retire(ctx: Ctx, t: Task, **fields: object) -> Task:
     """Common end of rescope/abandon: the holder is freed, the worktree is let go."""
     free_agent(ctx, t, t.assigned_to)
-    free_agent(ctx, t, t.reviewing_by)
+    for reviewer in reviewers(t):
+        free_agent(ctx, t, reviewer)
     retired: Task = replace(t, worktree=None, lease_expires=None, reviewing_by=None,
-                            review_lease_expires=None, **fields)
+                            review_lease_expires=None, co_reviews=(), **fields)
     return retired
 
 

@@ -38,8 +38,16 @@ class ClaimReview(Op):
         if any(v.agent == me.id for v in quorum.votes_of(t)):
             raise ValidationError(f"{me.id} already approved {t.id} at "
                                   f"{str(t.review_commit)[:12]}: another reviewer must")
+        t = _drop_expired_co_reviews(ctx, t)
+        if me.id in (r.agent for r in t.co_reviews):
+            raise IllegalTransition(f"{t.id} is already being reviewed by you (lease until "
+                                    f"{quorum.review_lease(t, me.id)})")
         other = t.reviewing_by not in (None, me.id)
-        if other and judge_takeover(ctx, t, REVIEW, self.takeover):
+        # Under a quorum short of reviewers, a lease beside the others': it takes over none.
+        beside = other and quorum.room(ctx.board.config, t, me.id)
+        if beside:
+            pass
+        elif other and judge_takeover(ctx, t, REVIEW, self.takeover):
             pass  # the takeover's own evidence decided (it raises when refused)
         elif t.reviewing_by is not None and lease_live(t.review_lease_expires, self.time):
             who = "you" if t.reviewing_by == me.id else t.reviewing_by
@@ -49,13 +57,14 @@ class ClaimReview(Op):
             raise ValidationError(f"{me.id} is {me.status} on {me.current_task}; finish it first")
         if me.current_task != t.id:
             drop_stale_review(ctx, me)
-        if t.reviewing_by is not None and t.reviewing_by != me.id:
+        if t.reviewing_by is not None and t.reviewing_by != me.id and not beside:
             free_agent(ctx, t, t.reviewing_by)
             ctx.notices.append(f"{t.reviewing_by}'s review lease on {t.id} had expired: "
                                "it must stand down")
         expires = clock.plus(self.time, lease_seconds(ctx, t))
-        ctx.put_task(replace(t, reviewing_by=me.id, review_lease_expires=expires,
-                             history=ctx.history(t, "review_claimed", agent=me.id)))
+        held = quorum.with_review_lease(t, me.id, expires) if beside else \
+            replace(t, reviewing_by=me.id, review_lease_expires=expires)
+        ctx.put_task(replace(held, history=ctx.history(t, "review_claimed", agent=me.id)))
         ctx.put_agent(replace(me, status=A.REVIEWING, current_task=t.id, lease_expires=expires,
                               heartbeat=self.time))
 
@@ -101,15 +110,16 @@ class Verdict(Op):
         me = ctx.require_agent()
         if me.id == t.assigned_to:
             raise PermissionDenied(f"{me.id} wrote {t.id} and cannot give it a verdict")
-        if t.reviewing_by != me.id:
-            if t.reviewing_by is None:
+        mine = quorum.review_lease(t, me.id)
+        if mine is None:
+            if not quorum.reviewers(t):
                 raise ValidationError(f"{t.id} has no review lease",
                                       hint=f"`git liza claim-review {t.id}` first")
-            raise LeaseLost(f"{t.id} is being reviewed by {t.reviewing_by}, not {me.id}: "
-                            f"{STAND_DOWN}")
-        if not lease_live(t.review_lease_expires, self.time):
+            raise LeaseLost(f"{t.id} is being reviewed by {', '.join(quorum.reviewers(t))}, "
+                            f"not {me.id}: {STAND_DOWN}")
+        if not lease_live(mine, self.time):
             raise LeaseLost(f"{me.id}'s review lease on {t.id} expired at "
-                            f"{t.review_lease_expires}: {STAND_DOWN}")
+                            f"{mine}: {STAND_DOWN}")
         check_sha(self.commit, "reviewed commit")
         if self.commit != t.review_commit:
             raise ValidationError(f"reviewed commit {self.commit[:12]} is not {t.id}'s "
@@ -123,7 +133,10 @@ class Verdict(Op):
             raise ValidationError("evidence goes with an approval")
         ctx.put_agent(replace(me, status=A.IDLE, current_task=None, lease_expires=None,
                               heartbeat=self.time))
-        base = replace(t, reviewing_by=None, review_lease_expires=None)
+        base = quorum.with_review_lease(t, me.id, None)
+        if target != S.READY_FOR_REVIEW and quorum.reviewers(base):
+            _free_co_reviewers(ctx, base)  # the review is over for everyone
+            base = replace(base, reviewing_by=None, review_lease_expires=None, co_reviews=())
         if approve:
             if self.counted:
                 votes += (ReviewVote(agent=me.id, commit=self.commit, time=self.time,
@@ -156,6 +169,26 @@ class Verdict(Op):
                                   ("Is the done_when achievable as specified?",),
                                   with_failed(t, t.assigned_to)))
         ctx.notices.append(f"{t.id} moved to BLOCKED (review deadlock)")
+
+
+def _drop_expired_co_reviews(ctx: Ctx, t: Task) -> Task:
+    """The task without the leases beside the first whose time is up (judged by the op's time);
+    their reviewers stand down."""
+    gone = [r for r in t.co_reviews if not lease_live(r.expires, ctx.op.time)]
+    for r in gone:
+        free_agent(ctx, t, r.agent)
+        ctx.notices.append(f"{r.agent}'s review lease on {t.id} had expired: it must stand down")
+    return replace(t, co_reviews=tuple(r for r in t.co_reviews if r not in gone)) if gone else t
+
+
+def _free_co_reviewers(ctx: Ctx, t: Task) -> None:
+    """A verdict that ends the review (a rejection, the approval that reaches the quorum) ends
+    the other reviewers' leases too: they stand down."""
+    for agent in quorum.reviewers(t):
+        if agent != ctx.op.actor:
+            free_agent(ctx, t, agent)
+            ctx.notices.append(f"{agent}'s review of {t.id} ended with this verdict: it must "
+                               "stand down")
 
 
 def _needs_count(config: Config, t: Task) -> bool:
@@ -194,8 +227,6 @@ class RootCause(Op):
         t = ctx.require_task(self.task)
         ctx.transition(t, S.UNCLAIMED)
         need_text(self.note, "a root-cause note")
-        if len(self.note) > 4000:
-            raise ValidationError("a root-cause note is at most 4000 characters")
         ctx.put_task(replace(t, status=S.UNCLAIMED, blocked_reason=None, blocked_questions=(),
                              assigned_to=None, worktree=None, base_commit=None,
                              lease_expires=None, root_cause=self.note.strip(),

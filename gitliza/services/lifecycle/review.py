@@ -14,6 +14,7 @@ from gitliza.core import quorum
 from gitliza.core.board import Board
 from gitliza.core.model import Evidence
 from gitliza.core.invariants import reviewable
+from gitliza.core import leasewatch as leasewatch_core
 from gitliza.core.leasewatch import REVIEW
 from gitliza.core.ops import ClaimReview, Op, Submit, Verdict
 from gitliza.core.states import TaskState
@@ -93,8 +94,8 @@ def claim_review(liza: Liza, task: str | None = None) -> Done:
 
     def make_op(board: Board, now: str) -> Op:
         tid = pick(board, now)
-        op: Op = ClaimReview(actor=me, time=now, task=tid, takeover=leasewatch.takeover(
-            liza.repo, board, tid, REVIEW, me, now))
+        op: Op = ClaimReview(actor=me, time=now, task=tid, takeover=_takeover(liza, board, tid,
+                                                                               now))
         return op
 
     # The commit must be here before the lease is taken: a reviewer who cannot see the work must
@@ -118,10 +119,22 @@ def claim_review(liza: Liza, task: str | None = None) -> Done:
     return Done(done, task_dir(liza.repo, tid), done.outcome.notices + notes)
 
 
+def _takeover(liza: Liza, board: Board, task: str, now: str) -> str | None:
+    """The claim-review's takeover record: NOBODY for a lease beside the others' under a
+    quorum short of reviewers (it takes over none), else the lease judged on this clone's
+    clock (leasewatch)."""
+    t = board.task(task)
+    if t is not None and t.reviewing_by not in (None, liza.agent) and \
+            quorum.room(board.config, t, liza.agent):
+        return leasewatch_core.NOBODY
+    return leasewatch.takeover(liza.repo, board, task, REVIEW, liza.agent, now)
+
+
 def _free_here(liza: Liza, board: Board, task: str, now: str) -> bool:
-    """Whether nobody else's review lease on `task` is live for this clone (its own clock)."""
+    """Whether this reviewer may take a review lease on `task`: nobody else's is live for this
+    clone (its own clock), or the quorum has room for one more beside them."""
     try:
-        leasewatch.takeover(liza.repo, board, task, REVIEW, liza.agent, now)
+        _takeover(liza, board, task, now)
     except IllegalTransition:
         return False
     return True
