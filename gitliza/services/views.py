@@ -52,7 +52,8 @@ def task_row(t: Task) -> dict[str, Any]:
             "review_lease_expires": t.review_lease_expires, "iteration": t.iteration,
             "blocked_reason": t.blocked_reason, "description": t.description,
             **({"approvals": [v.agent for v in t.review_votes if v.commit == t.review_commit]}
-               if t.review_votes else {})}
+               if t.review_votes else {}),
+            **({"co_reviewers": [r.agent for r in t.co_reviews]} if t.co_reviews else {})}
 
 def find_task(board: Board, task: str) -> Task:
     t = board.task(task)
