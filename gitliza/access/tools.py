@@ -46,6 +46,11 @@ _DOC = {
     "n": "At most this many entries.",
     "by": "Only entries by this agent id.",
     "verdict": "approve or reject.",
+    "evidence": "With an approval: one entry per acceptance criterion N of the task, "
+                "`N=path:FILE[:LINE]` (in the reviewed commit), `N=test:NAME`, or "
+                "`N=command:CMD@sha256:DIGEST` (the sha256 of the command's output).",
+    "labels": "Labels (a config quorum rule may raise the task's review quorum by them).",
+    "criteria": "Acceptance criteria, one line each: an approval gives evidence for each.",
     "details": "Anomaly details, KEY: VALUE (the type's required keys must be present).",
 }
 
@@ -225,7 +230,8 @@ def _build() -> dict[str, Tool]:
         return tr.transition_data(done.committed, tr.claim_review_extra(done))
 
     def verdict(liza: Any, a: dict[str, Any]) -> Any:
-        done = reviewing.verdict(liza, a["task"], a["verdict"], a.get("reason"), a.get("commit"))
+        done = reviewing.verdict(liza, a["task"], a["verdict"], a.get("reason"), a.get("commit"),
+                                 a.get("evidence") or ())
         return tr.transition_data(done.committed)
 
     def heartbeat(liza: Any, a: dict[str, Any]) -> Any:
@@ -242,6 +248,8 @@ def _build() -> dict[str, Tool]:
     write("rescope", "Supersede a task with successor DRAFT tasks.")
     write("abandon", "Retire a task (-> ABANDONED).")
     write("unblock", "BLOCKED -> UNCLAIMED (keeps failed_by).")
+    write("root-cause", "Record why a BLOCKED task keeps failing review (the root-cause gate); "
+          "-> UNCLAIMED, and the next coder's prompt carries the note.")
     write("block", "-> BLOCKED with a diagnosis and 1-3 clarifying questions.")
     write("spec-change", "Record a spec modification (append-only).", roles=PLANNING,
           exclude=("ordered",))
@@ -258,7 +266,13 @@ def _build() -> dict[str, Tool]:
           "check out its review commit.", claim_review, exclude=("takeover",),
           optional=("task",))
     write("verdict", "Approve or reject the reviewed commit (the review lease and the SHA are "
-          "checked).", verdict, optional=("commit",))
+          "checked); an approval is a vote toward the review quorum, with evidence for each "
+          "acceptance criterion.", verdict, optional=("commit",),
+          exclude=("counted", "cli", "model", "evidence"))
+    # The evidence as the CLI's N=KIND:REF words (the supervisor, not the agent, records the
+    # reviewer's CLI and model: those are no arguments at all).
+    tools[-1].schema["properties"]["evidence"] = {
+        "type": "array", "items": {"type": "string"}, "description": _DOC["evidence"]}
     write("merge", "Merge the approved review commit into the integration branch.", merge,
           exclude=("result", "merge_commit", "reason", "drift_commits"))
     write("heartbeat", "Extend your lease(s); name the task to fail (stand down) if you no "

@@ -213,6 +213,9 @@ def add(task: Optional[str] = typer.Argument(None, help="The new task's id."),
         budget_tokens: Optional[int] = typer.Option(
             None, "--budget-tokens", help="Tokens this task's runs may spend (overrides config "
                                           "budget_tokens_per_task)."),
+        label: List[str] = typer.Option(
+            [], "--label", help="A label (repeat, or a,b); config quorum_rules may raise the "
+                                "task's review quorum by it."),
         agent: Optional[str] = AgentOpt, json: bool = JsonOpt, no_sync: bool = NoSyncOpt) -> None:
     """Add a DRAFT task (or UNCLAIMED with --ready: gates met, spec on the integration branch),
     or with --from FILE every task of a file, all or none."""
@@ -220,7 +223,7 @@ def add(task: Optional[str] = typer.Argument(None, help="The new task's id."),
          done_when=done_when, scope=scope, priority=priority, depends_on=depends_on, ready=ready,
          max_iterations=max_iterations, max_review_cycles=max_review_cycles,
          lease_duration_override=lease_duration_override, from_file=from_file,
-         budget_tokens=budget_tokens)
+         budget_tokens=budget_tokens, labels=label)
 
 
 @app.command()
@@ -275,6 +278,16 @@ def unblock(task: str, answer: Optional[str] = typer.Option(
             no_sync: bool = NoSyncOpt) -> None:
     """BLOCKED -> UNCLAIMED (keeps failed_by)."""
     _run(_board().simple, agent, json, no_sync, op="unblock", task=task, answer=answer)
+
+
+@app.command("root-cause")
+def root_cause(task: str, note: str = typer.Argument(..., help="Why the task keeps failing "
+                                                      "review, for the next coder."),
+               agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
+               no_sync: bool = NoSyncOpt) -> None:
+    """Record a BLOCKED task's root cause (the gate after config rca_after_rejections
+    rejections): -> UNCLAIMED; the next coder's prompt carries the note."""
+    _run(_board().simple, agent, json, no_sync, op="root-cause", task=task, note=note)
 
 
 @app.command()
@@ -424,10 +437,15 @@ def verdict(task: str, decision: str = typer.Argument(..., metavar="approve|reje
             reason: Optional[str] = typer.Option(None, "--reason"),
             commit: Optional[str] = typer.Option(None, "--commit",
                                                  help="The SHA you reviewed (default: worktree HEAD)."),
+            evidence: list[str] = typer.Option(
+                [], "--evidence", metavar="N=KIND:REF",
+                help="Acceptance evidence for criterion N (repeatable): path:FILE[:LINE] in the "
+                     "reviewed commit, test:NAME, or command:CMD@sha256:DIGEST of its output."),
             agent: Optional[str] = AgentOpt, json: bool = JsonOpt, no_sync: bool = NoSyncOpt) -> None:
-    """Approve or reject; checks the reviewed SHA and the review lease."""
+    """Approve or reject; checks the reviewed SHA and the review lease. An approval is a vote
+    toward the task's review quorum, with evidence for each acceptance criterion."""
     _run(_life().verdict, agent, json, no_sync, task=task, decision=decision, reason=reason,
-         commit=commit)
+         commit=commit, evidence=evidence)
 
 
 @app.command()

@@ -23,6 +23,7 @@ from gitliza.core import clock, metrics
 from gitliza.core.board import Board
 from gitliza.core.invariants import check_board
 from gitliza.core.model import Anomaly, Config, SprintStatus, Task, Urgency
+from gitliza.core.quorum import rubber_stamp_fix
 from gitliza.core.states import TERMINAL, AgentState, TaskState
 from gitliza.core.usage import goal_over_budget
 
@@ -302,6 +303,7 @@ def evaluate(board: Board, facts: Facts) -> list[Alert]:
     warning = metrics.rubber_stamp_warning(
         metrics.compute(board.all_tasks(), sprint_started=board.sprint.timeline.started))
     if warning:
+        warning += rubber_stamp_fix(board.config)  # the warning becomes an action (issue 40)
         out.append(Alert("HIGH_APPROVAL_RATE", "", Level.WARNING, warning))
     if _working(board) and facts.last_change is not None:
         idle = _age(facts.last_change, now)

@@ -22,12 +22,13 @@ CONFIG_MAX = {"lease_duration": 7 * 86400, "heartbeat_interval": 86400,
               "restart_delay": 3600, "crash_delay": 3600, "crash_delay_max": 86400,
               "max_no_progress_runs": 1000, "max_launches_per_minute": 600,
               "planner_poll_interval": 86400, "reviewer_poll_interval": 86400,
-              "archive_after": 365 * 86400, "pool_idle_exit": 7 * 86400}
+              "archive_after": 365 * 86400, "pool_idle_exit": 7 * 86400,
+              "review_quorum": 9, "rca_after_rejections": 1000}
 # Budgets in tokens (gitliza/core/usage.py): at most a trillion, far beyond any real run.
 CONFIG_MAX.update(budget_tokens_per_task=10**12, budget_tokens_per_goal=10**12)
 # Optional keys that `none` (or `off`) unsets.
 UNSETTABLE = frozenset({"budget_tokens_per_task", "budget_tokens_per_goal", "budget_usd_per_goal",
-                        "prices", "pool_idle_exit", "models"})
+                        "prices", "pool_idle_exit", "models", "quorum_rules"})
 # Watcher thresholds (optional: unset means the seed's value, see gitliza/core/alarms.py).
 CONFIG_MAX.update({k: 30 * 86400 for k in _CONFIG_TYPES if k.startswith("alarm_")})
 
@@ -44,6 +45,10 @@ def coerce_config(key: str, value: ConfigValue | None) -> ConfigValue | None:
         from gitliza.core import usage  # only then: few commands set a budget
         return usage.canonical_usd(value, key) if key == "budget_usd_per_goal" else \
             usage.canonical_prices(str(value))
+    if key in ("quorum_rules", "review_diversity"):
+        from gitliza.core import quorum  # only then: few commands set the review rules
+        return quorum.canonical_rules(value) if key == "quorum_rules" else \
+            quorum.check_diversity(value)
     if key in CONFIG_MAX:  # the integer settings (alarm thresholds included), each bounded
         try:
             n = int(value) if not isinstance(value, bool) else None  # type: ignore[arg-type]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Collection, Iterable
 
+from gitliza.core.quorum import room
 from gitliza.core import clock
 from gitliza.core.board import Board
 from gitliza.core.ids import is_valid_id, spec_ref_leaves
@@ -77,6 +78,8 @@ def task_problems(t: Task, *, archived: bool | None = None) -> list[str]:
         p.append("priority must be 1 to 5")
     if t.reviewing_by and st != S.READY_FOR_REVIEW:
         p.append("reviewing_by is only set on READY_FOR_REVIEW tasks")
+    if t.co_reviews and st != S.READY_FOR_REVIEW:
+        p.append("co_reviews are only held on READY_FOR_REVIEW tasks")
     if archived is not None and archived != (st in TERMINAL):
         p.append("terminal tasks are stored in archive/, live ones in tasks/")
     return p
@@ -268,8 +271,12 @@ def is_claimable(board: Board, t: Task, now: str, coder: str | None = None,
 def reviewable(board: Board, now: str, reviewer: str | None = None) -> list[Task]:
     """READY_FOR_REVIEW tasks with no live review lease, oldest submission first."""
     out = [t for t in board.tasks() if t.status == S.READY_FOR_REVIEW
-           and not (t.reviewing_by and t.review_lease_expires and t.review_lease_expires > now)
-           and t.assigned_to != reviewer]
+           and (not (t.reviewing_by and t.review_lease_expires and t.review_lease_expires > now)
+                or reviewer is not None and room(board.config, t, reviewer))
+           and t.assigned_to != reviewer
+           # Issue 40: one vote per reviewer and review commit (the quorum wants others).
+           and not any(v.agent == reviewer and v.commit == t.review_commit
+                       for v in t.review_votes)]
     out.sort(key=lambda t: (t.priority, t.history[-1].time if t.history else t.created, t.id))
     return out
 

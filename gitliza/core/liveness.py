@@ -37,6 +37,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Iterable
 
+from gitliza.core.quorum import review_lease, reviewers, with_review_lease
 from gitliza.core import clock
 from gitliza.core.board import Board, Changes
 from gitliza.core.states import AgentState, TaskState
@@ -135,10 +136,11 @@ def _extend_task(board: Board, get: Any, out: Changes, a: Any, r: Renewal) -> An
             out[("tasks", t.id)] = replace(t, lease_expires=until)
             a = replace(a, lease_expires=until)
             out[("agents", a.id)] = a
-    elif t.status == TaskState.READY_FOR_REVIEW and t.reviewing_by == a.id and \
-            a.status == AgentState.REVIEWING:
-        if t.review_lease_expires is not None and t.review_lease_expires < until:
-            out[("tasks", t.id)] = replace(t, review_lease_expires=until)
+    elif t.status == TaskState.READY_FOR_REVIEW and a.status == AgentState.REVIEWING and \
+            review_lease(t, a.id) is not None:
+        mine = review_lease(t, a.id)
+        if mine is not None and mine < until:
+            out[("tasks", t.id)] = with_review_lease(t, a.id, until)
             a = replace(a, lease_expires=until)
             out[("agents", a.id)] = a
     return a
@@ -175,7 +177,7 @@ def relevant(board: Board, actor: str, task_ids: Iterable[str | None],
     for tid in task_ids:
         t = board.task(tid) if tid else None
         if t is not None:
-            who.update(x for x in (t.assigned_to, t.reviewing_by) if x)
+            who.update(x for x in (t.assigned_to, *reviewers(t)) if x)
     best: dict[str, Renewal] = {}
     for r in renewals:
         if r.agent in who and (r.agent not in best or order(r) > order(best[r.agent])):

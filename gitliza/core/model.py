@@ -94,6 +94,39 @@ class HistoryEntry:
 
 
 @dataclass(frozen=True, slots=True)
+class Evidence:
+    """What shows that one acceptance criterion of a task passes (issue 40): a path (and line) in
+    the reviewed commit, a test name, or a command with a digest of its output."""
+
+    criterion: int  # 1-based, into the task's `criteria`
+    kind: str  # path | test | command (gitliza/core/quorum.py EVIDENCE_KINDS)
+    ref: str  # `path[:line]`, the test's name, or the command line
+    digest: str | None = None  # a command's: `sha256:<hex>` of its output
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewVote:
+    """One reviewer's approval of one review commit (gitliza/core/quorum.py). `cli` and `model`
+    are what the reviewer's supervisor recorded, never the agent's own word."""
+
+    agent: str
+    commit: str
+    time: str
+    cli: str | None = None
+    model: str | None = None
+    evidence: tuple[Evidence, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewLease:
+    """A review lease beside the task's first one (`reviewing_by`): under a review quorum several
+    reviewers review one commit at once, one lease each (gitliza/core/quorum.py)."""
+
+    agent: str
+    expires: str
+
+
+@dataclass(frozen=True, slots=True)
 class Task:
     """A task (`tasks:` of the schema; terminal ones live in the archive)."""
 
@@ -142,6 +175,18 @@ class Task:
     # A BLOCKED task whose questions only the human can answer (`block --for-human`, upstream
     # Liza's ADR-0172 AWAITING HUMAN): listed first everywhere, and the escalation webhook fires.
     awaiting_human: bool = since_v1(False)
+    # Review worth trusting (issue 40, gitliza/core/quorum.py): labels (a rule of
+    # config.quorum_rules may raise the task's quorum by them), the acceptance criteria an
+    # approval gives evidence for, the approvals of the current review_commit so far, and the
+    # root-cause gate (the note the planner or the human recorded, the review_cycles_total when
+    # it was, and whether the task waits for one).
+    labels: tuple[str, ...] = since_v1(())
+    criteria: tuple[str, ...] = since_v1(())
+    review_votes: tuple[ReviewVote, ...] = since_v1(())
+    root_cause: str | None = since_v1(None)
+    root_cause_at: int = since_v1(0)
+    needs_root_cause: bool = since_v1(False)
+    co_reviews: tuple[ReviewLease, ...] = since_v1(())
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,6 +297,15 @@ class Config:
     # A model per role (gitliza/core/teammodels.py): "ROLE[.SLOT]=CLI[:MODEL] ..."; unset: the
     # team's --cli for every member.
     models: str | None = since_v1(None)
+    # Review worth trusting (issue 40, gitliza/core/quorum.py): approvals of one review commit a
+    # task needs; `quorum_rules` raise it by label or lock scope ("label:security=2
+    # scope:migrations/**=2"); `review_diversity` (off | cli | model) asks the approvals to come
+    # from different agent CLIs or models; a task BLOCKs for a root-cause note after
+    # `rca_after_rejections` rejections.
+    review_quorum: int = since_v1(1)
+    quorum_rules: str | None = since_v1(None)
+    review_diversity: str = since_v1("off")
+    rca_after_rejections: int = since_v1(4)
 
 
 @dataclass(frozen=True, slots=True)

@@ -140,6 +140,11 @@ ITERATION: {iteration}
     if iteration > 1 and t.rejection_reason:
         out += "\n=== PRIOR REJECTION FEEDBACK (MUST ADDRESS) ===\n" + \
             quoted("REJECTION", t.rejection_reason)
+    if t.root_cause:
+        # The root-cause gate (issue 40): why the task kept failing review, as the planner or
+        # the human found it; the next attempt starts from it.
+        out += f"\n=== ROOT CAUSE OF {t.root_cause_at} REJECTIONS (MUST ADDRESS) ===\n" + \
+            quoted("ROOT CAUSE", t.root_cause)
     if t.integration_failure:
         out += "\n=== INTEGRATION FAILURE (MUST FIX) ===\n" + \
             quoted("FAILURE", t.integration_failure)
@@ -164,6 +169,28 @@ INSTRUCTIONS:
     return out
 
 
+def _votes_and_criteria(t: Task) -> str:
+    """The approvals of this commit so far (the review quorum) and the acceptance criteria the
+    approval must give evidence for (issue 40, core/quorum.py); nothing when there are none."""
+    out = ""
+    votes = [v.agent for v in t.review_votes if v.commit == t.review_commit]
+    if votes:
+        out += f"\nAPPROVED SO FAR BY: {', '.join(votes)} (a quorum: your review is independent " \
+               "of theirs)\n"
+    if t.criteria:
+        out += "\n=== ACCEPTANCE CRITERIA (an approval gives evidence for EACH) ===\n"
+        out += "".join(quoted(f"CRITERION {i}", c) for i, c in enumerate(t.criteria, 1))
+        first = " ".join(f"--evidence {i}=path:FILE:LINE" for i in range(1, len(t.criteria) + 1))
+        out += f"""EVIDENCE: approve with one --evidence per criterion N, each one of:
+  N=path:FILE[:LINE]    a file (and line) in the review commit that shows it
+  N=test:NAME           the test that exercises it
+  N=command:CMD@sha256:DIGEST   a command you ran and the sha256 of its output
+  e.g. git liza verdict {t.id} approve --commit {t.review_commit} {first}
+  An approval without evidence for every criterion is refused.
+"""
+    return out
+
+
 def reviewer_section(t: Task, worktree: str, notes: Sequence[HumanNote] = ()) -> str:
     iteration = t.iteration or 1
     out = f"""
@@ -180,6 +207,7 @@ ITERATION: {iteration}
     if prior:
         out += f"\n=== PRIOR REJECTION (iteration {iteration - 1}) ===\n" + \
             quoted("REJECTION", t.rejection_reason)
+    out += _votes_and_criteria(t)
     out += _notes(notes)
     out += f"""
 REVIEWER COMMANDS:
@@ -240,6 +268,8 @@ _INSTRUCTIONS = {
 2. Missing dependency -> add a prerequisite task; spec ambiguity -> clarify the spec,
    then `git liza unblock TASK`; wrong approach -> `git liza rescope TASK --into NEW --reason ...`
 3. Either unblock (-> UNCLAIMED), rescope or abandon (`git liza abandon TASK --reason ...`)
+4. "root cause needed" (rejected again and again): find why, then
+   `git liza root-cause TASK "NOTE"` (-> UNCLAIMED; the next coder reads the note)
 """,
     WakeTrigger.INTEGRATION_FAILED: """Integration failed. Diagnose and plan the fix:
 1. Read the INTEGRATION_FAILED tasks (git liza show TASK): integration_failure

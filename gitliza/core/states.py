@@ -114,11 +114,15 @@ TASK_TRANSITIONS: tuple[Transition, ...] = tuple(
     + _t("claim-review", (S.READY_FOR_REVIEW,), S.READY_FOR_REVIEW, REVIEWERS, "review lease")
     + _t("verdict", (S.READY_FOR_REVIEW,), S.APPROVED, REVIEWERS)
     + _t("verdict", (S.READY_FOR_REVIEW,), S.REJECTED, REVIEWERS)
+    + _t("verdict", (S.READY_FOR_REVIEW,), S.READY_FOR_REVIEW, REVIEWERS,
+         "an approval below the review quorum: the vote is counted, the review goes on")
     + _t("verdict", (S.READY_FOR_REVIEW,), S.BLOCKED, REVIEWERS,
          "a rejection that reaches max_review_cycles: review deadlock")
     + _t("merge", (S.APPROVED,), S.MERGED, MERGERS, "exactly review_commit merged")
     + _t("merge", (S.APPROVED,), S.INTEGRATION_FAILED, MERGERS, "conflict or failing test")
     + _t("unblock", (S.BLOCKED,), S.UNCLAIMED, PLANNING, "keeps failed_by")
+    + _t("root-cause", (S.BLOCKED,), S.UNCLAIMED, PLANNING,
+         "the root-cause note after repeated rejections; the next coder reads it")
     + _t("rescope", _PLANNER_RETIRABLE, S.SUPERSEDED, PLANNING)
     + _t("abandon", _PLANNER_RETIRABLE, S.ABANDONED, PLANNING)
     # orchestrator-state-machine.md: a cancel from any non-terminal state; the holder's lease (a

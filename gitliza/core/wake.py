@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Collection, Iterable
 
+from gitliza.core.quorum import review_lease
 from gitliza.core import queries
 from gitliza.core.board import Board
 from gitliza.core.invariants import claimable, reviewable
@@ -169,7 +170,7 @@ def lost_reason(board: Board, agent: str, task_id: str, role: Role) -> str | Non
         if t.status in (S.UNCLAIMED, S.BLOCKED) and last != agent:
             return f"{task_id} was moved to {t.status} by {last or 'someone else'}"
     elif role == Role.CODE_REVIEWER:
-        if t.status == S.READY_FOR_REVIEW and t.reviewing_by != agent:
+        if t.status == S.READY_FOR_REVIEW and review_lease(t, agent) is None:
             return f"the review of {task_id} went to {t.reviewing_by or 'nobody'}"
         if t.status in (S.UNCLAIMED, S.BLOCKED, S.CLAIMED) and last != agent:
             return f"{task_id} was moved to {t.status} by {last or 'someone else'}"
@@ -183,7 +184,7 @@ def still_holds(board: Board, agent: str, task_id: str, role: Role) -> bool:
         return False
     if role == Role.CODER:
         return t.status == S.CLAIMED and t.assigned_to == agent
-    return t.status == S.READY_FOR_REVIEW and t.reviewing_by == agent
+    return t.status == S.READY_FOR_REVIEW and review_lease(t, agent) is not None
 
 
 def next_deadline(board: Board, now: str, extra: Iterable[str | None] = ()) -> str | None:
@@ -191,6 +192,7 @@ def next_deadline(board: Board, now: str, extra: Iterable[str | None] = ()) -> s
     the supervisor's own renewal): the one time-based event a waiter must wake up for."""
     times = [t.lease_expires if t.status == S.CLAIMED else t.review_lease_expires
              for t in board.tasks() if t.status in (S.CLAIMED, S.READY_FOR_REVIEW)]
+    times += [r.expires for t in board.tasks() for r in t.co_reviews]
     times += extra
     later = [x for x in times if x is not None and x > now]
     return min(later) if later else None

@@ -13,6 +13,10 @@ YAML (a list, or a mapping with `tasks:`):
       - id: t2
         description: Retry get_orders
         depends_on: [t1]          # or "t1, t0"
+        labels: [security]        # a config quorum rule may raise its review quorum
+        done_when:                # a list (or lines): the acceptance criteria, each of which
+          - get_orders retries 3 times   # an approval gives evidence for
+          - the log names each retry
 
 Markdown (the heading is `## ID: description`; `key: value` lines below it; other lines are
 appended to the description):
@@ -30,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gitliza.core.ops.planning import NewTask
+from gitliza.core.quorum import criteria_of
 from gitliza.errors import ValidationError
 from gitliza.interop.yamlload import Map, Seq, line_of, load
 
@@ -41,7 +46,8 @@ _KEYS = {"id": "task", "task": "task", "description": "description", "desc": "de
          "max_iterations": "max_iterations", "max-iterations": "max_iterations",
          "max_review_cycles": "max_review_cycles", "max-review-cycles": "max_review_cycles",
          "lease_duration_override": "lease_duration_override",
-         "lease-duration-override": "lease_duration_override"}
+         "lease-duration-override": "lease_duration_override", "labels": "labels",
+         "label": "labels"}
 _INTS = ("priority", "max_iterations", "max_review_cycles", "lease_duration_override")
 _TRUE, _FALSE = ("true", "yes", "1"), ("false", "no", "0")
 
@@ -95,7 +101,10 @@ def read(text: str, name: str) -> TaskFile:
 def _value(field: str, value: Any, name: str, line: int) -> Any:
     if value is None:
         return None
-    if field == "depends_on":
+    if field == "done_when" and isinstance(value, list):
+        # A list of acceptance criteria (issue 40): each one a line an approval gives evidence for.
+        return tuple(str(x).strip() for x in value if str(x).strip())
+    if field in ("depends_on", "labels"):
         items = value if isinstance(value, list) else str(value).split(",")
         return tuple(str(x).strip() for x in items if str(x).strip())
     if field == "ready":
@@ -121,6 +130,12 @@ def _task(fields: dict[str, Any], name: str, line: int) -> NewTask:
         if not fields.get(need):
             what = "an id" if need == "task" else "a description"
             raise ValidationError(f"{name}:{line}: a task needs {what}")
+    done = fields.get("done_when")
+    if isinstance(done, tuple):
+        fields["criteria"] = done
+        fields["done_when"] = "\n".join(f"- {c}" for c in done) or None
+    elif done:
+        fields["criteria"] = criteria_of(done)
     return NewTask(**{k: v for k, v in fields.items() if v is not None})
 
 

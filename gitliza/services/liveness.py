@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from gitliza.core.quorum import review_lease
 from gitliza.core import clock, liveness
 from gitliza.core.liveness import Renewal
 from gitliza.core.model import FORMAT_VERSION
@@ -138,10 +139,10 @@ def _task_lease(board: object, me: object, task: str | None, now: str,
                             f"heartbeat: {STAND_DOWN}")
         return t.id, clock.plus(now, seconds) if extend else t.lease_expires
     if t is not None and me.status == A.REVIEWING and t.status == S.READY_FOR_REVIEW:
-        if t.reviewing_by != me.id or not (t.review_lease_expires and
-                                           t.review_lease_expires > now):
+        mine = review_lease(t, me.id)
+        if not (mine and mine > now):
             raise LeaseLost(f"{me.id}'s review lease on {t.id} is gone: {STAND_DOWN}")
-        return t.id, clock.plus(now, seconds) if extend else t.review_lease_expires
+        return t.id, clock.plus(now, seconds) if extend else mine
     if me.status in (A.WORKING, A.REVIEWING):
         raise LeaseLost(f"{me.id} no longer holds {me.current_task}: {STAND_DOWN}")
     return None, None

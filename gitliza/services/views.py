@@ -54,7 +54,10 @@ def task_row(t: Task) -> dict[str, Any]:
             "review_lease_expires": t.review_lease_expires, "iteration": t.iteration,
             "blocked_reason": t.blocked_reason, "description": t.description,
             **({"awaiting_human": True, "blocked_questions": list(t.blocked_questions)}
-               if t.awaiting_human else {})}
+               if t.awaiting_human else {}),
+            **({"approvals": [v.agent for v in t.review_votes if v.commit == t.review_commit]}
+               if t.review_votes else {}),
+            **({"co_reviewers": [r.agent for r in t.co_reviews]} if t.co_reviews else {})}
 
 def find_task(board: Board, task: str) -> Task:
     t = board.task(task)
@@ -67,7 +70,10 @@ def show_data(liza: Any, task: str, at: str | None = None) -> dict[str, Any]:
     board = liza.store.board(at)[0]
     t = find_task(board, task)
     handoff = board.get("handoff", t.id)
-    return {**codec.encode(t), "human_notes": [codec.encode(n) for n in notes_for(board, t.id)],
+    from gitliza.core import quorum  # only here: the review quorum of the task
+    return {**codec.encode(t), "review_quorum": quorum.required(board.config, t),
+            "approvals": [v.agent for v in quorum.votes_of(t)],
+            "human_notes": [codec.encode(n) for n in notes_for(board, t.id)],
             "agent_logs": [str(p) for p in agent_logs(liza, t.id)],
             "usage": [codec.encode(u) for u in usage.iter_runs(board, t.id)],
             **({"handoff": codec.encode(handoff)} if handoff is not None else {})}

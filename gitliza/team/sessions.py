@@ -21,6 +21,7 @@ from gitliza.git import ownstore
 from gitliza.git.repository import LIZA_DIR, common_dir, ensure_excluded, liza_dir
 from gitliza.services import agentlog
 from gitliza.services.lifecycle.locations import main_root
+from gitliza.services.lifecycle.review import CLI_ENV
 from gitliza.services.api import AGENT_ENV, GEN_ENV, Liza
 from gitliza.team import briefing, orphans, prepare, profiles, runner, usage
 from gitliza.team.generation import Generation
@@ -249,6 +250,11 @@ class Sessions:
                     "LIZA_PROMPT_FILE": str(prompt_file), GEN_ENV: str(self.token.gen)})
         for k in ("LIZA_TASK_ID", "LIZA_WORKTREE", "LIZA_REVIEW_COMMIT", "LIZA_WAKE_TRIGGER"):
             env.pop(k, None)
+        # The agent's CLI, recorded on its verdicts (review_diversity, core/quorum.py): the broker
+        # runs the agent's commands in this environment, which the agent cannot change. The
+        # model is the supervisor's own LIZA_AGENT_MODEL, passed on as it is (unset: unknown).
+        known = profiles.for_command(self.command[0]) if self.command else self.profile
+        env[CLI_ENV] = known.name if known else Path(self.command[0]).name
         if job.task is not None:
             env["LIZA_TASK_ID"] = job.task
             env["LIZA_WORKTREE"] = str(job.worktree)

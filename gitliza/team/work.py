@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from gitliza.core.quorum import review_lease
 from gitliza.core import wake
 from gitliza.core.board import Board
 from gitliza.core.model import Config
@@ -133,7 +134,7 @@ class WorkFinder:
             board, now = self.liza.board(), self.liza.now()
         held = wake.holder_of(board, self.agent)
         if held is not None and wake.still_holds(board, self.agent, held.id, self.role) and \
-                held.review_lease_expires is not None and held.review_lease_expires > now:
+                (review_lease(held, self.agent) or "") > now:
             return Job(task=held.id, worktree=task_dir(self.liza.repo, held.id),
                        review_commit=held.review_commit, resume=True)
         if not wake.work_for(board, Role.CODE_REVIEWER, self.agent, now):

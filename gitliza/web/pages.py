@@ -151,12 +151,17 @@ def card(t: dict[str, Any]) -> str:
     lease = t.get("review_lease_expires") if t["status"] == "READY_FOR_REVIEW" else \
         t.get("lease_expires")
     who = t.get("assigned_to") or ""
-    if t.get("reviewing_by"):
-        who += f' · review {t["reviewing_by"]}'
+    if t.get("reviewing_by") or t.get("co_reviewers"):
+        held = [x for x in (t.get("reviewing_by"), *t.get("co_reviewers", ())) if x]
+        who += f' · review {", ".join(held)}'
     deps = " ".join(f'<a href="/task/{e(d)}">{e(d)}</a>' for d in t.get("depends_on", ()))
     bits = [f'<span class="pri p{e(t.get("priority"))}">P{e(t.get("priority"))}</span>']
     if t.get("iteration"):
         bits.append(f'<span class="it" title="iteration">#{e(t["iteration"])}</span>')
+    if t.get("approvals"):  # the review quorum's votes so far (issue 40)
+        voters = ", ".join(t["approvals"])
+        bits.append(f'<span class="votes" title="approved by {e(voters)}">'
+                    f'&#10003;{len(t["approvals"])}</span>')
     if lease:
         bits.append(f'<span class="lease" title="lease">lease {when(lease)}</span>')
     if t.get("awaiting_human"):  # first in its column (views.tasks_in_order), and marked

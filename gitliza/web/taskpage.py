@@ -62,7 +62,11 @@ def task_body(t: dict[str, Any], *, spec: str | None, audit: Sequence[dict[str, 
              ("base", (t.get("base_commit") or "")[:12] or None),
              ("review commit", (t.get("review_commit") or "")[:12] or None),
              ("merge commit", (t.get("merge_commit") or "")[:12] or None),
-             ("approved by", t.get("approved_by")), ("scope", t.get("scope")),
+             ("approved by", t.get("approved_by")),
+             ("approvals", f'{len(t.get("approvals") or ())}/{t["review_quorum"]}: '
+                           f'{", ".join(t.get("approvals") or ()) or "none yet"}'
+              if t.get("review_quorum", 1) > 1 or t.get("approvals") else None),
+             ("root cause", t.get("root_cause")), ("scope", t.get("scope")),
              ("spec", t.get("spec_ref")), ("failed by", ", ".join(t.get("failed_by", ())) or None)]
     dl = "".join(f"<div><dt>{k}</dt><dd>{e(v)}</dd></div>" for k, v in facts if v)
     if lease:

@@ -109,3 +109,16 @@ def test_reassign_is_the_humans_alone_in_mcp_and_through_the_sandbox() -> None:
         # A sandboxed agent's `git liza reassign` is refused by its supervisor's broker.
         v = rules.check_command(role, "coder-1", ["reassign", "t1", "--to", "coder-1"])
         assert not v.ok and "the human's" in v.rule
+
+
+def test_verdict_takes_evidence_but_never_the_reviewers_cli_or_model() -> None:
+    t = tools.all_tools()
+    props = t["verdict"].schema["properties"]
+    assert props["evidence"] == {"type": "array", "items": {"type": "string"},
+                                 "description": props["evidence"]["description"]}
+    assert not {"cli", "model", "counted"} & set(props)
+    with pytest.raises(ValidationError, match="unknown argument"):
+        tools.check_args(t["verdict"], {"task": "t1", "verdict": "approve", "cli": "claude"})
+    assert tools.check_args(t["verdict"], {"task": "t1", "verdict": "approve",
+                                           "evidence": ["1=test:x"]})["evidence"] == ("1=test:x",)
+    assert Role.PLANNER in t["root_cause"].roles and Role.CODER not in t["root_cause"].roles

@@ -10,7 +10,7 @@ from gitliza.core.model import Handoff
 from gitliza.core.ops import (AnomalyOp, Init, Merge, Note, SpecChangeOp)
 from gitliza.core.ops.control import Supervise
 from gitliza.core.ops.governance import Circuit
-from gitliza.core.ops.goal import CompleteGoal
+from gitliza.core.ops.goal import CompleteGoal, ConfigSet
 from gitliza.core.ops.planning import Abandon
 from gitliza.core.ops.work import HandoffOp, Heartbeat
 from gitliza.errors import IllegalTransition, PermissionDenied, ValidationError
@@ -61,7 +61,12 @@ def test_high_approval_rate_warns_after_five_reviews() -> None:
     m = metrics.compute(r.board.all_tasks())
     warning = metrics.rubber_stamp_warning(m)
     assert warning is not None and "100% over 5 reviews" in warning
-    assert "HIGH_APPROVAL_RATE" in {a.kind for a in evaluate(r.board, Facts(now=r.now()))}
+    alert = next(a for a in evaluate(r.board, Facts(now=r.now())) if a.kind == "HIGH_APPROVAL_RATE")
+    # Issue 40: the alarm names the config that fixes it, until a quorum of two is set.
+    assert "`git liza config review_quorum 2`" in alert.text
+    r.do(ConfigSet, "human", key="review_quorum", value="2")
+    alert = next(a for a in evaluate(r.board, Facts(now=r.now())) if a.kind == "HIGH_APPROVAL_RATE")
+    assert "review_quorum" not in alert.text
 
 
 def test_the_circuit_breaker_refuses_claims_until_resolved() -> None:

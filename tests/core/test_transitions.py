@@ -6,8 +6,9 @@ from typing import Any, Callable
 
 import pytest
 
-from gitliza.core.ops import (Abandon, Add, Block, Claim, ClaimReview, Edit, Finalize, Merge,
-                              Reassign, Release, Rescope, Submit, Unblock, Verdict, apply)
+from gitliza.core.ops import (Abandon, Add, Block, Claim, ClaimReview, ConfigSet, Edit, Finalize,
+                              Merge, Reassign, Release, Rescope, RootCause, Submit, Unblock,
+                              Verdict, apply)
 from gitliza.core.states import (FORBIDDEN, TASK_TRANSITIONS, TERMINAL, TaskState, Transition,
                                  is_legal)
 from gitliza.errors import IllegalTransition, LizaError, PermissionDenied
@@ -29,6 +30,7 @@ OPS: dict[str, Callable[[Runner], Any]] = {
     "merge": lambda r: r.do(Merge, "reviewer-1", task="task-1", result="merged",
                             merge_commit=MERGE_C),
     "unblock": lambda r: r.do(Unblock, "planner-1", task="task-1"),
+    "root-cause": lambda r: r.do(RootCause, "planner-1", task="task-1", note="the spec was vague"),
     "rescope": lambda r: r.do(Rescope, "planner-1", task="task-1", into=("task-9",), reason="r"),
     "abandon": lambda r: r.do(Abandon, "planner-1", task="task-1", reason="r"),
 }
@@ -80,6 +82,10 @@ def _perform(tr: Transition) -> TaskState:
             claim(r)
             r.do(Submit, "coder-1", task="task-1", commit=C1)
         verdict(r, "reject")
+    elif special == ("verdict", S.READY_FOR_REVIEW, S.READY_FOR_REVIEW):
+        r.do(ConfigSet, "human", key="review_quorum", value="2")  # one approval of two
+        r.do(ClaimReview, "reviewer-2", task="task-1")
+        r.do(Verdict, "reviewer-2", task="task-1", verdict="approve", commit=C1, counted=True)
     elif special == ("verdict", S.READY_FOR_REVIEW, S.APPROVED):
         verdict(r, "approve", reviewer="reviewer-2")
     elif special == ("merge", S.APPROVED, S.INTEGRATION_FAILED):

@@ -135,3 +135,12 @@ def test_a_repository_without_a_board_says_how_to_make_one_and_then_follows(repo
         assert r.status_code == 422 and r.text.startswith("gitliza: error: ")
         cli(repo, "init", "a goal")
         assert "a goal" in c.get("/fragment/board").text
+
+
+def test_a_card_shows_the_review_quorums_votes_and_every_reviewer() -> None:
+    from gitliza.web.pages import card
+    html = card({"id": "t1", "status": "READY_FOR_REVIEW", "priority": 2, "assigned_to": "c1",
+                 "reviewing_by": "r1", "co_reviewers": ["r<2>"], "approvals": ["r0"],
+                 "description": "d"})
+    assert 'title="approved by r0"' in html and "&#10003;1" in html
+    assert "c1 · review r1, r&lt;2&gt;" in html

@@ -147,8 +147,9 @@ def add(env: Env, task: str | None, desc: str | None, spec_ref: str | None, done
         scope: str | None, priority: int, depends_on: Sequence[str], ready: bool,
         max_iterations: int | None, max_review_cycles: int | None,
         lease_duration_override: int | None = None, from_file: str | None = None,
-        budget_tokens: int | None = None) -> int:
+        budget_tokens: int | None = None, labels: Sequence[str] = ()) -> int:
     from gitliza.core.ops.planning import Add
+    from gitliza.core.quorum import criteria_of
 
     if from_file is not None:
         if task is not None or desc is not None:
@@ -167,7 +168,8 @@ def add(env: Env, task: str | None, desc: str | None, spec_ref: str | None, done
                    depends_on=tuple(depends_on), ready=ready, max_iterations=max_iterations,
                    max_review_cycles=max_review_cycles,
                    lease_duration_override=lease_duration_override,
-                   budget_tokens=budget_tokens)
+                   budget_tokens=budget_tokens, labels=tuple(split_ids(labels)),
+                   criteria=criteria_of(done_when))
     return report(env, liza.apply(gated_by_specs(liza, make)))
 
 
@@ -215,16 +217,17 @@ def edit(env: Env, task: str, desc: str | None, spec_ref: str | None, done_when:
                     depends_on=tuple(depends_on) or None, clear_depends_on=no_depends,
                     max_iterations=max_iterations, max_review_cycles=max_review_cycles,
                     lease_duration_override=lease_duration_override,
-                   budget_tokens=budget_tokens)
+                    budget_tokens=budget_tokens, recount_criteria=done_when is not None)
     return report(env, liza.apply(gated_by_specs(liza, make)))
 
 
-def simple(env: Env, op: str, task: str, answer: str | None = None) -> int:
+def simple(env: Env, op: str, task: str, **args: Any) -> int:
     from gitliza.core.ops.planning import Finalize, Unblock
+    from gitliza.core.ops.review import RootCause
 
-    if answer is not None:
-        return report(env, do_op(env.liza(), Unblock, task=task, answer=answer))
-    return report(env, do_op(env.liza(), {"finalize": Finalize, "unblock": Unblock}[op], task=task))
+    cls = {"finalize": Finalize, "unblock": Unblock, "root-cause": RootCause}[op]
+    args = {k: v for k, v in args.items() if v is not None}
+    return report(env, do_op(env.liza(), cls, task=task, **args))
 
 
 def rescope(env: Env, task: str, into: Sequence[str], reason: str) -> int:

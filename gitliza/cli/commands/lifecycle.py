@@ -61,9 +61,16 @@ def claim_review(env: Env, task: str | None) -> int:
     return 0
 
 
-def verdict(env: Env, task: str, decision: str, reason: str | None, commit: str | None) -> int:
-    done = reviewing.verdict(env.liza(), task, decision, reason, commit)
-    return report(env, done.committed)
+def verdict(env: Env, task: str, decision: str, reason: str | None, commit: str | None,
+            evidence: list[str] | None = None) -> int:
+    done = reviewing.verdict(env.liza(), task, decision, reason, commit, evidence or ())
+    board = done.committed.outcome.board
+    t = board.task(task)
+    extra = {}
+    if t is not None and t.review_votes:
+        from gitliza.core import quorum  # only then: an approval's votes
+        extra = {"votes": quorum.tally(board.config, t)}
+    return report(env, done.committed, extra)
 
 
 def merge(env: Env, task: str) -> int:

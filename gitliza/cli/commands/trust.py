@@ -40,6 +40,7 @@ def verify(env: Env, since: str | None, at: str | None, remote: str | None = Non
     counts = ", ".join(f"{k} {v}" for k, v in ops.items()) or "nothing new"
     data["legacy"] = report.legacy
     data["signed"] = report.signed
+    data["evidence_unread"] = report.evidence_unread
     data["signature_warnings"] = [{"commit": c, "op": o, "actor": a, "reason": r}
                                   for c, o, a, r in report.unsigned]
     start = f" from the seal {report.seal[:12]}" if report.seal else ""
@@ -55,6 +56,10 @@ def verify(env: Env, since: str | None, at: str | None, remote: str | None = Non
             op = report.op_of.get(oid, "anomaly")
             env.out.notice(f"state commit {oid[:12]} ({op}) accepted in a legacy encoding: "
                            f"{LEGACY_ANOMALY if op == 'anomaly' else LEGACY_SUBJECT}")
+    if report.evidence_unread and not env.json:
+        env.out.notice(f"{len(report.evidence_unread)} verdict(s) name evidence in a commit this "
+                       f"clone lacks (first: state commit {report.evidence_unread[0][:12]}): "
+                       "unchecked; fetch the task branches to check them")
     if not env.json:
         for oid, op, actor, why in report.unsigned:
             env.out.notice(f"state commit {oid[:12]} ({op}): actor {actor}: {why} "

@@ -6,7 +6,7 @@ from typing import Any
 from gitliza.cli.commands import Env
 from gitliza.core import codec, metrics, usage
 from gitliza.core.board import Board
-from gitliza.core.model import Metrics
+from gitliza.core.model import Metrics, Task
 from gitliza.core.queries import notes_for
 from gitliza.core.states import TERMINAL
 from gitliza.errors import InconsistentState, NoBoard, ValidationError
@@ -61,14 +61,36 @@ def _status(env: Env, at: str | None) -> int:
             out.line(f"AWAITING HUMAN: {t.id}: {' / '.join(t.blocked_questions)}  "
                      f"(`git liza unblock {t.id} --answer TEXT`)")
     out.table("tasks", ["task", "status", "pri", "assigned", "lease/review", "depends on"],
-              [[t.id, "AWAITING HUMAN" if t.awaiting_human else t.status.value, t.priority,
-                t.assigned_to or "",
+              [[t.id, "AWAITING HUMAN" if t.awaiting_human else _status_cell(board, t),
+                t.priority, t.assigned_to or "",
                 t.review_lease_expires or t.lease_expires or "", ", ".join(t.depends_on)]
                for t in live])
     out.table("agents", ["agent", "role", "status", "task", "lease"],
               [[a.id, a.role.value, a.status.value, a.current_task or "", a.lease_expires or ""]
                for a in agents])
     return 0
+
+
+def _show_votes(out: Any, board: Board, t: Task) -> None:
+    from gitliza.core import quorum
+    out.line(f"  review quorum: {quorum.tally(board.config, t)}")
+    for v in t.review_votes:
+        by = " ".join(x for x in (v.cli, v.model) if x)
+        out.line(f"    {v.time}  {v.agent} approved {v.commit[:12]}" + (f"  ({by})" if by else ""))
+        for e in v.evidence:
+            digest = f"  {e.digest}" if e.digest else ""
+            out.line(f"      criterion {e.criterion}: {e.kind} {e.ref}{digest}")
+
+
+def _status_cell(board: Board, t: Task) -> str:
+    """The task's state; a review under a quorum shows its approvals so far (`1/2`)."""
+    cfg = board.config
+    if t.status.value != "READY_FOR_REVIEW" or not (t.review_votes or cfg.review_quorum > 1
+                                                    or cfg.quorum_rules):
+        return t.status.value
+    from gitliza.core import quorum  # only then: status loads what it shows
+    votes = quorum.votes_of(t)
+    return f"{t.status.value} {len(votes)}/{quorum.required(cfg, t)}"
 
 
 def _has_view(env: Env) -> bool:
@@ -119,9 +141,11 @@ def show(env: Env, task: str, at: str | None) -> int:
     out.line(f"{t.id} [{t.status}] priority {t.priority}"
              + ("  (archived)" if t.status in TERMINAL else ""))
     for k, v in data.items():
-        if k in ("id", "status", "priority", "history"):
+        if k in ("id", "status", "priority", "history", "review_votes"):
             continue
         out.line(f"  {k}: {', '.join(map(str, v)) if isinstance(v, list) else v}")
+    if t.review_votes or t.status.value == "READY_FOR_REVIEW" and board.config.review_quorum > 1:
+        _show_votes(out, board, t)
     out.line("  history:")
     for h in t.history:
         extra = " ".join(f"{k}={v}" for k, v in codec.encode(h).items() if k not in ("time", "event"))

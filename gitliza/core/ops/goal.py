@@ -160,9 +160,12 @@ class AbortGoal(Op):
         ctx.summary = f"abort-goal {ctx.board.goal.id} by {self.actor}"
 
 
-# Where the human is told, and which models the team runs on: an agent that could redirect the
-# escalations (or silence them) or move the team to another model would govern its own governor.
-HUMAN_ONLY = frozenset({"escalation_webhook", "models"})
+# Where the human is told, which models the team runs on, and what review takes to approve
+# (core/quorum.py): an agent that could redirect the escalations (or silence them), move the
+# team to another model or lower the bar its own work is held to would govern its own governor.
+REVIEW_KEYS = frozenset({"review_quorum", "quorum_rules", "review_diversity",
+                         "rca_after_rejections"})
+HUMAN_ONLY = frozenset({"escalation_webhook", "models"}) | REVIEW_KEYS
 
 
 @register_op
@@ -179,8 +182,9 @@ class ConfigSet(Op):
             raise PermissionDenied(f"config {self.key} is the human's to set, not {self.actor}'s "
                                    "(docs/usage.md)")
         if self.key in HUMAN_ONLY and self.actor != HUMAN_ACTOR:
+            doc = "docs/review.md" if self.key in REVIEW_KEYS else "docs/governance.md"
             raise PermissionDenied(f"config {self.key} is the human's to set, not {self.actor}'s "
-                                   "(docs/governance.md)")
+                                   f"({doc})")
         v = coerce_config(self.key, self.value)
         if self.key == "integration_base":
             _base_is_human(ctx)

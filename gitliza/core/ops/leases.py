@@ -3,6 +3,7 @@ current task, and the holder check that tells a coder who lost its task to stand
 the coder ops (work.py) and the reviewer ops (review.py)."""
 from __future__ import annotations
 
+from gitliza.core.quorum import review_lease, with_review_lease
 from gitliza.core import leasewatch
 from gitliza.core.board import Board
 from gitliza.core.model import Agent, Task
@@ -41,16 +42,16 @@ def holds_live(ctx: Ctx, me: Agent) -> bool:
         return t.status == S.CLAIMED and t.assigned_to == me.id and \
             lease_live(t.lease_expires, ctx.op.time)
     if me.status == A.REVIEWING:
-        return t.status == S.READY_FOR_REVIEW and t.reviewing_by == me.id and \
-            lease_live(t.review_lease_expires, ctx.op.time)
+        return t.status == S.READY_FOR_REVIEW and \
+            lease_live(review_lease(t, me.id), ctx.op.time)
     return me.status in (A.WAITING, A.HANDOFF)
 
 
 def drop_stale_review(ctx: Ctx, me: Agent) -> None:
     """A reviewer starting over lets go of its expired review lease, so the task is reviewable."""
     t = ctx.task(me.current_task) if me.current_task else None
-    if me.status == A.REVIEWING and t is not None and t.reviewing_by == me.id:
-        ctx.put_task(replace(t, reviewing_by=None, review_lease_expires=None))
+    if me.status == A.REVIEWING and t is not None and review_lease(t, me.id) is not None:
+        ctx.put_task(with_review_lease(t, me.id, None))
 
 
 def holder_check(ctx: Ctx, t: Task, what: str) -> Agent:

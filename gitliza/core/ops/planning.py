@@ -8,6 +8,7 @@ from gitliza.core import usage
 from gitliza.core.config import CONFIG_MAX
 from gitliza.core.ids import check_id, check_spec_ref, spec_ref_leaves
 from gitliza.core.model import Alignment, Task
+from gitliza.core.quorum import check_criteria, criteria_of, reviewers
 from gitliza.core.ops.base import (Ctx, Op, free_agent, need_text, register_op, replace,
                                    require_goal_open)
 from gitliza.core.states import HUMAN_ACTOR, TaskState
@@ -91,6 +92,8 @@ class TaskFields:
     max_review_cycles: int | None = None
     lease_duration_override: int | None = None
     budget_tokens: int | None = None  # per-task token budget (gitliza/core/usage.py)
+    labels: tuple[str, ...] = ()  # issue 40: a quorum rule may raise the task's quorum by them
+    criteria: tuple[str, ...] = ()  # issue 40: the acceptance criteria an approval gives evidence for
 
 
 @register_op
@@ -117,12 +120,15 @@ def _add(ctx: Ctx, new: TaskFields, table_op: str) -> None:
     _check_limits(new)
     usage.check_task_budget(ctx.board, new.budget_tokens, ctx.op.actor == HUMAN_ACTOR)
     _check_depends(ctx, new.task, new.depends_on)
+    for label in new.labels:
+        check_id(label, "label")
+    check_criteria(new.criteria)
     task = Task(id=new.task, description=new.description, status=S.DRAFT, created=ctx.op.time,
                 priority=new.priority, spec_ref=new.spec_ref, done_when=new.done_when,
                 scope=new.scope, depends_on=new.depends_on,
                 max_iterations=new.max_iterations, max_review_cycles=new.max_review_cycles,
                 lease_duration_override=new.lease_duration_override,
-                budget_tokens=new.budget_tokens)
+                budget_tokens=new.budget_tokens, labels=new.labels, criteria=new.criteria)
     target = S.DRAFT
     if new.ready:
         gaps = definition_gaps(task)
@@ -234,6 +240,9 @@ class Edit(Op):
     max_review_cycles: int | None = None
     lease_duration_override: int | None = None
     budget_tokens: int | None = None
+    # Issue 40: a new done_when lists the task's acceptance criteria anew (quorum.criteria_of).
+    # Set by the command layer; an edit recorded before it leaves the criteria as they were.
+    recount_criteria: bool = False
 
     def run(self, ctx: Ctx) -> None:
         t = ctx.require_task(self.task)
@@ -250,6 +259,8 @@ class Edit(Op):
                                 t.budget_tokens)
         fields: dict[str, object] = {n: getattr(self, n) for n in _EDITABLE
                                      if getattr(self, n) is not None}
+        if self.recount_criteria and self.done_when is not None:
+            fields["criteria"] = criteria_of(self.done_when)
         if self.depends_on and self.clear_depends_on:
             raise ValidationError("give new dependencies or clear them, not both")
         if self.depends_on:
@@ -285,9 +296,10 @@ class Finalize(Op):
 def _retire(ctx: Ctx, t: Task, **fields: object) -> Task:
     """Common end of rescope/abandon: the holder is freed, the worktree is let go."""
     free_agent(ctx, t, t.assigned_to)
-    free_agent(ctx, t, t.reviewing_by)
+    for reviewer in reviewers(t):
+        free_agent(ctx, t, reviewer)
     retired: Task = replace(t, worktree=None, lease_expires=None, reviewing_by=None,
-                            review_lease_expires=None, **fields)
+                            review_lease_expires=None, co_reviews=(), **fields)
     return retired
 
 
@@ -367,6 +379,9 @@ class Unblock(Op):
     def run(self, ctx: Ctx) -> None:
         t = ctx.require_task(self.task)
         ctx.transition(t, S.UNCLAIMED)
+        if t.needs_root_cause:
+            raise ValidationError(f"{t.id} waits for a root-cause note, not an unblock",
+                                  hint=f"`git liza root-cause {t.id} NOTE`")
         if self.answer is not None:
             need_text(self.answer, "answer")
             from gitliza.core.ops.blocking import answer_note

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gitliza.core.quorum import review_lease, reviewers, with_review_lease
 from gitliza.core import clock
 from gitliza.core.model import CBStatus, Handoff, Task
 from gitliza.core.invariants import reassigned_to
@@ -159,9 +160,9 @@ class Heartbeat(Op):
                                  handoff_pending=t.handoff_pending and self.keep_handoff))
             ctx.put_agent(replace(me, status=A.WORKING, lease_expires=expires, heartbeat=now))
         elif t is not None and me.status == A.REVIEWING and t.status == S.READY_FOR_REVIEW:
-            if t.reviewing_by != me.id or not lease_live(t.review_lease_expires, now):
+            if not lease_live(review_lease(t, me.id), now):
                 raise LeaseLost(f"{me.id}'s review lease on {t.id} is gone: {STAND_DOWN}")
-            ctx.put_task(replace(t, review_lease_expires=expires))
+            ctx.put_task(with_review_lease(t, me.id, expires))
             ctx.put_agent(replace(me, lease_expires=expires, heartbeat=now))
         elif me.status in (A.WORKING, A.REVIEWING):
             raise LeaseLost(f"{me.id} no longer holds {me.current_task}: {STAND_DOWN}")
@@ -197,15 +198,17 @@ class Release(Op):
         IDLE; a review lease is dropped (the task stays READY_FOR_REVIEW for another reviewer).
         Recorded as the human's."""
         if t.status == S.READY_FOR_REVIEW:
-            if not t.reviewing_by:
+            held = reviewers(t)
+            if not held:
                 raise ValidationError(f"{t.id} is READY_FOR_REVIEW and nobody reviews it: "
                                       "nothing to release")
             ctx.transition(t, S.READY_FOR_REVIEW)
-            free_agent(ctx, t, t.reviewing_by)
-            ctx.put_task(replace(t, reviewing_by=None, review_lease_expires=None,
+            for reviewer in held:
+                free_agent(ctx, t, reviewer)
+            ctx.put_task(replace(t, reviewing_by=None, review_lease_expires=None, co_reviews=(),
                                  history=ctx.history(t, "review_released",
                                                      agent=ctx.op.actor)))
-            ctx.summary = f"release {t.id}: review lease of {t.reviewing_by} freed by the human"
+            ctx.summary = f"release {t.id}: review lease of {', '.join(held)} freed by the human"
             return
         if t.status == S.UNCLAIMED and not t.assigned_to:
             raise ValidationError(f"{t.id} is UNCLAIMED and nobody holds it: nothing to release")
@@ -316,7 +319,7 @@ class Submit(Op):
         check_sha(self.commit, "review commit")
         ctx.put_task(replace(t, status=S.READY_FOR_REVIEW, review_commit=self.commit,
                              lease_expires=None, reviewing_by=None, review_lease_expires=None,
-                             handoff_pending=False,
+                             handoff_pending=False, review_votes=(),  # a new commit: count anew
                              history=ctx.history(t, "ready_for_review", agent=me.id,
                                                  commit=self.commit)))
         ctx.put_agent(replace(me, status=A.WAITING, lease_expires=None, heartbeat=self.time))

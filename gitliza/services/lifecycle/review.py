@@ -3,20 +3,25 @@ clean-sync check), the review lease with review_commit checked out (fetched firs
 on another machine), and the verdict on exactly that commit."""
 from __future__ import annotations
 
+import os
 from contextlib import suppress
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 import pygit2
 from pygit2 import Oid, Repository
 
+from gitliza.core import quorum
 from gitliza.core.board import Board
+from gitliza.core.model import Evidence
 from gitliza.core.invariants import reviewable
+from gitliza.core import leasewatch as leasewatch_core
 from gitliza.core.leasewatch import REVIEW
 from gitliza.core.ops import ClaimReview, Op, Submit, Verdict
 from gitliza.core.states import TaskState
 from gitliza.errors import IllegalTransition, NotFound, ValidationError
 from gitliza.git.tasklocks import task_lock
 from gitliza.git.checkouts import clean_sync_problems, worktree_head
+from gitliza.git.evidence import evidence_gaps
 from gitliza.git.worktrees import add_task_worktree
 from gitliza.services import leasewatch
 from gitliza.services.lifecycle.attic import keep_leftovers
@@ -89,8 +94,8 @@ def claim_review(liza: Liza, task: str | None = None) -> Done:
 
     def make_op(board: Board, now: str) -> Op:
         tid = pick(board, now)
-        op: Op = ClaimReview(actor=me, time=now, task=tid, takeover=leasewatch.takeover(
-            liza.repo, board, tid, REVIEW, me, now))
+        op: Op = ClaimReview(actor=me, time=now, task=tid, takeover=_takeover(liza, board, tid,
+                                                                               now))
         return op
 
     # The commit must be here before the lease is taken: a reviewer who cannot see the work must
@@ -114,10 +119,22 @@ def claim_review(liza: Liza, task: str | None = None) -> Done:
     return Done(done, task_dir(liza.repo, tid), done.outcome.notices + notes)
 
 
+def _takeover(liza: Liza, board: Board, task: str, now: str) -> str | None:
+    """The claim-review's takeover record: NOBODY for a lease beside the others' under a
+    quorum short of reviewers (it takes over none), else the lease judged on this clone's
+    clock (leasewatch)."""
+    t = board.task(task)
+    if t is not None and t.reviewing_by not in (None, liza.agent) and \
+            quorum.room(board.config, t, liza.agent):
+        return leasewatch_core.NOBODY
+    return leasewatch.takeover(liza.repo, board, task, REVIEW, liza.agent, now)
+
+
 def _free_here(liza: Liza, board: Board, task: str, now: str) -> bool:
-    """Whether nobody else's review lease on `task` is live for this clone (its own clock)."""
+    """Whether this reviewer may take a review lease on `task`: nobody else's is live for this
+    clone (its own clock), or the quorum has room for one more beside them."""
     try:
-        leasewatch.takeover(liza.repo, board, task, REVIEW, liza.agent, now)
+        _takeover(liza, board, task, now)
     except IllegalTransition:
         return False
     return True
@@ -146,17 +163,29 @@ def _review_checkout(repo: Repository, task: str, review: Oid) -> tuple[str, ...
     return ()
 
 
+# The reviewer's agent CLI and model, set by its supervisor in the environment the broker runs the
+# agent's commands in (gitliza/team/sessions.py): recorded on the verdict, never taken from the
+# agent's arguments (review_diversity counts them, core/quorum.py).
+CLI_ENV = "LIZA_AGENT_CLI"
+MODEL_ENV = "LIZA_AGENT_MODEL"
+
+
 def verdict(liza: Liza, task: str, decision: str, reason: str | None = None,
-            commit: str | None = None) -> Done:
+            commit: str | None = None, evidence: Sequence[str | Evidence] = ()) -> Done:
     """Approve or reject. The reviewed commit (default: the worktree HEAD) must be review_commit
     (the core checks), and so must the worktree HEAD: a HEAD that moved after submit means the
-    reviewer looked at something else than what would be merged."""
+    reviewer looked at something else than what would be merged. An approval is a vote toward
+    the task's review quorum, with `evidence` (`N=KIND:REF`) for each acceptance criterion; a
+    path's must exist in the reviewed commit."""
     repo: Repository = liza.repo
     board = liza.board()
     t = require_task(board, task)
     reviewed = resolve_commit(repo, commit) if commit is not None else None
-    dry_run(liza, Verdict(actor=liza.agent, time=liza.now(), task=task, verdict=decision,
-                          commit=reviewed or t.review_commit or NO_SHA, reason=reason), board)
+    proofs = tuple(e if isinstance(e, Evidence) else quorum.parse_evidence(e) for e in evidence)
+    who = {"cli": os.environ.get(CLI_ENV) or None, "model": os.environ.get(MODEL_ENV) or None}
+    args = dict(verdict=decision, reason=reason, counted=True, evidence=proofs, **who)
+    dry_run(liza, Verdict(actor=liza.agent, time=liza.now(), task=task,
+                          commit=reviewed or t.review_commit or NO_SHA, **args), board)
     path = existing_task_dir(repo, t)
     head = str(worktree_head(path))
     if head != t.review_commit:
@@ -164,5 +193,8 @@ def verdict(liza: Liza, task: str, decision: str, reason: str | None = None,
                               f"review_commit {str(t.review_commit)[:12]}",
                               hint=f"review exactly {t.review_commit}: `git -C {path} checkout "
                                    f"{t.review_commit}`, or have the coder resubmit")
-    done = liza.do(Verdict, task=task, verdict=decision, commit=reviewed or head, reason=reason)
+    missing = evidence_gaps(repo, head, proofs) or ()
+    if missing:
+        raise ValidationError(f"{task}: evidence {missing[0]}")
+    done = liza.do(Verdict, task=task, commit=reviewed or head, **args)
     return Done(done, path, done.outcome.notices)

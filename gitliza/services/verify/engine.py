@@ -29,9 +29,11 @@ from gitliza.core import formats, keys, layout, record
 from gitliza.core.board import Board
 from gitliza.core.invariants import problems_of_change
 from gitliza.core.ops.engine import apply
+from gitliza.core.ops.review import Verdict
 from gitliza.errors import InconsistentState, LizaError
 from gitliza.git import shallow, trees
 from gitliza.git.commits import signature
+from gitliza.git.evidence import evidence_gaps
 from gitliza.git.source import GitSource, check_format, decode_blob, format_of
 from gitliza.git.store import Store
 from gitliza.services.verify.importcommit import replay_import
@@ -72,6 +74,8 @@ class Report:
     unsigned: list[tuple[str, str, str, str]] = field(default_factory=list)
     signed: int = 0  # commits whose signature was checked and found right
     seal: str | None = None  # the seal the replay started from (services/verify/seals.py)
+    # Verdicts whose reviewed commit is not in this clone: their evidence paths went unchecked.
+    evidence_unread: list[str] = field(default_factory=list)
 
     @property
     def rate(self) -> float:
@@ -197,6 +201,13 @@ def verify_commit(store: Store, parent: pygit2.Commit | None, commit: pygit2.Com
     bad = [] if op.NAME == "import" else problems_of_change(outcome.board, outcome.changes)
     if bad:
         raise VerifyFailure(oid, op.NAME, f"breaks an invariant: {bad[0]}")
+    if isinstance(op, Verdict) and op.evidence:
+        # Acceptance evidence (issue 40): every path it names is in the reviewed commit.
+        gaps = evidence_gaps(store.repo, op.commit, op.evidence)
+        if gaps:
+            raise VerifyFailure(oid, op.NAME, f"evidence {gaps[0]}")
+        if gaps is None and report is not None:
+            report.evidence_unread.append(oid)
     changes = outcome.changes
     if parent is None:
         # A board starts in the format of the gitliza that made it (any this one reads: a
