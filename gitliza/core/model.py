@@ -76,6 +76,8 @@ ANOMALY_REQUIRED: dict[str, tuple[str, ...]] = {
     # gitliza's: a supervisor did not start an agent because its task's token budget is spent
     # (gitliza/core/usage.py); the watcher's BUDGET alarm reads it.
     "budget_exceeded": ("budget", "spent"),
+    # gitliza's: a submit refused because its changes left the task's lock scope (docs/locks.md).
+    "scope_violation": ("files",),
 }
 ANOMALY_TYPES = tuple(ANOMALY_REQUIRED)
 
@@ -139,6 +141,9 @@ class Task:
     # Tokens (input + output) the task's agent runs may spend; per-task override of
     # config.budget_tokens_per_task (gitliza/core/usage.py).
     budget_tokens: int | None = since_v1(None)
+    # Globs of the paths the task will write (core/lockscope.py): held as a lock while the task
+    # is in flight, so no two tasks in flight write the same paths.
+    lock_scope: tuple[str, ...] = since_v1(())
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,7 @@ YAML (a list, or a mapping with `tasks:`):
       - id: t2
         description: Retry get_orders
         depends_on: [t1]          # or "t1, t0"
+        lock_scope: [api/orders.py, CHANGELOG.md]   # the paths it writes (docs/locks.md)
 
 Markdown (the heading is `## ID: description`; `key: value` lines below it; other lines are
 appended to the description):
@@ -41,7 +42,8 @@ _KEYS = {"id": "task", "task": "task", "description": "description", "desc": "de
          "max_iterations": "max_iterations", "max-iterations": "max_iterations",
          "max_review_cycles": "max_review_cycles", "max-review-cycles": "max_review_cycles",
          "lease_duration_override": "lease_duration_override",
-         "lease-duration-override": "lease_duration_override"}
+         "lease-duration-override": "lease_duration_override",
+         "lock_scope": "lock_scope", "lock-scope": "lock_scope"}
 _INTS = ("priority", "max_iterations", "max_review_cycles", "lease_duration_override")
 _TRUE, _FALSE = ("true", "yes", "1"), ("false", "no", "0")
 
@@ -95,7 +97,7 @@ def read(text: str, name: str) -> TaskFile:
 def _value(field: str, value: Any, name: str, line: int) -> Any:
     if value is None:
         return None
-    if field == "depends_on":
+    if field in ("depends_on", "lock_scope"):
         items = value if isinstance(value, list) else str(value).split(",")
         return tuple(str(x).strip() for x in items if str(x).strip())
     if field == "ready":

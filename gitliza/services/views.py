@@ -39,6 +39,7 @@ def status_data(liza: Any, at: str | None = None) -> dict[str, Any]:
         "tasks": [task_row(t) for t in live], "archived": len(archived),
         "agents": [codec.encode(a) for a in board.agents()],
         "claimable": [t.id for t in _invariants().claimable(board, liza.now())],
+        "lock_waits": _invariants().lock_waits(board),
         "discovered": [codec.encode(d) for d in board.values("discovered")],
         "control": codec.encode(board.control),
         "warnings": [w for w in (metrics.rubber_stamp_warning(m),) if w],
@@ -50,7 +51,8 @@ def task_row(t: Task) -> dict[str, Any]:
             "assigned_to": t.assigned_to, "depends_on": list(t.depends_on),
             "lease_expires": t.lease_expires, "reviewing_by": t.reviewing_by,
             "review_lease_expires": t.review_lease_expires, "iteration": t.iteration,
-            "blocked_reason": t.blocked_reason, "description": t.description}
+            "blocked_reason": t.blocked_reason, "description": t.description,
+            "lock_scope": list(t.lock_scope)}
 
 def find_task(board: Board, task: str) -> Task:
     t = board.task(task)

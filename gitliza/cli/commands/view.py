@@ -56,14 +56,27 @@ def _status(env: Env, at: str | None) -> int:
         edit = view_edit(env.liza().store)
         if edit is not None:
             out.line(f"WARNING: {edit.message()}")
+    waits = _invariants_mod().lock_waits(board)
     out.table("tasks", ["task", "status", "pri", "assigned", "lease/review", "depends on"],
               [[t.id, t.status.value, t.priority, t.assigned_to or "",
-                t.review_lease_expires or t.lease_expires or "", ", ".join(t.depends_on)]
+                t.review_lease_expires or t.lease_expires or "",
+                ", ".join(t.depends_on + ((f"lock:{waits[t.id]}",) if t.id in waits else ()))]
                for t in live])
     out.table("agents", ["agent", "role", "status", "task", "lease"],
               [[a.id, a.role.value, a.status.value, a.current_task or "", a.lease_expires or ""]
                for a in agents])
     return 0
+
+
+def _invariants_mod() -> Any:
+    from gitliza.core import invariants
+    return invariants
+
+
+def _lock_lines(board: Board) -> list[str]:
+    """One line per task that waits only for a lock scope held by a task in flight."""
+    return [f"{tid} waits for the lock scope of {holder} (in flight)"
+            for tid, holder in sorted(_invariants_mod().lock_waits(board).items())]
 
 
 def _has_view(env: Env) -> bool:
@@ -224,10 +237,17 @@ def ready(env: Env, at: str | None) -> int:
         if not board.initialized:
             raise NoBoard()
         env.out.line(why_nothing_ready(board, kind))
+        if kind == "claimable":
+            for line in _lock_lines(board):
+                env.out.line(line)
         return 0
     env.out.table(kind,
                   ["task", "status", "pri", "description"],
                   [[t.id, t.status.value, t.priority, t.description[:60]] for t in tasks])
+    if kind == "claimable":
+        board, _ = liza.store.board(at)
+        for line in _lock_lines(board):
+            env.out.line(line)
     return 0
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from gitliza.core import clock, liveness
+from gitliza.core import clock, liveness, lockscope
 from gitliza.core.board import Board, Changes
 from gitliza.core.ids import check_id
 from gitliza.core.model import SprintStatus
@@ -47,8 +47,9 @@ def apply(board: Board, op: Op) -> Outcome:
                   summary=ctx.summary or _default_summary(op, ctx))
     changes = {k: v for k, v in ctx.changes.items() if _differs(base, k, v)}
     _check_agent_moves(base, changes)
-    return Outcome(changes=changes, event=event, board=base.with_changes(changes),
-                   notices=tuple(ctx.notices))
+    after = base.with_changes(changes)
+    _check_locks(after, changes)
+    return Outcome(changes=changes, event=event, board=after, notices=tuple(ctx.notices))
 
 
 def completes(ctx: Ctx) -> None:
@@ -63,6 +64,23 @@ def completes(ctx: Ctx) -> None:
         ctx.put("sprint", "", replace(sp, status=SprintStatus.COMPLETED,
                                       timeline=replace(sp.timeline, ended=ctx.op.time)))
         ctx.notices.append(f"sprint {sp.id} COMPLETED: its planned tasks are terminal")
+
+
+def _check_locks(board: Board, changes: Changes) -> None:
+    """No op may leave two tasks in flight with overlapping lock scopes (core/lockscope.py):
+    Claim and Edit say so in their own words; this is the rule every op, and replay, meets. The
+    board is walked only when a task this op wrote holds a lock scope."""
+    mine = [t for (coll, _), t in changes.items() if coll == "tasks" and t is not None
+            and t.lock_scope and t.status in lockscope.IN_FLIGHT]
+    if not mine:
+        return
+    tasks = list(board.tasks())
+    for t in mine:
+        hit = lockscope.holder(tasks, t.id, t.lock_scope)
+        if hit is not None:
+            raise ValidationError(f"{t.id}: its lock scope ({hit[2]}) overlaps that of {hit[0]} "
+                                  f"({hit[1]}), in flight; it must wait until {hit[0]} is "
+                                  "merged or ended")
 
 
 def _check_generation(board: Board, op: Op) -> None:

@@ -154,6 +154,11 @@ def _merge_once(liza: Liza, task: str, integration_timeout: float | None) -> Mer
         except LizaError as e:
             raise _unrecorded(branch, task, outcome, e) from e
         notes += drop_worktree(liza, task)
+    from gitliza.services.lifecycle.conflicts import send_back_conflicts
+    try:  # the integration branch moved: what waits for review or merge is checked against it
+        notes += send_back_conflicts(liza)
+    except LizaError as e:  # the merge is done and recorded; the next check catches up
+        notes.append(f"conflict check after the merge: {e}")
     return MergeResult(done, outcome, branch, done.outcome.notices + tuple(notes))
 
 
