@@ -327,13 +327,9 @@ class Submit(Op):
         ctx.transition(t, S.READY_FOR_REVIEW)
         me = holder_check(ctx, t, "submit")
         check_sha(self.commit, "review commit")
-        if t.lock_scope:
-            if not self.changed:
-                raise ValidationError(f"submit {t.id}: a task with a lock scope must name the "
-                                      "paths its commit changes")
-            out = lockscope.outside(t.lock_scope, self.changed)
-            if out:
-                raise ScopeViolation(scope_violation_line(t.id, out))
+        out = lockscope.outside(t.lock_scope, self.changed)
+        if out:
+            raise ScopeViolation(scope_violation_line(t.id, out))
         ctx.put_task(replace(t, status=S.READY_FOR_REVIEW, review_commit=self.commit,
                              lease_expires=None, reviewing_by=None, review_lease_expires=None,
                              handoff_pending=False,
