@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Collection, Iterable
 
-from gitliza.core import queries
+from gitliza.core import mergequeue, queries
 from gitliza.core.board import Board
 from gitliza.core.invariants import claimable, reviewable
 from gitliza.core.model import Discovery, GoalStatus, SprintStatus, Task
@@ -139,7 +139,8 @@ def work_for(board: Board, role: Role, agent: str, now: str,
             ids = [i for i in ids if i == me.current_task]  # it may only take its own task back
         return ids
     if role == Role.CODE_REVIEWER:
-        return [t.id for t in approved_by(board, agent)] + \
+        # Any reviewer merges the merge queue, whoever approved (core/mergequeue.py).
+        return [t.id for t in mergequeue.queue(board)] + \
             [t.id for t in reviewable(board, now, agent)]
     if role == Role.PLANNER:
         return [trig.value for trig, _ in planner_triggers(board)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator, Sequence
 
-from gitliza.core import codec, metrics, usage
+from gitliza.core import codec, mergequeue, metrics, usage
 from gitliza.core.board import Board
 from gitliza.core.model import Metrics, Task
 from gitliza.core.queries import notes_for
@@ -40,6 +40,8 @@ def status_data(liza: Any, at: str | None = None) -> dict[str, Any]:
         "agents": [codec.encode(a) for a in board.agents()],
         "claimable": [t.id for t in _invariants().claimable(board, liza.now())],
         "lock_waits": _invariants().lock_waits(board),
+        "merge_queue": [t.id for t in mergequeue.queue(board)],
+        "flow": mergequeue.figures(board, liza.now()),
         "discovered": [codec.encode(d) for d in board.values("discovered")],
         "control": codec.encode(board.control),
         "warnings": [w for w in (metrics.rubber_stamp_warning(m),) if w],

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from gitliza.core import wake
+from gitliza.core import mergequeue, wake
 from gitliza.core.board import Board
 from gitliza.core.model import Config
 from gitliza.core.ops.goal import CompleteGoal
@@ -112,10 +112,11 @@ class WorkFinder:
         return Job(task=res.task, worktree=res.worktree)
 
     def merge_approved(self, board: Board) -> bool:
-        """A reviewer merges what it approved (before it looks for more work, and before a
-        `--once` supervisor exits). Returns whether it tried any."""
+        """A reviewer merges the merge queue (core/mergequeue.py: approval order, integration
+        fixes first, priority with aging), whoever approved each task, before it looks for more
+        work and before a `--once` supervisor exits. Returns whether it tried any."""
         merged = False
-        for t in wake.approved_by(board, self.agent):
+        for t in mergequeue.queue(board):
             merged = True
             try:
                 res = merge(self.liza, t.id)

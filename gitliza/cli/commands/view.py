@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from gitliza.cli.commands import Env
-from gitliza.core import codec, metrics, usage
+from gitliza.core import codec, mergequeue, metrics, usage
 from gitliza.core.board import Board
 from gitliza.core.model import Metrics
 from gitliza.core.queries import notes_for
@@ -45,6 +45,8 @@ def _status(env: Env, at: str | None) -> int:
         out.line(warning)
     for line in _control_lines(board):
         out.line(line)
+    out.line(_queue_line(board))
+    out.line(mergequeue.figures_line(mergequeue.figures(board, env.liza().now())))
     spent = usage.goal_totals(board)
     if spent.runs:
         out.line(f"usage: {spent.line()}")
@@ -66,6 +68,13 @@ def _status(env: Env, at: str | None) -> int:
               [[a.id, a.role.value, a.status.value, a.current_task or "", a.lease_expires or ""]
                for a in agents])
     return 0
+
+
+def _queue_line(board: Board) -> str:
+    """The merge queue, next first (core/mergequeue.py)."""
+    q = mergequeue.queue(board)
+    return "merge queue: " + (", ".join(t.id + (" (fix)" if t.integration_fix else "")
+                                        for t in q) if q else "empty")
 
 
 def _invariants_mod() -> Any:
