@@ -32,14 +32,16 @@ def status_data(liza: Any, at: str | None = None) -> dict[str, Any]:
     """`status --json` (and the MCP `status` tool and board resource)."""
     board, commit = liza.store.board(at)
     live, archived, m = tasks_in_order(board)
+    waits = _invariants().lock_waits(board)
     return {
         "state": str(commit.id) if commit else None, "goal": codec.encode(board.goal),
         "sprint": {**codec.encode(board.sprint), "metrics": codec.encode(m)},
         "config": codec.encode(board.config),
-        "tasks": [task_row(t) for t in live], "archived": len(archived),
+        "tasks": [{**task_row(t), **({"lock_wait": waits[t.id]} if t.id in waits else {})}
+                  for t in live], "archived": len(archived),
         "agents": [codec.encode(a) for a in board.agents()],
         "claimable": [t.id for t in _invariants().claimable(board, liza.now())],
-        "lock_waits": _invariants().lock_waits(board),
+        "lock_waits": waits,
         "merge_queue": [t.id for t in mergequeue.queue(board)],
         "flow": mergequeue.figures(board, liza.now()),
         "discovered": [codec.encode(d) for d in board.values("discovered")],

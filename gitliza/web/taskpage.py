@@ -63,6 +63,7 @@ def task_body(t: dict[str, Any], *, spec: str | None, audit: Sequence[dict[str, 
              ("review commit", (t.get("review_commit") or "")[:12] or None),
              ("merge commit", (t.get("merge_commit") or "")[:12] or None),
              ("approved by", t.get("approved_by")), ("scope", t.get("scope")),
+             ("lock scope", ", ".join(t.get("lock_scope", ())) or None),
              ("spec", t.get("spec_ref")), ("failed by", ", ".join(t.get("failed_by", ())) or None)]
     dl = "".join(f"<div><dt>{k}</dt><dd>{e(v)}</dd></div>" for k, v in facts if v)
     if lease:
