@@ -101,8 +101,12 @@ def planner_triggers(board: Board) -> list[tuple[WakeTrigger, tuple[str, ...]]]:
     for trig, ids in (
             (WakeTrigger.BLOCKED_TASKS,
              [t.id for t in live if t.status == S.BLOCKED and not exhausted(t)]),
+            # A conflict sent back before review (the `conflict` op, which records the tip it
+            # met) is its coder's to fix: it wakes no planner.
             (WakeTrigger.INTEGRATION_FAILED,
-             [t.id for t in live if t.status == S.INTEGRATION_FAILED]),
+             [t.id for t in live if t.status == S.INTEGRATION_FAILED and not (
+                 t.history and t.history[-1].event == "integration_failed"
+                 and t.history[-1].commit is not None)]),
             (WakeTrigger.HYPOTHESIS_EXHAUSTED, [t.id for t in live if exhausted(t)]),
             (WakeTrigger.IMMEDIATE_DISCOVERY, [d.id for d in open_immediate(board)])):
         if ids:
