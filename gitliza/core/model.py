@@ -216,6 +216,8 @@ class Config:
     # gives the work up, and agent launches per supervisor in any sliding minute.
     max_no_progress_runs: int = since_v1(5)
     max_launches_per_minute: int = since_v1(20)
+    # Approved tasks merged per integration test (docs/locks.md "Batches"): 1 tests each merge.
+    merge_batch: int = since_v1(1)
     integration_branch: str = "integration"
     escalation_webhook: str | None = None
     # The integration branch's tip when the board was made (recorded by `init`): the repository's

@@ -17,6 +17,7 @@ from gitliza.core.states import Role, TaskState
 from gitliza.core.wake import WakeTrigger
 from gitliza.errors import LeaseLost, LizaError
 from gitliza.services import leasewatch
+from gitliza.services.lifecycle.batch import merge_batch
 from gitliza.services.lifecycle.claim import claim
 from gitliza.services.lifecycle.locations import main_root, task_dir
 from gitliza.services.lifecycle.merge import MergeFailed, merge
@@ -115,8 +116,8 @@ class WorkFinder:
         """A reviewer merges the merge queue (core/mergequeue.py: approval order, integration
         fixes first, priority with aging), whoever approved each task, before it looks for more
         work and before a `--once` supervisor exits. Returns whether it tried any."""
-        merged = False
-        for t in mergequeue.queue(board):
+        merged = self._merge_batches(board)
+        for t in mergequeue.queue(self.liza.board() if merged else board):
             merged = True
             try:
                 res = merge(self.liza, t.id)
@@ -128,6 +129,28 @@ class WorkFinder:
             except LizaError as e:
                 self.log(f"merge of {t.id}: {e}")
         return merged
+
+    def _merge_batches(self, board: Board) -> bool:
+        """With config merge_batch > 1: the queue's head merged in batches, one integration test
+        per batch (services/lifecycle/batch.py); what a batch leaves is merged one by one."""
+        size, tried = board.config.merge_batch, False
+        while size > 1:
+            queue = [t.id for t in mergequeue.queue(board)]
+            if len(queue) < 2:
+                break
+            tried = True
+            try:
+                done, runs = merge_batch(self.liza, queue[:size])
+            except LeaseLost:
+                raise
+            except LizaError as e:
+                self.log(f"merge batch: {e}")
+                break
+            if not done:
+                break
+            self.log(f"merged {', '.join(done)} as one batch ({runs} integration test run(s))")
+            board = self.liza.board()
+        return tried
 
     def _reviewer_work(self, board: Board, now: str) -> Job | None:
         if self.merge_approved(board):
