@@ -11,7 +11,8 @@ one-file   8 tasks that each append a line to the same file, no lock scopes, 3 c
 pairs      8 tasks in 4 pairs, each pair on one file, with lock scopes, 4 coders: the second of
            a pair waits for the first's lock; counted as above, and the wall time against
 disjoint   the same plan on 8 disjoint files (the ideal with 4 coders: two rounds).
-slow-test  `pairs` and `disjoint` with an integration test that sleeps --test seconds.
+slow-test  `pairs` and `disjoint` with an integration test that sleeps --test seconds, merged
+           one by one (merge_batch 1) and in batches of up to 4 (merge_batch 4).
 
 Each coder run sleeps --work seconds (the "work"), so that wall times compare rounds, not the
 supervisors' start-up. The reviewer approves everything.
@@ -73,7 +74,7 @@ REVIEWER = ('git liza verdict "$LIZA_TASK_ID" approve --commit "$LIZA_REVIEW_COM
 
 
 def board(root: Path, name: str, files: dict[str, str], scoped: bool,
-          test_seconds: float) -> tuple[Path, Liza]:
+          test_seconds: float, batch: int = 1) -> tuple[Path, Liza]:
     path = root / name
     path.mkdir()
     git = ["git", "-C", str(path)]
@@ -91,7 +92,8 @@ def board(root: Path, name: str, files: dict[str, str], scoped: bool,
     liza.do(Init, goal="bench")
     for k, v in {"coder_max_wait": "3600", "heartbeat_interval": "60",
                  "lease_duration": "600", "max_launches_per_minute": "600",
-                 "max_review_cycles": "10", "max_coder_iterations": "20"}.items():
+                 "max_review_cycles": "10", "max_coder_iterations": "20",
+                 "merge_batch": str(batch)}.items():
         liza.do(ConfigSet, key=k, value=v)
     ensure_integration_branch(liza, liza.board().config.integration_branch)
     tasks = tuple(NewTask(task=t, description=f"append {t} to {f}", spec_ref="spec.md",
@@ -111,8 +113,8 @@ def supervise(path: Path, role: str, agent: str, cmd: list[str],
 
 
 def run(root: Path, name: str, files: dict[str, str], coders: int, scoped: bool, work: float,
-        test_seconds: float = 0, timeout: float = 600) -> dict[str, object]:
-    path, liza = board(root, name, files, scoped, test_seconds)
+        test_seconds: float = 0, batch: int = 1, timeout: float = 600) -> dict[str, object]:
+    path, liza = board(root, name, files, scoped, test_seconds, batch)
     plan = root / f"{name}.json"
     procs = [supervise(path, "coder", f"coder-{i}",
                        [sys.executable, "-c", CODER, str(plan), str(work)],
@@ -143,7 +145,8 @@ def run(root: Path, name: str, files: dict[str, str], coders: int, scoped: bool,
     sent_back = sum(1 for t in tasks for h in t.history
                     if h.event == "integration_failed" and h.commit is not None)
     flow = mergequeue.figures(b, liza.now())
-    return {"scenario": name, "coders": coders, "lock_scopes": scoped, "ended": ended,
+    return {"scenario": name, "coders": coders, "lock_scopes": scoped, "merge_batch": batch,
+            "ended": ended,
             "wall_s": round(wall, 1),
             "merged": sum(1 for t in tasks if t.status == "MERGED"),
             "blocked": sum(1 for t in tasks if t.status == "BLOCKED"),
@@ -176,6 +179,10 @@ def main() -> None:
             out.append(run(root, "pairs-slow-test", pairs, 4, True, args.work, args.test))
             out.append(run(root, "disjoint-slow-test", disjoint, 4, True, args.work,
                            args.test))
+            out.append(run(root, "pairs-slow-test-batch4", pairs, 4, True, args.work,
+                           args.test, batch=4))
+            out.append(run(root, "disjoint-slow-test-batch4", disjoint, 4, True, args.work,
+                           args.test, batch=4))
         for r in out:
             print(json.dumps(r))
             sys.stdout.flush()

@@ -119,7 +119,7 @@ TASK_TRANSITIONS: tuple[Transition, ...] = tuple(
     + _t("merge", (S.APPROVED,), S.MERGED, MERGERS, "exactly review_commit merged")
     + _t("merge", (S.APPROVED,), S.INTEGRATION_FAILED, MERGERS, "conflict or failing test")
     + _t("conflict", (S.READY_FOR_REVIEW, S.APPROVED), S.INTEGRATION_FAILED,
-         CODERS | MERGERS, "no longer merges with the integration branch: back to its coder "
+         MERGERS, "no longer merges with the integration branch: back to its coder "
          "before a review or a merge is spent on it")
     + _t("unblock", (S.BLOCKED,), S.UNCLAIMED, PLANNING, "keeps failed_by")
     + _t("rescope", _PLANNER_RETIRABLE, S.SUPERSEDED, PLANNING)
