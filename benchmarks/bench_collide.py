@@ -160,7 +160,7 @@ def run(root: Path, name: str, files: dict[str, str], coders: int, scoped: bool,
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--only", choices=["one-file", "pairs", "slow-test"])
+    ap.add_argument("--only", choices=["one-file", "pairs", "slow-test", "batch"])
     ap.add_argument("--work", type=float, default=2.0, help="seconds each coder run works")
     ap.add_argument("--test", type=float, default=10.0, help="integration test seconds")
     args = ap.parse_args()
@@ -179,6 +179,7 @@ def main() -> None:
             out.append(run(root, "pairs-slow-test", pairs, 4, True, args.work, args.test))
             out.append(run(root, "disjoint-slow-test", disjoint, 4, True, args.work,
                            args.test))
+        if args.only in (None, "slow-test", "batch"):
             out.append(run(root, "pairs-slow-test-batch4", pairs, 4, True, args.work,
                            args.test, batch=4))
             out.append(run(root, "disjoint-slow-test-batch4", disjoint, 4, True, args.work,

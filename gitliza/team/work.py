@@ -11,6 +11,7 @@ from typing import Any, Callable
 
 from gitliza.core import mergequeue, wake
 from gitliza.core.board import Board
+from gitliza.core.invariants import reviewable
 from gitliza.core.model import Config
 from gitliza.core.ops.goal import CompleteGoal
 from gitliza.core.states import Role, TaskState
@@ -152,8 +153,16 @@ class WorkFinder:
             board = self.liza.board()
         return tried
 
+    def _batch_filling(self, board: Board, now: str) -> bool:
+        """With merge_batch > 1, the queue fills before it is merged: while it is shorter than a
+        batch and a review waits, the review comes first (a queued task waits for at most
+        merge_batch - 1 reviews; with nothing to review, what is queued is merged)."""
+        size = board.config.merge_batch
+        return size > 1 and 0 < len(mergequeue.queue(board)) < size and \
+            bool(reviewable(board, now, self.agent))
+
     def _reviewer_work(self, board: Board, now: str) -> Job | None:
-        if self.merge_approved(board):
+        if not self._batch_filling(board, now) and self.merge_approved(board):
             board, now = self.liza.board(), self.liza.now()
         held = wake.holder_of(board, self.agent)
         if held is not None and wake.still_holds(board, self.agent, held.id, self.role) and \
