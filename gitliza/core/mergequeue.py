@@ -21,7 +21,7 @@ FIX_BONUS = 1800  # seconds an integration fix goes ahead (it was approved befor
 def approved_at(t: Task) -> str:
     """When `t` was last approved (its creation when the history has no approval)."""
     for h in reversed(t.history):
-        if h.event == "approved":
+        if h.event in ("approved", "approval_carried"):
             return h.time
     return t.created
 
@@ -56,6 +56,8 @@ def figures(board: Board, now: str) -> dict[str, float | int | None]:
             elif h.event in ("approved", "rejected"):
                 verdicts += 1
                 approved = h.time if h.event == "approved" else approved
+            elif h.event == "approval_carried":
+                approved = h.time
             elif h.event == "merged" and approved is not None:
                 queue_times.append(max(0, clock.to_epoch(h.time) - clock.to_epoch(approved)))
         if t.status == TaskState.MERGED:

@@ -171,7 +171,7 @@ def approved_commit(t: Task) -> str | None:
     """The commit `t` was last approved at, if ever (an integration fix's reviewer is shown what
     changed since)."""
     for h in reversed(t.history):
-        if h.event == "approved":
+        if h.event in ("approved", "approval_carried"):
             return h.commit
     return None
 

@@ -121,6 +121,8 @@ TASK_TRANSITIONS: tuple[Transition, ...] = tuple(
     + _t("conflict", (S.READY_FOR_REVIEW, S.APPROVED), S.INTEGRATION_FAILED,
          MERGERS, "no longer merges with the integration branch: back to its coder "
          "before a review or a merge is spent on it")
+    + _t("carry-approval", (S.READY_FOR_REVIEW,), S.APPROVED, MERGERS,
+         "an integration fix that is git's clean merge of its approved commit: no second review")
     + _t("unblock", (S.BLOCKED,), S.UNCLAIMED, PLANNING, "keeps failed_by")
     + _t("rescope", _PLANNER_RETIRABLE, S.SUPERSEDED, PLANNING)
     + _t("abandon", _PLANNER_RETIRABLE, S.ABANDONED, PLANNING)

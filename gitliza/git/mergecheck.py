@@ -33,13 +33,11 @@ def conflicts(repo: Repository, tip: Oid, commit: Oid) -> list[str]:
     return sorted({e.path for sides in index.conflicts for e in sides if e is not None})
 
 
-def clean_merge_tree(repo: Repository, tip: Oid, commit: Oid) -> Oid | None:
-    """The tree git's own merge of `commit` into `tip` gives, or None when it conflicts."""
-    theirs = require_commit(repo, commit)
-    if repo.descendant_of(theirs.id, tip):
-        return theirs.tree_id
-    index = repo.merge_commits(tip, theirs.id)
-    if index.conflicts is not None:
-        return None
-    tree: Oid = index.write_tree(repo)
-    return tree
+def is_clean_merge(repo: Repository, commit: Oid) -> bool:
+    """Whether `commit` is exactly git's clean merge of its two parents: the merge has no
+    conflict and its tree is the commit's (compared without writing anything)."""
+    c = require_commit(repo, commit)
+    if len(c.parent_ids) != 2:
+        return False
+    index = repo.merge_commits(c.parent_ids[0], c.parent_ids[1])
+    return index.conflicts is None and len(index.diff_to_tree(c.tree)) == 0

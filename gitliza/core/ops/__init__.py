@@ -22,7 +22,7 @@ _WHERE = {
     "Block": "work", "Claim": "work", "HandoffOp": "work", "Heartbeat": "work", "Reassign": "work",
     "Release": "work", "Submit": "work",
     "ClaimReview": "review", "Merge": "review", "Verdict": "review",
-    "Conflict": "integration",
+    "CarryApproval": "integration", "Conflict": "integration",
     "AbortOp": "control", "Checkpoint": "control", "Pause": "control", "Resume": "control",
     "Supervise": "control",
     "Circuit": "governance", "Import": "governance", "SprintScopeOp": "sprint",

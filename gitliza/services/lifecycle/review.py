@@ -25,6 +25,7 @@ from gitliza.git.checkouts import clean_sync_problems, worktree_head
 from gitliza.git.worktrees import add_task_worktree
 from gitliza.services import leasewatch
 from gitliza.services.lifecycle.attic import keep_leftovers
+from gitliza.services.lifecycle.carry import carry_clean_fixes
 from gitliza.services.lifecycle.conflicts import send_back_conflicts
 from gitliza.services.lifecycle.integration import integration_tip
 from gitliza.services.lifecycle.common import NO_SHA, Done, dry_run, require_task, warn
@@ -124,7 +125,8 @@ def claim_review(liza: Liza, task: str | None = None) -> Done:
     descends from it)."""
     me = liza.agent
     pull_first(liza, "claim-review")
-    sent_back = tuple(send_back_conflicts(liza))  # a reviewer never takes one that conflicts
+    # A reviewer never takes one that conflicts, nor a fix that keeps its approval.
+    sent_back = tuple(send_back_conflicts(liza)) + tuple(carry_clean_fixes(liza))
 
     def pick(board: Board, now: str) -> str:
         if task is not None:
