@@ -6,8 +6,8 @@ from typing import Any, Callable
 
 import pytest
 
-from gitliza.core.ops import (Abandon, Add, Block, Claim, ClaimReview, Conflict, Edit, Finalize,
-                              Merge,
+from gitliza.core.ops import (Abandon, Add, Block, CarryApproval, Claim, ClaimReview, Conflict,
+                              Edit, Finalize, Merge,
                               Reassign, Release, Rescope, Submit, Unblock, Verdict, apply)
 from gitliza.core.states import (FORBIDDEN, TASK_TRANSITIONS, TERMINAL, TaskState, Transition,
                                  is_legal)
@@ -31,6 +31,8 @@ OPS: dict[str, Callable[[Runner], Any]] = {
                             merge_commit=MERGE_C),
     "conflict": lambda r: r.do(Conflict, "reviewer-2", task="task-1",
                                reason="conflicts in: a.txt", tip=MERGE_C),
+    "carry-approval": lambda r: r.do(CarryApproval, "reviewer-2", task="task-1", commit=C1,
+                                     approved=C1, onto=MERGE_C),
     "unblock": lambda r: r.do(Unblock, "planner-1", task="task-1"),
     "rescope": lambda r: r.do(Rescope, "planner-1", task="task-1", into=("task-9",), reason="r"),
     "abandon": lambda r: r.do(Abandon, "planner-1", task="task-1", reason="r"),
@@ -88,6 +90,13 @@ def _perform(tr: Transition) -> TaskState:
         verdict(r, "approve", reviewer="reviewer-2")
     elif special == ("merge", S.APPROVED, S.INTEGRATION_FAILED):
         r.do(Merge, "reviewer-1", task="task-1", result="failed", reason="tests fail")
+    elif tr.op == "carry-approval":  # an integration fix: approved at C1, failed, fixed at C2
+        verdict(r, "approve")
+        r.do(Merge, "reviewer-1", task="task-1", result="failed", reason="tests fail")
+        claim(r)
+        r.do(Submit, "coder-1", task="task-1", commit="c" * 40)
+        r.do(CarryApproval, "reviewer-2", task="task-1", commit="c" * 40, approved=C1,
+             onto=MERGE_C)
     elif tr.op == "block" and tr.source == S.CLAIMED and tr.target == S.BLOCKED:
         r.do(Block, "coder-1", task="task-1", reason="r", questions=("q?",))
     elif tr.op == "claim" and tr.source == S.REJECTED:
