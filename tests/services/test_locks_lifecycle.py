@@ -19,6 +19,24 @@ def add(repo: Path, tid: str, *scope: str) -> None:
        "--scope", "src", "--ready", *args, agent="p1")
 
 
+def test_add_from_a_file_takes_lock_scopes(repo: Path) -> None:
+    setup_board(repo, tasks=())
+    (repo / "tasks.yaml").write_text(
+        "tasks:\n"
+        "  - id: a1\n    description: one\n    lock_scope: [CHANGELOG.md, 'src/**']\n"
+        "  - id: a2\n    description: two\n    lock-scope: docs/, docs\n"
+        "  - id: a3\n    description: three\n    lock_scope: [/etc/passwd]\n")
+    before = tip(repo)
+    err = fails(repo, 1, "add", "--from", "tasks.yaml", agent="p1")
+    assert "tasks.yaml:" in err and "/etc/passwd" in err
+    assert tip(repo) == before  # all or none
+    text = (repo / "tasks.yaml").read_text()
+    (repo / "tasks.yaml").write_text(text[:text.index("  - id: a3")])
+    ok(repo, "add", "--from", "tasks.yaml", agent="p1")
+    assert task(repo, "a1").lock_scope == ("CHANGELOG.md", "src/**")
+    assert task(repo, "a2").lock_scope == ("docs",)
+
+
 def test_claim_waits_for_the_lock_and_ready_and_status_say_for_which(repo: Path) -> None:
     setup_board(repo, tasks=())
     add(repo, "t1", "CHANGELOG.md", "src/a/**")

@@ -152,8 +152,8 @@ def add(env: Env, task: str | None, desc: str | None, spec_ref: str | None, done
 
     if from_file is not None:
         if task is not None or desc is not None or lock_scope:
-            raise ValidationError("add --from FILE takes its tasks from the file: no TASK, "
-                                  "--desc or --lock-scope")
+            raise ValidationError("add --from FILE takes its tasks from the file: no TASK or "
+                                  "--desc (nor --lock-scope)")
         return add_from(env, from_file)
     if task is None or desc is None:
         raise ValidationError("add needs a TASK id and --desc TEXT",
