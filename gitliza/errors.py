@@ -57,6 +57,13 @@ class LeaseLost(ValidationError):
     code = "LEASE_LOST"
 
 
+class ScopeViolation(ValidationError):
+    """A submit whose changes leave the task's lock scope (docs/locks.md): a structural failure,
+    corrected by the coder or the planner, never retried as if it were a crash."""
+
+    code = "SCOPE_VIOLATION"
+
+
 class NoBoard(ValidationError):
     """No board in this repository (refs/liza/state is missing or empty). The CLI completes the
     hint: when the clone's remote holds a board, `git liza pull` is what to run, not `init`."""

@@ -32,8 +32,10 @@ Runner = Callable[[Any, dict[str, Any]], Any]  # (Liza, checked arguments) -> JS
 # add-tasks is `add --from FILE` (a file of the CLI); an MCP client adds task by task with `add`.
 # `usage` is recorded by the supervisor when a run ends (gitliza/team/usage.py), never by its agent.
 # `upgrade` is written by the human (`git liza upgrade`) or by the first write of a newer gitliza.
+# `conflict` and `carry-approval` record what an in-memory merge found (services/lifecycle/conflicts.py): the shell
+# applies it after the merge, never an agent on its word.
 NOT_TOOLS = frozenset({"init", "import", "register", "supervise", "rekey", "seal", "add-tasks",
-                       "usage", "upgrade"})
+                       "usage", "upgrade", "conflict", "carry-approval"})
 AGENTS = frozenset({Role.PLANNER, Role.CODER, Role.CODE_REVIEWER})
 EVERYONE = frozenset(Role)
 

@@ -216,6 +216,9 @@ def add(task: Optional[str] = typer.Argument(None, help="The new task's id."),
         label: List[str] = typer.Option(
             [], "--label", help="A label (repeat, or a,b); config quorum_rules may raise the "
                                 "task's review quorum by it."),
+        lock_scope: List[str] = typer.Option(
+            [], "--lock-scope", help="A glob of the paths it writes (repeat): held as a lock "
+                                     "while it is in flight (docs/locks.md)."),
         agent: Optional[str] = AgentOpt, json: bool = JsonOpt, no_sync: bool = NoSyncOpt) -> None:
     """Add a DRAFT task (or UNCLAIMED with --ready: gates met, spec on the integration branch),
     or with --from FILE every task of a file, all or none."""
@@ -223,7 +226,7 @@ def add(task: Optional[str] = typer.Argument(None, help="The new task's id."),
          done_when=done_when, scope=scope, priority=priority, depends_on=depends_on, ready=ready,
          max_iterations=max_iterations, max_review_cycles=max_review_cycles,
          lease_duration_override=lease_duration_override, from_file=from_file,
-         budget_tokens=budget_tokens, labels=label)
+         budget_tokens=budget_tokens, labels=label, lock_scope=lock_scope)
 
 
 @app.command()
@@ -238,13 +241,17 @@ def edit(task: str, desc: Optional[str] = typer.Option(None, "--desc"),
          max_review_cycles: Optional[int] = typer.Option(None, "--max-review-cycles"),
          lease_duration_override: Optional[int] = typer.Option(None, "--lease-duration-override"),
          budget_tokens: Optional[int] = typer.Option(None, "--budget-tokens"),
+         lock_scope: List[str] = typer.Option(
+             [], "--lock-scope", help="Replaces the lock scope (repeat for more globs)."),
+         no_lock_scope: bool = typer.Option(False, "--no-lock-scope",
+                                            help="Clear the lock scope."),
          agent: Optional[str] = AgentOpt, json: bool = JsonOpt, no_sync: bool = NoSyncOpt) -> None:
     """Refine a DRAFT or UNCLAIMED task (only the fields given change)."""
     _run(_board().edit, agent, json, no_sync, task=task, desc=desc, spec_ref=spec_ref,
          done_when=done_when, scope=scope, priority=priority, depends_on=depends_on,
          no_depends=no_depends, max_iterations=max_iterations,
          max_review_cycles=max_review_cycles, lease_duration_override=lease_duration_override,
-         budget_tokens=budget_tokens)
+         budget_tokens=budget_tokens, lock_scope=lock_scope, no_lock_scope=no_lock_scope)
 
 
 @app.command()

@@ -11,12 +11,13 @@ from dataclasses import dataclass
 from typing import Callable, Collection, Iterable
 
 from gitliza.core.quorum import room
-from gitliza.core import clock
+from gitliza.core import clock, lockscope
 from gitliza.core.board import Board
 from gitliza.core.ids import is_valid_id, spec_ref_leaves
 from gitliza.core.model import ANOMALY_REQUIRED, Agent, Anomaly, Task, Usage
 from gitliza.core.usage import totals_problems
 from gitliza.core.states import TERMINAL, AgentState, Role, TaskState
+from gitliza.errors import ValidationError
 
 S = TaskState
 LEASE_GRACE_SECONDS = 60
@@ -82,6 +83,12 @@ def task_problems(t: Task, *, archived: bool | None = None) -> list[str]:
         p.append("co_reviews are only held on READY_FOR_REVIEW tasks")
     if archived is not None and archived != (st in TERMINAL):
         p.append("terminal tasks are stored in archive/, live ones in tasks/")
+    if t.lock_scope:
+        try:
+            if lockscope.check_scope(t.lock_scope) != t.lock_scope:
+                p.append("lock_scope must be stored checked (no duplicates, no trailing /)")
+        except ValidationError as e:
+            p.append(str(e))
     return p
 
 
@@ -183,6 +190,7 @@ def check_board(board: Board, now: str,
                                      f"multiple active tasks ({active[t.assigned_to]} and {t.id})",
                                      warning=True))
             active.setdefault(t.assigned_to, t.id)
+    out += lock_problems(list(live.values()))
     cycle = find_cycle({t.id: t.depends_on for t in tasks.values()})
     if cycle:
         out.append(Violation(f"task {cycle[0]}", "depends_on must not create circular "
@@ -221,6 +229,35 @@ def check_board(board: Board, now: str,
     return out
 
 
+def lock_problems(tasks: list[Task]) -> list[Violation]:
+    """Two tasks in flight whose lock scopes overlap (core/lockscope.py): what no op may make."""
+    out: list[Violation] = []
+    locked = sorted((t for t in tasks if t.lock_scope and t.status in lockscope.IN_FLIGHT),
+                    key=lambda t: t.id)
+    for i, t in enumerate(locked):
+        hit = lockscope.holder(locked[i + 1:], t.id, t.lock_scope)
+        if hit is not None:
+            out.append(Violation(f"task {t.id}", f"lock scope overlaps that of {hit[0]}, both "
+                                 f"in flight ({hit[2]} and {hit[1]})"))
+    return out
+
+
+def lock_waits(board: Board) -> dict[str, str]:
+    """Task id -> the id of the task in flight whose lock scope it waits for, for every task
+    that could start but for a held lock (DRAFT, UNCLAIMED, BLOCKED)."""
+    tasks = list(board.tasks())
+    locked = [t for t in tasks if t.lock_scope and t.status in lockscope.IN_FLIGHT]
+    out: dict[str, str] = {}
+    if not locked:
+        return out
+    for t in tasks:
+        if t.lock_scope and t.status not in lockscope.IN_FLIGHT:
+            hit = lockscope.holder(locked, t.id, t.lock_scope)
+            if hit is not None:
+                out[t.id] = hit[0]
+    return out
+
+
 def claimable(board: Board, now: str, coder: str | None = None,
               expired: Collection[str] | None = None) -> list[Task]:
     """Claimable tasks, best first (priority, then age). The spec's rule: UNCLAIMED, REJECTED or
@@ -229,9 +266,14 @@ def claimable(board: Board, now: str, coder: str | None = None,
     expired for the observer (core/leasewatch.py, what a claim judges); None: by `now` against
     the recorded expiry (what views show)."""
     out = []
-    for t in board.tasks():
+    tasks = list(board.tasks())
+    locked = [t for t in tasks if t.lock_scope and t.status in lockscope.IN_FLIGHT]
+    for t in tasks:
         if not is_claimable(board, t, now, coder, expired):
             continue
+        if t.lock_scope and t.status not in lockscope.IN_FLIGHT and \
+                lockscope.holder(locked, t.id, t.lock_scope) is not None:
+            continue  # its lock scope is held (Claim refuses it too)
         out.append(t)
     out.sort(key=lambda t: (t.priority, t.created, t.id))
     return out

@@ -76,6 +76,8 @@ ANOMALY_REQUIRED: dict[str, tuple[str, ...]] = {
     # gitliza's: a supervisor did not start an agent because its task's token budget is spent
     # (gitliza/core/usage.py); the watcher's BUDGET alarm reads it.
     "budget_exceeded": ("budget", "spent"),
+    # gitliza's: a submit refused because its changes left the task's lock scope (docs/locks.md).
+    "scope_violation": ("files",),
 }
 ANOMALY_TYPES = tuple(ANOMALY_REQUIRED)
 
@@ -187,6 +189,9 @@ class Task:
     root_cause_at: int = since_v1(0)
     needs_root_cause: bool = since_v1(False)
     co_reviews: tuple[ReviewLease, ...] = since_v1(())
+    # Globs of the paths the task will write (core/lockscope.py): held as a lock while the task
+    # is in flight, so no two tasks in flight write the same paths.
+    lock_scope: tuple[str, ...] = since_v1(())
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,6 +264,8 @@ class Config:
     # gives the work up, and agent launches per supervisor in any sliding minute.
     max_no_progress_runs: int = since_v1(5)
     max_launches_per_minute: int = since_v1(20)
+    # Approved tasks merged per integration test (docs/locks.md "Batches"): 1 tests each merge.
+    merge_batch: int = since_v1(1)
     integration_branch: str = "integration"
     escalation_webhook: str | None = None
     # The integration branch's tip when the board was made (recorded by `init`): the repository's

@@ -137,6 +137,10 @@ ITERATION: {iteration}
 {quoted("DESCRIPTION", t.description)}{quoted("SPEC", t.spec_ref)}
 {quoted("DONE WHEN", t.done_when)}
 {quoted("SCOPE", t.scope)}"""
+    if t.lock_scope:
+        out += "\n" + quoted("LOCK SCOPE (write only these paths; a submit that changes "
+                             "anything else is refused: SCOPE_VIOLATION)",
+                             "\n".join(t.lock_scope))
     if iteration > 1 and t.rejection_reason:
         out += "\n=== PRIOR REJECTION FEEDBACK (MUST ADDRESS) ===\n" + \
             quoted("REJECTION", t.rejection_reason)
@@ -191,6 +195,15 @@ def _votes_and_criteria(t: Task) -> str:
     return out
 
 
+def approved_commit(t: Task) -> str | None:
+    """The commit `t` was last approved at, if ever (an integration fix's reviewer is shown what
+    changed since)."""
+    for h in reversed(t.history):
+        if h.event in ("approved", "approval_carried"):
+            return h.commit
+    return None
+
+
 def reviewer_section(t: Task, worktree: str, notes: Sequence[HumanNote] = ()) -> str:
     iteration = t.iteration or 1
     out = f"""
@@ -208,6 +221,12 @@ ITERATION: {iteration}
         out += f"\n=== PRIOR REJECTION (iteration {iteration - 1}) ===\n" + \
             quoted("REJECTION", t.rejection_reason)
     out += _votes_and_criteria(t)
+    approved = approved_commit(t)
+    if t.integration_fix and approved and approved != t.review_commit:
+        out += (f"\n=== INTEGRATION FIX (approved before at {approved}) ===\n"
+                "It was approved, then no longer merged with the integration branch; review "
+                "what changed since that approval (the fix), as well as the whole change:\n"
+                f"  git -C {worktree} diff {approved}..{t.review_commit}\n")
     out += _notes(notes)
     out += f"""
 REVIEWER COMMANDS:
@@ -253,15 +272,19 @@ _INSTRUCTIONS = {
 2. Identify the minimal set of tasks that achieve the goal
 3. Analyze dependencies: which tasks produce what others need? Prefer wide parallelism
 4. For each task define: id (kebab-case), description, done_when (testable), scope
-   (functional area, in/out), priority (1 highest .. 5), depends_on, spec_ref
+   (functional area, in/out), priority (1 highest .. 5), depends_on, spec_ref, and its
+   lock scope: globs of the files it will write (`src/api/users.py`, `docs/**`, a shared
+   CHANGELOG.md or __init__.py too). Two tasks whose lock scopes overlap never run at the
+   same time (the second waits), so they never conflict; a submit outside the scope is
+   refused (SCOPE_VIOLATION). Keep scopes tight: disjoint scopes run in parallel
 5. TDD: each code task includes its own tests; no separate "add tests" tasks
 6. Specs must be on the integration branch before their tasks are finalized
 7. Add each task:
    git liza add ID --desc "..." --spec-ref SPEC --done-when "..." --scope "..." \\
-     --priority N [--depends-on OTHER,...] --ready
+     --priority N [--depends-on OTHER,...] [--lock-scope GLOB ...] --ready
    or all at once, in one transition (all or none; an error names the file's line):
    git liza add --from tasks.yaml   (a list of: id, description, spec_ref, done_when,
-     scope, priority, depends_on: [ids], ready: true)
+     scope, priority, depends_on: [ids], lock_scope: [globs], ready: true)
 """,
     WakeTrigger.BLOCKED_TASKS: """Tasks are BLOCKED. Analyze and resolve:
 1. Read each blocked task (git liza show TASK): blocked_reason and questions

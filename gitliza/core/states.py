@@ -86,7 +86,7 @@ TASK_TRANSITIONS: tuple[Transition, ...] = tuple(
     + _t("claim", (S.UNCLAIMED, S.REJECTED, S.INTEGRATION_FAILED), S.CLAIMED, CODERS)
     + _t("claim", (S.CLAIMED,), S.CLAIMED, CODERS, "takeover after the holder's lease expired")
     + _t("claim", (S.CLAIMED, S.REJECTED, S.INTEGRATION_FAILED), S.BLOCKED, CODERS,
-         "the claim exhausts the task: hypothesis exhaustion or max_coder_iterations")
+         "the claim exhausts the task: max_coder_iterations")
     # The human is the highest authority (GitHub's "unassign"): it frees any held task, its
     # worktree kept for the next claim (leftovers go to the attic).
     + _t("release", (S.CLAIMED,), S.UNCLAIMED, CODERS | HUMANS,
@@ -120,6 +120,11 @@ TASK_TRANSITIONS: tuple[Transition, ...] = tuple(
          "a rejection that reaches max_review_cycles: review deadlock")
     + _t("merge", (S.APPROVED,), S.MERGED, MERGERS, "exactly review_commit merged")
     + _t("merge", (S.APPROVED,), S.INTEGRATION_FAILED, MERGERS, "conflict or failing test")
+    + _t("conflict", (S.READY_FOR_REVIEW, S.APPROVED), S.INTEGRATION_FAILED,
+         MERGERS, "no longer merges with the integration branch: back to its coder "
+         "before a review or a merge is spent on it")
+    + _t("carry-approval", (S.READY_FOR_REVIEW,), S.APPROVED, MERGERS,
+         "an integration fix that is git's clean merge of its approved commit: no second review")
     + _t("unblock", (S.BLOCKED,), S.UNCLAIMED, PLANNING, "keeps failed_by")
     + _t("root-cause", (S.BLOCKED,), S.UNCLAIMED, PLANNING,
          "the root-cause note after repeated rejections; the next coder reads it")

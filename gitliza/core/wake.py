@@ -18,7 +18,7 @@ from enum import StrEnum
 from typing import Collection, Iterable
 
 from gitliza.core.quorum import review_lease
-from gitliza.core import queries
+from gitliza.core import mergequeue, queries
 from gitliza.core.board import Board
 from gitliza.core.invariants import claimable, reviewable
 from gitliza.core.model import Discovery, GoalStatus, SprintStatus, Task
@@ -102,8 +102,12 @@ def planner_triggers(board: Board) -> list[tuple[WakeTrigger, tuple[str, ...]]]:
     for trig, ids in (
             (WakeTrigger.BLOCKED_TASKS,
              [t.id for t in live if t.status == S.BLOCKED and not exhausted(t)]),
+            # A conflict sent back before review (the `conflict` op, which records the tip it
+            # met) is its coder's to fix: it wakes no planner.
             (WakeTrigger.INTEGRATION_FAILED,
-             [t.id for t in live if t.status == S.INTEGRATION_FAILED]),
+             [t.id for t in live if t.status == S.INTEGRATION_FAILED and not (
+                 t.history and t.history[-1].event == "integration_failed"
+                 and t.history[-1].commit is not None)]),
             (WakeTrigger.HYPOTHESIS_EXHAUSTED, [t.id for t in live if exhausted(t)]),
             (WakeTrigger.IMMEDIATE_DISCOVERY, [d.id for d in open_immediate(board)])):
         if ids:
@@ -140,7 +144,8 @@ def work_for(board: Board, role: Role, agent: str, now: str,
             ids = [i for i in ids if i == me.current_task]  # it may only take its own task back
         return ids
     if role == Role.CODE_REVIEWER:
-        return [t.id for t in approved_by(board, agent)] + \
+        # Any reviewer merges the merge queue, whoever approved (core/mergequeue.py).
+        return [t.id for t in mergequeue.queue(board)] + \
             [t.id for t in reviewable(board, now, agent)]
     if role == Role.PLANNER:
         return [trig.value for trig, _ in planner_triggers(board)]

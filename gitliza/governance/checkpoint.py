@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gitliza import atomic
-from gitliza.core import clock, metrics, usage
+from gitliza.core import clock, mergequeue, metrics, usage
 from gitliza.core.board import Board
 from gitliza.core.ops.control import Checkpoint
 from gitliza.core.states import TaskState
@@ -79,6 +79,10 @@ def summary(board: Board, now: str, spans: list[SprintSpan], state: str,
     warning = metrics.rubber_stamp_warning(m)
     if warning:
         lines += ["", f"**{warning}**"]
+    flow = mergequeue.figures(board, now)
+    lines += ["", "## Flow (conflicts, reviews, merge queue)", "", "| Figure | Value |",
+              "|--------|-------|"]
+    lines += [f"| {k} | {'n/a' if v is None else v} |" for k, v in flow.items()]
     if spans:
         lines += ["", "## Sprints in the History", ""]
         if cut is not None:

@@ -28,7 +28,7 @@ NEVER = frozenset({"merge", "pause", "resume", "abort", "abort-goal", "complete-
                    "register", "rekey", "seal", "claim", "claim-review", "heartbeat", "init",
                    "import", "agent", "team", "mcp", "sync", "push", "pull", "repair", "doctor",
                    "hooks", "hook-impl", "materialize", "validate", "export", "checkpoint",
-                   "upgrade", "reassign"})
+                   "upgrade", "reassign", "conflict", "carry-approval"})
 AGENT_FLAGS = ("--agent", "-a")  # the CLI's option naming the actor
 
 

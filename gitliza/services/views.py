@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator, Sequence
 
-from gitliza.core import codec, metrics, usage
+from gitliza.core import codec, mergequeue, metrics, usage
 from gitliza.core.board import Board
 from gitliza.core.model import Metrics, Task
 from gitliza.core.queries import notes_for
@@ -34,13 +34,18 @@ def status_data(liza: Any, at: str | None = None) -> dict[str, Any]:
     """`status --json` (and the MCP `status` tool and board resource)."""
     board, commit = liza.store.board(at)
     live, archived, m = tasks_in_order(board)
+    waits = _invariants().lock_waits(board)
     return {
         "state": str(commit.id) if commit else None, "goal": codec.encode(board.goal),
         "sprint": {**codec.encode(board.sprint), "metrics": codec.encode(m)},
         "config": codec.encode(board.config),
-        "tasks": [task_row(t) for t in live], "archived": len(archived),
+        "tasks": [{**task_row(t), **({"lock_wait": waits[t.id]} if t.id in waits else {})}
+                  for t in live], "archived": len(archived),
         "agents": [codec.encode(a) for a in board.agents()],
         "claimable": [t.id for t in _invariants().claimable(board, liza.now())],
+        "lock_waits": waits,
+        "merge_queue": [t.id for t in mergequeue.queue(board)],
+        "flow": mergequeue.figures(board, liza.now()),
         "discovered": [codec.encode(d) for d in board.values("discovered")],
         "control": codec.encode(board.control),
         "warnings": [w for w in (metrics.rubber_stamp_warning(m),) if w],
@@ -53,6 +58,7 @@ def task_row(t: Task) -> dict[str, Any]:
             "lease_expires": t.lease_expires, "reviewing_by": t.reviewing_by,
             "review_lease_expires": t.review_lease_expires, "iteration": t.iteration,
             "blocked_reason": t.blocked_reason, "description": t.description,
+            "lock_scope": list(t.lock_scope),
             **({"awaiting_human": True, "blocked_questions": list(t.blocked_questions)}
                if t.awaiting_human else {}),
             **({"approvals": [v.agent for v in t.review_votes if v.commit == t.review_commit]}

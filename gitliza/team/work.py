@@ -10,14 +10,16 @@ from pathlib import Path
 from typing import Any, Callable
 
 from gitliza.core.quorum import review_lease
-from gitliza.core import wake
+from gitliza.core import mergequeue, wake
 from gitliza.core.board import Board
+from gitliza.core.invariants import reviewable
 from gitliza.core.model import Config
 from gitliza.core.ops.goal import CompleteGoal
 from gitliza.core.states import Role, TaskState
 from gitliza.core.wake import WakeTrigger
 from gitliza.errors import LeaseLost, LizaError
 from gitliza.services import leasewatch
+from gitliza.services.lifecycle.batch import merge_batch
 from gitliza.services.lifecycle.claim import claim
 from gitliza.services.lifecycle.locations import main_root, task_dir
 from gitliza.services.lifecycle.merge import MergeFailed, merge
@@ -113,10 +115,11 @@ class WorkFinder:
         return Job(task=res.task, worktree=res.worktree)
 
     def merge_approved(self, board: Board) -> bool:
-        """A reviewer merges what it approved (before it looks for more work, and before a
-        `--once` supervisor exits). Returns whether it tried any."""
-        merged = False
-        for t in wake.approved_by(board, self.agent):
+        """A reviewer merges the merge queue (core/mergequeue.py: approval order, integration
+        fixes first, priority with aging), whoever approved each task, before it looks for more
+        work and before a `--once` supervisor exits. Returns whether it tried any."""
+        merged = self._merge_batches(board)
+        for t in mergequeue.queue(self.liza.board() if merged else board):
             merged = True
             try:
                 res = merge(self.liza, t.id)
@@ -129,8 +132,38 @@ class WorkFinder:
                 self.log(f"merge of {t.id}: {e}")
         return merged
 
+    def _merge_batches(self, board: Board) -> bool:
+        """With config merge_batch > 1: the queue's head merged in batches, one integration test
+        per batch (services/lifecycle/batch.py); what a batch leaves is merged one by one."""
+        size, tried = board.config.merge_batch, False
+        while size > 1:
+            queue = [t.id for t in mergequeue.queue(board)]
+            if len(queue) < 2:
+                break
+            tried = True
+            try:
+                done, runs = merge_batch(self.liza, queue[:size])
+            except LeaseLost:
+                raise
+            except LizaError as e:
+                self.log(f"merge batch: {e}")
+                break
+            if not done:
+                break
+            self.log(f"merged {', '.join(done)} as one batch ({runs} integration test run(s))")
+            board = self.liza.board()
+        return tried
+
+    def _batch_filling(self, board: Board, now: str) -> bool:
+        """With merge_batch > 1, the queue fills before it is merged: while it is shorter than a
+        batch and a review waits, the review comes first (a queued task waits for at most
+        merge_batch - 1 reviews; with nothing to review, what is queued is merged)."""
+        size = board.config.merge_batch
+        return size > 1 and 0 < len(mergequeue.queue(board)) < size and \
+            bool(reviewable(board, now, self.agent))
+
     def _reviewer_work(self, board: Board, now: str) -> Job | None:
-        if self.merge_approved(board):
+        if not self._batch_filling(board, now) and self.merge_approved(board):
             board, now = self.liza.board(), self.liza.now()
         held = wake.holder_of(board, self.agent)
         if held is not None and wake.still_holds(board, self.agent, held.id, self.role) and \

@@ -85,6 +85,11 @@ def header(data: dict[str, Any], verify: dict[str, Any]) -> str:
              ("review cycles", m.get("review_cycles_total", 0)),
              ("approval", _pct(m.get("review_verdict_approval_rate_percent"))),
              ("archived", data.get("archived", 0))]
+    flow = data.get("flow") or {}
+    stats += [("merge queue", len(data.get("merge_queue", ()))),
+              ("conflicts /10 merged", _num(flow.get("conflicts_per_10_merged"))),
+              ("reviews /merged", _num(flow.get("reviews_per_merged"))),
+              ("queue time", _num(flow.get("queue_seconds_mean"), "s"))]
     deadline = (sprint.get("timeline", {}) or {}).get("deadline")
     state = data["state"]
     return f"""<section class="head">
@@ -96,6 +101,10 @@ def header(data: dict[str, Any], verify: dict[str, Any]) -> str:
 <div class="flags">{"".join(flags)}</div></div>
 <dl class="stats">{"".join(f"<div><dt>{k}</dt><dd>{e(v)}</dd></div>" for k, v in stats)}</dl>
 </section>"""
+
+
+def _num(v: Any, unit: str = "") -> str:
+    return "n/a" if v is None else f"{v}{unit}"
 
 
 def _pct(v: Any) -> str:
@@ -173,6 +182,9 @@ def card(t: dict[str, Any]) -> str:
             f'<div class="desc">{e(t.get("description"))}</div>'
             + (f'<div class="who">{e(who)}</div>' if who else "")
             + (f'<div class="deps">after {deps}</div>' if deps else "")
+            + (f'<div class="lock" title="lock scope">lock {e(", ".join(t["lock_scope"]))}'
+               + (f' · waits for <a href="/task/{e(t["lock_wait"])}">{e(t["lock_wait"])}</a>'
+                  if t.get("lock_wait") else "") + "</div>" if t.get("lock_scope") else "")
             + (f'<div class="blocked">{e(t["blocked_reason"])}</div>'
                if t.get("blocked_reason") else "") + "</article>")
 

@@ -67,6 +67,7 @@ def task_body(t: dict[str, Any], *, spec: str | None, audit: Sequence[dict[str, 
                            f'{", ".join(t.get("approvals") or ()) or "none yet"}'
               if t.get("review_quorum", 1) > 1 or t.get("approvals") else None),
              ("root cause", t.get("root_cause")), ("scope", t.get("scope")),
+             ("lock scope", ", ".join(t.get("lock_scope", ())) or None),
              ("spec", t.get("spec_ref")), ("failed by", ", ".join(t.get("failed_by", ())) or None)]
     dl = "".join(f"<div><dt>{k}</dt><dd>{e(v)}</dd></div>" for k, v in facts if v)
     if lease:

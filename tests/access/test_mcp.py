@@ -128,9 +128,11 @@ def test_a_merge_conflict_is_exit_3_with_the_recorded_integration_failure(
             git(wt, "add", "feature.py")
             git(wt, "commit", "-q", "-m", "ours")
             assert (await call(coder, "submit", task="t1"))[0]
-        integration = land_theirs()
         async with agent_session(board, "r1") as reviewer:
             assert (await call(reviewer, "claim_review", task="t1"))[0]
+            # Landed while the review runs: a conflict found at claim-review would have sent
+            # t1 back to its coder instead (docs/locks.md); under review, the merge finds it.
+            integration = land_theirs()
             assert (await call(reviewer, "verdict", task="t1", verdict="approve"))[0]
             ok, data = await call(reviewer, "merge", task="t1")
             assert not ok

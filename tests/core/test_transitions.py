@@ -6,9 +6,9 @@ from typing import Any, Callable
 
 import pytest
 
-from gitliza.core.ops import (Abandon, Add, Block, Claim, ClaimReview, ConfigSet, Edit, Finalize,
-                              Merge, Reassign, Release, Rescope, RootCause, Submit, Unblock,
-                              Verdict, apply)
+from gitliza.core.ops import (Abandon, Add, Block, CarryApproval, Claim, ClaimReview, ConfigSet,
+                              Conflict, Edit, Finalize, Merge, Reassign, Release, Rescope,
+                              RootCause, Submit, Unblock, Verdict, apply)
 from gitliza.core.states import (FORBIDDEN, TASK_TRANSITIONS, TERMINAL, TaskState, Transition,
                                  is_legal)
 from gitliza.errors import IllegalTransition, LizaError, PermissionDenied
@@ -29,6 +29,10 @@ OPS: dict[str, Callable[[Runner], Any]] = {
                               commit=C1),
     "merge": lambda r: r.do(Merge, "reviewer-1", task="task-1", result="merged",
                             merge_commit=MERGE_C),
+    "conflict": lambda r: r.do(Conflict, "reviewer-2", task="task-1",
+                               reason="conflicts in: a.txt", tip=MERGE_C),
+    "carry-approval": lambda r: r.do(CarryApproval, "reviewer-2", task="task-1", commit=C1,
+                                     approved=C1, onto=MERGE_C),
     "unblock": lambda r: r.do(Unblock, "planner-1", task="task-1"),
     "root-cause": lambda r: r.do(RootCause, "planner-1", task="task-1", note="the spec was vague"),
     "rescope": lambda r: r.do(Rescope, "planner-1", task="task-1", into=("task-9",), reason="r"),
@@ -56,23 +60,24 @@ def _perform(tr: Transition) -> TaskState:
         r.minute += 10  # the holder's lease (5 min) expires
         claim(r, coder="coder-2")
     elif tr.op == "claim" and tr.target == S.BLOCKED:
-        # Exhaustion: two different coders already failed. coder-1 (holder/rejected) is one;
-        # make coder-2 the second by a takeover that it loses too.
-        if tr.source == S.CLAIMED:
-            r.minute += 10
-            claim(r, coder="coder-2")
-            r.minute += 10
-            claim(r, coder="coder-3")
-        else:
-            r.do(Claim, "coder-2", task="task-1", worktree=".worktrees/task-1", base_commit=BASE)
-            if tr.source == S.REJECTED:
-                r.do(Submit, "coder-2", task="task-1", commit=C1)
+        # max_coder_iterations (10): coder-1 comes back until its next claim is one too many. (A
+        # takeover is no failure of the previous coder: exhaustion comes from block and verdict.)
+        def iteration() -> int:
+            return r.board.task("task-1").iteration or 0  # type: ignore[union-attr]
+        while iteration() < 10:
+            if tr.source == S.CLAIMED:
+                r.minute += 10  # its own lease expires: it claims the task again
+                claim(r)
+                continue
+            claim(r)
+            r.do(Submit, "coder-1", task="task-1", commit=C1)
+            if tr.source == S.REJECTED and iteration() == 10:
                 verdict(r, "reject")
             else:
-                r.do(Submit, "coder-2", task="task-1", commit=C1)
                 verdict(r, "approve")
                 r.do(Merge, "reviewer-1", task="task-1", result="failed", reason="conflict")
-            claim(r, coder="coder-3")
+        r.minute += 10
+        claim(r)
     elif special == ("verdict", S.READY_FOR_REVIEW, S.REJECTED):
         verdict(r, "reject", reviewer="reviewer-2")
     elif special == ("verdict", S.READY_FOR_REVIEW, S.BLOCKED):
@@ -90,6 +95,13 @@ def _perform(tr: Transition) -> TaskState:
         verdict(r, "approve", reviewer="reviewer-2")
     elif special == ("merge", S.APPROVED, S.INTEGRATION_FAILED):
         r.do(Merge, "reviewer-1", task="task-1", result="failed", reason="tests fail")
+    elif tr.op == "carry-approval":  # an integration fix: approved at C1, failed, fixed at C2
+        verdict(r, "approve")
+        r.do(Merge, "reviewer-1", task="task-1", result="failed", reason="tests fail")
+        claim(r)
+        r.do(Submit, "coder-1", task="task-1", commit="c" * 40)
+        r.do(CarryApproval, "reviewer-2", task="task-1", commit="c" * 40, approved=C1,
+             onto=MERGE_C)
     elif tr.op == "block" and tr.source == S.CLAIMED and tr.target == S.BLOCKED:
         r.do(Block, "coder-1", task="task-1", reason="r", questions=("q?",))
     elif tr.op == "claim" and tr.source == S.REJECTED:

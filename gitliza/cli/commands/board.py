@@ -147,14 +147,15 @@ def add(env: Env, task: str | None, desc: str | None, spec_ref: str | None, done
         scope: str | None, priority: int, depends_on: Sequence[str], ready: bool,
         max_iterations: int | None, max_review_cycles: int | None,
         lease_duration_override: int | None = None, from_file: str | None = None,
-        budget_tokens: int | None = None, labels: Sequence[str] = ()) -> int:
+        budget_tokens: int | None = None, labels: Sequence[str] = (),
+        lock_scope: Sequence[str] = ()) -> int:
     from gitliza.core.ops.planning import Add
     from gitliza.core.quorum import criteria_of
 
     if from_file is not None:
-        if task is not None or desc is not None:
+        if task is not None or desc is not None or lock_scope:
             raise ValidationError("add --from FILE takes its tasks from the file: no TASK or "
-                                  "--desc")
+                                  "--desc (nor --lock-scope)")
         return add_from(env, from_file)
     if task is None or desc is None:
         raise ValidationError("add needs a TASK id and --desc TEXT",
@@ -169,7 +170,7 @@ def add(env: Env, task: str | None, desc: str | None, spec_ref: str | None, done
                    max_review_cycles=max_review_cycles,
                    lease_duration_override=lease_duration_override,
                    budget_tokens=budget_tokens, labels=tuple(split_ids(labels)),
-                   criteria=criteria_of(done_when))
+                   criteria=criteria_of(done_when), lock_scope=tuple(lock_scope))
     return report(env, liza.apply(gated_by_specs(liza, make)))
 
 
@@ -206,7 +207,8 @@ def add_from(env: Env, file: str) -> int:
 def edit(env: Env, task: str, desc: str | None, spec_ref: str | None, done_when: str | None,
          scope: str | None, priority: int | None, depends_on: Sequence[str], no_depends: bool,
          max_iterations: int | None, max_review_cycles: int | None,
-         lease_duration_override: int | None, budget_tokens: int | None = None) -> int:
+         lease_duration_override: int | None, budget_tokens: int | None = None,
+         lock_scope: Sequence[str] = (), no_lock_scope: bool = False) -> int:
     from gitliza.core.ops.planning import Edit
     liza = env.liza()
     depends_on = split_ids(depends_on)
@@ -217,7 +219,8 @@ def edit(env: Env, task: str, desc: str | None, spec_ref: str | None, done_when:
                     depends_on=tuple(depends_on) or None, clear_depends_on=no_depends,
                     max_iterations=max_iterations, max_review_cycles=max_review_cycles,
                     lease_duration_override=lease_duration_override,
-                    budget_tokens=budget_tokens, recount_criteria=done_when is not None)
+                    budget_tokens=budget_tokens, recount_criteria=done_when is not None,
+                    lock_scope=tuple(lock_scope) or None, clear_lock_scope=no_lock_scope)
     return report(env, liza.apply(gated_by_specs(liza, make)))
 
 

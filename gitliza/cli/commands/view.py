@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from gitliza.cli.commands import Env
-from gitliza.core import codec, metrics, usage
+from gitliza.core import codec, mergequeue, metrics, usage
 from gitliza.core.board import Board
 from gitliza.core.model import Metrics, Task
 from gitliza.core.queries import notes_for
@@ -45,6 +45,8 @@ def _status(env: Env, at: str | None) -> int:
         out.line(warning)
     for line in _control_lines(board):
         out.line(line)
+    out.line(_queue_line(board))
+    out.line(mergequeue.figures_line(mergequeue.figures(board, env.liza().now())))
     spent = usage.goal_totals(board)
     if spent.runs:
         out.line(f"usage: {spent.line()}")
@@ -60,10 +62,12 @@ def _status(env: Env, at: str | None) -> int:
         if t.awaiting_human:
             out.line(f"AWAITING HUMAN: {t.id}: {' / '.join(t.blocked_questions)}  "
                      f"(`git liza unblock {t.id} --answer TEXT`)")
+    waits = _invariants_mod().lock_waits(board)
     out.table("tasks", ["task", "status", "pri", "assigned", "lease/review", "depends on"],
               [[t.id, "AWAITING HUMAN" if t.awaiting_human else _status_cell(board, t),
                 t.priority, t.assigned_to or "",
-                t.review_lease_expires or t.lease_expires or "", ", ".join(t.depends_on)]
+                t.review_lease_expires or t.lease_expires or "",
+                ", ".join(t.depends_on + ((f"lock:{waits[t.id]}",) if t.id in waits else ()))]
                for t in live])
     out.table("agents", ["agent", "role", "status", "task", "lease"],
               [[a.id, a.role.value, a.status.value, a.current_task or "", a.lease_expires or ""]
@@ -91,6 +95,22 @@ def _status_cell(board: Board, t: Task) -> str:
     from gitliza.core import quorum  # only then: status loads what it shows
     votes = quorum.votes_of(t)
     return f"{t.status.value} {len(votes)}/{quorum.required(cfg, t)}"
+def _queue_line(board: Board) -> str:
+    """The merge queue, next first (core/mergequeue.py)."""
+    q = mergequeue.queue(board)
+    return "merge queue: " + (", ".join(t.id + (" (fix)" if t.integration_fix else "")
+                                        for t in q) if q else "empty")
+
+
+def _invariants_mod() -> Any:
+    from gitliza.core import invariants
+    return invariants
+
+
+def _lock_lines(board: Board) -> list[str]:
+    """One line per task that waits only for a lock scope held by a task in flight."""
+    return [f"{tid} waits for the lock scope of {holder} (in flight)"
+            for tid, holder in sorted(_invariants_mod().lock_waits(board).items())]
 
 
 def _has_view(env: Env) -> bool:
@@ -253,10 +273,17 @@ def ready(env: Env, at: str | None) -> int:
         if not board.initialized:
             raise NoBoard()
         env.out.line(why_nothing_ready(board, kind))
+        if kind == "claimable":
+            for line in _lock_lines(board):
+                env.out.line(line)
         return 0
     env.out.table(kind,
                   ["task", "status", "pri", "description"],
                   [[t.id, t.status.value, t.priority, t.description[:60]] for t in tasks])
+    if kind == "claimable":
+        board, _ = liza.store.board(at)
+        for line in _lock_lines(board):
+            env.out.line(line)
     return 0
 
 

@@ -23,6 +23,7 @@ _WHERE = {
     "Release": "work", "Submit": "work",
     "ClaimReview": "review", "Merge": "review", "Verdict": "review",
     "RootCause": "review",
+    "CarryApproval": "integration", "Conflict": "integration",
     "AbortOp": "control", "Checkpoint": "control", "Pause": "control", "Resume": "control",
     "Supervise": "control",
     "Circuit": "governance", "Import": "governance", "SprintScopeOp": "sprint",

@@ -79,7 +79,8 @@ OPS: dict[str, type[Op]] = {}
 OP_MODULES = ("gitliza.core.ops.goal", "gitliza.core.ops.planning", "gitliza.core.ops.work",
               "gitliza.core.ops.review", "gitliza.core.ops.journal", "gitliza.core.ops.control",
               "gitliza.core.ops.governance", "gitliza.core.ops.sprint", "gitliza.core.ops.keys",
-              "gitliza.core.ops.usage", "gitliza.core.ops.upgrade")
+              "gitliza.core.ops.usage", "gitliza.core.ops.upgrade",
+              "gitliza.core.ops.integration")
 
 
 def load_all() -> dict[str, type[Op]]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from gitliza.core import clock, liveness
+from gitliza.core import clock, liveness, lockscope
 from gitliza.core.board import Board, Changes
 from gitliza.core.ids import check_id
 from gitliza.core.model import SprintStatus
@@ -47,8 +47,9 @@ def apply(board: Board, op: Op) -> Outcome:
                   summary=ctx.summary or _default_summary(op, ctx))
     changes = {k: v for k, v in ctx.changes.items() if _differs(base, k, v)}
     _check_agent_moves(base, changes)
-    return Outcome(changes=changes, event=event, board=base.with_changes(changes),
-                   notices=tuple(ctx.notices))
+    after = base.with_changes(changes)
+    _check_locks(base, after, changes)
+    return Outcome(changes=changes, event=event, board=after, notices=tuple(ctx.notices))
 
 
 def completes(ctx: Ctx) -> None:
@@ -63,6 +64,30 @@ def completes(ctx: Ctx) -> None:
         ctx.put("sprint", "", replace(sp, status=SprintStatus.COMPLETED,
                                       timeline=replace(sp.timeline, ended=ctx.op.time)))
         ctx.notices.append(f"sprint {sp.id} COMPLETED: its planned tasks are terminal")
+
+
+def _check_locks(base: Board, board: Board, changes: Changes) -> None:
+    """No op may leave two tasks in flight with overlapping lock scopes (core/lockscope.py):
+    Claim says so in its own words; this is the rule every op, and replay, meets. The board is
+    walked only when this op put a task in flight with a lock scope it did not hold before (a
+    heartbeat or a submit of a task already in flight changes no lock)."""
+    mine = [t for (coll, key), t in changes.items() if coll == "tasks" and t is not None
+            and t.lock_scope and t.status in lockscope.IN_FLIGHT
+            and not _held_before(base.get(coll, key), t)]
+    if not mine:
+        return
+    tasks = list(board.tasks())
+    for t in mine:
+        hit = lockscope.holder(tasks, t.id, t.lock_scope)
+        if hit is not None:
+            raise ValidationError(f"{t.id}: its lock scope ({hit[2]}) overlaps that of {hit[0]} "
+                                  f"({hit[1]}), in flight; it must wait until {hit[0]} is "
+                                  "merged or ended")
+
+
+def _held_before(old: Any, new: Any) -> bool:
+    return old is not None and old.status in lockscope.IN_FLIGHT and \
+        old.lock_scope == new.lock_scope
 
 
 def _check_generation(board: Board, op: Op) -> None:

@@ -54,6 +54,7 @@ ANOMALY_LOGGERS: dict[str, frozenset[Role]] = {
     "review_deadlock": frozenset({Role.PLANNER}),
     "system_ambiguity": frozenset(Role),
     "budget_exceeded": frozenset(Role),  # a supervisor of any role (gitliza/team/usage.py)
+    "scope_violation": frozenset({Role.CODER}),  # its refused submit (services/lifecycle)
 }
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gitliza.core import usage
+from gitliza.core import lockscope, usage
 from gitliza.core.config import CONFIG_MAX
 from gitliza.core.ids import check_id, check_spec_ref, spec_ref_leaves
 from gitliza.core.model import Alignment, Task
@@ -94,6 +94,7 @@ class TaskFields:
     budget_tokens: int | None = None  # per-task token budget (gitliza/core/usage.py)
     labels: tuple[str, ...] = ()  # issue 40: a quorum rule may raise the task's quorum by them
     criteria: tuple[str, ...] = ()  # issue 40: the acceptance criteria an approval gives evidence for
+    lock_scope: tuple[str, ...] = ()  # globs of the paths it will write (core/lockscope.py)
 
 
 @register_op
@@ -128,7 +129,8 @@ def _add(ctx: Ctx, new: TaskFields, table_op: str) -> None:
                 scope=new.scope, depends_on=new.depends_on,
                 max_iterations=new.max_iterations, max_review_cycles=new.max_review_cycles,
                 lease_duration_override=new.lease_duration_override,
-                budget_tokens=new.budget_tokens, labels=new.labels, criteria=new.criteria)
+                budget_tokens=new.budget_tokens, labels=new.labels, criteria=new.criteria,
+                lock_scope=lockscope.check_scope(new.lock_scope))
     target = S.DRAFT
     if new.ready:
         gaps = definition_gaps(task)
@@ -243,6 +245,9 @@ class Edit(Op):
     # Issue 40: a new done_when lists the task's acceptance criteria anew (quorum.criteria_of).
     # Set by the command layer; an edit recorded before it leaves the criteria as they were.
     recount_criteria: bool = False
+    # Replaces the lock scope when non-empty; `clear_lock_scope` empties it (as depends_on).
+    lock_scope: tuple[str, ...] | None = None
+    clear_lock_scope: bool = False
 
     def run(self, ctx: Ctx) -> None:
         t = ctx.require_task(self.task)
@@ -269,6 +274,12 @@ class Edit(Op):
             fields["depends_on"] = self.depends_on
         elif self.clear_depends_on:
             fields["depends_on"] = ()
+        if self.lock_scope and self.clear_lock_scope:
+            raise ValidationError("give a new lock scope or clear it, not both")
+        if self.lock_scope:
+            fields["lock_scope"] = lockscope.check_scope(self.lock_scope)
+        elif self.clear_lock_scope:
+            fields["lock_scope"] = ()
         changed = sorted(k for k, v in fields.items() if getattr(t, k) != v)
         if not changed:
             raise ValidationError(f"edit {t.id}: nothing to change",

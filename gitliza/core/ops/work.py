@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gitliza.core.quorum import review_lease, reviewers, with_review_lease
-from gitliza.core import clock
+from gitliza.core import clock, lockscope
 from gitliza.core.model import CBStatus, Handoff, Task
 from gitliza.core.invariants import reassigned_to
 from gitliza.core.ops.base import (Ctx, Op, check_sha, free_agent, need_text, register_op,
@@ -18,7 +18,7 @@ from gitliza.core.ops.leases import (STAND_DOWN, holder_check, holds_live, judge
                                      lease_live, lease_seconds)
 from gitliza.core.states import AgentState, Role, TaskState
 from gitliza.errors import (IllegalTransition, LeaseLost, NotFound, PermissionDenied,
-                            ValidationError)
+                            ScopeViolation, ValidationError)
 
 S = TaskState
 A = AgentState
@@ -26,6 +26,13 @@ A = AgentState
 
 def worktree_path(task_id: str) -> str:
     return f".worktrees/{task_id}"
+
+
+def scope_violation_line(task: str, outside: list[str]) -> str:
+    """The one line a submit outside the lock scope is refused with."""
+    shown = ", ".join(outside[:10]) + (f" and {len(outside) - 10} more" if len(outside) > 10
+                                       else "")
+    return f"SCOPE_VIOLATION: {task} changes files outside its lock scope: {shown}"
 
 
 def deps_unmerged(ctx: Ctx, task: Task) -> list[str]:
@@ -87,26 +94,26 @@ class Claim(Op):
         if missing:
             raise ValidationError(f"{t.id} is not claimable: waiting for {', '.join(missing)} "
                                   "to be MERGED")
+        hit = lockscope.holder(ctx.board.tasks(), t.id, t.lock_scope)
+        if hit is not None:
+            raise ValidationError(f"{t.id} is not claimable: waiting for {hit[0]}, in flight, "
+                                  f"whose lock scope ({hit[1]}) overlaps {hit[2]}")
         if self.worktree != worktree_path(t.id):
             raise ValidationError(f"worktree must be {worktree_path(t.id)}, got {self.worktree!r}")
         check_sha(self.base_commit, "base_commit")
 
         same_coder = t.assigned_to == me.id
         previous = None if same_coder else t.assigned_to
-        # A coder that handed off (context exhaustion) did not fail the task: its successor
-        # continues the same hypothesis from the handoff notes.
-        failed = t.failed_by if t.handoff_pending else with_failed(t, previous)
+        # A takeover is no verdict on the previous coder: a crash, a kill, a stand-down, an
+        # expired lease or the human's release are faults, not failures. Only what the protocol
+        # calls failing counts (rejections past the limit, the coder's own block): Block,
+        # Verdict and the iteration limit below add to failed_by.
+        failed = t.failed_by
         if previous is not None:
             free_agent(ctx, t, previous)
             ctx.notices.append(f"{previous} lost {t.id} to {me.id}: it must stand down")
         iteration = (t.iteration or 0) + 1 if same_coder else 1
         limit = t.max_iterations or ctx.board.config.max_coder_iterations
-        if len(failed) >= 2 and len(t.failed_by) < 2:
-            ctx.transition(t, S.BLOCKED)
-            ctx.put_task(block_fields(ctx, replace(t, assigned_to=None), "reassignment refused",
-                                      (f"Why did {', '.join(failed)} fail on {t.id}?",), failed))
-            ctx.notices.append(f"{t.id} moved to BLOCKED (hypothesis exhaustion); not claimed")
-            return
         if same_coder and iteration > limit:
             ctx.transition(t, S.BLOCKED)
             add_anomaly(ctx, "retry_loop", t.id, count=iteration - 1,
@@ -311,12 +318,18 @@ class Submit(Op):
     NAME = "submit"
     task: str
     commit: str
+    # The paths the commit changes since it left the integration branch (the shell computes
+    # them, git/mergecheck.py); given when the task has a lock scope, which they must not leave.
+    changed: tuple[str, ...] = ()
 
     def run(self, ctx: Ctx) -> None:
         t = ctx.require_task(self.task)
         ctx.transition(t, S.READY_FOR_REVIEW)
         me = holder_check(ctx, t, "submit")
         check_sha(self.commit, "review commit")
+        out = lockscope.outside(t.lock_scope, self.changed)
+        if out:
+            raise ScopeViolation(scope_violation_line(t.id, out))
         ctx.put_task(replace(t, status=S.READY_FOR_REVIEW, review_commit=self.commit,
                              lease_expires=None, reviewing_by=None, review_lease_expires=None,
                              handoff_pending=False, review_votes=(),  # a new commit: count anew

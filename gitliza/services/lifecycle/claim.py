@@ -116,7 +116,11 @@ def _claim_candidates(liza: Liza, board: Board, now: str, coder: str) -> list[Ta
     task someone else holds is a candidate once its lease expired for this clone (its clock)."""
     found = claimable(board, now, coder, expired=leasewatch.expired_here(liza.repo, board, now))
     me = board.agent(coder)
-    mine = [t for t in found if me is not None and t.id == me.current_task]
+    # Its own work back (a rejection, or an integration fix of a task it wrote, even once it
+    # moved on: the coder that did the work keeps the fix when it is free), then the rest.
+    mine = [t for t in found if me is not None and (
+        t.id == me.current_task
+        or (t.status in (S.REJECTED, S.INTEGRATION_FAILED) and t.assigned_to == coder))]
     return mine + [t for t in found if t not in mine]
 
 

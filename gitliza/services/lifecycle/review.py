@@ -18,13 +18,21 @@ from gitliza.core import leasewatch as leasewatch_core
 from gitliza.core.leasewatch import REVIEW
 from gitliza.core.ops import ClaimReview, Op, Submit, Verdict
 from gitliza.core.states import TaskState
-from gitliza.errors import IllegalTransition, NotFound, ValidationError
+from gitliza.core import lockscope
+from gitliza.core.ops.journal import AnomalyOp
+from gitliza.core.ops.work import scope_violation_line
+from gitliza.errors import (IllegalTransition, LizaError, NotFound, ScopeViolation,
+                            ValidationError)
+from gitliza.git import mergecheck
 from gitliza.git.tasklocks import task_lock
 from gitliza.git.checkouts import clean_sync_problems, worktree_head
 from gitliza.git.evidence import evidence_gaps
 from gitliza.git.worktrees import add_task_worktree
 from gitliza.services import leasewatch
 from gitliza.services.lifecycle.attic import keep_leftovers
+from gitliza.services.lifecycle.carry import carry_clean_fixes
+from gitliza.services.lifecycle.conflicts import send_back_conflicts
+from gitliza.services.lifecycle.integration import integration_tip
 from gitliza.services.lifecycle.common import NO_SHA, Done, dry_run, require_task, warn
 from gitliza.services.lifecycle.locations import existing_task_dir, task_dir
 from gitliza.services.lifecycle.remote import ensure_commit, pull_first
@@ -67,8 +75,48 @@ def submit(liza: Liza, task: str, commit: str | None = None) -> Done:
             raise ValidationError(f"{task}: HEAD {head[:12]} does not descend from base_commit "
                                   f"{t.base_commit[:12]}",
                                   hint="rebase or merge onto the base instead of replacing it")
-    done = liza.do(Submit, task=task, commit=head)
+    changed = _scope_check(liza, board, t.id, head)
+    clash = _conflicts(repo, board.config.integration_branch, head)
+    if clash:
+        raise ValidationError(
+            f"{task}: {head[:12]} does not merge with {board.config.integration_branch} "
+            f"(conflicts in: {', '.join(clash[:10])}); no reviewer would be given it",
+            hint=f"merge {board.config.integration_branch} into the task branch, resolve, "
+                 "commit, then submit")
+    done = liza.do(Submit, task=task, commit=head, changed=changed)
     return Done(done, path, done.outcome.notices)
+
+
+def _conflicts(repo: Repository, branch: str, commit: str) -> list[str]:
+    """The paths `commit` conflicts in with the integration branch (none when the branch does
+    not exist here yet: nothing to conflict with)."""
+    try:
+        tip = integration_tip(repo, branch)
+    except ValidationError:
+        return []
+    return mergecheck.conflicts(repo, tip, Oid(hex=commit))
+
+
+def _scope_check(liza: Liza, board: Board, task: str, head: str) -> tuple[str, ...]:
+    """The paths `head` changes, when `task` has a lock scope (else nothing is computed). A
+    change outside it is refused (ScopeViolation, exit 1, one line naming the files) and
+    recorded as a scope_violation anomaly: the coder reverts those files, or asks the planner
+    (`block`) for a wider scope; its supervisor does not retry it as a crash."""
+    t = require_task(board, task)
+    if not t.lock_scope:
+        return ()
+    repo: Repository = liza.repo
+    tip = integration_tip(repo, board.config.integration_branch)
+    changed = mergecheck.task_paths(repo, tip, Oid(hex=head))
+    out = lockscope.outside(t.lock_scope, changed)
+    if out:
+        line = scope_violation_line(task, out)
+        with suppress(LizaError):  # the refusal stands even if the record cannot be written
+            liza.do(AnomalyOp, type="scope_violation", task=task, ordered=True,
+                    details=(("files", ", ".join(out)[:500]),))
+        raise ScopeViolation(line, hint="revert those files in the task branch, or `git liza "
+                                        "block` asking the planner for a wider lock scope")
+    return tuple(changed)
 
 
 def claim_review(liza: Liza, task: str | None = None) -> Done:
@@ -82,6 +130,8 @@ def claim_review(liza: Liza, task: str | None = None) -> Done:
     descends from it)."""
     me = liza.agent
     pull_first(liza, "claim-review")
+    # A reviewer never takes one that conflicts, nor a fix that keeps its approval.
+    sent_back = tuple(send_back_conflicts(liza)) + tuple(carry_clean_fixes(liza))
 
     def pick(board: Board, now: str) -> str:
         if task is not None:
@@ -109,14 +159,14 @@ def claim_review(liza: Liza, task: str | None = None) -> Done:
     done = liza.apply(make_op)
     tid = done.outcome.event.task
     if not tid:
-        return Done(done, None, done.outcome.notices)
+        return Done(done, None, sent_back + done.outcome.notices)
     t = done.outcome.board.task(tid)
     notes: tuple[str, ...] = ()
     if t is not None and t.review_commit:
         ensure_commit(liza, t.review_commit, f"{tid}'s review_commit")
         with task_lock(liza.repo, tid):
             notes = _review_checkout(liza.repo, tid, Oid(hex=t.review_commit))
-    return Done(done, task_dir(liza.repo, tid), done.outcome.notices + notes)
+    return Done(done, task_dir(liza.repo, tid), sent_back + done.outcome.notices + notes)
 
 
 def _takeover(liza: Liza, board: Board, task: str, now: str) -> str | None:

@@ -4,6 +4,7 @@ of a branch update no approval covers. The server and client hooks and sync's pu
 fast-forward judge the integration branch by it."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -11,6 +12,7 @@ import pygit2
 from pygit2.enums import SortMode
 
 from gitliza.core.board import Board
+from gitliza.core.model import Task
 from gitliza.core.states import TaskState
 
 
@@ -31,6 +33,10 @@ class Approvals:
     # The integration branch's tip when the board was made (config integration_base): the
     # repository's own history before the board is the branch's base, never "unapproved".
     base: str | None = None
+    # A carried approval (`carry-approval`, docs/locks.md): review commit -> the commit reviewed
+    # before. Its range is the reviewed one (base..approved); the review commit itself is
+    # covered only as git's clean merge of the approved commit (first parent) with its second.
+    carried: dict[str, str] = dataclasses.field(default_factory=dict)
 
     @property
     def tips(self) -> frozenset[str]:
@@ -40,12 +46,24 @@ class Approvals:
     def of(cls, board: Board) -> Approvals:
         ranges: list[tuple[str, str | None]] = []
         merges: dict[str, str] = {}
+        carried: dict[str, str] = {}
         for t in board.all_tasks():
             if t.status in (TaskState.APPROVED, TaskState.MERGED) and t.review_commit:
-                ranges.append((t.review_commit, t.base_commit))
+                before = _carried_from(t)
+                if before is not None:
+                    carried[t.review_commit] = before
+                ranges.append((before or t.review_commit, t.base_commit))
                 if t.status == TaskState.MERGED and t.merge_commit:
                     merges[t.merge_commit] = t.review_commit
-        return cls(tuple(ranges), merges, board.config.integration_base)
+        return cls(tuple(ranges), merges, board.config.integration_base, carried)
+
+
+def _carried_from(t: Task) -> str | None:
+    """The commit reviewed before, when `t`'s last approval was carried (else None)."""
+    approvals = [h for h in t.history if h.event in ("approved", "approval_carried")]
+    if len(approvals) < 2 or approvals[-1].event != "approval_carried":
+        return None
+    return approvals[-2].commit
 
 
 def _covered(repo: pygit2.Repository, approvals: Approvals,
@@ -99,6 +117,11 @@ def unapproved(repo: pygit2.Repository, approvals: Approvals, new: pygit2.Oid,
             continue
         merged = approvals.merges.get(cid)
         if merged is not None and _is_true_merge(repo, commit, merged):
+            continue
+        before = approvals.carried.get(cid)
+        if before is not None and len(commit.parent_ids) == 2 and \
+                str(commit.parent_ids[0]) == before and \
+                _is_true_merge(repo, commit, str(commit.parent_ids[1])):
             continue
         parents = [str(p) for p in commit.parent_ids]
         if pending_merges and len(parents) > 1 and all(p in tips for p in parents[1:]):
