@@ -37,13 +37,27 @@ def status_data(liza: Any, at: str | None = None) -> dict[str, Any]:
         "sprint": {**codec.encode(board.sprint), "metrics": codec.encode(m)},
         "config": codec.encode(board.config),
         "tasks": [task_row(t) for t in live], "archived": len(archived),
-        "agents": [codec.encode(a) for a in board.agents()],
+        "agents": [_agent_row(board, a, liza.now() if at is None else None)
+                   for a in board.agents()],
         "claimable": [t.id for t in _invariants().claimable(board, liza.now())],
         "discovered": [codec.encode(d) for d in board.values("discovered")],
         "control": codec.encode(board.control),
         "warnings": [w for w in (metrics.rubber_stamp_warning(m),) if w],
         "usage": usage.goal_totals(board).as_json(),
     }
+
+def _agent_row(board: Board, a: Any, now: str | None) -> dict[str, Any]:
+    """An agent as status shows it, with its supervisor's state (live, stopped, expired, none)
+    at the tip (`now`; None for a past state, whose supervisors cannot be judged now)."""
+    row = codec.encode(a)
+    if now is not None:
+        from gitliza.core.supervision import of_agent
+        sup = of_agent(board, a, now)
+        row["supervisor"] = sup.state.value
+        line = sup.line(now)
+        if line:
+            row["supervisor_note"] = line
+    return row
 
 def task_row(t: Task) -> dict[str, Any]:
     return {"id": t.id, "status": t.status.value, "priority": t.priority,

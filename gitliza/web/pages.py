@@ -197,12 +197,25 @@ def agents_panel(agents: Sequence[dict[str, Any]]) -> str:
            if a.get("current_task") else "") + "</td>"
         f'<td>{when(a.get("heartbeat"), "since")}</td><td>{when(a.get("lease_expires"))}</td>'
         f'<td>{e(a.get("generation") if a.get("generation") is not None else "")}</td>'
-        f'<td><span class="live {"alive" if a.get("alive") else "stale"}">'
-        f'{"alive" if a.get("alive") else "stale"}</span></td></tr>'
+        f'<td><span class="live {_liveness(a)}" title="{e(a.get("supervisor_note") or "")}">'
+        f'{_liveness(a)}</span></td></tr>'
         for a in sorted(agents, key=lambda a: a["id"]))
+    notes = "".join(f'<p class="sup-note">{e(a["supervisor_note"])}</p>'
+                    for a in sorted(agents, key=lambda a: a["id"]) if a.get("supervisor_note"))
     return ('<section class="panel"><h2>Agents</h2><table class="agents"><thead><tr><th>agent</th>'
             '<th>role</th><th>status</th><th>task</th><th>heartbeat</th><th>lease</th>'
-            f'<th>supervisor gen</th><th></th></tr></thead><tbody>{rows}</tbody></table></section>')
+            f'<th>supervisor gen</th><th></th></tr></thead><tbody>{rows}</tbody></table>{notes}'
+            '</section>')
+
+
+def _liveness(a: dict[str, Any]) -> str:
+    """alive; stopped (its supervisor recorded its end) or gone (its token expired unrenewed),
+    whatever lease its task still has; else stale (no renewal within two intervals)."""
+    if a.get("supervisor") == "stopped":
+        return "stopped"
+    if a.get("supervisor") == "expired":
+        return "gone"
+    return "alive" if a.get("alive") else "stale"
 
 
 def journal_panels(data: dict[str, Any]) -> str:

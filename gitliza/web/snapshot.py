@@ -30,7 +30,9 @@ def board_view(liza: Any, watcher: Any = None) -> dict[str, Any]:
     for a in data["agents"]:
         sup = sups.get(a["id"])
         a["generation"] = sup.generation if sup is not None else None
-        a["alive"] = alive(a, None if sup is None else sup.expires, hb, now)
+        # A stopped or expired supervisor is not alive, whatever lease its task still has.
+        a["alive"] = a.get("supervisor") not in ("stopped", "expired") and \
+            alive(a, None if sup is None else sup.expires, hb, now)
     data["anomalies"] = _newest([codec.encode(x) for x in board.values("anomalies")], "timestamp")
     data["human_notes"] = _newest([codec.encode(x) for x in board.values("human_notes")],
                                   "timestamp")

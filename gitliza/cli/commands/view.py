@@ -60,9 +60,20 @@ def _status(env: Env, at: str | None) -> int:
               [[t.id, t.status.value, t.priority, t.assigned_to or "",
                 t.review_lease_expires or t.lease_expires or "", ", ".join(t.depends_on)]
                for t in live])
-    out.table("agents", ["agent", "role", "status", "task", "lease"],
-              [[a.id, a.role.value, a.status.value, a.current_task or "", a.lease_expires or ""]
+    # The tip only: a past state's supervisors cannot be judged now.
+    now = env.liza().now()
+    sups = {}
+    if at is None:
+        from gitliza.core.supervision import of_agent
+        sups = {a.id: of_agent(board, a, now) for a in agents}
+    out.table("agents", ["agent", "role", "status", "task", "lease", "supervisor"],
+              [[a.id, a.role.value, a.status.value, a.current_task or "", a.lease_expires or "",
+                sups[a.id].state.value if a.id in sups else ""]
                for a in agents])
+    for sup in sups.values():
+        note = sup.line(now)
+        if note:
+            out.line(note)
     return 0
 
 
