@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from gitliza.cli.commands import Env
 from gitliza.cli.commands.board import report
+from gitliza.errors import EXIT_INTERRUPTED
 
 
 def watch(env: Env, once: bool) -> int:
@@ -14,7 +15,7 @@ def watch(env: Env, once: bool) -> int:
     try:
         w.run()
     except KeyboardInterrupt:
-        pass
+        return EXIT_INTERRUPTED
     return 0
 
 

@@ -49,7 +49,7 @@ def agent(env: Env, role: str, cli: str | None, interactive: bool, command: Sequ
     finally:
         signals.close()
     if signals.stopping:
-        stopping.nudge_git_parent()
+        stopping.nudge_git_parent(signals.signum)
     return code
 
 
@@ -109,7 +109,7 @@ def team(env: Env, planners: int, coders: int, reviewers: int, prefix: str, cli:
     if signals.stopping:
         env.out.result({"exit_codes": codes, "signal": signals.signum and signals.signum.name},
                        f"team: stopped by {signals.signum and signals.signum.name}")
-        stopping.nudge_git_parent()
+        stopping.nudge_git_parent(signals.signum)
         return signals.exit_code()
     if running.failed is not None:
         agent, code, line = running.failed
