@@ -466,6 +466,9 @@ class Supervisor:
     # The process's start time on `host` (clock ticks since boot, /proc/PID/stat): a pid that
     # now names another process is a dead supervisor, not a live one.
     pid_start: int | None = None
+    # A supervisor registered the agent (not the human): its clean end removes it, whichever
+    # generation ends (one that ended holding a task left it registered for the next).
+    registered: bool = since_v1(False)
 
 
 Entity = (Task | Agent | Goal | Config | Sprint | CircuitBreaker | Discovery | Handoff | HumanNote

@@ -4,7 +4,7 @@ handle (gitliza/web/live.py).
 
     GET  /                 the board              GET  /fragment/board      its live part
     GET  /task/{id}        a task                 GET  /fragment/task/{id}  its live part
-    GET  /log              the audit timeline (?task= &agent= &op= &n=)   /fragment/log  its part
+    GET  /log              the audit timeline (?task= &agent= &op= &n= &all=1)  /fragment/log  its part
     GET  /pictures         dependency graph, burndown and throughput
     GET  /api/board        `status --json`        GET  /api/task/{id}       `show --json`
     GET  /events           server-sent events     GET  /task/{id}/log/{n}/stream  a log, live
@@ -170,7 +170,7 @@ def build(open_liza: Callable[[], Any], token: str, *, read_only: bool = False,
     async def log_page(request: Request) -> Response:
         from starlette.concurrency import run_in_threadpool
         q = request.query_params
-        filters = {k: q.get(k, "").strip() for k in ("task", "agent", "op")}
+        filters = {k: q.get(k, "").strip() for k in ("task", "agent", "op", "all")}
         try:
             limit = max(1, int(q.get("n") or LOG_DEFAULT))
         except ValueError:
@@ -180,7 +180,8 @@ def build(open_liza: Callable[[], Any], token: str, *, read_only: bool = False,
             from gitliza.services.views import log_entries
             with board.handle():
                 found = log_entries(board.liza, None if filters["op"] else limit,
-                                    task=filters["task"] or None, by=filters["agent"] or None)
+                                    task=filters["task"] or None, by=filters["agent"] or None,
+                                    everything=bool(filters["all"] or filters["op"]))
             if filters["op"]:
                 found = [x for x in found if x.get("op") == filters["op"]][:limit]
             return found

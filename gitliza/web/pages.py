@@ -287,7 +287,9 @@ def log_body(entries: Sequence[dict[str, Any]], filters: dict[str, str], limit: 
         for key, name in (("task", "task"), ("agent", "actor"), ("op", "op")))
     return (f'<section class="panel"><h2>Audit timeline</h2><form class="filters" method="get">'
             f'{fields}<label>at most <input name="n" type="number" min="1" value="{limit}">'
-            f'</label><button>Filter</button></form>'
+            f'</label><label><input name="all" type="checkbox" value="1"'
+            f'{" checked" if filters.get("all") else ""}> supervise and usage rows</label>'
+            f'<button>Filter</button></form>'
             + timeline_table(entries) + "</section>")
 
 

@@ -39,7 +39,7 @@ def board_view(liza: Any, watcher: Any = None) -> dict[str, Any]:
     data["discovered"] = data["discovered"][-JOURNAL:]
     data["circuit_breaker"] = codec.encode(board.circuit_breaker)
     data["alarms"] = alarm_list(watcher, now) if watcher is not None else None
-    data["recent"] = log_entries(liza, RECENT, at=state)
+    data["recent"] = log_entries(liza, RECENT, at=state, everything=False)
     return data
 
 

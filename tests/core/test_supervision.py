@@ -40,3 +40,27 @@ def test_ago_units() -> None:
     t = "2026-01-01T00:00:00Z"
     assert [supervision.ago(t, clock.plus(t, s)) for s in (5, 240, 7300, 200000)] == \
         ["5s", "4m", "2h", "2d"]
+
+
+def test_a_supervisor_registered_agent_is_removed_alike_whichever_generation_ends() -> None:
+    """The first supervisor registered coder-1 and ended holding a task (the agent stays, for the
+    lease); the next one starts on it, inherits "registered" from the token, and its clean end
+    removes the agent, as the planner's and reviewer's were. A human's registration stays."""
+    from gitliza.core.ops.goal import Register
+    from gitliza.core.ops.work import Release
+    r = team()
+    r.do(Register, "human", agent="coder-9", role="coder")
+    add_ready(r)
+    r.do(Supervise, "coder-1", mode="start", registered=True)
+    claim(r)
+    r.do(Supervise, "coder-1", mode="end", gen=1, unregister=True)
+    assert r.board.agent("coder-1") is not None  # it holds task-1
+    r.do(Supervise, "coder-1", mode="start")  # the next supervisor: the agent exists
+    assert r.board.get("supervisors", "coder-1").registered
+    r.do(Release, "coder-1", task="task-1", gen=2)
+    r.do(Supervise, "coder-1", mode="end", gen=2, unregister=True)
+    assert r.board.agent("coder-1") is None
+    assert not r.board.get("supervisors", "coder-1").registered  # gone with the agent
+    # the human's agent: its supervisor did not register it, nothing inherited
+    r.do(Supervise, "coder-9", mode="start")
+    assert not r.board.get("supervisors", "coder-9").registered

@@ -11,6 +11,8 @@ def watch(env: Env, once: bool) -> int:
     w = Watcher(env.liza().store, json_lines=env.json)
     if once:
         w.tick()
+        if not w.active and not env.json:  # silence would read as "did it run at all?"
+            env.out.line("watch: no alarms")
         return 1 if w.active else 0
     try:
         w.run()

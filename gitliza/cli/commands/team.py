@@ -67,6 +67,7 @@ def team(env: Env, planners: int, coders: int, reviewers: int, prefix: str, cli:
     from gitliza.team.launch import KILL_AFTER, Team, members
     from gitliza.team.runner import require
     signals = stopping.for_process()  # installed already by the entry point, if it is ours
+    follower = None
     try:
         crew = members(planners, coders, reviewers, prefix)
         # A wrong --cli or --permissions, or a missing agent program: refused now, not per
@@ -103,8 +104,12 @@ def team(env: Env, planners: int, coders: int, reviewers: int, prefix: str, cli:
                       f"{sig.name}: killed\n")
         signals.deadline = KILL_AFTER
         signals.attach(on_stop, on_deadline)
+        from gitliza.team.follow import Follower
+        follower = Follower(main_root(env.liza().repo), write).start()
         codes = running.start().wait()
     finally:
+        if follower is not None:
+            follower.stop()
         signals.close()
     if signals.stopping:
         env.out.result({"exit_codes": codes, "signal": signals.signum and signals.signum.name},

@@ -164,7 +164,8 @@ def log(env: Env, n: int | None, task: str | None, by: str | None, at: str | Non
         op: list[str] | None = None, since: str | None = None, until: str | None = None,
         all: bool = False) -> int:
     """The transitions, newest first, one line each: `STATE TIME ACTOR OP TASK FROM -> TO`
-    (the summary where the op moves no task); liveness only with --all (or --op naming it)."""
+    (the summary where the op moves no task); bookkeeping (supervise, usage) and liveness only
+    with --all (or --op naming it)."""
     from gitliza.core import clock
     if op:  # only then: loading every op module is most of a `log` start otherwise
         from gitliza.core.ops import OPS, load_all
