@@ -61,7 +61,8 @@ def board_body(data: dict[str, Any], done: dict[str, list[dict[str, Any]]], veri
                '</section>'
     return (header(data, verify) + ("" if read_only else board_actions(data))
             + alarms_panel(data.get("alarms"))
-            + columns(data["tasks"], done, data["now"]) + agents_panel(data["agents"])
+            + earlier_goals(done) + columns(data["tasks"], done, data["now"])
+            + agents_panel(data["agents"])
             + '<div class="grid4">' + journal_panels(data) + '</div>'
             + recent_panel(data.get("recent", [])))
 
@@ -123,8 +124,31 @@ def text_field(name: str, placeholder: str, required: bool = False, value: str =
             f'{" required" if required else ""}>')
 
 
+def earlier_goals(done: dict[str, list[dict[str, Any]]]) -> str:
+    """One line over the columns: the previous goal, and its tasks one click away (the terminal
+    columns show the current goal's own, as the header counts them)."""
+    info = (done.get("#earlier") or [{}])[0]
+    if not info.get("previous") and not info.get("n"):
+        return ""
+    prev = f'previous goal: {e(info["previous"])}' if info.get("previous") else "earlier goals"
+    if info.get("every_goal"):
+        link = '<a href="/">this goal\'s tasks only</a>'
+    else:
+        link = (f'<a href="/?goals=all">show their {info.get("n", 0)} finished task(s)</a>'
+                if info.get("n") else "")
+    return f'<p class="goals">{prev} {link}</p>'
+
+
 def board_actions(data: dict[str, Any]) -> str:
     c = data["control"]
+    if data["goal"].get("status") != "IN_PROGRESS":
+        # An ended goal has no team to pause, checkpoint or abort: a note, or the next goal.
+        return ('<section class="actions">'
+                + form("note", text_field("message", "a note to the team", True)
+                       + text_field("for_task", "for task (optional)"), "Add note")
+                + f'<p class="ended">goal {e(data["goal"].get("id"))} is '
+                  f'{e(data["goal"].get("status"))}: <code>git liza init "NEXT GOAL"</code> '
+                  'starts the next one</p></section>')
     paused = c.get("paused") or data["sprint"].get("status") == "CHECKPOINT"
     acts = [form("resume", text_field("decision", "decision (optional)"), "Resume")
             if paused else form("pause", text_field("reason", "why pause (optional)"), "Pause"),
