@@ -243,6 +243,10 @@ class Config:
     budget_tokens_per_goal: int | None = since_v1(None)
     budget_usd_per_goal: str | None = since_v1(None)
     prices: str | None = since_v1(None)
+    # `team` and `watch`, which run as the human, seal the history when its newest seal is this
+    # many commits below the tip (gitliza/services/autoseal.py); 0 (`off`): never by themselves.
+    # Not None for off: a None is left out of the blob, and would read back as the default.
+    seal_every: int = since_v1(1000)
 
 
 @dataclass(frozen=True, slots=True)

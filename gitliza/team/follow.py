@@ -1,7 +1,8 @@
 """What `git liza team` prints besides its supervisors' lines: the board's transitions as they land
 (as `python3 dev.py example` does), with the reason of a rejection, a block or a failed merge, so
 the human sees a verdict and why without `git liza show`. Bookkeeping (supervise, usage, liveness:
-core/record.py) is left out; `git liza log --all` has it."""
+core/record.py) is left out; `git liza log --all` has it. After each change it seals the history
+when a seal is due (services/autoseal.py): the team runs as the human."""
 from __future__ import annotations
 
 import threading
@@ -38,7 +39,10 @@ class Follower:
     def start(self) -> Follower:
         from gitliza.git.refwatch import RefWatcher
         from gitliza.services.api import Liza
+        from gitliza.services.autoseal import Sealer
         self._liza = Liza.open(self.root)
+        # `team` runs as the human: it seals every seal_every commits (services/autoseal.py).
+        self._sealer = Sealer(self._liza, lambda s: self.write(f"team: {s}\n"))
         self._watcher = RefWatcher(self.root).start()
         self._seen = self._watcher.tip()  # what was there before the team: not news
         self._thread.start()
@@ -82,3 +86,4 @@ class Follower:
             if "error" in e or not record.is_bookkeeping(e["op"], e["args"]):
                 self.write(line(e) + "\n")
         self._seen = tip
+        self._sealer.maybe()

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.slow
 def test_team_prints_verdicts_with_reasons_and_log_hides_bookkeeping(
         repo: Path, tmp_path: Path) -> None:
     # The supervisors exit once idle for 3 s, so the team ends by itself.
-    make_board(repo, coder_max_wait="3", reviewer_max_wait="3")
+    make_board(repo, coder_max_wait="3", reviewer_max_wait="3", seal_every="10")
     add_task(repo, "mul")
     count = tmp_path / "reviews"
     agent = script(tmp_path, "agent.sh", f"""cat > /dev/null
@@ -59,6 +59,11 @@ fi
     assert re.search(r"\ssupervise\s", everything) and re.search(r"\susage\s", everything)
     asked = ok(liza(repo, "log", "--op", "usage", agent=None))
     assert re.search(r"\susage\s", asked) and "verdict" not in asked
+    # the team runs as the human (signatures off here): it sealed every 10 commits
+    assert "team: seal by human (seal_every 10)" in out, out
+    seals = json.loads(ok(liza(repo, "log", "--op", "seal", "--json", agent=None)))
+    assert seals and all(s["actor"] == "human" for s in seals)
+    ok(liza(repo, "verify", agent=None))
     # watch --once with nothing wrong says so
     w = liza(repo, "watch", "--once", agent=None)
     assert w.returncode == 0 and w.stdout.strip() == "watch: no alarms", w.stdout + w.stderr

@@ -51,6 +51,13 @@ def _status(env: Env, at: str | None) -> int:
     over = usage.goal_over_budget(board)
     if over:
         out.line(f"BUDGET: {over}: no agent run starts until it is raised")
+    if at is None and commit is not None and board.config.seal_every:
+        from gitliza.services.autoseal import behind
+        far = behind(env.liza().store.repo, commit.id, board.config.seal_every)
+        if far is not None:
+            out.line(f"seal: none in the last {far} commits (seal_every): a new clone replays "
+                     "them all; `git liza seal`, or run `team`/`watch` where the human's key is "
+                     "at hand (they seal by themselves)")
     if at is None and _has_view(env):
         from gitliza.services.viewstamp import view_edit
         edit = view_edit(env.liza().store)
