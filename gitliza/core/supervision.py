@@ -32,6 +32,7 @@ class Supervision:
     generation: int | None = None
     task: str | None = None  # the task the agent holds on the board, if any
     lease_expires: str | None = None  # that task's (effective) lease
+    review: bool = False  # the lease is a review lease (no `release` for it)
 
     @property
     def running(self) -> bool:
@@ -50,9 +51,11 @@ class Supervision:
                                      if self.lease_expires else "")
             return f"{self.task}: held by {self.agent}, {what}, {lease}: another agent may " \
                    f"take it over; `git liza team` resumes it"
+        other = "another reviewer takes it after that" if self.review else \
+            f"`git liza release {self.task}`"
         return (f"{self.task}: held by {self.agent}, {what}, lease ends in "
                 f"{ago(now, self.lease_expires)}; `git liza team` (or `git liza agent ... "
-                f"--agent {self.agent}`) resumes it, or `git liza release {self.task}`")
+                f"--agent {self.agent}`) resumes it, or {other}")
 
 
 def ago(earlier: str, later: str) -> str:
@@ -75,14 +78,14 @@ def of_agent(board: Board, agent: Agent, now: str) -> Supervision:
         state = SupState.EXPIRED
     else:
         state = SupState.LIVE
-    task, lease = None, None
+    task, lease, review = None, None, False
     t = board.task(agent.current_task) if agent.current_task else None
     if t is not None:
         if agent.role == Role.CODER and t.status == TaskState.CLAIMED and t.assigned_to == agent.id:
             task, lease = t.id, t.lease_expires
         elif t.status == TaskState.READY_FOR_REVIEW and t.reviewing_by == agent.id:
-            task, lease = t.id, t.review_lease_expires
-    return Supervision(agent.id, state, sup.generation if sup else None, task, lease)
+            task, lease, review = t.id, t.review_lease_expires, True
+    return Supervision(agent.id, state, sup.generation if sup else None, task, lease, review)
 
 
 def of_board(board: Board, now: str) -> list[Supervision]:

@@ -64,3 +64,17 @@ def test_a_supervisor_registered_agent_is_removed_alike_whichever_generation_end
     # the human's agent: its supervisor did not register it, nothing inherited
     r.do(Supervise, "coder-9", mode="start")
     assert not r.board.get("supervisors", "coder-9").registered
+
+
+def test_a_review_held_by_a_stopped_supervisor_is_not_offered_a_release() -> None:
+    from gitliza.core.ops.review import ClaimReview
+    from tests.core.boards import to_review
+    r = team()
+    add_ready(r)
+    to_review(r)
+    r.do(Supervise, "reviewer-1", mode="start")
+    r.do(ClaimReview, "reviewer-1", task="task-1", gen=1)
+    r.do(Supervise, "reviewer-1", mode="end", gen=1)
+    line = supervision.of_agent(r.board, r.board.agent("reviewer-1"), r.now()).line(r.now())
+    assert line is not None and line.startswith("task-1: held by reviewer-1, supervisor stopped")
+    assert "release" not in line and "another reviewer takes it after that" in line
