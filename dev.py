@@ -3,6 +3,8 @@
 
     python3 dev.py example   # the main job: a team builds the hello-CLI demo (examples/team.py)
     python3 dev.py example walkthrough   # the scripted command-by-command walkthrough
+    python3 dev.py example offline   # a real agent CLI (Claude Code; --cli codex|gemini|mistral)
+                                     # against a scripted model server: no account, no API key
     python3 dev.py test      # run the whole test suite
     python3 dev.py test --newest   # the suite in a throw-away venv with every dependency at its newest
     python3 dev.py bench     # run the benchmarks (not part of the tests)

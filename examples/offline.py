@@ -56,7 +56,10 @@ def main(argv: list[str]) -> int:
             env["TMPDIR"] = str(runs)
             print(f"# scripted model server on {server.url}; the team runs {args.cli}",
                   flush=True)
-            team = [sys.executable, str(ROOT / "examples" / "team.py"), "--cli", args.cli]
+            # The hint team.py prints names the command that runs this again, not team.py's own.
+            again = f"python3 dev.py example offline --cli {args.cli} --keep"
+            team = [sys.executable, str(ROOT / "examples" / "team.py"), "--cli", args.cli,
+                    "--again", again]
             return subprocess.run(team + (["--keep"] if args.keep else []), env=env).returncode
     finally:
         shutil.rmtree(home, ignore_errors=True)

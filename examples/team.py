@@ -253,6 +253,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--mcp", action="store_true", help="with --cli: give the agents gitliza's "
                                                       "MCP tools")
     p.add_argument("--permissions", help="with --cli: worktree (default) | bypass | own")
+    p.add_argument("--again", default="python3 dev.py example --keep", help=argparse.SUPPRESS)
     p.add_argument("--deadline", type=float, help="seconds before the team is aborted "
                    f"(default {DEADLINE:g}, {CLI_DEADLINE:g} with --cli)")
     args = p.parse_args(argv)
@@ -289,7 +290,7 @@ def main(argv: list[str]) -> int:
         print("\nteam run complete. " + (
             f"Supervisor logs: {root / 'logs'}" if keep else
             "The throw-away repository and its supervisor logs are deleted now "
-            "(run it with --keep to look around: `python3 dev.py example --keep`)."))
+            f"(run it with --keep to look around: `{args.again}`)."))
         return 0
     finally:
         for _, p, _ in procs:

@@ -14,6 +14,9 @@ EXIT_DEPENDENCY = 5
 # Not a failure of ours: the reader of stdout went away (`git liza status | head`). Quietly, with
 # the status a shell gives a process SIGPIPE ended (128 + 13), as git's own commands end then.
 EXIT_BROKEN_PIPE = 141
+# A long-lived command stopped by Ctrl-C: 128 + SIGINT, as a shell reports it, and as git does
+# when it ran `git-liza` (it re-raises the signal on itself), so both ways give the same status.
+EXIT_INTERRUPTED = 130
 
 
 class LizaError(Exception):

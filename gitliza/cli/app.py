@@ -524,7 +524,8 @@ def log_cmd(n: Optional[int] = typer.Option(None, "-n", help="At most N entries.
                 None, "--since", help="From this time: YYYY-MM-DD[THH:MM:SSZ] or an age (2h)."),
             until: Optional[str] = typer.Option(None, "--until", help="Up to this time."),
             all: bool = typer.Option(False, "--all",
-                                     help="Liveness too: heartbeats, supervisor renewals."),
+                                     help="Bookkeeping too: supervise start/end, usage rows, "
+                                          "heartbeats, supervisor renewals."),
             json: bool = JsonOpt, at: Optional[str] = AtOpt) -> None:
     """The transitions read from refs/liza/state, newest first: time, actor, op, task, from -> to
     (paged on a terminal, as git log)."""

@@ -23,7 +23,8 @@ CONFIG_MAX = {"lease_duration": 7 * 86400, "heartbeat_interval": 86400,
               "max_no_progress_runs": 1000, "max_launches_per_minute": 600,
               "planner_poll_interval": 86400, "reviewer_poll_interval": 86400,
               "archive_after": 365 * 86400, "pool_idle_exit": 7 * 86400,
-              "review_quorum": 9, "rca_after_rejections": 1000, "merge_batch": 100}
+              "review_quorum": 9, "rca_after_rejections": 1000, "merge_batch": 100,
+              "seal_every": 10**7}
 # Budgets in tokens (gitliza/core/usage.py): at most a trillion, far beyond any real run.
 CONFIG_MAX.update(budget_tokens_per_task=10**12, budget_tokens_per_goal=10**12)
 # Optional keys that `none` (or `off`) unsets.
@@ -49,6 +50,8 @@ def coerce_config(key: str, value: ConfigValue | None) -> ConfigValue | None:
         from gitliza.core import quorum  # only then: few commands set the review rules
         return quorum.canonical_rules(value) if key == "quorum_rules" else \
             quorum.check_diversity(value)
+    if key == "seal_every" and str(value).strip().lower() in ("off", "0"):
+        return 0  # never by itself (services/autoseal.py)
     if key in CONFIG_MAX:  # the integer settings (alarm thresholds included), each bounded
         try:
             n = int(value) if not isinstance(value, bool) else None  # type: ignore[arg-type]

@@ -313,6 +313,10 @@ class Config:
     quorum_rules: str | None = since_v1(None)
     review_diversity: str = since_v1("off")
     rca_after_rejections: int = since_v1(4)
+    # `team` and `watch`, which run as the human, seal the history when its newest seal is this
+    # many commits below the tip (gitliza/services/autoseal.py); 0 (`off`): never by themselves.
+    # Not None for off: a None is left out of the blob, and would read back as the default.
+    seal_every: int = since_v1(1000)
 
 
 @dataclass(frozen=True, slots=True)
@@ -536,6 +540,9 @@ class Supervisor:
     # The process's start time on `host` (clock ticks since boot, /proc/PID/stat): a pid that
     # now names another process is a dead supervisor, not a live one.
     pid_start: int | None = None
+    # A supervisor registered the agent (not the human): its clean end removes it, whichever
+    # generation ends (one that ended holding a task left it registered for the next).
+    registered: bool = since_v1(False)
 
 
 Entity = (Task | Agent | Goal | Config | Sprint | CircuitBreaker | Discovery | Handoff | HumanNote

@@ -5,7 +5,7 @@ Pure: a board in, plain values out; nothing here reads the clock or git.
 from __future__ import annotations
 
 from gitliza.core.board import Board
-from gitliza.core.model import HumanNote
+from gitliza.core.model import HumanNote, Task
 from gitliza.core.states import TERMINAL
 
 
@@ -14,6 +14,31 @@ def all_tasks_terminal(board: Board) -> bool:
     task): the condition for `complete-goal`. Terminal tasks live under archive/, so only the live
     collection is read."""
     return all(t.status in TERMINAL for t in board.tasks())
+
+
+def of_current_goal(board: Board, t: Task) -> bool:
+    """Whether task `t` belongs to the board's current goal. A task records no goal: a new goal
+    starts with no live task (`init` refuses one), so every live task is the current goal's, and an
+    archived one is if it was added after the goal started. A task added in the very second of the
+    `init` counts if it moved later; an earlier goal's task, terminal before that `init`, never
+    does (its last move is at or before it)."""
+    if t.status not in TERMINAL:
+        return True
+    started = board.goal.created
+    if t.created != started:
+        return t.created > started
+    return max((h.time for h in t.history), default=t.created) > started
+
+
+def goal_tasks(board: Board) -> list[Task]:
+    """The current goal's tasks, live and archived (earlier goals' archived tasks left out)."""
+    return [t for t in board.all_tasks() if of_current_goal(board, t)]
+
+
+def goal_has_tasks(board: Board) -> bool:
+    """Whether the current goal has any task yet (cheap when a task is live)."""
+    return any(True for _ in board.tasks()) or \
+        any(of_current_goal(board, t) for t in board.values("archive"))
 
 
 def notes_for(board: Board, task_id: str) -> list[HumanNote]:

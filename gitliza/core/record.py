@@ -113,6 +113,22 @@ def check_consistent(rec: Record, event: Event) -> None:
 LIVENESS = {"heartbeat": None, "supervise": "renew"}  # op -> the mode that is liveness (None: any)
 
 
+def is_seal_message(message: str) -> bool:
+    """Whether a state commit's message records the `seal` op (cheap: no parse)."""
+    return "\nLiza-Op: seal\n" in message
+
+
+# Rows that say how the team ran, not what happened to the work: a supervisor's start and end,
+# an agent run's usage. `log` and the web timeline show them when asked (issue 36: they were
+# nearly half of a small team's commits).
+BOOKKEEPING = frozenset({"supervise", "usage"})
+
+
+def is_bookkeeping(op: str | None, args: dict[str, Any] | None) -> bool:
+    """Liveness, or a supervisor's start/end, or a run's usage record."""
+    return op in BOOKKEEPING or is_liveness(op, args)
+
+
 def is_liveness(op: str | None, args: dict[str, Any] | None) -> bool:
     """Whether a transition (its Liza-Op and Liza-Args) only keeps a lease or a token alive."""
     if op not in LIVENESS:

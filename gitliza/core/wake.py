@@ -6,7 +6,7 @@ until the next change or until `next_deadline`, the only time-based event (a lea
 its task claimable or reviewable again).
 
 Planner wake triggers, in the reference's order of precedence (liza-prompt-builders.sh):
-INITIAL_PLANNING (no task yet), BLOCKED_TASKS, INTEGRATION_FAILED, HYPOTHESIS_EXHAUSTED,
+INITIAL_PLANNING (the current goal has no task yet), BLOCKED_TASKS, INTEGRATION_FAILED, HYPOTHESIS_EXHAUSTED,
 IMMEDIATE_DISCOVERY (urgency immediate, not converted to a task yet). Unlike the reference, a task
 that two coders failed is counted as HYPOTHESIS_EXHAUSTED only (not also as BLOCKED_TASKS), so that
 trigger can be the one reported; and only live tasks count, so a retired task wakes no one.
@@ -79,11 +79,12 @@ def open_immediate(board: Board) -> list[Discovery]:
 
 def sprint_state(board: Board) -> SprintState:
     live = list(board.tasks())
-    total = len(live) + len(board.keys("archive"))
+    archived = [t for t in board.values("archive") if queries.of_current_goal(board, t)]
+    total = len(live) + len(archived)
     n = {s: 0 for s in S}
     for t in live:
         n[t.status] += 1
-    merged = sum(1 for t in board.values("archive") if t.status == S.MERGED)
+    merged = sum(1 for t in archived if t.status == S.MERGED)
     hyp = sum(1 for t in live if exhausted(t))
     return SprintState(
         total=total, merged=merged,
@@ -96,7 +97,7 @@ def sprint_state(board: Board) -> SprintState:
 def planner_triggers(board: Board) -> list[tuple[WakeTrigger, tuple[str, ...]]]:
     """Every trigger that holds, in precedence order, with the ids that raise it."""
     live = list(board.tasks())
-    if not live and not board.keys("archive"):
+    if not live and not queries.goal_has_tasks(board):  # earlier goals' archive does not count
         return [(WakeTrigger.INITIAL_PLANNING, ())]
     out: list[tuple[WakeTrigger, tuple[str, ...]]] = []
     for trig, ids in (
@@ -121,9 +122,9 @@ def wake_trigger(board: Board) -> WakeTrigger | None:
 
 
 def all_terminal(board: Board) -> bool:
-    """Every task is MERGED, SUPERSEDED or ABANDONED, and there is at least one (an empty board
-    waits for its initial planning instead)."""
-    return queries.all_tasks_terminal(board) and bool(board.keys("archive"))
+    """Every task is MERGED, SUPERSEDED or ABANDONED, and the current goal has at least one (a goal
+    with no task yet waits for its initial planning instead, whatever earlier goals archived)."""
+    return queries.all_tasks_terminal(board) and queries.goal_has_tasks(board)
 
 
 def approved_by(board: Board, agent: str) -> list[Task]:

@@ -146,14 +146,22 @@ def render(snap: Snapshot, now: str) -> Any:
                       str(t.priority), _plain(_task_agent(t)), _plain(t.description),
                       countdown(lease, now))
 
+    from gitliza.core.supervision import of_agent
     agents = Table(title="agents", title_justify="left", expand=True)
-    for col in ("agent", "role", "status", "task", "heartbeat", "lease"):
+    for col in ("agent", "role", "status", "task", "heartbeat", "lease", "supervisor"):
         agents.add_column(col, no_wrap=True)
+    notes: list[str] = []
     for a in sorted(b.agents(), key=lambda a: a.id):
+        sup = of_agent(b, a, now)
         agents.add_row(_plain(a.id), a.role.value, a.status.value, _plain(a.current_task or ""),
-                       ago(a.heartbeat, now), countdown(a.lease_expires, now))
+                       ago(a.heartbeat, now), countdown(a.lease_expires, now),
+                       Text(sup.state.value, style="" if sup.running else "bold yellow"))
+        line = sup.line(now)
+        if line:
+            notes.append(line)
 
-    parts: list[Any] = [head, tasks, agents, _alarms(snap.alarms)]
+    parts: list[Any] = [head, tasks, agents] + [_plain(n) for n in notes] + \
+        [_alarms(snap.alarms)]
     recent = Table(title="last transitions", title_justify="left", expand=True)
     recent.add_column("state", no_wrap=True)
     recent.add_column("time", no_wrap=True)

@@ -68,3 +68,55 @@ def branch_warning(repo: pygit2.Repository) -> str | None:
         name = repr(name)
     return (f"warning: HEAD is on {name}, not main/master; the integration branch is "
             "created from this commit")
+
+
+def head_name(repo: pygit2.Repository) -> str:
+    """The branch HEAD is on, for a message (`main`, or `HEAD` when detached)."""
+    try:
+        target = repo.references["HEAD"].target
+    except (KeyError, pygit2.GitError):
+        return "HEAD"
+    return target.removeprefix("refs/heads/") if isinstance(target, str) else "HEAD"
+
+
+def integration_catchup(repo: pygit2.Repository, branch: str,
+                        human: bool) -> tuple[str | None, str | None]:
+    """A next goal's spec is committed on `main` (HEAD), but worktrees start from the integration
+    branch and the web board reads specs there. Returns (the commit to fast-forward the
+    integration branch to, a one-line notice): a fast-forward when the branch is an ancestor of
+    HEAD and the human runs `init` (moving the branch's base is the human's: the new commits are
+    the human's own, never an agent's unreviewed work); otherwise what to type, or nothing when
+    the branch already holds HEAD."""
+    ref = repo.references.get(f"refs/heads/{branch}")
+    if ref is None or repo.head_is_unborn:
+        return None, None
+    integ = ref.peel(pygit2.Commit).id
+    head = repo.head.peel(pygit2.Commit).id
+    if head == integ or repo.descendant_of(integ, head):
+        return None, None
+    name = head_name(repo)
+    ahead, behind = repo.ahead_behind(head, integ)
+    fix = (f"`git branch -f {branch} {name}` and, as the human, "
+           f"`git liza config integration_base $(git rev-parse {name})`")
+    if behind == 0:
+        if human:
+            return str(head), (f"{branch} fast-forwarded to {name} ({ahead} new commit(s), the "
+                               f"next goal's spec among them): agents start from it")
+        return None, (f"{branch} lacks {name}'s {ahead} new commit(s) (the next goal's spec?): "
+                      f"{fix}")
+    return None, (f"{branch} lacks {name}'s {ahead} new commit(s) and cannot fast-forward "
+                  f"({branch} has {behind} {name} lacks): `git merge {branch}` on {name}, "
+                  f"then {fix}")
+
+
+def fast_forward(repo: pygit2.Repository, branch: str, new: str) -> bool:
+    """Move `branch` to `new` if that is still a fast-forward (it may have moved meanwhile)."""
+    ref = repo.references.get(f"refs/heads/{branch}")
+    target = pygit2.Oid(hex=new)
+    if ref is None:
+        return False
+    tip = ref.peel(pygit2.Commit).id
+    if tip != target and not repo.descendant_of(target, tip):
+        return False
+    repo.references.create(f"refs/heads/{branch}", target, force=True)
+    return True

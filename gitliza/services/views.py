@@ -41,7 +41,8 @@ def status_data(liza: Any, at: str | None = None) -> dict[str, Any]:
         "config": codec.encode(board.config),
         "tasks": [{**task_row(t), **({"lock_wait": waits[t.id]} if t.id in waits else {})}
                   for t in live], "archived": len(archived),
-        "agents": [codec.encode(a) for a in board.agents()],
+        "agents": [_agent_row(board, a, liza.now() if at is None else None)
+                   for a in board.agents()],
         "claimable": [t.id for t in _invariants().claimable(board, liza.now())],
         "lock_waits": waits,
         "merge_queue": [t.id for t in mergequeue.queue(board)],
@@ -51,6 +52,19 @@ def status_data(liza: Any, at: str | None = None) -> dict[str, Any]:
         "warnings": [w for w in (metrics.rubber_stamp_warning(m),) if w],
         "usage": usage.goal_totals(board).as_json(),
     }
+
+def _agent_row(board: Board, a: Any, now: str | None) -> dict[str, Any]:
+    """An agent as status shows it, with its supervisor's state (live, stopped, expired, none)
+    at the tip (`now`; None for a past state, whose supervisors cannot be judged now)."""
+    row = codec.encode(a)
+    if now is not None:
+        from gitliza.core.supervision import of_agent
+        sup = of_agent(board, a, now)
+        row["supervisor"] = sup.state.value
+        line = sup.line(now)
+        if line:
+            row["supervisor_note"] = line
+    return row
 
 def task_row(t: Task) -> dict[str, Any]:
     return {"id": t.id, "status": t.status.value, "priority": t.priority,
@@ -122,18 +136,26 @@ def log_entry(commit: Any) -> dict[str, Any]:
             "args": _json.loads(tr["Liza-Args"]), "summary": rec.subject}
 
 def log_entries(liza: Any, n: int | None = None, task: str | None = None, by: str | None = None,
-                at: str | None = None) -> list[dict[str, Any]]:
-    """The audit trail, newest first, filtered (every commit, liveness included: the MCP log)."""
-    return list(history_log(liza, n=n, task=task, by=by, at=at, liveness=True))
+                at: str | None = None, everything: bool = True) -> list[dict[str, Any]]:
+    """The audit trail, newest first, filtered (every commit, liveness included: the MCP log);
+    `everything` False leaves out the bookkeeping rows (supervise, usage, liveness), as `log`
+    does without --all."""
+    return list(history_log(liza, n=n, task=task, by=by, at=at, liveness=True,
+                            bookkeeping=everything))
 
 
 def history_log(liza: Any, *, n: int | None = None, task: str | None = None,
                 by: str | None = None, at: str | None = None, ops: Sequence[str] = (),
                 since: str | None = None, until: str | None = None,
-                liveness: bool = False) -> Iterator[dict[str, Any]]:
+                liveness: bool = False, bookkeeping: bool | None = None
+                ) -> Iterator[dict[str, Any]]:
     """`git liza log`: the transitions, newest first; without `liveness`, no heartbeat and no
-    supervisor renewal (record.is_liveness). `since`/`until` are timestamps (inclusive); `ops`
-    the op names to keep. A commit whose message cannot be read is always shown (its error)."""
+    supervisor renewal (record.is_liveness); without `bookkeeping` (default: as `liveness`), no
+    supervise start/end and no usage row either (record.is_bookkeeping). `since`/`until` are
+    timestamps (inclusive); `ops` the op names to keep (shown whatever they are). A commit whose
+    message cannot be read is always shown (its error)."""
+    if bookkeeping is None:
+        bookkeeping = liveness
     from gitliza.core import record
 
     wanted = set(ops)
@@ -146,6 +168,8 @@ def history_log(liza: Any, *, n: int | None = None, task: str | None = None,
                 (task is not None and e["task"] != task) or (by is not None and e["actor"] != by)
                 or (wanted and e["op"] not in wanted)
                 or (not liveness and not wanted and record.is_liveness(e["op"], e["args"]))
+                or (not bookkeeping and not wanted
+                    and record.is_bookkeeping(e["op"], e["args"]))
                 or (since is not None and e["time"] < since)
                 or (until is not None and e["time"] > until)):
             continue

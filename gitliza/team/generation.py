@@ -56,6 +56,10 @@ class Generation:
         liza.gen = None
         mode, replaces = "takeover" if takeover else "start", None
         cur = board.get("supervisors", self.agent)
+        if me is not None and cur is not None and cur.registered:
+            # An earlier supervisor registered it and ended holding a task (so it stayed):
+            # this one removes it at its clean end, as it would have (agents alike, issue 36).
+            self.registered = True
         if not takeover and cur is not None and cur.expires is not None and \
                 cur.expires > liza.now() and procinfo.dead_here(cur.host, cur.pid, cur.pid_start):
             mode, replaces = "takeover", cur.generation
@@ -63,7 +67,8 @@ class Generation:
                 f"(pid {cur.pid} on {cur.host}) is gone")
         pid = os.getpid()
         done = liza.do(Supervise, mode=mode, host=procinfo.host(), pid=pid,
-                       pid_start=procinfo.start_time(pid), replaces=replaces)
+                       pid_start=procinfo.start_time(pid), replaces=replaces,
+                       registered=self.registered)
         sup = done.outcome.board.get("supervisors", self.agent)
         assert sup is not None
         self.gen = sup.generation

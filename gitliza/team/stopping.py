@@ -55,6 +55,7 @@ class StopSignal:
         a test's thread, nothing is installed and `stop` is the caller's business)."""
         if threading.current_thread() is not threading.main_thread() or self._installed:
             return self
+        inherited_ignored()  # before our handlers replace what the process started with
         self._r, self._w = os.pipe()
         os.set_blocking(self._w, False)  # set_wakeup_fd requires it; a full pipe loses nothing
         self._old_fd = signal.set_wakeup_fd(self._w, warn_on_full_buffer=False)
@@ -150,17 +151,37 @@ def spawn_blocked(start: Callable[[], T]) -> T:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
-def nudge_git_parent() -> None:
-    """Make `git liza ...` report the stop when git itself got the signal too.
+_INHERITED_IGNORED: frozenset[int] | None = None
+
+
+def inherited_ignored() -> frozenset[int]:
+    """The stop signals this process started with ignored. git runs `git-liza` with the
+    dispositions it inherited (a signal ignored stays ignored across fork and exec): a background
+    job of a non-interactive shell ignores SIGINT, and so do git and `git-liza` then. Recorded on
+    the first call, which must come before any handler is installed (`StopSignal.install`, `git
+    liza web`)."""
+    global _INHERITED_IGNORED
+    if _INHERITED_IGNORED is None:
+        _INHERITED_IGNORED = frozenset(
+            int(s) for s in SIGNALS if signal.getsignal(s) is signal.SIG_IGN)
+    return _INHERITED_IGNORED
+
+
+def nudge_git_parent(sig: signal.Signals | None) -> None:
+    """Make `git liza ...` end as `gitliza ...` does after signal `sig`, without git's error.
 
     git runs `git-liza` as a child and, on SIGINT or SIGTERM, forwards the signal, reaps the child
-    inside its handler and re-raises the signal on itself. Where that signal was ignored when git
-    started (a background job of a non-interactive shell ignores SIGINT), git then survives, finds
-    its child already reaped and exits 128 with "waitpid for git-liza failed: No child
-    processes", whatever our exit code. So, when our parent is git and is inside its handler for
-    SIGINT or SIGTERM (the signal is in its blocked mask), a SIGTERM to it makes it end as killed
-    by SIGTERM (143), which a caller reads as "stopped"; git's SIGTERM handler has nobody left to
+    inside its handler, restores the disposition it started with and re-raises the signal on
+    itself. With the default action there, git dies of the same signal: the caller reads 130
+    after SIGINT, 143 after SIGTERM, as from `gitliza` itself, and nothing is to be done here.
+    Where git started with the signal ignored (a background job's SIGINT: `inherited_ignored`),
+    git survives its own raise, finds its child already reaped and exits 128 with "waitpid for
+    git-liza failed: No child processes". Only then, when our parent is git and is inside its
+    handler (the signal is in its blocked mask), a SIGTERM makes it end as killed by SIGTERM
+    (143), the one status a signal it ignores can give; its SIGTERM handler has nobody left to
     wait for."""
+    if sig is None or int(sig) not in inherited_ignored():
+        return
     ppid = os.getppid()
     proc = Path("/proc", str(ppid))
     try:

@@ -38,6 +38,9 @@ from gitliza.team.usagestreams import (FLAGS, STREAMS, ClaudeStream, Counted, St
 RUN_ENV = "LIZA_RUN_ID"
 REPORTS_DIR = "agent-usage"
 JOIN_GRACE = 5.0  # seconds to wait for the output reader after the agent's group is gone
+# The agents this process already told that a `-- COMMAND` agent reports its own usage: once per
+# agent, not once per run (issue 36: every scripted run printed it).
+_TOLD_NONE: set[str] = set()
 
 
 def run_id(agent: str, gen: int, n: int) -> str:
@@ -195,9 +198,11 @@ def record(liza: Liza, gen: int, meter: Meter, task: str | None,
         return
     if meter.cli == "command" and got.cost is None and not (got.input or got.output):
         # A `-- COMMAND` agent (a script) that reported nothing: say how it would, rather than
-        # print a run of zeros a newcomer takes for a failure to count.
-        log(f"usage of run {meter.run}: none reported (a -- COMMAND agent reports its own with "
-            "`git liza usage report`; docs/usage.md)")
+        # print a run of zeros a newcomer takes for a failure to count; once per agent.
+        if liza.agent not in _TOLD_NONE:
+            _TOLD_NONE.add(str(liza.agent))
+            log(f"usage of run {meter.run}: none reported (a -- COMMAND agent reports its own "
+                "with `git liza usage report`; docs/usage.md)")
         return
     cost = f", {core_usage.usd_text(got.cost)}" if got.cost is not None else ""
     log(f"usage of run {meter.run}: {got.input:,} in, {got.output:,} out, "

@@ -4,7 +4,7 @@ handle (gitliza/web/live.py).
 
     GET  /                 the board              GET  /fragment/board      its live part
     GET  /task/{id}        a task                 GET  /fragment/task/{id}  its live part
-    GET  /log              the audit timeline (?task= &agent= &op= &n=)   /fragment/log  its part
+    GET  /log              the audit timeline (?task= &agent= &op= &n= &all=1)  /fragment/log  its part
     GET  /pictures         dependency graph, burndown and throughput
     GET  /api/board        `status --json`        GET  /api/task/{id}       `show --json`
     GET  /events           server-sent events     GET  /task/{id}/log/{n}/stream  a log, live
@@ -66,17 +66,21 @@ class Board:
             self.liza, self.watcher, self.opened_at = self.open_liza(), None, seen
             old.repo.free()  # now, not when the cycle collector gets to it
 
-    def board_html(self, verify: dict[str, Any]) -> str:
+    def board_html(self, verify: dict[str, Any], every_goal: bool = False) -> str:
         with self.handle():
             if self.watcher is None:
                 from gitliza.governance.watch import Watcher
                 self.watcher = Watcher(self.liza.store, notify=False, send=False)
             data = snapshot.board_view(self.liza, self.watcher)
-            done = self._done(data["state"])
+            done = self._done(data["state"], every_goal)
         return pages.board_body(data, done, verify, self.read_only)
 
-    def _done(self, state: str | None) -> dict[str, list[dict[str, Any]]]:
-        """The terminal columns: archived tasks, the latest first."""
+    def _done(self, state: str | None, every_goal: bool = False
+              ) -> dict[str, list[dict[str, Any]]]:
+        """The terminal columns: the current goal's archived tasks (every goal's with
+        `every_goal`), the latest first; `#earlier`: how many earlier goals' tasks were left
+        out, and the previous goal's line (its alignment history's first entry)."""
+        from gitliza.core.queries import of_current_goal
         from gitliza.services.views import task_row
         if state is None:
             return {}
@@ -85,8 +89,15 @@ class Board:
         archived = sorted(board.values("archive"),
                           key=lambda t: t.history[-1].time if t.history else t.created,
                           reverse=True)
+        earlier = 0
         for t in archived:
+            if not every_goal and not of_current_goal(board, t):
+                earlier += 1
+                continue
             out.setdefault(t.status.value, []).append(task_row(t))
+        previous = next((a.summary for a in board.goal.alignment_history
+                         if a.event == "previous_goal"), None)
+        out["#earlier"] = [{"n": earlier, "previous": previous, "every_goal": every_goal}]
         for s in TERMINAL:
             out[f"{s}#count"] = [{"n": len(out[s])}]
             out[s] = out[s][:pages.DONE_SHOWN]
@@ -143,12 +154,14 @@ def build(open_liza: Callable[[], Any], token: str, *, read_only: bool = False,
 
     async def index(request: Request) -> Response:
         from starlette.concurrency import run_in_threadpool
-        body = await run_in_threadpool(board.board_html, bus.verify)
-        return page("board", body, "/fragment/board")
+        every = request.query_params.get("goals") == "all"
+        body = await run_in_threadpool(board.board_html, bus.verify, every)
+        return page("board", body, "/fragment/board" + ("?goals=all" if every else ""))
 
     async def board_fragment(request: Request) -> Response:
         from starlette.concurrency import run_in_threadpool
-        return HTMLResponse(await run_in_threadpool(board.board_html, bus.verify))
+        every = request.query_params.get("goals") == "all"
+        return HTMLResponse(await run_in_threadpool(board.board_html, bus.verify, every))
 
     async def task_page(request: Request) -> Response:
         from starlette.concurrency import run_in_threadpool
@@ -170,7 +183,7 @@ def build(open_liza: Callable[[], Any], token: str, *, read_only: bool = False,
     async def log_page(request: Request) -> Response:
         from starlette.concurrency import run_in_threadpool
         q = request.query_params
-        filters = {k: q.get(k, "").strip() for k in ("task", "agent", "op")}
+        filters = {k: q.get(k, "").strip() for k in ("task", "agent", "op", "all")}
         try:
             limit = max(1, int(q.get("n") or LOG_DEFAULT))
         except ValueError:
@@ -180,7 +193,8 @@ def build(open_liza: Callable[[], Any], token: str, *, read_only: bool = False,
             from gitliza.services.views import log_entries
             with board.handle():
                 found = log_entries(board.liza, None if filters["op"] else limit,
-                                    task=filters["task"] or None, by=filters["agent"] or None)
+                                    task=filters["task"] or None, by=filters["agent"] or None,
+                                    everything=bool(filters["all"] or filters["op"]))
             if filters["op"]:
                 found = [x for x in found if x.get("op") == filters["op"]][:limit]
             return found

@@ -61,7 +61,8 @@ def board_body(data: dict[str, Any], done: dict[str, list[dict[str, Any]]], veri
                '</section>'
     return (header(data, verify) + ("" if read_only else board_actions(data))
             + alarms_panel(data.get("alarms"))
-            + columns(data["tasks"], done, data["now"]) + agents_panel(data["agents"])
+            + earlier_goals(done) + columns(data["tasks"], done, data["now"])
+            + agents_panel(data["agents"])
             + '<div class="grid4">' + journal_panels(data) + '</div>'
             + recent_panel(data.get("recent", [])))
 
@@ -132,8 +133,31 @@ def text_field(name: str, placeholder: str, required: bool = False, value: str =
             f'{" required" if required else ""}>')
 
 
+def earlier_goals(done: dict[str, list[dict[str, Any]]]) -> str:
+    """One line over the columns: the previous goal, and its tasks one click away (the terminal
+    columns show the current goal's own, as the header counts them)."""
+    info = (done.get("#earlier") or [{}])[0]
+    if not info.get("previous") and not info.get("n"):
+        return ""
+    prev = f'previous goal: {e(info["previous"])}' if info.get("previous") else "earlier goals"
+    if info.get("every_goal"):
+        link = '<a href="/">this goal\'s tasks only</a>'
+    else:
+        link = (f'<a href="/?goals=all">show their {info.get("n", 0)} finished task(s)</a>'
+                if info.get("n") else "")
+    return f'<p class="goals">{prev} {link}</p>'
+
+
 def board_actions(data: dict[str, Any]) -> str:
     c = data["control"]
+    if data["goal"].get("status") != "IN_PROGRESS":
+        # An ended goal has no team to pause, checkpoint or abort: a note, or the next goal.
+        return ('<section class="actions">'
+                + form("note", text_field("message", "a note to the team", True)
+                       + text_field("for_task", "for task (optional)"), "Add note")
+                + f'<p class="ended">goal {e(data["goal"].get("id"))} is '
+                  f'{e(data["goal"].get("status"))}: <code>git liza init "NEXT GOAL"</code> '
+                  'starts the next one</p></section>')
     paused = c.get("paused") or data["sprint"].get("status") == "CHECKPOINT"
     acts = [form("resume", text_field("decision", "decision (optional)"), "Resume")
             if paused else form("pause", text_field("reason", "why pause (optional)"), "Pause"),
@@ -218,13 +242,25 @@ def agents_panel(agents: Sequence[dict[str, Any]]) -> str:
         f'<td>{when(a.get("heartbeat"), "since")}</td><td>{when(a.get("lease_expires"))}</td>'
         f'<td>{e(a.get("generation") if a.get("generation") is not None else "")}</td>'
         f'<td>{e(a.get("model") or "")}</td>'
-        f'<td><span class="live {"alive" if a.get("alive") else "stale"}">'
-        f'{"alive" if a.get("alive") else "stale"}</span></td></tr>'
+        f'<td><span class="live {_liveness(a)}" title="{e(a.get("supervisor_note") or "")}">'
+        f'{_liveness(a)}</span></td></tr>'
         for a in sorted(agents, key=lambda a: a["id"]))
+    notes = "".join(f'<p class="sup-note">{e(a["supervisor_note"])}</p>'
+                    for a in sorted(agents, key=lambda a: a["id"]) if a.get("supervisor_note"))
     return ('<section class="panel"><h2>Agents</h2><table class="agents"><thead><tr><th>agent</th>'
             '<th>role</th><th>status</th><th>task</th><th>heartbeat</th><th>lease</th>'
             f'<th>supervisor gen</th><th>model</th><th></th></tr></thead><tbody>{rows}</tbody>'
-            '</table></section>')
+            f'</table>{notes}</section>')
+
+
+def _liveness(a: dict[str, Any]) -> str:
+    """alive; stopped (its supervisor recorded its end) or gone (its token expired unrenewed),
+    whatever lease its task still has; else stale (no renewal within two intervals)."""
+    if a.get("supervisor") == "stopped":
+        return "stopped"
+    if a.get("supervisor") == "expired":
+        return "gone"
+    return "alive" if a.get("alive") else "stale"
 
 
 def journal_panels(data: dict[str, Any]) -> str:
@@ -296,7 +332,9 @@ def log_body(entries: Sequence[dict[str, Any]], filters: dict[str, str], limit: 
         for key, name in (("task", "task"), ("agent", "actor"), ("op", "op")))
     return (f'<section class="panel"><h2>Audit timeline</h2><form class="filters" method="get">'
             f'{fields}<label>at most <input name="n" type="number" min="1" value="{limit}">'
-            f'</label><button>Filter</button></form>'
+            f'</label><label><input name="all" type="checkbox" value="1"'
+            f'{" checked" if filters.get("all") else ""}> supervise and usage rows</label>'
+            f'<button>Filter</button></form>'
             + timeline_table(entries) + "</section>")
 
 

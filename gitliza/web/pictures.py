@@ -97,9 +97,10 @@ def progress(entries: Iterable[dict[str, Any]]) -> list[tuple[int, int, int]]:
     for e in entries:
         if "error" in e:
             continue
-        if e["op"] == "init":  # a new goal starts the count afresh
-            status.clear()
+        if e["op"] == "init":  # a new goal starts the count, and the chart, afresh (issue 36:
+            status.clear()     # goals overlaid on one axis read as one)
             merged = 0
+            points.clear()
         task, to = e.get("task"), e.get("to")
         if task and to:
             if to == "MERGED" and status.get(task) != "MERGED":
@@ -112,13 +113,20 @@ def progress(entries: Iterable[dict[str, Any]]) -> list[tuple[int, int, int]]:
     return points
 
 
+def _hhmm(t: int, t0: int, t1: int) -> str:
+    """A time-axis label: HH:MM, with the date where the span crosses days."""
+    ts = clock.from_epoch(t)
+    same_day = clock.from_epoch(t0)[:10] == clock.from_epoch(t1)[:10]
+    return ts[11:16] if same_day else f"{ts[5:10]} {ts[11:16]}"
+
+
 def burndown(points: Sequence[tuple[int, int, int]], width: int = 900, height: int = 220) -> str:
     """Open tasks (the burndown) and merged tasks (the throughput, cumulative) over time."""
     if len(points) < 2:
         return '<p class="empty">not enough history yet</p>'
     t0, t1 = points[0][0], max(points[-1][0], points[0][0] + 1)
     top = max(max(p[1] for p in points), max(p[2] for p in points), 1)
-    pad, plot_w, plot_h = 34, width - 44, height - 40
+    pad, plot_w, plot_h = 34, width - 44, height - 52
 
     def xy(t: int, v: int) -> str:
         return f"{pad + (t - t0) * plot_w / (t1 - t0):.1f},{10 + plot_h - v * plot_h / top:.1f}"
@@ -135,9 +143,15 @@ def burndown(points: Sequence[tuple[int, int, int]], width: int = 900, height: i
             f'<line x1="{pad}" y1="10" x2="{pad}" y2="{10 + plot_h}" class="axis"/>'
             f'<text x="{pad - 6}" y="16" class="tick" text-anchor="end">{top}</text>'
             f'<text x="{pad - 6}" y="{14 + plot_h}" class="tick" text-anchor="end">0</text>'
-            f'<text x="{pad}" y="{height - 8}" class="tick">start</text>'
-            f'<text x="{pad + plot_w}" y="{height - 8}" class="tick" '
-            f'text-anchor="end">+{escape(span)}</text>'
+            + "".join(
+                f'<line x1="{x:.1f}" y1="{10 + plot_h}" x2="{x:.1f}" y2="{14 + plot_h}" '
+                f'class="axis"/><text x="{x:.1f}" y="{height - 26}" class="tick" '
+                f'text-anchor="{anchor}">{escape(_hhmm(t, t0, t1))}</text>'
+                for x, t, anchor in ((pad, t0, "start"), (pad + plot_w / 2, (t0 + t1) // 2,
+                                                         "middle"),
+                                     (pad + plot_w, t1, "end")))
+            + f'<text x="{pad + plot_w / 2:.1f}" y="{height - 6}" class="tick" '
+            f'text-anchor="middle">time (UTC), this goal: {escape(span)}</text>'
             f'<polyline points="{open_line}" class="open"/>'
             f'<polyline points="{done_line}" class="done"/>'
             f'<text x="{pad + 8}" y="24" class="key open">open {points[-1][1]}</text>'

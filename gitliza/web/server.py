@@ -3,6 +3,7 @@ token; gitliza/web/auth.py), and open the browser on it."""
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import sys
 import threading
@@ -53,7 +54,10 @@ def url(host: str, port: int, token: str) -> str:
 
 def serve(open_liza: Callable[[], Any], host: str = "127.0.0.1", port: int | None = None, *,
           open_browser: bool = True, read_only: bool = False,
-          say: Callable[[str], None] = lambda s: print(s, flush=True)) -> int:
+          say: Callable[[str], None] = lambda s: print(s, flush=True)) -> signal.Signals | None:
+    """Serve until a signal; returns the first one (None: the server ended by itself). uvicorn
+    re-raises it once shut down: a SIGINT with Python's default handler is a KeyboardInterrupt
+    out of here, a SIGTERM ends the process, one the process ignores returns."""
     require_extra()
     import uvicorn
 
@@ -77,15 +81,24 @@ def serve(open_liza: Callable[[], Any], host: str = "127.0.0.1", port: int | Non
                             timeout_graceful_shutdown=5)
     bus = app.app.state.bus
 
+    got: list[signal.Signals] = []
+
     class Server(uvicorn.Server):
         def handle_exit(self, sig: int, frame: Any) -> None:
+            # One stop per signal: through git, the group's SIGINT comes twice (git forwards the
+            # one it got), which uvicorn would take for a second Ctrl-C, a forced exit that cuts
+            # the lifespan's shutdown short with a traceback. The graceful shutdown is bounded
+            # anyway (timeout_graceful_shutdown).
+            if signal.Signals(sig) in got:
+                return
+            got.append(signal.Signals(sig))
             bus.shutdown()  # open pages' streams end, so the connections close and it can stop
             super().handle_exit(sig, frame)
     server = Server(config)
     if open_browser:
         threading.Timer(0.5, _open, args=(address,)).start()
     server.run(sockets=[sock])
-    return 0
+    return got[0] if got else None
 
 
 def _open(address: str) -> None:

@@ -31,7 +31,9 @@ def board_view(liza: Any, watcher: Any = None) -> dict[str, Any]:
     for a in data["agents"]:
         sup = sups.get(a["id"])
         a["generation"] = sup.generation if sup is not None else None
-        a["alive"] = alive(a, None if sup is None else sup.expires, hb, now)
+        # A stopped or expired supervisor is not alive, whatever lease its task still has.
+        a["alive"] = a.get("supervisor") not in ("stopped", "expired") and \
+            alive(a, None if sup is None else sup.expires, hb, now)
         chosen = for_member(board.config.models, str(a.get("role")), a["id"])  # the board's pick
         a["model"] = None if chosen is None else ":".join(x for x in chosen if x)
     data["anomalies"] = _newest([codec.encode(x) for x in board.values("anomalies")], "timestamp")
@@ -40,7 +42,7 @@ def board_view(liza: Any, watcher: Any = None) -> dict[str, Any]:
     data["discovered"] = data["discovered"][-JOURNAL:]
     data["circuit_breaker"] = codec.encode(board.circuit_breaker)
     data["alarms"] = alarm_list(watcher, now) if watcher is not None else None
-    data["recent"] = log_entries(liza, RECENT, at=state)
+    data["recent"] = log_entries(liza, RECENT, at=state, everything=False)
     return data
 
 

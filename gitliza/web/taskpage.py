@@ -96,7 +96,7 @@ def task_body(t: dict[str, Any], *, spec: str | None, audit: Sequence[dict[str, 
                          f"<tr><td>#{n}</td><td class=nowrap>{e(tm)}</td><td>{e(who)}</td>"
                          f"<td class=pre>{e(why)}</td></tr>" for n, tm, who, why in rej)
                      + "</tbody></table></section>")
-    parts.append(diff_panel(*diff))
+    parts.append(diff_panel(*diff, caption=diff_caption(t, rej)))
     if not read_only:
         parts.append(task_actions(t))
     if t.get("spec_ref"):
@@ -109,8 +109,39 @@ def task_body(t: dict[str, Any], *, spec: str | None, audit: Sequence[dict[str, 
     if notes:
         parts.append(f'<section class="panel"><h2>Human notes</h2><ul>{notes}</ul></section>')
     parts.append(logs_panel(t["id"], logs))
-    parts.append(f'<section class="panel"><h2>History</h2>{timeline_table(audit)}</section>')
+    parts.append(f'<section class="panel"><h2>History</h2>'
+                 f'{timeline_table(with_created(t, audit))}</section>')
     return "".join(parts)
+
+
+def diff_caption(t: dict[str, Any], rej: Sequence[tuple[int, str, str, str]]) -> str:
+    """Which submission the diff shows: the review commit is the last one submitted, iteration n
+    (the n-th ready_for_review); once it was rejected and the task taken back, the page says the
+    work in progress is the next iteration, not this diff."""
+    n = sum(1 for h in t.get("history", ()) if h.get("event") == "ready_for_review")
+    if not n or not t.get("review_commit"):
+        return ""
+    text = f"iteration {n}, review commit {t['review_commit'][:12]}"
+    if rej and rej[-1][0] == n and t["status"] != "READY_FOR_REVIEW":
+        text += (f", rejected by {rej[-1][2]}" if rej[-1][2] else ", rejected")
+        if t["status"] in ("CLAIMED", "REJECTED"):
+            text += f"; iteration {n + 1} is in the works"
+    return text
+
+
+def with_created(t: dict[str, Any], audit: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The audit trail of the task, with its creation: an `add --from FILE` (or a planner's
+    batch) names no single task, so the trail filtered by task misses it; the task's own
+    history has it, as `git liza show` prints it."""
+    rows = list(audit)
+    first = (t.get("history") or [{}])[0]
+    if first.get("event") == "created" and not any(
+            x.get("op") in ("add", "rescope") and x.get("task") == t["id"] for x in rows):
+        rows.append({"state": "", "time": first.get("time", t.get("created", "")), "op": "add",
+                     "actor": first.get("agent") or "", "task": t["id"], "from": None,
+                     "to": None, "summary": f"created {t['id']}"
+                     + (f" ({first['note']})" if first.get("note") else "")})
+    return rows
 
 
 def blocked_panel(t: dict[str, Any], read_only: bool) -> str:
@@ -139,10 +170,11 @@ def task_actions(t: dict[str, Any]) -> str:
     return f'<section class="actions">{"".join(acts)}</section>'
 
 
-def diff_panel(files: list[FileDiff], why: str | None) -> str:
+def diff_panel(files: list[FileDiff], why: str | None, caption: str = "") -> str:
+    sub = f'<p class="note iteration">{e(caption)}</p>' if caption else ""
     if why is not None:
-        return f'<section class="panel"><h2>Review diff</h2><p class="empty">{e(why)}</p>' \
-               '</section>'
+        return f'<section class="panel"><h2>Review diff</h2>{sub}<p class="empty">{e(why)}' \
+               '</p></section>'
     adds, dels = sum(f.additions for f in files), sum(f.deletions for f in files)
     index = "".join(f'<li><a href="#f{i}">{e(f.path)}</a> <span class="add">+{f.additions}'
                     f'</span> <span class="del">-{f.deletions}</span></li>'
@@ -157,7 +189,7 @@ def diff_panel(files: list[FileDiff], why: str | None) -> str:
                       "</details>")
     return (f'<section class="panel diff"><h2>Review diff <span class="small">{len(files)} files '
             f'<span class="add">+{adds}</span> <span class="del">-{dels}</span></span></h2>'
-            f'<ul class="files">{index}</ul>{"".join(blocks)}</section>')
+            f'{sub}<ul class="files">{index}</ul>{"".join(blocks)}</section>')
 
 
 def logs_panel(task: str, logs: Sequence[tuple[Path, str, int]]) -> str:

@@ -153,3 +153,41 @@ def test_show_displays_the_notes_for_the_task(board: Path) -> None:
     assert [n["message"] for n in shown["human_notes"]] == ["use src/utils/retry.py",
                                                            "second for t-1: ünïcode"]
     assert shown["human_notes"][0]["for"] == "t-1"
+
+
+def _commit_on_head(repo: Path, name: str) -> str:
+    (repo / name).write_text(name)
+    git(repo, "add", name)
+    git(repo, "commit", "-q", "-m", name)
+    return git(repo, "rev-parse", "HEAD")
+
+
+def test_the_next_goals_init_brings_mains_new_commits_to_integration(board: Path) -> None:
+    """Issue 36: a next goal's spec committed on main reaches integration (a fast-forward, the
+    human's base recorded), or `init` says in one line what to type; an agent's init never moves
+    the branch (its base is the human's)."""
+    ok(liza(board, "abandon", "t-1", "--reason", "not needed"))
+    ok(liza(board, "complete-goal"))
+    head = _commit_on_head(board, "next.md")
+    r = liza(board, "init", "Second goal", agent=None)
+    assert r.returncode == 0 and "integration fast-forwarded to main (1 new commit(s)" in r.stderr
+    assert git(board, "rev-parse", "integration") == head
+    assert ok(liza(board, "config", "integration_base")).strip() == head
+    # a planner's init of the next goal: nothing moves, one line says how
+    ok(liza(board, "abort-goal", "--reason", "again"))
+    before = git(board, "rev-parse", "integration")
+    _commit_on_head(board, "third.md")
+    r = liza(board, "init", "Third goal")
+    assert r.returncode == 0 and git(board, "rev-parse", "integration") == before
+    [line] = [x for x in r.stderr.splitlines() if "integration lacks" in x]
+    assert "git branch -f integration main" in line and "integration_base" in line
+    # diverged (integration has work main lacks): no fast-forward, the merge named first
+    ok(liza(board, "abort-goal", "--reason", "again"))
+    git(board, "checkout", "-q", "integration")
+    _commit_on_head(board, "merged-work.py")
+    git(board, "checkout", "-q", "main")
+    integ = git(board, "rev-parse", "integration")
+    r = liza(board, "init", "Fourth goal", agent=None)
+    assert r.returncode == 0 and git(board, "rev-parse", "integration") == integ
+    [line] = [x for x in r.stderr.splitlines() if "cannot fast-forward" in x]
+    assert "`git merge integration` on main" in line

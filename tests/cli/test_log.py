@@ -59,15 +59,16 @@ def test_one_line_per_transition_and_no_liveness_by_default(repo: Path) -> None:
     r = run(repo)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
-    assert [ln.split()[3] for ln in lines] == ["claim", "supervise", "add", "register",
-                                               "register", "init"]
+    # bookkeeping (the supervisor's start) left out too (issue 36)
+    assert [ln.split()[3] for ln in lines] == ["claim", "add", "register", "register", "init"]
     claim = lines[0].split()
     assert claim[1:5] == ["2025-03-01T10:05:00Z", "coder-1", "claim", "t1"]
     assert lines[0].endswith("READY -> CLAIMED") or lines[0].endswith("UNCLAIMED -> CLAIMED")
     assert "heartbeat" not in r.stdout and "renew" not in r.stdout
     every = run(repo, "--all").stdout.splitlines()
-    assert len(every) == len(lines) + 3  # two heartbeats and one renewal
+    assert len(every) == len(lines) + 4  # two heartbeats, one renewal, the supervisor's start
     assert [ln.split()[3] for ln in every[:3]] == ["heartbeat", "supervise", "heartbeat"]
+    assert [ln.split()[3] for ln in every].count("supervise") == 2  # the renewal, the start
     # --json follows the same filter; the text's state column is a prefix of its state
     js = entries(repo)
     assert [e["op"] for e in js] == [ln.split()[3] for ln in lines]
@@ -82,7 +83,9 @@ def test_filters_by_op_agent_task_and_time(repo: Path) -> None:
         ["register", "register", "init"]
     beats = entries(repo, "--op", "heartbeat")  # naming a liveness op shows it
     assert [e["time"] for e in beats] == ["2025-03-01T10:08:00Z", "2025-03-01T10:06:00Z"]
-    assert [e["op"] for e in entries(repo, "--agent", "coder-1")] == ["claim", "supervise"]
+    assert [e["op"] for e in entries(repo, "--agent", "coder-1")] == ["claim"]
+    assert [e["op"] for e in entries(repo, "--agent", "coder-1", "--op", "supervise")] == \
+        ["supervise", "supervise"]  # named: shown, its renewal included
     assert [e["op"] for e in entries(repo, "--task", "t1", "--all")] == \
         ["heartbeat", "heartbeat", "claim", "add"]
     window = entries(repo, "--since", "2025-03-01T10:01:00Z", "--until", "2025-03-01T10:03:00Z")
@@ -94,7 +97,7 @@ def test_filters_by_op_agent_task_and_time(repo: Path) -> None:
     r = run(repo, "--all", "--since", "2m", "--json", LIZA_NOW="2025-03-01T10:09:00Z")
     assert [e["time"] for e in json.loads(r.stdout)] == ["2025-03-01T10:08:00Z",
                                                          "2025-03-01T10:07:00Z"]
-    assert [e["op"] for e in entries(repo, "-n", "2")] == ["claim", "supervise"]
+    assert [e["op"] for e in entries(repo, "-n", "2")] == ["claim", "add"]
 
 
 def test_bad_filters_are_one_line_and_exit_1(repo: Path) -> None:

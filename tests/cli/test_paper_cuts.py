@@ -60,7 +60,7 @@ def test_an_agent_id_registered_with_its_role_is_accepted_and_the_refusal_says_w
     ok(liza(board, "config", "reviewer_max_wait", "1"))  # nothing to review: it exits soon
     r = liza(board, "agent", "code-reviewer", "--once", "--", "true", agent="rev-1")
     assert "does not name" not in r.stderr
-    log = json.loads(ok(liza(board, "log", "--json")))
+    log = json.loads(ok(liza(board, "log", "--op", "supervise", "--json")))
     assert any(e["op"] == "supervise" and e["actor"] == "rev-1" for e in log), r.stderr
 
 

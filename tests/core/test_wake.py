@@ -1,8 +1,10 @@
 """Planner wake triggers, work-for-role predicates, the next time-based deadline, holds."""
 from __future__ import annotations
 
-from gitliza.core import clock, wake
+from gitliza.core import clock, queries, wake
 from gitliza.core.ops import Block, Claim, Unblock
+from gitliza.core.ops.goal import CompleteGoal, Init
+from gitliza.core.ops.planning import Abandon
 from gitliza.core.ops.control import AbortOp, Checkpoint, Pause
 from gitliza.core.ops.journal import Discover
 from gitliza.core.states import Role, TaskState
@@ -17,6 +19,39 @@ def test_initial_planning_only_on_an_empty_board() -> None:
     assert wake.planner_triggers(r.board) == [(WakeTrigger.INITIAL_PLANNING, ())]
     add_ready(r)
     assert wake.planner_triggers(r.board) == [] and wake.wake_trigger(r.board) is None
+
+
+def test_a_next_goal_starts_with_its_own_initial_planning() -> None:
+    """The first goal's archived tasks do not count for the next goal: its planner plans (it was
+    completed empty before), and it completes only once a task of its own is terminal."""
+    r = board_in(S.MERGED)
+    r.do(CompleteGoal, "planner-1")
+    assert wake.all_terminal(r.board)  # goal-1's own tasks: its supervisor may complete it
+    r.do(Init, "human", goal="Next goal", goal_id="goal-2", sprint_id="sprint-2")
+    assert wake.planner_triggers(r.board) == [(WakeTrigger.INITIAL_PLANNING, ())]
+    assert not wake.all_terminal(r.board)
+    assert wake.sprint_state(r.board).total == 0
+    add_ready(r, "task-2")
+    assert wake.planner_triggers(r.board) == [] and not wake.all_terminal(r.board)
+    r.do(Abandon, "planner-1", task="task-2", reason="not needed")
+    assert wake.planner_triggers(r.board) == [] and wake.all_terminal(r.board)
+    assert [t.id for t in queries.goal_tasks(r.board)] == ["task-2"]
+
+
+def test_same_second_init_keeps_goals_apart() -> None:
+    """A goal whose whole life falls in the second of the next init (fast scripts) still leaves
+    the next goal empty; a task the next goal adds in that second is its own once it moves."""
+    r = board_in(S.ABANDONED)
+    r.minute -= 1  # the next ops share one timestamp with the abandon
+    r.do(CompleteGoal, "planner-1")
+    r.minute -= 1
+    r.do(Init, "human", goal="Next goal", goal_id="goal-2", sprint_id="sprint-2")
+    assert wake.planner_triggers(r.board) == [(WakeTrigger.INITIAL_PLANNING, ())]
+    r.minute -= 1
+    add_ready(r, "task-2")
+    r.do(Abandon, "planner-1", task="task-2", reason="not needed")
+    assert [t.id for t in queries.goal_tasks(r.board)] == ["task-2"]
+    assert wake.all_terminal(r.board)
 
 
 def test_triggers_in_reference_precedence() -> None:

@@ -132,7 +132,7 @@ def test_doctor_finds_a_dead_supervisor_and_its_orphaned_worktree_and_frees_them
     assert (worktree / "wip.txt").is_file() or \
         git(repo, "rev-parse", f"refs/liza-attic/t1/{wip}") == wip
     assert Liza.open(repo).board().get("supervisors", "coder-1").expires is None
-    log = json.loads(ok(liza(repo, "log", "--json", "-n", "2", agent=None)))
+    log = json.loads(ok(liza(repo, "log", "--all", "--json", "-n", "2", agent=None)))
     assert [(e["op"], e["actor"]) for e in log] == [("release", "human"),
                                                    ("supervise", "human")]
     ok(liza(repo, "validate", agent=None))

@@ -31,7 +31,7 @@ def test_a_hand_registered_agent_stays_and_a_self_registered_one_goes(repo: Path
     ok(liza(repo, "register", "reviewer-1", "--role", "code_reviewer", agent=None))
     _stop(repo, Sup(repo, "code-reviewer", "reviewer-1", "--", "true"))
     assert "reviewer-1" in _agents(repo)
-    log = json.loads(ok(liza(repo, "log", "--json", agent=None)))
+    log = json.loads(ok(liza(repo, "log", "--op", "supervise", "--json", agent=None)))
     end = [e for e in log if e["op"] == "supervise" and e["args"]["mode"] == "end"]
     assert len(end) == 1 and "agent removed" not in end[0]["summary"]
     # the same id, now registered by nobody but the supervisor that ran: kept as well (it was

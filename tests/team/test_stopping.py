@@ -145,3 +145,96 @@ def test_git_liza_team_through_git_that_ignored_sigint_reports_the_stop(
     # forwards within microseconds, so the two race).
     stops = [x for x in text.splitlines() if x.startswith("[coder-1] SIG")]
     assert len(stops) == 1 and stops[0].endswith(": stopping the agent and exiting"), text
+
+
+def _team_stopped_by_sigint(repo: Path, tmp_path: Path, argv: list[str]) -> tuple[int, str]:
+    from tests.team.procs import add_task, env_for, make_board, script, wait_status
+    make_board(repo)
+    add_task(repo, "t1")
+    agent = script(tmp_path, "hang.sh", "exec sleep 600\n")
+    out = tmp_path / "out.txt"
+    with out.open("wb") as f:
+        team = subprocess.Popen([*argv, "team", "--planners", "0", "--reviewers", "0",
+                                 "--coders", "1", "--", str(agent)], cwd=repo, env=env_for(),
+                                stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        wait_status(repo, "t1", "CLAIMED")
+        os.killpg(team.pid, signal.SIGINT)  # a terminal's Ctrl-C: the whole group
+        code = team.wait(WAIT)
+    finally:
+        if team.poll() is None:
+            team.kill()
+    return code, out.read_text()
+
+
+@linux
+@pytest.mark.slow
+@pytest.mark.parametrize("through_git", [True, False], ids=["git liza", "git-liza"])
+def test_sigint_gives_one_status_whichever_way_team_is_started(
+        repo: Path, tmp_path: Path, through_git: bool) -> None:
+    """Issue 36: 130 after Ctrl-C both ways. Through git (SIGINT not ignored), git re-raises the
+    signal on itself once it reaped `git-liza`: it dies of SIGINT, which a shell reports as 130;
+    nudging it with a SIGTERM, as was done, turned that into 143."""
+    from tests.team.procs import BIN
+    argv = ["git", "liza"] if through_git else [str(BIN / "git-liza")]
+    code, text = _team_stopped_by_sigint(repo, tmp_path, argv)
+    assert code == (-signal.SIGINT if through_git else 130), text
+    assert "waitpid" not in text and "team: stopped by SIGINT" in text, text
+
+
+def _wait_answering(out: Path) -> None:
+    import re
+    import time
+    import urllib.error
+    import urllib.request
+    end = time.monotonic() + WAIT
+    while time.monotonic() < end:
+        m = re.search(r"http://\S+", out.read_text())
+        if m:
+            opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+            try:
+                with opener.open(m.group(0), timeout=5):
+                    return
+            except urllib.error.HTTPError:
+                return  # an answer all the same
+            except OSError:
+                pass
+        time.sleep(0.1)
+    raise AssertionError(out.read_text())
+
+
+def _web(repo: Path, out: Path, argv: list[str], **kw: object) -> subprocess.Popen[bytes]:
+    from tests.team.procs import env_for
+    with out.open("wb") as f:
+        return subprocess.Popen([*argv, "web", "--no-open", "--port", "0"], cwd=repo,
+                                env=env_for(), stdout=f, stderr=subprocess.STDOUT,
+                                start_new_session=True, **kw)  # type: ignore[call-overload]
+
+
+@linux
+@pytest.mark.slow
+@pytest.mark.parametrize("ignored", [False, True], ids=["foreground", "background job"])
+def test_git_liza_web_stops_on_sigint_without_gits_waitpid_error(
+        repo: Path, tmp_path: Path, ignored: bool) -> None:
+    """`git liza web &` then `kill -INT`: git used to print "waitpid for git-liza failed: No
+    child processes" and exit 128 (SIGINT ignored in a background job). Now: 143 (git ends as
+    stopped) there; 130 after a Ctrl-C of the group, with no traceback (git forwards the SIGINT,
+    which uvicorn would take for a second Ctrl-C)."""
+    pytest.importorskip("uvicorn", reason="the web extra (gitliza[web]) is not installed")
+    from tests.cli.test_board import liza, ok
+    ok(liza(repo, "init", "Build hello", agent=None))
+    out = tmp_path / "web.txt"
+    web = _web(repo, out, ["git", "liza"], **({"preexec_fn": _ignoring_sigint} if ignored else {}))
+    try:
+        _wait_answering(out)  # uvicorn's handlers are in place once it serves, not before
+        if ignored:
+            os.kill(web.pid, signal.SIGINT)  # `kill -INT $!`: git's pid
+        else:
+            os.killpg(web.pid, signal.SIGINT)
+        code = web.wait(WAIT)
+    finally:
+        if web.poll() is None:
+            web.kill()
+    text = out.read_text()
+    assert code == (-signal.SIGTERM if ignored else -signal.SIGINT), text
+    assert "waitpid" not in text and "Traceback" not in text, text

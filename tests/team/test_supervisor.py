@@ -91,7 +91,7 @@ def test_abort_ends_every_supervisor(repo: Path, tmp_path: Path) -> None:
     assert [s.wait() for s in sups] == [0, 0, 0, 0]
     assert all("ABORT; exiting" in s.output() for s in sups)
     # Each gave its generation token back.
-    log = json.loads(ok(liza(repo, "log", "--json", agent=None)))
+    log = json.loads(ok(liza(repo, "log", "--all", "--json", agent=None)))
     ends = [e["actor"] for e in log if e["op"] == "supervise" and e["args"]["mode"] == "end"]
     assert sorted(ends) == ["coder-1", "coder-2", "planner-1", "reviewer-1"]
 
@@ -238,7 +238,7 @@ def test_sigterm_stops_the_agent_and_leaves_the_board_consistent(repo: Path,
     assert t["status"] == "CLAIMED" and t["assigned_to"] == "coder-1"  # left to expire
     agents = json.loads(ok(liza(repo, "status", "--json", agent=None)))["agents"]
     assert "coder-1" in {a["id"] for a in agents}  # it holds t1: it stays until taken over
-    log = json.loads(ok(liza(repo, "log", "--json", "-n", "1", agent=None)))
+    log = json.loads(ok(liza(repo, "log", "--all", "--json", "-n", "1", agent=None)))
     assert log[0]["op"] == "supervise" and log[0]["args"]["mode"] == "end"
     ok(liza(repo, "validate", agent=None))
 

@@ -98,3 +98,38 @@ def test_live_board_diff_and_an_action(review_board: Path,
     assert flash == cli(review_board, "unblock", "t4", check=False).stderr.strip()
     assert git(review_board, "rev-parse", "refs/liza/state") == before
     cli(review_board, "resume")
+
+
+@pytest.mark.timeout(300)
+def test_a_second_goals_board_in_the_browser(repo: Path, tmp_path: Path) -> None:
+    """Issue 36: after a stop and on a second goal, the board in Chromium: the header and the
+    columns are goal-2's, the stopped supervisor says so, and goal-1's tasks are one click away.
+    GITLIZA_SCREENSHOTS=DIR keeps the two screenshots (to look at them)."""
+    import os
+    from tests.web.goals import second_goal_board
+    second_goal_board(repo)
+    served = browser.Served(repo)
+    driver = browser.chrome(tmp_path / "chrome-profile")
+    shots = os.environ.get("GITLIZA_SCREENSHOTS")
+    try:
+        driver.get(served.url)
+        wait_for(driver, "return document.getElementById('conn').classList.contains('on')")
+        assert "Second goal" in driver.execute_script("return document.querySelector('h1')"
+                                                      ".textContent")
+        merged = ("return document.querySelector('.col[data-state=\"MERGED\"] .count')"
+                  ".textContent")
+        assert driver.execute_script(merged) == "0"
+        assert driver.execute_script("return document.querySelector('.live.stopped')"
+                                     ".textContent") == "stopped"
+        if shots:
+            driver.save_screenshot(str(Path(shots) / "board-goal2-after-stop.png"))
+        driver.find_element("css selector", 'a[href="/?goals=all"]').click()
+        wait_for(driver, "return !!document.querySelector('[data-task=\"t1\"]')")
+        assert driver.execute_script(merged) == "1"
+        if shots:
+            driver.save_screenshot(str(Path(shots) / "board-goal2-every-goal.png"))
+            driver.get(f"{served.base}/pictures")
+            driver.save_screenshot(str(Path(shots) / "burndown-goal2.png"))
+    finally:
+        driver.quit()
+        served.close()

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from gitliza.cli.commands import Env
 from gitliza.core.terminal import safe_line
+from gitliza.errors import EXIT_INTERRUPTED
 
 
 def mcp(env: Env, role: str | None, repo: Path | None) -> int:
@@ -30,7 +31,7 @@ def events(env: Env, since: str | None, follow: bool) -> int:
             sys.stdout.write((json.dumps(e, default=str) if env.json else safe_line(ev.line(e))) + "\n")
             sys.stdout.flush()
     except KeyboardInterrupt:
-        pass
+        return EXIT_INTERRUPTED
     except BrokenPipeError:  # `git liza events | head`: the reader is done, so are we
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
@@ -45,5 +46,5 @@ def top(env: Env, once: bool, width: int | None) -> int:
     try:
         view.run(liza)
     except KeyboardInterrupt:
-        pass
+        return EXIT_INTERRUPTED
     return 0

@@ -32,7 +32,9 @@ def _do(env: Env, cls: type[Op], **args: Any) -> int:
 def init(env: Env, goal: str, integration_branch: str | None, config: Path | None,
          deadline: str | None, spec: str | None = None, force: bool = False) -> int:
     from gitliza.core.ops.goal import Init, next_id
-    from gitliza.services.goalspec import branch_warning, goal_spec
+    from gitliza.core.states import HUMAN_ACTOR
+    from gitliza.services.goalspec import (branch_warning, fast_forward, goal_spec,
+                                           integration_catchup)
 
     pairs: dict[str, Any] = {}
     if config is not None:
@@ -57,16 +59,27 @@ def init(env: Env, goal: str, integration_branch: str | None, config: Path | Non
     spec_ref, notices = goal_spec(liza.repo, spec)
     warning = branch_warning(liza.repo)
 
+    catchup: list[tuple[str, str | None, str | None]] = []
+
     def make(board: Board, now: str) -> Op:
         if board.initialized:  # a new goal after the previous one ended (the op checks that)
-            return Init(actor=liza.agent, time=now, goal=goal, deadline=deadline, config=cfg,
-                        goal_id=next_id(board.goal.id, "goal"),
+            branch = str(pairs.get("integration_branch") or board.config.integration_branch)
+            target, line = integration_catchup(liza.repo, branch, liza.agent == HUMAN_ACTOR)
+            catchup[:] = [(branch, target, line)]
+            base = (("integration_base", target),) if target else ()
+            return Init(actor=liza.agent, time=now, goal=goal, deadline=deadline,
+                        config=cfg + base, goal_id=next_id(board.goal.id, "goal"),
                         sprint_id=next_id(board.sprint.id, "sprint"), spec_ref=spec_ref)
         return Init(actor=liza.agent, time=now, goal=goal, deadline=deadline,
                     config=cfg + _base_pair(liza.repo, pairs), spec_ref=spec_ref)
     done = liza.apply(make)
     _after_init(liza, done.outcome.board)
     code = report(env, done)
+    for branch, target, line in catchup:
+        if target is not None and not fast_forward(liza.repo, branch, target):
+            line = f"{branch} moved meanwhile: not fast-forwarded to {target[:12]}"
+        if line:
+            notices.append(line)
     for n in ([warning] if warning else []) + notices:
         env.out.notice(n)
     return code

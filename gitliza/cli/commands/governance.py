@@ -1,21 +1,38 @@
 """The human's governance commands: watch, analyze, checkpoint (docs/governance.md)."""
 from __future__ import annotations
 
+from typing import Any
+
 from gitliza.cli.commands import Env
 from gitliza.cli.commands.board import report
+from gitliza.errors import EXIT_INTERRUPTED
 
 
 def watch(env: Env, once: bool) -> int:
     from gitliza.governance.watch import Watcher
-    w = Watcher(env.liza().store, json_lines=env.json, remote=not env.no_sync)
+    from gitliza.services.autoseal import Sealer
+    sealer = Sealer(env.liza(), env.out.notice)
+
+    class SealingWatcher(Watcher):
+        """The watcher runs as the human: after each look, a seal where one is due
+        (services/autoseal.py), with the human's key at hand."""
+
+        def tick(self) -> Any:
+            reports = super().tick()
+            sealer.maybe()
+            return reports
+    w = SealingWatcher(env.liza().store, json_lines=env.json, remote=not env.no_sync)
     if once:
         w.tick()
+        if not w.active and not env.json:  # silence would read as "did it run at all?"
+            env.out.line("watch: no alarms")
         w.close(drain=15.0)  # cron's watcher: what fired goes out before it exits
         return 1 if w.active else 0
     try:
         w.run()
     except KeyboardInterrupt:
-        pass
+        w.close(drain=5.0)
+        return EXIT_INTERRUPTED
     w.close(drain=5.0)
     return 0
 

@@ -98,14 +98,15 @@ def doctor(env: Env, fix: bool) -> int:
     unreadable = any(p.kind == "missing-objects" and p.subject.startswith("refs/liza/")
                      for p in rep.problems)
     legacy = [] if unreadable else _legacy_notes(env) + _view_edited(env, fix)
+    held = [] if unreadable else _held_by_stopped(env)
     if env.json:
         env.out.json({
             "problems": [p.__dict__ for p in rep.problems], "busy": rep.busy,
             "elsewhere": rep.elsewhere,
             "fixed": sum(p.fixed for p in rep.problems), "remaining": len(remaining),
-            "legacy": legacy})
+            "legacy": legacy, "held_without_supervisor": held})
     else:
-        for line in legacy:
+        for line in legacy + held:
             env.out.line(line)
         for p in rep.problems:
             state = "fixed" if p.fixed else ("fixable with --fix" if p.fixable and not fix
@@ -119,6 +120,16 @@ def doctor(env: Env, fix: bool) -> int:
         if not rep.problems:
             env.out.line("doctor: board and disk agree")
     return EXIT_INCONSISTENT if remaining else 0
+
+
+def _held_by_stopped(env: Env) -> list[str]:
+    """Tasks still held by an agent whose supervisor stopped or is gone: board and disk agree,
+    but nobody works on them until the lease ends or the supervisor is started again (a note,
+    not a problem: restarting resumes the task)."""
+    from gitliza.core.supervision import of_board
+    liza = env.liza()
+    now = liza.now()
+    return [line for s in of_board(liza.board(), now) if (line := s.line(now))]
 
 
 def _view_edited(env: Env, fix: bool) -> list[str]:

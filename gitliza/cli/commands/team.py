@@ -50,7 +50,7 @@ def agent(env: Env, role: str, cli: str | None, interactive: bool, command: Sequ
     finally:
         signals.close()
     if signals.stopping:
-        stopping.nudge_git_parent()
+        stopping.nudge_git_parent(signals.signum)
     return code
 
 
@@ -68,6 +68,7 @@ def team(env: Env, planners: int, coders: int, reviewers: int, prefix: str, cli:
     from gitliza.team.launch import KILL_AFTER, Team, members
     from gitliza.team.runner import require
     signals = stopping.for_process()  # installed already by the entry point, if it is ours
+    follower = None
     try:
         from gitliza.team.pool import check_pool
         sizes = check_pool(coders, reviewers, max_coders, max_reviewers)
@@ -116,6 +117,8 @@ def team(env: Env, planners: int, coders: int, reviewers: int, prefix: str, cli:
                       f"{sig.name}: killed\n")
         signals.deadline = KILL_AFTER
         signals.attach(on_stop, on_deadline)
+        from gitliza.team.follow import Follower
+        follower = Follower(main_root(env.liza().repo), write).start()
         watcher = _team_watcher(env, write)
         scaler = None
         try:
@@ -130,11 +133,13 @@ def team(env: Env, planners: int, coders: int, reviewers: int, prefix: str, cli:
                 scaler.stop()
             watcher()
     finally:
+        if follower is not None:
+            follower.stop()
         signals.close()
     if signals.stopping:
         env.out.result({"exit_codes": codes, "signal": signals.signum and signals.signum.name},
                        f"team: stopped by {signals.signum and signals.signum.name}")
-        stopping.nudge_git_parent()
+        stopping.nudge_git_parent(signals.signum)
         return signals.exit_code()
     if running.failed is not None:
         agent, code, line = running.failed

@@ -53,6 +53,13 @@ def _status(env: Env, at: str | None) -> int:
     over = usage.goal_over_budget(board)
     if over:
         out.line(f"BUDGET: {over}: no agent run starts until it is raised")
+    if at is None and commit is not None and board.config.seal_every:
+        from gitliza.services.autoseal import behind
+        far = behind(env.liza().store.repo, commit.id, board.config.seal_every)
+        if far is not None:
+            out.line(f"seal: none in the last {far} commits (seal_every): a new clone replays "
+                     "them all; `git liza seal`, or run `team`/`watch` where the human's key is "
+                     "at hand (they seal by themselves)")
     if at is None and _has_view(env):
         from gitliza.services.viewstamp import view_edit
         edit = view_edit(env.liza().store)
@@ -69,9 +76,20 @@ def _status(env: Env, at: str | None) -> int:
                 t.review_lease_expires or t.lease_expires or "",
                 ", ".join(t.depends_on + ((f"lock:{waits[t.id]}",) if t.id in waits else ()))]
                for t in live])
-    out.table("agents", ["agent", "role", "status", "task", "lease"],
-              [[a.id, a.role.value, a.status.value, a.current_task or "", a.lease_expires or ""]
+    # The tip only: a past state's supervisors cannot be judged now.
+    now = env.liza().now()
+    sups = {}
+    if at is None:
+        from gitliza.core.supervision import of_agent
+        sups = {a.id: of_agent(board, a, now) for a in agents}
+    out.table("agents", ["agent", "role", "status", "task", "lease", "supervisor"],
+              [[a.id, a.role.value, a.status.value, a.current_task or "", a.lease_expires or "",
+                sups[a.id].state.value if a.id in sups else ""]
                for a in agents])
+    for sup in sups.values():
+        note = sup.line(now)
+        if note:
+            out.line(note)
     return 0
 
 
@@ -202,7 +220,8 @@ def log(env: Env, n: int | None, task: str | None, by: str | None, at: str | Non
         op: list[str] | None = None, since: str | None = None, until: str | None = None,
         all: bool = False) -> int:
     """The transitions, newest first, one line each: `STATE TIME ACTOR OP TASK FROM -> TO`
-    (the summary where the op moves no task); liveness only with --all (or --op naming it)."""
+    (the summary where the op moves no task); bookkeeping (supervise, usage) and liveness only
+    with --all (or --op naming it)."""
     from gitliza.core import clock
     if op:  # only then: loading every op module is most of a `log` start otherwise
         from gitliza.core.ops import OPS, load_all

@@ -7,12 +7,22 @@ from gitliza.core.states import HUMAN_ACTOR
 
 
 def web(env: Env, port: int | None, host: str, open_browser: bool, read_only: bool) -> int:
+    """Serves until a signal; then exits 128 + its number (130 after SIGINT, as `team` does),
+    and through git without git's "waitpid for git-liza failed" (team/stopping.py)."""
+    import signal
+
+    from gitliza.team import stopping
     from gitliza.web.server import serve
+    stopping.inherited_ignored()  # before uvicorn's handlers replace what the process started with
 
     def open_liza() -> object:
         # The human's seat: every action is the human's transition, whatever LIZA_AGENT_ID says.
         return Env(path=env.path, agent=HUMAN_ACTOR, no_sync=env.no_sync).liza()
     try:
-        return serve(open_liza, host, port, open_browser=open_browser, read_only=read_only)
-    except KeyboardInterrupt:
+        sig = serve(open_liza, host, port, open_browser=open_browser, read_only=read_only)
+    except KeyboardInterrupt:  # uvicorn re-raises the SIGINT it shut down for
+        sig = signal.SIGINT
+    if sig is None:
         return 0
+    stopping.nudge_git_parent(sig)
+    return 128 + int(sig)

@@ -153,6 +153,9 @@ class Supervise(Op):
     # removes it (an agent holding work stays, for its lease to run out and the work to be taken
     # over). A supervisor started later registers it again.
     unregister: bool = False
+    # With `start`/`takeover`: this supervisor registered the agent (kept on the token, and
+    # inherited from a token that says so: see model.Supervisor.registered).
+    registered: bool = False
 
     def run(self, ctx: Ctx) -> None:
         _allowed(ctx)
@@ -172,10 +175,13 @@ class Supervise(Op):
         if self.mode in ("renew", "end"):
             if cur is None or self.gen != cur.generation:
                 raise ValidationError(f"{self.mode}: this supervisor does not hold {me.id}")
+            removed = self.unregister and self.mode == "end" and me.current_task is None
+            # Once removed, the registration it made is gone: a later one is someone else's.
             ctx.put("supervisors", me.id, replace(
-                cur, expires=expires if self.mode == "renew" else None))
+                cur, expires=expires if self.mode == "renew" else None,
+                registered=cur.registered and not removed))
             ctx.summary = f"supervise {self.mode} {me.id} (generation {cur.generation})"
-            if self.unregister and self.mode == "end" and me.current_task is None:
+            if removed:
                 ctx.put("agents", me.id, None)
                 ctx.summary += ", agent removed"
             return
@@ -194,9 +200,10 @@ class Supervise(Op):
             raise ValidationError(f"takeover of {me.id} from generation {self.replaces}: the id "
                                   f"changed hands meanwhile ({now} holds it)")
         gen = (cur.generation if cur is not None else 0) + 1
-        ctx.put("supervisors", me.id, Supervisor(agent=me.id, generation=gen, started=self.time,
-                                                 expires=expires, host=self.host, pid=self.pid,
-                                                 pid_start=self.pid_start))
+        ctx.put("supervisors", me.id, Supervisor(
+            agent=me.id, generation=gen, started=self.time, expires=expires, host=self.host,
+            pid=self.pid, pid_start=self.pid_start,
+            registered=self.registered or (cur is not None and cur.registered)))
         if live:
             ctx.notices.append(f"supervisor generation {gen - 1} of {me.id} must stand down")
         ctx.summary = f"supervise {self.mode} {me.id} (generation {gen})"

@@ -30,12 +30,11 @@ from gitliza.git.store import Store
 from gitliza.services.verify.engine import Report, VerifyFailure, read_signer
 
 PIN_KEY = "liza.humanKey"
-_MARK = "\nLiza-Op: seal\n"
 
 
 def is_seal(commit: pygit2.Commit) -> bool:
     """Whether the commit's record names the `seal` op (cheap: no parse)."""
-    return _MARK in commit.message
+    return record.is_seal_message(commit.message)
 
 
 def _first_seal(repo: pygit2.Repository, tip: pygit2.Oid, stop: pygit2.Oid | None,
