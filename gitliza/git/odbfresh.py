@@ -17,12 +17,18 @@ which drops the object database, the object cache, the config and the ref databa
 them again, lazily, on the next use, from what is on disk then. pygit2 objects read earlier stay
 valid (they hold their own data and the repository, not the database).
 
-Two signs that packs were removed, both a system call or two:
+Every object directory the handle reads is watched, not only the repository's own `objects/`:
+gitliza's own store (`liza-objects/`, git/ownstore.py), where the board's packs are written and
+merged, and every alternate the repository lists (a `--reference` clone's, an agent's redirected
+directory). A busy team's supervisor otherwise held 90 to 200 deleted packs of the own store
+(issue 39). Two signs that packs were removed, a few system calls:
 - the mtime of packs.py's marks directory: a merge marks the packs it copied there, and packs.py
-  removes a merged pack together with its mark, so every removal by gitliza (in any process)
-  changes that directory, even of a pack born and removed between two looks of this handle;
-- a pack index seen at the previous look and missing now: `git gc`, `git repack -d`, a
-  `doctor --fix`, or marks of older versions (`<pack>.merged` in the pack directory).
+  removes a merged pack together with its mark, so every removal by gitliza (in any process, of
+  the own store's packs too: its marks are kept in the same directory) changes that directory,
+  even of a pack born and removed between two looks of this handle;
+- a pack index seen at the previous look and missing now, in any of the watched pack
+  directories: `git gc`, `git repack -d`, a `doctor --fix`, another repository's gitliza merging
+  the packs of a store we read as an alternate, or marks of older versions (`<pack>.merged`).
 A change within one tick of the file system clock can hide a removal from the first sign until
 the next one; the packs held meanwhile are a few, never a growing number.
 
@@ -36,7 +42,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from gitliza.git import packs
+from gitliza.git import ownstore, packs
 
 
 class OdbRefresh:
@@ -46,30 +52,73 @@ class OdbRefresh:
     def __init__(self, repo: Any) -> None:
         self.repo = repo
         objects = packs.objects_dir(repo)  # None inside a hook's quarantine: never free there
-        self._pack_dir = None if objects is None else os.path.join(objects, "pack")
+        self._pack_dirs = [] if objects is None else \
+            [os.path.join(d, "pack") for d in object_dirs(objects)]
         self._marks_dir = None if objects is None else \
             os.path.join(os.path.dirname(os.path.abspath(objects)), packs.MARKS_DIR)
         self._marks: int | None = None
-        self._seen: set[str] = set()
+        self._seen: list[set[str]] = [set() for _ in self._pack_dirs]
         self.frees = 0  # how many times the database was freed (tests, diagnostics)
 
     def check(self) -> bool:
         """Free the object database if packs were removed since the last call; whether it did."""
-        if self._pack_dir is None or self._marks_dir is None:
+        if not self._pack_dirs or self._marks_dir is None:
             return False
         try:
             marks = os.stat(self._marks_dir).st_mtime_ns
         except OSError:
             marks = 0
-        try:
-            names = {n for n in os.listdir(self._pack_dir) if n.endswith(".idx")}
-        except OSError:
-            names = set()
+        stale = marks != self._marks
+        for i, pack_dir in enumerate(self._pack_dirs):
+            try:
+                names = {n for n in os.listdir(pack_dir) if n.endswith(".idx")}
+            except OSError:
+                names = set()
+            stale = stale or not self._seen[i] <= names
+            self._seen[i] = names
         # The first look only records what is there: a handle looks when it starts reading, so it
         # has loaded next to nothing before it.
-        stale = self._marks is not None and (marks != self._marks or not self._seen <= names)
-        self._marks, self._seen = marks, names
+        stale = stale and self._marks is not None
+        self._marks = marks
         if stale:
             self.repo.free()
             self.frees += 1
         return stale
+
+
+def object_dirs(objects: str) -> list[str]:
+    """`objects` and every object directory it reads through: gitliza's own store (listed in
+    objects/info/alternates, or about to be), the alternates listed there (recursively, as git
+    reads them) and those of GIT_ALTERNATE_OBJECT_DIRECTORIES."""
+    out: list[str] = []
+    todo = [objects, ownstore.store_of(objects)] + [
+        p for p in os.environ.get("GIT_ALTERNATE_OBJECT_DIRECTORIES", "").split(os.pathsep) if p]
+    while todo and len(out) < 16:  # git's own limit on alternate nesting is 5: a cycle ends here
+        d = os.path.realpath(todo.pop(0))
+        if d in out:
+            continue
+        out.append(d)
+        try:
+            with open(os.path.join(d, "info", "alternates"), encoding="utf-8") as f:
+                lines = [ln.strip() for ln in f]
+        except OSError:
+            continue
+        todo += [os.path.join(d, ln) for ln in lines if ln and not ln.startswith("#")]
+    return out
+
+
+def collect_dropped(*, first: bool = False) -> None:
+    """Close the packs that repository handles dropped since the last call still hold.
+
+    A pygit2 handle is a reference cycle (the repository and its `branches`, `references`...), so
+    one dropped by its last user is freed by the cycle collector, not at once, and a full
+    collection is rare in a process whose long-lived objects number in the tens of thousands:
+    meanwhile it keeps every pack it read open and mapped, deleted or not. A loop that opens
+    short-lived handles (a claim's worktree, a merge, a sandbox's import) calls this once per
+    round. `first`: what exists at start-up is moved out of the collector's sight (`gc.freeze`),
+    so that each later call looks at what the loop made since (milliseconds, not the ~100 ms of
+    a full collection of everything a supervisor imported)."""
+    import gc
+    gc.collect()
+    if first:
+        gc.freeze()

@@ -63,8 +63,10 @@ class Watchdog:
 
 class HeartbeatThread:
     def __init__(self, repo_path: Path | str, interval: float, beat: Probe, check: Probe,
-                 on_lost: Callable[[str], None], *, beat_now: bool = False) -> None:
+                 on_lost: Callable[[str], None], *, beat_now: bool = False,
+                 on_exit: Callable[[], None] | None = None) -> None:
         self.interval = interval
+        self._on_exit = on_exit
         self._beat_now = beat_now
         self._beat, self._check, self._on_lost = beat, check, on_lost
         self._stop = threading.Event()
@@ -85,6 +87,13 @@ class HeartbeatThread:
         self._watcher.close()
 
     def _run(self) -> None:
+        try:
+            self._beats()
+        finally:
+            if self._on_exit is not None:
+                self._on_exit()
+
+    def _beats(self) -> None:
         next_beat = time.monotonic() + (0.0 if self._beat_now else self.interval)
         failures = 0
         while not self._stop.is_set():
@@ -165,4 +174,7 @@ def lease_keeper(liza: Liza, open_liza: Callable[[], Liza], token: Generation, r
             return None
 
     interval = float(cfg.heartbeat_interval)
-    return HeartbeatThread(liza.repo.path, interval, beat, check, on_lost, beat_now=beat_now)
+    # The thread's handle is dropped with the thread, but a pygit2 handle is a reference cycle:
+    # only the cycle collector would close the packs it read, one more set per agent session.
+    return HeartbeatThread(liza.repo.path, interval, beat, check, on_lost, beat_now=beat_now,
+                           on_exit=hb_liza.repo.free)

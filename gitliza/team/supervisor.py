@@ -53,7 +53,7 @@ from gitliza.core.states import HUMAN_ACTOR, Role
 from gitliza.core.terminal import safe
 from gitliza.core.wake import Hold
 from gitliza.errors import EXIT_VALIDATION, LeaseLost, LizaError, ValidationError
-from gitliza.git import worktrees
+from gitliza.git import odbfresh, worktrees
 from gitliza.git.refwatch import RefWatcher
 from gitliza.services import leasewatch
 from gitliza.services.api import Liza
@@ -150,8 +150,10 @@ class Supervisor:
     def _loop(self) -> int:
         streak = runs.Streak()
         launches: list[float] = []  # monotonic times of the recent launches
+        odbfresh.collect_dropped(first=True)
         while not self.stopping:
             self.watchdog.feed()
+            odbfresh.collect_dropped()  # the handles of the last round's claim, session, merge
             job = self._next_job()
             if isinstance(job, int):
                 return job

@@ -1,0 +1,196 @@
+"""A busy team as real processes: two `git liza agent coder` supervisors and one `git liza agent
+code-reviewer`, their agents instant shell scripts (a coder commits one file and submits, the
+reviewer approves, its supervisor merges), tasks added by a human as the team goes. Shared by the
+busy-team benchmark (benchmarks/bench_busy.py) and the soak test that does real work
+(tests/team/test_soak.py).
+
+What a sample holds, per long-lived process (read from /proc/PID, Linux): open files apart from
+those on packs, open files on deleted packs (of the repository's `objects/pack` and of gitliza's own
+store `liza-objects/pack`, apart), RSS; and, for the repository, the pack count of each of the two
+pack directories."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+BIN = Path(sys.executable).parent
+
+CODER = """echo "$LIZA_TASK_ID" > "$LIZA_TASK_ID.txt"
+git add "$LIZA_TASK_ID.txt"
+git commit -q -m "implement $LIZA_TASK_ID"
+git liza submit "$LIZA_TASK_ID" >/dev/null
+"""
+REVIEWER = 'git liza verdict "$LIZA_TASK_ID" approve --commit "$LIZA_REVIEW_COMMIT" >/dev/null\n'
+TEAM = (("coder", "coder-1", CODER), ("coder", "coder-2", CODER),
+        ("code-reviewer", "reviewer-1", REVIEWER))
+# Scaled liveness (the defaults are 60 s and 300 s): a renewal every second per supervisor, as
+# the heartbeat soak, so that liveness churns beside the work.
+CONFIG = {"heartbeat_interval": "1", "lease_duration": "10", "coder_max_wait": "36000",
+          "planner_max_wait": "36000", "reviewer_max_wait": "36000",
+          "max_launches_per_minute": "600", "restart_delay": "1", "crash_delay": "1",
+          "crash_delay_max": "2"}
+
+
+def environment(root: Path, sandbox: str, code: str | None = None) -> dict[str, str]:
+    home = root / "home"
+    home.mkdir(exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LIZA_")}
+    env.update(PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", HOME=str(home),
+               GIT_CONFIG_GLOBAL=str(home / ".gitconfig"), GIT_CONFIG_NOSYSTEM="1",
+               GIT_AUTHOR_NAME="b", GIT_AUTHOR_EMAIL="b@b.invalid", GIT_COMMITTER_NAME="b",
+               GIT_COMMITTER_EMAIL="b@b.invalid", LIZA_SANDBOX=sandbox)
+    if code:
+        env["PYTHONPATH"] = code
+    return env
+
+
+def git(cwd: Path, *args: str, env: dict[str, str]) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def liza(cwd: Path, *args: str, env: dict[str, str], agent: str | None = None) -> str:
+    e = dict(env, **({"LIZA_AGENT_ID": agent} if agent else {}))
+    r = subprocess.run([str(BIN / "git-liza"), *args], cwd=cwd, env=e, capture_output=True,
+                       text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"git liza {' '.join(args)}: exit {r.returncode}: {r.stderr.strip()}")
+    return r.stdout
+
+
+@dataclass(frozen=True)
+class Proc:
+    fds: int  # open files but those on packs
+    deleted_own: int  # open files on deleted packs of liza-objects/pack
+    deleted_repo: int  # open files on deleted packs of objects/pack
+    live_packs: int  # open files on packs still there
+    rss_kb: int
+
+
+def proc(pid: int) -> Proc | None:
+    fds = own = rep = live = 0
+    try:
+        names = os.listdir(f"/proc/{pid}/fd")
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    for fd in names:
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if "/pack/pack-" not in target:
+            fds += 1
+        elif not target.endswith(" (deleted)"):
+            live += 1
+        elif "/liza-objects/pack/" in target:
+            own += 1
+        else:
+            rep += 1
+    rss = next(int(ln.split()[1]) for ln in status.splitlines() if ln.startswith("VmRSS:"))
+    return Proc(fds, own, rep, live, rss)
+
+
+def pack_counts(repo: Path) -> tuple[int, int]:
+    """Pack indexes in objects/pack and in liza-objects/pack."""
+    out = []
+    for d in (repo / ".git" / "objects" / "pack", repo / ".git" / "liza-objects" / "pack"):
+        try:
+            out.append(sum(1 for n in os.listdir(d) if n.endswith(".idx")))
+        except FileNotFoundError:
+            out.append(0)
+    return out[0], out[1]
+
+
+@dataclass
+class Team:
+    root: Path
+    sandbox: str = "off"
+    code: str | None = None
+    repo: Path = field(init=False)
+    env: dict[str, str] = field(init=False)
+    sups: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    added: int = 0
+
+    def __post_init__(self) -> None:
+        self.repo = self.root / "repo"
+        self.env = environment(self.root, self.sandbox, self.code)
+
+    def setup(self) -> None:
+        self.repo.mkdir()
+        git(self.repo, "init", "-q", "-b", "main", env=self.env)
+        (self.repo / "README.md").write_text("busy team\n")
+        git(self.repo, "add", ".", env=self.env)
+        git(self.repo, "commit", "-qm", "init", env=self.env)
+        liza(self.repo, "init", "busy team", env=self.env)
+        for k, v in CONFIG.items():
+            liza(self.repo, "config", k, v, env=self.env)
+
+    def start(self) -> None:
+        logs = self.root / "logs"
+        logs.mkdir(exist_ok=True)
+        for role, agent, body in TEAM:
+            with open(logs / f"{agent}.log", "ab") as out:
+                self.sups[agent] = subprocess.Popen(
+                    [str(BIN / "git-liza"), "agent", role, "--", "sh", "-ec", body],
+                    cwd=self.repo, env=dict(self.env, LIZA_AGENT_ID=agent),
+                    stdout=out, stderr=subprocess.STDOUT)
+
+    def add(self, n: int = 1) -> None:
+        for _ in range(n):
+            self.added += 1
+            liza(self.repo, "add", f"t{self.added}", "--desc", "d", "--spec-ref", "README.md",
+                 "--done-when", "w", "--scope", "x", "--ready", env=self.env)
+
+    def statuses(self) -> dict[str, int]:
+        board = json.loads(liza(self.repo, "status", "--json", env=self.env))
+        out: dict[str, int] = {}
+        for t in board["tasks"]:
+            out[t["status"]] = out.get(t["status"], 0) + 1
+        return out
+
+    def merged(self) -> int:
+        return self.statuses().get("MERGED", 0)
+
+    def alive(self) -> list[str]:
+        return [a for a, p in self.sups.items() if p.poll() is None]
+
+    def log_tail(self, agent: str, lines: int = 30) -> str:
+        text = (self.root / "logs" / f"{agent}.log").read_text(errors="replace")
+        return "\n".join(text.splitlines()[-lines:])
+
+    def stop(self) -> None:
+        try:
+            liza(self.repo, "abort", env=self.env)
+        except RuntimeError:
+            pass
+        for p in self.sups.values():
+            try:
+                p.wait(60)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(10)
+
+    def latencies(self) -> list[tuple[float, float]]:
+        """(seconds since the first add, add-to-merge seconds) of every merged task, from the
+        board's log (its times are the transitions' own, to the second)."""
+        log = json.loads(liza(self.repo, "log", "--all", "--json", env=self.env))
+        from gitliza.core.clock import to_epoch
+        added: dict[str, float] = {}
+        merged: dict[str, float] = {}
+        for e in log:
+            if e.get("task") is None:
+                continue
+            if e["op"] == "add":
+                added[e["task"]] = to_epoch(e["time"])
+            elif e["op"] == "merge":
+                merged[e["task"]] = to_epoch(e["time"])
+        if not added:
+            return []
+        t0 = min(added.values())
+        return sorted((added[t] - t0, merged[t] - added[t]) for t in merged if t in added)
