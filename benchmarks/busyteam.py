@@ -70,6 +70,7 @@ class Proc:
     deleted_repo: int  # open files on deleted packs of objects/pack
     live_packs: int  # open files on packs still there
     rss_kb: int
+    anon_kb: int  # RSS but mapped files (packs): the process's own memory
 
 
 def proc(pid: int) -> Proc | None:
@@ -92,8 +93,9 @@ def proc(pid: int) -> Proc | None:
             own += 1
         else:
             rep += 1
-    rss = next(int(ln.split()[1]) for ln in status.splitlines() if ln.startswith("VmRSS:"))
-    return Proc(fds, own, rep, live, rss)
+    kb = {ln.split(":")[0]: int(ln.split()[1]) for ln in status.splitlines()
+          if ln.startswith(("VmRSS:", "RssAnon:"))}
+    return Proc(fds, own, rep, live, kb["VmRSS"], kb["RssAnon"])
 
 
 def pack_counts(repo: Path) -> tuple[int, int]:
@@ -116,6 +118,7 @@ class Team:
     env: dict[str, str] = field(init=False)
     sups: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     added: int = 0
+    port: int = 0
 
     def __post_init__(self) -> None:
         self.repo = self.root / "repo"
@@ -141,6 +144,40 @@ class Team:
                     cwd=self.repo, env=dict(self.env, LIZA_AGENT_ID=agent),
                     stdout=out, stderr=subprocess.STDOUT)
 
+    def watch(self, port: int) -> None:
+        """The readers that live beside a team: `git liza events --follow` and `git liza web`
+        (a reader of its event stream kept connected, its board page fetched by `poke`)."""
+        import threading
+        import urllib.request
+        logs = self.root / "logs"
+        self.sups["events"] = subprocess.Popen(
+            [str(BIN / "git-liza"), "events", "--follow", "--json"], cwd=self.repo, env=self.env,
+            stdout=subprocess.DEVNULL, stderr=open(logs / "events.log", "ab"))
+        self.sups["web"] = subprocess.Popen(
+            [str(BIN / "git-liza"), "web", "--port", str(port), "--no-open", "--read-only"],
+            cwd=self.repo, env=self.env, stdout=open(logs / "web.log", "ab"),
+            stderr=subprocess.STDOUT)
+        self.port = port
+
+        def stream() -> None:
+            while self.sups["web"].poll() is None:
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/events") as r:
+                        while r.read(4096):
+                            pass
+                except OSError:
+                    time.sleep(1)
+        threading.Thread(target=stream, daemon=True).start()
+
+    def poke(self) -> None:
+        """A browser's reads of the web board: the board page and its JSON."""
+        import urllib.request
+        for path in ("/", "/api/board"):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=30).read()
+            except OSError:
+                pass
+
     def add(self, n: int = 1) -> None:
         for _ in range(n):
             self.added += 1
@@ -155,7 +192,13 @@ class Team:
         return out
 
     def merged(self) -> int:
-        return self.statuses().get("MERGED", 0)
+        """Tasks merged so far: each adds its file to the integration branch (one git command,
+        where `status` would leave the archived tasks out)."""
+        try:
+            names = git(self.repo, "ls-tree", "--name-only", "integration", env=self.env)
+        except subprocess.CalledProcessError:  # no merge yet: no integration branch
+            return 0
+        return sum(1 for n in names.splitlines() if n.startswith("t") and n.endswith(".txt"))
 
     def alive(self) -> list[str]:
         return [a for a, p in self.sups.items() if p.poll() is None]
@@ -169,6 +212,9 @@ class Team:
             liza(self.repo, "abort", env=self.env)
         except RuntimeError:
             pass
+        for name in ("events", "web"):
+            if name in self.sups and self.sups[name].poll() is None:
+                self.sups[name].terminate()
         for p in self.sups.values():
             try:
                 p.wait(60)
