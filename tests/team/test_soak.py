@@ -136,6 +136,7 @@ WARM_UP = 100  # tasks before the first sample: the caches and the pack director
 BACKLOG = 6  # tasks kept ready ahead of the team: it never waits for work, nor drowns in it
 
 
+@pytest.mark.timeout(2400)  # 300 tasks of real processes: minutes on a busy 2-core machine
 def test_a_busy_team_holds_nothing_more_per_task(tmp_path: Path) -> None:
     """Two coders and a reviewer (instant scripted agents; the reviewer's supervisor merges)
     through 300 tasks: after the warm-up, each supervisor's open files stay within 10 and its
