@@ -16,6 +16,7 @@ each agent wins (`liveness.newest`), and the core's rules ignore a stale or fore
 from __future__ import annotations
 
 import dataclasses
+import sys
 from typing import Callable
 
 import pygit2
@@ -38,7 +39,9 @@ _decoded: Generations[str, tuple[Renewal | None]] = Generations(256)
 
 
 def ref_of(agent: str) -> str:
-    return LIVE_PREFIX + agent
+    # Interned: pygit2 keeps a reference to every reference name it is given (docs/architecture.md,
+    # "Long-lived processes"), so a name built afresh per lookup was one string kept per renewal.
+    return sys.intern(LIVE_PREFIX + agent)
 
 
 def encode(r: Renewal) -> bytes:
@@ -79,6 +82,9 @@ def tips(repo: pygit2.Repository) -> dict[str, str]:
     """Every live ref here, local and mirrored from remotes: ref name -> commit id."""
     out: dict[str, str] = {}
     for name in repo.references:
+        # Interned, as ref_of: a board read lists the names afresh, and every name looked up was
+        # one string kept (issue 39: a few per board read, a supervisor reads it many times a task).
+        name = sys.intern(name)
         if name.startswith(LIVE_PREFIX) or (name.startswith(REMOTES) and "/liza/live/" in name):
             try:
                 out[name] = str(repo.references[name].resolve().target)
