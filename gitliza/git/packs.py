@@ -21,8 +21,10 @@ Living beside git's own housekeeping:
 - git's `gc --auto` (run by git's own commits, merges and fetches) repacks when objects/pack/ holds
   more than `gc.autoPackLimit` (50) packs, marked ones included. The packs stay below PACK_BUDGET:
   past it, marked packs are removed once MIN_GRACE_SECONDS old instead of GRACE_SECONDS (still a
-  hundred thousand times the window a reader needs), and a process that marked packs removes
-  its own on exit (atexit), so that a burst that ends leaves the directory below the budget;
+  hundred thousand times the window a reader needs), or at once beyond the KEEP_YOUNG newest (so
+  that the count has a bound in counts, `most_packs`, not in the machine's speed), and a process
+  that marked packs removes its own on exit (atexit), so that a burst that ends leaves the
+  directory below the budget;
 - a write that fails (a full disk) removes what it wrote; what a killed writer leaves (a pack
   without its index, tmp_* files) is `leftovers()`, which `git liza doctor --fix` removes;
 - `git gc` and `git repack -d` may remove any of these packs: their objects are in git's new pack,

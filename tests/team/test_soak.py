@@ -5,7 +5,11 @@ library API in this process, and a real supervisor (`git liza agent`) keeping a 
 another writer churns the board. Sampled from /proc/PID: open files, open files whose file was
 deleted (packs merged away), threads, RSS; and the pack count and the size of `.liza/`. Counts,
 not times: the supervisor's samples are taken every N transitions, however long they take.
-benchmarks/bench_soak.py runs the long version (10,000 transitions) for docs/performance.md."""
+benchmarks/bench_soak.py runs the long version (10,000 transitions) for docs/performance.md.
+
+And a team that works (issue 39): two coder supervisors and a reviewer's, instant scripted agents
+(benchmarks/busyteam.py), through 300 claims, reviews and merges, sampled every 50 merged tasks;
+benchmarks/bench_busy.py runs it for as long as asked and plots it."""
 from __future__ import annotations
 
 import os
