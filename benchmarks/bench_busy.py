@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from busyteam import TEAM, Team, pack_counts, proc  # noqa: E402
 
-NAMES = [a for _r, a, _b in TEAM] + ["events", "web"]  # the processes sampled
+NAMES = [a for _r, a, _b in TEAM] + ["events", "web", "mcp"]  # the processes sampled
 
 
 def run(minutes: float, every: float, sample_s: float, sandbox: str, code: str | None,
@@ -40,6 +40,7 @@ def run(minutes: float, every: float, sample_s: float, sandbox: str, code: str |
         team.start()
         if watch:
             team.watch(port)
+            team.mcp()
         samples: list[dict[str, object]] = []
         t0 = time.monotonic()
         next_add = next_sample = t0
@@ -59,7 +60,7 @@ def run(minutes: float, every: float, sample_s: float, sandbox: str, code: str |
                                             "merged": team.merged(),
                                             "load": round(os.getloadavg()[0], 2),
                                             "packs": pack_counts(team.repo)}
-                    for agent, p in team.sups.items():  # the supervisors, events, web
+                    for agent, p in list(team.sups.items()):  # supervisors, events, web, mcp
                         got = proc(p.pid)
                         s[agent] = None if got is None else got.__dict__
                     samples.append(s)
