@@ -97,7 +97,7 @@ def summary(result: dict[str, object]) -> str:
             peak = max(s[agent]["fds"] + s[agent]["deleted_own"] + s[agent]["deleted_repo"]
                        for s in samples if s.get(agent))
             lines.append(f"  {agent}: RSS {a['rss_kb'] / 1024:.1f} -> {b['rss_kb'] / 1024:.1f} MB"
-                         f" (anonymous {a['anon_kb'] / 1024:.1f} -> {b['anon_kb'] / 1024:.1f})"
+                         f" (anonymous {a.get('anon_kb', 0) / 1024:.1f} -> {b.get('anon_kb', 0) / 1024:.1f})"
                          f", files {a['fds']} -> {b['fds']}, deleted packs held "
                          f"{a['deleted_own'] + a['deleted_repo']} -> "
                          f"{b['deleted_own'] + b['deleted_repo']}, peak open {peak}")
@@ -127,7 +127,7 @@ def plot(results: list[tuple[str, dict[str, object]]], path: Path) -> None:
         assert isinstance(lat, list)
         ax[1][1].plot([t / 60 for t, _ in lat], [x for _, x in lat], ".", ms=3, label=label)
     for a, title in zip([ax[0][0], ax[0][1], ax[1][0], ax[1][1]],
-                        ["RSS per supervisor (MB)", "open files per supervisor",
+                        ["RSS per process (MB)", "open files per process",
                          "packs (objects/ + liza-objects/)", "add-to-merge latency (s)"]):
         a.set_title(title, fontsize=10)
         a.set_xlabel("minutes")
