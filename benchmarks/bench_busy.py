@@ -29,13 +29,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from busyteam import TEAM, Team, pack_counts, proc  # noqa: E402
 
+NAMES = [a for _r, a, _b in TEAM] + ["events", "web", "mcp"]  # the processes sampled
+
 
 def run(minutes: float, every: float, sample_s: float, sandbox: str, code: str | None,
-        out: Path | None) -> dict[str, object]:
+        out: Path | None, watch: bool = True, port: int = 7391) -> dict[str, object]:
     with tempfile.TemporaryDirectory(prefix="bench-busy-") as tmp:
         team = Team(Path(tmp), sandbox=sandbox, code=code)
         team.setup()
         team.start()
+        if watch:
+            team.watch(port)
+            team.mcp()
         samples: list[dict[str, object]] = []
         t0 = time.monotonic()
         next_add = next_sample = t0
@@ -49,11 +54,13 @@ def run(minutes: float, every: float, sample_s: float, sandbox: str, code: str |
                     next_add += every
                 if now >= next_sample:
                     next_sample += sample_s
+                    if watch:
+                        team.poke()
                     s: dict[str, object] = {"t": round(now - t0, 1), "added": team.added,
                                             "merged": team.merged(),
                                             "load": round(os.getloadavg()[0], 2),
                                             "packs": pack_counts(team.repo)}
-                    for agent, p in team.sups.items():
+                    for agent, p in list(team.sups.items()):  # supervisors, events, web, mcp
                         got = proc(p.pid)
                         s[agent] = None if got is None else got.__dict__
                     samples.append(s)
@@ -84,12 +91,13 @@ def summary(result: dict[str, object]) -> str:
              f"add-to-merge median {result.get('latency_median_s')} s, max "
              f"{result.get('latency_max_s')} s; load {min(s['load'] for s in samples)}-"
              f"{max(s['load'] for s in samples)}"]
-    for _r, agent, _b in TEAM:
+    for agent in NAMES:
         a, b = first.get(agent), last.get(agent)
         if a and b:
             peak = max(s[agent]["fds"] + s[agent]["deleted_own"] + s[agent]["deleted_repo"]
                        for s in samples if s.get(agent))
             lines.append(f"  {agent}: RSS {a['rss_kb'] / 1024:.1f} -> {b['rss_kb'] / 1024:.1f} MB"
+                         f" (anonymous {a.get('anon_kb', 0) / 1024:.1f} -> {b.get('anon_kb', 0) / 1024:.1f})"
                          f", files {a['fds']} -> {b['fds']}, deleted packs held "
                          f"{a['deleted_own'] + a['deleted_repo']} -> "
                          f"{b['deleted_own'] + b['deleted_repo']}, peak open {peak}")
@@ -107,7 +115,7 @@ def plot(results: list[tuple[str, dict[str, object]]], path: Path) -> None:
         samples = r["samples"]
         assert isinstance(samples, list)
         mins = [s["t"] / 60 for s in samples]
-        for _r, agent, _b in TEAM:
+        for agent in NAMES:
             rows = [(m, s[agent]) for m, s in zip(mins, samples) if s.get(agent)]
             ax[0][0].plot([m for m, _ in rows], [p["rss_kb"] / 1024 for _, p in rows],
                           label=f"{label} {agent}")
@@ -119,7 +127,7 @@ def plot(results: list[tuple[str, dict[str, object]]], path: Path) -> None:
         assert isinstance(lat, list)
         ax[1][1].plot([t / 60 for t, _ in lat], [x for _, x in lat], ".", ms=3, label=label)
     for a, title in zip([ax[0][0], ax[0][1], ax[1][0], ax[1][1]],
-                        ["RSS per supervisor (MB)", "open files per supervisor",
+                        ["RSS per process (MB)", "open files per process",
                          "packs (objects/ + liza-objects/)", "add-to-merge latency (s)"]):
         a.set_title(title, fontsize=10)
         a.set_xlabel("minutes")
@@ -137,6 +145,9 @@ def main() -> int:
     ap.add_argument("--sample", type=float, default=60.0, help="seconds between two samples")
     ap.add_argument("--sandbox", choices=("on", "off"), default="on")
     ap.add_argument("--code", help="run the team from this gitliza checkout")
+    ap.add_argument("--no-readers", action="store_true",
+                    help="without `events --follow` and `web` beside the team")
+    ap.add_argument("--port", type=int, default=7391, help="the web board's port")
     ap.add_argument("--out", type=Path, help="write the samples and latencies (JSON) here")
     ap.add_argument("--plot", type=Path, help="draw the run (and --plot-with runs) here (PNG)")
     ap.add_argument("--label", default="", help="this run's name in the plot")
@@ -149,7 +160,8 @@ def main() -> int:
         label, _, file = spec.partition("=")
         runs.append((label, json.loads(Path(file).read_text())))
     if not args.plot_only:
-        result = run(args.minutes, args.every, args.sample, args.sandbox, args.code, args.out)
+        result = run(args.minutes, args.every, args.sample, args.sandbox, args.code, args.out,
+                     not args.no_readers, args.port)
         print(summary(result))
         runs.append((args.label, result))
     else:

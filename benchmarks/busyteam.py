@@ -17,6 +17,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 BIN = Path(sys.executable).parent
 
@@ -70,6 +71,7 @@ class Proc:
     deleted_repo: int  # open files on deleted packs of objects/pack
     live_packs: int  # open files on packs still there
     rss_kb: int
+    anon_kb: int  # RSS but mapped files (packs): the process's own memory
 
 
 def proc(pid: int) -> Proc | None:
@@ -92,8 +94,9 @@ def proc(pid: int) -> Proc | None:
             own += 1
         else:
             rep += 1
-    rss = next(int(ln.split()[1]) for ln in status.splitlines() if ln.startswith("VmRSS:"))
-    return Proc(fds, own, rep, live, rss)
+    kb = {ln.split(":")[0]: int(ln.split()[1]) for ln in status.splitlines()
+          if ln.startswith(("VmRSS:", "RssAnon:"))}
+    return Proc(fds, own, rep, live, kb["VmRSS"], kb["RssAnon"])
 
 
 def pack_counts(repo: Path) -> tuple[int, int]:
@@ -107,6 +110,46 @@ def pack_counts(repo: Path) -> tuple[int, int]:
     return out[0], out[1]
 
 
+class _Pid:
+    """A process this harness did not start itself (the MCP server, the SDK client's child)."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+
+    def poll(self) -> int | None:
+        return None if os.path.exists(f"/proc/{self.pid}") else 0
+
+    def terminate(self) -> None:
+        try:
+            os.kill(self.pid, 15)
+        except OSError:
+            pass
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = time.monotonic() + (timeout or 60)
+        while self.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return 0
+
+
+def _child(needle: str) -> int:
+    """The pid of this process's child whose command line holds `needle`."""
+    me = str(os.getpid())
+    for _ in range(600):
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                stat = Path(f"/proc/{pid}/stat").read_text()
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if stat.rsplit(")", 1)[1].split()[1] == me and needle in cmd:
+                return int(pid)
+        time.sleep(0.1)
+    raise RuntimeError(f"no child running {needle!r}")
+
+
 @dataclass
 class Team:
     root: Path
@@ -114,8 +157,9 @@ class Team:
     code: str | None = None
     repo: Path = field(init=False)
     env: dict[str, str] = field(init=False)
-    sups: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    sups: dict[str, Any] = field(default_factory=dict)  # name -> Popen (or _Pid)
     added: int = 0
+    port: int = 0
 
     def __post_init__(self) -> None:
         self.repo = self.root / "repo"
@@ -141,6 +185,74 @@ class Team:
                     cwd=self.repo, env=dict(self.env, LIZA_AGENT_ID=agent),
                     stdout=out, stderr=subprocess.STDOUT)
 
+    def watch(self, port: int) -> None:
+        """The readers that live beside a team: `git liza events --follow` and `git liza web`
+        (a reader of its event stream kept connected, its board page fetched by `poke`)."""
+        import threading
+        import urllib.request
+        logs = self.root / "logs"
+        self.sups["events"] = subprocess.Popen(
+            [str(BIN / "git-liza"), "events", "--follow", "--json"], cwd=self.repo, env=self.env,
+            stdout=subprocess.DEVNULL, stderr=open(logs / "events.log", "ab"))
+        self.sups["web"] = subprocess.Popen(
+            [str(BIN / "git-liza"), "web", "--port", str(port), "--no-open", "--read-only"],
+            cwd=self.repo, env=self.env, stdout=open(logs / "web.log", "ab"),
+            stderr=subprocess.STDOUT)
+        self.port = port
+
+        def stream() -> None:
+            while self.sups["web"].poll() is None:
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/events") as r:
+                        while r.read(4096):
+                            pass
+                except OSError:
+                    time.sleep(1)
+        threading.Thread(target=stream, daemon=True).start()
+
+    def mcp(self) -> None:
+        """`git liza mcp` as an agent's session holds it open beside the team: a client (the SDK's
+        own stdio client, in a thread) calls `status` whenever `poke` asks (with the readers).
+        Its server's pid goes into `sups` as "mcp"."""
+        import threading
+
+        import anyio
+        from mcp.client.session import ClientSession
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+
+        from gitliza.access import mcp_config
+        spec = mcp_config.mcp_json(self.repo, "human", python=sys.executable)["mcpServers"][
+            "gitliza"]
+        params = StdioServerParameters(command=spec["command"], args=spec["args"],
+                                       env={**self.env, **spec["env"]}, cwd=str(self.repo))
+        self._mcp_due = threading.Event()
+        ready = threading.Event()
+
+        async def session() -> None:
+            async with stdio_client(params) as (read, write):
+                async with ClientSession(read, write) as s:
+                    await s.initialize()
+                    self.sups["mcp"] = _Pid(_child(" mcp "))
+                    ready.set()
+                    while True:
+                        await anyio.to_thread.run_sync(self._mcp_due.wait)
+                        self._mcp_due.clear()
+                        await s.call_tool("status", {})
+
+        threading.Thread(target=lambda: anyio.run(session), daemon=True).start()
+        ready.wait(120)
+
+    def poke(self) -> None:
+        """A browser's reads of the web board: the board page and its JSON."""
+        import urllib.request
+        if getattr(self, "_mcp_due", None) is not None:
+            self._mcp_due.set()
+        for path in ("/", "/api/board"):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=30).read()
+            except OSError:
+                pass
+
     def add(self, n: int = 1) -> None:
         for _ in range(n):
             self.added += 1
@@ -155,7 +267,13 @@ class Team:
         return out
 
     def merged(self) -> int:
-        return self.statuses().get("MERGED", 0)
+        """Tasks merged so far: each adds its file to the integration branch (one git command,
+        where `status` would leave the archived tasks out)."""
+        try:
+            names = git(self.repo, "ls-tree", "--name-only", "integration", env=self.env)
+        except subprocess.CalledProcessError:  # no merge yet: no integration branch
+            return 0
+        return sum(1 for n in names.splitlines() if n.startswith("t") and n.endswith(".txt"))
 
     def alive(self) -> list[str]:
         return [a for a, p in self.sups.items() if p.poll() is None]
@@ -169,6 +287,9 @@ class Team:
             liza(self.repo, "abort", env=self.env)
         except RuntimeError:
             pass
+        for name in ("events", "web", "mcp"):
+            if name in self.sups and self.sups[name].poll() is None:
+                self.sups[name].terminate()
         for p in self.sups.values():
             try:
                 p.wait(60)

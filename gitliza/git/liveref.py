@@ -16,6 +16,7 @@ each agent wins (`liveness.newest`), and the core's rules ignore a stale or fore
 from __future__ import annotations
 
 import dataclasses
+import sys
 from typing import Callable
 
 import pygit2
@@ -24,16 +25,23 @@ from gitliza.core import tomlblob
 from gitliza.core.clock import to_epoch
 from gitliza.core.liveness import LIVE_FILE, Renewal
 from gitliza.errors import ConcurrencyConflict, GitFailure, InconsistentState, LizaError
+from gitliza.git.memo import Generations
 from gitliza.git.packfile import object_id
 
 LIVE_PREFIX = "refs/liza/live/"
 REMOTES = "refs/remotes/"
-_MAX_CACHE = 4096
-_decoded: dict[str, Renewal | None] = {}  # live commit id -> its renewal (a commit never changes)
+# Live commit id -> its renewal (a commit never changes). Every renewal is a new commit, so a
+# process reading the board (a supervisor, every second at heartbeat_interval 1) met a new id per
+# agent per beat: a dict emptied at 4,096 entries grew by ~3 MB over 20 minutes of a three-agent
+# team before its first emptying (issue 39). Two generations of 256 hold every live ref a board
+# read meets (one per agent) and drop the replaced renewals.
+_decoded: Generations[str, tuple[Renewal | None]] = Generations(256)
 
 
 def ref_of(agent: str) -> str:
-    return LIVE_PREFIX + agent
+    # Interned: pygit2 keeps a reference to every reference name it is given (docs/architecture.md,
+    # "Long-lived processes"), so a name built afresh per lookup was one string kept per renewal.
+    return sys.intern(LIVE_PREFIX + agent)
 
 
 def encode(r: Renewal) -> bytes:
@@ -51,8 +59,9 @@ def read(repo: pygit2.Repository, oid: pygit2.Oid | str) -> Renewal | None:
     """The renewal a live commit holds, or None when it is not a well-formed live commit (one
     `live.toml` and nothing else): someone's broken push counts as no renewal."""
     key = str(oid)
-    if key in _decoded:
-        return _decoded[key]
+    cached = _decoded.get(key)
+    if cached is not None:
+        return cached[0]
     r: Renewal | None = None
     try:
         c = repo[key]
@@ -65,9 +74,7 @@ def read(repo: pygit2.Repository, oid: pygit2.Oid | str) -> Renewal | None:
                                         commit=key)
     except (KeyError, ValueError, pygit2.GitError, LizaError):
         r = None
-    if len(_decoded) >= _MAX_CACHE:
-        _decoded.clear()
-    _decoded[key] = r
+    _decoded[key] = (r,)
     return r
 
 
@@ -75,6 +82,9 @@ def tips(repo: pygit2.Repository) -> dict[str, str]:
     """Every live ref here, local and mirrored from remotes: ref name -> commit id."""
     out: dict[str, str] = {}
     for name in repo.references:
+        # Interned, as ref_of: a board read lists the names afresh, and every name looked up was
+        # one string kept (issue 39: a few per board read, a supervisor reads it many times a task).
+        name = sys.intern(name)
         if name.startswith(LIVE_PREFIX) or (name.startswith(REMOTES) and "/liza/live/" in name):
             try:
                 out[name] = str(repo.references[name].resolve().target)

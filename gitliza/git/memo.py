@@ -42,6 +42,10 @@ class Generations(Generic[K, V]):
     def __len__(self) -> int:
         return len(self._young) + len(self._old)
 
+    def discard(self, key: K) -> None:
+        self._young.pop(key, None)
+        self._old.pop(key, None)
+
     def clear(self) -> None:
         self._young.clear()
         self._old.clear()

@@ -21,8 +21,10 @@ Living beside git's own housekeeping:
 - git's `gc --auto` (run by git's own commits, merges and fetches) repacks when objects/pack/ holds
   more than `gc.autoPackLimit` (50) packs, marked ones included. The packs stay below PACK_BUDGET:
   past it, marked packs are removed once MIN_GRACE_SECONDS old instead of GRACE_SECONDS (still a
-  hundred thousand times the window a reader needs), and a process that marked packs removes
-  its own on exit (atexit), so that a burst that ends leaves the directory below the budget;
+  hundred thousand times the window a reader needs), or at once beyond the KEEP_YOUNG newest (so
+  that the count has a bound in counts, `most_packs`, not in the machine's speed), and a process
+  that marked packs removes its own on exit (atexit), so that a burst that ends leaves the
+  directory below the budget;
 - a write that fails (a full disk) removes what it wrote; what a killed writer leaves (a pack
   without its index, tmp_* files) is `leftovers()`, which `git liza doctor --fix` removes;
 - `git gc` and `git repack -d` may remove any of these packs: their objects are in git's new pack,
@@ -54,6 +56,25 @@ GRACE_SECONDS = 5.0
 # git's gc.autoPackLimit is 50: stay below it (with room for git's own packs).
 PACK_BUDGET = 24
 MIN_GRACE_SECONDS = 0.1
+# A process looks at the pack directory (merges, removes) after at most this many of its writes,
+# and after its first: a short-lived writer (an agent's `git liza submit`) looks once, so the packs
+# nobody looked after are those of the long-lived writers' last few writes.
+LOOK_EVERY = 12
+# Past PACK_BUDGET, the marked packs younger than MIN_GRACE_SECONDS are kept too, but no more than
+# this many (the newest: those of the last merge, which a reader may have listed just before it).
+# A time alone did not bound the count: packs pile up by the merges made within the grace, which
+# a busy machine's writers (slow writes, late looks) made up to 80 of (issue 38). A merge marks at
+# most the packs one look finds unmerged: PACK_LIMIT, and the writes made since the last look.
+KEEP_YOUNG = PACK_LIMIT + LOOK_EVERY
+
+
+def most_packs(writers: int) -> int:
+    """The most packs a pack directory holds while `writers` long-lived processes write to it,
+    whatever the load (counts, not times). After any look: the unmerged packs are PACK_LIMIT at
+    most (more are merged then), the marked ones the young KEEP_YOUNG past the budget, and the
+    look's own merged pack; then each writer adds what it wrote before its next look (LOOK_EVERY
+    at most; a short-lived writer looks after its first write)."""
+    return max(PACK_BUDGET, PACK_LIMIT + KEEP_YOUNG) + 1 + writers * LOOK_EVERY
 MERGED = ".merged"
 # Beside objects/, in the git common dir. A pack is removed together with its mark, so every
 # removal changes this directory: odbfresh.py watches its mtime to know when a long-lived
@@ -71,9 +92,11 @@ def add(objects_dir: str, objs: Iterable[Obj], *, durable: bool = False) -> str 
     if name is None:
         return None
     # `due` picks one write in eight by chance; a run of misses (1 in 50 runs 30 long) would let
-    # the packs pile past git's gc.autoPackLimit, so a process looks after 12 misses anyway.
-    since = _SINCE[objects_dir] = _SINCE.get(objects_dir, 0) + 1
-    if due(name) or since >= 12 or objects_dir in _PRESSED:
+    # the packs pile past git's gc.autoPackLimit, so a process looks after LOOK_EVERY writes
+    # anyway, and after its first (a command that writes once would otherwise look by chance).
+    since = _SINCE.get(objects_dir, 0) + 1
+    _SINCE[objects_dir] = since
+    if due(name) or since >= LOOK_EVERY or since == 1 or objects_dir in _PRESSED:
         _SINCE[objects_dir] = 0
         try:
             consolidate(objects_dir)
@@ -207,8 +230,13 @@ def _remove_old(pack_dir: str, marks_dir: str, marks: set[str], legacy: set[str]
             ripe.append(base)
     over_budget -= len(ripe)
     if over_budget > 0:
-        for made, base in sorted((m, b) for b, m in pending.items() if m <= budget_before):
+        young = sorted((m, b) for b, m in pending.items())
+        for i, (made, base) in enumerate(young):
             if over_budget <= 0:
+                break
+            # The newest KEEP_YOUNG are kept until MIN_GRACE_SECONDS old: the count stays bounded
+            # however many merges a slow machine's grace saw.
+            if made > budget_before and len(young) - i <= KEEP_YOUNG:
                 break
             ripe.append(base)
             del pending[base]

@@ -73,7 +73,11 @@ class GitSource:
                 oid = self._tree[tree_path(coll, key)].id
             except KeyError:
                 pass
-        if oid is not None:
+        if oid is None:
+            # Gone from this tree (a task moved to archive/, a removed entity): its decoded
+            # version is dead weight in a long-lived process's cache, one per task that ended.
+            _DECODED.discard(k)
+        else:
             found = _DECODED.get(k)
             if found is not None and found[0] == oid:
                 value = found[1]

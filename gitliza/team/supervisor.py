@@ -215,7 +215,8 @@ class Supervisor:
     def _mark(self, board: Board, job: Job) -> tuple[Any, ...]:
         tip = None
         if job.task is not None and self.role == Role.CODER:
-            ref = self.liza.repo.references.get(f"refs/heads/{worktrees.task_branch(job.task)}")
+            ref = self.liza.repo.references.get(  # interned: pygit2 keeps every name it is given
+                sys.intern(f"refs/heads/{worktrees.task_branch(job.task)}"))
             tip = str(ref.target) if ref is not None else None
         return runs.progress_mark(board, self.agent, self.role, job.task, tip)
 

@@ -3,7 +3,9 @@
 deleted file per transition. Counted in /proc/self: open files, and those whose file is deleted."""
 from __future__ import annotations
 
+import gc
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -13,6 +15,7 @@ import pytest
 from gitliza.core import clock
 from gitliza.core.ops import Init, Register
 from gitliza.core.ops.work import Heartbeat
+from gitliza.git import odbfresh
 from gitliza.git.odbfresh import OdbRefresh
 from gitliza.git.source import tree_path
 from gitliza.git.store import Store
@@ -32,7 +35,8 @@ def open_files(repo: Path) -> tuple[int, int]:
         except OSError:  # the listing's own descriptor, closed meanwhile
             continue
         total += 1
-        deleted += target.startswith(f"{repo}/.git/objects/pack/") and \
+        # objects/pack/ and gitliza's own store, liza-objects/pack/ (git/ownstore.py)
+        deleted += target.startswith(f"{repo}/.git/") and "/pack/" in target and \
             target.endswith(" (deleted)")
     return total, deleted
 
@@ -40,7 +44,7 @@ def open_files(repo: Path) -> tuple[int, int]:
 def deleted_maps(repo: Path) -> int:
     """Memory mappings of deleted pack files of `repo` (libgit2 maps every index it loaded)."""
     with open("/proc/self/maps") as f:
-        return sum(1 for line in f if f"{repo}/.git/objects/pack/" in line
+        return sum(1 for line in f if f"{repo}/.git/" in line and "/pack/" in line
                    and line.rstrip().endswith("(deleted)"))
 
 
@@ -118,3 +122,69 @@ def test_a_tree_path_is_one_string_however_often_pygit2_is_given_it() -> None:
     again = tree_path("agents", "".join(["coder", "-1"]))
     assert first is again
     assert sys.intern(first) is first
+
+
+CHURN = """import sys
+from gitliza.core import clock
+from gitliza.core.ops.work import Heartbeat
+from gitliza.services.api import Liza
+t = iter(range(1_800_000_000, 1_900_000_000))
+coder = Liza.open(sys.argv[1], "coder-1", now=lambda: clock.from_epoch(next(t)), sync=False)
+for _ in range(int(sys.argv[2])):
+    coder.do(Heartbeat)
+"""
+
+
+def test_packs_removed_from_an_alternate_are_let_go(repo: Path, tmp_path: Path) -> None:
+    """A repository that reads another's gitliza store as an alternate (a `--reference` clone):
+    the other repository's writers merge and remove packs there, which this handle's own marks
+    directory never hears of (issue 39)."""
+    _board(repo)
+    subprocess.run([sys.executable, "-c", CHURN, str(repo), "40"], check=True)
+    reader = tmp_path / "reader"
+    git(tmp_path, "init", "-q", str(reader))
+    (reader / ".git" / "objects" / "info" / "alternates").write_text(
+        f"{repo / '.git' / 'liza-objects'}\n")
+    handle = pygit2.Repository(str(reader))
+    watch = OdbRefresh(handle)
+    watch.check()
+
+    def read_all() -> None:
+        tip = pygit2.Repository(str(repo)).references["refs/liza/state"].target
+        for c in handle.walk(tip):  # every commit and tree of the board: every pack opened
+            assert handle[c.tree_id] is not None
+
+    read_all()
+    gc.collect()  # this process's other handles (the board's set-up): only `handle` reads now
+    subprocess.run([sys.executable, "-c", CHURN, str(repo), "200"], check=True)  # merges, removes
+    held = open_files(repo)[1]
+    assert held > 5  # libgit2 still holds the alternate's removed packs
+    assert watch.check() is True
+    # Let go; what is left is another handle's (the board's set-up, in this process): one pack.
+    assert open_files(repo)[1] <= 2, held
+    read_all()  # and reads the board from the packs there now
+
+
+def test_a_dropped_handle_lets_go_of_its_packs_when_collected(repo: Path) -> None:
+    """A pygit2 handle is a reference cycle: dropped, it keeps its packs until the cycle collector
+    runs, which a long-lived process does rarely (here: not at all). A supervisor's loop calls
+    collect_dropped once per round."""
+    store = _board(repo)
+    for _ in range(20):
+        beat(store)
+    def read_and_drop() -> None:
+        dropped = pygit2.Repository(str(repo))
+        for c in dropped.walk(dropped.references["refs/liza/state"].target):
+            assert dropped[c.tree_id] is not None
+
+    gc.collect()
+    gc.disable()
+    try:
+        read_and_drop()
+        for _ in range(200):  # the packs it read are merged and removed
+            beat(store)
+        assert open_files(repo)[1] > 0
+        odbfresh.collect_dropped()
+        assert open_files(repo)[1] <= 2  # the live store's handle: what it read since its look
+    finally:
+        gc.enable()
