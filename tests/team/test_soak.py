@@ -184,10 +184,9 @@ def test_a_busy_team_holds_nothing_more_per_task(tmp_path: Path) -> None:
     log = [(o, a, t) for o, a, t in ops(team.repo) if o in ("claim", "submit", "merge")]
     assert sum(1 for o, _a, _t in log if o == "merge") >= BUSY_TASKS
     assert {a for o, a, _t in log if o == "claim"} == {"coder-1", "coder-2"}
-    # Issue 39's memory goal, not met yet (docs/performance.md, "A busy team"): reported as an
-    # expected failure with the figures, so that the bounds above still fail the suite.
+    # Issue 39's memory goal is 10% and is not met yet (docs/performance.md, "A busy team": runs
+    # gave +8% to +15%, what is left is listed there). The bound here is the regression guard:
+    # before the fixes this range grew about 45% (47 -> 68 MB per supervisor).
     grown = {agent: round(max(s[agent].rss_kb for s in late) / first[agent].rss_kb - 1, 3)
              for agent in first}
-    if any(g > 0.10 for g in grown.values()):
-        pytest.xfail(f"RSS from the {WARM_UP}th to the {BUSY_TASKS}th task grew {grown} (goal "
-                     "10%): what is left is listed in docs/performance.md")
+    assert all(g <= 0.25 for g in grown.values()), grown
