@@ -48,6 +48,15 @@ def user_home() -> Path:
     return Path(pwd.getpwuid(os.getuid()).pw_dir)
 
 
+def hidden_dirs() -> list[Path]:
+    """What every sandbox hides: the user's home (and $HOME) and runtime dir."""
+    hidden = [user_home(), Path(os.environ.get("HOME") or user_home())]
+    runtime = Path(f"/run/user/{os.getuid()}")
+    if runtime.is_dir():
+        hidden.append(runtime)
+    return [h for h in dict.fromkeys(hidden) if h != Path("/") and h.is_dir()]
+
+
 @dataclass(frozen=True)
 class Session:
     """What a box needs of the session it wraps."""
@@ -123,16 +132,12 @@ class Box:
     def wrap(self, argv: Sequence[str], env: Mapping[str, str],
              files: Sequence[Path] = ()) -> tuple[list[str], dict[str, str]]:
         """The bubblewrap argv running `argv`, and its environment."""
-        hidden = [user_home(), Path(os.environ.get("HOME") or user_home())]
-        runtime = Path(f"/run/user/{os.getuid()}")
-        if runtime.is_dir():
-            hidden.append(runtime)
-        hidden = [h for h in dict.fromkeys(hidden) if h != Path("/") and h.is_dir()]
+        hidden = hidden_dirs()
         view = policy.View(
             role=self.s.role.value, cwd=self.s.worktree, main=self.s.main, common=self.s.common,
             common_entries=tuple(sorted(os.listdir(self.s.common))), home=self.home,
             tmp=self.tmp, run=self.broker.dir, hidden=tuple(hidden),
-            reexpose=tuple(_needed(argv, env, files)), coder_git=self.coder_git,
+            reexpose=tuple(needed(argv, env, files)), coder_git=self.coder_git,
             network=self.s.network == "on", shim=self.shim,
             shadowed=tuple(_on_path("git-liza", env)))
         command = list(argv)
@@ -199,7 +204,7 @@ def _copy_login(cli: str | None, src: Path, home: Path) -> None:
             dest.chmod(0o600)
 
 
-def _needed(argv: Sequence[str], env: Mapping[str, str], files: Sequence[Path]) -> list[Path]:
+def needed(argv: Sequence[str], env: Mapping[str, str], files: Sequence[Path]) -> list[Path]:
     """What a launch runs and reads from places the sandbox hides (the home, /tmp): the Python
     gitliza runs on and its source, the agent's executable and its installation, PATH's entries,
     the launch's own files. Read-only."""

@@ -50,7 +50,7 @@ class View:
     common_entries: tuple[str, ...]  # its entries' names
     home: Path  # the agent's private HOME
     tmp: Path  # its private /tmp
-    run: Path  # the directory of its broker socket
+    run: Path | None  # the directory of its broker socket (None: no broker, treerun.py)
     hidden: tuple[Path, ...] = ()  # the user's home, runtime dir
     reexpose: tuple[Path, ...] = ()  # read-only again from under the hidden ones
     coder_git: CoderGit | None = None
@@ -59,6 +59,9 @@ class View:
     # finds before the `git liza` alias, and inside it must be the broker's client.
     shim: Path | None = None
     shadowed: tuple[Path, ...] = ()
+    # Writable again over the read-only view (treerun.py: the scratch checkout of a merged tree
+    # and its worktree admin dir).
+    writable: tuple[Path, ...] = ()
 
 
 def under(path: PurePath, roots: tuple[Path, ...] | list[Path]) -> bool:
@@ -93,13 +96,16 @@ def bwrap_argv(bwrap: str, view: View, command: list[str]) -> list[str]:
     if view.shim is not None:
         for exe in view.shadowed:
             a += ["--ro-bind", str(view.shim), str(exe)]
-    a += ["--bind", str(view.home), str(view.home), "--ro-bind", str(view.run), BROKER_INSIDE]
+    for w in view.writable:
+        a += ["--bind", str(w), str(w)]
+    a += ["--bind", str(view.home), str(view.home)]
+    if view.run is not None:
+        a += ["--ro-bind", str(view.run), BROKER_INSIDE]
     # The tmpfs that hide (the home, the common dir) are read-only too once the mounts below
     # them are made: nothing an agent writes there could even pass for the real thing.
     for d in (*hide, view.common):
         a += ["--remount-ro", str(d)]
     return [*a, "--chdir", str(view.cwd), "--", *command]
-    return a
 
 
 def _coder_git(view: View, g: CoderGit) -> list[str]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from gitliza.core import wake
 from gitliza.core.board import Board
@@ -22,6 +22,9 @@ from gitliza.services.lifecycle.locations import main_root, task_dir
 from gitliza.services.lifecycle.merge import MergeFailed, merge
 from gitliza.services.lifecycle.review import claim_review
 from gitliza.services.api import Liza
+
+if TYPE_CHECKING:
+    from gitliza.git.merge import Runner
 
 S = TaskState
 
@@ -48,8 +51,10 @@ class WorkFinder:
     """Finds and takes work for `liza.agent` in `role`; `answered` is the planner's trigger set
     its last session answered (the loop sets it)."""
 
-    def __init__(self, liza: Liza, role: Role, log: Callable[[str], None]) -> None:
+    def __init__(self, liza: Liza, role: Role, log: Callable[[str], None],
+                 runner: Runner | None = None) -> None:
         self.liza = liza
+        self.runner = runner  # where a merge's integration test runs (sandbox/treerun.py)
         self.agent = liza.agent
         self.role = role
         self.log = log
@@ -118,7 +123,7 @@ class WorkFinder:
         for t in wake.approved_by(board, self.agent):
             merged = True
             try:
-                res = merge(self.liza, t.id)
+                res = merge(self.liza, t.id, runner=self.runner)
                 self.log(f"merged {t.id} into {res.branch} ({res.merge.kind})")
             except MergeFailed as e:
                 self.log(f"merge of {t.id} failed (INTEGRATION_FAILED): {e}")

@@ -32,7 +32,7 @@ from gitliza.services.lifecycle.remote import ensure_commit, pull_first
 
 if TYPE_CHECKING:
     from gitliza.services.api import Liza
-    from gitliza.git.merge import MergeOutcome
+    from gitliza.git.merge import MergeOutcome, Runner
 
 INTEGRATION_TEST = "scripts/integration-test.sh"
 MERGE_ATTEMPTS = 3  # the integration branch moved under us (another merge): merge again
@@ -61,7 +61,8 @@ class _MergeLost(Exception):
     """Another machine merged into the integration branch first; our merge was undone locally."""
 
 
-def merge(liza: Liza, task: str, *, integration_timeout: float | None = None) -> MergeResult:
+def merge(liza: Liza, task: str, *, integration_timeout: float | None = None,
+          runner: Runner | None = None) -> MergeResult:
     """Merge exactly the approved review_commit into the integration branch, then record MERGED
     and remove the task's worktree and branch. A conflict or a failing integration test records
     INTEGRATION_FAILED and raises MergeFailed (exit 3), the integration branch untouched.
@@ -75,7 +76,7 @@ def merge(liza: Liza, task: str, *, integration_timeout: float | None = None) ->
     for attempt in range(1, MERGE_ATTEMPTS + 1):
         pull_first(liza, f"merge {task}", strict=True)
         try:
-            res = _merge_once(liza, task, integration_timeout)
+            res = _merge_once(liza, task, integration_timeout, runner)
         except _MergeLost as e:
             if attempt == MERGE_ATTEMPTS:
                 raise ConcurrencyConflict(f"merge {task}: the integration branch kept moving on "
@@ -87,7 +88,8 @@ def merge(liza: Liza, task: str, *, integration_timeout: float | None = None) ->
     raise AssertionError("unreachable")
 
 
-def _merge_once(liza: Liza, task: str, integration_timeout: float | None) -> MergeResult:
+def _merge_once(liza: Liza, task: str, integration_timeout: float | None,
+                runner: Runner | None) -> MergeResult:
     from gitliza.git.drift import drift_commits
     from gitliza.git.merge import (CheckoutNotUpdated, IntegrationTestFailed, MergeConflict,
                                    merge_commit_into)
@@ -110,7 +112,7 @@ def _merge_once(liza: Liza, task: str, integration_timeout: float | None) -> Mer
                     repo, branch, review, message=_merge_message(t, branch),
                     signature=_signature(liza.agent, liza.now()),
                     integration_test=Path(INTEGRATION_TEST),
-                    integration_timeout=integration_timeout)
+                    integration_timeout=integration_timeout, runner=runner)
             except ConcurrencyConflict:
                 if attempt == MERGE_ATTEMPTS:
                     raise
