@@ -22,7 +22,8 @@ import pygit2
 
 from gitliza.core.states import Role
 from gitliza.sandbox import bwrap, gitview, net, policy
-from gitliza.sandbox.broker import SOCKET, Broker, client_command
+from gitliza.sandbox import seccomp
+from gitliza.sandbox.broker import Broker, client_command
 from gitliza.sandbox.policy import BROKER_INSIDE
 
 # The CLIs' login and configuration, copied from the user's home into an agent's private home at
@@ -119,7 +120,7 @@ class Box:
         if self.s.mcp is None:
             return None
         return {"command": sys.executable,
-                "args": ["-I", "-m", "gitliza.sandbox.client", f"{BROKER_INSIDE}/{SOCKET}",
+                "args": ["-I", "-m", "gitliza.sandbox.client", BROKER_INSIDE,
                          "--mcp"], "env": {}}
 
     def env(self, env: Mapping[str, str]) -> dict[str, str]:
@@ -141,9 +142,11 @@ class Box:
             network=self.s.network == "on", shim=self.shim,
             shadowed=tuple(_on_path("git-liza", env)))
         command = list(argv)
-        if self.gate is not None:  # behind the forwarder to the gate (net.py)
+        if self.gate is not None:  # behind the forwarder to the gate (net.py), which filters it
             command = net.inside_command(sys.executable, f"{BROKER_INSIDE}/{net.SOCKET}",
                                          self.gate.proxy, self.forwarded, command)
+        else:
+            command = seccomp.inside_command(sys.executable, command)
         return policy.bwrap_argv(self.exe, view, command), self.env(env)
 
     def bring_in(self) -> None:

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 
 CODER, REVIEWER, PLANNER = "coder", "code-reviewer", "planner"
-BROKER_INSIDE = "/tmp/.gitliza-broker"  # where an agent finds its broker socket's directory
+BROKER_INSIDE = "/tmp/.gitliza-broker"  # where an agent finds its broker's door
+CONN_SUFFIX = "-conn"  # beside it, where its client makes the FIFOs of a connection
 HIDDEN_GIT = frozenset({"liza"})  # entries of the common dir an agent never sees
 
 
@@ -99,8 +100,9 @@ def bwrap_argv(bwrap: str, view: View, command: list[str]) -> list[str]:
     for w in view.writable:
         a += ["--bind", str(w), str(w)]
     a += ["--bind", str(view.home), str(view.home)]
-    if view.run is not None:
-        a += ["--ro-bind", str(view.run), BROKER_INSIDE]
+    if view.run is not None:  # the door read-only, the FIFOs' directory writable (fifos.py)
+        a += ["--ro-bind", str(view.run), BROKER_INSIDE,
+              "--bind", f"{view.run}{CONN_SUFFIX}", BROKER_INSIDE + CONN_SUFFIX]
     # The tmpfs that hide (the home, the common dir) are read-only too once the mounts below
     # them are made: nothing an agent writes there could even pass for the real thing.
     for d in (*hide, view.common):

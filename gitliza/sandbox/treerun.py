@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
 import pygit2
 
 from gitliza.git.merge import Runner, run_captured
-from gitliza.sandbox import bwrap, policy
+from gitliza.sandbox import bwrap, policy, seccomp
 from gitliza.sandbox.box import hidden_dirs, needed
 
 KEEP_ENV = ("PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TERM", "TZ")
@@ -64,7 +65,8 @@ def run_in_sandbox(exe: str, mode: str, argv: list[str], checkout: Path,
             common_entries=tuple(sorted(os.listdir(common))), home=home, tmp=tmp, run=None,
             hidden=tuple(hidden_dirs()), reexpose=tuple(needed(argv, env, ())),
             network=mode == "on", writable=(checkout, admin))
-        return run_captured(policy.bwrap_argv(exe, view, argv), checkout, timeout, env)
+        command = seccomp.inside_command(sys.executable, argv)
+        return run_captured(policy.bwrap_argv(exe, view, command), checkout, timeout, env)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

@@ -25,6 +25,11 @@ from tests.conftest import git
 PY = sys.executable
 
 
+def _connect(path: str) -> tuple[Any, Any]:
+    from gitliza.sandbox.client import _connect as connect
+    return connect(path)
+
+
 @pytest.fixture
 def coder(repo: Path) -> Iterator[tuple[Broker, list[tuple[str, bool]]]]:
     setup_board(repo)
@@ -67,12 +72,14 @@ def test_commands_run_as_the_agent_in_its_role_and_refusals_are_recorded(
     log = json.loads(subprocess.run([PY, "-m", "gitliza", "log", "--json"], cwd=repo,
                                     capture_output=True, text=True, check=True).stdout)
     assert log[0]["op"] == "discover" and log[0]["actor"] == "c1"
-    # A malformed request is one line, not a crash of the channel.
-    import socket
-    with socket.socket(socket.AF_UNIX) as s:
-        s.connect(str(b.path))
-        s.sendall(b"{not json\n")
-        assert b"malformed" in s.makefile("rb").readline()
+    # A malformed request is one line, not a crash of the channel; so is JSON nested past the
+    # parser's depth.
+    for junk in (b"{not json\n", b"[" * 200_000 + b"\n"):
+        r, w = _connect(str(b.path))
+        with r, w:
+            w.write(junk)
+            w.flush()
+            assert b"malformed" in r.readline()
     assert client(b, "status").returncode == 0
 
 

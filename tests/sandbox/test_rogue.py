@@ -307,6 +307,109 @@ git liza status >/dev/null && echo BOARD-OK
     assert "BOARD-OK" in log
 
 
+@needs_bwrap
+@pytest.mark.parametrize("mode", ["on", "model", "offline"])
+def test_no_host_unix_socket_answers_in_any_mode(repo: Path, tmp_path: Path, mode: str) -> None:
+    """Round 2 (issue 35): a socket at a path the view shows read-only (/var/tmp), and an abstract
+    one, are listening on the host; the agent's connects reach neither (judged by the listeners:
+    no connection was ever accepted), while its own channel to the supervisor still works."""
+    import socket
+    import tempfile
+    make_board(repo)
+    add_task(repo, "t1")
+    where = Path(tempfile.mkdtemp(prefix="gitliza-rogue-", dir="/var/tmp"))
+    path_srv = socket.socket(socket.AF_UNIX)
+    path_srv.bind(str(where / "sock"))
+    abstract = f"gitliza-rogue-{os.getpid()}-{mode}"
+    abs_srv = socket.socket(socket.AF_UNIX)
+    abs_srv.bind("\0" + abstract)
+    for srv in (path_srv, abs_srv):
+        srv.listen(8)
+        srv.setblocking(False)
+    connect = (f"{PY} -c \"import socket,sys; s=socket.socket(socket.AF_UNIX); "
+               f"s.connect(sys.argv[1].replace('@', chr(0)))\"")
+    try:
+        agent = script(tmp_path, "sock.sh", PRELUDE.format() + f"""
+try unix-path {connect} {where}/sock
+try unix-abstract {connect} @{abstract}
+git liza status >/dev/null && echo BOARD-OK
+""")
+        sup = Sup(repo, "coder", "coder-1", "--once", "--sandbox", mode, "--", str(agent),
+                  env={"LIZA_SANDBOX_ALLOW": "example.invalid:443"} if mode == "model" else None)
+        sup.wait(120)
+        accepted = 0
+        for srv in (path_srv, abs_srv):
+            try:
+                srv.accept()[0].close()
+                accepted += 1
+            except BlockingIOError:
+                pass
+    finally:
+        path_srv.close()
+        abs_srv.close()
+        (where / "sock").unlink()
+        where.rmdir()
+    log = _agent_log(repo, "coder-1")
+    tried = _attempts(log)
+    assert set(tried) == {"unix-path", "unix-abstract"}, log
+    assert all(rc != 0 for rc in tried.values()) and accepted == 0, log
+    assert "BOARD-OK" in log, sup.output()
+
+
+@needs_bwrap
+@pytest.mark.parametrize("mode", ["on", "offline"])
+def test_an_interactive_agent_cannot_type_into_the_terminal(
+        repo: Path, tmp_path: Path, mode: str) -> None:
+    """Round 2: with `-i` the agent keeps the human's terminal (here a pty that is the
+    supervisor's controlling terminal); its TIOCSTI is refused, and after the supervisor exits
+    nothing waits in the terminal's input for the human's shell to run."""
+    import fcntl
+    import pty
+    import termios
+    make_board(repo)
+    add_task(repo, "t1")
+    agent = script(tmp_path, "tty.sh", PRELUDE.format() + f"""
+try tiocsti {PY} -c "import fcntl,termios; [fcntl.ioctl(0, termios.TIOCSTI, bytes([c])) for c in b'echo PWNED-TTY' + bytes([10])]"
+try tioclinux {PY} -c "import fcntl; fcntl.ioctl(0, 0x541C, bytes([3]))"
+""")
+    master, slave = pty.openpty()
+
+    def own_terminal() -> None:
+        os.setsid()
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+    from tests.team.procs import BIN, env_for
+    proc = subprocess.Popen([str(BIN / "git-liza"), "agent", "coder", "--agent", "coder-1",
+                             "--once", "-i", "--sandbox", mode, "--", str(agent)], cwd=repo,
+                            env=env_for("coder-1"), stdin=slave, stdout=slave, stderr=slave,
+                            preexec_fn=own_terminal)
+    out = b""
+    try:
+        while proc.poll() is None or _readable(master):
+            if _readable(master):
+                try:
+                    out += os.read(master, 65536)
+                except OSError:
+                    break
+        proc.wait(120)
+        os.set_blocking(slave, False)
+        try:
+            pending = os.read(slave, 4096)
+        except (BlockingIOError, OSError):
+            pending = b""
+    finally:
+        os.close(master)
+        os.close(slave)
+    # An interactive agent writes to the terminal, not to its log.
+    shown = out.decode(errors="replace")
+    assert _attempts(shown) == {"tiocsti": 1, "tioclinux": 1}, shown
+    assert b"PWNED-TTY" not in pending, pending
+
+
+def _readable(fd: int) -> bool:
+    import select
+    return bool(select.select([fd], [], [], 0.2)[0])
+
+
 class _Http:
     """A tiny HTTP server on this machine's loopback that answers `body` and counts requests."""
 
