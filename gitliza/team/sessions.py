@@ -110,6 +110,9 @@ class Sessions:
         what = job.task or (job.trigger.value if job.trigger else "planning")
         log_file, out = self._open_log(job, launch.argv, launch.env)
         self._log_file, self._job = log_file, job
+        # The task's budget stops the agent during its run, once its streamed usage passes it.
+        meter.limit = usage.run_limit(self.liza, self.role, job.task)
+        meter.over = self._over_budget
         out = meter.output(out)
         argv, env = launch.argv, launch.env
         if box is not None:
@@ -143,6 +146,13 @@ class Sessions:
         self.count += 1
         self.token.check(self.liza.board())
         return code, proc.stopped_by
+
+    def _over_budget(self, tokens: int) -> None:
+        proc = self._proc
+        why = f"task budget spent during the run ({tokens:,} tokens streamed)"
+        self.log(f"{why}: stopping the agent")
+        if proc is not None:
+            proc.stop(why, self._grace)
 
     def _open_log(self, job: Job, argv: list[str],
                   env: dict[str, str]) -> tuple[Path | None, IO[bytes] | None]:
