@@ -243,6 +243,14 @@ class Config:
     budget_tokens_per_goal: int | None = since_v1(None)
     budget_usd_per_goal: str | None = since_v1(None)
     prices: str | None = since_v1(None)
+    # The agent sandbox (gitliza/sandbox/, docs/security.md "Limits"): per agent, its processes
+    # and threads, its memory (MB), its /tmp and /dev/shm (MB); unset: the defaults
+    # (gitliza/sandbox/policy.py DEFAULT_LIMITS: on). `sandbox_secret_env`: names of variables
+    # no agent gets (besides GITLIZA_WEB_TOKEN), separated by spaces or commas.
+    sandbox_pids_max: int | None = since_v1(None)
+    sandbox_memory_max_mb: int | None = since_v1(None)
+    sandbox_tmp_max_mb: int | None = since_v1(None)
+    sandbox_secret_env: str | None = since_v1(None)
 
 
 @dataclass(frozen=True, slots=True)

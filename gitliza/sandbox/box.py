@@ -14,17 +14,19 @@ import shlex
 import shutil
 import sys
 import threading
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 import pygit2
 
+from gitliza.core.board import Board
 from gitliza.core.states import Role
-from gitliza.sandbox import bwrap, gitview, net, policy
-from gitliza.sandbox import seccomp
+from gitliza.sandbox import bwrap, cgroup, gitview, net, policy, seccomp
 from gitliza.sandbox.broker import Broker, client_command
 from gitliza.sandbox.policy import BROKER_INSIDE
+from gitliza.services.agentlog import LOGS_DIR, PROMPTS_DIR
 
 # The CLIs' login and configuration, copied from the user's home into an agent's private home at
 # every launch (credentials rotate); what the CLI writes there stays private to the agent.
@@ -41,8 +43,32 @@ DROP_ENV = ("SSH_AUTH_SOCK", "SSH_AGENT_PID", "DBUS_SESSION_BUS_ADDRESS", "XDG_R
             "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME",
             "GNUPGHOME", "GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_INDEX_FILE",
             "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES")
+# gitliza's own secrets, never an agent's, whatever the mode (config sandbox_secret_env adds more):
+# the web board's token would let an agent act as the human there.
+SECRET_ENV = ("GITLIZA_WEB_TOKEN",)
 OFF_WARNING = ("WARNING: --sandbox off: the agent runs with all of your rights (it can read "
                "every key in .git/liza/keys, move any ref, act as any agent); docs/security.md")
+
+
+def limits(board: Board) -> policy.Limits:
+    """The sandbox's limits as the board's config sets them (on by default: unset is the
+    default; a limit is lifted by setting it high, up to 10^6)."""
+    c, d = board.config, policy.DEFAULT_LIMITS
+    return policy.Limits(c.sandbox_pids_max or d.pids, c.sandbox_memory_max_mb or d.memory_mb,
+                         c.sandbox_tmp_max_mb or d.tmp_mb)
+
+
+def secret_env(named: str | None) -> tuple[str, ...]:
+    """The variables no agent gets: gitliza's own and those config names."""
+    return (*SECRET_ENV, *(named or "").split())
+
+
+# `.liza/`'s directories where each agent has its own files: no agent reads another's.
+PRIVATE_DIRS = (LOGS_DIR, PROMPTS_DIR, "agent-usage")  # the last: team/usage.py REPORTS_DIR
+
+
+def private_dirs(main: Path) -> tuple[Path, ...]:
+    return tuple(d for d in (main / ".liza" / n for n in PRIVATE_DIRS) if d.is_dir())
 
 
 def user_home() -> Path:
@@ -75,6 +101,7 @@ class Session:
     mcp: Mapping[str, Any] | None  # the real MCP server entry (run by the broker)
     refused: Callable[[str, bool], None]
     network: str = "on"  # the sandbox mode's network: on (shared), model, offline
+    limits: policy.Limits = policy.Limits()
 
 
 class Box:
@@ -99,6 +126,9 @@ class Box:
         self.shim.chmod(0o755)
         self.broker = Broker(s.agent, s.role, s.env, s.worktree, s.gitliza, s.mcp,
                              self.bring_in, s.refused)
+        # The sandbox's processes and memory together, where a cgroup can be had (cgroup.py).
+        self.cgroup = cgroup.make(f"gitliza-{s.agent}-{os.getpid()}-{time.monotonic_ns()}",
+                                  s.limits.pids, s.limits.memory_mb)
         self.gate: net.Gate | None = None
         self.forwarded: list[int] = []
         if s.network == "model":
@@ -140,14 +170,17 @@ class Box:
             tmp=self.tmp, run=self.broker.dir, hidden=tuple(hidden),
             reexpose=tuple(needed(argv, env, files)), coder_git=self.coder_git,
             network=self.s.network == "on", shim=self.shim,
-            shadowed=tuple(_on_path("git-liza", env)))
-        command = list(argv)
-        if self.gate is not None:  # behind the forwarder to the gate (net.py), which filters it
+            shadowed=tuple(_on_path("git-liza", env)), private=private_dirs(self.s.main),
+            own=tuple(files), tmp_max_mb=self.s.limits.tmp_mb)
+        # Under the seccomp filter and the limits (seccomp.py); in `model` behind the forwarder
+        # to the gate (net.py), which keeps its unix socket: it execs the filter's launcher.
+        lim = self.s.limits
+        command = seccomp.inside_command(sys.executable, list(argv), lim.pids, lim.memory_mb)
+        if self.gate is not None:
             command = net.inside_command(sys.executable, f"{BROKER_INSIDE}/{net.SOCKET}",
                                          self.gate.proxy, self.forwarded, command)
-        else:
-            command = seccomp.inside_command(sys.executable, command)
-        return policy.bwrap_argv(self.exe, view, command), self.env(env)
+        argv = policy.bwrap_argv(self.exe, view, command)
+        return (self.cgroup.wrap(argv) if self.cgroup else argv), self.env(env)
 
     def bring_in(self) -> None:
         """A coder's commits onto its real task branch (before a brokered write, at the end;
@@ -160,6 +193,12 @@ class Box:
         try:
             self.bring_in()
         finally:
+            if self.cgroup is not None:
+                hits = self.cgroup.hits()
+                if hits:  # the run was held (forks failed, or the OOM killer ended it)
+                    self.s.refused(f"sandbox: {self.s.agent} reached its limit: "
+                                   f"{', '.join(hits)} (config sandbox_*)", False)
+                self.cgroup.close()
             if self.gate is not None:
                 self.gate.close()
             self.broker.close()

@@ -43,6 +43,19 @@ class CoderGit:
 
 
 @dataclass(frozen=True)
+class Limits:
+    """Per sandbox (config sandbox_*): processes and threads, each process's memory in MB (both
+    set inside by seccomp.py), the size of /tmp and /dev/shm in MB; None: no limit."""
+
+    pids: int | None = None
+    memory_mb: int | None = None
+    tmp_mb: int | None = None
+
+
+DEFAULT_LIMITS = Limits(pids=1024, memory_mb=8192, tmp_mb=1024)
+
+
+@dataclass(frozen=True)
 class View:
     role: str
     cwd: Path  # the agent's worktree (the main worktree for a planner)
@@ -63,6 +76,11 @@ class View:
     # Writable again over the read-only view (treerun.py: the scratch checkout of a merged tree
     # and its worktree admin dir).
     writable: tuple[Path, ...] = ()
+    # `.liza/`'s directories of every agent's logs, prompts and reports: hidden (an empty tmpfs),
+    # and of them only this launch's own files back, read-only.
+    private: tuple[Path, ...] = ()
+    own: tuple[Path, ...] = ()
+    tmp_max_mb: int | None = None  # /tmp and /dev/shm sized tmpfs (else /tmp is `tmp`, unsized)
 
 
 def under(path: PurePath, roots: tuple[Path, ...] | list[Path]) -> bool:
@@ -79,13 +97,22 @@ def bwrap_argv(bwrap: str, view: View, command: list[str]) -> list[str]:
     hide = [h for h in view.hidden if not under(h, [Path("/tmp")])]  # /tmp is hidden whole
     for h in hide:
         a += ["--tmpfs", str(h)]
-    a += ["--bind", str(view.tmp), "/tmp"]
+    if view.tmp_max_mb:  # RAM: sized, so that a runaway writer fills its own and no more
+        size = str(view.tmp_max_mb << 20)
+        a += ["--size", size, "--tmpfs", "/tmp", "--size", size, "--tmpfs", "/dev/shm"]
+    else:
+        a += ["--bind", str(view.tmp), "/tmp"]
     hidden = [*view.hidden, Path("/tmp")]
     for r in view.reexpose:
         if under(r, hidden):
             a += ["--ro-bind", str(r), str(r)]
     for r in (view.main, view.cwd):
         a += ["--ro-bind", str(r), str(r)]
+    for d in view.private:
+        a += ["--tmpfs", str(d)]
+    for f in view.own:
+        if under(f, view.private):
+            a += ["--ro-bind", str(f), str(f)]
     a += ["--tmpfs", str(view.common)]
     for e in sorted(view.common_entries):
         if e not in HIDDEN_GIT:
@@ -105,7 +132,7 @@ def bwrap_argv(bwrap: str, view: View, command: list[str]) -> list[str]:
               "--bind", f"{view.run}{CONN_SUFFIX}", BROKER_INSIDE + CONN_SUFFIX]
     # The tmpfs that hide (the home, the common dir) are read-only too once the mounts below
     # them are made: nothing an agent writes there could even pass for the real thing.
-    for d in (*hide, view.common):
+    for d in (*hide, view.common, *view.private):
         a += ["--remount-ro", str(d)]
     return [*a, "--chdir", str(view.cwd), "--", *command]
 

@@ -106,20 +106,41 @@ def undumpable() -> None:
     ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)
 
 
-def inside_command(python: str, command: list[str]) -> list[str]:
-    """`command` under the filter (python -I: nothing of the environment or the working directory
-    decides which code runs)."""
-    return [python, "-I", "-m", "gitliza.sandbox.seccomp", "--", *command]
+def inside_command(python: str, command: list[str], pids: int | None = None,
+                   memory_mb: int | None = None) -> list[str]:
+    """`command` under the filter and the limits (python -I: nothing of the environment or the
+    working directory decides which code runs)."""
+    limits = [*(["--pids", str(pids)] if pids else []),
+              *(["--memory-mb", str(memory_mb)] if memory_mb else [])]
+    return [python, "-I", "-m", "gitliza.sandbox.seccomp", *limits, "--", *command]
+
+
+def limit(pids: int | None, memory_mb: int | None) -> None:
+    """The rlimits of the sandbox (docs/security.md "Limits"). RLIMIT_NPROC counts the processes
+    and threads of this user in this user namespace (the sandbox's own: the kernel's ucounts),
+    so it bounds the agent's whole sandbox, not the user's other processes; RLIMIT_DATA bounds
+    each process's heap (RLIMIT_AS would break the CLIs: Node's WebAssembly reserves tens of GB
+    of address space it never uses)."""
+    import resource
+    if pids:
+        resource.setrlimit(resource.RLIMIT_NPROC, (pids, pids))
+    if memory_mb:
+        resource.setrlimit(resource.RLIMIT_DATA, (memory_mb << 20, memory_mb << 20))
 
 
 def main(argv: list[str]) -> int:
+    opts: dict[str, int] = {}
+    while len(argv) >= 2 and argv[0] in ("--pids", "--memory-mb") and argv[1].isdigit():
+        opts[argv[0]], argv = int(argv[1]), argv[2:]
     if len(argv) < 2 or argv[0] != "--":
-        sys.stderr.write("usage: python -m gitliza.sandbox.seccomp -- COMMAND...\n")
+        sys.stderr.write("usage: python -m gitliza.sandbox.seccomp [--pids N] [--memory-mb N] "
+                         "-- COMMAND...\n")
         return 1
     try:
+        limit(opts.get("--pids"), opts.get("--memory-mb"))
         install()
-    except (OSError, KeyError) as e:  # never run the agent unfiltered
-        sys.stderr.write(f"gitliza sandbox: cannot install the seccomp filter: {e}\n")
+    except (OSError, KeyError, ValueError) as e:  # never run the agent unfiltered
+        sys.stderr.write(f"gitliza sandbox: cannot install the seccomp filter or limits: {e}\n")
         return 5
     try:
         os.execvp(argv[1], argv[1:])

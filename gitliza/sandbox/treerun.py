@@ -23,7 +23,7 @@ import pygit2
 
 from gitliza.git.merge import Runner, run_captured
 from gitliza.sandbox import bwrap, policy, seccomp
-from gitliza.sandbox.box import hidden_dirs, needed
+from gitliza.sandbox.box import hidden_dirs, needed, private_dirs
 
 KEEP_ENV = ("PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TERM", "TZ")
 
@@ -35,21 +35,23 @@ def clean_env(env: dict[str, str], home: Path) -> dict[str, str]:
     return out
 
 
-def runner(mode: str) -> Runner | None:
+def runner(mode: str, lim: policy.Limits | None = None) -> Runner | None:
     """The integration test's runner for a sandbox mode (None for `off`: the human's explicit
     choice, the test runs as the caller, as every agent then does). Checks bubblewrap now (exit 5
     naming the fix)."""
     if mode == "off":
         return None
     exe = bwrap.require()
+    lim = lim or policy.DEFAULT_LIMITS
 
     def run(argv: list[str], checkout: Path, timeout: float | None) -> tuple[int | None, str]:
-        return run_in_sandbox(exe, mode, argv, checkout, timeout)
+        assert lim is not None
+        return run_in_sandbox(exe, mode, argv, checkout, timeout, lim)
     return run
 
 
 def run_in_sandbox(exe: str, mode: str, argv: list[str], checkout: Path,
-                   timeout: float | None) -> tuple[int | None, str]:
+                   timeout: float | None, lim: policy.Limits) -> tuple[int | None, str]:
     repo = pygit2.Repository(str(checkout))
     admin = Path(repo.path).resolve()  # <common>/worktrees/<name>
     common = Path(repo.path).resolve().parent.parent
@@ -64,8 +66,9 @@ def run_in_sandbox(exe: str, mode: str, argv: list[str], checkout: Path,
             role="integration-test", cwd=checkout, main=main, common=common,
             common_entries=tuple(sorted(os.listdir(common))), home=home, tmp=tmp, run=None,
             hidden=tuple(hidden_dirs()), reexpose=tuple(needed(argv, env, ())),
-            network=mode == "on", writable=(checkout, admin))
-        command = seccomp.inside_command(sys.executable, argv)
+            network=mode == "on", writable=(checkout, admin), private=private_dirs(main),
+            tmp_max_mb=lim.tmp_mb)
+        command = seccomp.inside_command(sys.executable, argv, lim.pids, lim.memory_mb)
         return run_captured(policy.bwrap_argv(exe, view, command), checkout, timeout, env)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -29,7 +29,7 @@ from gitliza.team.work import Job
 from gitliza.core.ops.journal import AnomalyOp
 from gitliza.errors import LizaError
 from gitliza.git.repository import common_dir
-from gitliza.sandbox.box import OFF_WARNING, Box, Sandbox
+from gitliza.sandbox.box import OFF_WARNING, Box, Sandbox, limits, secret_env
 from gitliza.sandbox.box import Session as BoxSession
 
 
@@ -215,7 +215,7 @@ class Sessions:
             common=common_dir(self.liza.repo), cli=known.wiring if known else None,
             env={**self._env(job, prompt_file), usage.RUN_ENV: run},
             gitliza=prepare.gitliza_command(),
-            mcp=self._mcp_entry(), refused=self._refused))
+            mcp=self._mcp_entry(), refused=self._refused, limits=limits(self.liza.board())))
 
     def _refused(self, line: str, anomaly: bool) -> None:
         """A refused call of the sandboxed agent: the supervisor's log, the agent's log and
@@ -268,4 +268,7 @@ class Sessions:
         # The agent's git writes its objects where git's maintenance cannot prune them before
         # its branch names them (gitliza/git/ownstore.py).
         env.update(ownstore.agent_env(self.liza.repo))
+        # gitliza's secrets and the human's named ones: in every mode, `off` included.
+        for k in secret_env(self.liza.board().config.sandbox_secret_env):
+            env.pop(k, None)
         return env

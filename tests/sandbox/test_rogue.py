@@ -410,6 +410,100 @@ def _readable(fd: int) -> bool:
     return bool(select.select([fd], [], [], 0.2)[0])
 
 
+@needs_bwrap
+def test_an_agent_reads_no_other_agents_logs_and_no_gitliza_secret(
+        repo: Path, tmp_path: Path) -> None:
+    """Round 2: another agent's log and prompt (a secret printed in its run) stay unread; the web
+    token and a variable config names never reach the agent (in `off` either); its own prompt
+    does."""
+    make_board(repo)
+    ok(liza(repo, "config", "sandbox_secret_env", "DEPLOY_KEY,OTHER_ONE", agent=None))
+    add_task(repo, "t1")
+    logs, prompts = repo / ".liza" / "agent-logs", repo / ".liza" / "agent-prompts"
+    for d in (logs, prompts):
+        d.mkdir(parents=True, exist_ok=True, mode=0o700)
+    (logs / "coder-2--t2--2026-01-01T00-00-00Z.log").write_text(SECRET + "\n")
+    (prompts / "coder-2--2026-01-01T00-00-00Z.txt").write_text(SECRET + "\n")
+    agent = script(tmp_path, "peek.sh", PRELUDE.format() + f"""
+try read-other-log sh -c "cat {logs}/coder-2--* | grep -q {SECRET}"
+try read-other-prompt sh -c "cat {prompts}/coder-2--* | grep -q {SECRET}"
+try web-token sh -c 'test -n "$GITLIZA_WEB_TOKEN"'
+try config-named sh -c 'test -n "$DEPLOY_KEY$OTHER_ONE"'
+grep -q "TASK ID: t1" "$LIZA_PROMPT_FILE" && echo OWN-PROMPT
+""")
+    for mode in ("on", "off"):
+        sup = Sup(repo, "coder", "coder-1", "--once", "--sandbox", mode, "--", str(agent),
+                  env={"GITLIZA_WEB_TOKEN": SECRET, "DEPLOY_KEY": SECRET, "OTHER_ONE": SECRET})
+        sup.wait(120)
+        log = _agent_log(repo, "coder-1").split("peek.sh")[-1]
+        tried = _attempts(log)
+        if mode == "on":
+            assert tried == {"read-other-log": 1, "read-other-prompt": 1, "web-token": 1,
+                             "config-named": 1}, log
+        else:  # no sandbox: the files are the user's, but the environment is still clean
+            assert tried["web-token"] == 1 and tried["config-named"] == 1, log
+        assert "OWN-PROMPT" in log, sup.output()
+        ok(liza(repo, "release", "t1", agent="coder-1"))
+
+
+def _no_cgroup() -> bool:
+    from gitliza.sandbox import cgroup
+    made = cgroup.make(f"gitliza-probe-{os.getpid()}", 64, None)
+    if made is None:
+        return True
+    made.close()
+    return False
+
+
+def _count_procs(word: str) -> int:
+    n = 0
+    for d in Path("/proc").iterdir():
+        try:
+            n += d.name.isdigit() and (d / "cmdline").read_bytes().split(b"\0")[:2] == [
+                b"sleep", word.encode()]
+        except OSError:
+            pass
+    return n
+
+
+@needs_bwrap
+def test_limits_hold_a_runaway_agent_and_the_supervisor_goes_on(
+        repo: Path, tmp_path: Path) -> None:
+    """Round 2: with sandbox_pids_max 64, sandbox_memory_max_mb 256 and sandbox_tmp_max_mb 32,
+    a fork loop, a 1 GB allocation and 64 MB files in /tmp and /dev/shm all fail inside; counted
+    from outside, the agent never had more than 64 processes; the run is recorded and the
+    supervisor goes on to its next run."""
+    import time
+    make_board(repo)
+    for k, v in (("sandbox_pids_max", "64"), ("sandbox_memory_max_mb", "256"),
+                 ("sandbox_tmp_max_mb", "32")):
+        ok(liza(repo, "config", k, v, agent=None))
+    add_task(repo, "t1")
+    word = f"{31 + os.getpid() % 1000}"
+    agent = script(tmp_path, "runaway.sh", PRELUDE.format() + f"""
+try memory {PY} -c "b = bytearray(1 << 30)"
+try tmp-file sh -c "head -c 64M /dev/zero > /tmp/big"
+try shm-file sh -c "head -c 64M /dev/zero > /dev/shm/big"
+sh -c 'for i in $(seq 300); do sleep {word} & done' >/dev/null 2>&1
+echo SPAWNED
+""")
+    sup = Sup(repo, "coder", "coder-1", "--sandbox", "on", "--", str(agent))
+    most = 0
+    deadline = time.monotonic() + 120
+    while "SPAWNED" not in _agent_log(repo, "coder-1") and time.monotonic() < deadline:
+        most = max(most, _count_procs(word))
+    most = max(most, _count_procs(word))
+    sup.expect("usage of run coder-1.1.1")
+    sup.expect("started agent")  # the next run: the supervisor went on
+    ok(liza(repo, "abort", agent=None))
+    sup.wait(120)
+    log = _agent_log(repo, "coder-1")
+    assert 0 < most < 64, (most, log)
+    assert "reached its limit: pids.max (64)" in sup.output() or _no_cgroup(), sup.output()
+    tried = _attempts(log)
+    assert tried and all(rc != 0 for rc in tried.values()), log
+
+
 class _Http:
     """A tiny HTTP server on this machine's loopback that answers `body` and counts requests."""
 
