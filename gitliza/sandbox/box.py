@@ -237,13 +237,27 @@ def parse(text: str | None) -> str:
 
 
 def _copy_login(cli: str | None, src: Path, home: Path) -> None:
+    """The CLI's login into the agent's persistent home, which the agent wrote last time: never
+    through a link it planted there (a link on the way is removed, the file made anew with
+    O_NOFOLLOW | O_EXCL), so the copy lands in its home and nowhere else."""
     for rel in CLI_STATE.get(cli or "", ()):
         f = src / rel
-        if f.is_file():
-            dest = home / rel
-            dest.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            shutil.copyfile(f, dest)
-            dest.chmod(0o600)
+        if not f.is_file():
+            continue
+        d = home
+        for part in Path(rel).parent.parts:
+            d = d / part
+            if d.is_symlink() or (d.exists() and not d.is_dir()):
+                d.unlink()
+            d.mkdir(exist_ok=True, mode=0o700)
+        dest = home / rel
+        if dest.is_dir() and not dest.is_symlink():
+            shutil.rmtree(dest)
+        elif os.path.lexists(dest):
+            dest.unlink()
+        fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "wb") as out:
+            out.write(f.read_bytes())
 
 
 def needed(argv: Sequence[str], env: Mapping[str, str], files: Sequence[Path]) -> list[Path]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import select
 import sys
 import threading
 import time
@@ -21,7 +22,9 @@ from typing import BinaryIO
 WAIT = 30.0  # seconds for the supervisor to open its ends
 
 
-def _connect(directory: str) -> tuple[BinaryIO, BinaryIO]:
+def _connect(directory: str) -> tuple[BinaryIO, BinaryIO | None]:
+    """The two ends of a connection; no writing end when the supervisor answered at once
+    (busy: fifos.py)."""
     name = os.urandom(16).hex()
     conn = directory.rstrip("/") + "-conn"
     up, down = f"{conn}/{name}.up", f"{conn}/{name}.down"
@@ -35,14 +38,15 @@ def _connect(directory: str) -> tuple[BinaryIO, BinaryIO]:
         finally:
             os.close(door)
         deadline = time.monotonic() + WAIT
-        while True:
+        w: int | None = None
+        while w is None:
             try:
                 w = os.open(up, os.O_WRONLY | os.O_NONBLOCK)
-                break
             except OSError as e:
                 if e.errno != errno.ENXIO or time.monotonic() > deadline:
                     raise
-                time.sleep(0.002)
+                if select.select([r], [], [], 0.002)[0]:  # answered without waiting for us
+                    break
     except OSError as e:
         sys.stderr.write(f"gitliza sandbox: the supervisor's channel is gone "
                          f"({e.strerror or e}); is the supervisor still running?\n")
@@ -54,15 +58,22 @@ def _connect(directory: str) -> tuple[BinaryIO, BinaryIO]:
             except OSError:
                 pass
     os.set_blocking(r, True)
+    if w is None:
+        return os.fdopen(r, "rb"), None
     os.set_blocking(w, True)
     return os.fdopen(r, "rb"), os.fdopen(w, "wb")
 
 
 def command(path: str, argv: list[str]) -> int:
     r, w = _connect(path)
-    with r, w:
-        w.write(json.dumps({"argv": argv}).encode() + b"\n")
-        w.flush()
+    with r:
+        try:
+            if w is not None:
+                with w:
+                    w.write(json.dumps({"argv": argv}).encode() + b"\n")
+                    w.flush()
+        except BrokenPipeError:  # answered before it asked: busy (fifos.py)
+            pass
         line = r.readline()
     try:
         answer = json.loads(line)
@@ -78,10 +89,14 @@ def command(path: str, argv: list[str]) -> int:
 
 def mcp(path: str) -> int:
     r, w = _connect(path)
+    if w is None:  # busy: the answer says so
+        sys.stderr.write(r.readline().decode(errors="replace"))
+        return 5
     w.write(b'{"mcp": true}\n')
     w.flush()
 
     def up() -> None:
+        assert w is not None
         try:
             for line in sys.stdin.buffer:
                 w.write(line)

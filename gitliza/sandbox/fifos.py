@@ -131,16 +131,17 @@ class FifoServer:
             self._slots.release()
 
     def _busy(self, name: str) -> None:
+        """Both ends opened (the client's open returns), the answer written, both closed."""
+        fds = []
         try:
-            fd = self._open(name + ".down", os.O_WRONLY)
-        except OSError:
-            return
-        try:
-            os.write(fd, BUSY)
+            fds.append(self._open(name + ".down", os.O_WRONLY))
+            fds.append(self._open(name + ".up", os.O_RDONLY))
+            os.write(fds[0], BUSY)
         except OSError:
             pass
         finally:
-            os.close(fd)
+            for fd in fds:
+                os.close(fd)
 
     def _open(self, name: str, mode: int) -> int:
         fd = os.open(name, mode | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=self._dir)

@@ -244,8 +244,9 @@ def test_rogue_planner_adds_tasks_and_nothing_else(repo: Path, tmp_path: Path) -
     assert len(tried) == 7 and all(rc != 0 for rc in tried.values()), log
     assert "ADDED" in log and task_of(repo, "t3")["status"] == "UNCLAIMED"
     after = _snapshot(repo)
-    assert {k for k in after if after[k] != before.get(k) and not k.endswith(".yaml")} == {
-        "ref refs/liza/state"}
+    # (and, on a slow machine, its supervisor's own lease renewal, off the audit chain)
+    assert {k for k in after if after[k] != before.get(k) and not k.endswith(".yaml")} - {
+        "ref refs/liza/live/planner-1"} == {"ref refs/liza/state"}
     assert not (repo / "specs" / "new.md").exists()
     names = [o[0] for o in ops(repo)]
     assert "pause" not in names and "abort-goal" not in names and "register" not in names[-5:]
@@ -419,6 +420,7 @@ def test_an_agent_reads_no_other_agents_logs_and_no_gitliza_secret(
     make_board(repo)
     ok(liza(repo, "config", "sandbox_secret_env", "DEPLOY_KEY,OTHER_ONE", agent=None))
     add_task(repo, "t1")
+    add_task(repo, "t2")
     logs, prompts = repo / ".liza" / "agent-logs", repo / ".liza" / "agent-prompts"
     for d in (logs, prompts):
         d.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -429,13 +431,13 @@ try read-other-log sh -c "cat {logs}/coder-2--* | grep -q {SECRET}"
 try read-other-prompt sh -c "cat {prompts}/coder-2--* | grep -q {SECRET}"
 try web-token sh -c 'test -n "$GITLIZA_WEB_TOKEN"'
 try config-named sh -c 'test -n "$DEPLOY_KEY$OTHER_ONE"'
-grep -q "TASK ID: t1" "$LIZA_PROMPT_FILE" && echo OWN-PROMPT
+grep -q "TASK ID: $LIZA_TASK_ID" "$LIZA_PROMPT_FILE" && echo OWN-PROMPT
 """)
-    for mode in ("on", "off"):
-        sup = Sup(repo, "coder", "coder-1", "--once", "--sandbox", mode, "--", str(agent),
+    for mode, agent_id in (("on", "coder-1"), ("off", "coder-3")):
+        sup = Sup(repo, "coder", agent_id, "--once", "--sandbox", mode, "--", str(agent),
                   env={"GITLIZA_WEB_TOKEN": SECRET, "DEPLOY_KEY": SECRET, "OTHER_ONE": SECRET})
         sup.wait(120)
-        log = _agent_log(repo, "coder-1").split("peek.sh")[-1]
+        log = _agent_log(repo, agent_id)
         tried = _attempts(log)
         if mode == "on":
             assert tried == {"read-other-log": 1, "read-other-prompt": 1, "web-token": 1,
@@ -443,7 +445,6 @@ grep -q "TASK ID: t1" "$LIZA_PROMPT_FILE" && echo OWN-PROMPT
         else:  # no sandbox: the files are the user's, but the environment is still clean
             assert tried["web-token"] == 1 and tried["config-named"] == 1, log
         assert "OWN-PROMPT" in log, sup.output()
-        ok(liza(repo, "release", "t1", agent="coder-1"))
 
 
 def _no_cgroup() -> bool:
