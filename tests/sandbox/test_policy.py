@@ -120,3 +120,14 @@ def test_another_agents_id_in_a_flag_is_refused() -> None:
     assert not rules.check_command(Role.CODER, "coder-1", []).ok
     assert not rules.check_tool(Role.PLANNER, "config").ok
     assert rules.check_tool(Role.PLANNER, "add").ok
+
+
+def test_add_from_a_file_is_refused_to_an_agent() -> None:
+    """Issue 35: `add --from FILE` would have the supervisor open the agent's path outside."""
+    from gitliza.core.states import Role
+    from gitliza.sandbox import rules
+    for argv in (["add", "--from", "/root/.ssh/id_ed25519"], ["add", "--from=tasks.md"],
+                 ["add", "--from", "-"]):
+        v = rules.check_command(Role.PLANNER, "planner-1", argv)
+        assert not v.ok and "--from FILE" in v.rule
+    assert rules.check_command(Role.PLANNER, "planner-1", ["add", "t9", "--desc", "d"]).ok
