@@ -12,6 +12,7 @@ The launch enters it before bubblewrap starts (`wrap`: a shell that writes its o
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,10 +49,16 @@ class Cgroup:
     def close(self) -> None:
         for d in self.dirs:
             _kill(d, self.version)
-            try:
-                d.rmdir()
-            except OSError:
-                pass
+            # A killed process leaves its cgroup a moment later: rmdir until then is EBUSY.
+            deadline = time.monotonic() + 5
+            while True:
+                try:
+                    d.rmdir()
+                    break
+                except OSError:
+                    if time.monotonic() > deadline or not d.exists():
+                        break
+                    time.sleep(0.05)
 
 
 def make(name: str, pids: int | None, memory_mb: int | None) -> Cgroup | None:
