@@ -457,9 +457,14 @@ def verdict(task: str, decision: str = typer.Argument(..., metavar="approve|reje
 
 @app.command()
 def merge(task: str, agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
-          no_sync: bool = NoSyncOpt) -> None:
+          no_sync: bool = NoSyncOpt,
+          sandbox: Optional[str] = typer.Option(
+              None, "--sandbox", envvar="LIZA_SANDBOX", show_envvar=True,
+              help="where scripts/integration-test.sh of the merged tree runs: on (default: a "
+                   "sandbox of its own, docs/security.md) | model | offline (the same without "
+                   "network) | off (as you)")) -> None:
     """Merge the approved review_commit into the integration branch."""
-    _run(_life().merge, agent, json, no_sync, task=task)
+    _run(_life().merge, agent, json, no_sync, task=task, sandbox=sandbox)
 
 
 @app.command()

@@ -27,9 +27,13 @@ CONFIG_MAX = {"lease_duration": 7 * 86400, "heartbeat_interval": 86400,
               "seal_every": 10**7}
 # Budgets in tokens (gitliza/core/usage.py): at most a trillion, far beyond any real run.
 CONFIG_MAX.update(budget_tokens_per_task=10**12, budget_tokens_per_goal=10**12)
+# The sandbox's limits (gitliza/sandbox/seccomp.py): a million processes or a terabyte is no limit.
+CONFIG_MAX.update(sandbox_pids_max=10**6, sandbox_memory_max_mb=10**6, sandbox_tmp_max_mb=10**6)
 # Optional keys that `none` (or `off`) unsets.
 UNSETTABLE = frozenset({"budget_tokens_per_task", "budget_tokens_per_goal", "budget_usd_per_goal",
-                        "prices", "pool_idle_exit", "models", "quorum_rules"})
+                        "prices", "pool_idle_exit", "models", "quorum_rules",
+                        "sandbox_pids_max", "sandbox_memory_max_mb",
+                        "sandbox_tmp_max_mb", "sandbox_secret_env"})
 # Watcher thresholds (optional: unset means the seed's value, see gitliza/core/alarms.py).
 CONFIG_MAX.update({k: 30 * 86400 for k in _CONFIG_TYPES if k.startswith("alarm_")})
 
@@ -65,6 +69,8 @@ def coerce_config(key: str, value: ConfigValue | None) -> ConfigValue | None:
     if key == "models":
         from gitliza.core.teammodels import canonical  # only then: few commands set it
         return canonical(None if value is None else str(value))
+    if key == "sandbox_secret_env":
+        return _variable_names(value)
     if key == "escalation_webhook":
         return None if value in (None, "", "null", "none") else str(value)
     if key == "integration_base":
@@ -75,6 +81,17 @@ def coerce_config(key: str, value: ConfigValue | None) -> ConfigValue | None:
     if value is None or str(value) == "":
         raise ValidationError(f"config {key} must not be empty")
     return check_branch(str(value)) if key == "integration_branch" else str(value)
+
+
+def _variable_names(value: ConfigValue | None) -> str:
+    """Environment variable names, by spaces or commas: kept one space apart."""
+    names = str(value or "").replace(",", " ").split()
+    bad = [n for n in names if not (n[0].isalpha() or n[0] == "_")
+           or not all(c.isalnum() or c == "_" for c in n) or not n.isascii()]
+    if not names or bad:
+        raise ValidationError(f"config sandbox_secret_env must name environment variables, "
+                              f"got {(bad or [str(value)])[0]!r}")
+    return " ".join(names)
 
 
 def _commit_id(value: ConfigValue | None) -> str:

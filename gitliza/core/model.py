@@ -317,6 +317,14 @@ class Config:
     # many commits below the tip (gitliza/services/autoseal.py); 0 (`off`): never by themselves.
     # Not None for off: a None is left out of the blob, and would read back as the default.
     seal_every: int = since_v1(1000)
+    # The agent sandbox (gitliza/sandbox/, docs/security.md "Limits"): per agent, its processes
+    # and threads, its memory (MB), its /tmp and /dev/shm (MB); unset: the defaults
+    # (gitliza/sandbox/policy.py DEFAULT_LIMITS: on). `sandbox_secret_env`: names of variables
+    # no agent gets (besides GITLIZA_WEB_TOKEN), separated by spaces or commas.
+    sandbox_pids_max: int | None = since_v1(None)
+    sandbox_memory_max_mb: int | None = since_v1(None)
+    sandbox_tmp_max_mb: int | None = since_v1(None)
+    sandbox_secret_env: str | None = since_v1(None)
 
 
 @dataclass(frozen=True, slots=True)

@@ -285,7 +285,9 @@ def totals_problems(board: Board) -> list[str]:
 # -- budgets ------------------------------------------------------------------------------------
 # What only the human sets: an agent (the planner included) that could raise a budget or cheapen
 # the prices would stop nothing. An agent may tighten a task's budget (add/edit), never loosen it.
-HUMAN_KEYS = frozenset({"budget_tokens_per_task", "budget_tokens_per_goal", "budget_usd_per_goal",
+HUMAN_KEYS = frozenset({"sandbox_pids_max", "sandbox_memory_max_mb", "sandbox_tmp_max_mb",
+                        "sandbox_secret_env",  # the sandbox's limits and secrets, too
+                        "budget_tokens_per_task", "budget_tokens_per_goal", "budget_usd_per_goal",
                         "prices"})
 
 

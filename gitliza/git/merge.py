@@ -12,7 +12,7 @@ import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Callable, Literal
 
 import pygit2
 from pygit2 import Oid, Repository, Signature
@@ -28,6 +28,11 @@ from gitliza.git.worktree_list import checkouts_of_branch
 from gitliza.git.worktrees import contained_path, require_commit, temporary_checkout
 
 MergeKind = Literal["fast-forward", "merge", "up-to-date"]
+# How the integration test runs: (argv, the temporary checkout, timeout) -> (exit code or None on
+# timeout, output). The code of the merged tree is the repository's, not gitliza's: the supervisor
+# and the command line pass one that runs it in a sandbox of its own (gitliza/sandbox/treerun.py,
+# a layer above this one); without one it runs as the caller (`--sandbox off`).
+Runner = Callable[[list[str], Path, "float | None"], "tuple[int | None, str]"]
 OUTPUT_TAIL_LINES = 20
 # Variables that would point git commands in the integration test at the caller's repository
 # instead of the temporary checkout it runs in.
@@ -125,6 +130,7 @@ def merge_commit_into(
     expected_old: Oid | None = None,
     integration_timeout: float | None = None,
     tested_trees: frozenset[Oid] = frozenset(),
+    runner: Runner | None = None,
 ) -> MergeOutcome:
     """Merge exactly `commit` into `refs/heads/<branch>` and move the branch by compare-and-swap.
 
@@ -155,7 +161,8 @@ def merge_commit_into(
     _require_clean(refname, checkouts, changed)
     # A tree a batch already tested (the same inputs give the same tree) is not tested again.
     tested = require_commit(repo, new).tree_id in tested_trees or \
-        _integration_test(repo, new, integration_test, integration_timeout)
+        _integration_test(repo, new, integration_test, integration_timeout,
+                          runner or run_captured)
     checkouts = checkouts_of_branch(repo, refname)  # again: the test may have run for minutes
     _require_clean(refname, checkouts, changed)
     _compare_and_swap(repo, ref, old, new, f"liza: {kind} {theirs.id}")
@@ -241,7 +248,7 @@ def _changed_paths(repo: Repository, old: Oid, new: Oid) -> set[str]:
 
 
 def _integration_test(
-    repo: Repository, merged: Oid, script: Path | None, timeout: float | None
+    repo: Repository, merged: Oid, script: Path | None, timeout: float | None, runner: Runner
 ) -> bool:
     if script is None:
         return False
@@ -251,16 +258,18 @@ def _integration_test(
         return False
     with temporary_checkout(repo, merged) as checkout:
         argv = _script_argv(contained_path(checkout, rel), entry.filemode)
-        returncode, output = _run_captured(argv, checkout, timeout)
+        returncode, output = runner(argv, checkout, timeout)
     if returncode != 0:
         raise IntegrationTestFailed(rel, merged, returncode, output)
     return True
 
 
-def test_commit(repo: Repository, commit: Oid, script: Path, timeout: float | None) -> bool:
+def test_commit(repo: Repository, commit: Oid, script: Path, timeout: float | None,
+                runner: Runner | None = None) -> bool:
     """Run the integration test on `commit` (a merge built in memory, not on any branch): False
-    when the tree has no such script, IntegrationTestFailed when it fails."""
-    return _integration_test(repo, commit, script, timeout)
+    when the tree has no such script, IntegrationTestFailed when it fails. `runner` is where it
+    runs, as for `merge` (the supervisor's sandbox, sandbox/treerun.py)."""
+    return _integration_test(repo, commit, script, timeout, runner or run_captured)
 
 
 def _script_rel_path(repo: Repository, script: Path) -> str:
@@ -293,9 +302,11 @@ def _script_argv(script: Path, filemode: int | None) -> list[str]:
     return ["bash", str(script)]
 
 
-def _run_captured(argv: list[str], cwd: Path, timeout: float | None) -> tuple[int | None, str]:
+def run_captured(argv: list[str], cwd: Path, timeout: float | None,
+                 env: dict[str, str] | None = None) -> tuple[int | None, str]:
     """Run with stdout+stderr captured (never the caller's terminal); None = timed out."""
-    env = {k: v for k, v in os.environ.items() if k not in _REPO_ENV}
+    if env is None:
+        env = {k: v for k, v in os.environ.items() if k not in _REPO_ENV}
     # Own session so a timeout can kill the whole process group, not just the shell.
     proc = subprocess.Popen(
         argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,

@@ -14,16 +14,19 @@ import shlex
 import shutil
 import sys
 import threading
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 import pygit2
 
+from gitliza.core.board import Board
 from gitliza.core.states import Role
-from gitliza.sandbox import bwrap, gitview, net, policy
-from gitliza.sandbox.broker import SOCKET, Broker, client_command
+from gitliza.sandbox import bwrap, cgroup, gitview, net, policy, seccomp
+from gitliza.sandbox.broker import Broker, client_command
 from gitliza.sandbox.policy import BROKER_INSIDE
+from gitliza.services.agentlog import LOGS_DIR, PROMPTS_DIR
 
 # The CLIs' login and configuration, copied from the user's home into an agent's private home at
 # every launch (credentials rotate); what the CLI writes there stays private to the agent.
@@ -40,12 +43,45 @@ DROP_ENV = ("SSH_AUTH_SOCK", "SSH_AGENT_PID", "DBUS_SESSION_BUS_ADDRESS", "XDG_R
             "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME",
             "GNUPGHOME", "GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_INDEX_FILE",
             "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES")
+# gitliza's own secrets, never an agent's, whatever the mode (config sandbox_secret_env adds more):
+# the web board's token would let an agent act as the human there.
+SECRET_ENV = ("GITLIZA_WEB_TOKEN",)
 OFF_WARNING = ("WARNING: --sandbox off: the agent runs with all of your rights (it can read "
                "every key in .git/liza/keys, move any ref, act as any agent); docs/security.md")
 
 
+def limits(board: Board) -> policy.Limits:
+    """The sandbox's limits as the board's config sets them (on by default: unset is the
+    default; a limit is lifted by setting it high, up to 10^6)."""
+    c, d = board.config, policy.DEFAULT_LIMITS
+    return policy.Limits(c.sandbox_pids_max or d.pids, c.sandbox_memory_max_mb or d.memory_mb,
+                         c.sandbox_tmp_max_mb or d.tmp_mb)
+
+
+def secret_env(named: str | None) -> tuple[str, ...]:
+    """The variables no agent gets: gitliza's own and those config names."""
+    return (*SECRET_ENV, *(named or "").split())
+
+
+# `.liza/`'s directories where each agent has its own files: no agent reads another's.
+PRIVATE_DIRS = (LOGS_DIR, PROMPTS_DIR, "agent-usage")  # the last: team/usage.py REPORTS_DIR
+
+
+def private_dirs(main: Path) -> tuple[Path, ...]:
+    return tuple(d for d in (main / ".liza" / n for n in PRIVATE_DIRS) if d.is_dir())
+
+
 def user_home() -> Path:
     return Path(pwd.getpwuid(os.getuid()).pw_dir)
+
+
+def hidden_dirs() -> list[Path]:
+    """What every sandbox hides: the user's home (and $HOME) and runtime dir."""
+    hidden = [user_home(), Path(os.environ.get("HOME") or user_home())]
+    runtime = Path(f"/run/user/{os.getuid()}")
+    if runtime.is_dir():
+        hidden.append(runtime)
+    return [h for h in dict.fromkeys(hidden) if h != Path("/") and h.is_dir()]
 
 
 @dataclass(frozen=True)
@@ -65,6 +101,7 @@ class Session:
     mcp: Mapping[str, Any] | None  # the real MCP server entry (run by the broker)
     refused: Callable[[str, bool], None]
     network: str = "on"  # the sandbox mode's network: on (shared), model, offline
+    limits: policy.Limits = policy.Limits()
 
 
 class Box:
@@ -89,6 +126,9 @@ class Box:
         self.shim.chmod(0o755)
         self.broker = Broker(s.agent, s.role, s.env, s.worktree, s.gitliza, s.mcp,
                              self.bring_in, s.refused)
+        # The sandbox's processes and memory together, where a cgroup can be had (cgroup.py).
+        self.cgroup = cgroup.make(f"gitliza-{s.agent}-{os.getpid()}-{time.monotonic_ns()}",
+                                  s.limits.pids, s.limits.memory_mb)
         self.gate: net.Gate | None = None
         self.forwarded: list[int] = []
         if s.network == "model":
@@ -110,7 +150,7 @@ class Box:
         if self.s.mcp is None:
             return None
         return {"command": sys.executable,
-                "args": ["-I", "-m", "gitliza.sandbox.client", f"{BROKER_INSIDE}/{SOCKET}",
+                "args": ["-I", "-m", "gitliza.sandbox.client", BROKER_INSIDE,
                          "--mcp"], "env": {}}
 
     def env(self, env: Mapping[str, str]) -> dict[str, str]:
@@ -123,23 +163,24 @@ class Box:
     def wrap(self, argv: Sequence[str], env: Mapping[str, str],
              files: Sequence[Path] = ()) -> tuple[list[str], dict[str, str]]:
         """The bubblewrap argv running `argv`, and its environment."""
-        hidden = [user_home(), Path(os.environ.get("HOME") or user_home())]
-        runtime = Path(f"/run/user/{os.getuid()}")
-        if runtime.is_dir():
-            hidden.append(runtime)
-        hidden = [h for h in dict.fromkeys(hidden) if h != Path("/") and h.is_dir()]
+        hidden = hidden_dirs()
         view = policy.View(
             role=self.s.role.value, cwd=self.s.worktree, main=self.s.main, common=self.s.common,
             common_entries=tuple(sorted(os.listdir(self.s.common))), home=self.home,
             tmp=self.tmp, run=self.broker.dir, hidden=tuple(hidden),
-            reexpose=tuple(_needed(argv, env, files)), coder_git=self.coder_git,
+            reexpose=tuple(needed(argv, env, files)), coder_git=self.coder_git,
             network=self.s.network == "on", shim=self.shim,
-            shadowed=tuple(_on_path("git-liza", env)))
-        command = list(argv)
-        if self.gate is not None:  # behind the forwarder to the gate (net.py)
+            shadowed=tuple(_on_path("git-liza", env)), private=private_dirs(self.s.main),
+            own=tuple(files), tmp_max_mb=self.s.limits.tmp_mb)
+        # Under the seccomp filter and the limits (seccomp.py); in `model` behind the forwarder
+        # to the gate (net.py), which keeps its unix socket: it execs the filter's launcher.
+        lim = self.s.limits
+        command = seccomp.inside_command(sys.executable, list(argv), lim.pids, lim.memory_mb)
+        if self.gate is not None:
             command = net.inside_command(sys.executable, f"{BROKER_INSIDE}/{net.SOCKET}",
                                          self.gate.proxy, self.forwarded, command)
-        return policy.bwrap_argv(self.exe, view, command), self.env(env)
+        argv = policy.bwrap_argv(self.exe, view, command)
+        return (self.cgroup.wrap(argv) if self.cgroup else argv), self.env(env)
 
     def bring_in(self) -> None:
         """A coder's commits onto its real task branch (before a brokered write, at the end;
@@ -152,6 +193,12 @@ class Box:
         try:
             self.bring_in()
         finally:
+            if self.cgroup is not None:
+                hits = self.cgroup.hits()
+                if hits:  # the run was held (forks failed, or the OOM killer ended it)
+                    self.s.refused(f"sandbox: {self.s.agent} reached its limit: "
+                                   f"{', '.join(hits)} (config sandbox_*)", False)
+                self.cgroup.close()
             if self.gate is not None:
                 self.gate.close()
             self.broker.close()
@@ -190,16 +237,30 @@ def parse(text: str | None) -> str:
 
 
 def _copy_login(cli: str | None, src: Path, home: Path) -> None:
+    """The CLI's login into the agent's persistent home, which the agent wrote last time: never
+    through a link it planted there (a link on the way is removed, the file made anew with
+    O_NOFOLLOW | O_EXCL), so the copy lands in its home and nowhere else."""
     for rel in CLI_STATE.get(cli or "", ()):
         f = src / rel
-        if f.is_file():
-            dest = home / rel
-            dest.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            shutil.copyfile(f, dest)
-            dest.chmod(0o600)
+        if not f.is_file():
+            continue
+        d = home
+        for part in Path(rel).parent.parts:
+            d = d / part
+            if d.is_symlink() or (d.exists() and not d.is_dir()):
+                d.unlink()
+            d.mkdir(exist_ok=True, mode=0o700)
+        dest = home / rel
+        if dest.is_dir() and not dest.is_symlink():
+            shutil.rmtree(dest)
+        elif os.path.lexists(dest):
+            dest.unlink()
+        fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "wb") as out:
+            out.write(f.read_bytes())
 
 
-def _needed(argv: Sequence[str], env: Mapping[str, str], files: Sequence[Path]) -> list[Path]:
+def needed(argv: Sequence[str], env: Mapping[str, str], files: Sequence[Path]) -> list[Path]:
     """What a launch runs and reads from places the sandbox hides (the home, /tmp): the Python
     gitliza runs on and its source, the agent's executable and its installation, PATH's entries,
     the launch's own files. Read-only."""

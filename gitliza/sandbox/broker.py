@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -31,9 +30,8 @@ from gitliza.errors import LizaError
 from gitliza.sandbox import rules
 from gitliza.services import procinfo
 from gitliza.sandbox.policy import BROKER_INSIDE
-from gitliza.sandbox.unixserver import UnixServer
+from gitliza.sandbox.fifos import Duplex, FifoServer
 
-SOCKET = "sock"
 MAX_REQUEST = 1 << 20  # bytes of one request line
 MAX_ANOMALIES = 3  # refusals recorded on the board per session (all go to the logs)
 
@@ -41,7 +39,7 @@ MAX_ANOMALIES = 3  # refusals recorded on the board per session (all go to the l
 def client_command(python: str) -> tuple[str, ...]:
     """The command an agent's `git liza` runs inside the sandbox (-I: nothing of the
     environment or the working directory decides which code runs)."""
-    return (python, "-I", "-m", "gitliza.sandbox.client", f"{BROKER_INSIDE}/{SOCKET}")
+    return (python, "-I", "-m", "gitliza.sandbox.client", BROKER_INSIDE)
 
 
 class Broker:
@@ -58,11 +56,11 @@ class Broker:
         # A short path (sun_path holds 108 bytes) in /tmp, which every sandbox hides: only this
         # agent's sandbox mounts it.
         self.dir = Path(tempfile.mkdtemp(prefix="gitliza-broker-", dir="/tmp"))
-        self.path = self.dir / SOCKET
+        self.path = self.dir  # what the client is given (fifos.py: the door and the FIFOs)
         self._lock = threading.Lock()  # serializes brokered writes of this agent
         self._children: set[subprocess.Popen[bytes]] = set()
         self._closed = False  # set by close(): a child started after it is killed at once
-        self._server = UnixServer(self.path, self._serve, f"broker-{agent}")
+        self._server = FifoServer(self.dir, self._serve, f"broker-{agent}")
 
     def close(self) -> None:
         self._closed = True
@@ -74,27 +72,25 @@ class Broker:
         except OSError:
             pass
 
-    def _serve(self, conn: socket.socket) -> None:
-        with conn:
-            f = conn.makefile("rwb")
-            line = f.readline(MAX_REQUEST + 1)
-            try:
-                req = json.loads(line) if len(line) <= MAX_REQUEST else None
-            except ValueError:
-                req = None
-            if isinstance(req, dict) and req.get("mcp") is True and self.mcp is not None:
-                self._relay_mcp(f)
-                return
-            argv = req.get("argv") if isinstance(req, dict) else None
-            if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
-                answer = {"out": "", "err": "gitliza sandbox: a malformed request\n", "exit": 1}
-            else:
-                answer = self.run(argv)
-            try:
-                f.write(json.dumps(answer).encode() + b"\n")
-                f.flush()
-            except OSError:
-                pass
+    def _serve(self, f: Duplex) -> None:
+        line = f.readline(MAX_REQUEST + 1)
+        try:
+            req = json.loads(line) if len(line) <= MAX_REQUEST else None
+        except (ValueError, RecursionError):  # nested past the parser's depth: malformed
+            req = None
+        if isinstance(req, dict) and req.get("mcp") is True and self.mcp is not None:
+            self._relay_mcp(f)
+            return
+        argv = req.get("argv") if isinstance(req, dict) else None
+        if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
+            answer = {"out": "", "err": "gitliza sandbox: a malformed request\n", "exit": 1}
+        else:
+            answer = self.run(argv)
+        try:
+            f.write(json.dumps(answer).encode() + b"\n")
+            f.flush()
+        except OSError:
+            pass
 
     def run(self, argv: list[str]) -> dict[str, Any]:
         """`git liza ARGV` as this agent, or its refusal."""

@@ -1,35 +1,80 @@
 """The agent's end of its channel to the board (broker.py), run inside the sandbox as
-`python -I -m gitliza.sandbox.client SOCKET [ARGS...]`: ARGS are a `git liza` command, sent to the
+`python -I -m gitliza.sandbox.client DIR [ARGS...]`: ARGS are a `git liza` command, sent to the
 supervisor, whose answer (output, errors, exit code) is printed as its own; `--mcp` relays an
 MCP session (standard input and output) instead. Standard library only: nothing of gitliza is
 loaded inside the sandbox for a call.
+
+The channel is a pair of FIFOs, not a socket (the sandbox's seccomp filter refuses every unix
+socket): the client makes `NAME.up` and `NAME.down` in `DIR-conn`, writes NAME into `DIR/door`,
+and the supervisor opens the other ends (fifos.py).
 """
 from __future__ import annotations
 
+import errno
 import json
-import socket
+import os
+import select
 import sys
 import threading
+import time
+from typing import BinaryIO
+
+WAIT = 30.0  # seconds for the supervisor to open its ends
 
 
-def _connect(path: str) -> socket.socket:
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+def _connect(directory: str) -> tuple[BinaryIO, BinaryIO | None]:
+    """The two ends of a connection; no writing end when the supervisor answered at once
+    (busy: fifos.py)."""
+    name = os.urandom(16).hex()
+    conn = directory.rstrip("/") + "-conn"
+    up, down = f"{conn}/{name}.up", f"{conn}/{name}.down"
     try:
-        s.connect(path)
+        os.mkfifo(up, 0o600)
+        os.mkfifo(down, 0o600)
+        r = os.open(down, os.O_RDONLY | os.O_NONBLOCK)
+        door = os.open(f"{directory}/door", os.O_WRONLY | os.O_NONBLOCK)
+        try:
+            os.write(door, name.encode() + b"\n")
+        finally:
+            os.close(door)
+        deadline = time.monotonic() + WAIT
+        w: int | None = None
+        while w is None:
+            try:
+                w = os.open(up, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError as e:
+                if e.errno != errno.ENXIO or time.monotonic() > deadline:
+                    raise
+                if select.select([r], [], [], 0.002)[0]:  # answered without waiting for us
+                    break
     except OSError as e:
-        sys.stderr.write(f"gitliza sandbox: the supervisor's channel is gone ({e.strerror}); "
-                         "is the supervisor still running?\n")
+        sys.stderr.write(f"gitliza sandbox: the supervisor's channel is gone "
+                         f"({e.strerror or e}); is the supervisor still running?\n")
         raise SystemExit(5) from None
-    return s
+    finally:
+        for p in (up, down):
+            try:
+                os.unlink(p)
+            except OSError:
+                pass
+    os.set_blocking(r, True)
+    if w is None:
+        return os.fdopen(r, "rb"), None
+    os.set_blocking(w, True)
+    return os.fdopen(r, "rb"), os.fdopen(w, "wb")
 
 
 def command(path: str, argv: list[str]) -> int:
-    s = _connect(path)
-    with s:
-        f = s.makefile("rwb")
-        f.write(json.dumps({"argv": argv}).encode() + b"\n")
-        f.flush()
-        line = f.readline()
+    r, w = _connect(path)
+    with r:
+        try:
+            if w is not None:
+                with w:
+                    w.write(json.dumps({"argv": argv}).encode() + b"\n")
+                    w.flush()
+        except BrokenPipeError:  # answered before it asked: busy (fifos.py)
+            pass
+        line = r.readline()
     try:
         answer = json.loads(line)
         out, err, code = str(answer["out"]), str(answer["err"]), int(answer["exit"])
@@ -43,21 +88,27 @@ def command(path: str, argv: list[str]) -> int:
 
 
 def mcp(path: str) -> int:
-    s = _connect(path)
-    s.sendall(b'{"mcp": true}\n')
+    r, w = _connect(path)
+    if w is None:  # busy: the answer says so
+        sys.stderr.write(r.readline().decode(errors="replace"))
+        return 5
+    w.write(b'{"mcp": true}\n')
+    w.flush()
 
     def up() -> None:
-        for line in sys.stdin.buffer:
-            s.sendall(line)
+        assert w is not None
         try:
-            s.shutdown(socket.SHUT_WR)
+            for line in sys.stdin.buffer:
+                w.write(line)
+                w.flush()
+            w.close()
         except OSError:
             pass
 
     threading.Thread(target=up, daemon=True).start()
     out = sys.stdout.buffer
     while True:
-        chunk = s.recv(65536)
+        chunk = os.read(r.fileno(), 65536)
         if not chunk:
             return 0
         out.write(chunk)
@@ -66,7 +117,7 @@ def mcp(path: str) -> int:
 
 def main(argv: list[str]) -> int:
     if not argv:
-        sys.stderr.write("usage: python -m gitliza.sandbox.client SOCKET [--mcp | ARGS...]\n")
+        sys.stderr.write("usage: python -m gitliza.sandbox.client DIR [--mcp | ARGS...]\n")
         return 1
     if argv[1:] == ["--mcp"]:
         return mcp(argv[0])

@@ -18,6 +18,8 @@ import socket
 import sys
 import threading
 
+from gitliza.sandbox import seccomp
+
 BUF = 65536
 
 
@@ -89,6 +91,7 @@ def main(argv: list[str]) -> int:
     if child == 0:
         if os.fork() != 0:
             os._exit(0)
+        seccomp.undumpable()  # the relay keeps its unix socket: out of the agent's reach
         # Nothing of the agent's standard streams: whoever reads the agent's output sees its end
         # when the agent ends, not when the sandbox is torn down.
         null = os.open(os.devnull, os.O_RDWR)

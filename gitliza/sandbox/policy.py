@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 
 CODER, REVIEWER, PLANNER = "coder", "code-reviewer", "planner"
-BROKER_INSIDE = "/tmp/.gitliza-broker"  # where an agent finds its broker socket's directory
+BROKER_INSIDE = "/tmp/.gitliza-broker"  # where an agent finds its broker's door
+CONN_SUFFIX = "-conn"  # beside it, where its client makes the FIFOs of a connection
 HIDDEN_GIT = frozenset({"liza"})  # entries of the common dir an agent never sees
 
 
@@ -42,6 +43,19 @@ class CoderGit:
 
 
 @dataclass(frozen=True)
+class Limits:
+    """Per sandbox (config sandbox_*): processes and threads, each process's memory in MB (both
+    set inside by seccomp.py), the size of /tmp and /dev/shm in MB; None: no limit."""
+
+    pids: int | None = None
+    memory_mb: int | None = None
+    tmp_mb: int | None = None
+
+
+DEFAULT_LIMITS = Limits(pids=1024, memory_mb=8192, tmp_mb=1024)
+
+
+@dataclass(frozen=True)
 class View:
     role: str
     cwd: Path  # the agent's worktree (the main worktree for a planner)
@@ -50,7 +64,7 @@ class View:
     common_entries: tuple[str, ...]  # its entries' names
     home: Path  # the agent's private HOME
     tmp: Path  # its private /tmp
-    run: Path  # the directory of its broker socket
+    run: Path | None  # the directory of its broker socket (None: no broker, treerun.py)
     hidden: tuple[Path, ...] = ()  # the user's home, runtime dir
     reexpose: tuple[Path, ...] = ()  # read-only again from under the hidden ones
     coder_git: CoderGit | None = None
@@ -59,6 +73,14 @@ class View:
     # finds before the `git liza` alias, and inside it must be the broker's client.
     shim: Path | None = None
     shadowed: tuple[Path, ...] = ()
+    # Writable again over the read-only view (treerun.py: the scratch checkout of a merged tree
+    # and its worktree admin dir).
+    writable: tuple[Path, ...] = ()
+    # `.liza/`'s directories of every agent's logs, prompts and reports: hidden (an empty tmpfs),
+    # and of them only this launch's own files back, read-only.
+    private: tuple[Path, ...] = ()
+    own: tuple[Path, ...] = ()
+    tmp_max_mb: int | None = None  # /tmp and /dev/shm sized tmpfs (else /tmp is `tmp`, unsized)
 
 
 def under(path: PurePath, roots: tuple[Path, ...] | list[Path]) -> bool:
@@ -75,13 +97,22 @@ def bwrap_argv(bwrap: str, view: View, command: list[str]) -> list[str]:
     hide = [h for h in view.hidden if not under(h, [Path("/tmp")])]  # /tmp is hidden whole
     for h in hide:
         a += ["--tmpfs", str(h)]
-    a += ["--bind", str(view.tmp), "/tmp"]
+    if view.tmp_max_mb:  # RAM: sized, so that a runaway writer fills its own and no more
+        size = str(view.tmp_max_mb << 20)
+        a += ["--size", size, "--tmpfs", "/tmp", "--size", size, "--tmpfs", "/dev/shm"]
+    else:
+        a += ["--bind", str(view.tmp), "/tmp"]
     hidden = [*view.hidden, Path("/tmp")]
     for r in view.reexpose:
         if under(r, hidden):
             a += ["--ro-bind", str(r), str(r)]
     for r in (view.main, view.cwd):
         a += ["--ro-bind", str(r), str(r)]
+    for d in view.private:
+        a += ["--tmpfs", str(d)]
+    for f in view.own:
+        if under(f, view.private):
+            a += ["--ro-bind", str(f), str(f)]
     a += ["--tmpfs", str(view.common)]
     for e in sorted(view.common_entries):
         if e not in HIDDEN_GIT:
@@ -93,13 +124,17 @@ def bwrap_argv(bwrap: str, view: View, command: list[str]) -> list[str]:
     if view.shim is not None:
         for exe in view.shadowed:
             a += ["--ro-bind", str(view.shim), str(exe)]
-    a += ["--bind", str(view.home), str(view.home), "--ro-bind", str(view.run), BROKER_INSIDE]
+    for w in view.writable:
+        a += ["--bind", str(w), str(w)]
+    a += ["--bind", str(view.home), str(view.home)]
+    if view.run is not None:  # the door read-only, the FIFOs' directory writable (fifos.py)
+        a += ["--ro-bind", str(view.run), BROKER_INSIDE,
+              "--bind", f"{view.run}{CONN_SUFFIX}", BROKER_INSIDE + CONN_SUFFIX]
     # The tmpfs that hide (the home, the common dir) are read-only too once the mounts below
     # them are made: nothing an agent writes there could even pass for the real thing.
-    for d in (*hide, view.common):
+    for d in (*hide, view.common, *view.private):
         a += ["--remount-ro", str(d)]
     return [*a, "--chdir", str(view.cwd), "--", *command]
-    return a
 
 
 def _coder_git(view: View, g: CoderGit) -> list[str]:

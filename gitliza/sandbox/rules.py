@@ -62,6 +62,11 @@ def check_command(role: Role, agent: str, argv: Sequence[str]) -> Verdict:
             if (a == flag or a.startswith(flag + "=")) and named != agent:
                 return Verdict(False, f"identity is bound by the supervisor: you act as {agent}, "
                                       f"not {named or '?'}")
+    if any(a == "--from" or a.startswith("--from=") for a in argv[1:]):
+        # The supervisor would open the path outside the sandbox (a file of the hidden home, a
+        # key through a link, a FIFO without end): an agent's file never leaves its view.
+        return Verdict(False, "`--from FILE` names a file for the supervisor to read outside "
+                              "your sandbox: add the tasks one by one")
     if word in allowed(role):
         return Verdict(True)
     what = ("the supervisor's or the human's" if word in NEVER else

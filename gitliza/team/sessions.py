@@ -30,7 +30,7 @@ from gitliza.team.work import Job
 from gitliza.core.ops.journal import AnomalyOp
 from gitliza.errors import LizaError
 from gitliza.git.repository import common_dir
-from gitliza.sandbox.box import OFF_WARNING, Box, Sandbox
+from gitliza.sandbox.box import OFF_WARNING, Box, Sandbox, limits, secret_env
 from gitliza.sandbox.box import Session as BoxSession
 
 
@@ -112,6 +112,9 @@ class Sessions:
         what = job.task or (job.trigger.value if job.trigger else "planning")
         log_file, out = self._open_log(job, launch.argv, launch.env)
         self._log_file, self._job = log_file, job
+        # The task's budget stops the agent during its run, once its streamed usage passes it.
+        meter.limit = usage.run_limit(self.liza, self.role, job.task)
+        meter.over = self._over_budget
         out = meter.output(out)
         argv, env = launch.argv, launch.env
         if box is not None:
@@ -145,6 +148,13 @@ class Sessions:
         self.count += 1
         self.token.check(self.liza.board())
         return code, proc.stopped_by
+
+    def _over_budget(self, tokens: int) -> None:
+        proc = self._proc
+        why = f"task budget spent during the run ({tokens:,} tokens streamed)"
+        self.log(f"{why}: stopping the agent")
+        if proc is not None:
+            proc.stop(why, self._grace)
 
     def _open_log(self, job: Job, argv: list[str],
                   env: dict[str, str]) -> tuple[Path | None, IO[bytes] | None]:
@@ -207,7 +217,7 @@ class Sessions:
             common=common_dir(self.liza.repo), cli=known.wiring if known else None,
             env={**self._env(job, prompt_file), usage.RUN_ENV: run},
             gitliza=prepare.gitliza_command(),
-            mcp=self._mcp_entry(), refused=self._refused))
+            mcp=self._mcp_entry(), refused=self._refused, limits=limits(self.liza.board())))
 
     def _refused(self, line: str, anomaly: bool) -> None:
         """A refused call of the sandboxed agent: the supervisor's log, the agent's log and
@@ -265,4 +275,7 @@ class Sessions:
         # The agent's git writes its objects where git's maintenance cannot prune them before
         # its branch names them (gitliza/git/ownstore.py).
         env.update(ownstore.agent_env(self.liza.repo))
+        # gitliza's secrets and the human's named ones: in every mode, `off` included.
+        for k in secret_env(self.liza.board().config.sandbox_secret_env):
+            env.pop(k, None)
         return env

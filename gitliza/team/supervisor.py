@@ -58,7 +58,8 @@ from gitliza.git.refwatch import RefWatcher
 from gitliza.services import leasewatch
 from gitliza.services.api import Liza
 from gitliza.services.wait import min_timeout, seconds_until
-from gitliza.sandbox.box import Sandbox
+from gitliza.sandbox import treerun
+from gitliza.sandbox.box import Sandbox, limits
 from gitliza.sandbox.box import parse as sandbox_mode
 from gitliza.team import orphans, profiles, runner, usage
 from gitliza.team.generation import Generation, StandDown
@@ -120,7 +121,9 @@ class Supervisor:
         # The sandbox (issue 26): bubblewrap checked now (exit 5 naming the fix), or off.
         box = Sandbox(sandbox_mode(opts.sandbox))
         self.token = Generation(self.agent)
-        self.work = WorkFinder(self.liza, self.role, self.log)
+        # The integration test of what this reviewer merges runs in a sandbox of its own too.
+        self.work = WorkFinder(self.liza, self.role, self.log,
+                               treerun.runner(box.mode, limits(self.liza.board())))
         self.sessions = Sessions(self.liza, open_liza, self.role, self.token, self.log,
                                  profile=profile, permissions=permissions, command=opts.command,
                                  interactive=opts.interactive, mcp=opts.mcp,

@@ -41,6 +41,12 @@ JOIN_GRACE = 5.0  # seconds to wait for the output reader after the agent's grou
 # The agents this process already told that a `-- COMMAND` agent reports its own usage: once per
 # agent, not once per run (issue 36: every scripted run printed it).
 _TOLD_NONE: set[str] = set()
+# What an agent's own reports (`git liza usage report`) may add to a run, together: a report past
+# it is one no run could make (no model reads 100,000 tokens a second for a whole run, nor costs
+# ten cents a second), refused and raised as an anomaly; the run is recorded without it, rather
+# than voided or charged to the goal (issue 35).
+REPORT_TOKENS_BASE, REPORT_TOKENS_PER_SECOND = 1_000_000, 100_000
+REPORT_MICROS_BASE, REPORT_MICROS_PER_SECOND = 1_000_000, 100_000
 
 
 def run_id(agent: str, gen: int, n: int) -> str:
@@ -64,6 +70,11 @@ class Meter:
     vibe_dir: Path | None = None
     started: float = field(default_factory=time.monotonic)
     _thread: threading.Thread | None = None
+    # The budget stop during the run: `over` is called once when the streamed tokens reach
+    # `limit` (what is left of the task's budget when the run started).
+    limit: int | None = None
+    over: Callable[[int], None] | None = None
+    _fired: bool = False
 
     @classmethod
     def start(cls, liza_dir: Path, run: str, cli: str, interactive: bool,
@@ -130,10 +141,18 @@ class Meter:
                     out = raw  # not an event (a warning on stderr): as it is
                 log.write(out)
                 log.flush()
+                self._check_limit(stream.counted)
 
-    def finish(self) -> tuple[Counted, int]:
-        """After the agent's process group is gone: what was counted (CLI and reports, added)
-        and the reports that were malformed (skipped)."""
+    def _check_limit(self, got: Counted) -> None:
+        if self.limit is None or self._fired or got.input + got.output < self.limit:
+            return
+        self._fired = True
+        if self.over is not None:
+            self.over(got.input + got.output)
+
+    def finish(self) -> tuple[Counted, list[Counted], int]:
+        """After the agent's process group is gone: what the CLI's output counted, the agent's
+        reports, and the reports that were malformed (skipped)."""
         if self._thread is not None:
             self._thread.join(JOIN_GRACE)
         got = Counted()
@@ -152,12 +171,13 @@ class Meter:
             path.unlink()
         except OSError:
             lines = []
+        reports = []
         for raw in lines:
             try:
-                got.add(_report_from(json.loads(raw)))
-            except (ValueError, TypeError, LizaError):
+                reports.append(_report_from(json.loads(raw)))
+            except (ValueError, TypeError, LizaError, RecursionError):
                 bad += 1
-        return got, bad
+        return got, reports, bad
 
     def duration(self) -> int:
         return int(round(time.monotonic() - self.started))
@@ -179,9 +199,12 @@ def _report_from(d: Any) -> Counted:
 def record(liza: Liza, gen: int, meter: Meter, task: str | None,
            log: Callable[[str], None]) -> None:
     """The run's one `usage` transition (a failure is logged: the run is over either way)."""
-    got, bad = meter.finish()
+    got, reports, bad = meter.finish()
     if bad:
         log(f"usage: {bad} malformed report(s) of run {meter.run} skipped")
+    refused = plausible(got, reports, meter.duration())
+    if refused:
+        _implausible(liza, gen, meter.run, task, refused, log)
     source = None
     if got.cost is not None:
         source = "cli" if meter.cli != "command" else "report"
@@ -207,6 +230,61 @@ def record(liza: Liza, gen: int, meter: Meter, task: str | None,
     cost = f", {core_usage.usd_text(got.cost)}" if got.cost is not None else ""
     log(f"usage of run {meter.run}: {got.input:,} in, {got.output:,} out, "
         f"{got.cached:,} cached{cost}")
+
+
+def plausible(got: Counted, reports: list[Counted], seconds: int) -> list[str]:
+    """Add to `got` the reports a run of `seconds` could have made, in their order; clamp what
+    the CLI's output said to the per-run caps (a forged event past them must not void the run).
+    Returns what was refused or clamped, one line each."""
+    out: list[str] = []
+    tokens = REPORT_TOKENS_BASE + REPORT_TOKENS_PER_SECOND * max(seconds, 1)
+    micros = REPORT_MICROS_BASE + REPORT_MICROS_PER_SECOND * max(seconds, 1)
+    taken = Counted()
+    for r in reports:
+        if (taken.input + taken.output + r.input + r.output > tokens
+                or (taken.cost or 0) + (r.cost or 0) > micros):
+            out.append(f"a report of {r.input + r.output:,} tokens"
+                       + (f" and {core_usage.usd_text(r.cost)}" if r.cost else "")
+                       + f" in a run of {seconds} s (more than {tokens:,} tokens or "
+                       f"{core_usage.usd_text(micros)} reported)")
+            continue
+        taken.add(r)
+    got.add(taken)
+    cap, cost_cap = core_usage.MAX_TOKENS_PER_RUN, core_usage.micros(core_usage.MAX_USD_PER_RUN)
+    if max(got.input, got.output, got.cached) > cap or (got.cost or 0) > cost_cap:
+        out.append(f"the CLI's output said {got.input + got.output:,} tokens, past the per-run "
+                   f"cap: counted as {cap:,}")
+        got.input, got.output, got.cached = (min(v, cap) for v in (got.input, got.output,
+                                                                   got.cached))
+        got.cost = None if got.cost is None else min(got.cost, cost_cap)
+    return out
+
+
+def _implausible(liza: Liza, gen: int, run: str, task: str | None, refused: list[str],
+                 log: Callable[[str], None]) -> None:
+    """The supervisor's log and an anomaly on the board: someone is bending the usage."""
+    for line in refused:
+        log(f"usage of run {run}: refused {line}")
+    try:
+        liza.do(AnomalyOp, gen=gen, type="system_ambiguity", task=task, ordered=True,
+                details=(("protocol_section", "usage: implausible report"),
+                         ("question", f"run {run}: {refused[0]}"[:500])))
+    except LeaseLost:
+        raise
+    except LizaError as e:
+        log(f"usage of run {run}: cannot record the anomaly: {e}")
+
+
+def run_limit(liza: Liza, role: Role, task: str | None) -> int | None:
+    """What is left of a coder's task's token budget: the budget stop during its run."""
+    if task is None or role != Role.CODER:
+        return None
+    board = liza.board()
+    t = board.task(task)
+    budget = core_usage.task_budget(board, t) if t is not None else None
+    if budget is None:
+        return None
+    return max(budget - core_usage.task_tokens(board, task), 1)
 
 
 # -- the agent's own report ---------------------------------------------------------------------

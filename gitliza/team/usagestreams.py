@@ -34,6 +34,15 @@ class Counted:
     cost: int | None = None  # micro-dollars
     model: str | None = None
 
+    def at_least(self, input: int, output: int, cached: int, cost: int | None = None) -> None:
+        """Never less than what was counted before: a `result` event a tool forged into the CLI's
+        output (any process of the agent can write there) can raise the count, never lower it
+        below what the CLI emitted (issue 35)."""
+        self.input, self.output = max(self.input, input), max(self.output, output)
+        self.cached = max(self.cached, cached)
+        if cost is not None:
+            self.cost = max(self.cost or 0, cost)
+
     def add(self, other: Counted) -> None:
         self.input += other.input
         self.output += other.output
@@ -79,7 +88,6 @@ class ClaudeStream(Stream):
     def __init__(self) -> None:
         super().__init__()
         self._messages: dict[str, dict[str, Any]] = {}  # message id -> its usage
-        self._result = False
 
     def line(self, e: dict[str, Any]) -> str | None:
         kind = e.get("type")
@@ -90,11 +98,11 @@ class ClaudeStream(Stream):
             m = e["message"]
             if isinstance(m.get("usage"), dict):
                 self._messages[str(m.get("id"))] = m["usage"]
+                self.finish()  # counted as it streams: the budget stop reads it during the run
             return _blocks(m.get("content"))
         if kind == "user" and isinstance(e.get("message"), dict):
             return _blocks(e["message"].get("content"))
         if kind == "result":
-            self._result = True
             models = _table(e, "modelUsage")
             per = [m for m in models.values() if isinstance(m, dict)]
             if per:  # every model's calls (side calls such as titles too), not the main loop's
@@ -104,7 +112,9 @@ class ClaudeStream(Stream):
                     ("cache_creation_input_tokens", "cacheCreationInputTokens"))})
             else:
                 self._count(_table(e, "usage"))
-            self.counted.cost = _cost(e.get("total_cost_usd"))
+            cost = _cost(e.get("total_cost_usd"))
+            if cost is not None:
+                self.counted.at_least(0, 0, 0, cost)
             if not self.counted.model and models:
                 self.counted.model = str(next(iter(models)))
             text = e.get("result")
@@ -114,14 +124,14 @@ class ClaudeStream(Stream):
 
     def _count(self, u: Mapping[str, Any]) -> None:
         cached = _int(u.get("cache_read_input_tokens"))
-        self.counted.input = (_int(u.get("input_tokens")) + cached
-                              + _int(u.get("cache_creation_input_tokens")))
-        self.counted.cached = cached
-        self.counted.output = _int(u.get("output_tokens"))
+        self.counted.at_least(_int(u.get("input_tokens")) + cached
+                              + _int(u.get("cache_creation_input_tokens")),
+                              _int(u.get("output_tokens")), cached)
 
     def finish(self) -> None:
-        """A run killed before its result event: what its messages said."""
-        if self._result or not self._messages:
+        """At least what the messages said so far (all of it for a run killed before its result
+        event; a floor under a result event that says less)."""
+        if not self._messages:
             return
         total: dict[str, int] = {}
         for u in self._messages.values():
@@ -209,9 +219,8 @@ class GeminiStream(Stream):
             return f"[gemini] error: {e.get('message', '')}"
         if kind == "result":
             s = _table(e, "stats")
-            self.counted.input = _int(s.get("input_tokens"))
-            self.counted.output = _int(s.get("output_tokens"))
-            self.counted.cached = _int(s.get("cached"))
+            self.counted.at_least(_int(s.get("input_tokens")), _int(s.get("output_tokens")),
+                                  _int(s.get("cached")))
             models = s.get("models")
             if not self.counted.model and isinstance(models, dict) and models:
                 self.counted.model = str(next(iter(models)))

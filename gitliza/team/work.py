@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from gitliza.core.quorum import review_lease
 from gitliza.core import mergequeue, wake
@@ -25,6 +25,9 @@ from gitliza.services.lifecycle.locations import main_root, task_dir
 from gitliza.services.lifecycle.merge import MergeFailed, merge
 from gitliza.services.lifecycle.review import claim_review
 from gitliza.services.api import Liza
+
+if TYPE_CHECKING:
+    from gitliza.git.merge import Runner
 
 S = TaskState
 
@@ -51,8 +54,10 @@ class WorkFinder:
     """Finds and takes work for `liza.agent` in `role`; `answered` is the planner's trigger set
     its last session answered (the loop sets it)."""
 
-    def __init__(self, liza: Liza, role: Role, log: Callable[[str], None]) -> None:
+    def __init__(self, liza: Liza, role: Role, log: Callable[[str], None],
+                 runner: Runner | None = None) -> None:
         self.liza = liza
+        self.runner = runner  # where a merge's integration test runs (sandbox/treerun.py)
         self.agent = liza.agent
         self.role = role
         self.log = log
@@ -122,7 +127,7 @@ class WorkFinder:
         for t in mergequeue.queue(self.liza.board() if merged else board):
             merged = True
             try:
-                res = merge(self.liza, t.id)
+                res = merge(self.liza, t.id, runner=self.runner)
                 self.log(f"merged {t.id} into {res.branch} ({res.merge.kind})")
             except MergeFailed as e:
                 self.log(f"merge of {t.id} failed (INTEGRATION_FAILED): {e}")
@@ -142,7 +147,7 @@ class WorkFinder:
                 break
             tried = True
             try:
-                done, runs = merge_batch(self.liza, queue[:size])
+                done, runs = merge_batch(self.liza, queue[:size], runner=self.runner)
             except LeaseLost:
                 raise
             except LizaError as e:

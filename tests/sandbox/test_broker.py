@@ -25,6 +25,11 @@ from tests.conftest import git
 PY = sys.executable
 
 
+def _connect(path: str) -> tuple[Any, Any]:
+    from gitliza.sandbox.client import _connect as connect
+    return connect(path)
+
+
 @pytest.fixture
 def coder(repo: Path) -> Iterator[tuple[Broker, list[tuple[str, bool]]]]:
     setup_board(repo)
@@ -67,13 +72,44 @@ def test_commands_run_as_the_agent_in_its_role_and_refusals_are_recorded(
     log = json.loads(subprocess.run([PY, "-m", "gitliza", "log", "--json"], cwd=repo,
                                     capture_output=True, text=True, check=True).stdout)
     assert log[0]["op"] == "discover" and log[0]["actor"] == "c1"
-    # A malformed request is one line, not a crash of the channel.
-    import socket
-    with socket.socket(socket.AF_UNIX) as s:
-        s.connect(str(b.path))
-        s.sendall(b"{not json\n")
-        assert b"malformed" in s.makefile("rb").readline()
+    # A malformed request is one line, not a crash of the channel; so is JSON nested past the
+    # parser's depth.
+    for junk in (b"{not json\n", b"[" * 200_000 + b"\n"):
+        r, w = _connect(str(b.path))
+        assert w is not None
+        with r, w:
+            w.write(junk)
+            w.flush()
+            assert b"malformed" in r.readline()
     assert client(b, "status").returncode == 0
+
+
+def test_the_broker_bounds_connections_and_opens_no_planted_link(
+        repo: Path, tmp_path: Path, coder: tuple[Broker, list[tuple[str, bool]]]) -> None:
+    """Issue 35: idle connections past MAX_CONNECTIONS are answered "busy" (no thread, no
+    process per connection beyond the cap); a name in the door whose FIFOs are links to files
+    outside is not opened: the files stay as they were."""
+    import threading
+    from gitliza.sandbox.fifos import DOOR, MAX_CONNECTIONS
+    b, _ = coder
+    before = threading.active_count()
+    idle = [_connect(str(b.path)) for _ in range(MAX_CONNECTIONS)]
+    r, w = _connect(str(b.path))
+    assert b"more than 16 calls at once" in r.readline()
+    assert threading.active_count() - before <= MAX_CONNECTIONS + 1
+    for f in [r, w, *(x for pair in idle for x in pair)]:
+        if f is not None:
+            f.close()
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    conn = Path(str(b.path) + "-conn")
+    name = "ab" * 16
+    (conn / f"{name}.down").symlink_to(victim)
+    (conn / f"{name}.up").symlink_to(victim)
+    with open(b.path / DOOR, "wb", buffering=0) as door:
+        door.write(name.encode() + b"\n")
+    assert client(b, "status").returncode == 0  # served after the planted name
+    assert victim.read_text() == "precious"
 
 
 def test_mcp_relay_refuses_what_no_agent_may_call(

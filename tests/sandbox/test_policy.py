@@ -40,14 +40,16 @@ CG = policy.CoderGit(shadow=A / "git", admin=COMMON / "worktrees/t1", name="t1",
 @pytest.mark.parametrize("role", [policy.PLANNER, policy.REVIEWER])
 def test_planner_and_reviewer_write_nothing_of_the_repository(role: str) -> None:
     argv = policy.bwrap_argv("bwrap", view(role), ["agent"])
-    assert writable(argv) == {"/tmp", str(A / "home")}
+    # the FIFOs of its channel to the supervisor (fifos.py) in a directory of their own
+    assert writable(argv) == {"/tmp", str(A / "home"), policy.BROKER_INSIDE + "-conn"}
     assert argv[-2:] == ["--", "agent"]
 
 
 def test_a_coder_writes_its_worktree_and_its_own_git_dir_only() -> None:
     argv = policy.bwrap_argv("bwrap", view(policy.CODER, CG), ["agent"])
     s = A / "git"
-    assert writable(argv) == {"/tmp", str(A / "home"), str(WT), str(s / "objects"),
+    assert writable(argv) == {"/tmp", str(A / "home"), policy.BROKER_INSIDE + "-conn", str(WT),
+                              str(s / "objects"),
                               str(s / "refs"), str(s / "logs"), str(s / "worktrees/t1")}
     ro = dict((dest, src) for src, dest in pairs(argv, "--ro-bind"))
     # What git must not be pointed elsewhere by, and the live board: read-only over the
@@ -118,3 +120,14 @@ def test_another_agents_id_in_a_flag_is_refused() -> None:
     assert not rules.check_command(Role.CODER, "coder-1", []).ok
     assert not rules.check_tool(Role.PLANNER, "config").ok
     assert rules.check_tool(Role.PLANNER, "add").ok
+
+
+def test_add_from_a_file_is_refused_to_an_agent() -> None:
+    """Issue 35: `add --from FILE` would have the supervisor open the agent's path outside."""
+    from gitliza.core.states import Role
+    from gitliza.sandbox import rules
+    for argv in (["add", "--from", "/root/.ssh/id_ed25519"], ["add", "--from=tasks.md"],
+                 ["add", "--from", "-"]):
+        v = rules.check_command(Role.PLANNER, "planner-1", argv)
+        assert not v.ok and "--from FILE" in v.rule
+    assert rules.check_command(Role.PLANNER, "planner-1", ["add", "t9", "--desc", "d"]).ok

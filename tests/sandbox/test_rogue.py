@@ -244,8 +244,9 @@ def test_rogue_planner_adds_tasks_and_nothing_else(repo: Path, tmp_path: Path) -
     assert len(tried) == 7 and all(rc != 0 for rc in tried.values()), log
     assert "ADDED" in log and task_of(repo, "t3")["status"] == "UNCLAIMED"
     after = _snapshot(repo)
-    assert {k for k in after if after[k] != before.get(k) and not k.endswith(".yaml")} == {
-        "ref refs/liza/state"}
+    # (and, on a slow machine, its supervisor's own lease renewal, off the audit chain)
+    assert {k for k in after if after[k] != before.get(k) and not k.endswith(".yaml")} - {
+        "ref refs/liza/live/planner-1"} == {"ref refs/liza/state"}
     assert not (repo / "specs" / "new.md").exists()
     names = [o[0] for o in ops(repo)]
     assert "pause" not in names and "abort-goal" not in names and "register" not in names[-5:]
@@ -305,6 +306,203 @@ git liza status >/dev/null && echo BOARD-OK
     log = _agent_log(repo, "coder-1")
     assert _attempts(log) == {"reach-host-port": 1, "reach-outside": 1}, log
     assert "BOARD-OK" in log
+
+
+@needs_bwrap
+@pytest.mark.parametrize("mode", ["on", "model", "offline"])
+def test_no_host_unix_socket_answers_in_any_mode(repo: Path, tmp_path: Path, mode: str) -> None:
+    """Round 2 (issue 35): a socket at a path the view shows read-only (/var/tmp), and an abstract
+    one, are listening on the host; the agent's connects reach neither (judged by the listeners:
+    no connection was ever accepted), while its own channel to the supervisor still works."""
+    import socket
+    import tempfile
+    make_board(repo)
+    add_task(repo, "t1")
+    where = Path(tempfile.mkdtemp(prefix="gitliza-rogue-", dir="/var/tmp"))
+    path_srv = socket.socket(socket.AF_UNIX)
+    path_srv.bind(str(where / "sock"))
+    abstract = f"gitliza-rogue-{os.getpid()}-{mode}"
+    abs_srv = socket.socket(socket.AF_UNIX)
+    abs_srv.bind("\0" + abstract)
+    for srv in (path_srv, abs_srv):
+        srv.listen(8)
+        srv.setblocking(False)
+    connect = (f"{PY} -c \"import socket,sys; s=socket.socket(socket.AF_UNIX); "
+               f"s.connect(sys.argv[1].replace('@', chr(0)))\"")
+    try:
+        agent = script(tmp_path, "sock.sh", PRELUDE.format() + f"""
+try unix-path {connect} {where}/sock
+try unix-abstract {connect} @{abstract}
+git liza status >/dev/null && echo BOARD-OK
+""")
+        sup = Sup(repo, "coder", "coder-1", "--once", "--sandbox", mode, "--", str(agent),
+                  env={"LIZA_SANDBOX_ALLOW": "example.invalid:443"} if mode == "model" else None)
+        sup.wait(120)
+        accepted = 0
+        for srv in (path_srv, abs_srv):
+            try:
+                srv.accept()[0].close()
+                accepted += 1
+            except BlockingIOError:
+                pass
+    finally:
+        path_srv.close()
+        abs_srv.close()
+        (where / "sock").unlink()
+        where.rmdir()
+    log = _agent_log(repo, "coder-1")
+    tried = _attempts(log)
+    assert set(tried) == {"unix-path", "unix-abstract"}, log
+    assert all(rc != 0 for rc in tried.values()) and accepted == 0, log
+    assert "BOARD-OK" in log, sup.output()
+
+
+@needs_bwrap
+@pytest.mark.parametrize("mode", ["on", "offline"])
+def test_an_interactive_agent_cannot_type_into_the_terminal(
+        repo: Path, tmp_path: Path, mode: str) -> None:
+    """Round 2: with `-i` the agent keeps the human's terminal (here a pty that is the
+    supervisor's controlling terminal); its TIOCSTI is refused, and after the supervisor exits
+    nothing waits in the terminal's input for the human's shell to run."""
+    import fcntl
+    import pty
+    import termios
+    make_board(repo)
+    add_task(repo, "t1")
+    agent = script(tmp_path, "tty.sh", PRELUDE.format() + f"""
+try tiocsti {PY} -c "import fcntl,termios; [fcntl.ioctl(0, termios.TIOCSTI, bytes([c])) for c in b'echo PWNED-TTY' + bytes([10])]"
+try tioclinux {PY} -c "import fcntl; fcntl.ioctl(0, 0x541C, bytes([3]))"
+""")
+    master, slave = pty.openpty()
+
+    def own_terminal() -> None:
+        os.setsid()
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+    from tests.team.procs import BIN, env_for
+    proc = subprocess.Popen([str(BIN / "git-liza"), "agent", "coder", "--agent", "coder-1",
+                             "--once", "-i", "--sandbox", mode, "--", str(agent)], cwd=repo,
+                            env=env_for("coder-1"), stdin=slave, stdout=slave, stderr=slave,
+                            preexec_fn=own_terminal)
+    out = b""
+    try:
+        while proc.poll() is None or _readable(master):
+            if _readable(master):
+                try:
+                    out += os.read(master, 65536)
+                except OSError:
+                    break
+        proc.wait(120)
+        os.set_blocking(slave, False)
+        try:
+            pending = os.read(slave, 4096)
+        except (BlockingIOError, OSError):
+            pending = b""
+    finally:
+        os.close(master)
+        os.close(slave)
+    # An interactive agent writes to the terminal, not to its log.
+    shown = out.decode(errors="replace")
+    assert _attempts(shown) == {"tiocsti": 1, "tioclinux": 1}, shown
+    assert b"PWNED-TTY" not in pending, pending
+
+
+def _readable(fd: int) -> bool:
+    import select
+    return bool(select.select([fd], [], [], 0.2)[0])
+
+
+@needs_bwrap
+def test_an_agent_reads_no_other_agents_logs_and_no_gitliza_secret(
+        repo: Path, tmp_path: Path) -> None:
+    """Round 2: another agent's log and prompt (a secret printed in its run) stay unread; the web
+    token and a variable config names never reach the agent (in `off` either); its own prompt
+    does."""
+    make_board(repo)
+    ok(liza(repo, "config", "sandbox_secret_env", "DEPLOY_KEY,OTHER_ONE", agent=None))
+    add_task(repo, "t1")
+    add_task(repo, "t2")
+    logs, prompts = repo / ".liza" / "agent-logs", repo / ".liza" / "agent-prompts"
+    for d in (logs, prompts):
+        d.mkdir(parents=True, exist_ok=True, mode=0o700)
+    (logs / "coder-2--t2--2026-01-01T00-00-00Z.log").write_text(SECRET + "\n")
+    (prompts / "coder-2--2026-01-01T00-00-00Z.txt").write_text(SECRET + "\n")
+    agent = script(tmp_path, "peek.sh", PRELUDE.format() + f"""
+try read-other-log sh -c "cat {logs}/coder-2--* | grep -q {SECRET}"
+try read-other-prompt sh -c "cat {prompts}/coder-2--* | grep -q {SECRET}"
+try web-token sh -c 'test -n "$GITLIZA_WEB_TOKEN"'
+try config-named sh -c 'test -n "$DEPLOY_KEY$OTHER_ONE"'
+grep -q "TASK ID: $LIZA_TASK_ID" "$LIZA_PROMPT_FILE" && echo OWN-PROMPT
+""")
+    for mode, agent_id in (("on", "coder-1"), ("off", "coder-3")):
+        sup = Sup(repo, "coder", agent_id, "--once", "--sandbox", mode, "--", str(agent),
+                  env={"GITLIZA_WEB_TOKEN": SECRET, "DEPLOY_KEY": SECRET, "OTHER_ONE": SECRET})
+        sup.wait(120)
+        log = _agent_log(repo, agent_id)
+        tried = _attempts(log)
+        if mode == "on":
+            assert tried == {"read-other-log": 1, "read-other-prompt": 1, "web-token": 1,
+                             "config-named": 1}, log
+        else:  # no sandbox: the files are the user's, but the environment is still clean
+            assert tried["web-token"] == 1 and tried["config-named"] == 1, log
+        assert "OWN-PROMPT" in log, sup.output()
+
+
+def _no_cgroup() -> bool:
+    from gitliza.sandbox import cgroup
+    made = cgroup.make(f"gitliza-probe-{os.getpid()}", 64, None)
+    if made is None:
+        return True
+    made.close()
+    return False
+
+
+def _count_procs(word: str) -> int:
+    n = 0
+    for d in Path("/proc").iterdir():
+        try:
+            n += d.name.isdigit() and (d / "cmdline").read_bytes().split(b"\0")[:2] == [
+                b"sleep", word.encode()]
+        except OSError:
+            pass
+    return n
+
+
+@needs_bwrap
+def test_limits_hold_a_runaway_agent_and_the_supervisor_goes_on(
+        repo: Path, tmp_path: Path) -> None:
+    """Round 2: with sandbox_pids_max 64, sandbox_memory_max_mb 256 and sandbox_tmp_max_mb 32,
+    a fork loop, a 1 GB allocation and 64 MB files in /tmp and /dev/shm all fail inside; counted
+    from outside, the agent never had more than 64 processes; the run is recorded and the
+    supervisor goes on to its next run."""
+    import time
+    make_board(repo)
+    for k, v in (("sandbox_pids_max", "64"), ("sandbox_memory_max_mb", "256"),
+                 ("sandbox_tmp_max_mb", "32")):
+        ok(liza(repo, "config", k, v, agent=None))
+    add_task(repo, "t1")
+    word = f"{31 + os.getpid() % 1000}"
+    agent = script(tmp_path, "runaway.sh", PRELUDE.format() + f"""
+try memory {PY} -c "b = bytearray(1 << 30)"
+try tmp-file sh -c "head -c 64M /dev/zero > /tmp/big"
+try shm-file sh -c "head -c 64M /dev/zero > /dev/shm/big"
+sh -c 'for i in $(seq 300); do sleep {word} & done' >/dev/null 2>&1
+echo SPAWNED
+""")
+    sup = Sup(repo, "coder", "coder-1", "--sandbox", "on", "--", str(agent))
+    most = 0
+    deadline = time.monotonic() + 120
+    while "SPAWNED" not in _agent_log(repo, "coder-1") and time.monotonic() < deadline:
+        most = max(most, _count_procs(word))
+    most = max(most, _count_procs(word))
+    sup.expect("usage of run coder-1.1.1")
+    sup.expect("started agent")  # the next run: the supervisor went on
+    ok(liza(repo, "abort", agent=None))
+    sup.wait(120)
+    log = _agent_log(repo, "coder-1")
+    assert 0 < most < 64, (most, log)
+    assert "reached its limit: pids.max (64)" in sup.output() or _no_cgroup(), sup.output()
+    tried = _attempts(log)
+    assert tried and all(rc != 0 for rc in tried.values()), log
 
 
 class _Http:

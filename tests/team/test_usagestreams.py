@@ -21,8 +21,8 @@ def _run(tmp: Path, cli: str, events: list[Any], extra: bytes = b"") -> tuple[us
     assert w is not None and w is not log  # a pipe: the reader renders into the log
     w.write(b"".join(json.dumps(e).encode() + b"\n" for e in events) + extra)
     w.close()
-    got, bad = m.finish()
-    assert bad == 0
+    got, reports, bad = m.finish()
+    assert bad == 0 and reports == []
     return got, (tmp / "run.log").read_text()
 
 
@@ -92,7 +92,7 @@ def test_vibe_export_adds_subagents(tmp_path: Path) -> None:
         "subagents": [{"usage": {"input_tokens": 10, "output_tokens": 1,
                                  "cached_input_tokens": 0, "total_tokens": 11},
                        "cost_usd": 0.25}]}))
-    got, _ = m.finish()
+    got, _, _ = m.finish()
     assert (got.input, got.output, got.cached, got.cost) == (510, 51, 100, 750000)
     assert not m.vibe_dir.exists()  # the export and its journal copy do not pile up
 
@@ -116,7 +116,9 @@ def test_reports_are_added_and_a_malformed_line_is_skipped(tmp_path: Path) -> No
         f.write('{"input": -5}\nnot json\n')
     with pytest.raises(ValidationError):
         usage.report(tmp_path, env, input_tokens=5, output_tokens=1, cached_tokens=6)
-    got, bad = m.finish()
+    got, reports, bad = m.finish()
+    for r in reports:
+        got.add(r)
     assert (got.input, got.output, got.cached, got.cost, got.model, bad) == \
         (801, 202, 100, 10000, "m", 2)
     with pytest.raises(ValidationError, match="not running"):  # the run is over

@@ -73,9 +73,11 @@ def verdict(env: Env, task: str, decision: str, reason: str | None, commit: str 
     return report(env, done.committed, extra)
 
 
-def merge(env: Env, task: str) -> int:
+def merge(env: Env, task: str, sandbox: str | None = None) -> int:
+    from gitliza.sandbox import box, treerun
+    runner = treerun.runner(box.parse(sandbox))  # the merged tree's test: never as the human
     try:
-        res = merging.merge(env.liza(), task)
+        res = merging.merge(env.liza(), task, runner=runner)
     except merging.MergeFailed as e:
         # The INTEGRATION_FAILED transition was recorded: show it, then the CLI prints the
         # one-line reason and exits 3.

@@ -20,11 +20,12 @@ from gitliza.services.lifecycle.merge import INTEGRATION_TEST, merge
 from gitliza.services.lifecycle.remote import ensure_commit, pull_first
 
 if TYPE_CHECKING:
+    from gitliza.git.merge import Runner
     from gitliza.services.api import Liza
 
 
-def merge_batch(liza: Liza, tasks: list[str], *,
-                integration_timeout: float | None = None) -> tuple[list[str], int]:
+def merge_batch(liza: Liza, tasks: list[str], *, integration_timeout: float | None = None,
+                runner: Runner | None = None) -> tuple[list[str], int]:
     """Merge the longest prefix of `tasks` (APPROVED, in queue order) whose combined merge passes
     the integration test. Returns the ids merged and the number of test runs. With fewer than
     two tasks to combine (a conflict, a missing commit), or a failure at the first task, it
@@ -62,7 +63,7 @@ def merge_batch(liza: Liza, tasks: list[str], *,
         nonlocal runs
         runs += 1
         try:
-            test_commit(repo, chain[k - 1][1], script, integration_timeout)
+            test_commit(repo, chain[k - 1][1], script, integration_timeout, runner)
         except IntegrationTestFailed:
             return False
         return True
@@ -79,6 +80,7 @@ def merge_batch(liza: Liza, tasks: list[str], *,
     tested = frozenset(repo.get(c).peel(pygit2.Commit).tree_id for _, c in chain[:good])
     merged = []
     for tid, _ in chain[:good]:
-        merge(liza, tid, integration_timeout=integration_timeout, tested_trees=tested)
+        merge(liza, tid, integration_timeout=integration_timeout, tested_trees=tested,
+              runner=runner)
         merged.append(tid)
     return merged, runs

@@ -32,7 +32,7 @@ from gitliza.services.lifecycle.remote import ensure_commit, pull_first
 
 if TYPE_CHECKING:
     from gitliza.services.api import Liza
-    from gitliza.git.merge import MergeOutcome
+    from gitliza.git.merge import MergeOutcome, Runner
 
 INTEGRATION_TEST = "scripts/integration-test.sh"
 MERGE_ATTEMPTS = 3  # the integration branch moved under us (another merge): merge again
@@ -62,7 +62,8 @@ class _MergeLost(Exception):
 
 
 def merge(liza: Liza, task: str, *, integration_timeout: float | None = None,
-          tested_trees: frozenset[Oid] = frozenset()) -> MergeResult:
+          tested_trees: frozenset[Oid] = frozenset(),
+          runner: Runner | None = None) -> MergeResult:
     """Merge exactly the approved review_commit into the integration branch, then record MERGED
     and remove the task's worktree and branch. A conflict or a failing integration test records
     INTEGRATION_FAILED and raises MergeFailed (exit 3), the integration branch untouched.
@@ -76,7 +77,7 @@ def merge(liza: Liza, task: str, *, integration_timeout: float | None = None,
     for attempt in range(1, MERGE_ATTEMPTS + 1):
         pull_first(liza, f"merge {task}", strict=True)
         try:
-            res = _merge_once(liza, task, integration_timeout, tested_trees)
+            res = _merge_once(liza, task, integration_timeout, tested_trees, runner)
         except _MergeLost as e:
             if attempt == MERGE_ATTEMPTS:
                 raise ConcurrencyConflict(f"merge {task}: the integration branch kept moving on "
@@ -89,7 +90,8 @@ def merge(liza: Liza, task: str, *, integration_timeout: float | None = None,
 
 
 def _merge_once(liza: Liza, task: str, integration_timeout: float | None,
-                tested_trees: frozenset[Oid] = frozenset()) -> MergeResult:
+                tested_trees: frozenset[Oid] = frozenset(),
+                runner: Runner | None = None) -> MergeResult:
     from gitliza.git.drift import drift_commits
     from gitliza.git.merge import (CheckoutNotUpdated, IntegrationTestFailed, MergeConflict,
                                    merge_commit_into)
@@ -112,7 +114,8 @@ def _merge_once(liza: Liza, task: str, integration_timeout: float | None,
                     repo, branch, review, message=_merge_message(t, branch),
                     signature=_signature(liza.agent, liza.now()),
                     integration_test=Path(INTEGRATION_TEST),
-                    integration_timeout=integration_timeout, tested_trees=tested_trees)
+                    integration_timeout=integration_timeout, tested_trees=tested_trees,
+                    runner=runner)
             except ConcurrencyConflict:
                 if attempt == MERGE_ATTEMPTS:
                     raise
