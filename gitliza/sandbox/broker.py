@@ -9,7 +9,9 @@ refused), in its role (rules.py), and records a refusal (the agent log, the supe
 and an anomaly on the board, a few per session at most).
 
 Requests are one JSON line: {"argv": [...]} runs `git liza ARGV` and answers one JSON line
-{"out", "err", "exit"}; {"mcp": true} starts the agent's MCP server (`git liza mcp` as this agent
+{"out", "err", "exit"} ({"stdin": TEXT} beside it is the command's standard input: the content
+of `add --from FILE`, read by the client inside the sandbox, so no path of the agent's is ever
+opened here); {"mcp": true} starts the agent's MCP server (`git liza mcp` as this agent
 and role) and relays its newline-delimited JSON-RPC both ways, answering a `tools/call` of a tool
 no agent may call with an error instead of passing it on.
 """
@@ -82,18 +84,20 @@ class Broker:
             self._relay_mcp(f)
             return
         argv = req.get("argv") if isinstance(req, dict) else None
-        if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
+        stdin = req.get("stdin") if isinstance(req, dict) else None
+        if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv) \
+                or not isinstance(stdin, (str, type(None))):
             answer = {"out": "", "err": "gitliza sandbox: a malformed request\n", "exit": 1}
         else:
-            answer = self.run(argv)
+            answer = self.run(argv, stdin)
         try:
             f.write(json.dumps(answer).encode() + b"\n")
             f.flush()
         except OSError:
             pass
 
-    def run(self, argv: list[str]) -> dict[str, Any]:
-        """`git liza ARGV` as this agent, or its refusal."""
+    def run(self, argv: list[str], stdin: str | None = None) -> dict[str, Any]:
+        """`git liza ARGV` as this agent (`stdin` its standard input), or its refusal."""
         v = rules.check_command(self.role, self.agent, argv)
         if not v.ok:
             return {"out": "", "err": self._refuse(f"`git liza {' '.join(argv)[:200]}`", v.rule)
@@ -103,24 +107,27 @@ class Broker:
         with self._write_lock(argv[0] in rules.writes(self.role)) as failed:
             if failed is not None:
                 return {"out": "", "err": f"gitliza: error: {failed}\n", "exit": failed.exit_code}
-            out, err, code = self._child([*self.gitliza, *argv], env)
+            out, err, code = self._child([*self.gitliza, *argv], env,
+                                         None if stdin is None else stdin.encode())
         return {"out": out.decode("utf-8", "replace"), "err": err.decode("utf-8", "replace"),
                 "exit": code}
 
-    def _child(self, argv: list[str], env: Mapping[str, str]) -> tuple[bytes, bytes, int]:
+    def _child(self, argv: list[str], env: Mapping[str, str],
+               stdin: bytes | None = None) -> tuple[bytes, bytes, int]:
         """Run a brokered command outside the sandbox. It ends with the session: `close` kills
         it (a `git liza wait` would otherwise run on, orphaned, until its timeout, after a stop),
         and the parent-death signal kills it when the supervisor dies without closing (SIGKILL,
         the stop deadline's exit)."""
         run, preexec = procinfo.with_parent_death(argv)
-        proc = subprocess.Popen(run, env=dict(env), cwd=self.cwd, stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen(run, env=dict(env), cwd=self.cwd,
+                                stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 preexec_fn=preexec)
         self._children.add(proc)
         try:
             if self._closed:  # closed while it started: the loop in close() missed it
                 proc.kill()
-            out, err = proc.communicate()
+            out, err = proc.communicate(stdin)
         finally:
             self._children.discard(proc)
         return out, err, proc.returncode

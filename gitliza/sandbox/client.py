@@ -14,12 +14,16 @@ import errno
 import json
 import os
 import select
+import stat
 import sys
 import threading
 import time
 from typing import BinaryIO
 
 WAIT = 30.0  # seconds for the supervisor to open its ends
+# The content `add --from FILE` may relay (broker.py reads one request line of at most 1 MiB;
+# JSON escaping may double it): a task file is kilobytes.
+MAX_FROM = 256 * 1024
 
 
 def _connect(directory: str) -> tuple[BinaryIO, BinaryIO | None]:
@@ -64,13 +68,47 @@ def _connect(directory: str) -> tuple[BinaryIO, BinaryIO | None]:
     return os.fdopen(r, "rb"), os.fdopen(w, "wb")
 
 
+def _from_file(argv: list[str]) -> tuple[list[str], str | None]:
+    """`add --from FILE` is read here, inside the agent's view, and its content relayed (the
+    supervisor never opens a path the agent names: broker.py); the command becomes `--from -`.
+    Only a regular file (a FIFO or a device would never end) and only MAX_FROM bytes."""
+    for i, a in enumerate(argv):
+        if a == "--from" and i + 1 < len(argv):
+            name, rest = argv[i + 1], argv[:i] + ["--from", "-"] + argv[i + 2:]
+        elif a.startswith("--from="):
+            name, rest = a.split("=", 1)[1], argv[:i] + ["--from", "-"] + argv[i + 1:]
+        else:
+            continue
+        if name == "-":
+            data = sys.stdin.buffer.read(MAX_FROM + 1)
+        else:
+            fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK)
+            with os.fdopen(fd, "rb") as f:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    raise ValueError(f"--from {name}: not a regular file")
+                data = f.read(MAX_FROM + 1)
+        if len(data) > MAX_FROM:
+            raise ValueError(f"--from {name}: over {MAX_FROM // 1024} KiB (split the tasks "
+                             "into several files)")
+        return rest, data.decode("utf-8", "replace")
+    return argv, None
+
+
 def command(path: str, argv: list[str]) -> int:
+    try:
+        argv, stdin = _from_file(argv)
+    except (OSError, ValueError) as e:
+        sys.stderr.write(f"gitliza: error: {e}\n")
+        return 1
+    request: dict[str, object] = {"argv": argv}
+    if stdin is not None:
+        request["stdin"] = stdin
     r, w = _connect(path)
     with r:
         try:
             if w is not None:
                 with w:
-                    w.write(json.dumps({"argv": argv}).encode() + b"\n")
+                    w.write(json.dumps(request).encode() + b"\n")
                     w.flush()
         except BrokenPipeError:  # answered before it asked: busy (fifos.py)
             pass

@@ -62,11 +62,14 @@ def check_command(role: Role, agent: str, argv: Sequence[str]) -> Verdict:
             if (a == flag or a.startswith(flag + "=")) and named != agent:
                 return Verdict(False, f"identity is bound by the supervisor: you act as {agent}, "
                                       f"not {named or '?'}")
-    if any(a == "--from" or a.startswith("--from=") for a in argv[1:]):
+    froms = [argv[i + 1] if a == "--from" and i + 1 < len(argv) else a.split("=", 1)[1]
+             for i, a in enumerate(argv) if a == "--from" or a.startswith("--from=")]
+    if any(f != "-" for f in froms):
         # The supervisor would open the path outside the sandbox (a file of the hidden home, a
-        # key through a link, a FIFO without end): an agent's file never leaves its view.
+        # key through a link, a FIFO without end): the agent's client reads the file inside its
+        # view and relays the content as `--from -` (client.py); a path never leaves it.
         return Verdict(False, "`--from FILE` names a file for the supervisor to read outside "
-                              "your sandbox: add the tasks one by one")
+                              "your sandbox: your `git liza` relays its content (use it)")
     if word in allowed(role):
         return Verdict(True)
     what = ("the supervisor's or the human's" if word in NEVER else

@@ -112,6 +112,51 @@ def test_the_broker_bounds_connections_and_opens_no_planted_link(
     assert victim.read_text() == "precious"
 
 
+def test_add_from_relays_the_content_read_inside_and_opens_no_path_outside(
+        repo: Path, tmp_path: Path) -> None:
+    """Issue 35: a planner's `git liza add --from FILE` works through the broker: its client
+    reads FILE (inside the agent's view, in a real sandbox) and relays the content as `--from -`;
+    a FIFO is refused at once instead of hanging, a file past the bound is refused, and a
+    request that names a path itself (not through the client) is refused with nothing opened."""
+    from gitliza.sandbox.client import MAX_FROM
+    setup_board(repo)
+    subprocess.run([PY, "-m", "gitliza", "register", "planner-1", "--role", "planner"], cwd=repo,
+                   check=True, capture_output=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LIZA_")}
+    refused: list[tuple[str, bool]] = []
+    b = Broker("planner-1", Role.PLANNER, env, repo, (PY, "-m", "gitliza"), None,
+               lambda: None, lambda line, anomaly: refused.append((line, anomaly)))
+    try:
+        tasks = tmp_path / "tasks.yaml"
+        tasks.write_text("- id: r1\n  description: relayed one\n  done_when: it is\n"
+                         "- id: r2\n  description: relayed two\n  done_when: it is\n")
+        r = client(b, "add", "--from", str(tasks))
+        assert r.returncode == 0, r.stderr
+        log = json.loads(subprocess.run([PY, "-m", "gitliza", "log", "--json"], cwd=repo,
+                                        capture_output=True, text=True, check=True).stdout)
+        assert log[0]["op"] == "add-tasks" and log[0]["actor"] == "planner-1"
+        shown = subprocess.run([PY, "-m", "gitliza", "show", "r2"], cwd=repo,
+                               capture_output=True, text=True)
+        assert shown.returncode == 0 and "relayed two" in shown.stdout
+        state = git(repo, "rev-parse", "refs/liza/state")
+        fifo = tmp_path / "fifo"
+        os.mkfifo(fifo)
+        big = tmp_path / "big.yaml"
+        big.write_text("#" * (MAX_FROM + 1))
+        for name, why in ((fifo, "not a regular file"), (big, "KiB"),
+                          (tmp_path / "absent.yaml", "No such file")):
+            r = client(b, "add", f"--from={name}")
+            assert r.returncode == 1 and r.stderr.count("\n") == 1 and why in r.stderr, r.stderr
+        # Past the client: a raw request naming a path is refused by the broker itself.
+        secret = tmp_path / "secret.yaml"
+        secret.write_text("- id: s1\n  description: never read\n")
+        answer = b.run(["add", "--from", str(secret)])
+        assert answer["exit"] == 1 and "--from FILE" in answer["err"]
+        assert git(repo, "rev-parse", "refs/liza/state") == state
+    finally:
+        b.close()
+
+
 def test_mcp_relay_refuses_what_no_agent_may_call(
         repo: Path, coder: tuple[Broker, list[tuple[str, bool]]]) -> None:
     b, refused = coder

@@ -123,11 +123,13 @@ def test_another_agents_id_in_a_flag_is_refused() -> None:
 
 
 def test_add_from_a_file_is_refused_to_an_agent() -> None:
-    """Issue 35: `add --from FILE` would have the supervisor open the agent's path outside."""
+    """Issue 35: `add --from FILE` would have the supervisor open the agent's path outside; only
+    `--from -` passes (the content the agent's client read inside its view, broker.py)."""
     from gitliza.core.states import Role
     from gitliza.sandbox import rules
     for argv in (["add", "--from", "/root/.ssh/id_ed25519"], ["add", "--from=tasks.md"],
-                 ["add", "--from", "-"]):
+                 ["add", "--from", "-", "--from", "x"]):
         v = rules.check_command(Role.PLANNER, "planner-1", argv)
         assert not v.ok and "--from FILE" in v.rule
+    assert rules.check_command(Role.PLANNER, "planner-1", ["add", "--from", "-"]).ok
     assert rules.check_command(Role.PLANNER, "planner-1", ["add", "t9", "--desc", "d"]).ok

@@ -14,8 +14,10 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -159,7 +161,12 @@ try planner-pause git liza pause
 try planner-register git liza register rogue-2 --role code-reviewer
 try planner-as-human git liza abort-goal --reason bye --agent human
 try planner-commit-main sh -c "cd $M && git commit -q --allow-empty -m planner"
+mkfifo /tmp/fifo.yaml
+try planner-add-from-fifo git liza add --from /tmp/fifo.yaml
+try planner-add-from-outside git liza add --from {secret}
 git liza add t3 --desc "do t3" --spec-ref specs/vision.md --done-when done --scope t3 --ready && echo ADDED
+printf -- '- id: t4\n  description: from a file\n  spec_ref: specs/vision.md\n  done_when: done\n' > /tmp/t4.yaml
+git liza add --from /tmp/t4.yaml && echo ADDED_FROM
 """
 
 
@@ -236,13 +243,24 @@ def test_rogue_planner_adds_tasks_and_nothing_else(repo: Path, tmp_path: Path) -
     git(repo, "commit", "-q", "-m", "spec")
     make_board(repo)
     before = _snapshot(repo)
-    agent = script(tmp_path, "rogue-planner.sh", ROGUE_PLANNER.format(main=repo))
+    # Valid tasks, readable here, outside the agent's view (in /tmp, which the sandbox hides;
+    # not in tmp_path, which holds the agent's script and is shown to it read-only).
+    hidden_dir = Path(tempfile.mkdtemp(dir="/tmp"))
+    secret = hidden_dir / "outside.yaml"
+    secret.write_text("- id: t9\n  description: from outside\n  spec_ref: specs/vision.md\n"
+                      "  done_when: done\n")
+    agent = script(tmp_path, "rogue-planner.sh", ROGUE_PLANNER.format(main=repo, secret=secret))
     sup = Sup(repo, "planner", "planner-1", "--once", "--sandbox", "on", "--", str(agent))
     assert sup.wait(120) == 0, sup.output()
     log = _agent_log(repo, "planner-1")
     tried = _attempts(log)
-    assert len(tried) == 7 and all(rc != 0 for rc in tried.values()), log
+    assert len(tried) == 9 and all(rc != 0 for rc in tried.values()), log
     assert "ADDED" in log and task_of(repo, "t3")["status"] == "UNCLAIMED"
+    # `add --from` works: the client read the file inside the view and relayed its content; a
+    # FIFO and a file of the hidden home were never opened outside (issue 35).
+    assert "ADDED_FROM" in log and task_of(repo, "t4")["description"] == "from a file"
+    assert "t9" not in liza(repo, "status", agent=None).stdout
+    shutil.rmtree(hidden_dir)
     after = _snapshot(repo)
     # (and, on a slow machine, its supervisor's own lease renewal, off the audit chain)
     assert {k for k in after if after[k] != before.get(k) and not k.endswith(".yaml")} - {
