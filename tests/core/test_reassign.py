@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from gitliza.core.invariants import check_board, claimable
-from gitliza.core.ops import Heartbeat, Reassign, Release, Submit
+from gitliza.core.ops import Block, Heartbeat, Reassign, Release, Submit, Unblock
 from gitliza.core.states import TERMINAL
 from gitliza.errors import (IllegalTransition, LeaseLost, LizaError, NotFound, PermissionDenied,
                             ValidationError)
@@ -127,11 +127,21 @@ def test_a_busy_coder_or_one_that_failed_the_task_is_refused() -> None:
     _refused(r, ValidationError, "coder-2 is WORKING on task-2", "coder-2")
     r.do(Submit, "coder-2", task="task-2", commit=C1)  # coder-2 waits for its review
     _refused(r, ValidationError, "coder-2 is WAITING on task-2", "coder-2")
-    # A coder that failed the task (a takeover after its lease expired counts it as failed).
+    # A coder that failed the task (its own block counts it as failed; unblocking keeps that).
     r2 = board_in(S.CLAIMED)
-    r2.minute += 10
-    claim(r2, coder="coder-2")
+    r2.do(Block, "coder-1", task="task-1", reason="spec gap", questions=("which one?",))
+    r2.do(Unblock, "planner-1", task="task-1")
     _refused(r2, ValidationError, "coder-1 already failed task-1", "coder-1")
+
+
+def test_a_coder_whose_claim_was_taken_over_did_not_fail_it_and_may_get_it_back() -> None:
+    """Issue 38: an expired lease (a crash, a kill) is a fault, not a failure."""
+    r = board_in(S.CLAIMED)
+    r.minute += 10
+    claim(r, coder="coder-2")
+    assert r.board.task("task-1").failed_by == ()
+    r.do(Reassign, "human", task="task-1", to="coder-1")
+    assert r.board.task("task-1").assigned_to == "coder-1"
 
 
 def test_a_task_waiting_for_its_dependencies_is_refused() -> None:

@@ -36,7 +36,8 @@ def test_expired_holder_must_stand_down_and_task_is_reclaimable() -> None:
             op()
     out = claim(r, coder="coder-2")
     t = r.board.task("task-1")
-    assert t.assigned_to == "coder-2" and t.failed_by == ("coder-1",) and t.iteration == 1
+    # An expired lease is a fault (a crash, a kill), not coder-1 failing the task (issue 38).
+    assert t.assigned_to == "coder-2" and t.failed_by == () and t.iteration == 1
     assert r.board.agent("coder-1").status == "IDLE"
     assert any("coder-1 lost task-1" in n for n in out.notices)
     with pytest.raises(LeaseLost, match="claimed by coder-2"):
@@ -71,7 +72,9 @@ def test_other_coder_after_reject_resets_counters() -> None:
     claim(r, coder="coder-2")
     t = r.board.task("task-1")
     assert (t.iteration, t.review_cycles_current, t.review_cycles_total) == (1, 0, 1)
-    assert t.failed_by == ("coder-1",)
+    # One rejection is no failure (only rejections past the limit are): coder-1 left the task,
+    # it did not fail it (issue 38).
+    assert t.failed_by == ()
 
 
 def test_max_coder_iterations_per_task_override_blocks_with_anomaly() -> None:
@@ -147,12 +150,26 @@ def test_claimable_order_is_priority_then_age() -> None:
 
 
 def test_failed_coder_cannot_reclaim() -> None:
+    from gitliza.core.ops import Block, Unblock
+    r = board_in(S.CLAIMED)
+    r.do(Block, "coder-1", task="task-1", reason="spec gap", questions=("which?",))
+    r.do(Unblock, "planner-1", task="task-1")
+    with pytest.raises(ValidationError, match="already failed"):
+        claim(r, coder="coder-1")
+
+
+def test_a_coder_that_lost_its_claim_to_a_takeover_may_claim_again() -> None:
+    """Issue 38: crash, kill, expired lease: the coder did not fail the task; no claim on
+    claim makes hypothesis exhaustion."""
     r = board_in(S.CLAIMED)
     r.minute += 10
     claim(r, coder="coder-2")
     r.minute += 10
-    with pytest.raises(ValidationError, match="already failed"):
-        claim(r, coder="coder-1")
+    claim(r, coder="coder-3")
+    r.minute += 10
+    claim(r, coder="coder-1")
+    t = r.board.task("task-1")
+    assert (t.status, t.assigned_to, t.failed_by) == (S.CLAIMED, "coder-1", ())
 
 
 def test_release_gives_back() -> None:
@@ -232,7 +249,7 @@ def test_a_rejected_task_waits_for_its_coder_in_automatic_picking() -> None:
     assert claimable(r.board, r.now(), "coder-2") == []
     assert [t.id for t in claimable(r.board, r.now(), "coder-1")] == ["task-1"]
     claim(r, coder="coder-2")  # naming it still reassigns it (a planner's decision)
-    assert r.board.task("task-1").failed_by == ("coder-1",)
+    assert r.board.task("task-1").failed_by == ()  # one rejection is no failure
 
 
 def test_a_handoff_is_not_a_failure() -> None:

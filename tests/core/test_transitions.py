@@ -54,23 +54,24 @@ def _perform(tr: Transition) -> TaskState:
         r.minute += 10  # the holder's lease (5 min) expires
         claim(r, coder="coder-2")
     elif tr.op == "claim" and tr.target == S.BLOCKED:
-        # Exhaustion: two different coders already failed. coder-1 (holder/rejected) is one;
-        # make coder-2 the second by a takeover that it loses too.
-        if tr.source == S.CLAIMED:
-            r.minute += 10
-            claim(r, coder="coder-2")
-            r.minute += 10
-            claim(r, coder="coder-3")
-        else:
-            r.do(Claim, "coder-2", task="task-1", worktree=".worktrees/task-1", base_commit=BASE)
-            if tr.source == S.REJECTED:
-                r.do(Submit, "coder-2", task="task-1", commit=C1)
+        # max_coder_iterations (10): coder-1 comes back until its next claim is one too many. (A
+        # takeover is no failure of the previous coder: exhaustion comes from block and verdict.)
+        def iteration() -> int:
+            return r.board.task("task-1").iteration or 0  # type: ignore[union-attr]
+        while iteration() < 10:
+            if tr.source == S.CLAIMED:
+                r.minute += 10  # its own lease expires: it claims the task again
+                claim(r)
+                continue
+            claim(r)
+            r.do(Submit, "coder-1", task="task-1", commit=C1)
+            if tr.source == S.REJECTED and iteration() == 10:
                 verdict(r, "reject")
             else:
-                r.do(Submit, "coder-2", task="task-1", commit=C1)
                 verdict(r, "approve")
                 r.do(Merge, "reviewer-1", task="task-1", result="failed", reason="conflict")
-            claim(r, coder="coder-3")
+        r.minute += 10
+        claim(r)
     elif special == ("verdict", S.READY_FOR_REVIEW, S.REJECTED):
         verdict(r, "reject", reviewer="reviewer-2")
     elif special == ("verdict", S.READY_FOR_REVIEW, S.BLOCKED):

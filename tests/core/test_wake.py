@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from gitliza.core import clock, wake
-from gitliza.core.ops import Claim
+from gitliza.core.ops import Block, Claim, Unblock
 from gitliza.core.ops.control import AbortOp, Checkpoint, Pause
 from gitliza.core.ops.journal import Discover
 from gitliza.core.states import Role, TaskState
@@ -35,11 +35,11 @@ def test_triggers_in_reference_precedence() -> None:
 def test_hypothesis_exhausted_is_its_own_trigger() -> None:
     r = team()
     add_ready(r)
-    claim(r, coder="coder-1")
-    r.minute += 10  # lease expired: coder-2 takes over, coder-1 counts as failed
-    r.do(Claim, "coder-2", task="task-1", worktree=".worktrees/task-1", base_commit=BASE)
-    r.minute += 10
-    r.do(Claim, "coder-3", task="task-1", worktree=".worktrees/task-1", base_commit=BASE)
+    for coder in ("coder-1", "coder-2"):  # two coders fail it: each blocks it
+        r.do(Claim, coder, task="task-1", worktree=".worktrees/task-1", base_commit=BASE)
+        r.do(Block, coder, task="task-1", reason="stuck", questions=("why?",))
+        if coder == "coder-1":
+            r.do(Unblock, "planner-1", task="task-1")
     assert r.board.task("task-1").status == S.BLOCKED
     assert wake.wake_trigger(r.board) == WakeTrigger.HYPOTHESIS_EXHAUSTED
     s = wake.sprint_state(r.board)

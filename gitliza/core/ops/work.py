@@ -92,20 +92,16 @@ class Claim(Op):
 
         same_coder = t.assigned_to == me.id
         previous = None if same_coder else t.assigned_to
-        # A coder that handed off (context exhaustion) did not fail the task: its successor
-        # continues the same hypothesis from the handoff notes.
-        failed = t.failed_by if t.handoff_pending else with_failed(t, previous)
+        # A takeover is no verdict on the previous coder: a crash, a kill, a stand-down, an
+        # expired lease or the human's release are faults, not failures. Only what the protocol
+        # calls failing counts (rejections past the limit, the coder's own block): Block,
+        # Verdict and the iteration limit below add to failed_by.
+        failed = t.failed_by
         if previous is not None:
             free_agent(ctx, t, previous)
             ctx.notices.append(f"{previous} lost {t.id} to {me.id}: it must stand down")
         iteration = (t.iteration or 0) + 1 if same_coder else 1
         limit = t.max_iterations or ctx.board.config.max_coder_iterations
-        if len(failed) >= 2 and len(t.failed_by) < 2:
-            ctx.transition(t, S.BLOCKED)
-            ctx.put_task(block_fields(ctx, replace(t, assigned_to=None), "reassignment refused",
-                                      (f"Why did {', '.join(failed)} fail on {t.id}?",), failed))
-            ctx.notices.append(f"{t.id} moved to BLOCKED (hypothesis exhaustion); not claimed")
-            return
         if same_coder and iteration > limit:
             ctx.transition(t, S.BLOCKED)
             add_anomaly(ctx, "retry_loop", t.id, count=iteration - 1,
