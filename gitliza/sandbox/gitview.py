@@ -85,7 +85,7 @@ def build(repo: pygit2.Repository, common: Path, agent: str, task: str,
             shutil.copyfile(real_admin / f, admin / f)
     branch = f"refs/heads/{task_branch(task)}"
     for d in ("objects/info", "objects/pack", "refs/heads", "refs/tags", "refs/liza", "logs",
-              "hooks", "info", f"worktrees/{admin.name}", str(Path(branch).parent)):
+              "hooks", "info", f"worktrees/{real_admin.name}", str(Path(branch).parent)):
         (shadow / d).mkdir(parents=True, exist_ok=True, mode=0o700)
     (shadow / "HEAD").write_text(f"ref: {branch}\n")
     # Our copy of the config; the supervisor's fetch asks for the tip by id (the ref may move
@@ -133,8 +133,12 @@ def _fetch_in(repo: pygit2.Repository, common: Path, shadow: Path, oids: list[st
     git checks every object it takes (hash, connectivity), and nothing of the user's maintenance
     deletes from that store (ownstore.py), so no prune can take them before a ref names them."""
     env = ownstore.agent_env(repo)
-    run = local_git(common, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
-                    str(shadow), *oids, env=env or None)
+    # No automatic maintenance afterwards: with the own store as git's object directory, a
+    # `gc --auto` would repack and prune that store as if it were the repository's own, and
+    # delete what only other refs' writers (the live refs' renewals) had just written.
+    run = local_git(common, "-c", "gc.auto=0", "-c", "maintenance.auto=false", "fetch",
+                    "--quiet", "--no-tags", "--no-write-fetch-head", "--no-auto-gc",
+                    "--no-auto-maintenance", str(shadow), *oids, env=env or None)
     if run.returncode != 0:
         raise GitFailure(f"cannot bring the coder's commits in: {error_line(run.stderr)}")
 

@@ -19,7 +19,7 @@ from gitliza.git.tasklocks import task_lock
 from gitliza.git.checkouts import clean_sync_problems, worktree_head
 from gitliza.git.worktrees import add_task_worktree
 from gitliza.services import leasewatch
-from gitliza.services.lifecycle.attic import keep_leftovers
+from gitliza.services.lifecycle.attic import keep_leftovers, kept_line
 from gitliza.services.lifecycle.common import NO_SHA, Done, dry_run, require_task, warn
 from gitliza.services.lifecycle.locations import existing_task_dir, task_dir
 from gitliza.services.lifecycle.remote import ensure_commit, pull_first
@@ -141,8 +141,12 @@ def _review_checkout(repo: Repository, task: str, review: Oid) -> tuple[str, ...
             msg = f"kept {path} as it is: {why}; review exactly {review} there"
             warn(msg)
             return (msg,)
-    keep_leftovers(repo, task, path, review)
+    kept = keep_leftovers(repo, task, path, review)
     add_task_worktree(repo, task, review, fresh=True)
+    if kept:
+        msg = f"the earlier checkout of {task}: {kept_line(kept)}"
+        warn(msg)
+        return (msg,)
     return ()
 
 
