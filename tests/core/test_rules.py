@@ -159,7 +159,7 @@ def test_failed_coder_cannot_reclaim() -> None:
 
 
 def test_a_format_1_claim_still_counts_the_previous_coder_so_old_boards_replay() -> None:
-    """Claims recorded before issue 38 carry no faults_fail: replay must give what they gave."""
+    """Claims recorded before issue 38 carry no forgive_faults: replay must give what they gave."""
     from gitliza.core.ops import Claim
     r = board_in(S.CLAIMED)
     r.minute += 10

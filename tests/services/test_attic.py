@@ -107,3 +107,5 @@ def test_git_liza_attic_lists_and_restores_into_a_new_worktree(board: Path) -> N
     assert (into / "new.txt").read_text() == before
     assert task(board, "t1").status == "UNCLAIMED"
     ok(board, "validate")
+    v = run(board, "verify")  # the claims (forgive_faults) replay byte for byte
+    assert v.returncode == 0, v.stderr

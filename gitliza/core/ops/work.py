@@ -47,10 +47,11 @@ class Claim(Op):
     # lease), or the evidence that the holder's lease expired for it. Absent in format 1's claims,
     # which keep their rule: the op's time against the recorded expiry.
     takeover: str | None = None
-    # Whether a takeover counts the previous coder as having failed the task. True is format 1's
-    # behaviour, which replay of older boards needs; every claim gitliza makes records False
-    # (issue 38: a crash, a kill, a stand-down and the human's release are no coder's failure).
-    faults_fail: bool = True
+    # Whether a takeover leaves the previous coder out of failed_by (issue 38: a crash, a kill,
+    # a stand-down and the human's release are no coder's failure). False is format 1's
+    # behaviour (the previous coder counted), which replay of older boards needs; every claim
+    # gitliza makes records True.
+    forgive_faults: bool = False
 
     def run(self, ctx: Ctx) -> None:
         t = ctx.require_task(self.task)
@@ -100,15 +101,15 @@ class Claim(Op):
         # expired lease or the human's release are faults, not failures. Only what the protocol
         # calls failing counts (rejections past the limit, the coder's own block): Block,
         # Verdict and the iteration limit below add to failed_by. (A claim recorded before that
-        # rule, faults_fail=True, counted the previous coder: replay reproduces it.)
-        failed = t.failed_by if t.handoff_pending or not self.faults_fail \
+        # rule, without forgive_faults, counted the previous coder: replay reproduces it.)
+        failed = t.failed_by if t.handoff_pending or self.forgive_faults \
             else with_failed(t, previous)
         if previous is not None:
             free_agent(ctx, t, previous)
             ctx.notices.append(f"{previous} lost {t.id} to {me.id}: it must stand down")
         iteration = (t.iteration or 0) + 1 if same_coder else 1
         limit = t.max_iterations or ctx.board.config.max_coder_iterations
-        if len(failed) >= 2 and len(t.failed_by) < 2:  # only a format-1 claim (faults_fail)
+        if len(failed) >= 2 and len(t.failed_by) < 2:  # only a format-1 claim
             ctx.transition(t, S.BLOCKED)
             ctx.put_task(block_fields(ctx, replace(t, assigned_to=None), "reassignment refused",
                                       (f"Why did {', '.join(failed)} fail on {t.id}?",), failed))

@@ -177,13 +177,13 @@ def _claim_attempt(liza: Liza, task: str) -> ClaimResult:
     # What this clone judged of the current holder's lease, on its own clock (a live lease
     # refuses here, nothing touched); recorded in the op, which the core checks.
     probe = Claim(actor=liza.agent, time=now, task=task, worktree=rel, base_commit=base,
-                  faults_fail=False,
+                  forgive_faults=True,
                   takeover=leasewatch.takeover(repo, board, task, CLAIM, liza.agent, now))
     claims = _claim_outcome(board, probe, task)
 
     def make_op(fresh: Board, at: str) -> Op:
         op: Op = Claim(actor=liza.agent, time=at, task=task, worktree=rel, base_commit=base,
-                       faults_fail=False,
+                       forgive_faults=True,
                        takeover=leasewatch.takeover(repo, fresh, task, CLAIM, liza.agent, at))
         if _claim_outcome(fresh, op, task) != claims:
             raise _Replan()
