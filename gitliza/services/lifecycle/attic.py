@@ -2,6 +2,7 @@
 worktree about to go holds, and the integration branch lacks, are kept, so that nothing is lost."""
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,6 +11,7 @@ from pygit2 import Oid, Repository
 
 from gitliza.core.ops.work import worktree_path
 from gitliza.errors import GitFailure, ValidationError
+from gitliza.git import ownstore
 from gitliza.git.gitcmd import error_line, local_git
 from gitliza.git.reflocks import retrying
 from gitliza.git.checkouts import clean_sync_problems
@@ -38,25 +40,45 @@ def save(repo: Repository, task: str, path: Path, contained_in: Oid | None,
     reassignment, abandon/rescope/unblock, doctor --fix, a supervisor's stop, an agent's crash):
     the worktree's uncommitted changes (a snapshot commit on top of its HEAD, untracked files
     included, ignored ones not: they are not work) and the commits of `liza/<task>` that
-    `contained_in` lacks go under refs/liza-attic/<task>/<oid>. Nothing on disk changes: the
-    snapshot is made from an in-memory index. The attic is outside refs/liza/, which sync and
+    `contained_in` lacks go under refs/liza-attic/<task>/<oid>. Nothing of the worktree changes:
+    the snapshot is made with a throw-away index. The attic is outside refs/liza/, which sync and
     the server hook own; `git liza attic` lists and restores its entries. The refs made (none
     when there was nothing to keep), for the line that reports the teardown."""
     keep: list[Oid] = []
     if path.is_dir() and (path / ".git").exists() and not leftovers.cut_short(path) \
             and clean_sync_problems(path):
-        wt = pygit2.Repository(str(path))
-        index = wt.index
-        index.add_all()  # respects .gitignore: ignored files are not work
-        tree = index.write_tree()
-        parents = [] if wt.head_is_unborn else [wt.head.target]
-        sig = pygit2.Signature("gitliza", "gitliza@liza.invalid")
-        keep.append(wt.create_commit(None, sig, sig, f"gitliza: uncommitted work left in "
-                                     f"{worktree_path(task)}, kept before {before}",
-                                     tree, parents))
+        keep.append(_snapshot(repo, path, f"gitliza: uncommitted work left in "
+                              f"{worktree_path(task)}, kept before {before}"))
     keep += [oid for oid in unmerged_branch_tip(repo, task, contained_in) if oid not in keep
              and not (keep and repo.descendant_of(keep[0], oid))]
     return [to_attic(repo, task, oid) for oid in keep]
+
+
+def _snapshot(repo: Repository, path: Path, message: str) -> Oid:
+    """A commit of the worktree as it is (untracked files included, ignored ones not) on top of
+    its HEAD, made by git with a throw-away index and its objects written into gitliza's own
+    store (git/ownstore.py): a user's `git prune` between their writing and the attic ref cannot
+    take them (in objects/ it did: an attic ref then named a commit whose tree was gone)."""
+    env = {**ownstore.agent_env(repo), "GIT_AUTHOR_NAME": "gitliza",
+           "GIT_AUTHOR_EMAIL": "gitliza@liza.invalid", "GIT_COMMITTER_NAME": "gitliza",
+           "GIT_COMMITTER_EMAIL": "gitliza@liza.invalid"}
+    with tempfile.TemporaryDirectory(prefix="liza-attic-") as tmp:
+        env["GIT_INDEX_FILE"] = str(Path(tmp) / "index")
+        head = local_git(path, "rev-parse", "--verify", "-q", "HEAD^{commit}", env=env)
+        parent = head.stdout.strip() if head.returncode == 0 else ""
+        steps = [["read-tree", parent] if parent else ["read-tree", "--empty"],
+                 ["-c", "core.hooksPath=/dev/null", "add", "-A"], ["write-tree"]]
+        out = ""
+        for args in steps:
+            run = local_git(path, *args, env=env)
+            if run.returncode != 0:
+                raise GitFailure(f"cannot keep {path}'s work: {error_line(run.stderr)}")
+            out = run.stdout.strip()
+        run = local_git(path, "commit-tree", out, *(["-p", parent] if parent else []),
+                        "-m", message, env=env)
+        if run.returncode != 0:
+            raise GitFailure(f"cannot keep {path}'s work: {error_line(run.stderr)}")
+    return Oid(hex=run.stdout.strip())
 
 
 def kept_line(refs: list[str]) -> str:
