@@ -417,6 +417,18 @@ def release(task: str, agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
 
 
 @app.command()
+def attic(task: Optional[str] = typer.Argument(None),
+          restore: Optional[str] = typer.Option(
+              None, "--restore", help="The entry (its commit id or prefix) to restore."),
+          into: Optional[str] = typer.Option(
+              None, "--into", help="The new worktree's directory (default .worktrees/attic-...)."),
+          agent: Optional[str] = AgentOpt, json: bool = JsonOpt) -> None:
+    """The work kept before teardowns (refs/liza-attic/): list it, or restore one entry into a
+    new worktree."""
+    _run(_life().attic, agent, json, True, task=task, restore=restore, into=into)
+
+
+@app.command()
 def reassign(task: str, to: str = typer.Option(..., "--to", help="The coder that takes it."),
              agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
              no_sync: bool = NoSyncOpt) -> None:

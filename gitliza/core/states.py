@@ -86,7 +86,8 @@ TASK_TRANSITIONS: tuple[Transition, ...] = tuple(
     + _t("claim", (S.UNCLAIMED, S.REJECTED, S.INTEGRATION_FAILED), S.CLAIMED, CODERS)
     + _t("claim", (S.CLAIMED,), S.CLAIMED, CODERS, "takeover after the holder's lease expired")
     + _t("claim", (S.CLAIMED, S.REJECTED, S.INTEGRATION_FAILED), S.BLOCKED, CODERS,
-         "the claim exhausts the task: max_coder_iterations")
+         "the claim exhausts the task: max_coder_iterations (or, a format-1 claim, hypothesis "
+         "exhaustion)")
     # The human is the highest authority (GitHub's "unassign"): it frees any held task, its
     # worktree kept for the next claim (leftovers go to the attic).
     + _t("release", (S.CLAIMED,), S.UNCLAIMED, CODERS | HUMANS,

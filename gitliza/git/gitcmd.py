@@ -80,13 +80,15 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
 
 
 def run_git(
-    repo_path: Path | str, args: list[str], *, timeout: float, progress: Progress | None = None
+    repo_path: Path | str, args: list[str], *, timeout: float, progress: Progress | None = None,
+    env: dict[str, str] | None = None,
 ) -> Run:
-    """Run git in `repo_path`; bounded by `timeout`; never raises for a non-zero exit."""
+    """Run git in `repo_path`; bounded by `timeout`; never raises for a non-zero exit. `env`:
+    variables set on top of the usual environment."""
     cmd = [git_executable(), *args]
     try:
         proc = subprocess.Popen(
-            cmd, cwd=repo_path, env=_git_env(), stdin=subprocess.DEVNULL,
+            cmd, cwd=repo_path, env={**_git_env(), **(env or {})}, stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             start_new_session=True,  # no controlling terminal, and one group to kill on timeout
         )
@@ -126,9 +128,9 @@ def _decode(chunks: list[bytes]) -> str:
     return b"".join(chunks).decode("utf-8", "replace")
 
 
-def local_git(repo_path: Path | str, *args: str) -> Run:
+def local_git(repo_path: Path | str, *args: str, env: dict[str, str] | None = None) -> Run:
     """A local (non-network) git command: short timeout, same hygiene."""
-    return run_git(repo_path, list(args), timeout=30.0)
+    return run_git(repo_path, list(args), timeout=30.0, env=env)
 
 
 def error_line(stderr: str) -> str:

@@ -141,10 +141,6 @@ def _objects(r: Renewal, sign: Callable[[bytes, str], bytes]) -> Objects:
     return [(b"blob", blob), (b"tree", tree), (b"commit", body)]
 
 
-def _ids(objects: Objects) -> list[pygit2.Oid]:
-    return [pygit2.Oid(raw=object_id(kind, data)) for kind, data in objects]
-
-
 def _store(repo: pygit2.Repository, objects: Objects) -> pygit2.Oid:
     """Write the objects (loose, into objects/); the id of the last one, the commit."""
     oid = None
@@ -188,8 +184,11 @@ def write(repo: pygit2.Repository, agent: str, make: Callable[[Renewal | None], 
         # Written loose into objects/, where git's gc drops a replaced renewal; a `git prune
         # --expire=now` running beside us may have deleted them before the ref named them (git
         # documents that race): written again (the same bytes, the same ids), now reachable.
-        if not all(repo.odb.exists(o) for o in _ids(objects)):
-            _store(repo, objects)
+        # Always, not after `odb.exists`: libgit2 answers that from its object cache, which
+        # still held the deleted objects, and the ref then named missing objects until the next
+        # renewal (the user's gc failed "bad object refs/liza/live/..." meanwhile, issue 38). A
+        # write of an object that is there only freshens its file's time.
+        _store(repo, objects)
         return dataclasses.replace(r, commit=str(oid))
     raise ConcurrencyConflict(f"refs/liza/live/ kept moving under this renewal: gave up after "
                               f"{attempts} attempts", hint="the next heartbeat tries again")

@@ -199,6 +199,12 @@ class Box:
                     self.s.refused(f"sandbox: {self.s.agent} reached its limit: "
                                    f"{', '.join(hits)} (config sandbox_*)", False)
                 self.cgroup.close()
+            if self.coder is not None:  # what could not come in: the attic (gitview.py)
+                kept = gitview.keep_unimported(pygit2.Repository(self.s.repo.path),
+                                               self.s.common, self.coder.shadow)
+                if kept:
+                    self.s.refused(f"the coder's own git dir held work its task branch lacks: "
+                                   f"kept in the attic ({', '.join(kept)})", False)
             if self.gate is not None:
                 self.gate.close()
             self.broker.close()

@@ -10,13 +10,22 @@ a common dir of its own, `<common>/liza/sandboxes/<agent>/git`, which holds:
 - `refs/`: its task branch (the real tip at launch) and whatever else it makes (stashes, tags:
   private, never read back); `refs/liza/` is the real board, read-only (the commit hooks judge
   the claim by it); `packed-refs`: the repository's other refs at launch, read-only;
-- `worktrees/<task>`: the task worktree's real admin dir (index, logs), with HEAD, commondir,
-  gitdir and config.worktree read-only.
+- `worktrees/<task>`: the task worktree's admin dir as the coder sees it: a private copy
+  (`<agent>/wt`, its index and logs), with HEAD, commondir, gitdir and config.worktree
+  read-only. Private, not the real admin dir: the coder's index and HEAD reflog name objects
+  that only its own store holds, and the user's `git gc`/`repack` count every worktree's index
+  and reflog as reachable: they failed on "bad tree object" while a coder worked (issue 38).
 
 The supervisor brings the coder's work back (`import_branch`): before it applies a brokered
 `git liza` command of the coder and when the agent exits. It fetches the task branch's tip from
-that directory into the repository (git checks the objects and their connectivity) and moves
-the real task branch with a compare-and-swap. Nothing else of that directory is ever read.
+that directory (git checks the objects and their connectivity) into gitliza's own object store
+(git/ownstore.py), which no maintenance command prunes: a `git prune` between the fetch and the
+branch's move deleted the fetched commits when they landed in objects/ (issue 38). It then
+moves the real task branch with a compare-and-swap and resets the real index to the new tip (the
+worktree's files untouched), so that the index git sees outside names only objects it can read.
+Before the directory is rebuilt (the next launch) and when the session ends, what the coder made
+there and the repository lacks (its refs: the task branch if it could not be brought in, stashes,
+other branches and tags) is fetched the same way and kept in the attic (`keep_unimported`).
 """
 from __future__ import annotations
 
@@ -28,6 +37,7 @@ from pathlib import Path
 import pygit2
 
 from gitliza.errors import GitFailure
+from gitliza.git import ownstore
 from gitliza.git.gitcmd import error_line, local_git
 from gitliza.git.worktrees import task_branch
 from gitliza.sandbox.policy import CoderGit
@@ -47,6 +57,7 @@ class CoderRepo:
     shadow: Path
     branch: str  # refs/heads/liza/<task>
     base: str | None  # the real branch's tip as the supervisor last set it (the CAS's old value)
+    worktree: Path | None = None  # the task's worktree (outside view): its index follows imports
 
     def tip(self) -> str | None:
         """The coder's task branch tip in its own directory (a loose ref it may have rewritten:
@@ -64,10 +75,17 @@ def build(repo: pygit2.Repository, common: Path, agent: str, task: str,
     """(Re)make the coder's own git dir for a launch on `task` (worktree admin dir `admin`)."""
     base = agent_dir(common, agent)
     shadow = base / "git"
+    keep_unimported(repo, common, shadow)  # what the last session left unimported: the attic
     shutil.rmtree(shadow, ignore_errors=True)
+    real_admin, admin = admin, base / "wt"
+    shutil.rmtree(admin, ignore_errors=True)
+    admin.mkdir(parents=True, mode=0o700)
+    for f in ("HEAD", "gitdir", "index"):  # the coder's copy (read-only: HEAD, gitdir)
+        if (real_admin / f).is_file():
+            shutil.copyfile(real_admin / f, admin / f)
     branch = f"refs/heads/{task_branch(task)}"
     for d in ("objects/info", "objects/pack", "refs/heads", "refs/tags", "refs/liza", "logs",
-              "hooks", "info", f"worktrees/{admin.name}", str(Path(branch).parent)):
+              "hooks", "info", f"worktrees/{real_admin.name}", str(Path(branch).parent)):
         (shadow / d).mkdir(parents=True, exist_ok=True, mode=0o700)
     (shadow / "HEAD").write_text(f"ref: {branch}\n")
     # Our copy of the config; the supervisor's fetch asks for the tip by id (the ref may move
@@ -96,13 +114,110 @@ def build(repo: pygit2.Repository, common: Path, agent: str, task: str,
     if launched is not None:
         (shadow / branch).write_text(f"{launched}\n")
     dotgit, commondir, empty = base / "dotgit", base / "commondir", base / "empty"
-    dotgit.write_text(f"gitdir: {shadow / 'worktrees' / admin.name}\n")
+    dotgit.write_text(f"gitdir: {shadow / 'worktrees' / real_admin.name}\n")
     commondir.write_text(f"{shadow}\n")
+    shutil.copyfile(commondir, admin / "commondir")  # a whole admin dir (the mount hides it)
     empty.write_text("")
-    if not (admin / "config.worktree").exists():
-        # The mount point of the read-only empty file (an empty config.worktree is none at all).
-        (admin / "config.worktree").write_text("")
-    return CoderGit(shadow, admin, admin.name, dotgit, commondir, empty), CoderRepo(common, shadow, branch, launched)
+    # The mount point of the read-only empty file (an empty config.worktree is none at all).
+    (admin / "config.worktree").write_text("")
+    try:
+        worktree: Path | None = Path((real_admin / "gitdir").read_text().strip()).parent
+    except OSError:
+        worktree = None
+    return (CoderGit(shadow, admin, real_admin.name, dotgit, commondir, empty),
+            CoderRepo(common, shadow, branch, launched, worktree))
+
+
+def _fetch_in(repo: pygit2.Repository, common: Path, shadow: Path, oids: list[str]) -> None:
+    """Fetch `oids` (and what they reach) from the coder's directory into gitliza's own store:
+    git checks every object it takes (hash, connectivity), and nothing of the user's maintenance
+    deletes from that store (ownstore.py), so no prune can take them before a ref names them."""
+    env = ownstore.agent_env(repo)
+    # No automatic maintenance afterwards: with the own store as git's object directory, a
+    # `gc --auto` would repack and prune that store as if it were the repository's own, and
+    # delete what only other refs' writers (the live refs' renewals) had just written.
+    run = local_git(common, "-c", "gc.auto=0", "-c", "maintenance.auto=false", "fetch",
+                    "--quiet", "--no-tags", "--no-write-fetch-head", "--no-auto-gc",
+                    "--no-auto-maintenance", str(shadow), *oids, env=env or None)
+    if run.returncode != 0:
+        raise GitFailure(f"cannot bring the coder's commits in: {error_line(run.stderr)}")
+
+
+def _sync_index(coder: CoderRepo) -> None:
+    """The real index onto the task branch's new tip, the worktree's files untouched (git reset
+    --mixed): outside, `git status` shows what the coder left uncommitted, and the index names
+    only objects the repository has."""
+    if coder.worktree is None or not coder.worktree.is_dir():
+        return
+    local_git(coder.worktree, "-c", "core.hooksPath=/dev/null", "reset", "-q", "--mixed")
+
+
+def keep_unimported(repo: pygit2.Repository, common: Path, shadow: Path) -> list[str]:
+    """Keep in the attic (refs/liza-attic/<task>/<oid>) every ref of the coder's own directory
+    whose work the repository lacks: the task branch where it could not be brought in (an agent
+    killed before its submit, an import refused), a stash, another branch, a tag. Their objects
+    are fetched into the own store first. The attic refs made (none when there was nothing)."""
+    try:
+        head = (shadow / "HEAD").read_text().strip()
+    except OSError:
+        return []
+    task = head.removeprefix("ref: refs/heads/liza/")
+    if task == head or not task:
+        return []
+    own_branch = f"refs/heads/{task_branch(task)}"
+    wanted: list[str] = []
+    for f in sorted((shadow / "refs").rglob("*")) if (shadow / "refs").is_dir() else []:
+        name = f.relative_to(shadow).as_posix()
+        if name.startswith("refs/liza/") or not f.is_file() or f.is_symlink():
+            continue
+        try:
+            m = _OID.match(f.read_bytes())
+        except OSError:
+            continue
+        if m is None:
+            continue
+        oid = m.group(1).decode()
+        if oid not in wanted and _lacks(repo, own_branch if name == own_branch else None, oid):
+            wanted.append(oid)
+    if not wanted:
+        return []
+    from gitliza.services.lifecycle.attic import ATTIC, to_attic
+    try:
+        _fetch_in(repo, common, shadow, wanted)
+    except GitFailure:
+        # One unreadable ref must not cost the others: each on its own.
+        got = []
+        for oid in wanted:
+            try:
+                _fetch_in(repo, common, shadow, [oid])
+                got.append(oid)
+            except GitFailure:
+                continue
+        wanted = got
+    fresh = pygit2.Repository(repo.path)  # sees the objects just fetched
+    for oid in wanted:
+        to_attic(fresh, task, pygit2.Oid(hex=oid))
+    return [f"{ATTIC}/{task}/{oid}" for oid in wanted]
+
+
+def _lacks(repo: pygit2.Repository, branch: str | None, oid: str) -> bool:
+    """Whether the repository lacks the object `oid`, or (for the task branch) its branch does
+    not contain that commit."""
+    try:
+        if repo.get(oid) is None:
+            return True
+    except ValueError:
+        return False
+    if branch is None:
+        return False
+    ref = repo.references.get(branch)
+    if ref is None:
+        return True
+    tip = ref.resolve().target
+    try:
+        return not (str(tip) == oid or repo.descendant_of(tip, pygit2.Oid(hex=oid)))
+    except (pygit2.GitError, ValueError):
+        return True
 
 
 def import_branch(repo: pygit2.Repository, coder: CoderRepo) -> str | None:
@@ -111,12 +226,9 @@ def import_branch(repo: pygit2.Repository, coder: CoderRepo) -> str | None:
     tip, old = coder.tip(), coder.base
     if tip is None or tip == old:
         return None
-    # git fetch checks every object it takes (hash, connectivity); hooks are not run (the
-    # shadow's config is our copy, read-only to the agent).
-    run = local_git(coder.common, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
-                    str(coder.shadow), tip)
-    if run.returncode != 0:
-        raise GitFailure(f"cannot bring the coder's commits in: {error_line(run.stderr)}")
+    # Hooks are not run (the shadow's config is our copy, read-only to the agent).
+    _fetch_in(repo, coder.common, coder.shadow, [tip])
+    repo = pygit2.Repository(repo.path)  # sees the objects just fetched into the own store
     try:
         obj = repo.get(tip)
     except ValueError:
@@ -132,4 +244,5 @@ def import_branch(repo: pygit2.Repository, coder: CoderRepo) -> str | None:
     if run.returncode != 0:
         raise GitFailure(f"cannot move {coder.branch}: {error_line(run.stderr)}")
     coder.base = tip
+    _sync_index(coder)
     return tip

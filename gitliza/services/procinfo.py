@@ -3,7 +3,8 @@ started here dies with the thread that started it (the parent-death signal).
 
 A supervisor's token carries its host, pid and the process's start time (`/proc/PID/stat`, field
 22, in clock ticks since boot). On the same host, a pid that no longer exists, or that now names a
-process started at another time (the pid was reused), is a dead supervisor: a new one may take
+process started at another time (the pid was reused), or a zombie (exited, not yet reaped), is a
+dead supervisor: a new one may take
 its id at once instead of waiting for the token to expire. On another host nothing can be known
 from here (`--takeover` is the human's word for it).
 """
@@ -26,10 +27,15 @@ def host() -> str:
 
 
 def start_time(pid: int) -> int | None:
-    """The start time of process `pid` (clock ticks since boot), or None if there is none."""
+    """The start time of process `pid` (clock ticks since boot), or None if there is none or it
+    is a zombie: a process that has exited but was not reaped (its parent, or a PID 1 that does
+    not reap, as in a container started without an init) is dead, whatever /proc still lists."""
     try:
         stat = Path("/proc", str(pid), "stat").read_bytes()
-        return int(stat[stat.rindex(b")") + 2:].split()[19])
+        fields = stat[stat.rindex(b")") + 2:].split()
+        if fields[0] in (b"Z", b"X"):  # zombie, dead
+            return None
+        return int(fields[19])
     except (OSError, ValueError, IndexError):
         return None
 

@@ -35,6 +35,7 @@ def transition_data(done: Committed, extra: dict[str, Any] | None = None) -> dic
 
 # Ops after which a task may no longer own a worktree: lifecycle drops it (and its branch).
 RELEASING_OPS = frozenset({"finalize", "unblock", "rescope", "abandon"})
+MOVING_OPS = frozenset({"reassign"})  # they move a claim and leave its worktree in place
 # Args every op of the command layer (the CLI and the MCP tools) records, whose default is the
 # format-1 behaviour that replay of older boards needs: journal entries keep append order
 # (core/ops/journal.py _append); an agent's heartbeat leaves a pending handoff pending.
@@ -47,6 +48,13 @@ def do_op(liza: Any, cls: type[Op], **args: Any) -> Committed:
     """`liza.do(cls, **args)`, then the worktree clean-up a releasing op needs (the CLI and the
     MCP server both go through here)."""
     args = {**args, **FIXED_ARGS.get(cls.NAME, {})}
+    if cls.NAME in MOVING_OPS and isinstance(args.get("task"), str):
+        # The holder's worktree stays where it is for the next coder, its state in the attic
+        # first (issue 38: one safety net before every teardown).
+        from gitliza.services.lifecycle.cleanup import keep_state
+        from gitliza.services.lifecycle.common import warn
+        for note in keep_state(liza, args["task"], f"{cls.NAME} moved the claim"):
+            warn(note)
     done: Committed = liza.apply(
         gated_by_specs(liza, lambda _board, now: cls(actor=liza.agent, time=now, **args)))
     if cls.NAME in RELEASING_OPS:

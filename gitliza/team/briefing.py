@@ -34,6 +34,7 @@ def prompt(liza: Liza, role: Role, gen: int, board: Board, job: Job, resume: str
         text += prompts.coder_section(t, str(job.worktree), _notes(board, t.id), handoff)
         if handoff is not None:
             _handoff_given(liza, gen, t.id, log)
+        text += _attic_line(liza, t.id)
     elif role == Role.CODE_REVIEWER and t is not None:
         text += prompts.reviewer_section(t, str(job.worktree), _notes(board, t.id))
     elif role == Role.PLANNER:
@@ -57,3 +58,15 @@ def _notes(board: Board, task: str | None) -> list[HumanNote]:
     if task is not None:
         return queries.notes_for(board, task)
     return [n for n in board.values("human_notes") if n.for_task is None]
+
+
+def _attic_line(liza: Liza, task: str) -> str:
+    """What an earlier coder left of this task in the attic (issue 38): the next one is told."""
+    from gitliza.services.lifecycle.attic import entries
+    found = entries(liza.repo, task)
+    if not found:
+        return ""
+    return (f"\n\nEarlier work on {task} is kept in the attic ({len(found)} entr"
+            f"{'y' if len(found) == 1 else 'ies'}, newest {found[0].oid[:12]}: "
+            f"{found[0].subject}). `git liza attic {task}` lists them; `git log -p "
+            f"{found[0].ref}` shows one. Use what helps; it is not on your branch.\n")

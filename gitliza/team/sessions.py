@@ -90,6 +90,7 @@ class Sessions:
         box = self._box(job, path, run)
         # .liza/ is read-only in the sandbox: a CLI's usage export goes into the agent's private
         # home, which the supervisor reads at the run's end all the same.
+        result: tuple[int, str | None] | None = None
         try:
             meter = usage.Meter.start(self.liza_dir(), run, self.profile.name, self.interactive,
                                       box.home / ".gitliza-usage" if box is not None else None)
@@ -101,6 +102,31 @@ class Sessions:
                     box.close()
                 except LizaError as e:
                     self.log(f"sandbox: {e}")
+            if self.role == Role.CODER and job.task is not None:
+                self._keep(job.task, result)
+
+    def _keep(self, task: str, result: tuple[int, str | None] | None) -> None:
+        """A coder's session that did not end as the agent's own choice (a crash, a stand-down,
+        the supervisor's stop): the worktree's state goes to the attic, named in the log line
+        (issue 38). A clean worktree keeps nothing."""
+        if result is None:
+            why = "the session's failure"
+        elif result[1] is not None:
+            why = f"a stand-down ({result[1]})"
+        elif self.stopping:
+            why = "the supervisor's stop"
+        elif result[0] != 0:
+            why = f"the agent's exit {result[0]}"
+        else:
+            return
+        import pygit2
+
+        from gitliza.services.lifecycle.cleanup import keep_state
+        try:
+            for note in keep_state(self.liza, task, why):
+                self.log(f"{note} (after {why})")
+        except (LizaError, pygit2.GitError, OSError) as e:
+            self.log(f"{task}: cannot keep its worktree's state in the attic: {e}")
 
     def _run_in(self, job: Job, path: Path, text: str, box: Box | None,
                 gen: int, board: Board, meter: usage.Meter) -> tuple[int, str | None]:

@@ -158,6 +158,19 @@ def test_failed_coder_cannot_reclaim() -> None:
         claim(r, coder="coder-1")
 
 
+def test_a_format_1_claim_still_counts_the_previous_coder_so_old_boards_replay() -> None:
+    """Claims recorded before issue 38 carry no forgive_faults: replay must give what they gave."""
+    from gitliza.core.ops import Claim
+    r = board_in(S.CLAIMED)
+    r.minute += 10
+    r.do(Claim, "coder-2", task="task-1", worktree=".worktrees/task-1", base_commit=BASE)
+    assert r.board.task("task-1").failed_by == ("coder-1",)
+    r.minute += 10
+    r.do(Claim, "coder-3", task="task-1", worktree=".worktrees/task-1", base_commit=BASE)
+    t = r.board.task("task-1")
+    assert t.status == S.BLOCKED and t.failed_by == ("coder-1", "coder-2")
+
+
 def test_a_coder_that_lost_its_claim_to_a_takeover_may_claim_again() -> None:
     """Issue 38: crash, kill, expired lease: the coder did not fail the task; no claim on
     claim makes hypothesis exhaustion."""

@@ -18,6 +18,7 @@ import pytest
 from tests.cli.test_board import liza, ok
 from tests.conftest import git
 from tests.faults import harness as h
+from tests.sandbox.test_rogue import needs_bwrap
 from tests.team.procs import Sup, add_task, env_for, make_board, script, task_of
 
 pytestmark = pytest.mark.slow
@@ -48,12 +49,29 @@ def _merged(repo: Path) -> int:
 
 
 def test_the_team_survives_the_users_maintenance_in_a_loop(repo: Path, tmp_path: Path) -> None:
+    _team_beside_maintenance(repo, tmp_path, ())
+
+
+@needs_bwrap
+def test_a_sandboxed_team_and_the_users_maintenance_coexist(repo: Path, tmp_path: Path) -> None:
+    """Issue 38: the coders' commits come in from their own git dirs (gitview.py) while the loop
+    runs: no maintenance command fails on an object only a coder's store holds (a worktree
+    index naming it, a branch moved onto it) and no commit is lost between fetch and update."""
+    # Known and left (issue 38's report): a live ref's renewal writes loose objects into
+    # objects/, and a `git prune` whose scan of the refs came before the renewal's ref move
+    # deletes them after it; the user's gc then fails on "bad object refs/liza/live/<agent>" until
+    # the next renewal. Every other failure, and any lost commit, fails this test.
+    _team_beside_maintenance(repo, tmp_path, ("--sandbox", "on"), spare="refs/liza/live/")
+
+
+def _team_beside_maintenance(repo: Path, tmp_path: Path, mode: tuple[str, ...],
+                             spare: str | None = None) -> None:
     make_board(repo, lease_duration="30", reviewer_max_wait="600")
     coder = script(tmp_path, "coder.sh", CODER)
     reviewer = script(tmp_path, "reviewer.sh", REVIEWER)
-    sups = [Sup(repo, "coder", "coder-1", "--", str(coder)),
-            Sup(repo, "coder", "coder-2", "--", str(coder)),
-            Sup(repo, "code-reviewer", "reviewer-1", "--", str(reviewer))]
+    sups = [Sup(repo, "coder", "coder-1", *mode, "--", str(coder)),
+            Sup(repo, "coder", "coder-2", *mode, "--", str(coder)),
+            Sup(repo, "code-reviewer", "reviewer-1", *mode, "--", str(reviewer))]
     stop = threading.Event()
     rounds = [0]
     merged_during = [0]
@@ -93,14 +111,19 @@ def test_the_team_survives_the_users_maintenance_in_a_loop(repo: Path, tmp_path:
     finally:
         liza(repo, "abort", agent=None)
         codes = [s.wait() for s in sups]
-    h.report(f"maintenance loop: {rounds[0]} rounds of {len(MAINTENANCE)} commands survived "
+    lost = _lost_commits(repo)
+    h.report(f"maintenance loop{' (' + ' '.join(mode) + ')' if mode else ''}: {rounds[0]} rounds of {len(MAINTENANCE)} commands survived "
              f"beside a team; {merged_during[0]} of {TASKS} tasks merged during the loop, "
-             f"{len(failures)} failed maintenance commands")
+             f"{len(failures)} failed maintenance commands, {len(lost)} lost commits")
     assert not dead, dead
     assert codes == [0, 0, 0], [s.output() for s in sups]
     for s in sups:  # no agent crashed on a lost commit, no supervisor hit a missing object
-        assert "crashed" not in s.output() and "internal error" not in s.output(), s.output()
-    assert not failures, failures
+        crashed = "crashed" in s.output()
+        logs = "\n".join(p.read_text()[-600:] for p in sorted(
+            (repo / ".liza" / "agent-logs").glob("*.log"))) if crashed else ""
+        assert not crashed and "internal error" not in s.output(), s.output() + logs
+    assert not [f for f in failures if spare is None or spare not in f], failures
+    assert not lost, lost
     assert ROUNDS <= rounds[0] < MAX_ROUNDS
     assert merged_during[0] == TASKS  # the team merged everything while the loop ran
     ok(liza(repo, "verify", agent=None))
@@ -112,3 +135,10 @@ def test_the_team_survives_the_users_maintenance_in_a_loop(repo: Path, tmp_path:
     assert _merged(repo) == TASKS
     doctor = liza(repo, "doctor", agent=None)
     assert "missing" not in doctor.stdout + doctor.stderr, doctor.stdout
+
+
+def _lost_commits(repo: Path) -> list[str]:
+    """Every coder commit (five a task) that the integration branch does not hold."""
+    subjects = set(git(repo, "log", "--format=%s", "integration").splitlines())
+    return [f"implement t{i}, step {k}" for i in range(TASKS) for k in range(1, 6)
+            if f"implement t{i}, step {k}" not in subjects]

@@ -5,6 +5,9 @@ functions print what it did, in the style of commands/board.py, and return the e
 """
 from __future__ import annotations
 
+import time
+from pathlib import Path
+
 from gitliza.services.lifecycle import claim as claiming
 from gitliza.services.lifecycle import doctor as doctoring
 from gitliza.services.lifecycle import merge as merging
@@ -154,3 +157,35 @@ def _legacy_notes(env: Env) -> list[str]:
     from gitliza.services.verify.legacy import LEGACY_ANOMALY, legacy_anomalies
     return [f"legacy-anomaly anomalies/{key}: {LEGACY_ANOMALY}; `git liza verify` accepts and names "
             "the commit that wrote it, nothing to repair" for key in legacy_anomalies(env.liza().board())]
+
+
+def attic(env: Env, task: str | None, restore: str | None, into: str | None) -> int:
+    """List the attic's entries (of TASK), or restore one into a new worktree."""
+    from gitliza.services.lifecycle import attic as kept
+    from gitliza.services.lifecycle.locations import main_root
+    liza = env.liza()
+    if restore is not None:
+        if task is None:
+            err("attic --restore needs the TASK (`git liza attic` lists the entries)")
+            return EXIT_VALIDATION
+        target = Path(into) if into else main_root(liza.repo) / ".worktrees" / \
+            f"attic-{task}-{restore[:12]}"
+        e = kept.restore(liza.repo, task, restore, target.resolve())
+        if env.json:
+            env.out.json({"restored": e.ref, "worktree": str(target.resolve())})
+        else:
+            env.out.line(f"restored {e.ref} into {target.resolve()} (a new worktree, detached "
+                         f"at {e.oid[:12]}: copy or cherry-pick what you need, then "
+                         f"`git worktree remove {target}`)")
+        return 0
+    found = kept.entries(liza.repo, task)
+    if env.json:
+        env.out.json([{"ref": e.ref, "task": e.task, "commit": e.oid, "time": e.when,
+                       "subject": e.subject} for e in found])
+        return 0
+    if not found:
+        env.out.line("the attic is empty" + (f" for {task}" if task else ""))
+    for e in found:
+        when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(e.when))
+        env.out.line(f"{e.task}  {e.oid[:12]}  {when}Z  {e.subject}")
+    return 0

@@ -208,6 +208,13 @@ def show(env: Env, task: str, at: str | None) -> int:
             out.line(f"    {u.timestamp}  {u.run}  {u.agent} ({u.role})  {u.cli}"
                      f"{'/' + u.model if u.model else ''}  in {u.input_tokens:,} out "
                      f"{u.output_tokens:,} cached {u.cached_tokens:,}  {cost}  {u.duration}s")
+    from gitliza.services.lifecycle.attic import entries
+    kept = entries(env.liza().repo, t.id)
+    if kept:
+        out.line(f"  attic (work kept before a teardown: `git liza attic {t.id} --restore "
+                 "COMMIT`):")
+        for e in kept:
+            out.line(f"    {e.oid[:12]}  {e.subject}")
     logs = agent_logs(env.liza(), t.id)
     if logs:
         out.line("  agent logs (this machine, oldest first):")

@@ -55,6 +55,11 @@ class Claim(Op):
     # lease), or the evidence that the holder's lease expired for it. Absent in format 1's claims,
     # which keep their rule: the op's time against the recorded expiry.
     takeover: str | None = None
+    # Whether a takeover leaves the previous coder out of failed_by (issue 38: a crash, a kill,
+    # a stand-down and the human's release are no coder's failure). False is format 1's
+    # behaviour (the previous coder counted), which replay of older boards needs; every claim
+    # gitliza makes records True.
+    forgive_faults: bool = False
 
     def run(self, ctx: Ctx) -> None:
         t = ctx.require_task(self.task)
@@ -107,13 +112,21 @@ class Claim(Op):
         # A takeover is no verdict on the previous coder: a crash, a kill, a stand-down, an
         # expired lease or the human's release are faults, not failures. Only what the protocol
         # calls failing counts (rejections past the limit, the coder's own block): Block,
-        # Verdict and the iteration limit below add to failed_by.
-        failed = t.failed_by
+        # Verdict and the iteration limit below add to failed_by. (A claim recorded before that
+        # rule, without forgive_faults, counted the previous coder: replay reproduces it.)
+        failed = t.failed_by if t.handoff_pending or self.forgive_faults \
+            else with_failed(t, previous)
         if previous is not None:
             free_agent(ctx, t, previous)
             ctx.notices.append(f"{previous} lost {t.id} to {me.id}: it must stand down")
         iteration = (t.iteration or 0) + 1 if same_coder else 1
         limit = t.max_iterations or ctx.board.config.max_coder_iterations
+        if len(failed) >= 2 and len(t.failed_by) < 2:  # only a format-1 claim
+            ctx.transition(t, S.BLOCKED)
+            ctx.put_task(block_fields(ctx, replace(t, assigned_to=None), "reassignment refused",
+                                      (f"Why did {', '.join(failed)} fail on {t.id}?",), failed))
+            ctx.notices.append(f"{t.id} moved to BLOCKED (hypothesis exhaustion); not claimed")
+            return
         if same_coder and iteration > limit:
             ctx.transition(t, S.BLOCKED)
             add_anomaly(ctx, "retry_loop", t.id, count=iteration - 1,

@@ -2,13 +2,17 @@
 worktree about to go holds, and the integration branch lacks, are kept, so that nothing is lost."""
 from __future__ import annotations
 
+import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import pygit2
 from pygit2 import Oid, Repository
 
 from gitliza.core.ops.work import worktree_path
-from gitliza.errors import ValidationError
+from gitliza.errors import GitFailure, ValidationError
+from gitliza.git import ownstore
+from gitliza.git.gitcmd import error_line, local_git
 from gitliza.git.reflocks import retrying
 from gitliza.git.checkouts import clean_sync_problems
 from gitliza.git.repository import ref_oid
@@ -18,33 +22,68 @@ from gitliza.services import leftovers
 ATTIC = "refs/liza-attic"
 
 
-def keep_leftovers(repo: Repository, task: str, path: Path, base: Oid) -> None:
+def keep_leftovers(repo: Repository, task: str, path: Path, base: Oid) -> list[str]:
     """Nothing is lost when a claim starts afresh over an earlier coder's leftovers (a takeover
-    after a crash, a task unblocked with its dirty worktree kept): commits of `liza/<task>` that
-    the new base lacks, and uncommitted changes (snapshotted as a commit on top of the leftover
-    HEAD, untracked files included), are kept under refs/liza-attic/<task>/<oid> before the
-    worktree and branch are replaced. The attic is outside refs/liza/, which sync and the server
-    hook own; `git log refs/liza-attic/<task>/<oid>` shows what was kept."""
-    keep: list[Oid] = []
+    after a crash, a task unblocked with its dirty worktree kept): `save` before the worktree
+    and branch are replaced. The attic refs made."""
     if path.is_dir() and not (path / ".git").exists() and any(path.iterdir()):
         # Not a worktree gitliza made: someone's files. Refuse rather than delete them.
         raise ValidationError(f"{worktree_path(task)} holds files that are not a gitliza "
                               "worktree; a fresh claim would delete them",
                               hint=f"move them out of {path}, then claim again")
+    return save(repo, task, path, base, "a fresh claim")
+
+
+def save(repo: Repository, task: str, path: Path, contained_in: Oid | None,
+         before: str) -> list[str]:
+    """The safety net every teardown calls first (a takeover, a stand-down, a release, a
+    reassignment, abandon/rescope/unblock, doctor --fix, a supervisor's stop, an agent's crash):
+    the worktree's uncommitted changes (a snapshot commit on top of its HEAD, untracked files
+    included, ignored ones not: they are not work) and the commits of `liza/<task>` that
+    `contained_in` lacks go under refs/liza-attic/<task>/<oid>. Nothing of the worktree changes:
+    the snapshot is made with a throw-away index. The attic is outside refs/liza/, which sync and
+    the server hook own; `git liza attic` lists and restores its entries. The refs made (none
+    when there was nothing to keep), for the line that reports the teardown."""
+    keep: list[Oid] = []
     if path.is_dir() and (path / ".git").exists() and not leftovers.cut_short(path) \
             and clean_sync_problems(path):
-        wt = pygit2.Repository(str(path))
-        index = wt.index
-        index.add_all()  # respects .gitignore: ignored files are not work
-        tree = index.write_tree()
-        parents = [] if wt.head_is_unborn else [wt.head.target]
-        sig = pygit2.Signature("gitliza", "gitliza@liza.invalid")
-        keep.append(wt.create_commit(None, sig, sig, f"gitliza: uncommitted work left in "
-                                     f"{worktree_path(task)}, kept before a fresh claim",
-                                     tree, parents))
-    keep += unmerged_branch_tip(repo, task, base)
-    for oid in keep:
-        to_attic(repo, task, oid)
+        keep.append(_snapshot(repo, path, f"gitliza: uncommitted work left in "
+                              f"{worktree_path(task)}, kept before {before}"))
+    keep += [oid for oid in unmerged_branch_tip(repo, task, contained_in) if oid not in keep
+             and not (keep and repo.descendant_of(keep[0], oid))]
+    return [to_attic(repo, task, oid) for oid in keep]
+
+
+def _snapshot(repo: Repository, path: Path, message: str) -> Oid:
+    """A commit of the worktree as it is (untracked files included, ignored ones not) on top of
+    its HEAD, made by git with a throw-away index and its objects written into gitliza's own
+    store (git/ownstore.py): a user's `git prune` between their writing and the attic ref cannot
+    take them (in objects/ it did: an attic ref then named a commit whose tree was gone)."""
+    env = {**ownstore.agent_env(repo), "GIT_AUTHOR_NAME": "gitliza",
+           "GIT_AUTHOR_EMAIL": "gitliza@liza.invalid", "GIT_COMMITTER_NAME": "gitliza",
+           "GIT_COMMITTER_EMAIL": "gitliza@liza.invalid"}
+    with tempfile.TemporaryDirectory(prefix="liza-attic-") as tmp:
+        env["GIT_INDEX_FILE"] = str(Path(tmp) / "index")
+        head = local_git(path, "rev-parse", "--verify", "-q", "HEAD^{commit}", env=env)
+        parent = head.stdout.strip() if head.returncode == 0 else ""
+        steps = [["read-tree", parent] if parent else ["read-tree", "--empty"],
+                 ["-c", "core.hooksPath=/dev/null", "add", "-A"], ["write-tree"]]
+        out = ""
+        for args in steps:
+            run = local_git(path, *args, env=env)
+            if run.returncode != 0:
+                raise GitFailure(f"cannot keep {path}'s work: {error_line(run.stderr)}")
+            out = run.stdout.strip()
+        run = local_git(path, "commit-tree", out, *(["-p", parent] if parent else []),
+                        "-m", message, env=env)
+        if run.returncode != 0:
+            raise GitFailure(f"cannot keep {path}'s work: {error_line(run.stderr)}")
+    return Oid(hex=run.stdout.strip())
+
+
+def kept_line(refs: list[str]) -> str:
+    """How a teardown's line names what it kept."""
+    return f"work kept in the attic: {', '.join(refs)}" if refs else ""
 
 
 def unmerged_branch_tip(repo: Repository, task: str, contained_in: Oid | None) -> list[Oid]:
@@ -58,7 +97,51 @@ def unmerged_branch_tip(repo: Repository, task: str, contained_in: Oid | None) -
     return [tip]
 
 
-def to_attic(repo: Repository, task: str, oid: Oid) -> None:
+def to_attic(repo: Repository, task: str, oid: Oid) -> str:
     name = f"{ATTIC}/{task}/{oid}"
     if repo.references.get(name) is None:
         retrying(lambda: repo.references.create(name, oid), f"cannot keep {name}")
+    return name
+
+
+@dataclass(frozen=True)
+class Entry:
+    ref: str
+    task: str
+    oid: str
+    when: int  # the kept commit's committer time (seconds since the epoch)
+    subject: str
+
+
+def entries(repo: Repository, task: str | None = None) -> list[Entry]:
+    """The attic's entries (of `task`, or all), newest first."""
+    prefix = f"{ATTIC}/{task}/" if task else f"{ATTIC}/"
+    out: list[Entry] = []
+    for name in repo.references:
+        if not name.startswith(prefix) or name.startswith(f"{ATTIC}/state/"):
+            continue
+        tid, _, oid = name[len(ATTIC) + 1:].rpartition("/")
+        commit = repo.get(oid)
+        if not isinstance(commit, pygit2.Commit):
+            continue
+        out.append(Entry(name, tid, oid, commit.commit_time,
+                         commit.message.splitlines()[0] if commit.message else ""))
+    return sorted(out, key=lambda e: (-e.when, e.ref))
+
+
+def restore(repo: Repository, task: str, which: str, into: Path) -> Entry:
+    """Check an attic entry out into a new worktree at `into` (detached at the kept commit:
+    the snapshot's files, committed and uncommitted alike); nothing existing is touched."""
+    found = [e for e in entries(repo, task) if e.oid.startswith(which) or e.ref == which]
+    if len(found) != 1:
+        raise ValidationError(f"{task}: {'no' if not found else 'more than one'} attic entry "
+                              f"matches {which!r}", hint=f"`git liza attic {task}` lists them")
+    if into.exists():
+        raise ValidationError(f"{into} exists: restore into a new directory",
+                              hint="name another with --into")
+    run = local_git(Path(repo.path), "worktree", "add", "--detach", "-q", str(into),
+                    found[0].oid)
+    if run.returncode != 0:
+        raise GitFailure(f"cannot restore {found[0].ref}: {error_line(run.stderr)}")
+    return found[0]
+

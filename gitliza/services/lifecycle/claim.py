@@ -27,8 +27,8 @@ from gitliza.git.store import Committed
 from gitliza.git.tasklocks import task_lock
 from gitliza.git.worktrees import add_task_worktree, remove_task_worktree, task_branch
 from gitliza.services import leasewatch
-from gitliza.services.lifecycle.attic import keep_leftovers
-from gitliza.services.lifecycle.cleanup import drop_worktree
+from gitliza.services.lifecycle.attic import keep_leftovers, kept_line
+from gitliza.services.lifecycle.cleanup import drop_worktree, keep_state
 from gitliza.services.lifecycle.common import Done, warn
 from gitliza.services.lifecycle.integration import integration_tip
 from gitliza.services.lifecycle.locations import task_dir
@@ -181,11 +181,13 @@ def _claim_attempt(liza: Liza, task: str) -> ClaimResult:
     # What this clone judged of the current holder's lease, on its own clock (a live lease
     # refuses here, nothing touched); recorded in the op, which the core checks.
     probe = Claim(actor=liza.agent, time=now, task=task, worktree=rel, base_commit=base,
+                  forgive_faults=True,
                   takeover=leasewatch.takeover(repo, board, task, CLAIM, liza.agent, now))
     claims = _claim_outcome(board, probe, task)
 
     def make_op(fresh: Board, at: str) -> Op:
         op: Op = Claim(actor=liza.agent, time=at, task=task, worktree=rel, base_commit=base,
+                       forgive_faults=True,
                        takeover=leasewatch.takeover(repo, fresh, task, CLAIM, liza.agent, at))
         if _claim_outcome(fresh, op, task) != claims:
             raise _Replan()
@@ -196,7 +198,8 @@ def _claim_attempt(liza: Liza, task: str) -> ClaimResult:
         return ClaimResult(done, task, S.BLOCKED, None, None, None, False,
                            done.outcome.notices)
     # Phase 2: the worktree. Phase 3: CLAIMED by CAS, make_op re-validating on every retry.
-    path, created = _prepare_worktree(repo, task, Oid(hex=base), reuse)
+    kept: list[str] = []
+    path, created = _prepare_worktree(repo, task, Oid(hex=base), reuse, kept)
     for observe in AFTER_WORKTREE:
         observe(task)
     try:
@@ -207,7 +210,8 @@ def _claim_attempt(liza: Liza, task: str) -> ClaimResult:
                 remove_task_worktree(repo, task)
         raise
     return ClaimResult(done, task, S.CLAIMED, path, task_branch(task), base, not created,
-                       done.outcome.notices)
+                       done.outcome.notices + ((f"the earlier work in {rel}: "
+                                                f"{kept_line(kept)}",) if kept else ()))
 
 def _claim_outcome(board: Board, op: Op, task: str) -> bool:
     """True if `op` claims the task, False if it moves it to BLOCKED; raises if it is refused."""
@@ -216,7 +220,8 @@ def _claim_outcome(board: Board, op: Op, task: str) -> bool:
     return t is not None and t.status == S.CLAIMED
 
 
-def _prepare_worktree(repo: Repository, task: str, base: Oid, reuse: bool) -> tuple[Path, bool]:
+def _prepare_worktree(repo: Repository, task: str, base: Oid, reuse: bool,
+                      kept: list[str] | None = None) -> tuple[Path, bool]:
     """The worktree for a claim, and whether this claim created it from scratch.
 
     Re-claim by the same coder keeps its checkout (and its commits on `liza/<task>`); when the
@@ -227,7 +232,9 @@ def _prepare_worktree(repo: Repository, task: str, base: Oid, reuse: bool) -> tu
     """
     path = task_dir(repo, task)
     if not reuse:
-        keep_leftovers(repo, task, path, base)
+        refs = keep_leftovers(repo, task, path, base)
+        if kept is not None:
+            kept += refs
         return add_task_worktree(repo, task, base, fresh=True).path, True
     branch = repo.references.get(f"refs/heads/{task_branch(task)}")
     if path.is_dir() and branch is not None and _on_branch(path, task):
@@ -253,8 +260,11 @@ def release(liza: Liza, task: str) -> Done:
         done = liza.do(Release, task=task)
         if liza.agent == HUMAN_ACTOR:
             path = task_dir(liza.repo, task)
-            notes: tuple[str, ...] = (f"worktree kept: {path} (the next claim keeps its "
-                                      "commits in the attic)",) if path.exists() else ()
+            kept = keep_state(liza, task, "the human's release", locked=True) \
+                if path.exists() else []
+            notes: tuple[str, ...] = (f"worktree kept: {path}" + (
+                f"; {kept[0].partition(': ')[2]}" if kept else "") + " (the next claim keeps "
+                "what it finds there in the attic too)",) if path.exists() else ()
         else:
             notes = drop_worktree(liza, task)
     return Done(done, None, done.outcome.notices + notes)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import pygit2
 from pygit2 import Oid, Repository
 
 from gitliza.core.model import Task
@@ -15,7 +16,7 @@ from gitliza.git.store import Committed
 from gitliza.git.tasklocks import task_lock
 from gitliza.git.worktree_list import held_here
 from gitliza.git.worktrees import remove_task_worktree, task_branch
-from gitliza.services.lifecycle.attic import ATTIC, to_attic, unmerged_branch_tip
+from gitliza.services.lifecycle.attic import kept_line, save
 from gitliza.services.lifecycle.common import warn
 from gitliza.services.lifecycle.integration import integration_tip
 from gitliza.services.lifecycle.locations import task_dir
@@ -37,27 +38,35 @@ def drop_worktree(liza: Liza, task: str) -> tuple[str, ...]:
     if holds_worktree(liza.board().task(task)) or not _has_git_side(repo, task):
         return ()
     path = task_dir(repo, task)
+    # release, abandon, rescope, unblock and merge let the branch go; commits on it that the
+    # integration branch does not contain (work given back, follow-ups made after the review)
+    # and uncommitted work are kept in the attic first (attic.save), rather than left dangling
+    # for gc.
+    try:
+        merged_into: Oid | None = integration_tip(repo, liza.board().config.integration_branch)
+    except LizaError:
+        merged_into = None
+    problems: list[str] = []
     if (path / ".git").exists():
         try:
             problems = clean_sync_problems(path)
         except LizaError as e:
             problems = [str(e)]
-        if problems:
-            msg = (f"kept {path}: it has uncommitted changes ({'; '.join(problems[:3])}); "
-                   f"remove it with `git worktree remove --force {path}` and `git branch -D "
-                   f"{task_branch(task)}` once you have saved what you need")
-            return (msg,)  # the caller tells it, once (a warning here too printed it twice)
-    # release, abandon, rescope, unblock and merge let the branch go; commits on it that the
-    # integration branch does not contain (work given back, follow-ups made after the review)
-    # are kept in the attic rather than left dangling for gc.
     try:
-        merged_into: Oid | None = integration_tip(repo, liza.board().config.integration_branch)
-    except LizaError:
-        merged_into = None
+        kept = save(repo, task, path, merged_into, f"{task}'s worktree goes")
+    except (LizaError, pygit2.GitError) as e:
+        kept = []
+        problems = problems or [f"cannot keep its work in the attic: {e}"]
+    if problems:
+        # Never forced away: a dirty checkout stays where it is, its state in the attic too.
+        msg = (f"kept {path}: it has uncommitted changes ({'; '.join(problems[:3])})"
+               + (f"; {kept_line(kept)}" if kept else "")
+               + f"; remove it with `git worktree remove --force {path}` and `git branch -D "
+               f"{task_branch(task)}` once you have saved what you need")
+        return (msg,)  # the caller tells it, once (a warning here too printed it twice)
     notes: tuple[str, ...] = ()
-    for oid in unmerged_branch_tip(repo, task, merged_into):
-        to_attic(repo, task, oid)
-        notes = (f"kept the unmerged commits of {task_branch(task)} as {ATTIC}/{task}/{oid}",)
+    if kept:
+        notes = (f"kept the unmerged commits of {task_branch(task)} as {', '.join(kept)}",)
     try:
         remove_task_worktree(repo, task)
     except LizaError as e:
@@ -83,3 +92,24 @@ def cleanup_after(liza: Liza, committed: Committed) -> list[str]:
     for n in notes:  # the op's caller prints only the transition: the warning is said here
         warn(n)
     return notes
+
+
+def keep_state(liza: Liza, task: str, why: str, locked: bool = False) -> list[str]:
+    """The attic before a teardown that leaves the worktree where it is (the human's release, a
+    reassignment, a stand-down, a supervisor's stop, an agent's crash): its uncommitted work and
+    the branch's commits the integration branch lacks. The notes naming what was kept.
+    `locked`: the caller holds the task lock already."""
+    repo: Repository = liza.repo
+    path = task_dir(repo, task)
+    if not _has_git_side(repo, task):
+        return []
+    try:
+        merged_into: Oid | None = integration_tip(repo, liza.board().config.integration_branch)
+    except LizaError:
+        merged_into = None
+    if locked:
+        kept = save(repo, task, path, merged_into, why)
+    else:
+        with task_lock(repo, task):
+            kept = save(repo, task, path, merged_into, why)
+    return [f"{task}: {kept_line(kept)}"] if kept else []

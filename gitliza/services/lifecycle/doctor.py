@@ -26,7 +26,7 @@ from gitliza.git.worktrees import add_task_worktree, remove_task_worktree, task_
 from gitliza.git.remotes import branch_tracking_ref
 from gitliza.services import integrity, leftovers
 from gitliza.services.leftovers import Problem
-from gitliza.services.lifecycle.attic import ATTIC, to_attic
+from gitliza.services.lifecycle.attic import ATTIC, save
 from gitliza.services.lifecycle.cleanup import drop_worktree, holds_worktree
 from gitliza.services.lifecycle.common import warn
 from gitliza.services.lifecycle.supervisors import attempt, examine as examine_supervisors
@@ -167,8 +167,7 @@ def _examine(liza: Liza, tid: str, fix: bool, entries: list[TaskWorktreeEntry],
 def _keep_and_remove(repo: Repository, tid: str, branch_tip: Oid | None,
                      integ: Oid | None) -> None:
     """Remove a leftover `_disposable` allowed, its commits outside integration in the attic."""
-    if branch_tip is not None and (integ is None or not contains(repo, integ, branch_tip)):
-        to_attic(repo, tid, branch_tip)
+    save(repo, tid, task_dir(repo, tid), integ, "doctor --fix removed it")
     remove_task_worktree(repo, tid)
 
 

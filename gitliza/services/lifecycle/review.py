@@ -29,7 +29,7 @@ from gitliza.git.checkouts import clean_sync_problems, worktree_head
 from gitliza.git.evidence import evidence_gaps
 from gitliza.git.worktrees import add_task_worktree
 from gitliza.services import leasewatch
-from gitliza.services.lifecycle.attic import keep_leftovers
+from gitliza.services.lifecycle.attic import keep_leftovers, kept_line
 from gitliza.services.lifecycle.carry import carry_clean_fixes
 from gitliza.services.lifecycle.conflicts import send_back_conflicts
 from gitliza.services.lifecycle.integration import integration_tip
@@ -208,8 +208,12 @@ def _review_checkout(repo: Repository, task: str, review: Oid) -> tuple[str, ...
             msg = f"kept {path} as it is: {why}; review exactly {review} there"
             warn(msg)
             return (msg,)
-    keep_leftovers(repo, task, path, review)
+    kept = keep_leftovers(repo, task, path, review)
     add_task_worktree(repo, task, review, fresh=True)
+    if kept:
+        msg = f"the earlier checkout of {task}: {kept_line(kept)}"
+        warn(msg)
+        return (msg,)
     return ()
 
 
