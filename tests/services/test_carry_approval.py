@@ -41,7 +41,9 @@ def approved_then_failed(repo: Path, tmp_path: Path) -> tuple[Path, str]:
         ok(repo, "verdict", tid, "approve", agent="r1")
     ok(repo, "merge", "t2", agent="r1")
     flaky.write_text("")
-    fails(repo, 3, "merge", "t1", agent="r1")
+    # The flag is in this test's tmp dir, which the merge's sandbox hides (the merged tree's
+    # test runs in one of its own by default: tests/sandbox/test_treerun.py): here, as the caller.
+    fails(repo, 3, "merge", "t1", "--sandbox", "off", agent="r1")
     flaky.unlink()
     assert task(repo, "t1").status == "INTEGRATION_FAILED"
     return wt1, approved
