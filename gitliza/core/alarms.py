@@ -410,13 +410,11 @@ def escalation_text(board: Board, alert: Alert, since: str, now: str) -> str:
     word = "CHECKPOINT_ABANDONED" if alert.stage >= 3 else "CHECKPOINT_STUCK"
     age = _age(since, now)
     waiting = sorted((t for t in board.tasks() if t.status not in TERMINAL), key=lambda t: t.id)
-    listed = ", ".join(f"{t.id} {t.status.value}" for t in waiting[:10])
-    more = ", ..." if len(waiting) > 10 else ""
-    sprint = board.sprint.id if board.initialized else "none"
+    listed = ", ".join(f"{t.id} {t.status.value}" for t in waiting[:10]) + \
+        (", ..." if len(waiting) > 10 else "")
     lines = [f"{word} since {since} ({age // 3600}h {(age % 3600) // 60}m)",
-             f"Sprint: {sprint}",
-             f"Tasks waiting: {len(waiting)}" + (f" ({listed}{more})" if waiting else ""),
+             f"Sprint: {board.sprint.id if board.initialized else 'none'}",
+             f"Tasks waiting: {len(waiting)}" + (f" ({listed})" if waiting else ""),
              "Action required: `git liza resume` to continue, or `git liza abort` to stop"]
-    if alert.stage >= 3:
-        lines.append("Suggestion: no human response for 8h+; consider aborting the goal")
+    lines += ["Suggestion: no human response for 8h+; consider aborting"] * (alert.stage >= 3)
     return "\n".join(lines) + "\n"

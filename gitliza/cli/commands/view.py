@@ -4,9 +4,10 @@ from __future__ import annotations
 from typing import Any
 
 from gitliza.cli.commands import Env
+from gitliza.cli.commands.statuslines import (control_lines, invariants_mod, lock_lines,
+                                             queue_line, show_votes, sprint_line, status_cell)
 from gitliza.core import codec, mergequeue, metrics, usage
 from gitliza.core.board import Board
-from gitliza.core.model import Metrics, Task
 from gitliza.core.queries import notes_for
 from gitliza.core.states import TERMINAL
 from gitliza.errors import InconsistentState, NoBoard, ValidationError
@@ -39,13 +40,13 @@ def _status(env: Env, at: str | None) -> int:
     out.line(f"state {str(commit.id)[:12] if commit else '-'}  integration branch "
              f"{board.config.integration_branch}  done {m.tasks_done}  in progress "
              f"{m.tasks_in_progress}  blocked {m.tasks_blocked}  archived {len(archived)}")
-    out.line(_sprint_line(board, m))
+    out.line(sprint_line(board, m))
     warning = metrics.rubber_stamp_warning(m)
     if warning:
         out.line(warning)
-    for line in _control_lines(board):
+    for line in control_lines(board):
         out.line(line)
-    out.line(_queue_line(board))
+    out.line(queue_line(board))
     out.line(mergequeue.figures_line(mergequeue.figures(board, env.liza().now())))
     spent = usage.goal_totals(board)
     if spent.runs:
@@ -69,9 +70,9 @@ def _status(env: Env, at: str | None) -> int:
         if t.awaiting_human:
             out.line(f"AWAITING HUMAN: {t.id}: {' / '.join(t.blocked_questions)}  "
                      f"(`git liza unblock {t.id} --answer TEXT`)")
-    waits = _invariants_mod().lock_waits(board)
+    waits = invariants_mod().lock_waits(board)
     out.table("tasks", ["task", "status", "pri", "assigned", "lease/review", "depends on"],
-              [[t.id, "AWAITING HUMAN" if t.awaiting_human else _status_cell(board, t),
+              [[t.id, "AWAITING HUMAN" if t.awaiting_human else status_cell(board, t),
                 t.priority, t.assigned_to or "",
                 t.review_lease_expires or t.lease_expires or "",
                 ", ".join(t.depends_on + ((f"lock:{waits[t.id]}",) if t.id in waits else ()))]
@@ -93,78 +94,12 @@ def _status(env: Env, at: str | None) -> int:
     return 0
 
 
-def _show_votes(out: Any, board: Board, t: Task) -> None:
-    from gitliza.core import quorum
-    out.line(f"  review quorum: {quorum.tally(board.config, t)}")
-    for v in t.review_votes:
-        by = " ".join(x for x in (v.cli, v.model) if x)
-        out.line(f"    {v.time}  {v.agent} approved {v.commit[:12]}" + (f"  ({by})" if by else ""))
-        for e in v.evidence:
-            digest = f"  {e.digest}" if e.digest else ""
-            out.line(f"      criterion {e.criterion}: {e.kind} {e.ref}{digest}")
-
-
-def _status_cell(board: Board, t: Task) -> str:
-    """The task's state; a review under a quorum shows its approvals so far (`1/2`)."""
-    cfg = board.config
-    if t.status.value != "READY_FOR_REVIEW" or not (t.review_votes or cfg.review_quorum > 1
-                                                    or cfg.quorum_rules):
-        return t.status.value
-    from gitliza.core import quorum  # only then: status loads what it shows
-    votes = quorum.votes_of(t)
-    return f"{t.status.value} {len(votes)}/{quorum.required(cfg, t)}"
-def _queue_line(board: Board) -> str:
-    """The merge queue, next first (core/mergequeue.py)."""
-    q = mergequeue.queue(board)
-    return "merge queue: " + (", ".join(t.id + (" (fix)" if t.integration_fix else "")
-                                        for t in q) if q else "empty")
-
-
-def _invariants_mod() -> Any:
-    from gitliza.core import invariants
-    return invariants
-
-
-def _lock_lines(board: Board) -> list[str]:
-    """One line per task that waits only for a lock scope held by a task in flight."""
-    return [f"{tid} waits for the lock scope of {holder} (in flight)"
-            for tid, holder in sorted(_invariants_mod().lock_waits(board).items())]
-
-
 def _has_view(env: Env) -> bool:
     """Whether this clone has a materialized view to compare (viewstamp.py is loaded only then:
     `status` imports what it runs)."""
     from gitliza.git.repository import LIZA_DIR, main_worktree
     root = main_worktree(env.liza().repo)
     return root is not None and (root / LIZA_DIR / "state.yaml").is_file()
-
-
-def _sprint_line(board: Board, m: Metrics) -> str:
-    """sprint.metrics of the schema, computed from the tasks (never a stale stored copy)."""
-    def pct(v: int | None) -> str:
-        return "n/a" if v is None else f"{v}%"
-    sp = board.sprint
-    return (f"sprint {sp.id} [{sp.status}]  iterations {m.iterations_total}  review cycles "
-            f"{m.review_cycles_total}  verdicts {m.review_verdict_count} (approved "
-            f"{pct(m.review_verdict_approval_rate_percent)})  submitted "
-            f"{m.task_submitted_for_review_count} (outcome approval "
-            f"{pct(m.task_outcome_approval_rate_percent)})")
-
-
-def _control_lines(board: Board) -> list[str]:
-    """PAUSED / ABORTED / CHECKPOINT, when set (the board's record, not the local files)."""
-    c, lines = board.control, []
-    if c.aborted:
-        lines.append(f"ABORTED by {c.aborted_by} at {c.aborted_at}"
-                     + (f": {c.abort_reason}" if c.abort_reason else ""))
-    if c.paused:
-        lines.append(f"PAUSED by {c.paused_by} at {c.paused_at}"
-                     + (f": {c.pause_reason}" if c.pause_reason else ""))
-    if board.sprint.status == "CHECKPOINT":
-        lines.append(f"CHECKPOINT ({c.checkpoint_trigger or 'manual'}) by {c.checkpoint_by} at "
-                     f"{board.sprint.timeline.checkpoint_at}"
-                     + (f": {c.checkpoint_reason}" if c.checkpoint_reason else ""))
-    return lines
 
 
 def show(env: Env, task: str, at: str | None) -> int:
@@ -183,7 +118,7 @@ def show(env: Env, task: str, at: str | None) -> int:
             continue
         out.line(f"  {k}: {', '.join(map(str, v)) if isinstance(v, list) else v}")
     if t.review_votes or t.status.value == "READY_FOR_REVIEW" and board.config.review_quorum > 1:
-        _show_votes(out, board, t)
+        show_votes(out, board, t)
     out.line("  history:")
     for h in t.history:
         extra = " ".join(f"{k}={v}" for k, v in codec.encode(h).items() if k not in ("time", "event"))
@@ -300,7 +235,7 @@ def ready(env: Env, at: str | None) -> int:
             raise NoBoard()
         env.out.line(why_nothing_ready(board, kind))
         if kind == "claimable":
-            for line in _lock_lines(board):
+            for line in lock_lines(board):
                 env.out.line(line)
         return 0
     env.out.table(kind,
@@ -308,7 +243,7 @@ def ready(env: Env, at: str | None) -> int:
                   [[t.id, t.status.value, t.priority, t.description[:60]] for t in tasks])
     if kind == "claimable":
         board, _ = liza.store.board(at)
-        for line in _lock_lines(board):
+        for line in lock_lines(board):
             env.out.line(line)
     return 0
 
