@@ -144,7 +144,9 @@ class Sessions:
         out = meter.output(out)
         argv, env = launch.argv, launch.env
         if box is not None:
-            argv, env = box.wrap(argv, env, [*launch.files, *filter(None, [launch.stdin])])
+            # The prompt file is the agent's own whichever way its CLI reads it (standard input,
+            # a --prompt-file word, $LIZA_PROMPT_FILE): the view shows it in .liza/agent-prompts.
+            argv, env = box.wrap(argv, env, [*launch.files, *filter(None, [launch.stdin]), path])
         else:
             self.log(OFF_WARNING)
         try:

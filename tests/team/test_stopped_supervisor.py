@@ -5,6 +5,7 @@ token and the live ref, not from the lease's time (which still runs)."""
 from __future__ import annotations
 
 import json
+import re
 import signal
 from pathlib import Path
 
@@ -41,9 +42,12 @@ def test_status_top_and_doctor_tell_a_stopped_supervisor_from_a_live_one(
     st = json.loads(ok(liza(repo, "status", "--json", agent=None)))
     [coder] = [a for a in st["agents"] if a["id"] == "coder-1"]
     assert coder["supervisor"] == "stopped" and coder["current_task"] == "mul"
-    assert coder["supervisor_note"] == line
+    # The minutes left may tick between two commands on a slow machine: compared without them.
+    def same(a: str) -> str:
+        return re.sub(r"lease ends in \d+m", "lease ends in Nm", a)
+    assert same(coder["supervisor_note"]) == same(line)
     doc = liza(repo, "doctor", agent=None)
-    assert doc.returncode == 0 and line in doc.stdout, doc.stdout + doc.stderr
+    assert doc.returncode == 0 and same(line) in same(doc.stdout), doc.stdout + doc.stderr
     # top's frame (rendered as text, as `top --once` prints it)
     top = liza(repo, "top", "--once", "--width", "200", agent=None)
     assert top.returncode == 0 and "stopped" in top.stdout and "held by coder-1" in top.stdout, \
