@@ -37,6 +37,13 @@ CLI_STATE: dict[str, tuple[str, ...]] = {
                ".gemini/google_accounts.json", ".gemini/installation_id"),
     "vibe": (".vibe/config.toml", ".vibe/.env"),
 }
+# A CLI's own variable that moves its state directory out of ~/DIR (Codex's CODEX_HOME, Claude
+# Code's CLAUDE_CONFIG_DIR, Vibe's VIBE_HOME): where the user set it, the login is copied from
+# there, and inside the variable names DIR in the agent's private home (writable, its own), since
+# the path outside is hidden or read-only in the sandbox.
+CLI_HOME_ENV: dict[str, tuple[str, str]] = {
+    "claude": ("CLAUDE_CONFIG_DIR", ".claude"), "codex": ("CODEX_HOME", ".codex"),
+    "vibe": ("VIBE_HOME", ".vibe")}
 # Variables that lead out of the sandbox to the user's sessions (ssh-agent, D-Bus, the runtime
 # dir) or into the hidden home.
 DROP_ENV = ("SSH_AUTH_SOCK", "SSH_AGENT_PID", "DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR",
@@ -113,7 +120,7 @@ class Box:
             d.mkdir(parents=True, exist_ok=True, mode=0o700)
         shutil.rmtree(self.tmp, ignore_errors=True)  # a fresh /tmp per session
         self.tmp.mkdir(mode=0o700)
-        _copy_login(s.cli, Path(s.env.get("HOME") or user_home()), self.home)
+        _copy_login(s.cli, Path(s.env.get("HOME") or user_home()), self.home, s.env)
         self._importing = threading.Lock()
         self.coder: gitview.CoderRepo | None = None
         self.coder_git: policy.CoderGit | None = None
@@ -156,6 +163,9 @@ class Box:
     def env(self, env: Mapping[str, str]) -> dict[str, str]:
         out = {k: v for k, v in env.items() if k not in DROP_ENV}
         out.update(HOME=str(self.home), TMPDIR="/tmp")
+        var, d = CLI_HOME_ENV.get(self.s.cli or "", ("", ""))
+        if var and out.get(var):
+            out[var] = str(self.home / d)
         if self.gate is not None:
             out.update(net.proxy_env(self.gate.proxy))
         return out
@@ -242,12 +252,26 @@ def parse(text: str | None) -> str:
     return value
 
 
-def _copy_login(cli: str | None, src: Path, home: Path) -> None:
+def _login_source(cli: str | None, src: Path, rel: str, env: Mapping[str, str]) -> Path:
+    """Where the user keeps `rel` (a path of CLI_STATE under the home): under the CLI's own
+    variable where it is set (CODEX_HOME/auth.json; CLAUDE_CONFIG_DIR holds .claude.json too)."""
+    var, d = CLI_HOME_ENV.get(cli or "", ("", ""))
+    moved = env.get(var) if var else None
+    if not moved:
+        return src / rel
+    return Path(moved) / (rel[len(d) + 1:] if rel.startswith(d + "/") else rel)
+
+
+def _copy_login(cli: str | None, src: Path, home: Path, env: Mapping[str, str]) -> None:
     """The CLI's login into the agent's persistent home, which the agent wrote last time: never
     through a link it planted there (a link on the way is removed, the file made anew with
-    O_NOFOLLOW | O_EXCL), so the copy lands in its home and nowhere else."""
+    O_NOFOLLOW | O_EXCL), so the copy lands in its home and nowhere else. A state directory the
+    user moved with the CLI's variable (CLI_HOME_ENV) lands at its usual place in that home."""
+    var, state_dir = CLI_HOME_ENV.get(cli or "", ("", ""))
     for rel in CLI_STATE.get(cli or "", ()):
-        f = src / rel
+        f = _login_source(cli, src, rel, env)
+        if var and env.get(var) and not rel.startswith(state_dir + "/"):
+            rel = f"{state_dir}/{rel}"  # .claude.json lives in CLAUDE_CONFIG_DIR when that is set
         if not f.is_file():
             continue
         d = home

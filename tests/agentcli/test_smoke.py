@@ -89,3 +89,31 @@ def test_planner_reaches_its_model_through_the_gate(name: str,
         refused = sorted({line.split("] ", 1)[-1] for line in r.stdout.splitlines()
                           if "sandbox network: refused" in line})
         print(f"{name} through the gate; refused: {refused}")
+
+
+@pytest.mark.slow
+def test_codex_with_codex_home_outside_the_home_runs_in_the_sandbox(
+        agent_cli: Callable[[str], clis.Cli], private_dir: Path, server: Server) -> None:
+    """Issue 35: a user whose Codex state lives in CODEX_HOME, outside the home: in the sandbox
+    that path is hidden (or read-only), and Codex failed at start ("Read-only file system"). The
+    login comes from CODEX_HOME, and inside CODEX_HOME names the agent's own copy. The home has no
+    .codex at all here, so only CODEX_HOME can have configured the provider."""
+    cli = agent_cli("codex")
+    configured, home = private_dir / "configured", private_dir / "home"
+    home.mkdir()
+    clis.configure_home(configured, server.url)
+    gitconfig = Path(os.environ["HOME"]) / ".gitconfig"
+    if gitconfig.is_file():
+        (home / ".gitconfig").write_text(gitconfig.read_text())
+    env = clis.environment(dict(os.environ), home, server.url, [cli.bin, BIN])
+    env["CODEX_HOME"] = str(configured / ".codex")
+    board = make_board(private_dir / "project", env)
+    r = subprocess.run(["git", "liza", "agent", "planner", "--once", "--cli", "codex",
+                        "--sandbox", "on"], cwd=board, env=dict(env, LIZA_AGENT_ID="planner-1"),
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    status = json.loads(subprocess.run(["git", "liza", "status", "--json"], cwd=board, env=env,
+                                       capture_output=True, text=True, check=True).stdout)
+    assert sorted(t["id"] for t in status["tasks"]) == ["bye", "hello"], r.stdout[-3000:]
+    assert server.turns("planner"), "codex never reached the model"
+    assert not (configured / ".codex" / "sessions").exists()  # it wrote its own copy, not ours
