@@ -260,7 +260,7 @@ def _build() -> dict[str, Tool]:
           exclude=("ordered",))
     # work and review
     write("claim", "Claim a task (or the best claimable one) into its own git worktree.", claim,
-          exclude=("worktree", "base_commit", "takeover"), optional=("task",))
+          exclude=("worktree", "base_commit", "takeover", "forgive_faults"), optional=("task",))
     write("release", "Give a claimed task back.", release)
     write("submit", "Clean-sync check, then READY_FOR_REVIEW with the review commit.", submit,
           optional=("commit",))
