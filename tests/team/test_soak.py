@@ -152,7 +152,6 @@ def test_a_busy_team_holds_nothing_more_per_task(tmp_path: Path) -> None:
     samples: list[dict[str, Proc]] = []
     packs: list[int] = []
     due = WARM_UP
-    deadline = time.monotonic() + 1800  # a bound on a wedged team, never a timing assertion
     try:
         while due <= BUSY_TASKS:
             merged = team.merged()
@@ -166,7 +165,6 @@ def test_a_busy_team_holds_nothing_more_per_task(tmp_path: Path) -> None:
                 due += 50
             assert not [a for _r, a, _b in TEAM if a not in team.alive()], \
                 [team.log_tail(a) for _r, a, _b in TEAM]
-            assert time.monotonic() < deadline, (team.merged(), team.log_tail("reviewer-1"))
             time.sleep(1)
     finally:
         team.stop()
