@@ -26,6 +26,13 @@ WAIT = 30.0  # seconds for the supervisor to open its ends
 MAX_FROM = 256 * 1024
 
 
+def _readable(fd: int, timeout: float) -> bool:
+    """poll, not select: select() refuses a descriptor past 1023, which a busy process has."""
+    p = select.poll()
+    p.register(fd, select.POLLIN)
+    return bool(p.poll(timeout * 1000))
+
+
 def _connect(directory: str) -> tuple[BinaryIO, BinaryIO | None]:
     """The two ends of a connection; no writing end when the supervisor answered at once
     (busy: fifos.py)."""
@@ -49,7 +56,7 @@ def _connect(directory: str) -> tuple[BinaryIO, BinaryIO | None]:
             except OSError as e:
                 if e.errno != errno.ENXIO or time.monotonic() > deadline:
                     raise
-                if select.select([r], [], [], 0.002)[0]:  # answered without waiting for us
+                if _readable(r, 0.002):  # answered without waiting for us
                     break
     except OSError as e:
         sys.stderr.write(f"gitliza sandbox: the supervisor's channel is gone "

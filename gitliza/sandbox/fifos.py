@@ -114,7 +114,9 @@ class FifoServer:
             fds.append(self._open(name + ".down", os.O_WRONLY))
             fds.append(self._open(name + ".up", os.O_RDONLY))
             down, up = fds
-            ready, _, _ = select.select([up], [], [], CONNECT_WAIT)
+            poller = select.poll()  # not select(): it refuses a descriptor past 1023
+            poller.register(up, select.POLLIN)
+            ready = poller.poll(CONNECT_WAIT * 1000)
             for fd in fds:
                 os.set_blocking(fd, True)
             conn, fds = Duplex(up, down), []

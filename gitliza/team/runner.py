@@ -158,15 +158,17 @@ def _wait_exited(pid: int, tick: Callable[[], None] | None, every: float) -> Non
     timeout for `tick`, else by waitid(WNOWAIT) (blocking when there is no tick, else a short
     poll)."""
     fd = -1
+    poller = select.poll()  # not select(): it refuses a descriptor past 1023
     if tick is not None and hasattr(os, "pidfd_open"):
         try:
             fd = os.pidfd_open(pid)
+            poller.register(fd, select.POLLIN)
         except OSError:
             fd = -1
     try:
         while True:
             if fd >= 0:
-                if select.select([fd], [], [], every)[0]:
+                if poller.poll(every * 1000):
                     return
             else:
                 flags = os.WEXITED | os.WNOWAIT | (os.WNOHANG if tick is not None else 0)

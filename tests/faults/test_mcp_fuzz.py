@@ -80,8 +80,9 @@ def test_raw_json_rpc_gets_the_specifications_codes(repo: Path) -> None:
         out = []
         end = time.monotonic() + wait
         while time.monotonic() < end:
-            ready, _, _ = select.select([proc.stdout], [], [], max(0.0, end - time.monotonic()))
-            if not ready:
+            poller = select.poll()  # select() refuses a descriptor past 1023
+            poller.register(proc.stdout, select.POLLIN)
+            if not poller.poll(max(0.0, end - time.monotonic()) * 1000):
                 break
             line = proc.stdout.readline()
             if not line:

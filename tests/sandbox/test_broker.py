@@ -112,6 +112,36 @@ def test_the_broker_bounds_connections_and_opens_no_planted_link(
     assert victim.read_text() == "precious"
 
 
+def test_the_channel_works_in_a_process_with_descriptors_past_1023(
+        coder: tuple[Broker, list[tuple[str, bool]]]) -> None:
+    """A supervisor that has run for days (or a test worker) holds descriptors numbered past
+    1023, which select() refuses ("filedescriptor out of range"): both ends of the channel wait
+    on poll instead, so a connection opened there is served and answered."""
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = 1100
+    if hard != resource.RLIM_INFINITY and hard < want + 64:
+        pytest.skip(f"the hard limit on open files ({hard}) is below {want + 64}")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, want + 64), hard))
+    filler = []
+    try:
+        while not filler or filler[-1] < want:
+            filler.append(os.open(os.devnull, os.O_RDONLY))
+        b, _ = coder
+        r, w = _connect(str(b.path))
+        assert w is not None and r.fileno() > 1023 and w.fileno() > 1023
+        w.write(json.dumps({"argv": ["status"]}).encode() + b"\n")
+        w.flush()
+        answer = json.loads(r.readline())
+        assert answer["exit"] == 0 and answer["out"], answer
+        r.close()
+        w.close()
+    finally:
+        for fd in filler:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
 def test_add_from_relays_the_content_read_inside_and_opens_no_path_outside(
         repo: Path, tmp_path: Path) -> None:
     """Issue 35: a planner's `git liza add --from FILE` works through the broker: its client

@@ -427,8 +427,8 @@ try tioclinux {PY} -c "import fcntl; fcntl.ioctl(0, 0x541C, bytes([3]))"
 
 
 def _readable(fd: int) -> bool:
-    import select
-    return bool(select.select([fd], [], [], 0.2)[0])
+    from gitliza.sandbox.client import _readable as readable
+    return readable(fd, 0.2)
 
 
 @needs_bwrap
