@@ -104,7 +104,11 @@ class Signer:
 
     def __init__(self, common: Path, config: object | None) -> None:
         self.common = common
-        self._config = config  # the repository's pygit2 Config (for the human's key)
+        # The human's key settings, read now: the signer outlives the handle that made it (one
+        # per repository per process), and keeping its Config would keep that Repository and
+        # every pack file it opened for the life of the process.
+        self._human_keys: tuple[str | None, str | None] | None = None if config is None else (
+            _get(config, "gpg.format"), _get(config, "user.signingkey"))
         self._keys: dict[str, Key] = {}
         self._why: dict[str, str] = {}
         # (actor, key line) the write path last found this signer holds (Store.check_signable):
@@ -152,11 +156,9 @@ class Signer:
         return self._why.get(actor, f"no key for {actor}")
 
     def _human(self) -> Key | None:
-        cfg = self._config
-        if cfg is None:
+        if self._human_keys is None:
             raise ValidationError("no git config to read user.signingkey from")
-        fmt = _get(cfg, "gpg.format")
-        value = _get(cfg, "user.signingkey")
+        fmt, value = self._human_keys
         if fmt != "ssh" or not value:
             raise ValidationError("the human signs with git's user.signingkey and gpg.format=ssh, "
                                   "which are not set")

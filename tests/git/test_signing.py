@@ -40,3 +40,29 @@ def test_an_unsigned_transition_does_not_import_cryptography(repo: Path) -> None
     assert cli(repo, "human", "register", "coder-1", "--role", "coder",
                "--generate-key") == ["0", "True", "True"]
     assert cli(repo, "coder-1", "note", "signed") == ["0", "True", "True"]
+
+
+def test_the_signer_keeps_no_repository_alive(repo: Path) -> None:
+    """The process's signer outlives the handle that made it (one per repository): it must not
+    keep that handle's Repository, whose pack files stay open as long as it lives (a test worker
+    reached 1,000 descriptors, a supervisor held the packs its first handle saw). Checked in a
+    fresh interpreter, whose signer cache starts empty."""
+    probe = """
+import gc, sys
+from pathlib import Path
+import pygit2
+from gitliza.core.ops import Init, Register
+from gitliza.services.api import Liza
+liza = Liza.open(Path("."), "human")
+liza.do(Init, goal="g")
+liza.do(Register, agent="coder-1", role="coder")  # a transition: the signer was asked
+from gitliza.git import signing
+assert signing._SIGNERS, "the signer was never made: this test checks nothing"
+del liza
+gc.collect()
+print(sum(isinstance(o, pygit2.Repository) for o in gc.get_objects()))
+"""
+    r = subprocess.run([sys.executable, "-c", probe], cwd=repo, capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["0"]
