@@ -309,12 +309,14 @@ def needed(argv: Sequence[str], env: Mapping[str, str], files: Sequence[Path]) -
 
 
 def _on_path(name: str, env: Mapping[str, str]) -> list[Path]:
-    """Every executable `name` in the directories of PATH."""
+    """Every executable `name` in the directories of PATH, where its links lead: bubblewrap
+    cannot make a mount point under a symlink ("Can't mkdir parents": a virtualenv reached through
+    a link never started an agent), and shadowing the file shadows every name for it."""
     out = []
     for entry in (env.get("PATH") or "").split(os.pathsep):
         f = Path(entry) / name
         if entry and os.path.isabs(entry) and os.path.isfile(f) and os.access(f, os.X_OK):
-            out.append(f)
+            out.append(Path(os.path.realpath(f)))
     return list(dict.fromkeys(out))
 
 

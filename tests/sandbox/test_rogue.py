@@ -75,6 +75,40 @@ def _agent_log(repo: Path, agent: str) -> str:
         f"{agent}--*.log")))
 
 
+@needs_bwrap
+def test_git_liza_found_through_a_symlinked_directory_still_starts(repo: Path,
+                                                                  tmp_path: Path) -> None:
+    """gitliza installed in a virtualenv reached through a symlink (a home or a checkout that is
+    a link): the sandbox shadows `git liza` where the link leads (bubblewrap cannot make mount
+    points under a symlink: "Can't mkdir parents" and no agent ever started)."""
+    import shutil
+    import tempfile
+    from tests.team.procs import BIN, env_for
+    make_board(repo)
+    add_task(repo, "t1")
+    # Outside /tmp, which the sandbox hides whole and rebuilds (a link there is not met).
+    try:
+        outside = Path(tempfile.mkdtemp(prefix="gitliza-link-", dir="/var/tmp"))
+    except OSError as e:
+        pytest.skip(f"/var/tmp is not writable here: {e.strerror}")
+    try:
+        venv = outside / "venv"
+        venv.symlink_to(Path(BIN).parent, target_is_directory=True)
+        agent = script(tmp_path, "ok.sh", "git liza status >/dev/null && echo BOARD-OK\n")
+        # Only through the link: the real directory on PATH as well hid the failure.
+        rest = [e for e in os.environ["PATH"].split(os.pathsep)
+                if e and os.path.realpath(e) != os.path.realpath(BIN)]
+        env = {**env_for("coder-1"), "PATH": os.pathsep.join([str(venv / "bin"), *rest]),
+               "LIZA_SANDBOX": "on"}
+        r = subprocess.run([str(venv / "bin" / "git-liza"), "agent", "coder", "--once", "--",
+                            str(agent)], cwd=repo, env=env, capture_output=True, text=True,
+                           timeout=300)
+    finally:
+        shutil.rmtree(outside)
+    log = _agent_log(repo, "coder-1")
+    assert "BOARD-OK" in log, (log, r.stdout, r.stderr)
+
+
 @pytest.fixture
 def team_board(repo: Path) -> Path:
     (repo / "specs").mkdir()
@@ -338,7 +372,7 @@ def test_no_host_unix_socket_answers_in_any_mode(repo: Path, tmp_path: Path, mod
     import tempfile
     make_board(repo)
     add_task(repo, "t1")
-    where = Path(tempfile.mkdtemp(prefix="gitliza-rogue-", dir="/var/tmp"))
+    where = Path(tempfile.mkdtemp(prefix="gitliza-rogue-", dir="/work"))
     path_srv = socket.socket(socket.AF_UNIX)
     path_srv.bind(str(where / "sock"))
     abstract = f"gitliza-rogue-{os.getpid()}-{mode}"
