@@ -59,6 +59,10 @@ def board_body(data: dict[str, Any], done: dict[str, list[dict[str, Any]]], veri
         return '<section class="panel"><h2>No board here</h2><p>Run <code>git liza init ' \
                'GOAL</code> in this repository; this page follows as soon as it exists.</p>' \
                '</section>'
+    if "#earlier" in done and not done["#earlier"][0].get("every_goal"):
+        # The header counts what the columns show: this goal's archived tasks, not every goal's.
+        data = {**data, "archived": sum(done[f"{s}#count"][0]["n"] for s in TERMINAL
+                                        if f"{s}#count" in done)}
     return (header(data, verify) + ("" if read_only else board_actions(data))
             + alarms_panel(data.get("alarms"))
             + earlier_goals(done) + columns(data["tasks"], done, data["now"])

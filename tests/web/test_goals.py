@@ -20,9 +20,12 @@ def test_the_board_shows_the_current_goal_and_the_previous_one_a_click_away(repo
     merged = re.search(r'data-state="MERGED"><h3>.*?<span class="count">(\d+)</span>', page)
     assert merged is not None and merged.group(1) == "0"
     assert 'data-task="t1"' not in page and 'href="/?goals=all"' in page
+    # the header counts this goal's archived tasks, as the columns do (t1 was goal-1's)
+    assert "<dt>archived</dt><dd>0</dd>" in page
     every = c.get("/?goals=all").text
     merged = re.search(r'data-state="MERGED"><h3>.*?<span class="count">(\d+)</span>', every)
     assert merged is not None and merged.group(1) == "1" and 'data-task="t1"' in every
+    assert "<dt>archived</dt><dd>1</dd>" in every
     assert "this goal&#x27;s tasks only" in every or "this goal's tasks only" in every
     # the stopped supervisor: not "alive", and the note says what resumes the task
     assert '<span class="live stopped"' in page
