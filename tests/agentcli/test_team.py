@@ -36,13 +36,14 @@ SUPERVISOR_ONLY = ("claim", "claim_review", "heartbeat", "merge", "complete_goal
 
 
 def run_team(repo: Path, env: dict[str, str], cli: str, *extra: str,
-             prefix: list[str] | None = None, bin_dir: Path = BIN) -> tuple[str, float]:
+             prefix: list[str] | None = None, bin_dir: Path = BIN,
+             reviewers: int = 1) -> tuple[str, float]:
     """`git liza team` to the end; stopped at once (SIGTERM: every supervisor stops cleanly)
     when a member fails, instead of the others waiting out their max wait."""
     t0 = time.monotonic()
     argv = [*(prefix or []), str(bin_dir / "git-liza"), "team", "--planners", "1",
             "--coders", "1",
-            "--reviewers", "1", "--cli", cli, *extra]
+            "--reviewers", str(reviewers), "--cli", cli, *extra]
     p = subprocess.Popen(argv, cwd=repo, env=env, stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True)
     killer = threading.Timer(TEAM_TIMEOUT, p.terminate)
