@@ -171,10 +171,13 @@ class Broker:
 
         def down() -> None:
             assert proc.stdout is not None
-            for out in proc.stdout:
-                with out_lock:
-                    f.write(out)
-                    f.flush()
+            try:
+                for out in proc.stdout:
+                    with out_lock:
+                        f.write(out)
+                        f.flush()
+            except OSError:  # the agent's end closed (its CLI exited): nobody left to answer
+                pass
 
         t = threading.Thread(target=down, daemon=True)
         t.start()
