@@ -44,7 +44,9 @@ JOURNAL = "live-objects"
 TAKEN = ".sweep-"  # a journal renamed aside by a sweep: live-objects.sweep-<pid>-<thread>
 
 _ODBS: dict[str, pygit2.Odb] = {}
-_LOCK = threading.Lock()
+# One object database per store, shared by the process's threads (a supervisor's lease keeper and
+# its main loop): its writes are made under this lock.
+LOCK = threading.Lock()
 
 
 def store(repo: pygit2.Repository) -> tuple[str, pygit2.Odb] | None:
@@ -53,7 +55,7 @@ def store(repo: pygit2.Repository) -> tuple[str, pygit2.Odb] | None:
     own = ownstore.target(repo)
     if own is None:
         return None
-    with _LOCK:
+    with LOCK:
         odb = _ODBS.get(own)
         if odb is None:
             odb = _ODBS[own] = pygit2.Odb(own)

@@ -151,8 +151,13 @@ def _store(repo: pygit2.Repository, objects: Objects,
     """Write the objects (loose, into `odb`: the own store; else where the repository writes);
     the id of the last one, the commit."""
     oid = None
-    for kind, data in objects:
-        oid = (odb or repo.odb).write(_TYPES[kind], data)
+    if odb is None:
+        for kind, data in objects:
+            oid = repo.odb.write(_TYPES[kind], data)
+    else:
+        with liveobjects.LOCK:
+            for kind, data in objects:
+                oid = odb.write(_TYPES[kind], data)
     assert oid is not None
     return oid
 

