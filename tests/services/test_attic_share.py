@@ -3,38 +3,18 @@ remote with the server hook, two real clones, real pushes and fetches through `g
 from __future__ import annotations
 
 import json
-import sys
 import time
 from pathlib import Path
 
 import pygit2
-import pytest
 
 from gitliza.services.lifecycle import attic
 from tests.conftest import git
 from tests.services.test_lifecycle import ok, run
-from tests.access.mcp_client import setup_board
+# (bare remote with the server hook, clone A, clone B): one board, auto-sync on
+from tests.services.test_liveness import clones  # noqa: F401
 
 DAY = 86400
-
-
-@pytest.fixture
-def clones(tmp_path: Path, bare: Path) -> tuple[Path, Path, Path]:
-    """(bare remote with the server hook, clone A, clone B), one board, auto-sync on."""
-    from gitliza.hooks.install import install
-    install(bare, server=True, python=sys.executable)
-    a = tmp_path / "a"
-    git(tmp_path, "clone", "-q", str(bare), str(a))
-    git(a, "commit", "-q", "--allow-empty", "-m", "initial")
-    setup_board(a, tasks=("t1", "t2"))
-    git(a, "push", "-q", "origin", "main", "integration")
-    git(a, "config", "liza.remote", "origin")
-    ok(a, "sync")
-    b = tmp_path / "b"
-    git(tmp_path, "clone", "-q", str(bare), str(b))
-    git(b, "config", "liza.remote", "origin")
-    ok(b, "sync")
-    return bare, a, b
 
 
 def keep(repo: Path, task: str, text: str, age_days: float = 0) -> str:
