@@ -286,6 +286,9 @@ class Config:
     # Seconds a terminal task stays in the materialized `.liza/state.yaml` before it moves to
     # `.liza/archive/` (blackboard-schema.md: "terminal-state tasks older than threshold").
     archive_after: int = since_v1(86400)
+    # Days an attic entry (refs/liza-attic/<task>/<oid>, docs/lifecycle.md "The attic") is kept
+    # after it was made; `doctor --fix` and sync drop older ones, here and on the team remote.
+    attic_keep: int = since_v1(30)
     # Signed board commits (docs/enforcement.md): off | warn | required, set only by the human,
     # whose own keys are kept here (the human is not an agent entity); see gitliza/core/keys.py.
     signatures: str = since_v1("off")

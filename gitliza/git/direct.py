@@ -34,7 +34,8 @@ from pathlib import Path
 
 import pygit2
 
-from gitliza.git import ownstore, packfile, packs
+from gitliza.errors import LizaError
+from gitliza.git import ownstore, packfile, packs, refdelete
 from gitliza.git.repository import common_dir
 from gitliza.git.trees import TREE_HEAD, Entries, parsed
 
@@ -331,10 +332,10 @@ def fetch(local: pygit2.Repository, remote: pygit2.Repository, mirrors: list[Mir
     for dst, want in sorted(updates.items(), key=lambda u: u[1] is not None):
         try:
             if want is None:
-                local.references.delete(dst)
+                refdelete.delete(local, dst)  # git's, not libgit2's: git/refdelete.py
             else:
                 local.references.create(dst, pygit2.Oid(hex=want), force=True)
-        except (KeyError, pygit2.GitError):
+        except (KeyError, pygit2.GitError, LizaError):
             # A concurrent fetch of this clone wrote or removed it: its value is as fresh as
             # ours. A ref that cannot be written at all (a name clash, permissions) is an error.
             if want is not None and local.references.get(dst) is None:

@@ -3,7 +3,9 @@
 The ref points at one small commit whose tree holds `live.toml` (a `Renewal`). Every renewal is a
 new ROOT commit (no parent): nothing of an agent's past renewals is worth keeping (the board keeps
 the protocol, and an op that judged a lease records the renewal it judged in its own args), so a
-replaced renewal is unreachable at once and git's gc drops it; a live "chain" is one commit long.
+replaced renewal is unreachable at once and dropped a grace later (its objects are in gitliza's own
+store, out of reach of the user's maintenance: git/liveobjects.py); a live "chain" is one commit
+long.
 The commit is authored by the agent at the renewal's time and signed with the agent's key where
 this clone holds one (the same keys and code as a board commit). The ref is moved by
 compare-and-swap; one agent has one writer at a time (its supervisor), so a lost race is retried
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+import time
 from typing import Callable
 
 import pygit2
@@ -25,10 +28,12 @@ from gitliza.core import tomlblob
 from gitliza.core.clock import to_epoch
 from gitliza.core.liveness import LIVE_FILE, Renewal
 from gitliza.errors import ConcurrencyConflict, GitFailure, InconsistentState, LizaError
+from gitliza.git import liveobjects
 from gitliza.git.memo import Generations
 from gitliza.git.packfile import object_id
 
 LIVE_PREFIX = "refs/liza/live/"
+LOCK_PAUSE = 0.005  # seconds, times the attempt: ~140 ms in all before a renewal gives up
 REMOTES = "refs/remotes/"
 # Live commit id -> its renewal (a commit never changes). Every renewal is a new commit, so a
 # process reading the board (a supervisor, every second at heartbeat_interval 1) met a new id per
@@ -141,21 +146,28 @@ def _objects(r: Renewal, sign: Callable[[bytes, str], bytes]) -> Objects:
     return [(b"blob", blob), (b"tree", tree), (b"commit", body)]
 
 
-def _store(repo: pygit2.Repository, objects: Objects) -> pygit2.Oid:
-    """Write the objects (loose, into objects/); the id of the last one, the commit."""
+def _store(repo: pygit2.Repository, objects: Objects,
+           odb: pygit2.Odb | None = None) -> pygit2.Oid:
+    """Write the objects (loose, into `odb`: the own store; else where the repository writes);
+    the id of the last one, the commit."""
     oid = None
-    for kind, data in objects:
-        oid = repo.odb.write(_TYPES[kind], data)
+    if odb is None:
+        for kind, data in objects:
+            oid = repo.odb.write(_TYPES[kind], data)
+    else:
+        with liveobjects.LOCK:
+            for kind, data in objects:
+                oid = odb.write(_TYPES[kind], data)
     assert oid is not None
     return oid
 
 
 def write(repo: pygit2.Repository, agent: str, make: Callable[[Renewal | None], Renewal],
-          sign: Callable[[bytes, str], bytes], attempts: int = 5) -> Renewal:
+          sign: Callable[[bytes, str], bytes], attempts: int = 8) -> Renewal:
     """Write `agent`'s renewal `make(current)` (`current`: its ref's record now) as a new root commit,
     signed by `sign`, and move the agent's ref to it by compare-and-swap; a lost race is retried
     from the fresh record. Returns the renewal written, with its commit."""
-    for _ in range(attempts):
+    for attempt in range(attempts):
         ref = ref_of(agent)
         try:
             target = repo.references[ref].target
@@ -166,7 +178,12 @@ def write(repo: pygit2.Repository, agent: str, make: Callable[[Renewal | None], 
         if r.agent != agent:
             raise ValueError(f"a renewal of {r.agent} on {ref}")
         objects = _objects(r, sign)
-        oid = _store(repo, objects)
+        own = liveobjects.store(repo)
+        oid = _store(repo, objects, own[1] if own else None)
+        if own is not None:  # journaled before the ref names them: a lost race is swept too
+            now = time.time()
+            liveobjects.note(repo, [str(pygit2.Oid(raw=object_id(k, d))) for k, d in objects],
+                             now)
         try:
             if old is None:
                 repo.create_reference(ref, oid, force=False, message="liza live: renew")
@@ -177,18 +194,25 @@ def write(repo: pygit2.Repository, agent: str, make: Callable[[Renewal | None], 
                 cur.set_target(oid, "liza live: renew")
         except (pygit2.AlreadyExistsError, KeyError):
             continue
-        except pygit2.GitError as e:
-            if "does not match" in str(e) or "changed" in str(e) or "lock" in str(e):
+        except (pygit2.GitError, OSError) as e:
+            if "does not match" in str(e) or "changed" in str(e):
+                continue
+            if "lock" in str(e):
+                # Another git holds the ref's lock: the user's `git gc` packing refs (libgit2
+                # says so as an OSError). Waited for as git waits (core.filesRefLockTimeout,
+                # 100 ms), not failed: a renewal failed in a loop gives its task up.
+                time.sleep(LOCK_PAUSE * (attempt + 1))
                 continue
             raise GitFailure(f"cannot update {ref}: {e}") from None
-        # Written loose into objects/, where git's gc drops a replaced renewal; a `git prune
-        # --expire=now` running beside us may have deleted them before the ref named them (git
-        # documents that race): written again (the same bytes, the same ids), now reachable.
-        # Always, not after `odb.exists`: libgit2 answers that from its object cache, which
-        # still held the deleted objects, and the ref then named missing objects until the next
-        # renewal (the user's gc failed "bad object refs/liza/live/..." meanwhile, issue 38). A
-        # write of an object that is there only freshens its file's time.
-        _store(repo, objects)
+        if own is not None:
+            # In the own store (git/liveobjects.py): no prune of the user's ever deletes them;
+            # gitliza drops them itself a grace after a newer renewal replaced them.
+            if liveobjects.sweep_due(repo, now):
+                liveobjects.sweep(repo, set(tips(repo).values()), now)
+        else:
+            # A hook's quarantine: where the repository writes, as git says. Written again now
+            # that the ref names them, should a concurrent prune have taken them meanwhile.
+            _store(repo, objects)
         return dataclasses.replace(r, commit=str(oid))
     raise ConcurrencyConflict(f"refs/liza/live/ kept moving under this renewal: gave up after "
                               f"{attempts} attempts", hint="the next heartbeat tries again")

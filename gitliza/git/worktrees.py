@@ -19,7 +19,7 @@ import pygit2
 from pygit2 import Oid, Repository
 
 from gitliza.errors import GitFailure, NotFound, ValidationError, hint_for
-from gitliza.git import reflocks
+from gitliza.git import reflocks, refdelete
 from gitliza.git.checkouts import clean_sync_problems, open_checkout, worktree_head
 from gitliza.git.repository import common_dir, ensure_excluded, main_repository, ref_oid
 from gitliza.git.worktree_admin import (AdminEntry, admin_entries, drop_admin, rmtree,
@@ -275,26 +275,16 @@ def _remove_locked(main: Repository, lay: TaskLayout, task_id: str, path: Path) 
 
 
 def _delete_branch(main: Repository, name: str) -> None:
-    if main.branches.local.get(name) is None:
+    branch = main.branches.local.get(name)
+    if branch is None:
         return
-    def delete() -> None:
-        branch = main.branches.local.get(name)
-        if branch is not None:
-            branch.delete()
-        if main.references.get(f"refs/heads/{name}") is not None:
-            # libgit2 1.9: a delete retried after failing on packed-refs.lock reports success
-            # and leaves the packed ref; still there means the lock is still held.
-            raise OSError(f"failed to lock file '{Path(main.path) / 'packed-refs.lock'}' for "
-                          "writing")
-
-    try:
-        # Deleting takes packed-refs.lock too, which `git pack-refs` and `git gc --auto` hold.
-        reflocks.retrying(delete, f"cannot delete branch {name}")
-    except pygit2.GitError as e:
+    if branch.is_checked_out():
         raise GitFailure(
-            f"cannot delete branch {name}: {e}",
-            hint="it is checked out in another worktree; switch that worktree away first",
-        ) from e
+            f"cannot delete branch {name}: it is checked out in a worktree",
+            hint="it is checked out in another worktree; switch that worktree away first")
+    # Through git, never libgit2: libgit2 rewrites packed-refs from a read made before it takes
+    # the lock, which undid a concurrent `git pack-refs` (git/refdelete.py).
+    refdelete.delete(main, f"refs/heads/{name}", what=f"cannot delete branch {name}")
 
 
 # --------------------------------------------------------------------------- temporary checkouts
@@ -332,4 +322,4 @@ def _add_detached(main: Repository, name: str, path: Path, commit: Oid) -> None:
     except (pygit2.GitError, OSError) as e:
         raise GitFailure(f"could not create a temporary checkout of {commit}: {e}") from e
     finally:
-        scratch.delete()
+        refdelete.delete(main, scratch.name)

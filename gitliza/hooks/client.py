@@ -215,5 +215,5 @@ def pre_push(args: list[str], stdin: bytes) -> int:
             return _refuse("pre-push", f"{remote}'s {rref} is at {roid[:12]}, which this clone "
                            "does not have: fetch (`git liza pull`) first")
         updates.append((old, loid, rref))
-    refused = judge(store_of(repo), updates, pending_merges=False, rewind_ok=False)
+    refused = judge(store_of(repo), updates, pending_merges=False, rewind_ok=False, attic=True)
     return _refuse("pre-push", f"{refused[0][0]}: {refused[0][1]}") if refused else 0

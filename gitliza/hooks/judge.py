@@ -26,8 +26,41 @@ if TYPE_CHECKING:
 StateRule = Callable[["Store", Any, str], "str | None"]
 
 
+ATTIC_REFS = "refs/liza-attic/"
+
+
+def _check_attic(store: Store, old: Any, new: str, ref: str) -> str | None:
+    """An attic entry (services/lifecycle/attic.py) is made once and never changed: its ref must
+    peel to the commit its name says; another value over an existing entry is refused, and so is
+    a deletion before `config.attic_keep` days have passed since it was kept (this clock)."""
+    import time
+
+    import pygit2
+
+    from gitliza.services.lifecycle import attic
+    parsed = attic.parse_name(ref)
+    if parsed is None:
+        return None if ref.startswith(ATTIC_REFS + "state/") else \
+            f"not an attic entry's name (refs/liza-attic/<task>/<commit>)"
+    repo = store.repo
+    if new == ZERO:
+        if old is None:
+            return None
+        when = attic.kept_at(repo, old, parsed[1])
+        keep = store.board()[0].config.attic_keep if store.tip() is not None else 30
+        if when is not None and not attic.expired(when, keep, time.time()):
+            return f"an attic entry is kept {keep} days (config attic_keep): not deleted before"
+        return None
+    if old is not None and str(old) != new:
+        return "an attic entry never changes: it is made once, under its commit's name"
+    if attic.kept_at(repo, pygit2.Oid(hex=new), parsed[1]) is None:
+        return f"not the attic entry its name says: it must lead to commit {parsed[1][:12]}"
+    return None
+
+
 def judge(store: Store, updates: list[tuple[Any, str, str]], *, pending_merges: bool,
-          rewind_ok: bool, also: StateRule | None = None) -> list[tuple[str, str]]:
+          rewind_ok: bool, also: StateRule | None = None,
+          attic: bool = False) -> list[tuple[str, str]]:
     """(ref, reason) for every refused update among `updates` = [(old oid or None, new hex, ref)],
     `old` being the trusted value the ref has now. The state ref is judged first: the integration
     branch is then judged against the board this very update produces (a merge moves both)."""
@@ -36,6 +69,12 @@ def judge(store: Store, updates: list[tuple[Any, str, str]], *, pending_merges: 
     refused: list[tuple[str, str]] = []
     state = store.tip()
     for old, new, ref in updates:
+        if ref.startswith(ATTIC_REFS):
+            # On a push only (`attic`): by hand, in one's own clone, an entry is one's own.
+            why = _check_attic(store, old, new, ref) if attic else None
+            if why:
+                refused.append((ref, why))
+            continue
         if not ref.startswith(LIZA_REFS):
             continue
         if new == ZERO:

@@ -35,7 +35,8 @@ def pre_receive(args: list[str], stdin: bytes) -> int:
     repo = open_repo(server=True)
     latest = _latest_allowed(repo)
     refused = judge(store_of(repo), updates, pending_merges=False, rewind_ok=False,
-                    also=lambda store, old, new: _server_rules(store, old, new, latest))
+                    also=lambda store, old, new: _server_rules(store, old, new, latest),
+                    attic=True)
     refused += _unbound_live(repo, updates) + _future_live(repo, updates, latest)
     for ref, why in refused:
         print(f"gitliza: refused {ref}: {' '.join(why.split())}", file=sys.stderr)

@@ -21,6 +21,7 @@ from gitliza.core.board import Board, Key
 from gitliza.core.invariants import problems_of_change
 from gitliza.core.ops.governance import Import, board_digest, genesis
 from gitliza.errors import ConcurrencyConflict, GitFailure, ValidationError
+from gitliza.git import refdelete
 from gitliza.git.store import Store
 
 ATTIC = "refs/liza-attic/state"
@@ -73,7 +74,7 @@ def write_import(store: Store, entities: dict[Key, Any], op: Import, *, force: b
         if not store.swap(old, commit, "import" if old is None else "import --force",
                           outcome.board):
             if attic is not None and not kept:
-                repo.references.delete(attic)  # nothing was changed: no attic either
+                refdelete.delete(repo, attic)  # nothing was changed: no attic either
             if old is None:
                 raise ConcurrencyConflict(f"{store.ref} was created during the import; nothing "
                                           "was changed", hint="retry with --force to replace it")
@@ -83,7 +84,7 @@ def write_import(store: Store, entities: dict[Key, Any], op: Import, *, force: b
             repo.create_reference(IMPORT_LOG_REF, repo.create_blob(log_text), force=True,
                                   message="import: log.yaml")
         elif old is not None and IMPORT_LOG_REF in repo.references:
-            repo.references.delete(IMPORT_LOG_REF)  # the log of the board just replaced
+            refdelete.delete(repo, IMPORT_LOG_REF)  # the log of the board just replaced
     except pygit2.GitError as e:
         raise GitFailure(f"cannot update {store.ref}: {e}") from None
     return Imported(str(commit), op.tasks, None if old is None else str(old), attic)

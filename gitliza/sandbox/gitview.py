@@ -196,7 +196,7 @@ def keep_unimported(repo: pygit2.Repository, common: Path, shadow: Path) -> list
         wanted = got
     fresh = pygit2.Repository(repo.path)  # sees the objects just fetched
     for oid in wanted:
-        to_attic(fresh, task, pygit2.Oid(hex=oid))
+        to_attic(fresh, task, pygit2.Oid(hex=oid), "the coder's own git directory is rebuilt")
     return [f"{ATTIC}/{task}/{oid}" for oid in wanted]
 
 

@@ -24,7 +24,8 @@ from pathlib import Path
 import pygit2
 
 from gitliza.core.board import Board
-from gitliza.errors import InconsistentState
+from gitliza.errors import InconsistentState, LizaError
+from gitliza.git import refdelete
 from gitliza.git.store import Store
 from gitliza.services.verify.approvals import Approvals, describe, unapproved
 from gitliza.services.verify.engine import Report, VerifyFailure, chain, replay
@@ -91,10 +92,10 @@ def put_back(repo_path: Path, tracking: str, refused: str | None, before: str | 
         return
     try:
         if before is None:
-            ref.delete()
+            refdelete.delete(repo, tracking, refused)
         else:
             ref.set_target(pygit2.Oid(hex=before), "liza: put back a refused board")
-    except (pygit2.GitError, KeyError, ValueError):
+    except (pygit2.GitError, KeyError, ValueError, LizaError):
         pass  # moved meanwhile: whatever it holds now came from a later fetch, itself checked
 
 

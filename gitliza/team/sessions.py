@@ -95,7 +95,8 @@ class Sessions:
             meter = usage.Meter.start(self.liza_dir(), run, self.profile.name, self.interactive,
                                       box.home / ".gitliza-usage" if box is not None else None)
             meter.model = self.profile.model
-            return self._run_in(job, path, text, box, gen, board, meter)
+            result = self._run_in(job, path, text, box, gen, board, meter)
+            return result
         finally:
             if box is not None:
                 try:

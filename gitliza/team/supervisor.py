@@ -328,6 +328,30 @@ class Supervisor:
         # killed, or we took over) must stop before an agent of ours works in the same places.
         orphans.stop_previous(self.sessions.liza_dir(), self.agent, self.token.gen, self.log)
         self.log(f"supervising {self.agent} ({self.role.value}), generation {self.token.gen}")
+        self._keep_leftovers()
+
+    def _keep_leftovers(self) -> None:
+        """A coder's id that still holds a task when its supervisor starts: an earlier session
+        ended without its supervisor's own teardown (killed, crashed). What it left in the
+        task's worktree (uncommitted and untracked work, unmerged commits) goes to the attic
+        before this supervisor resumes, relaunches or rebuilds anything (issue 38); the line
+        names the ref. A clean worktree on a merged tip keeps nothing."""
+        if self.role != Role.CODER:
+            return
+        board = self.liza.board()
+        me = board.agent(self.agent)
+        t = board.task(me.current_task) if me is not None and me.current_task else None
+        if t is None or t.assigned_to != self.agent:
+            return
+        import pygit2
+
+        from gitliza.services.lifecycle.cleanup import keep_state
+        why = "the restart of its supervisor"
+        try:
+            for note in keep_state(self.liza, t.id, why):
+                self.log(f"{note} (a dead session's leftovers, kept before {why})")
+        except (LizaError, OSError, pygit2.GitError) as e:
+            self.log(f"{t.id}: cannot keep the dead session's leftovers in the attic: {e}")
 
     # -- signals and sleeping -------------------------------------------------------------------
     def stop(self, why: str = "supervisor stopping", grace: float | None = None) -> None:

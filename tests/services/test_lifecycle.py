@@ -322,7 +322,7 @@ def test_release_removes_the_worktree_and_branch(board: Path) -> None:
     out = ok(board, "release", "t1", agent="c1")
     assert not wt.exists() and git(board, "branch", "--list", "liza/t1") == ""
     # the given-back commits are not left dangling: the attic keeps them
-    assert git(board, "rev-parse", f"refs/liza-attic/t1/{work}") == work
+    assert git(board, "rev-parse", f"refs/liza-attic/t1/{work}^{{commit}}") == work
     assert any("liza-attic" in n for n in out["notices"])
     t = task(board, "t1")
     assert t.status == "UNCLAIMED" and t.worktree is None
@@ -355,7 +355,7 @@ def test_the_human_frees_a_claimed_task_and_its_worktree_stays(board: Path) -> N
     # c1 learns it at its next write: it no longer holds t1.
     fails(board, 1, "submit", "t1", agent="c1")
     again = claimed(board, "t1", "c2")
-    assert git(board, "rev-parse", f"refs/liza-attic/t1/{work}") == work or again["reused"]
+    assert git(board, "rev-parse", f"refs/liza-attic/t1/{work}^{{commit}}") == work or again["reused"]
 
 
 def test_the_human_requeues_a_rejected_task_and_frees_a_review_lease(board: Path) -> None:
@@ -621,7 +621,7 @@ def test_fresh_claim_keeps_leftover_work_in_the_attic(tmp_path: Path) -> None:
     attic = [n for n in r.references if n.startswith("refs/liza-attic/task-1/")]
     # One entry: the snapshot, whose parent is the committed work (both kept by one ref).
     assert len(attic) == 1
-    snap = r[r.references[attic[0]].target]
+    snap = r[r.references[attic[0]].target].peel(pygit2.Commit)
     assert snap.parents[0].id == pygit2.Oid(hex=committed)
     assert any(attic[0] in n for n in c2.notices)  # the claim's line names it
     assert snap.tree["a.txt"].data == b"uncommitted edit\n"  # type: ignore[union-attr]

@@ -130,7 +130,7 @@ def test_doctor_finds_a_dead_supervisor_and_its_orphaned_worktree_and_frees_them
     # The work is kept: the release leaves the worktree, and doctor's clean-up of a worktree no
     # task explains any more keeps its commits in the attic.
     assert (worktree / "wip.txt").is_file() or \
-        git(repo, "rev-parse", f"refs/liza-attic/t1/{wip}") == wip
+        git(repo, "rev-parse", f"refs/liza-attic/t1/{wip}^{{commit}}") == wip
     assert Liza.open(repo).board().get("supervisors", "coder-1").expires is None
     log = json.loads(ok(liza(repo, "log", "--all", "--json", "-n", "2", agent=None)))
     assert [(e["op"], e["actor"]) for e in log] == [("release", "human"),

@@ -36,7 +36,7 @@ def _progress(env: Env) -> Progress | None:
 def _run(env: Env, remote: str | None, mode: str) -> int:
     store = env.liza().store
     try:
-        rep = engine.sync(store, remote, mode=mode, progress=_progress(env))
+        rep = engine.sync(store, remote, mode=mode, progress=_progress(env), attic=True)
     except SyncGaveUp as e:
         _print(env, e.report, error=str(e))
         raise

@@ -1,8 +1,18 @@
 """The attic, `refs/liza-attic/<task>/<oid>`: where commits and uncommitted work that a branch or
-worktree about to go holds, and the integration branch lacks, are kept, so that nothing is lost."""
+worktree about to go holds, and the integration branch lacks, are kept, so that nothing is lost.
+
+An entry's ref names an annotated tag (written into gitliza's own store) that points at the kept
+commit `<oid>` and carries when it was kept and why: a kept branch tip may be a commit made
+weeks earlier, and the time an entry is kept (`config.attic_keep` days) runs from its keeping, not
+from its commit. Entries made before the tag (a ref naming the commit itself) count from the
+commit's time. An entry is whole when its ref peels to the commit its name says (`verified`):
+sync shares only such entries (services/sync/atticshare.py), and a name never changes content.
+"""
 from __future__ import annotations
 
+import re
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,7 +61,7 @@ def save(repo: Repository, task: str, path: Path, contained_in: Oid | None,
                               f"{worktree_path(task)}, kept before {before}"))
     keep += [oid for oid in unmerged_branch_tip(repo, task, contained_in) if oid not in keep
              and not (keep and repo.descendant_of(keep[0], oid))]
-    return [to_attic(repo, task, oid) for oid in keep]
+    return [to_attic(repo, task, oid, before) for oid in keep]
 
 
 def _snapshot(repo: Repository, path: Path, message: str) -> Oid:
@@ -97,11 +107,72 @@ def unmerged_branch_tip(repo: Repository, task: str, contained_in: Oid | None) -
     return [tip]
 
 
-def to_attic(repo: Repository, task: str, oid: Oid) -> str:
+def to_attic(repo: Repository, task: str, oid: Oid, why: str = "a teardown",
+             when: int | None = None) -> str:
+    """Keep commit `oid` as an entry of `task`, kept at `when` (now by default); an entry of that
+    commit kept earlier stays as it is. Its ref name."""
     name = f"{ATTIC}/{task}/{oid}"
     if repo.references.get(name) is None:
-        retrying(lambda: repo.references.create(name, oid), f"cannot keep {name}")
+        tag = _tag(repo, name, oid, why, int(time.time()) if when is None else when)
+        retrying(lambda: repo.references.create(name, tag), f"cannot keep {name}")
     return name
+
+
+def _tag(repo: Repository, name: str, oid: Oid, why: str, when: int) -> Oid:
+    """The annotated tag of an entry, written into gitliza's own store (a user's prune between its
+    writing and its ref cannot take it)."""
+    from gitliza.git.trees import Batch
+    body = (f"object {oid}\ntype commit\ntag {name[len('refs/'):]}\n"
+            f"tagger gitliza <gitliza@liza.invalid> {when} +0000\n\n"
+            f"kept before {' '.join(why.split())}\n").encode()
+    batch = Batch(repo)
+    raw = batch.store(b"tag", body)
+    batch.flush()
+    return Oid(raw=raw)
+
+
+_NAME = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)/([0-9a-f]{40}|[0-9a-f]{64})$")
+
+
+def parse_name(name: str, prefix: str = ATTIC + "/") -> tuple[str, str] | None:
+    """(task, oid) of an entry's ref name under `prefix`; None for another name (an import's old
+    board, refs/liza-attic/state/..., is not an entry)."""
+    m = _NAME.match(name[len(prefix):]) if name.startswith(prefix) else None
+    if m is None or m.group(1) == "state":
+        return None
+    return m.group(1), m.group(2)
+
+
+def kept_at(repo: Repository, target: Oid, oid: str) -> int | None:
+    """When the entry whose ref names `target` was kept, if it is whole: `target` peels to the
+    commit `oid` its name says (an annotated tag: its tagger time; the commit itself, as before the
+    tag: the commit's time). None for anything else."""
+    obj = repo.get(target)
+    if isinstance(obj, pygit2.Tag):
+        commit = repo.get(obj.target)
+        if not isinstance(commit, pygit2.Commit) or str(commit.id) != oid \
+                or obj.tagger is None:
+            return None
+        return int(obj.tagger.time)
+    if isinstance(obj, pygit2.Commit) and str(obj.id) == oid:
+        return int(obj.commit_time)
+    return None
+
+
+def expired(when: int, keep_days: int, now: float) -> bool:
+    """Whether an entry kept at `when` is past `keep_days` at `now` (never a younger one)."""
+    return now - when > keep_days * 86400
+
+
+def prune(repo: Repository, keep_days: int, now: float) -> list[str]:
+    """Drop the entries kept more than `keep_days` ago; the refs dropped. Each only while it still
+    names what was judged (git's update-ref, never libgit2's: git/refdelete.py)."""
+    from gitliza.git import refdelete
+    gone = []
+    for e in entries(repo):
+        if expired(e.when, keep_days, now) and refdelete.delete(repo, e.ref, e.target):
+            gone.append(e.ref)
+    return gone
 
 
 @dataclass(frozen=True)
@@ -109,8 +180,9 @@ class Entry:
     ref: str
     task: str
     oid: str
-    when: int  # the kept commit's committer time (seconds since the epoch)
+    when: int  # when it was kept (seconds since the epoch): kept_at
     subject: str
+    target: str  # what the ref names: the entry's tag (or the commit, for an older entry)
 
 
 def entries(repo: Repository, task: str | None = None) -> list[Entry]:
@@ -118,14 +190,22 @@ def entries(repo: Repository, task: str | None = None) -> list[Entry]:
     prefix = f"{ATTIC}/{task}/" if task else f"{ATTIC}/"
     out: list[Entry] = []
     for name in repo.references:
-        if not name.startswith(prefix) or name.startswith(f"{ATTIC}/state/"):
+        parsed = parse_name(name) if name.startswith(prefix) else None
+        if parsed is None:
             continue
-        tid, _, oid = name[len(ATTIC) + 1:].rpartition("/")
+        tid, oid = parsed
+        try:
+            target = repo.references[name].target
+        except (KeyError, pygit2.GitError):
+            continue
+        if not isinstance(target, Oid):
+            continue
+        when = kept_at(repo, target, oid)
         commit = repo.get(oid)
-        if not isinstance(commit, pygit2.Commit):
+        if when is None or not isinstance(commit, pygit2.Commit):
             continue
-        out.append(Entry(name, tid, oid, commit.commit_time,
-                         commit.message.splitlines()[0] if commit.message else ""))
+        out.append(Entry(name, tid, oid, when,
+                         commit.message.splitlines()[0] if commit.message else "", str(target)))
     return sorted(out, key=lambda e: (-e.when, e.ref))
 
 

@@ -7,6 +7,8 @@ integration branch that diverged from the team's (gitliza/services/integrity.py)
 `repair` and `sync` fix."""
 from __future__ import annotations
 
+import time
+
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -76,6 +78,7 @@ def doctor(liza: Liza, fix: bool = False) -> DoctorReport:
     report.problems += leftovers.stale_locks(liza, fix) + leftovers.pack_leftovers(liza, fix)
     report.problems += examine_supervisors(liza, fix)
     board = liza.board()
+    report.problems += _expired_attic(liza, board.config.attic_keep, fix)
     branch = board.config.integration_branch
     report.problems += integrity.diverged_integration(
         repo, branch, remote, None if remote is None else branch_tracking_ref(repo_path(repo),
@@ -101,6 +104,20 @@ def doctor(liza: Liza, fix: bool = False) -> DoctorReport:
             report.problems += _examine(liza, tid, fix, entries.get(tid, []),
                                         branches.get(tid), report.elsewhere)
     return report
+
+
+def _expired_attic(liza: Liza, keep_days: int, fix: bool) -> list[Problem]:
+    """Attic entries kept more than `config.attic_keep` days ago (by this machine's clock): one
+    problem, fixed by dropping them (never a younger one)."""
+    from gitliza.services.lifecycle import attic
+    now = time.time()
+    old = [e for e in attic.entries(liza.repo) if attic.expired(e.when, keep_days, now)]
+    if not old:
+        return []
+    gone = attic.prune(liza.repo, keep_days, now) if fix else []
+    return [Problem("attic-expired", ATTIC, f"{len(old)} attic entr{'y' if len(old) == 1 else 'ies'}"
+                    f" kept more than {keep_days} days ago (config attic_keep)", True,
+                    fixed=fix and len(gone) == len(old))]
 
 
 def _lockable_id(tid: str) -> bool:

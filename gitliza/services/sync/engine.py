@@ -70,18 +70,26 @@ def _count(store: Store, tip: pygit2.Oid | None, stop: pygit2.Oid | None) -> int
 def sync(store: Store, remote: str | None = None, *, mode: str = "sync", rounds: int = MAX_ROUNDS,
          progress: Progress | None = None, cleanup: bool = True,
          timeout: float = transport.DEFAULT_TIMEOUT,
-         sleep: Callable[[float], None] = time.sleep) -> SyncReport:
+         sleep: Callable[[float], None] = time.sleep, attic: bool = False) -> SyncReport:
     """Reconcile the local board with `remote` (None: configured remote, else origin).
 
     mode "sync": both ways; "pull": fetch and bring the local board up to date (replaying local
     ops if needed), never push; "push": push only if the remote is an ancestor of the local board.
     The integration branch and the task branches travel along (the package docstring).
     Afterwards this clone's lease sightings are refreshed from the board (skew.py): a renewal
-    made elsewhere is seen, on this clone's clock, at the sync that brought it.
+    made elsewhere is seen, on this clone's clock, at the sync that brought it. A two-way sync
+    then exchanges the attic (atticshare.py) when it is due, or always with `attic`.
     """
     rep = _sync(store, remote, mode=mode, rounds=rounds, progress=progress, cleanup=cleanup,
                 timeout=timeout, sleep=sleep)
     skew.after_sync(store)
+    if mode == "sync" and rep.action != NO_BOARD:
+        from gitliza.services.sync import atticshare
+        path, now = repo_path(store.repo), time.time()
+        remote = remote or configured_remote(store.repo)
+        if attic or atticshare.due(store, path, remote, now):
+            atticshare.share(store, path, remote, store.board()[0].config.attic_keep, rep, now,
+                             timeout)
     return rep
 
 

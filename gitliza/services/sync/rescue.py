@@ -28,8 +28,8 @@ import pygit2
 from gitliza.core.board import Board
 from gitliza.core.ops.base import Op
 from gitliza.core.states import TaskState
-from gitliza.errors import GitFailure
-from gitliza.git import remotes
+from gitliza.errors import GitFailure, LizaError
+from gitliza.git import refdelete, remotes
 from gitliza.git.repository import ref_oid
 from gitliza.git.store import Store
 from gitliza.git.trees import Batch
@@ -86,13 +86,14 @@ def rescue(store: Store, integration: str | None, tracking_prefix: str,
             if cur is None or ref_oid(cur) != mine:
                 continue  # moved meanwhile by a local command: its own business now
             if theirs is None:
-                cur.delete()
+                if not refdelete.delete(repo, ref, mine):
+                    continue  # moved meanwhile, as above
                 rep.branches.append(f"{short}: removed (dropped work, kept on {name})")
             else:
                 cur.set_target(theirs, f"liza sync: back to {rep.remote}'s after dropped ops")
                 rep.branches.append(f"{short}: returned to {rep.remote}'s {str(theirs)[:12]} "
                                     f"(dropped work kept on {name})")
-        except (KeyError, pygit2.GitError) as e:
+        except (KeyError, pygit2.GitError, LizaError) as e:
             rep.notices.append(f"{short} not returned to {rep.remote}'s: {e}")
     return name
 
