@@ -9,12 +9,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from decimal import Decimal
 from enum import Enum
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
-
-from gitliza.core import usage as core_usage
 
 SERVER_NAME = "gitliza"  # gitliza's MCP server's name in every CLI's configuration
 COMMON_MCP_FILE = ".mcp.json"  # the `mcpServers` JSON many programs read (the fallback format)
@@ -129,6 +126,11 @@ def count(v: Any) -> int:
 
 
 def cost(v: Any) -> int | None:
+    """A cost in USD as micro-dollars."""
+    # Here: the command table lists the CLIs (`--cli`'s help), and core.usage loads the model.
+    from decimal import Decimal
+
+    from gitliza.core import usage as core_usage
     if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0:
         return int((Decimal(str(v)) * core_usage.MICRO).to_integral_value())
     return None

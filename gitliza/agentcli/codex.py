@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import os
-import tomllib
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -116,6 +115,7 @@ class CodexStream(b.Stream):
 
 def _config_urls(text: str) -> list[str]:
     """The base_url of every model provider its config.toml names."""
+    import tomllib  # here: read only for `--sandbox model`
     try:
         providers = tomllib.loads(text).get("model_providers")
     except tomllib.TOMLDecodeError:

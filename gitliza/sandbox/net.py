@@ -12,10 +12,11 @@ connects only to an allowed host:port:
 - a connection to a forwarded loopback port goes to the same port on this machine's loopback.
 
 The allow-list (`allowed`, pure) is, per agent: its CLI's model API hosts (its profile's `hosts`
-in gitliza/agentcli/, measured: docs/security.md "Network"), the hosts of the model endpoints the agent's environment and its
-CLI's configuration name (ANTHROPIC_BASE_URL, a Codex provider's base_url, Vibe's api_base ...),
-and what the human adds with LIZA_SANDBOX_ALLOW (host:port, comma-separated). gitliza's own MCP
-server needs nothing: the agent reaches it through its broker's socket.
+in gitliza/agentcli/, measured: docs/security.md "Network"), the hosts of the model endpoints
+the agent's environment and its CLI's configuration name (ANTHROPIC_BASE_URL, a Codex
+provider's base_url, Vibe's api_base ...), and what the human adds with LIZA_SANDBOX_ALLOW
+(host:port, comma-separated). gitliza's own MCP server needs nothing: the agent reaches it
+through its broker's socket.
 """
 from __future__ import annotations
 
