@@ -125,6 +125,17 @@ def test_the_registry_finds_it_and_forgets_it_with_its_module(tmp_path: Path) ->
     assert agentcli.find("fifth") is None
 
 
+def test_every_cli_answers_to_its_own_names_only() -> None:
+    """`--cli`, a `-- COMMAND`'s executable and the sandbox find a profile by name, alias or
+    executable: two modules claiming one of them would shadow each other."""
+    names = [n for p in agentcli.profiles().values() for n in (p.name, *p.aliases)]
+    exes = [p.executable for p in agentcli.profiles().values()]
+    assert len(names) == len(set(names)) and len(exes) == len(set(exes))
+    for p in agentcli.profiles().values():
+        assert agentcli.find(p.name) is p and agentcli.for_command(f"/x/{p.executable}") is p
+        assert all(agentcli.find(a) is p for a in p.aliases)
+
+
 def test_the_team_launches_it_with_its_words_and_its_mcp_file(
         fifth: Profile, repo: Path, tmp_path: Path) -> None:
     prompt = tmp_path / "prompt.txt"
