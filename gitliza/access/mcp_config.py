@@ -7,20 +7,11 @@ repository by path (not every CLI has a working-directory setting for MCP server
 """
 from __future__ import annotations
 
-import json
 import os
-from typing import Any, Callable
+from typing import Any
 
-from gitliza import start_command
-
-SERVER_NAME = "gitliza"
-# Agent CLI -> the file it reads MCP servers from (relative to the project, or its home).
-CONFIG_FILES = {
-    "claude": ".mcp.json",
-    "gemini": ".gemini/settings.json",
-    "codex": ".codex/config.toml",
-    "vibe": ".vibe/config.toml",
-}
+from gitliza import agentcli, start_command
+from gitliza.agentcli.base import mcp_servers_json, render
 
 
 def server(repo: str | os.PathLike[str], agent: str, role: str | None = None,
@@ -41,69 +32,24 @@ def server(repo: str | os.PathLike[str], agent: str, role: str | None = None,
 
 def mcp_json(repo: str | os.PathLike[str], agent: str, role: str | None = None,
              python: str | None = None, gen: int | None = None) -> dict[str, Any]:
-    """Claude Code's `.mcp.json` (also what `claude --mcp-config FILE` takes)."""
-    return claude_data(server(repo, agent, role, python, gen))
-
-
-# The data each CLI reads, from one server entry (`server`): the supervisor's launch profiles
-# (gitliza/team/profiles.py) and `for_cli` both build through these.
-def claude_data(entry: dict[str, Any]) -> dict[str, Any]:
-    return {"mcpServers": {SERVER_NAME: {"type": "stdio", **entry}}}
-
-
-def gemini_data(entry: dict[str, Any], cwd: str | os.PathLike[str],
-                trust: bool = False) -> dict[str, Any]:
-    """Gemini CLI's `settings.json` fragment; `trust`: its tools never ask."""
-    out = {**entry, "cwd": os.fspath(cwd)}
-    if trust:
-        out["trust"] = True
-    return {"mcpServers": {SERVER_NAME: out}}
-
-
-def codex_data(entry: dict[str, Any]) -> dict[str, Any]:
-    """Codex's `config.toml` table `[mcp_servers.gitliza]`."""
-    return {"mcp_servers": {SERVER_NAME: dict(entry)}}
-
-
-def vibe_entry(entry: dict[str, Any]) -> dict[str, Any]:
-    """One Mistral Vibe `[[mcp_servers]]` item."""
-    return {"name": SERVER_NAME, "transport": "stdio", **entry}
-
-
-def vibe_data(entry: dict[str, Any]) -> dict[str, Any]:
-    return {"mcp_servers": [vibe_entry(entry)]}
-
-
-_BUILDERS: dict[str, Callable[[dict[str, Any], str], dict[str, Any]]] = {
-    "claude": lambda e, _repo: claude_data(e),
-    "gemini": lambda e, repo: gemini_data(e, repo),
-    "codex": lambda e, _repo: codex_data(e),
-    "vibe": lambda e, _repo: vibe_data(e),
-}
-ALIASES = {"mistral": "vibe"}
+    """The common `mcpServers` JSON: Claude Code's `.mcp.json` (also what `claude --mcp-config
+    FILE` takes)."""
+    return mcp_servers_json(server(repo, agent, role, python, gen))
 
 
 def for_cli(cli: str, repo: str | os.PathLike[str], agent: str, role: str | None = None,
             python: str | None = None, gen: int | None = None) -> tuple[str, str]:
-    """(file name relative to the project, its text) for agent CLI `cli` (claude, gemini,
-    codex, vibe or mistral)."""
-    key = ALIASES.get(cli, cli)
-    build = _BUILDERS.get(key)
-    if build is None:
-        from gitliza.errors import ValidationError
-        raise ValidationError(f"unknown agent CLI {cli!r}",
-                              hint="one of: " + ", ".join([*_BUILDERS, *ALIASES]))
-    return for_entry(key, server(repo, agent, role, python, gen), repo)
+    """(file name relative to the project, its text) for agent CLI `cli` (a profile's name or
+    alias, gitliza/agentcli/)."""
+    return for_entry(cli, server(repo, agent, role, python, gen), repo)
 
 
 def for_entry(cli: str, entry: dict[str, Any], cwd: str | os.PathLike[str]) -> tuple[str, str]:
     """(file name, text) of CLI `cli`'s configuration for one server entry."""
-    key = ALIASES.get(cli, cli)
-    return CONFIG_FILES[key], render(CONFIG_FILES[key], _BUILDERS[key](entry, os.fspath(cwd)))
-
-
-def render(filename: str, data: dict[str, Any]) -> str:
-    if filename.endswith(".toml"):
-        import tomli_w
-        return tomli_w.dumps(data)
-    return json.dumps(data, indent=2) + "\n"
+    p = agentcli.find(cli)
+    if p is None or p.mcp_data is None:
+        from gitliza.errors import ValidationError
+        known = [n for q in agentcli.profiles().values() if q.mcp_data is not None
+                 for n in (q.name, *q.aliases)]
+        raise ValidationError(f"unknown agent CLI {cli!r}", hint="one of: " + ", ".join(known))
+    return p.mcp_file, render(p.mcp_file, p.mcp_data(entry, os.fspath(cwd)))

@@ -19,6 +19,7 @@ from typing import Any, Callable, List, Optional
 
 import typer
 
+from gitliza import agentcli
 from gitliza.cli.commands import Env
 
 # Plain click help (rich_markup_mode=None): the same text on a terminal and in a pipe, which the
@@ -700,6 +701,7 @@ def _team() -> Any:
     return team
 
 
+CLI_HELP = agentcli.choices()  # the agent CLIs gitliza knows (gitliza/agentcli/)
 PERMISSIONS_HELP = ("worktree (default: edit and run commands in the worktree, call gitliza; "
                     "nothing waits) | bypass (the CLI's approve-everything switch) | own (the "
                     "CLI's own configuration decides)")
@@ -720,7 +722,7 @@ def agent(role: str = typer.Argument(..., help="planner | coder | code-reviewer"
               None, help="After --: the agent command (the prompt is appended as its last "
                          "argument)."),
           cli: Optional[str] = typer.Option(None, "--cli",
-                                            help="claude | codex | gemini | mistral (vibe)"),
+                                            help=CLI_HELP),
           interactive: bool = typer.Option(False, "-i", "--interactive",
                                            help="Print the prompt and wait for you instead."),
           resume_task: Optional[str] = typer.Option(None, "--resume",
@@ -755,7 +757,7 @@ def team_cmd(command: Optional[List[str]] = typer.Argument(
              prefix: str = typer.Option("", "--prefix",
                                         help="Before every agent id (one per machine)."),
              cli: Optional[str] = typer.Option(None, "--cli",
-                                               help="claude | codex | gemini | mistral"),
+                                               help=CLI_HELP),
              mcp: bool = typer.Option(False, "--mcp", help="Hand every agent the MCP server."),
              permissions: Optional[str] = typer.Option(
                  None, "--permissions", help=PERMISSIONS_HELP),

@@ -24,13 +24,19 @@ from gitliza.cli.caches import read_cache
 
 CACHE_FORMAT = 1
 _CLI = os.path.join(os.path.dirname(os.path.abspath(__file__)), "app.py")
+# `--cli`'s help lists the agent CLIs the registry finds in this folder (app.py's CLI_HELP): a
+# module added there or changed makes the saved spec stale as app.py's own change does.
+_AGENTCLI = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "agentcli")
 
 Spec = dict[str, Any]
 
 
 def spec_key() -> tuple[Any, ...]:
     st = os.stat(_CLI)
-    return (CACHE_FORMAT, _CLI, st.st_size, st.st_mtime_ns, sys.version)
+    with os.scandir(_AGENTCLI) as found:
+        clis = tuple(sorted((e.name, e.stat().st_size, e.stat().st_mtime_ns) for e in found
+                            if e.name.endswith(".py")))
+    return (CACHE_FORMAT, _CLI, st.st_size, st.st_mtime_ns, sys.version, clis)
 
 
 def load() -> Spec | None:

@@ -21,6 +21,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import pygit2
 
+from gitliza import agentcli
 from gitliza.core.board import Board
 from gitliza.core.states import Role
 from gitliza.sandbox import bwrap, cgroup, gitview, net, policy, seccomp
@@ -28,22 +29,24 @@ from gitliza.sandbox.broker import Broker, client_command
 from gitliza.sandbox.policy import BROKER_INSIDE
 from gitliza.services.agentlog import LOGS_DIR, PROMPTS_DIR
 
-# The CLIs' login and configuration, copied from the user's home into an agent's private home at
-# every launch (credentials rotate); what the CLI writes there stays private to the agent.
-CLI_STATE: dict[str, tuple[str, ...]] = {
-    "claude": (".claude.json", ".claude/.credentials.json", ".claude/settings.json"),
-    "codex": (".codex/config.toml", ".codex/auth.json"),
-    "gemini": (".gemini/settings.json", ".gemini/oauth_creds.json",
-               ".gemini/google_accounts.json", ".gemini/installation_id"),
-    "vibe": (".vibe/config.toml", ".vibe/.env"),
-}
-# A CLI's own variable that moves its state directory out of ~/DIR (Codex's CODEX_HOME, Claude
-# Code's CLAUDE_CONFIG_DIR, Vibe's VIBE_HOME): where the user set it, the login is copied from
-# there, and inside the variable names DIR in the agent's private home (writable, its own), since
-# the path outside is hidden or read-only in the sandbox.
-CLI_HOME_ENV: dict[str, tuple[str, str]] = {
-    "claude": ("CLAUDE_CONFIG_DIR", ".claude"), "codex": ("CODEX_HOME", ".codex"),
-    "vibe": ("VIBE_HOME", ".vibe")}
+
+def cli_state(cli: str | None) -> tuple[str, ...]:
+    """The CLI's login and configuration (its profile's `state`), copied from the user's home
+    into an agent's private home at every launch (credentials rotate); what the CLI writes there
+    stays private to the agent."""
+    p = agentcli.find(cli)
+    return p.state if p is not None else ()
+
+
+def cli_home_env(cli: str | None) -> tuple[str, str]:
+    """A CLI's own variable that moves its state directory out of ~/DIR, and DIR (its profile's
+    `home_env`, e.g. CODEX_HOME): where the user set it, the login is copied from there, and
+    inside the variable names DIR in the agent's private home (writable, its own), since the
+    path outside is hidden or read-only in the sandbox. ("", "") for none."""
+    p = agentcli.find(cli)
+    return p.home_env if p is not None and p.home_env is not None else ("", "")
+
+
 # Variables that lead out of the sandbox to the user's sessions (ssh-agent, D-Bus, the runtime
 # dir) or into the hidden home.
 DROP_ENV = ("SSH_AUTH_SOCK", "SSH_AGENT_PID", "DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR",
@@ -102,7 +105,7 @@ class Session:
     main: Path
     repo: pygit2.Repository
     common: Path
-    cli: str | None  # the CLI whose login to copy in (a wiring name), or None
+    cli: str | None  # the CLI whose login to copy in (its profile's name), or None
     env: Mapping[str, str]  # the agent's environment as the supervisor built it
     gitliza: tuple[str, ...]  # the command that runs gitliza outside
     mcp: Mapping[str, Any] | None  # the real MCP server entry (run by the broker)
@@ -163,7 +166,7 @@ class Box:
     def env(self, env: Mapping[str, str]) -> dict[str, str]:
         out = {k: v for k, v in env.items() if k not in DROP_ENV}
         out.update(HOME=str(self.home), TMPDIR="/tmp")
-        var, d = CLI_HOME_ENV.get(self.s.cli or "", ("", ""))
+        var, d = cli_home_env(self.s.cli)
         if var and out.get(var):
             out[var] = str(self.home / d)
         if self.gate is not None:
@@ -253,9 +256,9 @@ def parse(text: str | None) -> str:
 
 
 def _login_source(cli: str | None, src: Path, rel: str, env: Mapping[str, str]) -> Path:
-    """Where the user keeps `rel` (a path of CLI_STATE under the home): under the CLI's own
+    """Where the user keeps `rel` (a path of the CLI's state under the home): under the CLI's own
     variable where it is set (CODEX_HOME/auth.json; CLAUDE_CONFIG_DIR holds .claude.json too)."""
-    var, d = CLI_HOME_ENV.get(cli or "", ("", ""))
+    var, d = cli_home_env(cli)
     moved = env.get(var) if var else None
     if not moved:
         return src / rel
@@ -266,9 +269,9 @@ def _copy_login(cli: str | None, src: Path, home: Path, env: Mapping[str, str]) 
     """The CLI's login into the agent's persistent home, which the agent wrote last time: never
     through a link it planted there (a link on the way is removed, the file made anew with
     O_NOFOLLOW | O_EXCL), so the copy lands in its home and nowhere else. A state directory the
-    user moved with the CLI's variable (CLI_HOME_ENV) lands at its usual place in that home."""
-    var, state_dir = CLI_HOME_ENV.get(cli or "", ("", ""))
-    for rel in CLI_STATE.get(cli or "", ()):
+    user moved with the CLI's variable (cli_home_env) lands at its usual place in that home."""
+    var, state_dir = cli_home_env(cli)
+    for rel in cli_state(cli):
         f = _login_source(cli, src, rel, env)
         if var and env.get(var) and not rel.startswith(state_dir + "/"):
             rel = f"{state_dir}/{rel}"  # .claude.json lives in CLAUDE_CONFIG_DIR when that is set

@@ -11,22 +11,23 @@ connects only to an allowed host:port:
   supervisor's log, once per host and session);
 - a connection to a forwarded loopback port goes to the same port on this machine's loopback.
 
-The allow-list (`allowed`, pure) is, per agent: its CLI's model API hosts (HOSTS, measured:
-docs/security.md "Network"), the hosts of the model endpoints the agent's environment and its
-CLI's configuration name (ANTHROPIC_BASE_URL, a Codex provider's base_url, Vibe's api_base ...),
-and what the human adds with LIZA_SANDBOX_ALLOW (host:port, comma-separated). gitliza's own MCP
-server needs nothing: the agent reaches it through its broker's socket.
+The allow-list (`allowed`, pure) is, per agent: its CLI's model API hosts (its profile's `hosts`
+in gitliza/agentcli/, measured: docs/security.md "Network"), the hosts of the model endpoints
+the agent's environment and its CLI's configuration name (ANTHROPIC_BASE_URL, a Codex
+provider's base_url, Vibe's api_base ...), and what the human adds with LIZA_SANDBOX_ALLOW
+(host:port, comma-separated). gitliza's own MCP server needs nothing: the agent reaches it
+through its broker's socket.
 """
 from __future__ import annotations
 
 import re
 import socket
 import threading
-import tomllib
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
 from urllib.parse import urlsplit
 
+from gitliza import agentcli
 from gitliza.sandbox.netin import pipe
 from gitliza.sandbox.unixserver import UnixServer
 
@@ -35,18 +36,6 @@ SOCKET = "net"  # beside the broker's socket, in the directory mounted at BROKER
 PROXY_PORT = 3128  # the agent's proxy inside (another if a forwarded port takes it)
 MAX_HEAD = 64 * 1024  # bytes of a proxy request's head
 
-# Each CLI's model API (and the login it refreshes), by its wiring name. Nothing else: no
-# telemetry, update checks, marketplaces or web tools (docs/security.md "Network").
-HOSTS: dict[str, tuple[str, ...]] = {
-    "claude": ("api.anthropic.com:443",),
-    "codex": ("api.openai.com:443", "chatgpt.com:443", "auth.openai.com:443"),
-    "gemini": ("generativelanguage.googleapis.com:443", "cloudcode-pa.googleapis.com:443",
-               "oauth2.googleapis.com:443"),
-    "vibe": ("api.mistral.ai:443",),
-}
-# Variables that name a model endpoint (whichever CLI reads them).
-BASE_URL_ENV = ("ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "GOOGLE_GEMINI_BASE_URL",
-                "CODE_ASSIST_ENDPOINT", "MISTRAL_BASE_URL")
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 Endpoint = tuple[str, int]
@@ -71,11 +60,23 @@ def endpoint(text: str) -> Endpoint | None:
     return m[1].lower(), int(m[2])
 
 
+def hosts(cli: str | None) -> tuple[str, ...]:
+    """The CLI's model API (and the login it refreshes): its profile's `hosts`. Nothing else: no
+    telemetry, update checks, marketplaces or web tools (docs/security.md "Network")."""
+    p = agentcli.find(cli)
+    return p.hosts if p is not None else ()
+
+
+def base_url_env() -> tuple[str, ...]:
+    """The variables that name a model endpoint (whichever CLI reads them: every profile's)."""
+    return tuple(dict.fromkeys(v for p in agentcli.profiles().values() for v in p.base_url_env))
+
+
 def allowed(cli: str | None, env: Mapping[str, str],
             urls: Iterable[str] = ()) -> frozenset[Endpoint]:
     """The endpoints an agent of CLI `cli` may reach: its model's hosts, every endpoint its
     environment or configuration (`urls`) names, and LIZA_SANDBOX_ALLOW's."""
-    texts = [*HOSTS.get(cli or "", ()), *(env[k] for k in BASE_URL_ENV if env.get(k)), *urls,
+    texts = [*hosts(cli), *(env[k] for k in base_url_env() if env.get(k)), *urls,
              *(env.get(ALLOW_ENV) or "").split(",")]
     return frozenset(e for e in map(endpoint, texts) if e is not None)
 
@@ -111,24 +112,19 @@ def proxy_env(port: int) -> dict[str, str]:
 
 
 def config_urls(cli: str | None, home: Path) -> list[str]:
-    """The model endpoints a CLI's configuration in `home` names (Codex's providers, Vibe's)."""
-    files = {"codex": home / ".codex" / "config.toml", "vibe": home / ".vibe" / "config.toml"}
-    f = files.get(cli or "")
-    if f is None or not f.is_file():
+    """The model endpoints a CLI's configuration in `home` names (Codex's providers, Vibe's):
+    its profile's `config_file`, read here, its `config_urls` parse."""
+    p = agentcli.find(cli)
+    if p is None or p.config_file is None or p.config_urls is None:
+        return []
+    f = home / p.config_file
+    if not f.is_file():
         return []
     try:
-        data = tomllib.loads(f.read_text())
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        text = f.read_text()
+    except (OSError, UnicodeDecodeError):
         return []
-    if cli == "codex":
-        providers = data.get("model_providers")
-        entries = list(providers.values()) if isinstance(providers, dict) else []
-        key = "base_url"
-    else:
-        listed = data.get("providers")
-        entries = listed if isinstance(listed, list) else []
-        key = "api_base"
-    return [e[key] for e in entries if isinstance(e, dict) and isinstance(e.get(key), str)]
+    return p.config_urls(text)
 
 
 def request_target(head: bytes) -> tuple[str, Endpoint | None, bytes]:

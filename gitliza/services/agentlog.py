@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import IO, Mapping, Sequence
 
-from gitliza import atomic
+from gitliza import agentcli, atomic
 
 LOGS_DIR = "agent-logs"
 PROMPTS_DIR = "agent-prompts"
@@ -76,21 +76,8 @@ def _by_time(p: Path) -> tuple[str, str]:
 
 def transcript(argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> str | None:
     """Where the agent CLI keeps its own transcript of a run in `cwd`, or None for a program that
-    keeps none we know of. Taken from the CLIs' sources and docs (docs/agents.md)."""
-    if not argv:
+    keeps none we know of. Each CLI's profile says (gitliza/agentcli/; docs/agents.md)."""
+    p = agentcli.for_command(argv[0]) if argv else None
+    if p is None or p.transcript is None:
         return None
-    exe = os.path.basename(argv[0])
-    home = env.get("HOME") or os.path.expanduser("~")
-    if exe == "claude":
-        root = env.get("CLAUDE_CONFIG_DIR") or os.path.join(home, ".claude")
-        slug = "".join("-" if c in "/.\\:" else c for c in str(cwd))
-        return os.path.join(root, "projects", slug, "<session>.jsonl")
-    if exe == "codex":
-        root = env.get("CODEX_HOME") or os.path.join(home, ".codex")
-        return os.path.join(root, "sessions", "YYYY", "MM", "DD", "rollout-<time>-<id>.jsonl")
-    if exe == "gemini":
-        return os.path.join(home, ".gemini", "tmp", "<project>", "chats", "session-<time>.json")
-    if exe == "vibe":
-        root = env.get("VIBE_HOME") or os.path.join(home, ".vibe")
-        return os.path.join(root, "logs", "session")
-    return None
+    return p.transcript(env, env.get("HOME") or os.path.expanduser("~"), cwd)

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import IO, Callable
 
-from gitliza import atomic
+from gitliza import agentcli, atomic
 from gitliza.access import mcp_config
 from gitliza.core import prompts
 from gitliza.core.board import Board
@@ -23,7 +23,7 @@ from gitliza.services import agentlog
 from gitliza.services.lifecycle.locations import main_root
 from gitliza.services.lifecycle.review import CLI_ENV
 from gitliza.services.api import AGENT_ENV, GEN_ENV, Liza
-from gitliza.team import briefing, orphans, prepare, profiles, runner, usage
+from gitliza.team import briefing, orphans, prepare, runner, usage
 from gitliza.team.generation import Generation
 from gitliza.team.heartbeat import Watchdog, lease_keeper, watchdog_tick
 from gitliza.team.work import Job
@@ -38,8 +38,8 @@ class Sessions:
     """Runs the agent sessions of one supervisor, one at a time; `count` is how many ran."""
 
     def __init__(self, liza: Liza, open_liza: Callable[[], Liza], role: Role, token: Generation,
-                 log: Callable[[str], None], *, profile: profiles.Profile,
-                 permissions: profiles.Permissions, command: tuple[str, ...], interactive: bool,
+                 log: Callable[[str], None], *, profile: agentcli.Profile,
+                 permissions: agentcli.Permissions, command: tuple[str, ...], interactive: bool,
                  mcp: bool, resume_task: str | None, sandbox: Sandbox | None = None,
                  watchdog: Watchdog | None = None) -> None:
         self.liza, self.open_liza, self.role, self.token = liza, open_liza, role, token
@@ -239,11 +239,11 @@ class Sessions:
         """This session's sandbox (None: --sandbox off)."""
         if not self.sandbox.on:
             return None
-        known = profiles.for_command(self.command[0]) if self.command else self.profile
+        known = agentcli.for_command(self.command[0]) if self.command else self.profile
         return self.sandbox.open(BoxSession(
             agent=self.agent, role=self.role, worktree=job.worktree, task=job.task,
             main=main_root(self.liza.repo), repo=self.liza.repo,
-            common=common_dir(self.liza.repo), cli=known.wiring if known else None,
+            common=common_dir(self.liza.repo), cli=known.name if known else None,
             env={**self._env(job, prompt_file), usage.RUN_ENV: run},
             gitliza=prepare.gitliza_command(),
             mcp=self._mcp_entry(), refused=self._refused, limits=limits(self.liza.board())))
@@ -263,7 +263,7 @@ class Sessions:
                                          ("question", line)))
 
     def _launch(self, job: Job, prompt_file: Path, text: str,
-                meter: usage.Meter, box: Box | None = None) -> profiles.Launch:
+                meter: usage.Meter, box: Box | None = None) -> agentcli.Launch:
         """The agent's argv, environment, standard input and per-run files (its CLI's MCP and
         permission configuration), written beside the prompts: never into the task's
         worktree, where they would be committed. In a sandbox, `git liza` and the MCP server
@@ -292,7 +292,7 @@ class Sessions:
         # The agent's CLI, recorded on its verdicts (review_diversity, core/quorum.py): the broker
         # runs the agent's commands in this environment, which the agent cannot change. The
         # model is the supervisor's own LIZA_AGENT_MODEL, passed on as it is (unset: unknown).
-        known = profiles.for_command(self.command[0]) if self.command else self.profile
+        known = agentcli.for_command(self.command[0]) if self.command else self.profile
         env[CLI_ENV] = known.name if known else Path(self.command[0]).name
         if job.task is not None:
             env["LIZA_TASK_ID"] = job.task

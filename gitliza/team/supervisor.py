@@ -43,6 +43,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from gitliza import agentcli
 from gitliza.core import alarms, pool, runs, wake
 from gitliza.core.board import Board
 from gitliza.core.ids import check_agent_id_for_role
@@ -61,7 +62,7 @@ from gitliza.services.wait import min_timeout, seconds_until
 from gitliza.sandbox import treerun
 from gitliza.sandbox.box import Sandbox, limits
 from gitliza.sandbox.box import parse as sandbox_mode
-from gitliza.team import orphans, profiles, runner, usage
+from gitliza.team import orphans, runner, usage
 from gitliza.team.generation import Generation, StandDown
 from gitliza.team.heartbeat import Watchdog, lease_keeper, watchdog_tick
 from gitliza.team.sessions import Sessions
@@ -79,7 +80,7 @@ class SupervisorOptions:
     once: bool = False  # one agent session, then exit
     takeover: bool = False  # take the id from a supervisor whose token is still live
     mcp: bool = False  # give the agent `git liza mcp`, wired through its CLI's configuration
-    permissions: str | None = None  # worktree (default) | bypass | own (gitliza/team/profiles.py)
+    permissions: str | None = None  # worktree (default) | bypass | own (gitliza/agentcli/launch.py)
     sandbox: str | None = None  # on (default) | off: the OS sandbox (gitliza/sandbox/)
     pool: bool = False  # a member of a self-sizing team: exits after pool_idle_exit idle seconds
     model: str | None = None  # the model the CLI runs (the board's `models`, via `team`)
@@ -114,9 +115,9 @@ class Supervisor:
         check_agent_id_for_role(self.agent, self.role.value, registered_role(self.liza, self.agent))
         # A wrong --cli or --permissions, or a missing agent executable, is an error now,
         # before the board changes.
-        profile = profiles.with_model(profiles.PLAIN if opts.command else
-                                      profiles.profile(opts.cli), opts.model)
-        permissions = profiles.parse_permissions(opts.permissions)
+        profile = agentcli.with_model(agentcli.PLAIN if opts.command else
+                                      agentcli.profile(opts.cli), opts.model)
+        permissions = agentcli.parse_permissions(opts.permissions)
         runner.require(opts.command[0] if opts.command else profile.executable)
         # The sandbox (issue 26): bubblewrap checked now (exit 5 naming the fix), or off.
         box = Sandbox(sandbox_mode(opts.sandbox))

@@ -4,15 +4,9 @@ people: each event is rendered as a readable line), the agent's own reports
 (`git liza usage report`, appended to `.liza/agent-usage/<run>.jsonl` while the run is on), one
 `usage` transition when the run ends, and the budget check before a launch.
 
-What each CLI gives (read from their docs and sources; docs/agents.md says the same):
-- Claude Code, `--output-format stream-json --verbose`: the `result` event's `usage` and
-  `total_cost_usd` (assistant messages' usage, one per message id, if the run died before it);
-- Codex, `exec --json`: every `turn.completed` event's `usage` (no cost);
-- Gemini CLI, `--output-format stream-json`: the `result` event's `stats` (no cost);
-- Mistral Vibe, `--output-dir DIR`: `DIR/export.json`'s `usage` and `cost_usd`, its subagents'
-  added (the text output stays as it is);
-- any other program (`-- COMMAND`): what it reports.
-Input counts cached input (Claude's cache reads and writes are added to its `input_tokens`).
+What each CLI gives is read by its module in gitliza/agentcli/ (its `stream`, or its usage
+`export`; docs/agents.md says per CLI what is counted); any other program (`-- COMMAND`) gives
+what it reports. Input counts cached input.
 """
 from __future__ import annotations
 
@@ -25,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Callable, Mapping
 
+from gitliza import agentcli
+from gitliza.agentcli.base import Counted, Export, Stream
 from gitliza.core import usage as core_usage
 from gitliza.core.ops.journal import AnomalyOp
 from gitliza.core.ops.usage import RecordUsage, check_tokens, check_word, plain_word
@@ -32,8 +28,6 @@ from gitliza.core.ops.work import Block
 from gitliza.core.states import Role
 from gitliza.errors import LeaseLost, LizaError, ValidationError
 from gitliza.services.api import Liza
-from gitliza.team.usagestreams import (FLAGS, STREAMS, ClaudeStream, Counted, Stream,
-                                       vibe_export)
 
 RUN_ENV = "LIZA_RUN_ID"
 REPORTS_DIR = "agent-usage"
@@ -67,7 +61,9 @@ class Meter:
     cli: str  # the profile's name, or "command"
     stream: Stream | None = None
     model: str | None = None  # the model the launch named (the board's `models`): the fallback
-    vibe_dir: Path | None = None
+    stream_flags: tuple[str, ...] = ()
+    export: Export | None = None  # a CLI that writes its usage to files (Vibe) ...
+    export_to: Path | None = None  # ... in this directory
     started: float = field(default_factory=time.monotonic)
     _thread: threading.Thread | None = None
     # The budget stop during the run: `over` is called once when the streamed tokens reach
@@ -82,13 +78,14 @@ class Meter:
         """`export_dir`: where a CLI that exports its usage to files writes them (Vibe), when it
         cannot write under `.liza/` (a sandboxed agent: its private home)."""
         m = cls(liza_dir, run, cli)
-        if not interactive:
-            make = STREAMS.get(cli)
-            m.stream = make() if make is not None else None
-            if cli == "mistral":
+        p = agentcli.find(cli)
+        if not interactive and p is not None:
+            m.stream = p.stream() if p.stream is not None else None
+            m.stream_flags = p.stream_flags
+            if p.export is not None:
                 where = export_dir if export_dir is not None else liza_dir / REPORTS_DIR
                 where.mkdir(mode=0o700, parents=True, exist_ok=True)
-                m.vibe_dir = where / f"{run}.vibe"
+                m.export, m.export_to = p.export, where / f"{run}.{p.executable}"
         path = reports_path(liza_dir, run)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(b"")  # the run is on: reports are taken from now
@@ -97,9 +94,9 @@ class Meter:
     def argv(self, argv: list[str], executable: str, headless: tuple[str, ...]) -> list[str]:
         """The CLI's words plus the flags that make it write what we count (after its
         headless words, wherever the launch put the executable)."""
-        flags: tuple[str, ...] = FLAGS.get(self.cli, ()) if self.stream is not None else ()
-        if self.vibe_dir is not None:
-            flags = ("--output-dir", str(self.vibe_dir))
+        flags = self.stream_flags if self.stream is not None else ()
+        if self.export is not None and self.export_to is not None:
+            flags = (*self.export.words, str(self.export_to))
         if not flags:
             return argv
         at = next((i for i, a in enumerate(argv) if os.path.basename(a) == executable), None)
@@ -156,14 +153,17 @@ class Meter:
         if self._thread is not None:
             self._thread.join(JOIN_GRACE)
         got = Counted()
-        if isinstance(self.stream, ClaudeStream):
-            self.stream.finish()
         if self.stream is not None:
+            self.stream.finish()
             got.add(self.stream.counted)
-        if self.vibe_dir is not None:
-            got.add(vibe_export(self.vibe_dir / "export.json"))
-            # Vibe copies its session journal there too; its own transcript stays in ~/.vibe.
-            shutil.rmtree(self.vibe_dir, ignore_errors=True)
+        if self.export is not None and self.export_to is not None:
+            try:
+                got.add(self.export.parse((self.export_to / self.export.file).read_text()))
+            except (OSError, ValueError):  # none written (the run died), or not text
+                pass
+            # What else the CLI writes there (Vibe copies its session journal) does not pile
+            # up; its own transcript stays where it keeps it.
+            shutil.rmtree(self.export_to, ignore_errors=True)
         bad = 0
         path = reports_path(self.liza_dir, self.run)
         try:

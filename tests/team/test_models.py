@@ -11,7 +11,7 @@ import pytest
 
 from gitliza.core import teammodels
 from gitliza.errors import ValidationError
-from gitliza.team import profiles
+from gitliza import agentcli
 from gitliza.team.launch import Member, supervisor_argv
 from tests.cli.test_board import liza, ok, tip
 from tests.team.procs import BIN, WAIT, add_task, env_for, make_board, script
@@ -45,12 +45,12 @@ def test_team_members_follow_the_board_unless_told_otherwise() -> None:
 
 
 def test_the_cli_gets_the_model_and_one_without_a_flag_is_refused() -> None:
-    p = profiles.with_model(profiles.profile("claude"), "opus")
+    p = agentcli.with_model(agentcli.profile("claude"), "opus")
     assert p.model == "opus" and "--model" in p.model_words
     with pytest.raises(ValidationError):
-        profiles.with_model(profiles.profile("mistral"), "large")
+        agentcli.with_model(agentcli.profile("mistral"), "large")
     with pytest.raises(ValidationError):
-        profiles.with_model(profiles.PLAIN, "x")
+        agentcli.with_model(agentcli.PLAIN, "x")
 
 
 def test_models_is_the_humans_and_checked(repo: Path) -> None:

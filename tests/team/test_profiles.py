@@ -15,11 +15,12 @@ from typing import Any
 
 import pytest
 
+from gitliza import agentcli
 from gitliza.access import mcp_config, tools
 from gitliza.core.states import Role
 from gitliza.errors import PermissionDenied, ValidationError
-from gitliza.team import profiles
-from gitliza.team.profiles import Permissions as P
+from gitliza.agentcli import launch as planning
+from gitliza.agentcli.base import Permissions as P
 from tests.cli.test_board import liza, ok
 
 SERVER = mcp_config.server("/work/project", "coder-1", "coder", python="/venv/bin/python", gen=3)
@@ -27,9 +28,9 @@ SERVER = mcp_config.server("/work/project", "coder-1", "coder", python="/venv/bi
 
 def ctx(tmp: Path, prompt: str = "You are a Liza coder agent.\n", mcp: bool = False,
         main_worktree: bool = False, base_env: dict[str, str] | None = None,
-        **kw: Any) -> profiles.Context:
+        **kw: Any) -> agentcli.Context:
     common = tmp / "repo" / ".git"
-    return profiles.Context(
+    return agentcli.Context(
         cwd=tmp / "repo" if main_worktree else tmp / "repo" / ".worktrees" / "t1",
         git_dir=common if main_worktree else common / "worktrees" / "t1", common_dir=common,
         liza_dir=tmp / "repo" / ".liza", run_dir=tmp / "repo" / ".liza" / "agent-prompts",
@@ -39,8 +40,8 @@ def ctx(tmp: Path, prompt: str = "You are a Liza coder agent.\n", mcp: bool = Fa
         tools=tuple(t.name for t in tools.tools_for(Role.CODER, supervised=True)), **kw)
 
 
-def plan(cli: str, tmp: Path, perms: P = P.WORKTREE, **kw: Any) -> profiles.Launch:
-    return profiles.plan(profiles.profile(cli), perms, ctx(tmp, **kw))
+def plan(cli: str, tmp: Path, perms: P = P.WORKTREE, **kw: Any) -> agentcli.Launch:
+    return agentcli.plan(agentcli.profile(cli), perms, ctx(tmp, **kw))
 
 
 def codex_overrides(argv: list[str]) -> dict[str, Any]:
@@ -60,7 +61,7 @@ def test_the_prompt_is_the_standard_input_not_an_argument(cli: str, tmp_path: Pa
     for mcp in (False, True):
         launch = plan(cli, tmp_path, prompt=big, mcp=mcp)
         assert launch.stdin == tmp_path / "prompt.txt"
-        assert all(len(a) < profiles.ARG_MAX and "Liza" not in a for a in launch.argv)
+        assert all(len(a) < planning.ARG_MAX and "Liza" not in a for a in launch.argv)
     assert plan("codex", tmp_path).argv[-1] == "-"  # codex exec: `-` reads the prompt on stdin
 
 
@@ -68,20 +69,20 @@ def test_vibe_reads_the_prompt_file_by_name_and_mistral_is_vibe(tmp_path: Path) 
     launch = plan("mistral", tmp_path)
     assert launch.argv[0] == "vibe"
     assert launch.argv[-2:] == ["--prompt-file", str(tmp_path / "prompt.txt")]
-    assert profiles.profile("vibe") is profiles.profile("mistral")
+    assert agentcli.profile("vibe") is agentcli.profile("mistral")
     with pytest.raises(ValidationError, match="--cli must be one of"):
-        profiles.profile("emacs")
+        agentcli.profile("emacs")
     with pytest.raises(ValidationError, match="--permissions must be one of"):
-        profiles.parse_permissions("yolo")
-    assert profiles.parse_permissions(None) is P.WORKTREE
+        agentcli.parse_permissions("yolo")
+    assert agentcli.parse_permissions(None) is P.WORKTREE
 
 
 def test_a_plain_command_gets_the_prompt_as_its_last_argument_while_it_fits(
         tmp_path: Path) -> None:
-    small = profiles.plan(profiles.PLAIN, P.WORKTREE, ctx(tmp_path), ("my-agent", "--x"))
+    small = agentcli.plan(agentcli.PLAIN, P.WORKTREE, ctx(tmp_path), ("my-agent", "--x"))
     assert small.argv == ["my-agent", "--x", "You are a Liza coder agent.\n"]
     assert small.stdin == tmp_path / "prompt.txt"
-    big = profiles.plan(profiles.PLAIN, P.WORKTREE, ctx(tmp_path, prompt="y" * profiles.ARG_MAX),
+    big = agentcli.plan(agentcli.PLAIN, P.WORKTREE, ctx(tmp_path, prompt="y" * planning.ARG_MAX),
                         ("my-agent",))
     assert big.argv == ["my-agent"] and big.stdin == tmp_path / "prompt.txt"
 
@@ -109,7 +110,7 @@ def test_codex_worktree_sandbox_gives_back_exactly_the_git_metadata_a_commit_nee
         str(common / "worktrees" / "t1"), str(common / "objects"), str(common / "refs"),
         str(common / "logs"), str(common / "liza-objects"), str(common / "liza-merged-packs"),
         str(tmp_path / "repo" / ".liza")]  # not hooks, not config
-    planner = profiles.plan(profiles.profile("codex"), P.WORKTREE,
+    planner = agentcli.plan(agentcli.profile("codex"), P.WORKTREE,
                             ctx(tmp_path, main_worktree=True))
     assert codex_overrides(planner.argv)["sandbox_workspace_write.writable_roots"][0] == \
         str(common)  # the main worktree's index and HEAD live in the common dir
@@ -130,7 +131,7 @@ def test_codex_inside_gitlizas_sandbox_runs_without_its_own(tmp_path: Path) -> N
 def test_gemini_is_trusted_and_allowed_its_shell_mcp_in_per_run_system_settings(
         tmp_path: Path) -> None:
     admin = json.dumps({"mcpServers": {"corp": {"command": "x"}}, "telemetry": {"enabled": False}})
-    launch = profiles.plan(profiles.profile("gemini"), P.WORKTREE,
+    launch = agentcli.plan(agentcli.profile("gemini"), P.WORKTREE,
                            ctx(tmp_path, mcp=True, system_settings=admin))
     assert launch.argv[0] == "gemini" and "--skip-trust" in launch.argv
     assert launch.argv[launch.argv.index("--approval-mode") + 1] == "auto_edit"
@@ -198,7 +199,7 @@ def test_codex_gets_the_server_as_config_overrides_pre_approved(tmp_path: Path) 
                                         ("gemini", "json"), ("my-agent", "json")])
 def test_a_plain_commands_mcp_config_is_in_the_format_of_the_cli_it_names(
         argv0: str, fmt: str, tmp_path: Path) -> None:
-    launch = profiles.plan(profiles.PLAIN, P.WORKTREE, ctx(tmp_path, mcp=True), (argv0, "exec"))
+    launch = agentcli.plan(agentcli.PLAIN, P.WORKTREE, ctx(tmp_path, mcp=True), (argv0, "exec"))
     assert launch.mcp_config is not None and launch.mcp_config.suffix == "." + fmt
     text = launch.files[launch.mcp_config]
     data = tomllib.loads(text) if fmt == "toml" else json.loads(text)
@@ -216,7 +217,7 @@ def test_mcp_config_for_cli_knows_mistral_as_vibe(tmp_path: Path) -> None:
 
 # -- `git liza` that survives a login shell --------------------------------------------------------
 def test_the_git_alias_extends_an_existing_config_list() -> None:
-    env = profiles.git_alias_env({"GIT_CONFIG_COUNT": "2"}, ("/p y/python", "-m", "gitliza"),
+    env = planning.git_alias_env({"GIT_CONFIG_COUNT": "2"}, ("/p y/python", "-m", "gitliza"),
                                  (("user.name", "Ann"),))
     assert env == {"GIT_CONFIG_COUNT": "4", "GIT_CONFIG_KEY_2": "alias.liza",
                    "GIT_CONFIG_VALUE_2": "!'/p y/python' -m gitliza",
@@ -238,7 +239,7 @@ def test_the_committer_identity_reaches_git_even_without_the_global_config(
     old = pygit2.settings.search_path[level]
     pygit2.settings.search_path[level] = str(home)  # libgit2's ~/.gitconfig
     try:
-        launch = prepare.launch(profiles.profile("gemini"), P.WORKTREE, cwd=repo, main=repo,
+        launch = prepare.launch(agentcli.profile("gemini"), P.WORKTREE, cwd=repo, main=repo,
                                 run_dir=tmp_path / "run", agent="coder-1",
                                 prompt_file=tmp_path / "p", prompt="x", env=env)
     finally:
@@ -259,7 +260,7 @@ def test_git_liza_works_in_a_login_shell_that_resets_path(repo: Path) -> None:
     the alias in the environment still finds gitliza."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_CONFIG", "LIZA_"))}
     env["PATH"] = "/usr/bin:/bin"
-    env.update(profiles.git_alias_env(env, (sys.executable, "-m", "gitliza")))
+    env.update(planning.git_alias_env(env, (sys.executable, "-m", "gitliza")))
     ok(liza(repo, "init", "Build hello", agent=None))
     r = subprocess.run(["bash", "-lc", "export PATH=/usr/bin:/bin; git liza status --json"],
                        cwd=repo, env=env, capture_output=True, text=True, timeout=120)
@@ -376,11 +377,11 @@ def test_codex_workspace_write_commits_in_a_task_worktree_with_the_profiles_root
         (main / ".liza").mkdir()
         wt = base / "wt"
         repo = open_repository(wt)
-        c = profiles.Context(cwd=wt, git_dir=Path(repo.path).resolve(),
+        c = agentcli.Context(cwd=wt, git_dir=Path(repo.path).resolve(),
                              common_dir=common_dir(repo), liza_dir=main / ".liza",
                              run_dir=main / ".liza", agent="coder-1", prompt_file=wt / "p",
                              prompt="", gitliza=("true",))
-        roots = profiles.writable_git_roots(c)
+        roots = planning.writable_git_roots(c)
         ok(liza(main, "init", "Build hello", agent=None))
         # gitliza itself in the sandbox: codex mounts an empty read-only `.git` (another
         # filesystem) into each writable root, the worktree's git dir included, where libgit2
@@ -476,6 +477,6 @@ def test_gemini_settings_leave_a_world_writable_tree_for_a_private_dir(tmp_path:
     private = prepare._private_dir(run_dir, shared / "repo")
     assert private is not None and not prepare._insecure(private.parent.parent.parent)
     assert prepare._private_dir(_home() / ".cache", _home()) is None  # a safe tree stays put
-    launch = profiles.plan(profiles.profile("gemini"), P.WORKTREE,
+    launch = agentcli.plan(agentcli.profile("gemini"), P.WORKTREE,
                            ctx(tmp_path, mcp=True, private_dir=private))
     assert Path(launch.env["GEMINI_CLI_SYSTEM_SETTINGS_PATH"]).parent == private

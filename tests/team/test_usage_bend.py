@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from gitliza.team import usage
-from gitliza.team.usagestreams import ClaudeStream, Counted, GeminiStream
+from gitliza.agentcli.base import Counted
+from gitliza.agentcli.claude import ClaudeStream
+from gitliza.agentcli.gemini import GeminiStream
 from tests.cli.test_board import liza, ok
 from tests.team.procs import Sup, add_task, env_for, make_board, script, task_of
 

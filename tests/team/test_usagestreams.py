@@ -83,10 +83,10 @@ def test_gemini_reads_the_result_stats_and_joins_deltas(tmp_path: Path) -> None:
 def test_vibe_export_adds_subagents(tmp_path: Path) -> None:
     m = usage.Meter.start(tmp_path, "coder-1.1.1", "mistral", False)
     assert m.argv(["vibe", "--agent", "x", "--prompt-file", "p"], "vibe", ()) == \
-        ["vibe", "--output-dir", str(m.vibe_dir), "--agent", "x", "--prompt-file", "p"]
-    assert m.vibe_dir is not None
-    m.vibe_dir.mkdir(parents=True)
-    (m.vibe_dir / "export.json").write_text(json.dumps({
+        ["vibe", "--output-dir", str(m.export_to), "--agent", "x", "--prompt-file", "p"]
+    assert m.export_to is not None
+    m.export_to.mkdir(parents=True)
+    (m.export_to / "export.json").write_text(json.dumps({
         "usage": {"input_tokens": 500, "output_tokens": 50, "cached_input_tokens": 100,
                   "total_tokens": 550}, "cost_usd": 0.5,
         "subagents": [{"usage": {"input_tokens": 10, "output_tokens": 1,
@@ -94,7 +94,7 @@ def test_vibe_export_adds_subagents(tmp_path: Path) -> None:
                        "cost_usd": 0.25}]}))
     got, _, _ = m.finish()
     assert (got.input, got.output, got.cached, got.cost) == (510, 51, 100, 750000)
-    assert not m.vibe_dir.exists()  # the export and its journal copy do not pile up
+    assert not m.export_to.exists()  # the export and its journal copy do not pile up
 
 
 def test_flags_go_after_the_headless_words_wherever_the_executable_is(tmp_path: Path) -> None:

@@ -64,7 +64,8 @@ def team(env: Env, planners: int, coders: int, reviewers: int, prefix: str, cli:
     import signal
     import sys
 
-    from gitliza.team import profiles, stopping
+    from gitliza import agentcli
+    from gitliza.team import stopping
     from gitliza.team.launch import KILL_AFTER, Team, members
     from gitliza.team.runner import require
     signals = stopping.for_process()  # installed already by the entry point, if it is ours
@@ -75,7 +76,7 @@ def team(env: Env, planners: int, coders: int, reviewers: int, prefix: str, cli:
         crew = members(planners, coders, reviewers, prefix, pooled=bool(sizes))
         # A wrong --cli or --permissions, or a missing agent program: refused now, not per
         # supervisor.
-        profiles.parse_permissions(permissions)
+        agentcli.parse_permissions(permissions)
         import os
 
         from gitliza.sandbox.box import Sandbox, parse
@@ -90,11 +91,11 @@ def team(env: Env, planners: int, coders: int, reviewers: int, prefix: str, cli:
         for m in crew:  # every member's CLI and model from the board, checked now
             chosen = teammodels.for_member(models, m.role, m.agent)
             if chosen is not None:
-                require(profiles.with_model(profiles.profile(chosen[0]), chosen[1]).executable)
+                require(agentcli.with_model(agentcli.profile(chosen[0]), chosen[1]).executable)
             else:
                 left.append(m)
         if left or not crew:
-            require(command[0] if command else profiles.profile(cli).executable)
+            require(command[0] if command else agentcli.profile(cli).executable)
         from gitliza.services.lifecycle.locations import main_root
 
         def write(text: str) -> None:
