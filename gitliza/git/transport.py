@@ -58,7 +58,7 @@ class FetchResult:
 
 def fetch_board(
     repo_path: Path | str,
-    remote: str | None = None,
+    remote: Remote | str | None = None,
     *,
     integration: str | None = None,
     task_branches: bool = False,
@@ -169,7 +169,7 @@ def _raise_fetch_failure(remote: str, stderr: str) -> None:
 
 def ls_remote_state(
     repo_path: Path | str,
-    remote: str | None = None,
+    remote: Remote | str | None = None,
     *,
     ref: str = STATE_REF,
     timeout: float = DEFAULT_TIMEOUT,
@@ -201,7 +201,7 @@ def _check_oid(oid: str, what: str) -> None:
 
 def push_board(
     repo_path: Path | str,
-    remote: str | None,
+    remote: Remote | str | None,
     local_oid: str,
     expected_remote_oid: str | None,
     ref: str = STATE_REF,
@@ -281,7 +281,7 @@ class RefUpdate:
 
 def push_refs(
     repo_path: Path | str,
-    remote: str | None,
+    remote: Remote | str | None,
     updates: Sequence[RefUpdate],
     *,
     timeout: float = DEFAULT_TIMEOUT,

@@ -60,6 +60,15 @@ class Liza:
     def repo(self) -> Any:
         return self.store.repo
 
+    def sync_remote(self) -> str | None:
+        """The remote this board shares with by itself (auto-sync): `git config liza.remote`, else
+        `sync.remote` (git/remotes.py), unless opened with `--no-sync`; None for a clone that
+        works alone. One config lookup, no process."""
+        if not self.sync:
+            return None
+        from gitliza.git.remotes import configured
+        return configured(self.repo)
+
     def now(self) -> str:
         if self._now is not None:
             return self._now()

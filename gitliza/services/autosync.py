@@ -22,7 +22,6 @@ from gitliza.git.store import Committed
 from gitliza.git.pushresults import PushRejected
 from gitliza.services.sync import engine
 from gitliza.services.sync.branches import IntegrationDiverged
-from gitliza.services.sync.remote import configured_remote
 from gitliza.services.sync.replay import fate_of
 from gitliza.services.sync.report import Dropped, SyncGaveUp, SyncReport
 
@@ -44,10 +43,8 @@ class OpDropped(IllegalTransition):
 
 def after_commit(liza: Any, committed: Committed) -> Committed | None:
     """Auto-sync: share the op just committed; fail the command if the sync dropped it."""
-    if not getattr(liza, "sync", True):
-        return None
     store = liza.store
-    remote = configured_remote(store.repo)
+    remote = liza.sync_remote()
     if remote is None:
         return None
     report: SyncReport | None

@@ -149,11 +149,10 @@ def restore(store: Store, remote: str | None) -> Restored:
     the branches name and lack; a ref whose objects the remote lacks too moves to the remote's
     (when it has that ref, complete)."""
     from gitliza.git import remotes
-    from gitliza.services.sync.remote import configured_remote, repo_path
+    from gitliza.git.repository import repo_path
     repo = store.repo
     path = repo_path(repo)
-    remote = remote or configured_remote(repo)
-    rem = remotes.resolve(path, remote)
+    rem = remotes.resolve(path, remote or None)
     out = Restored(rem.arg)
     before = missing_objects(repo, rem.arg)
     if not before:

@@ -155,19 +155,17 @@ def _share(liza: Liza, done: Renewal, lease_seconds: int) -> None:
     ref). Should the lease not hold (the remote has a copy this clone never saw), a full sync
     fetches it and pushes what is newer. A failure is said, never fatal: the renewal stands here
     and the next one shares it."""
-    if not getattr(liza, "sync", True):
-        return
-    from gitliza.services.sync.remote import configured_remote
-    remote = configured_remote(liza.repo)
-    if remote is None:
+    name = liza.sync_remote()
+    if name is None:
         return
     from gitliza.git import remotes, transport
     from gitliza.git.pushresults import PushStatus
-    from gitliza.services.sync.remote import repo_path
+    from gitliza.git.repository import repo_path
     path = repo_path(liza.repo)
     ref = liveref.ref_of(done.agent)
     try:
-        theirs = liveref.target(liza.repo, remotes.tracking_ref(path, remote, ref))
+        remote = remotes.resolve(path, name)
+        theirs = liveref.target(liza.repo, remotes.tracking_of(remote, ref))
         shared = liveref.read(liza.repo, theirs) if theirs is not None else None
         if not liveness.push_due(shared, done.heartbeat, lease_seconds):
             return

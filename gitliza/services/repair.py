@@ -29,8 +29,8 @@ import pygit2
 
 from gitliza.errors import ConcurrencyConflict, InconsistentState, ValidationError
 from gitliza.git import remotes, transport
+from gitliza.git.repository import repo_path
 from gitliza.git.store import Store, _Locked, _Lost
-from gitliza.services.sync.remote import configured_remote, repo_path
 from gitliza.services.sync.replay import replay
 from gitliza.services.sync.report import Dropped, Replayed
 from gitliza.services.verify.engine import VerifyFailure
@@ -145,14 +145,14 @@ def repair(store: Store, remote: str | None, *, here: bool = False) -> RepairRep
         rep.moved = True
         return rep
     path = repo_path(store.repo)
-    remote = remote or configured_remote(store.repo)
-    name = remotes.resolve_remote(path, remote)
-    fetched = transport.fetch_board(path, remote)
+    rem = remotes.resolve(path, remote or None)
+    name = rem.arg
+    fetched = transport.fetch_board(path, rem)
     if fetched.new_oid is None:
         raise ValidationError(f"{name} has no board: nothing to repair")
     tip = pygit2.Oid(hex=fetched.new_oid)
     rep = _checked(store, tip, name)
-    res = transport.push_refs(path, remote, [transport.RefUpdate(
+    res = transport.push_refs(path, rem, [transport.RefUpdate(
         remotes.STATE_REF, rep.after, str(tip), fast_forward=False)])
     if not res.ok:
         raise ConcurrencyConflict(f"{name}'s board moved while it was being repaired; nothing was "

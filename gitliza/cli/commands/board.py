@@ -89,7 +89,8 @@ def _refuse_a_second_board(liza: Any) -> None:
     """A fresh clone of a repository whose remote holds a board has no refs/liza/state (git clone
     does not fetch it): `init` there would start a second, unrelated board, which the first sync
     then refuses. Refused unless --force; `git liza pull` is what was meant."""
-    from gitliza.services.sync.remote import remote_board, repo_path
+    from gitliza.git.repository import repo_path
+    from gitliza.services.sync.remote import remote_board
     found = remote_board(repo_path(liza.repo))
     if found is not None:
         remote, oid = found

@@ -32,7 +32,7 @@ from gitliza.services.lifecycle.cleanup import drop_worktree, keep_state
 from gitliza.services.lifecycle.common import Done, warn
 from gitliza.services.lifecycle.integration import integration_tip
 from gitliza.services.lifecycle.locations import task_dir
-from gitliza.services.lifecycle.remote import pull_first, shared_integration_tip, sync_remote
+from gitliza.services.lifecycle.remote import pull_first, shared_integration_tip
 
 if TYPE_CHECKING:
     from gitliza.services.api import Liza
@@ -78,7 +78,7 @@ def claim(liza: Liza, task: str | None = None) -> ClaimResult:
     try:
         return _claim(liza, task)
     except ValidationError as e:  # illegal transition, busy coder, no candidate...
-        if sync_remote(liza) is None or e.code == "OP_DROPPED":
+        if liza.sync_remote() is None or e.code == "OP_DROPPED":
             raise  # no remote to ask, or the remote's board is what refused it
         pull_first(liza, "claim", board=True)
         return _claim(liza, task)
