@@ -21,7 +21,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
-from gitliza.core.states import CONTROL_OPS, HUMAN_ACTOR, PLANNING, TASK_TRANSITIONS, Role
+from gitliza.core.states import BOARD_OPS, HUMAN_ACTOR, PLANNING, TASK_TRANSITIONS, Role
 from gitliza.errors import PermissionDenied, ValidationError
 
 Runner = Callable[[Any, dict[str, Any]], Any]  # (Liza, checked arguments) -> JSON-able result
@@ -286,14 +286,14 @@ def _build() -> dict[str, Tool]:
     write("anomaly", "Log an anomaly; the type's required details are checked.", roles=EVERYONE,
           exclude=("ordered",))
     # Ops landed without a line above still become tools (generic: the op record's fields, the
-    # roles of its transitions or of the control table, else the planner's and the human's), so
+    # roles of its transitions or of the board ops' table, else the planner's and the human's), so
     # none is left out.
     for name, cls in sorted(ops.items()):
         if name not in NOT_TOOLS and name.replace("-", "_") not in {t.name for t in tools}:
             doc = (cls.__doc__ or "").strip().splitlines()
             write(name, doc[0] if doc and not doc[0].startswith(cls.__name__ + "(")
                   else f"The {name} op.",
-                  roles=_op_roles(name) or CONTROL_OPS.get(name) or PLANNING)
+                  roles=_op_roles(name) or BOARD_OPS.get(name) or PLANNING)
     # looking
     read("status", "The board: goal, sprint metrics, tasks, agents, claimable tasks.",
          view.status_data)

@@ -3,9 +3,10 @@
 The one answer to "which remote": an argument, else `git config liza.remote`, else its alias
 `sync.remote`, else `origin` (`resolve`); a clone with either key set shares its board by itself
 (auto-sync: `configured`). A remote may be a configured remote, a URL, or the path of a repository
-on this machine; it is resolved once, and the `Remote` value travels down sync and the transport. Each gets a namespace of tracking
-refs: `refs/remotes/<ns>/liza/*` mirrors the remote's board refs, `refs/remotes/<ns>/liza-tasks/*`
-its task branches, `refs/remotes/<ns>/<branch>` its integration branch. Local reads (remotes,
+on this machine; it is resolved once, and the `Remote` value travels down sync and the transport.
+Each gets a namespace of tracking refs: `refs/remotes/<ns>/liza/*` mirrors the remote's board
+refs, `refs/remotes/<ns>/liza-tasks/*` its task branches, `refs/remotes/<ns>/<branch>` its
+integration branch. Local reads (remotes,
 config, refs) go through libgit2 in process: only fetch and push run git (transport.py).
 """
 from __future__ import annotations

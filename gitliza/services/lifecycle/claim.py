@@ -16,7 +16,8 @@ from gitliza.core.board import Board
 from gitliza.core.invariants import claimable
 from gitliza.core.leasewatch import CLAIM
 from gitliza.core.model import Task
-from gitliza.core.ops import Claim, Op, Release, apply as core_apply
+from gitliza.core.ops import Op, apply as core_apply
+from gitliza.core.ops.work import Claim, Release
 from gitliza.core.ops.work import worktree_path
 from gitliza.core.states import HUMAN_ACTOR, TaskState
 from gitliza.errors import (ConcurrencyConflict, IllegalTransition, LizaError, NotFound,

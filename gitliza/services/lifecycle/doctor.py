@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Callable
 from pygit2 import Oid, Repository
 
 from gitliza.core.ids import check_id
-from gitliza.core.ops import Merge
+from gitliza.core.ops.review import Merge
 from gitliza.core.states import TaskState
 from gitliza.errors import LizaError, ValidationError
 from gitliza.git.tasklocks import task_lock

@@ -18,7 +18,7 @@ from pygit2 import Oid, Repository
 
 from gitliza.core import clock, record
 from gitliza.core.model import Task
-from gitliza.core.ops import Merge
+from gitliza.core.ops.review import Merge
 from gitliza.errors import (ConcurrencyConflict, GitFailure, IllegalTransition, InconsistentState,
                             LizaError)
 from gitliza.git.store import Committed
