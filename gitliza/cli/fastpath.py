@@ -2,7 +2,7 @@
 importing typer.
 
 typer stays the one definition of the CLI (gitliza/cli/app.py). Importing typer and building its click
-command costs ~25 ms per start, more than gitliza's own work for most commands, so the spec that
+command costs more per start than gitliza's own work for most commands, so the spec that
 typer builds is saved once (`build`, called by the typer path whenever the saved one is stale) and
 read here by a small parser. The spec is keyed by app.py's size and mtime, so a new or changed
 command needs no registration step: the next start sees a stale key and rebuilds it.

@@ -38,7 +38,7 @@ class Remote:
 
 
 # Local reads (remotes, config, refs, ancestry) go through libgit2 in process: a git process per
-# read cost a sync ~10 ms each, more than its own work; only fetch and push run git.
+# read cost a sync more than its own work; only fetch and push run git.
 def local_repo(repo_path: Path | str) -> Any:
     import pygit2  # here, for start-up: importing this module for its names needs no libgit2
     try:

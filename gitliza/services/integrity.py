@@ -1,5 +1,5 @@
 """Whether the objects the team's refs name are all there, and bringing them back from the remote
-(issue 29): what `doctor` reports and `repair` restores.
+(docs/maintenance.md): what `doctor` reports and `repair` restores.
 
 gitliza's own objects live where git's maintenance cannot prune them (gitliza/git/ownstore.py),
 but objects git writes itself (an agent's `git commit`, a merge) are git's to lose: a `git prune`

@@ -81,10 +81,13 @@ class Sessions:
             return 0, "supervisor stopping"
         gen = self.token.gen
         board = self.liza.board()
-        text = briefing.prompt(self.liza, self.role, gen, board, job,
-                               self.resume_task if self.count == 0 else None, self.log)
+        text = briefing.prompt(self.liza, self.role, board, job,
+                               self.resume_task if self.count == 0 else None)
+        handed = briefing.carried_handoff(self.role, board, job)
+        if handed is not None:
+            self._handoff_given(gen, handed)
         path = self._save_prompt(text)
-        # The sandbox (gitliza/sandbox/, issue 26): the box wraps the launch in bubblewrap and
+        # The sandbox (gitliza/sandbox/, docs/security.md): the box wraps the launch in bubblewrap and
         # brokers the agent's board calls; closing it brings a coder's commits in.
         run = usage.run_id(self.agent, gen, self.count + 1)
         box = self._box(job, path, run)
@@ -107,8 +110,8 @@ class Sessions:
 
     def _keep(self, task: str, result: tuple[int, str | None] | None) -> None:
         """A coder's session that did not end as the agent's own choice (a crash, a stand-down,
-        the supervisor's stop): the worktree's state goes to the attic, named in the log line
-        (issue 38). A clean worktree keeps nothing."""
+        the supervisor's stop): the worktree's state goes to the attic, named in the log line.
+        A clean worktree keeps nothing."""
         if result is None:
             why = "the session's failure"
         elif result[1] is not None:
@@ -217,6 +220,15 @@ class Sessions:
 
     def liza_dir(self) -> Path:
         return self.prompts_dir().parent
+
+    def _handoff_given(self, gen: int, task: str) -> None:
+        """The prompt carries the task's pending handoff: a heartbeat that clears the flag (the
+        lease keeper's heartbeats keep it, so it outlives the agent that wrote it)."""
+        from gitliza.core.ops.work import Heartbeat
+        try:
+            self.liza.do(Heartbeat, task=task, gen=gen)
+        except LizaError as e:
+            self.log(f"handoff of {task} stays pending: {e}")
 
     def _save_prompt(self, text: str) -> Path:
         d = self.prompts_dir()
