@@ -15,7 +15,7 @@ locally first, then synced:
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING
 
 from gitliza.errors import ConcurrencyConflict, GitFailure, IllegalTransition, InconsistentState
 from gitliza.git.store import Committed
@@ -24,6 +24,9 @@ from gitliza.services.sync import engine
 from gitliza.services.sync.branches import IntegrationDiverged
 from gitliza.services.sync.replay import fate_of
 from gitliza.services.sync.report import Dropped, SyncGaveUp, SyncReport
+
+if TYPE_CHECKING:
+    from gitliza.services.api import Liza
 
 
 class OpDropped(IllegalTransition):
@@ -41,7 +44,7 @@ class OpDropped(IllegalTransition):
         self.dropped = dropped
 
 
-def after_commit(liza: Any, committed: Committed) -> Committed | None:
+def after_commit(liza: Liza, committed: Committed) -> Committed | None:
     """Auto-sync: share the op just committed; fail the command if the sync dropped it."""
     store = liza.store
     remote = liza.sync_remote()

@@ -23,7 +23,7 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pygit2
 
@@ -39,6 +39,9 @@ from gitliza.services.viewstamp import (STAMP_FILE, STATE_FILE, Stamp, ViewEdit,
                                         sha256, sig, view_edit)
 from gitliza.services.yamlrender import (LOG_HEADER, commit_entry, render_archived,
                                          render_log_entries, render_state)
+
+if TYPE_CHECKING:
+    from gitliza.services.api import Liza
 
 LOG_FILE = "log.yaml"
 LOCK_FILE = "state.yaml.lock"
@@ -270,7 +273,7 @@ def _live_key(renewals: list[Any]) -> str | None:
     return sha256(",".join(sorted(str(r.commit) for r in renewals)).encode())
 
 
-def after_commit(liza: Any, _done: Any) -> None:
+def after_commit(liza: Liza, _done: Any) -> None:
     """The `Liza.after_commit` hook: the op is already committed, so a failure to write the view
     is a notice on stderr, never a failed command."""
     try:

@@ -1,7 +1,7 @@
 """Read commands: status, show, log, ready, validate. None of them writes anything."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gitliza.cli.commands import Env
 from gitliza.cli.commands.statuslines import (control_lines, invariants_mod, lock_lines,
@@ -13,6 +13,9 @@ from gitliza.core.states import TERMINAL
 from gitliza.errors import InconsistentState, NoBoard, ValidationError
 from gitliza.services.views import (agent_logs, find_task, history_log, ready_tasks, show_data,
                                     status_data, task_row, tasks_in_order)
+
+if TYPE_CHECKING:
+    from gitliza.services.api import Liza
 
 
 def _board(env: Env, at: str | None) -> tuple[Board, Any]:
@@ -188,7 +191,7 @@ def log(env: Env, n: int | None, task: str | None, by: str | None, at: str | Non
     return 0
 
 
-def _say_boundary(env: Env, liza: Any, at: str | None) -> None:
+def _say_boundary(env: Env, liza: Liza, at: str | None) -> None:
     """A clone that joined at a seal holds the history from a boundary on: say where the walk
     stopped (only such a clone has git's shallow file, so the usual clone pays one stat)."""
     from gitliza.git.repository import common_dir
@@ -210,14 +213,14 @@ def _log_line(e: dict[str, Any]) -> str:
             f"{e.get('task') or '-':<12} {moved}")
 
 
-def _core_pager(liza: Any) -> str | None:
+def _core_pager(liza: Liza) -> str | None:
     """core.pager from the repository's git config, looked up only on a terminal."""
     import sys
     if not sys.stdout.isatty():
         return None
     try:
-        value: str = liza.store.repo.config["core.pager"]
-        return value
+        value = liza.store.repo.config["core.pager"]
+        return None if value is None else str(value)
     except KeyError:
         return None
 
