@@ -26,7 +26,7 @@ from gitliza.core.clock import to_epoch
 from gitliza.core.liveness import LIVE_FILE, Renewal
 from gitliza.errors import ConcurrencyConflict, GitFailure, InconsistentState, LizaError
 from gitliza.git.memo import Generations
-from gitliza.git.packfile import object_id
+from gitliza.git.objects.packfile import object_id
 
 LIVE_PREFIX = "refs/liza/live/"
 REMOTES = "refs/remotes/"

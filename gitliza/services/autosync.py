@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from gitliza.errors import ConcurrencyConflict, GitFailure, IllegalTransition, InconsistentState
 from gitliza.git.store import Committed
-from gitliza.git.pushresults import PushRejected
+from gitliza.git.remotes.pushresults import PushRejected
 from gitliza.services.sync import engine
 from gitliza.services.sync.branches import IntegrationDiverged
 from gitliza.services.sync.replay import fate_of

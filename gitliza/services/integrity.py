@@ -1,7 +1,7 @@
 """Whether the objects the team's refs name are all there, and bringing them back from the remote
 (docs/maintenance.md): what `doctor` reports and `repair` restores.
 
-gitliza's own objects live where git's maintenance cannot prune them (gitliza/git/ownstore.py),
+gitliza's own objects live where git's maintenance cannot prune them (gitliza/git/objects/ownstore.py),
 but objects git writes itself (an agent's `git commit`, a merge) are git's to lose: a `git prune`
 racing a commit, or a board written by an older gitliza beside `git gc --prune=now`. A ref on a
 missing object makes every later command fail, so `doctor` looks for one:

@@ -1,6 +1,6 @@
 """Opening a board for a front end (a command, the MCP server): the `Liza` of a repository with the
 after-commit hooks its git config asks for, auto-sync (gitliza/services/autosync.py) and the
-materialized view (gitliza/services/materialize.py).
+materialized view (gitliza/services/views/materialize.py).
 
 Both hooks are imported only when configured: a repository without a sync remote (or a --no-sync
 command) never pays for importing the sync engine and the transport, nor one without
@@ -37,7 +37,7 @@ def _install_materialize(liza: Liza) -> None:
     materializer (and ruamel.yaml) are never imported."""
     if not materialize_on(liza.repo):
         return
-    from gitliza.services.materialize import after_commit
+    from gitliza.services.views.materialize import after_commit
     liza.after_commit.append(after_commit)
 
 

@@ -37,7 +37,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 from gitliza.access import mcp_config
 from gitliza.errors import ValidationError
-from gitliza.git import ownstore, packs
+from gitliza.git.objects import ownstore
+from gitliza.git.objects import packs
 
 DEFAULT_CLI = "claude"  # as in the reference's liza-agent.sh
 ARG_MAX = 128 * 1024  # Linux MAX_ARG_STRLEN: the longest single argument execve takes

@@ -17,7 +17,7 @@ from gitliza.core import prompts
 from gitliza.core.board import Board
 from gitliza.core.states import Role
 from gitliza.core.terminal import safe
-from gitliza.git import ownstore
+from gitliza.git.objects import ownstore
 from gitliza.git.repository import LIZA_DIR, common_dir, ensure_excluded, liza_dir
 from gitliza.services import agentlog
 from gitliza.services.lifecycle.locations import main_root
@@ -313,7 +313,7 @@ class Sessions:
         if job.trigger is not None:
             env["LIZA_WAKE_TRIGGER"] = job.trigger.value
         # The agent's git writes its objects where git's maintenance cannot prune them before
-        # its branch names them (gitliza/git/ownstore.py).
+        # its branch names them (gitliza/git/objects/ownstore.py).
         env.update(ownstore.agent_env(self.liza.repo))
         # gitliza's secrets and the human's named ones: in every mode, `off` included.
         for k in secret_env(self.liza.board().config.sandbox_secret_env):

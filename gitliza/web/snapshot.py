@@ -1,4 +1,4 @@
-"""What the board page shows, as data: `status --json` (gitliza/services/views.py) plus what a
+"""What the board page shows, as data: `status --json` (gitliza/services/views/) plus what a
 human watching the team needs next to it (the supervisors' generations, the journals, the circuit
 breaker, the watcher's alarms, the last transitions). The board is read once, at one commit, so
 every panel of a page shows the same state."""

@@ -15,9 +15,9 @@ import pytest
 
 from gitliza.errors import GitFailure, MissingDependency, ValidationError
 from gitliza.git.gitcmd import print_progress
-from gitliza.git.pushresults import PushRejected, PushResult, PushStatus
+from gitliza.git.remotes.pushresults import PushRejected, PushResult, PushStatus
 from gitliza.git.remotes import configured, resolve, tracking_ref
-from gitliza.git.transport import fetch_board, ls_remote_state, push_board
+from gitliza.git.remotes.transport import fetch_board, ls_remote_state, push_board
 from tests.conftest import git
 from tests.gitdaemon import GitDaemon, git_daemon  # noqa: F401  (git_daemon is a fixture)
 
@@ -37,7 +37,7 @@ def remote(request: pytest.FixtureRequest, tmp_path: Path) -> Remote:
         bare = tmp_path / "remote.git"
         git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
         if request.param == "path-git":
-            # A hook makes the local remote one that git must reach (gitliza/git/direct.py):
+            # A hook makes the local remote one that git must reach (gitliza/git/remotes/direct.py):
             # the git executable's path for a local remote stays covered.
             hook = bare / "hooks" / "post-update"
             hook.parent.mkdir(exist_ok=True)

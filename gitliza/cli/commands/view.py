@@ -65,7 +65,7 @@ def _status(env: Env, at: str | None) -> int:
                      "them all; `git liza seal`, or run `team`/`watch` where the human's key is "
                      "at hand (they seal by themselves)")
     if at is None and _has_view(env):
-        from gitliza.services.viewstamp import view_edit
+        from gitliza.services.views.viewstamp import view_edit
         edit = view_edit(env.liza().store)
         if edit is not None:
             out.line(f"WARNING: {edit.message()}")
@@ -198,7 +198,7 @@ def _say_boundary(env: Env, liza: Liza, at: str | None) -> None:
     repo = liza.store.repo
     if not (common_dir(repo) / "shallow").exists():
         return
-    from gitliza.git import shallow
+    from gitliza.git.remotes import shallow
     commit = liza.store.resolve(at)
     line = shallow.note(repo, None if commit is None else commit.id)
     if line is not None:
@@ -270,7 +270,7 @@ def validate(env: Env, at: str | None, file: str | None = None) -> int:
                 hint="`git liza validate .liza/state.yaml` checks the file against the schema")
         raise NoBoard(f"no board here ({liza.store.ref} does not exist)")
     exists = None if root is None else (lambda rel: (root / rel).is_dir())
-    from gitliza.git.worktree_list import held_here
+    from gitliza.git.worktrees.listing import held_here
     repo = liza.store.repo
 
     def here(tid: str) -> bool:

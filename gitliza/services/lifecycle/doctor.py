@@ -20,7 +20,7 @@ from gitliza.errors import LizaError, ValidationError
 from gitliza.git.tasklocks import task_lock
 from gitliza.git.checkouts import clean_sync_problems
 from gitliza.git.repository import ref_oid, repo_path
-from gitliza.git.worktree_list import (TaskWorktreeEntry, held_here, list_task_branches,
+from gitliza.git.worktrees.listing import (TaskWorktreeEntry, held_here, list_task_branches,
                                        list_task_worktrees)
 from gitliza.git.worktrees import add_task_worktree, remove_task_worktree, task_branch
 from gitliza.git import remotes
@@ -44,7 +44,7 @@ S = TaskState
 class DoctorReport:
     problems: list[Problem]
     busy: list[str]  # tasks skipped because a claim/merge holds their lock right now
-    # Live tasks held on another machine (git/worktree_list.py `held_here`): not judged, said so.
+    # Live tasks held on another machine (git/worktrees/listing.py `held_here`): not judged, said so.
     elsewhere: list[str] = field(default_factory=list)
 
     @property

@@ -80,7 +80,7 @@ def ensure_commit(liza: Liza, oid: str, what: str) -> None:
         return
     remote = liza.sync_remote()
     if remote is not None:
-        from gitliza.git import transport
+        from gitliza.git.remotes import transport
         from gitliza.git.repository import repo_path
         transport.fetch_board(repo_path(repo), remote, task_branches=True)
         if _has_commit(repo, oid):

@@ -30,7 +30,7 @@ from gitliza.git.tasklocks import task_lock
 from gitliza.git.checkouts import clean_sync_problems, worktree_head
 from gitliza.git.evidence import evidence_gaps
 from gitliza.git.worktrees import add_task_worktree
-from gitliza.services import leasewatch
+from gitliza.services.liveness import leasewatch
 from gitliza.services.lifecycle.attic import keep_leftovers, kept_line
 from gitliza.services.lifecycle.carry import carry_clean_fixes
 from gitliza.services.lifecycle.conflicts import send_back_conflicts

@@ -12,7 +12,9 @@ from typing import Any, Callable
 import pygit2
 
 from gitliza.errors import ConcurrencyConflict, ValidationError
-from gitliza.git import liveref, pushresults, remotes, transport
+from gitliza.git import liveref, remotes
+from gitliza.git.remotes import pushresults
+from gitliza.git.remotes import transport
 from gitliza.git.remotes import Remote
 from gitliza.git.repository import repo_path
 from gitliza.git.store import Store
@@ -73,7 +75,7 @@ def sync(store: Store, remote: Remote | str | None = None, *, mode: str = "sync"
          timeout: float = transport.DEFAULT_TIMEOUT,
          sleep: Callable[[float], None] = time.sleep) -> SyncReport:
     """Reconcile the local board with `remote` (None: the configured remote, else origin;
-    git/remotes.py `resolve`, once: the `Remote` travels down to the transport).
+    git/remotes/ `resolve`, once: the `Remote` travels down to the transport).
 
     mode "sync": both ways; "pull": fetch and bring the local board up to date (replaying local
     ops if needed), never push; "push": push only if the remote is an ancestor of the local board.

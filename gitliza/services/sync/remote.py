@@ -1,5 +1,5 @@
 """A board on the sync remote of a clone that has none: what `init` asks before starting a second
-board. Which remote a clone shares with is git/remotes.py's (`configured`, `resolve`)."""
+board. Which remote a clone shares with is git/remotes/'s (`configured`, `resolve`)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -15,7 +15,7 @@ def remote_board(path: Path) -> tuple[str, str] | None:
     would start a second, unrelated board. None when there is no such remote or it cannot be
     asked (this is advice, never a failure of its own)."""
     from gitliza.errors import LizaError
-    from gitliza.git import transport
+    from gitliza.git.remotes import transport
     from gitliza.git.repository import repo_path
     try:
         repo = pygit2.Repository(str(path))

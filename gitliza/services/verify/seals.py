@@ -146,7 +146,7 @@ def verify(store: Store, at: str | None = None, since: str | None = None, *, ful
     `since`, from there (trusted); with `full`, the whole chain from the root, fetching first what
     a shallow join left on `remote` (None: liza.remote, else origin)."""
     from gitliza.errors import InconsistentState
-    from gitliza.git import shallow
+    from gitliza.git.remotes import shallow
     from gitliza.services.verify import engine
     tip = store.resolve(at)
     if tip is None:

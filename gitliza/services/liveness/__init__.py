@@ -90,7 +90,7 @@ def renew(liza: Liza, *, task: str | None = None, extend_task: bool = True,
     if tid is not None:
         # This clone saw the new mark now, as after a board write (Liza.apply): the wait before
         # anyone here may take the lease over starts at the renewal, not at the next look.
-        from gitliza.services import leasewatch
+        from gitliza.services.liveness import leasewatch
         renewed = liveness.overlay(board, [done]).task(tid)
         if renewed is not None:
             leasewatch.observe_tasks(liza.repo, [renewed], now)
@@ -112,7 +112,7 @@ def _view(liza: Liza) -> None:
     from gitliza.services.session import materialize_on
     if not materialize_on(liza.repo):
         return
-    from gitliza.services.materialize import after_commit
+    from gitliza.services.views.materialize import after_commit
     after_commit(liza, None)
 
 
@@ -158,8 +158,9 @@ def _share(liza: Liza, done: Renewal, lease_seconds: int) -> None:
     name = liza.sync_remote()
     if name is None:
         return
-    from gitliza.git import remotes, transport
-    from gitliza.git.pushresults import PushStatus
+    from gitliza.git import remotes
+    from gitliza.git.remotes import transport
+    from gitliza.git.remotes.pushresults import PushStatus
     from gitliza.git.repository import repo_path
     path = repo_path(liza.repo)
     ref = liveref.ref_of(done.agent)
