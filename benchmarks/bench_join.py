@@ -41,7 +41,7 @@ from gitliza.core.ops import (Add, Claim, ClaimReview, Heartbeat, Init, Merge, O
                               Register, Submit, Verdict, apply)
 from gitliza.core.ops.keys import Seal  # noqa: E402
 from gitliza.git.store import STATE_REF, Store  # noqa: E402
-from gitliza.git.trees import Batch  # noqa: E402
+from gitliza.git.objects.trees import Batch  # noqa: E402
 
 SHA = "a" * 40
 HEARTBEATS = 40

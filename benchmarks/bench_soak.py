@@ -9,7 +9,7 @@ runs a shorter soak: tests/team/test_soak.py, which shares `sample` and `Clock`)
 Two handles on one repository (a coder beating every op, a planner every tenth, each reading what
 the other wrote: a supervisor and its heartbeat thread), a new second per op so that every
 heartbeat writes new objects. `--without-refresh` turns off the object database refresh
-(gitliza/git/odbfresh.py) to show what a process held before it: one deleted pack per transition.
+(gitliza/git/objects/odbfresh.py) to show what a process held before it: one deleted pack per transition.
 
 `--mcp`: the same question of the MCP server (`git liza mcp`, gitliza/access/mcp.py), a process
 that lives as long as its agent's session. A coder's session through the SDK's own stdio client
@@ -50,7 +50,7 @@ def sample(pid: int, repo: Path) -> Sample:
             target = os.readlink(f"/proc/{pid}/fd/{fd}")
         except OSError:  # closed meanwhile
             continue
-        # objects/pack/ and gitliza's own store (liza-objects/pack/, git/ownstore.py)
+        # objects/pack/ and gitliza's own store (liza-objects/pack/, git/objects/ownstore.py)
         if "objects/pack/" not in target:
             fds += 1
         elif target.endswith(" (deleted)"):
@@ -168,7 +168,7 @@ def main() -> int:
     ap.add_argument("--mcp", action="store_true", help="sample the MCP server instead")
     args = ap.parse_args()
     if args.without_refresh:
-        from gitliza.git import odbfresh
+        from gitliza.git.objects import odbfresh
         odbfresh.OdbRefresh.check = lambda self: False  # type: ignore[method-assign]
     with tempfile.TemporaryDirectory() as tmp:
         rows = (soak_mcp if args.mcp else soak)(Path(tmp) / "repo", args.transitions)

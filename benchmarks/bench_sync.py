@@ -7,7 +7,7 @@ For each N:M: a bare remote with a board (tasks, agents), two clones; clone B ma
 pushes; clone A makes N ops offline (5% of them claims that collide with B's), then `sync`:
 fetch, replay N ops on B's M, push. Prints the wall time of that sync and of its parts (the
 in-process replay alone, and the fetch and push: in process for this plain local bare remote,
-gitliza/git/direct.py), and the replay rate.
+gitliza/git/remotes/direct.py), and the replay rate.
 Everything runs in a temporary directory with an isolated git configuration.
 """
 from __future__ import annotations

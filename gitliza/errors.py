@@ -1,9 +1,13 @@
 """One error hierarchy, mapped to the spec's exit-code taxonomy in one place.
 
 Every failure that reaches the user is a LizaError subclass; the CLI prints `str(err)` as one line on
-stderr and exits with `err.exit_code`. Nothing else in the package chooses exit codes.
+stderr and exits with `err.exit_code`. Nothing else in the package chooses exit codes: `classify`
+maps any exception (a LizaError, a missing module, a usage error, the environment's refusal, a
+bug) to the code, exit code and line that the CLI, the MCP server and the web board render alike.
 """
 from __future__ import annotations
+
+from typing import NamedTuple
 
 OK = 0
 EXIT_VALIDATION = 1
@@ -108,13 +112,53 @@ class MissingDependency(LizaError):
     code = "MISSING_DEPENDENCY"
 
 
-def unexpected(e: BaseException) -> tuple[bool, int, str]:
-    """An exception that is not a LizaError (a bug, or an unexpected environment), still mapped
-    here: whether it came from the git side (an OSError, pygit2), its exit code, and its text on
-    one line."""
+# The codes of what is not a LizaError (the LizaErrors' own are their `code`).
+CODE_USAGE = "USAGE"  # the command line itself is wrong (click's usage errors)
+CODE_MISSING_DEPENDENCY = MissingDependency.code
+CODE_GIT_FAILURE = GitFailure.code
+CODE_INTERNAL = "INTERNAL"  # a bug: please report it
+
+
+class Failure(NamedTuple):
+    """What every front end says of a failure: the error code, the exit code, one line. The CLI
+    prints the line (and, with --json, the three as a document), the MCP server returns them as a
+    tool error, the web board as its status and headers: `classify` decides, they only render."""
+
+    code: str
+    exit_code: int
+    line: str
+    bug: bool = False  # not foreseen: LIZA_DEBUG=1 shows its traceback instead
+
+    def to_json(self) -> dict[str, object]:
+        return {"code": self.code, "exit_code": self.exit_code, "message": self.line}
+
+
+def classify(e: BaseException) -> Failure:
+    """The one mapping from an exception to (code, exit code, one line), for every front end.
+
+    A LizaError says it itself. A missing Python module is a missing dependency (5); a usage error
+    of the command line (anything with click's `format_message`) is USAGE (1); what the
+    environment refused (see `environmental`) is the LizaError naming its cause and fix; anything
+    else is a bug, still one line and an exit code: GIT_FAILURE (3) from the git side (an OSError,
+    pygit2), else INTERNAL (4)."""
+    if isinstance(e, LizaError):
+        return Failure(e.code, e.exit_code, str(e))
+    if isinstance(e, ModuleNotFoundError):  # e.g. pygit2 missing from this environment
+        return Failure(CODE_MISSING_DEPENDENCY, EXIT_DEPENDENCY,
+                       f"missing dependency: Python module {e.name!r} is not installed "
+                       "(reinstall gitliza with its dependencies: pip install gitliza)")
+    fmt = getattr(e, "format_message", None)
+    if callable(fmt):
+        return Failure(CODE_USAGE, EXIT_VALIDATION, " ".join(str(fmt()).split()))
+    known = environmental(e)
+    if known is not None:  # the environment refused: its cause and fix, no bug report
+        return classify(known)
     git_side = isinstance(e, OSError) or type(e).__module__.startswith("pygit2")
-    return (git_side, EXIT_GIT if git_side else EXIT_INCONSISTENT,
-            f"{type(e).__name__}: {' '.join(str(e).split())}")
+    text = f"{type(e).__name__}: {' '.join(str(e).split())}"
+    return Failure(CODE_GIT_FAILURE if git_side else CODE_INTERNAL,
+                   EXIT_GIT if git_side else EXIT_INCONSISTENT,
+                   f"{'git operation failed' if git_side else 'internal error'}: {text} "
+                   "(LIZA_DEBUG=1 shows the traceback; please report it)", bug=True)
 
 
 def environmental(e: BaseException) -> LizaError | None:

@@ -160,12 +160,39 @@ def test_the_checks_catch_a_layer_violation_and_a_circle(tmp_path: Path) -> None
     assert circles(pkg) == [["gitliza.core.a", "gitliza.core.b"]]
 
 
+def size_limit(text: str) -> int:
+    """The module size limit docs/architecture.md states ("in **N lines** at most"): one number,
+    read here, so that the page and the check cannot disagree."""
+    found = re.findall(r"one job in \*\*(\d+) lines\*\* at most", text)
+    assert len(found) == 1, found
+    return int(found[0])
+
+
 def test_a_long_module_says_why_it_is_not_split() -> None:
-    """One job per module, ~400 lines at most; a longer one says in its docstring why splitting it
-    would scatter one idea ("Not split: ...")."""
+    """One job per module, the page's limit at most; a longer one says in its docstring why
+    splitting it would scatter one idea ("Not split: ...")."""
+    limit = size_limit(MAP.read_text("utf-8"))
     long = []
     for name, path in modules(ROOT / "gitliza").items():
         text = path.read_text("utf-8")
-        if text.count("\n") > 420 and "Not split" not in (ast.get_docstring(ast.parse(text)) or ""):
+        if text.count("\n") > limit and "Not split" not in (ast.get_docstring(ast.parse(text)) or ""):
             long.append(f"{path.relative_to(ROOT)}: {text.count(chr(10))} lines")
     assert long == []
+
+
+def test_the_page_names_every_module() -> None:
+    """docs/architecture.md is the map a newcomer reads: every module of gitliza/ is named there,
+    in the tree (its name, with or without .py) or as `path/name.py` in the text (the op modules,
+    described with the core; cli/commands/*.py as a group)."""
+    text = MAP.read_text("utf-8")
+    start = text.index("```\ngitliza/")
+    tree = text[start:text.index("```", start + 4)]
+    missing = []
+    for name, path in modules(ROOT / "gitliza").items():
+        stem = path.stem
+        if stem == "__init__" or path.parent.name == "commands":
+            continue
+        if not (re.search(rf"(?<![\w/]){re.escape(stem)}(\.py)?(?![\w])", tree)
+                or re.search(rf"`(\w+/)*{re.escape(stem)}\.py`", text)):
+            missing.append(str(path.relative_to(ROOT)))
+    assert missing == []

@@ -13,11 +13,14 @@ and are yielded as such; commits that left the history are not taken back.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import pygit2
 
 from gitliza.git.source import check_format
+
+if TYPE_CHECKING:
+    from gitliza.services.api import Liza
 
 
 def new_commits(repo: pygit2.Repository, tip: pygit2.Oid | None,
@@ -44,7 +47,7 @@ def line(e: dict[str, Any]) -> str:
     return f"{e['state']}  {e.get('time', '-')}  {e.get('summary', e.get('error'))}"
 
 
-def resolve_since(liza: Any, since: str | None) -> pygit2.Oid | None:
+def resolve_since(liza: Liza, since: str | None) -> pygit2.Oid | None:
     if since is None:
         return None
     commit: pygit2.Commit | None = liza.store.resolve(since)  # refuses an unknown one itself
@@ -52,7 +55,7 @@ def resolve_since(liza: Any, since: str | None) -> pygit2.Oid | None:
     return commit.id
 
 
-def events(liza: Any, since: str | None = None, follow: bool = False,
+def events(liza: Liza, since: str | None = None, follow: bool = False,
            wait: Callable[[], object] | None = None) -> Iterator[dict[str, Any]]:
     """The events after `since`, then (with `follow`) the live ones, forever. `wait` blocks
     until the ref may have changed (default: a RefWatcher on this repository)."""

@@ -22,7 +22,7 @@ from typing import Any
 
 from gitliza.access import jsonrpc, tools
 from gitliza.core.states import Role
-from gitliza.errors import LizaError, MissingDependency, NotFound, environmental, unexpected
+from gitliza.errors import MissingDependency, NotFound, classify
 
 INSTALL_HINT = "pip install 'gitliza[mcp]'"
 BOARD_URI = "liza://board"
@@ -40,13 +40,8 @@ def require_sdk() -> None:
 
 
 def error_payload(e: BaseException) -> dict[str, Any]:
-    """What a failed call returns: the CLI's exit-code class and one-line message."""
-    e = environmental(e) or e
-    if isinstance(e, LizaError):
-        return {"code": e.code, "exit_code": e.exit_code, "message": str(e)}
-    git_side, code, text = unexpected(e)
-    return {"code": "GIT_FAILURE" if git_side else "INTERNAL_ERROR", "exit_code": code,
-            "message": text}
+    """What a failed call returns: the CLI's code, exit code and one line (errors.classify)."""
+    return classify(e).to_json()
 
 
 class Session:
@@ -73,7 +68,7 @@ class Session:
             try:
                 data = tools.call(self.liza, self.role, name, args, self.supervised)
             except Exception as e:  # every failure is the agent's to read, as one line
-                if not isinstance(e, LizaError) and os.environ.get("LIZA_DEBUG"):
+                if classify(e).bug and os.environ.get("LIZA_DEBUG"):
                     raise
                 out: dict[str, Any] = {"error": error_payload(e)}
                 extra = getattr(e, "data", None)
@@ -173,10 +168,11 @@ def build_server(session: Session) -> Any:
             raise MCPError(code=jsonrpc.RESOURCE_NOT_FOUND, message=f"Resource not found: {e}",
                            data={"uri": uri}) from None
         except Exception as e:  # one line, the CLI's code and exit code, no traceback
-            if not isinstance(e, LizaError) and os.environ.get("LIZA_DEBUG"):
+            failure = classify(e)
+            if failure.bug and os.environ.get("LIZA_DEBUG"):
                 raise
-            raise MCPError(code=jsonrpc.INTERNAL_ERROR, message=error_payload(e)["message"],
-                           data=error_payload(e)) from None
+            raise MCPError(code=jsonrpc.INTERNAL_ERROR, message=failure.line,
+                           data=failure.to_json()) from None
         return types.ReadResourceResult(contents=[types.TextResourceContents(
             uri=uri, mime_type="application/json", text=json.dumps(data, default=str))])
 

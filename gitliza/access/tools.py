@@ -19,10 +19,13 @@ import inspect
 import types
 import typing
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-from gitliza.core.states import CONTROL_OPS, HUMAN_ACTOR, PLANNING, TASK_TRANSITIONS, Role
+from gitliza.core.states import BOARD_OPS, HUMAN_ACTOR, PLANNING, TASK_TRANSITIONS, Role
 from gitliza.errors import PermissionDenied, ValidationError
+
+if TYPE_CHECKING:
+    from gitliza.services.api import Liza
 
 Runner = Callable[[Any, dict[str, Any]], Any]  # (Liza, checked arguments) -> JSON-able result
 
@@ -133,7 +136,8 @@ def op_schema(cls: type, exclude: Iterable[str] = (), optional: Iterable[str] = 
 
 def fn_schema(fn: Callable[..., Any]) -> dict[str, Any]:
     """A read function's parameters after the first (the Liza) as a tool input schema."""
-    hints = typing.get_type_hints(fn)
+    # The first parameter's type (Liza, imported for type checking only) is not evaluated.
+    hints = typing.get_type_hints(fn, localns={"Liza": object})
     params = list(inspect.signature(fn).parameters.values())[1:]
     return _schema((p.name, hints[p.name], p.default is inspect.Parameter.empty) for p in params)
 
@@ -195,19 +199,19 @@ def _build() -> dict[str, Tool]:
               roles: frozenset[Role] | None = None) -> None:
         cls = ops[op]
         if run is None:
-            def run(liza: Any, a: dict[str, Any], _cls: type[base.Op] = cls) -> Any:
+            def run(liza: Liza, a: dict[str, Any], _cls: type[base.Op] = cls) -> Any:
                 return tr.transition_data(tr.do_op(liza, _cls, **a))
         tools.append(Tool(op.replace("-", "_"), description, run,
                           op_schema(cls, exclude, optional), roles or _op_roles(op), op=op))
 
     def read(name: str, description: str, fn: Callable[..., Any],
              shape: Callable[[Any], Any] = lambda x: x, concurrent: bool = False) -> None:
-        def run(liza: Any, a: dict[str, Any]) -> Any:
+        def run(liza: Liza, a: dict[str, Any]) -> Any:
             return shape(fn(liza, **a))
         tools.append(Tool(name, description, run, fn_schema(fn), EVERYONE, read_only=True,
                           concurrent=concurrent))
 
-    def claim(liza: Any, a: dict[str, Any]) -> Any:
+    def claim(liza: Liza, a: dict[str, Any]) -> Any:
         res = claiming.claim(liza, a.get("task"))
         data = tr.transition_data(res.committed, tr.claim_extra(res))
         refused = tr.claim_refusal(res)
@@ -215,33 +219,33 @@ def _build() -> dict[str, Tool]:
             raise ToolRefused(refused, data)
         return data
 
-    def merge(liza: Any, a: dict[str, Any]) -> Any:
+    def merge(liza: Liza, a: dict[str, Any]) -> Any:
         res = merging.merge(liza, a["task"])
         return tr.transition_data(res.committed, tr.merge_extra(res))
 
-    def release(liza: Any, a: dict[str, Any]) -> Any:
+    def release(liza: Liza, a: dict[str, Any]) -> Any:
         done = claiming.release(liza, a["task"])
         return tr.transition_data(done.committed, tr.release_extra(done))
 
-    def submit(liza: Any, a: dict[str, Any]) -> Any:
+    def submit(liza: Liza, a: dict[str, Any]) -> Any:
         done = reviewing.submit(liza, a["task"], a.get("commit"))
         return tr.transition_data(done.committed, tr.submit_extra(done))
 
-    def claim_review(liza: Any, a: dict[str, Any]) -> Any:
+    def claim_review(liza: Liza, a: dict[str, Any]) -> Any:
         done = reviewing.claim_review(liza, a.get("task"))
         return tr.transition_data(done.committed, tr.claim_review_extra(done))
 
-    def verdict(liza: Any, a: dict[str, Any]) -> Any:
+    def verdict(liza: Liza, a: dict[str, Any]) -> Any:
         done = reviewing.verdict(liza, a["task"], a["verdict"], a.get("reason"), a.get("commit"),
                                  a.get("evidence") or ())
         return tr.transition_data(done.committed)
 
-    def heartbeat(liza: Any, a: dict[str, Any]) -> Any:
+    def heartbeat(liza: Liza, a: dict[str, Any]) -> Any:
         # A renewal off the audit chain (refs/liza/live/<agent>), as `git liza heartbeat`.
         from gitliza.services import liveness
         return liveness.renewal_data(liveness.renew(liza, task=a.get("task")))
 
-    def discover(liza: Any, a: dict[str, Any]) -> Any:
+    def discover(liza: Liza, a: dict[str, Any]) -> Any:
         return tr.transition_data(tr.do_discover(liza, a.pop("id", None), **a))
 
     # planning
@@ -286,19 +290,19 @@ def _build() -> dict[str, Tool]:
     write("anomaly", "Log an anomaly; the type's required details are checked.", roles=EVERYONE,
           exclude=("ordered",))
     # Ops landed without a line above still become tools (generic: the op record's fields, the
-    # roles of its transitions or of the control table, else the planner's and the human's), so
+    # roles of its transitions or of the board ops' table, else the planner's and the human's), so
     # none is left out.
     for name, cls in sorted(ops.items()):
         if name not in NOT_TOOLS and name.replace("-", "_") not in {t.name for t in tools}:
             doc = (cls.__doc__ or "").strip().splitlines()
             write(name, doc[0] if doc and not doc[0].startswith(cls.__name__ + "(")
                   else f"The {name} op.",
-                  roles=_op_roles(name) or CONTROL_OPS.get(name) or PLANNING)
+                  roles=_op_roles(name) or BOARD_OPS.get(name) or PLANNING)
     # looking
     read("status", "The board: goal, sprint metrics, tasks, agents, claimable tasks.",
          view.status_data)
     read("show", "One task with its history.", view.show_data)
-    def usage(liza: Any, since: str | None = None, task: str | None = None,
+    def usage(liza: Liza, since: str | None = None, task: str | None = None,
               by_agent: str | None = None, at: str | None = None,
               all_goals: bool = False) -> dict[str, Any]:
         # `by_agent`, not `agent`: a tool's `agent` would read as acting as another agent (the
@@ -320,7 +324,7 @@ def _build() -> dict[str, Tool]:
 WAIT_TIMEOUT = 60  # agent CLIs give up on a tool call after a few minutes at most
 
 
-def wait_for(liza: Any, condition: str = "change", task: str | None = None,
+def wait_for(liza: Liza, condition: str = "change", task: str | None = None,
              status: str | None = None, since: str | None = None,
              timeout: int = WAIT_TIMEOUT) -> dict[str, Any]:
     """`git liza wait` for a tool: the same condition and watcher (gitliza/services/wait.py), on a
@@ -384,7 +388,7 @@ def resolve_role(board: Any, agent: str, role: str | None) -> Role:
     return role_
 
 
-def call(liza: Any, role: Role, name: str, args: dict[str, Any] | None,
+def call(liza: Liza, role: Role, name: str, args: dict[str, Any] | None,
          supervised: bool = False) -> Any:
     """Run tool `name` for `liza.agent` in `role`. Raises a LizaError (nothing changed unless
     the error says a transition was recorded)."""

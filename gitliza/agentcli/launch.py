@@ -106,7 +106,8 @@ def writable_git_roots(ctx: Context) -> list[str]:
     in the common dir itself, so a planner gets all of it."""
     # Here, not at the top: finding the CLIs imports every module of this folder, and these
     # bring in pygit2, which `--help` does not need.
-    from gitliza.git import ownstore, packs
+    from gitliza.git.objects import ownstore
+    from gitliza.git.objects import packs
     if ctx.git_dir == ctx.common_dir:
         roots = [ctx.common_dir]
     else:

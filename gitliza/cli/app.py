@@ -707,7 +707,7 @@ PERMISSIONS_HELP = ("worktree (default: edit and run commands in the worktree, c
                     "CLI's own configuration decides)")
 
 
-# The supervisors `team` starts inherit its environment: LIZA_SANDBOX=off reaches each of them.
+# `team` passes its --sandbox (or LIZA_SANDBOX's) to each supervisor it starts, as a flag.
 SandboxOpt = typer.Option(None, "--sandbox", envvar="LIZA_SANDBOX", show_envvar=True,
                           help="on (default: each agent in its own OS sandbox, docs/security.md) "
                                "| model (the same, reaching only its model's API hosts and "
@@ -889,7 +889,7 @@ def completion(shell: str = typer.Argument(..., metavar="bash|zsh|fish")) -> Non
 
 def _lean_app(args: list[str]) -> typer.Typer:
     """An app holding only the command being run: typer inspects every command's signature when
-    it builds the click group (~1 ms each), which a one-shot CLI process should not pay for."""
+    it builds the click group, which a one-shot CLI process should not pay for."""
     name = args[0] if args else None
     infos = [c for c in app.registered_commands
              if name and (c.name or (c.callback.__name__ if c.callback else "")) == name]

@@ -2,7 +2,7 @@
 importing typer.
 
 typer stays the one definition of the CLI (gitliza/cli/app.py). Importing typer and building its click
-command costs ~25 ms per start, more than gitliza's own work for most commands, so the spec that
+command costs more per start than gitliza's own work for most commands, so the spec that
 typer builds is saved once (`build`, called by the typer path whenever the saved one is stale) and
 read here by a small parser. The spec is keyed by app.py's size and mtime, so a new or changed
 command needs no registration step: the next start sees a stale key and rebuilds it.
@@ -280,8 +280,7 @@ class _Failed(Exception):
 
 
 def _guarded(body: Any) -> Any:
-    from gitliza.errors import (EXIT_BROKEN_PIPE, EXIT_DEPENDENCY, EXIT_VALIDATION, LizaError,
-                                environmental, unexpected)
+    from gitliza.errors import EXIT_BROKEN_PIPE, LizaError, classify
     from gitliza.cli.output import err
     try:
         return body()
@@ -292,29 +291,11 @@ def _guarded(body: Any) -> Any:
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
         return EXIT_BROKEN_PIPE
-    except LizaError as e:
-        e = _no_board_here(e)
-        err(str(e))
-        raise _Failed(e.code, e.exit_code, str(e)) from None
-    except ModuleNotFoundError as e:  # e.g. pygit2 missing from this environment
-        text = (f"missing dependency: Python module {e.name!r} is not installed "
-                "(reinstall gitliza with its dependencies: pip install gitliza)")
-        err(text)
-        raise _Failed("MISSING_DEPENDENCY", EXIT_DEPENDENCY, text) from None
     except Exception as e:
-        fmt = getattr(e, "format_message", None)
-        if fmt is not None:  # click usage errors: one line, exit 1
-            err(fmt())
-            raise _Failed("USAGE", EXIT_VALIDATION, fmt()) from None
-        known = environmental(e)
-        if known is not None:  # the environment refused: its cause and fix, no bug report
-            err(str(known))
-            raise _Failed(known.code, known.exit_code, str(known)) from None
-        if os.environ.get("LIZA_DEBUG"):
+        if isinstance(e, LizaError):
+            e = _no_board_here(e)
+        failure = classify(e)  # errors.py decides; the CLI only prints
+        if failure.bug and os.environ.get("LIZA_DEBUG"):
             raise
-        # a bug: still one line, still an exit code
-        git_side, code, text = unexpected(e)
-        line = (f"{'git operation failed' if git_side else 'internal error'}: {text} "
-                "(LIZA_DEBUG=1 shows the traceback; please report it)")
-        err(line)
-        raise _Failed("GIT_FAILURE" if git_side else "INTERNAL", code, line) from None
+        err(failure.line)
+        raise _Failed(failure.code, failure.exit_code, failure.line) from None

@@ -1,5 +1,5 @@
 """SHA-1, the one digest the board uses: the fan-out buckets of the storage layout (layout.py),
-journal keys (board.journal_key) and the ids of the git objects a transition writes (git/packs.py).
+journal keys (board.journal_key) and the ids of the git objects a transition writes (git/objects/packs.py).
 
 It is the interpreter's builtin `_sha1` (hashlib's interface): importing hashlib loads OpenSSL,
 ~2 ms of every CLI start. It sits in a module of its own, below board.py and layout.py, so that

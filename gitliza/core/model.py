@@ -3,7 +3,7 @@
 Field order is the order in which fields are written to TOML and YAML. `None` and empty collections
 are left out when encoded (TOML has no null), so absent and null mean the same thing, as in the spec.
 
-Not split: one module of about 400 lines on purpose, it is the schema, read side by side with
+Not split: longer than the module size limit on purpose, it is the schema, read side by side with
 blackboard-schema.md, and nearly all of it is field lists; splitting the entities over modules
 would scatter that one page without making any part simpler.
 """
@@ -97,7 +97,7 @@ class HistoryEntry:
 
 @dataclass(frozen=True, slots=True)
 class Evidence:
-    """What shows that one acceptance criterion of a task passes (issue 40): a path (and line) in
+    """What shows that one acceptance criterion of a task passes (docs/review.md): a path (and line) in
     the reviewed commit, a test name, or a command with a digest of its output."""
 
     criterion: int  # 1-based, into the task's `criteria`
@@ -177,7 +177,7 @@ class Task:
     # A BLOCKED task whose questions only the human can answer (`block --for-human`, upstream
     # Liza's ADR-0172 AWAITING HUMAN): listed first everywhere, and the escalation webhook fires.
     awaiting_human: bool = since_v1(False)
-    # Review worth trusting (issue 40, gitliza/core/quorum.py): labels (a rule of
+    # Review worth trusting (gitliza/core/quorum.py, docs/review.md): labels (a rule of
     # config.quorum_rules may raise the task's quorum by them), the acceptance criteria an
     # approval gives evidence for, the approvals of the current review_commit so far, and the
     # root-cause gate (the note the planner or the human recorded, the review_cycles_total when
@@ -307,7 +307,7 @@ class Config:
     # A model per role (gitliza/core/teammodels.py): "ROLE[.SLOT]=CLI[:MODEL] ..."; unset: the
     # team's --cli for every member.
     models: str | None = since_v1(None)
-    # Review worth trusting (issue 40, gitliza/core/quorum.py): approvals of one review commit a
+    # Review worth trusting (gitliza/core/quorum.py, docs/review.md): approvals of one review commit a
     # task needs; `quorum_rules` raise it by label or lock scope ("label:security=2
     # scope:migrations/**=2"); `review_diversity` (off | cli | model) asks the approvals to come
     # from different agent CLIs or models; a task BLOCKs for a root-cause note after

@@ -1,9 +1,13 @@
 """The whole protocol state machine, as data.
 
 Like h11's `_state.py`: every legal task transition, the op that performs it and the roles allowed to
-perform it are listed here, in one table. The ops in `ops.py` ask this table before they change
-anything, `verify` and the server hook replay through the same ops, so there is no second copy of
-these rules anywhere.
+perform it are listed here, in one table (`TASK_TRANSITIONS`); beside it, the agent state pairs
+(`AGENT_TRANSITIONS`), who may run each op that moves no task (`BOARD_OPS`: the controls, the
+goal, config, registration, the journal's planner entries, keys and seals) and who logs which
+anomaly (`ANOMALY_LOGGERS`). The ops (gitliza/core/ops/) ask these tables before they change
+anything (`Ctx.transition`, `Ctx.allowed`), and `verify` and the server hook replay through the
+same ops, so no op writes a role rule of its own. What stays with an op is who, not which role:
+an author never reviews its own work, a task earmarked for one coder is that coder's.
 """
 from __future__ import annotations
 
@@ -191,13 +195,49 @@ AGENT_TRANSITIONS: frozenset[tuple[AgentState, AgentState]] = frozenset({
     (AgentState.HANDOFF, AgentState.WORKING),
 })
 
-# Board-level control ops (no task moves): who may run each. Pause, resume, abort and checkpoint are
-# the human override protocol's levers (the planner may pull them too); `supervise` is the agent's
-# own supervisor taking, renewing or ending its generation token.
-CONTROL_OPS: dict[str, frozenset[Role]] = {
+# The ops that move no task: who may run each (a rule of an op's own, `op:what`, beside it).
+BOARD_OPS: dict[str, frozenset[Role]] = {
+    # The human override protocol's levers (the planner may pull them too).
     "pause": PLANNING,
     "resume": PLANNING,
     "abort": PLANNING,
     "checkpoint": PLANNING,
+    # The agent's own supervisor taking, renewing or ending its generation token.
     "supervise": REGISTRABLE_ROLES | HUMANS,  # the human only frees a dead one's (`free`)
+    # The board's frame.
+    "init": PLANNING,  # a new goal once the last one ended (the first init has no board to ask)
+    "complete-goal": PLANNING,
+    "abort-goal": PLANNING,
+    "config": PLANNING,
+    # Where the human is told, the models, the review bar, the sandbox's limits, the integration
+    # base: an agent that set these would govern its own governor (core/ops/goal.py names them).
+    "config:human-key": HUMANS,
+    # Registering gives a role, reviewer included: an agent registers itself (its first act, which
+    # claims nothing beyond its own id), only the planner or the human registers another.
+    "register:another": PLANNING,
+    "circuit": PLANNING,
+    "circuit:resolve": HUMANS,
+    "convert": PLANNING,
+    "spec-change": PLANNING,
+    "sprint-scope": PLANNING,
+    # Keys decide who a commit proves to be its author, a seal where a new clone's trust starts:
+    # only the human speaks for them.
+    "rekey": HUMANS,
+    "seal": HUMANS,
+}
+
+# Who logs which anomaly (blackboard-schema.md "Anomaly Types"); the human may log any.
+ANOMALY_LOGGERS: dict[str, frozenset[Role]] = {
+    "retry_loop": frozenset({Role.CODER, Role.CODE_REVIEWER}),
+    "trade_off": frozenset({Role.CODER}), "spec_ambiguity": frozenset({Role.CODER}),
+    "external_blocker": frozenset({Role.CODER}),
+    "assumption_violated": frozenset({Role.CODER, Role.CODE_REVIEWER}),
+    "scope_deviation": frozenset({Role.CODE_REVIEWER}),
+    "workaround": frozenset({Role.CODE_REVIEWER}), "debt_created": frozenset({Role.CODE_REVIEWER}),
+    "spec_changed": frozenset({Role.CODE_REVIEWER}),
+    "hypothesis_exhaustion": frozenset({Role.PLANNER}), "spec_gap": frozenset({Role.PLANNER}),
+    "review_deadlock": frozenset({Role.PLANNER}),
+    "system_ambiguity": frozenset(Role),
+    "budget_exceeded": frozenset(Role),  # a supervisor of any role (gitliza/team/usage.py)
+    "scope_violation": frozenset({Role.CODER}),  # its refused submit (services/lifecycle)
 }

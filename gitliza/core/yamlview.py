@@ -1,8 +1,8 @@
 """The board and its history shaped as the spec's `.liza/state.yaml` and `.liza/log.yaml` (pure).
 
 This module only builds plain data (dicts in the spec's key order, lists, str/int/bool/None); the
-shell renders it with ruamel.yaml (`gitliza/services/yamlrender.py`) and writes the files
-(`gitliza/services/materialize.py`). Keeping the shaping here keeps it testable without git or
+shell renders it with ruamel.yaml (`gitliza/services/views/yamlrender.py`) and writes the files
+(`gitliza/services/views/materialize.py`). Keeping the shaping here keeps it testable without git or
 YAML, and keeps the core free of I/O.
 
 Shape rules (see docs/materialize.md):

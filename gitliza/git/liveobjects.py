@@ -8,7 +8,7 @@ renewal; every `git gc` and `git repack` of the user failed meanwhile ("bad obje
 refs/liza/live/<agent>", issue 38). Writing them again after the move only narrowed the window:
 the prune's deletion can come after the second write as well.
 
-So they go where no user maintenance deletes anything: gitliza's own store (git/ownstore.py),
+So they go where no user maintenance deletes anything: gitliza's own store (git/objects/ownstore.py),
 loose. No prune reaches them, whenever it scans; git's rule that an object exists before a ref
 names it holds by construction. What the store must not do is keep every replaced renewal (one
 per agent per heartbeat), so gitliza prunes them itself, by git's own rule for unreferenced
@@ -35,7 +35,7 @@ from typing import Collection
 
 import pygit2
 
-from gitliza.git import ownstore
+from gitliza.git.objects import ownstore
 from gitliza.git.repository import common_dir
 
 GRACE = 600.0  # seconds a replaced renewal's objects stay readable (git's gc.pruneExpire idea)

@@ -30,7 +30,7 @@ from gitliza.core.liveness import LIVE_FILE, Renewal
 from gitliza.errors import ConcurrencyConflict, GitFailure, InconsistentState, LizaError
 from gitliza.git import liveobjects
 from gitliza.git.memo import Generations
-from gitliza.git.packfile import object_id
+from gitliza.git.objects.packfile import object_id
 
 LIVE_PREFIX = "refs/liza/live/"
 LOCK_PAUSE = 0.005  # seconds, times the attempt: ~140 ms in all before a renewal gives up

@@ -20,11 +20,15 @@ from pygit2.enums import CheckoutStrategy, FileMode, FileStatus, RepositoryOpenF
 
 from gitliza.errors import (ConcurrencyConflict, GitFailure, NotFound, ValidationError,
                             environmental)
-from gitliza.git import direct, ownstore, packfile, packs, reflocks
+from gitliza.git import reflocks
+from gitliza.git.remotes import direct
+from gitliza.git.objects import ownstore
+from gitliza.git.objects import packfile
+from gitliza.git.objects import packs
 from gitliza.git.repository import common_dir
 from gitliza.git.checkouts import clean_sync_problems
 from gitliza.git.repository import ref_oid
-from gitliza.git.worktree_list import checkouts_of_branch
+from gitliza.git.worktrees.listing import checkouts_of_branch
 from gitliza.git.worktrees import contained_path, require_commit, temporary_checkout
 
 MergeKind = Literal["fast-forward", "merge", "up-to-date"]
@@ -207,7 +211,7 @@ def _merged_commit(
 
 def _keep(repo: Repository, new: Oid, base: Oid) -> bool:
     """(issue 29) Copy merge commit `new`, and the objects its tree adds to `base`'s, into gitliza's
-    own store (gitliza/git/ownstore.py) as one pack. libgit2 wrote them as loose objects into
+    own store (gitliza/git/objects/ownstore.py) as one pack. libgit2 wrote them as loose objects into
     objects/, unreferenced until the branch moves, which may be minutes away (the integration
     test runs in between): a user's `git prune` would delete them. False when they are already
     gone (the caller makes the merge again)."""

@@ -25,6 +25,11 @@ def common_dir(repo: pygit2.Repository) -> Path:
     return gitdir.resolve()
 
 
+def repo_path(repo: pygit2.Repository) -> Path:
+    """Where git runs for this repository (the work tree, or the git dir of a bare one)."""
+    return Path(repo.workdir or repo.path)
+
+
 def open_repository(path: str | os.PathLike[str] = ".") -> pygit2.Repository:
     try:
         found = pygit2.discover_repository(str(path))

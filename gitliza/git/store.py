@@ -30,8 +30,8 @@ from gitliza.core.model import FORMAT_VERSION
 from gitliza.core.states import HUMAN_ACTOR
 from gitliza.errors import (ConcurrencyConflict, GitFailure, InconsistentState, LizaError,
                             ValidationError, environmental)
-from gitliza.git import ownstore
-from gitliza.git.odbfresh import OdbRefresh
+from gitliza.git.objects import ownstore
+from gitliza.git.objects.odbfresh import OdbRefresh
 from gitliza.git.repository import common_dir, open_repository
 from gitliza.git.source import GitSource, Tables, check_format
 
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from gitliza.core.model import SigningKey
     from gitliza.core.ops.base import Op, Outcome
     from gitliza.core.ops.upgrade import Upgrade
-    from gitliza.git import trees
+    from gitliza.git.objects import trees
     from gitliza.git.signing import Signer
 
 # The write path's modules (the op engine, the invariants, the tree and commit writers, the ref
@@ -89,7 +89,7 @@ class Store:
 
     def reopen(self) -> None:
         """A new handle on the same repository: libgit2 reads the shallow file (the boundary of a
-        board fetched shallow, git/shallow.py) once, when a handle opens, so a handle opened
+        board fetched shallow, git/remotes/shallow.py) once, when a handle opens, so a handle opened
         before a shallow fetch (or a longer one, or an unshallow) would misread the chain."""
         repo = pygit2.Repository(self.repo.path)
         ownstore.prepare(repo)
@@ -171,12 +171,12 @@ class Store:
         """The tree of `base` with `changes` applied, writing the changed blobs and only the trees
         on their paths (unchanged subtrees keep their oids). `trees.build` is shared with verify,
         which computes the same ids without writing."""
-        from gitliza.git import trees
+        from gitliza.git.objects import trees
         return trees.build(self.repo, base, changes, write=True).tree
 
     def write_commit(self, parent: pygit2.Commit | None, outcome: Outcome, op: Op) -> pygit2.Oid:
         """The new blobs, trees and the commit, written together as one pack."""
-        from gitliza.git import trees
+        from gitliza.git.objects import trees
         batch = trees.Batch(self.repo)
         commit, _tree = self.stage_commit(batch, None if parent is None else parent.id,
                                           None if parent is None else parent.tree_id, outcome, op)
@@ -190,7 +190,7 @@ class Store:
         caller to flush: a bulk path (sync's replay) writes one pack for many transitions. The
         parent's tree must be in the repository or built earlier in this process."""
         from gitliza.core import record
-        from gitliza.git import trees
+        from gitliza.git.objects import trees
         from gitliza.git.commits import commit_body, signature
         tree = trees.build_into(batch, parent_tree, outcome.changes).tree
         parents = [parent] if parent is not None else []
@@ -326,7 +326,7 @@ class Store:
                    outcome: Outcome, op: Op) -> tuple[pygit2.Oid, pygit2.Oid]:
         """The upgrade's commit and the op's on it, written as one pack: (the op's commit, the
         upgrade's)."""
-        from gitliza.git import trees
+        from gitliza.git.objects import trees
         batch = trees.Batch(self.repo)
         up, up_outcome = first
         pid, ptree = self.stage_commit(batch, None if parent is None else parent.id,

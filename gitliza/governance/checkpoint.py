@@ -42,7 +42,7 @@ def _first(events: list[tuple[str, str]], name: str) -> str | None:
 def summary(board: Board, now: str, spans: list[SprintSpan], state: str,
             cut: str | None = None) -> str:
     """The sprint summary (pure: the board, the time and the per-sprint metrics; `cut`: where the
-    history this clone holds stops, git/shallow.py `note`)."""
+    history this clone holds stops, git/remotes/shallow.py `note`)."""
     sp = board.sprint
     tasks = sorted(board.all_tasks(), key=lambda t: t.id)
     count = {k: sum(1 for t in tasks if t.status in v) for k, v in
@@ -149,7 +149,7 @@ class Opened:
 def write_summary(store: Store, now: str) -> Path:
     board, commit = store.board()
     assert commit is not None
-    from gitliza.git import shallow
+    from gitliza.git.remotes import shallow
     text = summary(board, now, sprint_metrics(store), str(commit.id),
                    shallow.note(store.repo, commit.id))
     path = liza_dir(store) / SUMMARY

@@ -221,7 +221,8 @@ class Notifier:
     def _claim_remote(self, ref: str, oid: str) -> bool:
         from gitliza.git import remotes
         from gitliza.git.gitcmd import run_git
-        path = self.store.repo.workdir or self.store.repo.path
+        from gitliza.git.repository import repo_path
+        path = repo_path(self.store.repo)
         try:
             rem = remotes.resolve(path, None)
         except LizaError:

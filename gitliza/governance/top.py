@@ -14,13 +14,16 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from gitliza.core import clock
 from gitliza.core.board import Board
 from gitliza.core.model import Task
 from gitliza.core.states import TaskState
 from gitliza.core.terminal import safe_line
+
+if TYPE_CHECKING:
+    from gitliza.services.api import Liza
 
 RECENT = 8
 _ORDER = {s: i for i, s in enumerate(TaskState)}
@@ -39,7 +42,7 @@ AlarmSource = Callable[[Any, str], "list[tuple[str, str]] | None"]
 _WATCHERS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
 
-def watcher_alarms(liza: Any, now: str) -> list[tuple[str, str]] | None:
+def watcher_alarms(liza: Liza, now: str) -> list[tuple[str, str]] | None:
     """What `git liza watch` would say is active now (its facts: the board, the time of the last
     state commit, a pause, a `.liza/CHECKPOINT` file)."""
     from gitliza.core import alarms
@@ -66,7 +69,7 @@ class Snapshot:
             any(a.lease_expires for a in self.board.agents())
 
 
-def snapshot(liza: Any, alarm_source: AlarmSource | None = watcher_alarms) -> Snapshot:
+def snapshot(liza: Liza, alarm_source: AlarmSource | None = watcher_alarms) -> Snapshot:
     from gitliza.services.views import log_entries
     board, commit = liza.store.board()
     snap = Snapshot(board, str(commit.id) if commit is not None else None,
@@ -75,7 +78,7 @@ def snapshot(liza: Any, alarm_source: AlarmSource | None = watcher_alarms) -> Sn
     return snap
 
 
-def refresh_alarms(snap: Snapshot, liza: Any, now: str, alarm_source: AlarmSource | None) -> None:
+def refresh_alarms(snap: Snapshot, liza: Liza, now: str, alarm_source: AlarmSource | None) -> None:
     """Alarms depend on the clock too (a lease runs out): re-evaluated for every frame."""
     snap.alarms = alarm_source(liza, now) if alarm_source is not None else None
 
@@ -208,7 +211,7 @@ def frame_text(snap: Snapshot, now: str, width: int = 100) -> str:
     return console.export_text()
 
 
-def run(liza: Any, alarm_source: AlarmSource | None = watcher_alarms,
+def run(liza: Liza, alarm_source: AlarmSource | None = watcher_alarms,
         console: Any = None) -> None:
     """Keep the view up until interrupted."""
     from rich.live import Live
@@ -229,7 +232,7 @@ def run(liza: Any, alarm_source: AlarmSource | None = watcher_alarms,
                 live.update(render(snap, now), refresh=True)
 
 
-def _tip(liza: Any) -> str | None:
+def _tip(liza: Liza) -> str | None:
     tip = liza.store.tip()
     return str(tip) if tip is not None else None
 

@@ -144,7 +144,7 @@ def _future_op(store: Store, old: Any, new: str, latest: str) -> str | None:
     WARN_SKEW (git relays it as `remote: gitliza: note: ...`: sync repeats it)."""
     from gitliza.core import clock
     from gitliza.core.leasewatch import WARN_SKEW
-    from gitliza.git.pushresults import NOTE
+    from gitliza.git.remotes.pushresults import NOTE
     now = clock.to_epoch(_server_now())
     newest = 0
     for commit in _new_commits(store, old, new):

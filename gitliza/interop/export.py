@@ -14,7 +14,7 @@ from gitliza.core import record, yamlview
 from gitliza.errors import ValidationError
 from gitliza.git.store import Store
 from gitliza.interop import genesis, seed
-from gitliza.services.yamlrender import LOG_HEADER, commit_entry, render_log_entries, render_state
+from gitliza.services.views.yamlrender import LOG_HEADER, commit_entry, render_log_entries, render_state
 
 
 @dataclass(frozen=True)

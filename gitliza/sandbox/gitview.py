@@ -19,7 +19,7 @@ a common dir of its own, `<common>/liza/sandboxes/<agent>/git`, which holds:
 The supervisor brings the coder's work back (`import_branch`): before it applies a brokered
 `git liza` command of the coder and when the agent exits. It fetches the task branch's tip from
 that directory (git checks the objects and their connectivity) into gitliza's own object store
-(git/ownstore.py), which no maintenance command prunes: a `git prune` between the fetch and the
+(git/objects/ownstore.py), which no maintenance command prunes: a `git prune` between the fetch and the
 branch's move deleted the fetched commits when they landed in objects/ (issue 38). It then
 moves the real task branch with a compare-and-swap and resets the real index to the new tip (the
 worktree's files untouched), so that the index git sees outside names only objects it can read.
@@ -37,7 +37,7 @@ from pathlib import Path
 import pygit2
 
 from gitliza.errors import GitFailure
-from gitliza.git import ownstore
+from gitliza.git.objects import ownstore
 from gitliza.git.gitcmd import error_line, local_git
 from gitliza.git.worktrees import task_branch
 from gitliza.sandbox.policy import CoderGit

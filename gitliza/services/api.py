@@ -60,6 +60,15 @@ class Liza:
     def repo(self) -> Any:
         return self.store.repo
 
+    def sync_remote(self) -> str | None:
+        """The remote this board shares with by itself (auto-sync): `git config liza.remote`, else
+        `sync.remote` (git/remotes/), unless opened with `--no-sync`; None for a clone that
+        works alone. One config lookup, no process."""
+        if not self.sync:
+            return None
+        from gitliza.git.remotes import configured
+        return configured(self.repo)
+
     def now(self) -> str:
         if self._now is not None:
             return self._now()
@@ -98,10 +107,10 @@ class Liza:
 
 def _observe_write(liza: Liza, done: Committed) -> None:
     """This clone saw the leases its own write set (a claim, a renewal) when it wrote them: the
-    wait before anyone here may take them over starts now (gitliza/services/leasewatch.py)."""
+    wait before anyone here may take them over starts now (gitliza/services/liveness/leasewatch.py)."""
     tasks = [v for (kind, _key), v in done.outcome.changes.items() if kind == "tasks" and v]
     if tasks:
-        from gitliza.services import leasewatch
+        from gitliza.services.liveness import leasewatch
         leasewatch.observe_tasks(liza.repo, tasks, done.op.time)
 
 

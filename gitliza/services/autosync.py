@@ -15,16 +15,18 @@ locally first, then synced:
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING
 
 from gitliza.errors import ConcurrencyConflict, GitFailure, IllegalTransition, InconsistentState
 from gitliza.git.store import Committed
-from gitliza.git.pushresults import PushRejected
+from gitliza.git.remotes.pushresults import PushRejected
 from gitliza.services.sync import engine
 from gitliza.services.sync.branches import IntegrationDiverged
-from gitliza.services.sync.remote import configured_remote
 from gitliza.services.sync.replay import fate_of
 from gitliza.services.sync.report import Dropped, SyncGaveUp, SyncReport
+
+if TYPE_CHECKING:
+    from gitliza.services.api import Liza
 
 
 class OpDropped(IllegalTransition):
@@ -42,12 +44,10 @@ class OpDropped(IllegalTransition):
         self.dropped = dropped
 
 
-def after_commit(liza: Any, committed: Committed) -> Committed | None:
+def after_commit(liza: Liza, committed: Committed) -> Committed | None:
     """Auto-sync: share the op just committed; fail the command if the sync dropped it."""
-    if not getattr(liza, "sync", True):
-        return None
     store = liza.store
-    remote = configured_remote(store.repo)
+    remote = liza.sync_remote()
     if remote is None:
         return None
     report: SyncReport | None

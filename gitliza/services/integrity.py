@@ -1,7 +1,7 @@
 """Whether the objects the team's refs name are all there, and bringing them back from the remote
-(issue 29): what `doctor` reports and `repair` restores.
+(docs/maintenance.md): what `doctor` reports and `repair` restores.
 
-gitliza's own objects live where git's maintenance cannot prune them (gitliza/git/ownstore.py),
+gitliza's own objects live where git's maintenance cannot prune them (gitliza/git/objects/ownstore.py),
 but objects git writes itself (an agent's `git commit`, a merge) are git's to lose: a `git prune`
 racing a commit, or a board written by an older gitliza beside `git gc --prune=now`. A ref on a
 missing object makes every later command fail, so `doctor` looks for one:
@@ -149,11 +149,10 @@ def restore(store: Store, remote: str | None) -> Restored:
     the branches name and lack; a ref whose objects the remote lacks too moves to the remote's
     (when it has that ref, complete)."""
     from gitliza.git import remotes
-    from gitliza.services.sync.remote import configured_remote, repo_path
+    from gitliza.git.repository import repo_path
     repo = store.repo
     path = repo_path(repo)
-    remote = remote or configured_remote(repo)
-    rem = remotes.resolve(path, remote)
+    rem = remotes.resolve(path, remote or None)
     out = Restored(rem.arg)
     before = missing_objects(repo, rem.arg)
     if not before:

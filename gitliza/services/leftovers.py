@@ -16,7 +16,9 @@ import pygit2
 from pygit2 import Repository
 from pygit2.enums import FileStatus, RepositoryOpenFlag, RepositoryState
 
-from gitliza.git import ownstore, packs, reflocks
+from gitliza.git import reflocks
+from gitliza.git.objects import ownstore
+from gitliza.git.objects import packs
 from gitliza.git.repository import common_dir
 from gitliza.git.worktrees import BRANCH_PREFIX
 

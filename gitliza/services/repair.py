@@ -28,9 +28,10 @@ from typing import Any
 import pygit2
 
 from gitliza.errors import ConcurrencyConflict, InconsistentState, ValidationError
-from gitliza.git import remotes, transport
+from gitliza.git import remotes
+from gitliza.git.remotes import transport
+from gitliza.git.repository import repo_path
 from gitliza.git.store import Store, _Locked, _Lost
-from gitliza.services.sync.remote import configured_remote, repo_path
 from gitliza.services.sync.replay import replay
 from gitliza.services.sync.report import Dropped, Replayed
 from gitliza.services.verify.engine import VerifyFailure
@@ -100,7 +101,7 @@ def _after(repo: pygit2.Repository, tip: pygit2.Oid, base: pygit2.Oid | None) ->
 def rebuild(store: Store, tip: pygit2.Oid) -> RepairReport:
     """The repaired chain for the board at `tip` (objects written, no ref moved)."""
     repo = store.repo
-    from gitliza.git import shallow
+    from gitliza.git.remotes import shallow
     if shallow.boundary_below(repo, tip) is not None:
         # Repair looks for the last commit whose whole history verifies: it needs all of it.
         raise ValidationError("this clone joined the board at a seal and lacks the history "
@@ -145,14 +146,14 @@ def repair(store: Store, remote: str | None, *, here: bool = False) -> RepairRep
         rep.moved = True
         return rep
     path = repo_path(store.repo)
-    remote = remote or configured_remote(store.repo)
-    name = remotes.resolve_remote(path, remote)
-    fetched = transport.fetch_board(path, remote)
+    rem = remotes.resolve(path, remote or None)
+    name = rem.arg
+    fetched = transport.fetch_board(path, rem)
     if fetched.new_oid is None:
         raise ValidationError(f"{name} has no board: nothing to repair")
     tip = pygit2.Oid(hex=fetched.new_oid)
     rep = _checked(store, tip, name)
-    res = transport.push_refs(path, remote, [transport.RefUpdate(
+    res = transport.push_refs(path, rem, [transport.RefUpdate(
         remotes.STATE_REF, rep.after, str(tip), fast_forward=False)])
     if not res.ok:
         raise ConcurrencyConflict(f"{name}'s board moved while it was being repaired; nothing was "

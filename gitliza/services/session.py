@@ -1,6 +1,6 @@
 """Opening a board for a front end (a command, the MCP server): the `Liza` of a repository with the
 after-commit hooks its git config asks for, auto-sync (gitliza/services/autosync.py) and the
-materialized view (gitliza/services/materialize.py).
+materialized view (gitliza/services/views/materialize.py).
 
 Both hooks are imported only when configured: a repository without a sync remote (or a --no-sync
 command) never pays for importing the sync engine and the transport, nor one without
@@ -25,19 +25,10 @@ def _install_after_commit(liza: Liza) -> None:
     """Auto-sync (a configured remote) hooks in here, see gitliza/services/autosync.py."""
     # Checked with pygit2's config reader first, so that a repository without a sync remote
     # (or a --no-sync command) never pays for importing the sync engine and the transport.
-    if not getattr(liza, "sync", True) or not _sync_remote_configured(liza.repo):
+    if liza.sync_remote() is None:
         return
     from gitliza.services.autosync import after_commit
     liza.after_commit.append(after_commit)
-
-
-def _sync_remote_configured(repo: Any) -> bool:
-    """`git config liza.remote` (or its alias `sync.remote`) set to something non-empty."""
-    try:
-        cfg = repo.config
-        return any(k in cfg and str(cfg[k]).strip() for k in ("liza.remote", "sync.remote"))
-    except Exception:  # an unreadable config: no auto-sync rather than a failing command
-        return False
 
 
 def _install_materialize(liza: Liza) -> None:
@@ -46,7 +37,7 @@ def _install_materialize(liza: Liza) -> None:
     materializer (and ruamel.yaml) are never imported."""
     if not materialize_on(liza.repo):
         return
-    from gitliza.services.materialize import after_commit
+    from gitliza.services.views.materialize import after_commit
     liza.after_commit.append(after_commit)
 
 

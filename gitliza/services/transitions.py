@@ -9,6 +9,9 @@ from gitliza.core.board import Board
 from gitliza.core.ops.base import Op
 from gitliza.git.store import Committed
 
+if TYPE_CHECKING:
+    from gitliza.services.api import Liza
+
 if TYPE_CHECKING:  # the lifecycle (worktrees, merges) is imported only by the ops that need it
     from gitliza.services.lifecycle.claim import ClaimResult
     from gitliza.services.lifecycle.common import Done
@@ -44,7 +47,7 @@ FIXED_ARGS: dict[str, dict[str, Any]] = {
     "heartbeat": {"keep_handoff": True}}
 
 
-def do_op(liza: Any, cls: type[Op], **args: Any) -> Committed:
+def do_op(liza: Liza, cls: type[Op], **args: Any) -> Committed:
     """`liza.do(cls, **args)`, then the worktree clean-up a releasing op needs (the CLI and the
     MCP server both go through here)."""
     args = {**args, **FIXED_ARGS.get(cls.NAME, {})}
@@ -64,12 +67,12 @@ def do_op(liza: Any, cls: type[Op], **args: Any) -> Committed:
     return done
 
 
-def gated_by_specs(liza: Any, make: Callable[[Board, str], Op]) -> Callable[[Board, str], Op]:
+def gated_by_specs(liza: Liza, make: Callable[[Board, str], Op]) -> Callable[[Board, str], Op]:
     from gitliza.services.specs import gated
     return gated(liza.repo, make)
 
 
-def do_discover(liza: Any, disc_id: str | None, **fields: Any) -> Committed:
+def do_discover(liza: Liza, disc_id: str | None, **fields: Any) -> Committed:
     """Record a discovery; without an id it gets the next free `disc-N` (chosen on every CAS
     attempt, so two agents discovering at once do not collide)."""
     from gitliza.core.ops.journal import Discover

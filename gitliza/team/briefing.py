@@ -1,25 +1,21 @@
 """The prompt of one agent session: the core's texts (gitliza/core/prompts.py) filled in from the
 board: the role's bootstrap, then the coder's task (with the human notes for it and a pending
-handoff, which the prompt then carries: marked given), the reviewer's task, or the planner's wake
-trigger and sprint; and a resume line for a session that picks up held work.
+handoff, which the prompt then carries: `carried_handoff` names it, for the session to mark it
+given), the reviewer's task, or the planner's wake trigger and sprint; and a resume line for a
+session that picks up held work. Building a prompt reads; it writes nothing on the board.
 """
 from __future__ import annotations
-
-from typing import Callable
 
 from gitliza.core import prompts, queries, wake
 from gitliza.core.board import Board
 from gitliza.core.model import HumanNote
-from gitliza.core.ops.work import Heartbeat
 from gitliza.core.states import Role
-from gitliza.errors import LizaError
 from gitliza.services.lifecycle.locations import main_root
 from gitliza.services.api import Liza
 from gitliza.team.work import Job
 
 
-def prompt(liza: Liza, role: Role, gen: int, board: Board, job: Job, resume: str | None,
-           log: Callable[[str], None]) -> str:
+def prompt(liza: Liza, role: Role, board: Board, job: Job, resume: str | None) -> str:
     """The prompt for `job`; `resume` is the task the user asked the first session to resume."""
     cfg = board.config
     boot = prompts.Bootstrap(role=role, agent=liza.agent,
@@ -30,10 +26,8 @@ def prompt(liza: Liza, role: Role, gen: int, board: Board, job: Job, resume: str
     text = prompts.base_prompt(boot)
     t = board.task(job.task) if job.task else None
     if role == Role.CODER and t is not None:
-        handoff = board.get("handoff", t.id) if t.handoff_pending else None
+        handoff = board.get("handoff", t.id) if carried_handoff(role, board, job) else None
         text += prompts.coder_section(t, str(job.worktree), _notes(board, t.id), handoff)
-        if handoff is not None:
-            _handoff_given(liza, gen, t.id, log)
         text += _attic_line(liza, t.id)
     elif role == Role.CODE_REVIEWER and t is not None:
         text += prompts.reviewer_section(t, str(job.worktree), _notes(board, t.id))
@@ -45,13 +39,12 @@ def prompt(liza: Liza, role: Role, gen: int, board: Board, job: Job, resume: str
     return text
 
 
-def _handoff_given(liza: Liza, gen: int, task: str, log: Callable[[str], None]) -> None:
-    """The prompt carries the task's pending handoff: a heartbeat that clears the flag (the
-    lease keeper's heartbeats keep it, so it outlives the agent that wrote it)."""
-    try:
-        liza.do(Heartbeat, task=task, gen=gen)
-    except LizaError as e:
-        log(f"handoff of {task} stays pending: {e}")
+def carried_handoff(role: Role, board: Board, job: Job) -> str | None:
+    """The task whose pending handoff the prompt for `job` carries (a coder's task), else None."""
+    t = board.task(job.task) if job.task else None
+    if role != Role.CODER or t is None or not t.handoff_pending:
+        return None
+    return t.id if board.get("handoff", t.id) is not None else None
 
 
 def _notes(board: Board, task: str | None) -> list[HumanNote]:
@@ -61,7 +54,7 @@ def _notes(board: Board, task: str | None) -> list[HumanNote]:
 
 
 def _attic_line(liza: Liza, task: str) -> str:
-    """What an earlier coder left of this task in the attic (issue 38): the next one is told."""
+    """What an earlier coder left of this task in the attic: the next one is told."""
     from gitliza.services.lifecycle.attic import entries
     found = entries(liza.repo, task)
     if not found:

@@ -62,9 +62,11 @@ def members(planners: int, coders: int, reviewers: int, prefix: str = "",
 
 def supervisor_argv(member: Member, cli: str | None, mcp: bool, no_sync: bool,
                     command: Sequence[str], permissions: str | None = None,
-                    takeover: bool = False, models: str | None = None) -> list[str]:
+                    takeover: bool = False, models: str | None = None,
+                    sandbox: str | None = None) -> list[str]:
     """The member's `git liza agent` command line. `models` (the board's config): the member's
-    CLI and model when the team names no `--cli` and no `-- COMMAND` (gitliza/core/teammodels.py)."""
+    CLI and model when the team names no `--cli` and no `-- COMMAND` (gitliza/core/teammodels.py).
+    `sandbox`: the team's `--sandbox`, passed on as every other option is, as a flag."""
     argv = [*start_command(), "agent", member.role]  # -P: see start_command
     chosen = teammodels.for_member(models, member.role, member.agent) \
         if cli is None and not command else None
@@ -84,6 +86,8 @@ def supervisor_argv(member: Member, cli: str | None, mcp: bool, no_sync: bool,
         argv += ["--permissions", permissions]
     if no_sync:
         argv.append("--no-sync")
+    if sandbox is not None:
+        argv += ["--sandbox", sandbox]
     if command:
         argv += ["--", *command]
     return argv
@@ -96,9 +100,10 @@ class Team:
                  no_sync: bool, command: Sequence[str], logs: Path | None,
                  write: Callable[[str], None], permissions: str | None = None,
                  takeover: bool = False, pool: dict[str, int] | None = None,
-                 prefix: str = "", models: str | None = None) -> None:
+                 prefix: str = "", models: str | None = None,
+                 sandbox: str | None = None) -> None:
         self.repo, self.team, self.logs, self._write = repo, list(team), logs, write
-        self._how = (cli, mcp, no_sync, tuple(command), permissions, takeover, models)
+        self._how = (cli, mcp, no_sync, tuple(command), permissions, takeover, models, sandbox)
         self._argv = {m.agent: self._make_argv(m) for m in team}
         self.pool = dict(pool or {})  # role word -> at most this many running
         self.prefix = prefix
@@ -122,10 +127,10 @@ class Team:
             self.logs.mkdir(parents=True, exist_ok=True, mode=atomic.PRIVATE_DIR)
             for m in self.team:  # 0600 (what the agents saw), never through a link
                 logs[m.agent] = atomic.open_file(self.logs / f"{m.agent}.log", append=True)
-        # LIZA_SANDBOX (the team's --sandbox, gitliza/sandbox/) and LIZA_SANDBOX_ALLOW (the
-        # hosts `--sandbox model` adds, sandbox/net.py) are every supervisor's too.
+        # LIZA_SANDBOX_ALLOW (the hosts `--sandbox model` adds, sandbox/net.py) is every
+        # supervisor's too; the sandbox mode itself goes on their command lines (--sandbox).
         env = {k: v for k, v in os.environ.items()
-               if not k.startswith("LIZA_") or k in ("LIZA_SANDBOX", "LIZA_SANDBOX_ALLOW")}
+               if not k.startswith("LIZA_") or k == "LIZA_SANDBOX_ALLOW"}
         self._env = env
         for m in self.team:
             with self._procs_lock:  # no member starts after a stop (it would miss the SIGTERM)
@@ -148,8 +153,9 @@ class Team:
         self._line(m.agent, f"started `git liza agent {m.role}` (pid {p.pid})")
 
     def _make_argv(self, m: Member) -> list[str]:
-        cli, mcp, no_sync, command, permissions, takeover, models = self._how
-        return supervisor_argv(m, cli, mcp, no_sync, command, permissions, takeover, models)
+        cli, mcp, no_sync, command, permissions, takeover, models, sandbox = self._how
+        return supervisor_argv(m, cli, mcp, no_sync, command, permissions, takeover, models,
+                               sandbox)
 
     def add(self, m: Member) -> bool:
         """Start one more supervisor (the pool's); False once the team stops."""

@@ -12,12 +12,15 @@ this team, so each id's log and exit code stay its own.
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gitliza.core import pool, wake
 from gitliza.core.ids import check_id
 from gitliza.errors import LizaError, ValidationError
 from gitliza.team.launch import Member, Team
+
+if TYPE_CHECKING:
+    from gitliza.services.api import Liza
 
 ROLE_WORDS = {"coder": "coder", "code-reviewer": "reviewer"}
 
@@ -42,7 +45,7 @@ def check_pool(coders: int, reviewers: int, max_coders: int, max_reviewers: int
 class Scaler:
     """Starts pool members of a running team as work appears (its own thread)."""
 
-    def __init__(self, liza: Any, team: Team, sizes: dict[str, int]) -> None:
+    def __init__(self, liza: Liza, team: Team, sizes: dict[str, int]) -> None:
         self.liza, self.team, self.sizes = liza, team, sizes
         self._stop = False
         self._thread = threading.Thread(target=self._run, name="liza-pool", daemon=True)

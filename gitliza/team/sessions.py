@@ -17,7 +17,7 @@ from gitliza.core import prompts
 from gitliza.core.board import Board
 from gitliza.core.states import Role
 from gitliza.core.terminal import safe
-from gitliza.git import ownstore
+from gitliza.git.objects import ownstore
 from gitliza.git.repository import LIZA_DIR, common_dir, ensure_excluded, liza_dir
 from gitliza.services import agentlog
 from gitliza.services.lifecycle.locations import main_root
@@ -81,10 +81,13 @@ class Sessions:
             return 0, "supervisor stopping"
         gen = self.token.gen
         board = self.liza.board()
-        text = briefing.prompt(self.liza, self.role, gen, board, job,
-                               self.resume_task if self.count == 0 else None, self.log)
+        text = briefing.prompt(self.liza, self.role, board, job,
+                               self.resume_task if self.count == 0 else None)
+        handed = briefing.carried_handoff(self.role, board, job)
+        if handed is not None:
+            self._handoff_given(gen, handed)
         path = self._save_prompt(text)
-        # The sandbox (gitliza/sandbox/, issue 26): the box wraps the launch in bubblewrap and
+        # The sandbox (gitliza/sandbox/, docs/security.md): the box wraps the launch in bubblewrap and
         # brokers the agent's board calls; closing it brings a coder's commits in.
         run = usage.run_id(self.agent, gen, self.count + 1)
         box = self._box(job, path, run)
@@ -108,8 +111,8 @@ class Sessions:
 
     def _keep(self, task: str, result: tuple[int, str | None] | None) -> None:
         """A coder's session that did not end as the agent's own choice (a crash, a stand-down,
-        the supervisor's stop): the worktree's state goes to the attic, named in the log line
-        (issue 38). A clean worktree keeps nothing."""
+        the supervisor's stop): the worktree's state goes to the attic, named in the log line.
+        A clean worktree keeps nothing."""
         if result is None:
             why = "the session's failure"
         elif result[1] is not None:
@@ -219,6 +222,15 @@ class Sessions:
     def liza_dir(self) -> Path:
         return self.prompts_dir().parent
 
+    def _handoff_given(self, gen: int, task: str) -> None:
+        """The prompt carries the task's pending handoff: a heartbeat that clears the flag (the
+        lease keeper's heartbeats keep it, so it outlives the agent that wrote it)."""
+        from gitliza.core.ops.work import Heartbeat
+        try:
+            self.liza.do(Heartbeat, task=task, gen=gen)
+        except LizaError as e:
+            self.log(f"handoff of {task} stays pending: {e}")
+
     def _save_prompt(self, text: str) -> Path:
         d = self.prompts_dir()
         agentlog.rotate(d, self.agent, ".txt", agentlog.KEEP - 1)
@@ -302,7 +314,7 @@ class Sessions:
         if job.trigger is not None:
             env["LIZA_WAKE_TRIGGER"] = job.trigger.value
         # The agent's git writes its objects where git's maintenance cannot prune them before
-        # its branch names them (gitliza/git/ownstore.py).
+        # its branch names them (gitliza/git/objects/ownstore.py).
         env.update(ownstore.agent_env(self.liza.repo))
         # gitliza's secrets and the human's named ones: in every mode, `off` included.
         for k in secret_env(self.liza.board().config.sandbox_secret_env):

@@ -54,9 +54,10 @@ from gitliza.core.states import HUMAN_ACTOR, Role
 from gitliza.core.terminal import safe
 from gitliza.core.wake import Hold
 from gitliza.errors import EXIT_VALIDATION, LeaseLost, LizaError, ValidationError
-from gitliza.git import odbfresh, worktrees
+from gitliza.git import worktrees
+from gitliza.git.objects import odbfresh
 from gitliza.git.refwatch import RefWatcher
-from gitliza.services import leasewatch
+from gitliza.services.liveness import leasewatch
 from gitliza.services.api import Liza
 from gitliza.services.wait import min_timeout, seconds_until
 from gitliza.sandbox import treerun
@@ -301,7 +302,7 @@ class Supervisor:
             if left <= 0:
                 self.log(f"no work for {most}s ({why}); exiting")
                 return 0
-            # A lease expires for this clone on its own clock (services/leasewatch.py), which may
+            # A lease expires for this clone on its own clock (services/liveness/leasewatch.py), which may
             # be later than the recorded expiry: wake up for that too.
             deadline = wake.next_deadline(board, now, [self.token.renew_at,
                                                        *leasewatch.deadlines(self.liza.repo, board,

@@ -6,11 +6,14 @@ one line the page shows; the board does not move."""
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from gitliza.errors import ValidationError
 from gitliza.git.store import Committed
 from gitliza.services.transitions import do_op, transition_data
+
+if TYPE_CHECKING:
+    from gitliza.services.api import Liza
 
 Form = Mapping[str, str]
 
@@ -26,38 +29,38 @@ def _opt(form: Form, key: str) -> str | None:
     return (form.get(key) or "").strip() or None
 
 
-def pause(liza: Any, form: Form) -> Committed:
+def pause(liza: Liza, form: Form) -> Committed:
     from gitliza.core.ops.control import Pause
     done: Committed = liza.do(Pause, reason=_opt(form, "reason"))
     return done
 
 
-def resume(liza: Any, form: Form) -> Committed:
+def resume(liza: Liza, form: Form) -> Committed:
     from gitliza.core.ops.control import Resume
     done: Committed = liza.do(Resume, decision=_opt(form, "decision"), note=_opt(form, "note"))
     return done
 
 
-def abort(liza: Any, form: Form) -> Committed:
+def abort(liza: Liza, form: Form) -> Committed:
     from gitliza.core.ops.control import AbortOp
     done: Committed = liza.do(AbortOp, reason=_opt(form, "reason"))
     return done
 
 
-def checkpoint(liza: Any, form: Form) -> Committed:
+def checkpoint(liza: Liza, form: Form) -> Committed:
     from gitliza.governance.checkpoint import open_checkpoint
     opened = open_checkpoint(liza, _opt(form, "reason") or "human review")
     assert opened.done is not None
     return opened.done
 
 
-def note(liza: Any, form: Form) -> Committed:
+def note(liza: Liza, form: Form) -> Committed:
     from gitliza.core.ops.journal import Note
     return do_op(liza, Note, message=_need(form, "message", "a note's message"),
                  for_task=_opt(form, "for_task"))
 
 
-def unblock(liza: Any, form: Form) -> Committed:
+def unblock(liza: Liza, form: Form) -> Committed:
     """BLOCKED -> UNCLAIMED. An answer to the task's blocked_questions goes in the same
     transition, as a human note for the task (what the next coder's briefing shows): one commit,
     and a refused unblock records nothing."""
@@ -66,14 +69,14 @@ def unblock(liza: Any, form: Form) -> Committed:
     return do_op(liza, Unblock, task=task, answer=_opt(form, "answer"))
 
 
-def rescope(liza: Any, form: Form) -> Committed:
+def rescope(liza: Liza, form: Form) -> Committed:
     from gitliza.core.ops.planning import Rescope
     into = tuple(x for x in re.split(r"[\s,]+", _need(form, "into", "the successor ids")) if x)
     return do_op(liza, Rescope, task=_need(form, "task", "the task"), into=into,
                  reason=_need(form, "reason", "a reason"))
 
 
-def abandon(liza: Any, form: Form) -> Committed:
+def abandon(liza: Liza, form: Form) -> Committed:
     from gitliza.core.ops.planning import Abandon
     return do_op(liza, Abandon, task=_need(form, "task", "the task"),
                  reason=_need(form, "reason", "a reason"))
@@ -84,7 +87,7 @@ ACTIONS: dict[str, Callable[[Any, Form], Committed]] = {
     "unblock": unblock, "rescope": rescope, "abandon": abandon}
 
 
-def perform(liza: Any, name: str, form: Form) -> dict[str, Any]:
+def perform(liza: Liza, name: str, form: Form) -> dict[str, Any]:
     """Run action `name`; what it produced as `--json` would print it (LizaError: refused)."""
     act = ACTIONS.get(name)
     if act is None:

@@ -25,7 +25,7 @@ from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from gitliza.errors import LizaError, environmental, unexpected
+from gitliza.errors import LizaError, classify
 from gitliza.web import pages, snapshot, sources, taskpage
 from gitliza.web.auth import Guard, Guarded
 from gitliza.web.live import Broadcaster, event_stream, log_stream
@@ -148,9 +148,14 @@ def build(open_liza: Callable[[], Any], token: str, *, read_only: bool = False,
         return HTMLResponse(pages.layout(title, body, csrf=guard.csrf, read_only=read_only,
                                          fragment=fragment, active=active))
 
-    def failed(err: LizaError) -> Response:
-        return PlainTextResponse(f"gitliza: error: {err}\n",
-                                 status_code=HTTP_STATUS.get(err.exit_code, 500))
+    def failed(err: BaseException) -> Response:
+        # errors.classify decides the code, exit code and line, as for the CLI and MCP; the
+        # board renders them: the line as text, the exit code as the HTTP status, both in headers.
+        f = classify(err)
+        return PlainTextResponse(f"gitliza: error: {f.line}\n",
+                                 status_code=HTTP_STATUS.get(f.exit_code, 500),
+                                 headers={"X-Gitliza-Error": f.code,
+                                          "X-Gitliza-Exit-Code": str(f.exit_code)})
 
     async def index(request: Request) -> Response:
         from starlette.concurrency import run_in_threadpool
@@ -254,15 +259,8 @@ def build(open_liza: Callable[[], Any], token: str, *, read_only: bool = False,
                 return perform(board.liza, request.path_params["name"], fields)
         try:
             result = await run_in_threadpool(act)
-        except LizaError as err:
+        except Exception as err:  # as the CLI's handler: refused, the environment's refusal, a bug
             return failed(err)
-        except Exception as err:  # as the CLI's handler: the environment's refusal, else a bug
-            known = environmental(err)
-            if known is not None:
-                return failed(known)
-            _, code, text = unexpected(err)
-            return PlainTextResponse(f"gitliza: error: {text}\n",
-                                     status_code=HTTP_STATUS.get(code, 500))
         return JSONResponse(result)
 
     async def stream(request: Request) -> Response:

@@ -13,7 +13,10 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from typing import Any, AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable
+
+if TYPE_CHECKING:
+    from gitliza.services.api import Liza
 
 KEEPALIVE = 20.0  # seconds between comment lines, so a closed page is noticed and dropped
 
@@ -90,7 +93,7 @@ class Broadcaster:
         if self._stop.is_set():
             raise _Stopped
 
-    def _run(self, liza: Any) -> None:
+    def _run(self, liza: Liza) -> None:
         """Each round: wait for the ref, then the commits since the last one seen, as `events`
         gives them (gitliza/access/events.py), read through a fresh handle: libgit2 keeps every
         pack file a handle has read open for the handle's life (even once gitliza's pack merging
@@ -128,7 +131,7 @@ class Broadcaster:
                 self._verify(liza, tip)
             liza.repo.free()
 
-    def _verify(self, liza: Any, tip: Any) -> None:
+    def _verify(self, liza: Liza, tip: Any) -> None:
         from gitliza.errors import LizaError
         from gitliza.services.verify.engine import replay
         if tip is None:

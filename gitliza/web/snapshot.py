@@ -1,20 +1,23 @@
-"""What the board page shows, as data: `status --json` (gitliza/services/views.py) plus what a
+"""What the board page shows, as data: `status --json` (gitliza/services/views/) plus what a
 human watching the team needs next to it (the supervisors' generations, the journals, the circuit
 breaker, the watcher's alarms, the last transitions). The board is read once, at one commit, so
 every panel of a page shows the same state."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gitliza.core import clock, codec
 from gitliza.core.ops.leases import lease_live
 from gitliza.services.views import log_entries, status_data
 
+if TYPE_CHECKING:
+    from gitliza.services.api import Liza
+
 RECENT = 12
 JOURNAL = 20  # the newest anomalies / notes / discoveries a page lists
 
 
-def board_view(liza: Any, watcher: Any = None) -> dict[str, Any]:
+def board_view(liza: Liza, watcher: Any = None) -> dict[str, Any]:
     """The status view, and the rest of the board page's panels, at one state commit.
     `watcher`: a gitliza/governance/watch.py Watcher over `liza`'s store for the alarms (None:
     no alarms)."""

@@ -6,9 +6,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pygit2
+
+if TYPE_CHECKING:
+    from gitliza.services.api import Liza
 
 MAX_FILES = 200            # files of one diff shown
 MAX_PATCH = 200_000        # characters of one file's patch shown
@@ -90,6 +93,6 @@ def log_tail(path: Path, limit: int = TAIL) -> tuple[str, int]:
     return redact(data.decode("utf-8", "replace")), size
 
 
-def log_files(liza: Any, task: str) -> list[Path]:
+def log_files(liza: Liza, task: str) -> list[Path]:
     from gitliza.services.views import agent_logs
     return [Path(p) for p in agent_logs(liza, task)]

@@ -1,7 +1,7 @@
 """One task's page: what it is (description, done_when, its spec rendered from the integration
 branch), what happened to it (the audit trail's entries for it, the rejection reasons per
 iteration), the review diff file by file, highlighted, and the agent logs of its runs (the tail,
-then live). Data from `show --json`'s view (gitliza/services/views.py show_data)."""
+then live). Data from `show --json`'s view (gitliza/services/views/ show_data)."""
 from __future__ import annotations
 
 from pathlib import Path

@@ -117,7 +117,7 @@ def test_convert_a_discovery_into_a_task(board: Path) -> None:
     ok(liza(board, "add", "t-1", "--desc", "d"))
     ok(liza(board, "discover", "auth refresh needed", "--severity", "critical", "--urgency",
             "immediate", agent="coder-1"))
-    assert "planner or a human" in refused(board, "convert", "disc-1", "--task", "t-1",
+    assert "allowed: human, planner" in refused(board, "convert", "disc-1", "--task", "t-1",
                                            agent="coder-1")
     assert "no discovery" in refused(board, "convert", "disc-9", "--task", "t-1")
     assert "no task" in refused(board, "convert", "disc-1", "--task", "t-9")

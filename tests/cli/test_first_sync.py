@@ -61,7 +61,8 @@ def test_only_the_human_moves_the_base(tmp_path: Path) -> None:
     ok(liza(work, "register", "planner-1", "--role", "planner"))
     before = state(work)
     r = liza(work, "config", "integration_base", "0" * 40, agent="planner-1")
-    assert r.returncode == 1 and "integration_base is set by the first init or by the human" in r.stderr
+    assert r.returncode == 1 and "changing integration_base after the first init is not allowed " \
+        "for planner-1 (role planner); allowed: human" in r.stderr
     assert state(work) == before
     r = liza(work, "config", "integration_base", "main")
     assert r.returncode == 1 and "full commit id" in r.stderr
@@ -125,7 +126,7 @@ def test_a_planner_cannot_move_the_base_with_a_new_goal(tmp_path: Path) -> None:
     cfg.write_text(f'integration_base = "{"1" * 40}"\n')
     before = state(work)
     r = liza(work, "init", "Next goal", "--config", str(cfg), agent="planner-1")
-    assert r.returncode == 1 and "integration_base is set by the first init or by the human" \
+    assert r.returncode == 1 and "changing integration_base after the first init is not allowed" \
         in r.stderr
     assert state(work) == before
     # the next goal keeps the base the first init recorded

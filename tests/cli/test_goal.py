@@ -93,7 +93,7 @@ def test_goal_complete_then_a_new_goal_on_the_same_board(board: Path) -> None:
     r = liza(board, "complete-goal")
     assert r.returncode == 1 and "t-1 (DRAFT)" in r.stderr
     r = liza(board, "complete-goal", agent="coder-1")
-    assert r.returncode == 1 and "planner or a human" in r.stderr
+    assert r.returncode == 1 and "allowed: human, planner" in r.stderr
     ok(liza(board, "abandon", "t-1", "--reason", "not needed"))
     before = tip(board)
     r = liza(board, "abort-goal", "--reason", "  ")

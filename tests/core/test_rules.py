@@ -277,7 +277,8 @@ def test_a_handoff_is_not_a_failure() -> None:
 def test_only_the_planner_or_human_registers_agents() -> None:
     from gitliza.core.ops import Register
     r = team()
-    with pytest.raises(PermissionDenied, match="register is for the planner"):
+    with pytest.raises(PermissionDenied, match="registering sneaky-reviewer is not allowed for "
+                                               "coder-1 .*allowed: human, planner"):
         r.do(Register, "coder-1", agent="sneaky-reviewer", role="code_reviewer")
     r.do(Register, "planner-1", agent="reviewer-9", role="code_reviewer")
     r.do(Register, "coder-7", agent="coder-7", role="coder")  # self-registration

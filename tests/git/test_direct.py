@@ -1,5 +1,5 @@
 """The board's fetch and push in process for a plain bare remote on this machine
-(gitliza/git/direct.py), and git for every other remote: real bare repositories and clones.
+(gitliza/git/remotes/direct.py), and git for every other remote: real bare repositories and clones.
 
 Whether git ran is read from GIT_TRACE2_EVENT: every git process started while it is set appends
 to that file, so an absent file means no git process at all.
@@ -14,7 +14,9 @@ import pytest
 from gitliza.services.sync import engine
 from gitliza.core.ops import Note
 from gitliza.errors import ConcurrencyConflict
-from gitliza.git import direct, pushresults, transport
+from gitliza.git.remotes import direct
+from gitliza.git.remotes import pushresults
+from gitliza.git.remotes import transport
 from gitliza.git.store import STATE_REF, Store
 from tests.conftest import git
 from tests.services.test_sync import clone, liza, seed

@@ -15,8 +15,8 @@ import pytest
 from gitliza.core import clock
 from gitliza.core.ops import Init, Register
 from gitliza.core.ops.work import Heartbeat
-from gitliza.git import odbfresh
-from gitliza.git.odbfresh import OdbRefresh
+from gitliza.git.objects import odbfresh
+from gitliza.git.objects.odbfresh import OdbRefresh
 from gitliza.git.source import tree_path
 from gitliza.git.store import Store
 from tests.conftest import git
@@ -35,7 +35,7 @@ def open_files(repo: Path) -> tuple[int, int]:
         except OSError:  # the listing's own descriptor, closed meanwhile
             continue
         total += 1
-        # objects/pack/ and gitliza's own store, liza-objects/pack/ (git/ownstore.py)
+        # objects/pack/ and gitliza's own store, liza-objects/pack/ (git/objects/ownstore.py)
         deleted += target.startswith(f"{repo}/.git/") and "/pack/" in target and \
             target.endswith(" (deleted)")
     return total, deleted
@@ -88,7 +88,7 @@ def test_packs_removed_by_git_repack_are_let_go(repo: Path) -> None:
     store = _board(repo)
     for _ in range(5):
         beat(store)
-    # gitliza writes into its own store (git/ownstore.py), which git's repack never deletes
+    # gitliza writes into its own store (git/objects/ownstore.py), which git's repack never deletes
     # from; a repack copies the board into objects/pack too (alternates' objects included), and
     # the handle then reads that pack, which the next repack replaces.
     git(repo, "repack", "-a", "-d", "-q")

@@ -1,4 +1,4 @@
-"""gitliza's own object store (gitliza/git/ownstore.py): the objects gitliza writes survive git's
+"""gitliza's own object store (gitliza/git/objects/ownstore.py): the objects gitliza writes survive git's
 most destructive maintenance even before any ref names them, a local clone does not depend on its
 origin's store, and an agent's git writes there too."""
 from __future__ import annotations
@@ -12,8 +12,10 @@ from typing import Any
 import pygit2
 import pytest
 
-from gitliza.git import direct, ownstore, packs
-from gitliza.git.trees import Batch
+from gitliza.git.remotes import direct
+from gitliza.git.objects import ownstore
+from gitliza.git.objects import packs
+from gitliza.git.objects.trees import Batch
 from gitliza.services.api import Liza
 from tests.access.mcp_client import setup_board
 from tests.conftest import git

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pygit2
 
-from gitliza.git import packfile, packmerge
+from gitliza.git.objects import packfile
+from gitliza.git.objects import packmerge
 from tests.conftest import git
 
 

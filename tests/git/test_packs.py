@@ -15,7 +15,8 @@ import pygit2
 import pytest
 
 from gitliza.core.ops import Add, Init, Register
-from gitliza.git import packfile, packs
+from gitliza.git.objects import packfile
+from gitliza.git.objects import packs
 from gitliza.git.commits import commit_body, signature
 from gitliza.git.store import STATE_REF, Store
 from tests.conftest import git
@@ -203,7 +204,7 @@ def test_a_batch_builds_on_its_own_unwritten_trees(repo: Path) -> None:
     read from the batch, even once the shared parse cache has been emptied."""
     from gitliza.core.model import Task
     from gitliza.core.states import TaskState
-    from gitliza.git import trees
+    from gitliza.git.objects import trees
     store = _board(repo, 0)
     base = store.repo[store.tip()].tree_id
     batch = trees.Batch(store.repo)
@@ -297,7 +298,7 @@ def test_settle_on_exit_leaves_the_directory_below_the_budget(repo: Path) -> Non
     _board(repo, 0)
     objdir = str(repo / ".git" / "objects")
     script = (
-        "import sys, time\nfrom gitliza.git import packfile, packs\n"
+        "import sys, time\nfrom gitliza.git.objects import packfile, packs\n"
         "for i in range(400):\n"
         "    b = b'exit %d\\n' % i\n"
         "    packs.add(sys.argv[1], [(packfile.object_id(b'blob', b), b'blob', b)])\n")

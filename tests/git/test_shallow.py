@@ -1,4 +1,4 @@
-"""git/shallow.py: the state ref fetched shallow with the real git, and what libgit2 makes of it
+"""git/remotes/shallow.py: the state ref fetched shallow with the real git, and what libgit2 makes of it
 (a boundary commit reads as parentless to a handle opened after the fetch: Store.reopen)."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pygit2
 import pytest
 
 from gitliza.core.ops import Init, Note
-from gitliza.git import shallow
+from gitliza.git.remotes import shallow
 from gitliza.git.store import STATE_REF, Store
 from gitliza.services.api import Liza
 from tests.conftest import git

@@ -10,13 +10,14 @@ import socket
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+import pygit2
 import pytest
 
 from gitliza.errors import GitFailure, MissingDependency, ValidationError
 from gitliza.git.gitcmd import print_progress
-from gitliza.git.pushresults import PushRejected, PushResult, PushStatus
-from gitliza.git.remotes import resolve_remote, tracking_ref
-from gitliza.git.transport import fetch_board, ls_remote_state, push_board
+from gitliza.git.remotes.pushresults import PushRejected, PushResult, PushStatus
+from gitliza.git.remotes import configured, resolve, tracking_ref
+from gitliza.git.remotes.transport import fetch_board, ls_remote_state, push_board
 from tests.conftest import git
 from tests.gitdaemon import GitDaemon, git_daemon  # noqa: F401  (git_daemon is a fixture)
 
@@ -36,7 +37,7 @@ def remote(request: pytest.FixtureRequest, tmp_path: Path) -> Remote:
         bare = tmp_path / "remote.git"
         git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
         if request.param == "path-git":
-            # A hook makes the local remote one that git must reach (gitliza/git/direct.py):
+            # A hook makes the local remote one that git must reach (gitliza/git/remotes/direct.py):
             # the git executable's path for a local remote stays covered.
             hook = bare / "hooks" / "post-update"
             hook.parent.mkdir(exist_ok=True)
@@ -313,7 +314,7 @@ def test_remote_given_as_a_url_gets_its_own_tracking_namespace(repo: Path, remot
 
 def test_a_relative_path_is_the_same_remote_as_its_absolute_path(repo: Path, bare: Path) -> None:
     relative = "../remote.git"  # `repo` and `bare` are siblings in tmp_path
-    assert resolve_remote(repo, relative) == str(bare.resolve())
+    assert resolve(repo, relative).arg == str(bare.resolve())
     assert tracking_ref(repo, relative) == tracking_ref(repo, str(bare))
     oid = board_commit(repo)
     push_board(repo, relative, oid, None)
@@ -328,23 +329,65 @@ def test_liza_remote_config_is_honoured_and_an_argument_overrides_it(
     git(tmp_path, "init", "-q", "--bare", str(other))
     git(repo, "remote", "add", "origin", str(other))
     git(repo, "config", "liza.remote", "team")
-    assert resolve_remote(repo) == "team"
-    assert resolve_remote(repo, "origin") == "origin"
+    assert resolve(repo).arg == "team"
+    assert resolve(repo, "origin").arg == "origin"
     oid = board_commit(repo)
     assert push_board(repo, None, oid, None).remote == "team"
     assert tip(bare) == oid and tip(other) is None
     assert fetch_board(repo).tracking_ref == "refs/remotes/team/liza/state"
 
 
+def test_one_answer_to_which_remote_argument_liza_remote_sync_remote_then_origin(
+    repo: Path, bare: Path, tmp_path: Path
+) -> None:
+    others = {}
+    for name in ("origin", "team", "alias", "given"):
+        others[name] = tmp_path / f"{name}.git"
+        git(tmp_path, "init", "-q", "--bare", str(others[name]))
+        git(repo, "remote", "add", name, str(others[name]))
+    assert configured(pygit2.Repository(str(repo))) is None  # origin alone: no auto-sync
+    assert resolve(repo).arg == "origin"
+    git(repo, "config", "sync.remote", "alias")
+    assert (configured(pygit2.Repository(str(repo))), resolve(repo).arg) == ("alias", "alias")
+    git(repo, "config", "liza.remote", "team")  # liza.remote wins over its alias
+    assert (configured(pygit2.Repository(str(repo))), resolve(repo).arg) == ("team", "team")
+    assert resolve(repo, "given").arg == "given"
+    git(repo, "config", "liza.remote", "  ")  # empty counts as unset: the alias answers
+    assert resolve(repo).arg == "alias"
+    git(repo, "config", "sync.remote", "ghost")
+    with pytest.raises(ValidationError, match="'ghost' \\(from git config sync.remote\\)"):
+        resolve(repo)
+
+
+def test_a_resolved_remote_is_carried_down_not_resolved_again(
+    repo: Path, bare: Path, tmp_path: Path
+) -> None:
+    git(repo, "remote", "add", "team", str(bare))
+    git(repo, "config", "liza.remote", "team")
+    rem = resolve(repo)
+    assert resolve(repo, rem) is rem
+    # The configuration changes after the resolution: the value carried down still names the
+    # remote it was resolved to (a sync pushes where it fetched).
+    other = tmp_path / "other.git"
+    git(tmp_path, "init", "-q", "--bare", str(other))
+    git(repo, "remote", "add", "other", str(other))
+    git(repo, "config", "liza.remote", "other")
+    oid = board_commit(repo)
+    assert push_board(repo, rem, oid, None).remote == "team"
+    assert tip(bare) == oid and tip(other) is None
+    assert fetch_board(repo, rem).tracking_ref == tracking_ref(repo, rem) == \
+        "refs/remotes/team/liza/state"
+
+
 def test_default_remote_is_origin(repo: Path, bare: Path) -> None:
     git(repo, "remote", "add", "origin", str(bare))
-    assert resolve_remote(repo) == "origin"
+    assert resolve(repo).arg == "origin"
 
 
 @pytest.mark.parametrize("name", ["nope", "./missing.git", "team/shared"])
 def test_unknown_remote_is_a_one_line_validation_error(repo: Path, name: str) -> None:
     with pytest.raises(ValidationError) as info:
-        resolve_remote(repo, name)
+        resolve(repo, name)
     assert "unknown remote" in str(info.value) and "\n" not in str(info.value)
     with pytest.raises(ValidationError):
         fetch_board(repo, name)
@@ -352,7 +395,7 @@ def test_unknown_remote_is_a_one_line_validation_error(repo: Path, name: str) ->
 
 def test_no_remote_at_all_and_a_bad_config_say_where_the_name_came_from(repo: Path) -> None:
     with pytest.raises(ValidationError, match="'origin' \\(from default\\)"):
-        resolve_remote(repo)
+        resolve(repo)
     git(repo, "config", "liza.remote", "ghost")
     with pytest.raises(ValidationError, match="'ghost' \\(from git config liza.remote\\)"):
         push_board(repo, None, board_commit(repo), None)

@@ -1,4 +1,4 @@
-"""The one tree builder (gitliza/git/trees.py): its hash-only and write sinks agree with each other,
+"""The one tree builder (gitliza/git/objects/trees.py): its hash-only and write sinks agree with each other,
 with libgit2's TreeBuilder and with git itself (an index updated by `git update-index` and turned
 into a tree by `git write-tree`), on random sequences of change sets."""
 from __future__ import annotations
@@ -19,7 +19,7 @@ from gitliza.core.board import Changes
 from gitliza.core.model import Agent, Config, Task
 from gitliza.core.states import Role, TaskState
 from gitliza.errors import InconsistentState
-from gitliza.git import trees
+from gitliza.git.objects import trees
 
 T = "2025-01-17T14:00:00Z"
 TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=20)

@@ -12,8 +12,8 @@ import pytest
 
 from gitliza.errors import ConcurrencyConflict, GitFailure, ValidationError
 from gitliza.git.checkouts import clean_sync_problems, worktree_head
-from gitliza.git.worktree_admin import LOCK_FILE, worktree_mutex
-from gitliza.git.worktree_list import list_task_branches, list_task_worktrees
+from gitliza.git.worktrees.admin import LOCK_FILE, worktree_mutex
+from gitliza.git.worktrees.listing import list_task_branches, list_task_worktrees
 from gitliza.git.worktrees import (add_task_worktree, contained_path, remove_task_worktree,
                                    temporary_checkout)
 from tests.conftest import git
@@ -361,7 +361,7 @@ def test_mutex_excludes_a_second_holder(repo: Path) -> None:
 def test_mutex_is_released_when_the_holder_dies(repo: Path) -> None:
     holder = subprocess.Popen(
         [sys.executable, "-c", (
-            "import sys, pygit2; from gitliza.git.worktree_admin import worktree_mutex\n"
+            "import sys, pygit2; from gitliza.git.worktrees.admin import worktree_mutex\n"
             f"with worktree_mutex(pygit2.Repository({str(repo)!r})):\n"
             "    print('locked', flush=True); sys.stdin.read()\n"
         )],

@@ -135,7 +135,7 @@ def test_verify_refuses_a_tampered_import_and_an_import_mid_chain(repo: Path,
     board = store.board()[0]
     t = board.task("task-2")
     from dataclasses import replace
-    from gitliza.git import trees
+    from gitliza.git.objects import trees
     tree = trees.build(store.repo, root.tree, {("tasks", "task-2"): replace(t, priority=5)},
                        write=True).tree
     commit = store.repo.create_commit(None, root.author, root.committer, root.message, tree, [])
@@ -234,7 +234,7 @@ def test_the_server_hook_accepts_an_imported_board_and_refuses_a_forged_one(
     root = store.repo[store.tip()]
     from dataclasses import replace as _replace
 
-    from gitliza.git import trees
+    from gitliza.git.objects import trees
     t = store.board()[0].task("task-2")
     tree = trees.build(store.repo, root.tree, {("tasks", "task-2"): _replace(t, priority=5)},
                        write=True).tree

@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gitliza.services import yamlrender
+from gitliza.services.views import yamlrender
 from gitliza.core import yamlview
 from gitliza.core.board import Board
 from gitliza.core.ops import (Abandon, AnomalyOp, ConfigSet, Discover, Finalize, Heartbeat,

@@ -1,4 +1,4 @@
-"""A task held on another machine is not an inconsistency (git/worktree_list.py `held_here`):
+"""A task held on another machine is not an inconsistency (git/worktrees/listing.py `held_here`):
 `validate` and `doctor` judge the worktree of a CLAIMED task only in the clone that holds it, and
 say so for the others; the clone that holds it is still told when its worktree is gone."""
 from __future__ import annotations

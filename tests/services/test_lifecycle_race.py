@@ -18,7 +18,7 @@ import pytest
 
 from gitliza.services.api import Liza
 from gitliza.core.ops import Add, Init, Register
-from gitliza.git.worktree_list import list_task_branches, list_task_worktrees
+from gitliza.git.worktrees.listing import list_task_branches, list_task_worktrees
 from gitliza.services.lifecycle.integration import ensure_integration_branch
 from tests.conftest import git
 from tests.services.test_lifecycle import run

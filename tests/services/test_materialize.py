@@ -24,7 +24,7 @@ from gitliza.core.ops.goal import ConfigSet
 from gitliza.core.ops.planning import Edit
 from gitliza.errors import ValidationError
 from gitliza.git.store import Store
-from gitliza.services.materialize import main_worktree, materialize
+from gitliza.services.views.materialize import main_worktree, materialize
 from tests.conftest import git
 
 VENV_BIN = str(Path(sys.executable).parent)
@@ -326,7 +326,7 @@ def test_config_materializes_after_every_command(board: Path) -> None:
 def test_without_config_the_materializer_is_not_imported(board: Path) -> None:
     code = ("import sys; from pathlib import Path; from gitliza.cli.commands import Env; "
             f"e = Env(path=Path({str(board)!r})); liza = e.liza(); "
-            "print(len(liza.after_commit), 'gitliza.services.materialize' in sys.modules, "
+            "print(len(liza.after_commit), 'gitliza.services.views.materialize' in sys.modules, "
             "'ruamel.yaml' in sys.modules)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr

@@ -1,5 +1,5 @@
 """Seals and the shallow join (gitliza/services/verify/seals.py, gitliza/services/sync/join.py,
-gitliza/git/shallow.py): a clone without a board fetches the state ref shallow and verifies from
+gitliza/git/remotes/shallow.py): a clone without a board fetches the state ref shallow and verifies from
 the newest seal; `verify --full` fetches the rest and replays it all; a forged seal is refused
 where it must be; the server hook and every incremental sync replay a seal as an ordinary op.
 
@@ -19,7 +19,7 @@ import pytest
 from gitliza.core import record
 from gitliza.core.ops import ConfigSet, Note
 from gitliza.core.ops.keys import Seal
-from gitliza.git import shallow
+from gitliza.git.remotes import shallow
 from gitliza.git.commits import signature
 from gitliza.git.store import STATE_REF, Store
 from gitliza.hooks.install import install

@@ -26,7 +26,10 @@ from gitliza.core import clock, record
 from gitliza.core.ops import Add, Claim, Init, Note, Register
 from gitliza.core.states import TaskState
 from gitliza.errors import ConcurrencyConflict, GitFailure, ValidationError
-from gitliza.git import pushresults, transport, worktree_list, worktrees
+from gitliza.git import worktrees
+from gitliza.git.remotes import pushresults
+from gitliza.git.remotes import transport
+from gitliza.git.worktrees import listing as worktree_list
 from gitliza.git.store import STATE_REF, Store
 from tests.conftest import git
 from tests.gitdaemon import GitDaemon, git_daemon  # noqa: F401  (the fixture)
@@ -458,7 +461,7 @@ def test_commands_without_a_remote_do_not_import_the_sync_engine(repo: Path) -> 
         from gitliza.core.ops import Init
         env = Env(path=__import__("pathlib").Path("."))
         env.liza().do(Init, goal="g")
-        print("gitliza.services.sync" in sys.modules, "gitliza.git.transport" in sys.modules)
+        print("gitliza.services.sync" in sys.modules, "gitliza.git.remotes.transport" in sys.modules)
     """)
     r = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True,
                        timeout=60)

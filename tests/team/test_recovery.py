@@ -75,6 +75,14 @@ def test_team_passes_takeover_to_every_member() -> None:
                                                ["agent.sh"])
 
 
+def test_team_passes_its_sandbox_mode_to_every_member_as_a_flag() -> None:
+    member = Member("coder", "coder-1")
+    argv = supervisor_argv(member, None, False, False, ["agent.sh"], sandbox="model")
+    at = argv.index("--sandbox")
+    assert argv[at + 1] == "model" and at < argv.index("--")  # the supervisor's, not the agent's
+    assert "--sandbox" not in supervisor_argv(member, None, False, False, ["agent.sh"])
+
+
 def test_a_member_that_fails_at_start_stops_the_team(repo: Path, tmp_path: Path) -> None:
     make_board(repo)
     ok(liza(repo, "register", "m1-coder-1", "--role", "planner", agent=None))

@@ -22,7 +22,7 @@ import pytest
 
 from gitliza.core.ops import Register
 from gitliza.core.ops.work import Heartbeat
-from gitliza.git.packs import most_packs
+from gitliza.git.objects.packs import most_packs
 from gitliza.services.api import Liza
 from tests.team.procs import Sup, add_task, make_board, ops, script, wait_status
 

@@ -7,9 +7,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from gitliza.cli.output import Out
+
+if TYPE_CHECKING:
+    from gitliza.services.api import Liza
 
 
 @dataclass
@@ -20,13 +23,13 @@ class Env:
     agent: str | None = None
     json: bool = False
     no_sync: bool = False
-    _liza: Any = None
+    _liza: Liza | None = None
 
     @property
     def out(self) -> Out:
         return Out(self.json)
 
-    def liza(self) -> Any:
+    def liza(self) -> Liza:
         """The `gitliza.services.api.Liza` for this repository (opened once, with the after-commit
         hooks the repository's config asks for: gitliza/services/session.py)."""
         if self._liza is None:

@@ -22,7 +22,7 @@ def events(env: Env, since: str | None, follow: bool) -> int:
     from gitliza.access import events as ev
     liza = env.liza()
     if since is None:  # from the start: a clone that joined at a seal starts at its boundary
-        from gitliza.git import shallow
+        from gitliza.git.remotes import shallow
         cut = shallow.note(liza.store.repo, liza.store.tip())
         if cut is not None:
             env.out.notice(cut)

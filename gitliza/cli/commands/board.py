@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from gitliza.cli.commands import Env, read_input_file
 from gitliza.core import codec
@@ -11,6 +11,9 @@ from gitliza.core.ops.base import Op
 from gitliza.errors import NoBoard, ValidationError
 from gitliza.git.store import Committed
 from gitliza.services.transitions import do_discover, do_op, gated_by_specs, transition_data
+
+if TYPE_CHECKING:
+    from gitliza.services.api import Liza
 
 
 def report(env: Env, done: Committed, extra: dict[str, Any] | None = None) -> int:
@@ -85,11 +88,12 @@ def init(env: Env, goal: str, integration_branch: str | None, config: Path | Non
     return code
 
 
-def _refuse_a_second_board(liza: Any) -> None:
+def _refuse_a_second_board(liza: Liza) -> None:
     """A fresh clone of a repository whose remote holds a board has no refs/liza/state (git clone
     does not fetch it): `init` there would start a second, unrelated board, which the first sync
     then refuses. Refused unless --force; `git liza pull` is what was meant."""
-    from gitliza.services.sync.remote import remote_board, repo_path
+    from gitliza.git.repository import repo_path
+    from gitliza.services.sync.remote import remote_board
     found = remote_board(repo_path(liza.repo))
     if found is not None:
         remote, oid = found
@@ -117,7 +121,7 @@ def _base_pair(repo: Any, pairs: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
     return (("integration_base", str(repo.head.peel(pygit2.Commit).id)),)
 
 
-def _after_init(liza: Any, board: Board) -> None:
+def _after_init(liza: Liza, board: Board) -> None:
     """The integration branch exists from init on (created at the current HEAD if missing)."""
     from gitliza.services.lifecycle.integration import ensure_integration_branch
     ensure_integration_branch(liza, board.config.integration_branch)
@@ -272,7 +276,7 @@ def block(env: Env, task: str, reason: str, questions: Sequence[str],
 
 
 def heartbeat(env: Env, task: str | None = None) -> int:
-    """A renewal off the audit chain (refs/liza/live/<agent>, services/liveness.py): no
+    """A renewal off the audit chain (refs/liza/live/<agent>, services/liveness/): no
     commit on refs/liza/state."""
     from gitliza.services import liveness
     r = liveness.renew(env.liza(), task=task)

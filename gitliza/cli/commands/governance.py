@@ -72,7 +72,7 @@ def analyze(env: Env, record: bool, resolve: str | None) -> int:
         text += (f"\nRecorded on the board [{done.recorded.commit[:12]}]: circuit_breaker "
                  "last_check, as liza-analyze.sh does (--no-record only reports)")
     env.out.result(data, f"{text}\nReport written to: {done.report}")
-    from gitliza.git import shallow
+    from gitliza.git.remotes import shallow
     cut = shallow.note(liza.store.repo, liza.store.tip())
     if cut is not None and not env.json:  # the window may reach back past what this clone has
         env.out.notice(f"analyze: {cut}")

@@ -90,7 +90,7 @@ def export_board(env: Env, at: str | None, out: Path, with_log: bool) -> int:
     env.out.result({"state": done.state, "directory": str(out), "log_entries": done.log_entries},
                    f"wrote {files} of {done.state[:12]} to {out}")
     if with_log and not env.json:  # log.yaml starts where this clone's history does
-        from gitliza.git import shallow
+        from gitliza.git.remotes import shallow
         store = Store.discover(env.path)
         import pygit2
         cut = shallow.note(store.repo, pygit2.Oid(hex=done.state))

@@ -140,14 +140,14 @@ def _held_by_stopped(env: Env) -> list[str]:
 def _view_edited(env: Env, fix: bool) -> list[str]:
     """A hand edit of `.liza/state.yaml` (a note, not a problem of the board: the board never
     changed); --fix rewrites the view from the board, keeping the edited copy."""
-    from gitliza.services.viewstamp import view_edit
+    from gitliza.services.views.viewstamp import view_edit
     store = env.liza().store
     edit = view_edit(store)
     if edit is None:
         return []
     if not fix:
         return [f"edited-view {edit.message()} [fixable with --fix]"]
-    from gitliza.services.materialize import edited_notice, materialize
+    from gitliza.services.views.materialize import edited_notice, materialize
     return [f"edited-view {edited_notice(materialize(store))} [fixed]"]
 
 

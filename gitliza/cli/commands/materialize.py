@@ -5,7 +5,7 @@ from gitliza.cli.commands import Env
 
 
 def materialize(env: Env, at: str | None) -> int:
-    from gitliza.services import materialize as m  # ruamel.yaml is imported only by this command
+    from gitliza.services.views import materialize as m  # ruamel.yaml is imported only by this command
     done = m.materialize(env.liza().store, at)
     if done.cached:
         text = f"{done.directory} already reflects {done.state[:12]}"

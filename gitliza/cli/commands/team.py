@@ -77,14 +77,10 @@ def team(env: Env, planners: int, coders: int, reviewers: int, prefix: str, cli:
         # A wrong --cli or --permissions, or a missing agent program: refused now, not per
         # supervisor.
         agentcli.parse_permissions(permissions)
-        import os
-
         from gitliza.sandbox.box import Sandbox, parse
         # Each supervisor checks its sandbox too; refusing here keeps a team from half-starting.
-        # The supervisors inherit the choice through the environment (the --sandbox option's).
+        # The supervisors get the choice on their command lines (--sandbox), as every option.
         Sandbox(parse(sandbox))
-        if sandbox is not None:
-            os.environ["LIZA_SANDBOX"] = sandbox
         models = env.liza().board().config.models if cli is None and not command else None
         from gitliza.core import teammodels
         left = []  # the members the board names no CLI for: --cli's (default claude)
@@ -105,7 +101,8 @@ def team(env: Env, planners: int, coders: int, reviewers: int, prefix: str, cli:
             except (OSError, ValueError):
                 pass  # our reader is gone; the supervisors still need stopping
         running = Team(main_root(env.liza().repo), crew, cli, mcp, env.no_sync, command, logs,
-                       write, permissions, takeover, pool=sizes, prefix=prefix, models=models)
+                       write, permissions, takeover, pool=sizes, prefix=prefix, models=models,
+                       sandbox=sandbox)
 
         def on_stop(sig: signal.Signals) -> None:
             running.stop()  # first: the line may not get out

@@ -69,8 +69,9 @@ def verify(env: Env, since: str | None, at: str | None, remote: str | None = Non
 
 def _fetch_remote_board(store: Any, remote: str) -> str:
     """Fetch `remote`'s board into its tracking ref; its tip (ValidationError: it has none)."""
-    from gitliza.git import remotes, transport
-    from gitliza.services.sync.remote import repo_path
+    from gitliza.git import remotes
+    from gitliza.git.remotes import transport
+    from gitliza.git.repository import repo_path
     fetched = transport.fetch_board(repo_path(store.repo), remote)
     if fetched.new_oid is None:
         raise ValidationError(f"{fetched.remote} has no board ({remotes.STATE_REF}): nothing "

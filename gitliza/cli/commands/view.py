@@ -1,7 +1,7 @@
 """Read commands: status, show, log, ready, validate. None of them writes anything."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gitliza.cli.commands import Env
 from gitliza.cli.commands.statuslines import (control_lines, invariants_mod, lock_lines,
@@ -13,6 +13,9 @@ from gitliza.core.states import TERMINAL
 from gitliza.errors import InconsistentState, NoBoard, ValidationError
 from gitliza.services.views import (agent_logs, find_task, history_log, ready_tasks, show_data,
                                     status_data, task_row, tasks_in_order)
+
+if TYPE_CHECKING:
+    from gitliza.services.api import Liza
 
 
 def _board(env: Env, at: str | None) -> tuple[Board, Any]:
@@ -62,7 +65,7 @@ def _status(env: Env, at: str | None) -> int:
                      "them all; `git liza seal`, or run `team`/`watch` where the human's key is "
                      "at hand (they seal by themselves)")
     if at is None and _has_view(env):
-        from gitliza.services.viewstamp import view_edit
+        from gitliza.services.views.viewstamp import view_edit
         edit = view_edit(env.liza().store)
         if edit is not None:
             out.line(f"WARNING: {edit.message()}")
@@ -188,14 +191,14 @@ def log(env: Env, n: int | None, task: str | None, by: str | None, at: str | Non
     return 0
 
 
-def _say_boundary(env: Env, liza: Any, at: str | None) -> None:
+def _say_boundary(env: Env, liza: Liza, at: str | None) -> None:
     """A clone that joined at a seal holds the history from a boundary on: say where the walk
     stopped (only such a clone has git's shallow file, so the usual clone pays one stat)."""
     from gitliza.git.repository import common_dir
     repo = liza.store.repo
     if not (common_dir(repo) / "shallow").exists():
         return
-    from gitliza.git import shallow
+    from gitliza.git.remotes import shallow
     commit = liza.store.resolve(at)
     line = shallow.note(repo, None if commit is None else commit.id)
     if line is not None:
@@ -210,14 +213,14 @@ def _log_line(e: dict[str, Any]) -> str:
             f"{e.get('task') or '-':<12} {moved}")
 
 
-def _core_pager(liza: Any) -> str | None:
+def _core_pager(liza: Liza) -> str | None:
     """core.pager from the repository's git config, looked up only on a terminal."""
     import sys
     if not sys.stdout.isatty():
         return None
     try:
-        value: str = liza.store.repo.config["core.pager"]
-        return value
+        value = liza.store.repo.config["core.pager"]
+        return None if value is None else str(value)
     except KeyError:
         return None
 
@@ -267,7 +270,7 @@ def validate(env: Env, at: str | None, file: str | None = None) -> int:
                 hint="`git liza validate .liza/state.yaml` checks the file against the schema")
         raise NoBoard(f"no board here ({liza.store.ref} does not exist)")
     exists = None if root is None else (lambda rel: (root / rel).is_dir())
-    from gitliza.git.worktree_list import held_here
+    from gitliza.git.worktrees.listing import held_here
     repo = liza.store.repo
 
     def here(tid: str) -> bool:

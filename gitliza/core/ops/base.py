@@ -19,8 +19,8 @@ from gitliza.core.board import Board, Changes
 from gitliza.core.ids import check_id
 from gitliza.core.liveness import Renewal
 from gitliza.core.model import Agent, GoalStatus, HistoryEntry, Task
-from gitliza.core.states import (FORBIDDEN, HUMAN_ACTOR, TERMINAL, AgentState, Role, TaskState,
-                                 Transition, lookup, sources_of)
+from gitliza.core.states import (BOARD_OPS, FORBIDDEN, HUMAN_ACTOR, TERMINAL, AgentState, Role,
+                                 TaskState, Transition, lookup, sources_of)
 from gitliza.errors import (IllegalTransition, LizaError, NotFound, PermissionDenied,
                             ValidationError)
 
@@ -76,17 +76,21 @@ class Op:
 
 
 OPS: dict[str, type[Op]] = {}
-OP_MODULES = ("gitliza.core.ops.goal", "gitliza.core.ops.planning", "gitliza.core.ops.work",
-              "gitliza.core.ops.review", "gitliza.core.ops.journal", "gitliza.core.ops.control",
-              "gitliza.core.ops.governance", "gitliza.core.ops.sprint", "gitliza.core.ops.keys",
-              "gitliza.core.ops.usage", "gitliza.core.ops.upgrade",
-              "gitliza.core.ops.integration")
+
+
+def op_modules() -> list[str]:
+    """Every module of this package (found on disk, not listed: a new op module is one file):
+    those that define ops register them with @register_op when imported."""
+    import importlib
+    import pkgutil
+    package = importlib.import_module(__package__ or "gitliza.core.ops")
+    return [f"{package.__name__}.{m.name}" for m in pkgutil.iter_modules(package.__path__)]
 
 
 def load_all() -> dict[str, type[Op]]:
     """Import every op module (each registers its ops) and return the registry."""
     import importlib
-    for name in OP_MODULES:
+    for name in op_modules():
         importlib.import_module(name)
     return OPS
 
@@ -154,6 +158,20 @@ class Ctx:
                 f"{actor!r} is not a registered agent",
                 hint=f"`git liza register {actor} --role ROLE`, or set --agent / LIZA_AGENT_ID")
         return a.role
+
+    def allowed(self, rule: str | None = None, what: str | None = None, *,
+                hint: str | None = None) -> Role:
+        """The actor's role, checked against the table of the ops that move no task
+        (states.BOARD_OPS, row `rule`: by default this op's name); `what` names the act in the
+        refusal. A task's transition is checked against its own row by `transition`."""
+        name = rule or self.op.NAME
+        roles = BOARD_OPS[name]
+        role = self.role()
+        if role not in roles:
+            raise PermissionDenied(
+                f"{what or name} is not allowed for {self.op.actor} (role {role.value}); "
+                f"allowed: {', '.join(sorted(r.value for r in roles))}", hint=hint)
+        return role
 
     def require_agent(self) -> Agent:
         a = self.agent(self.op.actor)

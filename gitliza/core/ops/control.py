@@ -17,19 +17,11 @@ from dataclasses import dataclass
 from gitliza.core import clock
 from gitliza.core.model import Control, SprintStatus, Supervisor
 from gitliza.core.ops.base import Ctx, Op, need_text, register_op, replace
-from gitliza.core.states import CONTROL_OPS, Role
+from gitliza.core.states import Role
 from gitliza.errors import PermissionDenied, ValidationError
 
 CHECKPOINT_TRIGGERS = ("manual", "circuit_breaker", "deadline", "analyze", "sprint_end")
 SUPERVISE_MODES = ("start", "takeover", "renew", "end", "free")
-
-
-def _allowed(ctx: Ctx) -> None:
-    role = ctx.role()
-    if role not in CONTROL_OPS[ctx.op.NAME]:
-        allowed = ", ".join(sorted(r.value for r in CONTROL_OPS[ctx.op.NAME]))
-        raise PermissionDenied(f"{ctx.op.NAME} is not allowed for {ctx.op.actor} "
-                               f"(role {role.value}); allowed: {allowed}")
 
 
 def _control(ctx: Ctx) -> Control:
@@ -44,7 +36,7 @@ class Pause(Op):
     reason: str | None = None
 
     def run(self, ctx: Ctx) -> None:
-        _allowed(ctx)
+        ctx.allowed()
         c = _control(ctx)
         if c.aborted:
             raise ValidationError("the team is aborted; there is nothing to pause")
@@ -67,7 +59,7 @@ class Resume(Op):
     note: str | None = None
 
     def run(self, ctx: Ctx) -> None:
-        _allowed(ctx)
+        ctx.allowed()
         c = _control(ctx)
         sprint = ctx.board.sprint
         at_checkpoint = sprint.status == SprintStatus.CHECKPOINT
@@ -94,7 +86,7 @@ class AbortOp(Op):
     reason: str | None = None
 
     def run(self, ctx: Ctx) -> None:
-        _allowed(ctx)
+        ctx.allowed()
         c = _control(ctx)
         if c.aborted:
             raise ValidationError(f"already aborted by {c.aborted_by} at {c.aborted_at}")
@@ -114,7 +106,7 @@ class Checkpoint(Op):
     trigger: str = "manual"
 
     def run(self, ctx: Ctx) -> None:
-        _allowed(ctx)
+        ctx.allowed()
         need_text(self.reason, "reason")
         if self.trigger not in CHECKPOINT_TRIGGERS:
             raise ValidationError(f"checkpoint trigger {self.trigger!r} is not one of: "
@@ -158,7 +150,7 @@ class Supervise(Op):
     registered: bool = False
 
     def run(self, ctx: Ctx) -> None:
-        _allowed(ctx)
+        ctx.allowed()
         if self.mode not in SUPERVISE_MODES:
             raise ValidationError(f"supervise mode {self.mode!r} is not one of: "
                                   + ", ".join(SUPERVISE_MODES))

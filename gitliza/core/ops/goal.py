@@ -10,9 +10,9 @@ from gitliza.core.ids import check_id, check_spec_ref
 from gitliza.core.model import (Agent, Alignment, CircuitBreaker, Config, Goal, GoalStatus,
                                 SigningKey, Sprint, SprintStatus, SprintTimeline)
 from gitliza.core.ops.base import Ctx, Op, need_text, register_op, replace
-from gitliza.core.states import (HUMAN_ACTOR, PLANNING, REGISTRABLE_ROLES, TERMINAL, AgentState,
+from gitliza.core.states import (HUMAN_ACTOR, REGISTRABLE_ROLES, TERMINAL, AgentState,
                                  Role, TaskState)
-from gitliza.errors import PermissionDenied, ValidationError
+from gitliza.errors import ValidationError
 
 
 def next_id(current: str, prefix: str) -> str:
@@ -82,8 +82,7 @@ _GOAL_END_EVENTS = ("goal_completed", "goal_aborted")
 def _ended_goal(ctx: Ctx) -> Goal:
     """The board's goal, which must have ended (COMPLETED or ABORTED) for a new one to start, with
     no live task left: a new goal never inherits work in flight."""
-    if ctx.role() not in PLANNING:
-        raise PermissionDenied(f"a new goal is for the planner or a human, not {ctx.op.actor}")
+    ctx.allowed("init", "a new goal")
     old = ctx.board.goal
     if old.status == GoalStatus.IN_PROGRESS:
         raise ValidationError(f"a board already exists here with goal {old.id} in progress",
@@ -100,14 +99,7 @@ def _base_is_human(ctx: Ctx) -> None:
     """The integration base (what the integration branch may hold without a review) is recorded
     by the board's first `init`; changing it later is the human's alone, or a planner could
     declare unreviewed work the base."""
-    if ctx.op.actor != HUMAN_ACTOR:
-        raise PermissionDenied(f"integration_base is set by the first init or by the human, not "
-                               f"{ctx.op.actor}")
-
-
-def _require_planning(ctx: Ctx) -> None:
-    if ctx.role() not in PLANNING:
-        raise PermissionDenied(f"{ctx.op.NAME} is for the planner or a human, not {ctx.op.actor}")
+    ctx.allowed("config:human-key", "changing integration_base after the first init")
 
 
 def _end_goal(ctx: Ctx, status: GoalStatus, sprint_status: SprintStatus, event: str,
@@ -130,7 +122,7 @@ class CompleteGoal(Op):
     summary: str | None = None
 
     def run(self, ctx: Ctx) -> None:
-        _require_planning(ctx)
+        ctx.allowed()
         if self.summary is not None:
             need_text(self.summary, "summary")
         open_tasks = [t for t in ctx.board.tasks() if t.status not in TERMINAL]
@@ -152,7 +144,7 @@ class AbortGoal(Op):
     reason: str
 
     def run(self, ctx: Ctx) -> None:
-        _require_planning(ctx)
+        ctx.allowed()
         need_text(self.reason, "reason")
         _end_goal(ctx, GoalStatus.ABORTED, SprintStatus.ABORTED, "goal_aborted",
                   f"Goal aborted: {self.reason}")
@@ -176,15 +168,11 @@ class ConfigSet(Op):
     value: str
 
     def run(self, ctx: Ctx) -> None:
-        if ctx.role() not in PLANNING:
-            raise PermissionDenied(f"config is for the planner or a human, not {self.actor}")
-        if self.key in usage.HUMAN_KEYS and self.actor != HUMAN_ACTOR:
-            raise PermissionDenied(f"config {self.key} is the human's to set, not {self.actor}'s "
-                                   "(docs/usage.md)")
-        if self.key in HUMAN_ONLY and self.actor != HUMAN_ACTOR:
-            doc = "docs/review.md" if self.key in REVIEW_KEYS else "docs/governance.md"
-            raise PermissionDenied(f"config {self.key} is the human's to set, not {self.actor}'s "
-                                   f"({doc})")
+        ctx.allowed()
+        if self.key in usage.HUMAN_KEYS or self.key in HUMAN_ONLY:
+            doc = ("docs/usage.md" if self.key in usage.HUMAN_KEYS else "docs/review.md"
+                   if self.key in REVIEW_KEYS else "docs/governance.md")
+            ctx.allowed("config:human-key", f"config {self.key}", hint=f"the human's key: {doc}")
         v = coerce_config(self.key, self.value)
         if self.key == "integration_base":
             _base_is_human(ctx)
@@ -205,11 +193,10 @@ class Register(Op):
     key: str | None = None  # the agent's OpenSSH ed25519 public key (gitliza/core/keys.py)
 
     def run(self, ctx: Ctx) -> None:
-        # Registering gives a role, reviewer included: only the planner or the human may register
-        # others, or a coder could register a reviewer and approve its own work. An agent may
-        # register itself (its first act), which claims nothing beyond its own id.
-        if self.actor != self.agent and ctx.role() not in PLANNING:
-            raise PermissionDenied(f"register is for the planner or a human, not {self.actor}")
+        # An agent registers itself (its first act), or a coder could register a reviewer and
+        # approve its own work: another is registered only by those the table names.
+        if self.actor != self.agent:
+            ctx.allowed("register:another", f"registering {self.agent}")
         check_id(self.agent, "agent id")
         if self.agent == HUMAN_ACTOR:
             raise ValidationError("'human' is reserved for the person at the keyboard")

@@ -19,8 +19,7 @@ from gitliza.core import clock, layout, tomlblob
 from gitliza.core.board import Board, Key
 from gitliza.core.model import CBEntry, CBStatus, CBTrigger
 from gitliza.core.ops.base import Ctx, Event, Op, Outcome, need_text, register_op, replace
-from gitliza.core.states import HUMAN_ACTOR, PLANNING
-from gitliza.errors import IllegalTransition, PermissionDenied, ValidationError
+from gitliza.errors import IllegalTransition, ValidationError
 
 SEVERITIES = ("VISION_FLAW", "SCOPE_FLAW", "SPEC_FLAW", "ARCHITECTURE_FLAW", "TECH_STACK_FLAW",
               "EXTERNAL_DEPENDENCY")
@@ -39,8 +38,7 @@ class Circuit(Op):
     resolution: str | None = None
 
     def run(self, ctx: Ctx) -> None:
-        if ctx.role() not in PLANNING:
-            raise PermissionDenied(f"circuit is for the planner or a human, not {self.actor}")
+        ctx.allowed()
         cb = ctx.board.circuit_breaker
         if self.result == "RESOLVED":
             self._resolve(ctx)
@@ -67,8 +65,7 @@ class Circuit(Op):
                                                history=cb.history + (entry,)))
 
     def _resolve(self, ctx: Ctx) -> None:
-        if self.actor != HUMAN_ACTOR:
-            raise PermissionDenied("only the human resolves a circuit breaker trigger")
+        ctx.allowed("circuit:resolve", "resolving a circuit breaker trigger")
         resolution = need_text(self.resolution, "resolution")
         cb = ctx.board.circuit_breaker
         trig = cb.current_trigger

@@ -8,7 +8,7 @@ from gitliza.core.ids import check_id
 from gitliza.core.model import (ANOMALY_REQUIRED, Anomaly, Discovery, HumanNote, Severity,
                                 SpecChange, Urgency)
 from gitliza.core.ops.base import Ctx, Op, need_text, register_op, replace
-from gitliza.core.states import PLANNING, Role
+from gitliza.core.states import ANOMALY_LOGGERS, Role
 from gitliza.errors import NotFound, PermissionDenied, ValidationError
 
 DetailValue = str | int | bool
@@ -39,23 +39,6 @@ def _append(ctx: Ctx, coll: str, entry: object, ordered: bool = False) -> None:
     if ctx.get(coll, key) is not None:
         raise ValidationError(f"this {_ENTRY.get(coll, 'entry')} is already recorded")
     ctx.put(coll, key, entry)
-
-
-# Who logs which anomaly (blackboard-schema.md "Anomaly Types"); the human may log any.
-ANOMALY_LOGGERS: dict[str, frozenset[Role]] = {
-    "retry_loop": frozenset({Role.CODER, Role.CODE_REVIEWER}),
-    "trade_off": frozenset({Role.CODER}), "spec_ambiguity": frozenset({Role.CODER}),
-    "external_blocker": frozenset({Role.CODER}),
-    "assumption_violated": frozenset({Role.CODER, Role.CODE_REVIEWER}),
-    "scope_deviation": frozenset({Role.CODE_REVIEWER}),
-    "workaround": frozenset({Role.CODE_REVIEWER}), "debt_created": frozenset({Role.CODE_REVIEWER}),
-    "spec_changed": frozenset({Role.CODE_REVIEWER}),
-    "hypothesis_exhaustion": frozenset({Role.PLANNER}), "spec_gap": frozenset({Role.PLANNER}),
-    "review_deadlock": frozenset({Role.PLANNER}),
-    "system_ambiguity": frozenset(Role),
-    "budget_exceeded": frozenset(Role),  # a supervisor of any role (gitliza/team/usage.py)
-    "scope_violation": frozenset({Role.CODER}),  # its refused submit (services/lifecycle)
-}
 
 
 @register_op
@@ -98,8 +81,7 @@ class Convert(Op):
     task: str
 
     def run(self, ctx: Ctx) -> None:
-        if ctx.role() not in PLANNING:
-            raise PermissionDenied(f"convert is for the planner or a human, not {self.actor}")
+        ctx.allowed()
         check_id(self.discovery, "discovery id")
         d = ctx.get("discovered", self.discovery)
         if d is None:
@@ -197,8 +179,7 @@ class SpecChangeOp(Op):
     ordered: bool = False  # see _append
 
     def run(self, ctx: Ctx) -> None:
-        if ctx.role() not in PLANNING:
-            raise PermissionDenied(f"spec-change is for the planner or a human, not {self.actor}")
+        ctx.allowed()
         need_text(self.spec, "spec")
         need_text(self.change, "change")
         _append(ctx, "spec_changes", SpecChange(timestamp=self.time, spec=self.spec,

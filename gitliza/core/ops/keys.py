@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from gitliza.core import keys
 from gitliza.core.ops.base import Ctx, Op, register_op, replace
 from gitliza.core.states import HUMAN_ACTOR
-from gitliza.errors import NotFound, PermissionDenied, ValidationError
+from gitliza.errors import NotFound, ValidationError
 
 
 @register_op
@@ -18,9 +18,7 @@ class Rekey(Op):
     revoke: bool = False
 
     def run(self, ctx: Ctx) -> None:
-        # Keys decide who a commit proves to be its author: only the human hands them out.
-        if self.actor != HUMAN_ACTOR:
-            raise PermissionDenied(f"rekey is the human's, not {self.actor}'s")
+        ctx.allowed()  # only the human hands out keys (core/states.py BOARD_OPS)
         if (self.key is None) != self.revoke:
             raise ValidationError("rekey needs exactly one of --key KEY (rotate) or --revoke")
         board = ctx.board
@@ -62,9 +60,7 @@ class Seal(Op):
     NAME = "seal"
 
     def run(self, ctx: Ctx) -> None:
-        # A seal is where a new clone's trust starts: only the human speaks for the history.
-        if self.actor != HUMAN_ACTOR:
-            raise PermissionDenied(f"seal is the human's, not {self.actor}'s")
+        ctx.allowed()  # only the human speaks for the history (core/states.py BOARD_OPS)
         if not ctx.board.initialized:
             raise ValidationError("there is no board to seal", hint="`git liza init GOAL` first")
         ctx.summary = f"seal by {self.actor}"

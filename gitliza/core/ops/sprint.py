@@ -8,8 +8,7 @@ from dataclasses import dataclass
 from gitliza.core.ids import check_id
 from gitliza.core.model import SprintScope, SprintStatus
 from gitliza.core.ops.base import Ctx, Op, register_op, replace, require_goal_open
-from gitliza.core.states import PLANNING
-from gitliza.errors import PermissionDenied, ValidationError
+from gitliza.errors import ValidationError
 
 
 @register_op
@@ -20,8 +19,7 @@ class SprintScopeOp(Op):
     stretch: tuple[str, ...] = ()
 
     def run(self, ctx: Ctx) -> None:
-        if ctx.role() not in PLANNING:
-            raise PermissionDenied(f"sprint-scope is for the planner or a human, not {self.actor}")
+        ctx.allowed()
         require_goal_open(ctx)
         sp = ctx.board.sprint
         if sp.status != SprintStatus.IN_PROGRESS:

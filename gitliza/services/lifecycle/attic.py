@@ -21,7 +21,7 @@ from pygit2 import Oid, Repository
 
 from gitliza.core.ops.work import worktree_path
 from gitliza.errors import GitFailure, ValidationError
-from gitliza.git import ownstore
+from gitliza.git.objects import ownstore
 from gitliza.git.gitcmd import error_line, local_git
 from gitliza.git.reflocks import retrying
 from gitliza.git.checkouts import clean_sync_problems
@@ -67,7 +67,7 @@ def save(repo: Repository, task: str, path: Path, contained_in: Oid | None,
 def _snapshot(repo: Repository, path: Path, message: str) -> Oid:
     """A commit of the worktree as it is (untracked files included, ignored ones not) on top of
     its HEAD, made by git with a throw-away index and its objects written into gitliza's own
-    store (git/ownstore.py): a user's `git prune` between their writing and the attic ref cannot
+    store (git/objects/ownstore.py): a user's `git prune` between their writing and the attic ref cannot
     take them (in objects/ it did: an attic ref then named a commit whose tree was gone)."""
     env = {**ownstore.agent_env(repo), "GIT_AUTHOR_NAME": "gitliza",
            "GIT_AUTHOR_EMAIL": "gitliza@liza.invalid", "GIT_COMMITTER_NAME": "gitliza",
@@ -121,7 +121,7 @@ def to_attic(repo: Repository, task: str, oid: Oid, why: str = "a teardown",
 def _tag(repo: Repository, name: str, oid: Oid, why: str, when: int) -> Oid:
     """The annotated tag of an entry, written into gitliza's own store (a user's prune between its
     writing and its ref cannot take it)."""
-    from gitliza.git.trees import Batch
+    from gitliza.git.objects.trees import Batch
     body = (f"object {oid}\ntype commit\ntag {name[len('refs/'):]}\n"
             f"tagger gitliza <gitliza@liza.invalid> {when} +0000\n\n"
             f"kept before {' '.join(why.split())}\n").encode()

@@ -16,7 +16,8 @@ from gitliza.core.board import Board
 from gitliza.core.invariants import claimable
 from gitliza.core.leasewatch import CLAIM
 from gitliza.core.model import Task
-from gitliza.core.ops import Claim, Op, Release, apply as core_apply
+from gitliza.core.ops import Op, apply as core_apply
+from gitliza.core.ops.work import Claim, Release
 from gitliza.core.ops.work import worktree_path
 from gitliza.core.states import HUMAN_ACTOR, TaskState
 from gitliza.errors import (ConcurrencyConflict, IllegalTransition, LizaError, NotFound,
@@ -26,13 +27,13 @@ from gitliza.git.repository import ref_oid
 from gitliza.git.store import Committed
 from gitliza.git.tasklocks import task_lock
 from gitliza.git.worktrees import add_task_worktree, remove_task_worktree, task_branch
-from gitliza.services import leasewatch
+from gitliza.services.liveness import leasewatch
 from gitliza.services.lifecycle.attic import keep_leftovers, kept_line
 from gitliza.services.lifecycle.cleanup import drop_worktree, keep_state
 from gitliza.services.lifecycle.common import Done, warn
 from gitliza.services.lifecycle.integration import integration_tip
 from gitliza.services.lifecycle.locations import task_dir
-from gitliza.services.lifecycle.remote import pull_first, shared_integration_tip, sync_remote
+from gitliza.services.lifecycle.remote import pull_first, shared_integration_tip
 
 if TYPE_CHECKING:
     from gitliza.services.api import Liza
@@ -78,7 +79,7 @@ def claim(liza: Liza, task: str | None = None) -> ClaimResult:
     try:
         return _claim(liza, task)
     except ValidationError as e:  # illegal transition, busy coder, no candidate...
-        if sync_remote(liza) is None or e.code == "OP_DROPPED":
+        if liza.sync_remote() is None or e.code == "OP_DROPPED":
             raise  # no remote to ask, or the remote's board is what refused it
         pull_first(liza, "claim", board=True)
         return _claim(liza, task)

@@ -14,7 +14,7 @@ from gitliza.errors import LizaError
 from gitliza.git.checkouts import clean_sync_problems
 from gitliza.git.store import Committed
 from gitliza.git.tasklocks import task_lock
-from gitliza.git.worktree_list import held_here
+from gitliza.git.worktrees.listing import held_here
 from gitliza.git.worktrees import remove_task_worktree, task_branch
 from gitliza.services.lifecycle.attic import kept_line, save
 from gitliza.services.lifecycle.common import warn

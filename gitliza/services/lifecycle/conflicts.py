@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from pygit2 import Oid
 
-from gitliza.core.ops import Conflict
+from gitliza.core.ops.integration import Conflict
 from gitliza.core.states import TaskState
 from gitliza.errors import LizaError, ValidationError
 from gitliza.git import mergecheck

@@ -16,15 +16,16 @@ from typing import TYPE_CHECKING, Callable
 from pygit2 import Oid, Repository
 
 from gitliza.core.ids import check_id
-from gitliza.core.ops import Merge
+from gitliza.core.ops.review import Merge
 from gitliza.core.states import TaskState
 from gitliza.errors import LizaError, ValidationError
 from gitliza.git.tasklocks import task_lock
 from gitliza.git.checkouts import clean_sync_problems
-from gitliza.git.repository import ref_oid
-from gitliza.git.worktree_list import (TaskWorktreeEntry, held_here, list_task_branches,
+from gitliza.git.repository import ref_oid, repo_path
+from gitliza.git.worktrees.listing import (TaskWorktreeEntry, held_here, list_task_branches,
                                        list_task_worktrees)
 from gitliza.git.worktrees import add_task_worktree, remove_task_worktree, task_branch
+from gitliza.git import remotes
 from gitliza.git.remotes import branch_tracking_ref
 from gitliza.services import integrity, leftovers
 from gitliza.services.leftovers import Problem
@@ -34,7 +35,6 @@ from gitliza.services.lifecycle.common import warn
 from gitliza.services.lifecycle.supervisors import attempt, examine as examine_supervisors
 from gitliza.services.lifecycle.integration import contains, first_parent_introducing
 from gitliza.services.lifecycle.locations import task_dir
-from gitliza.services.sync.remote import configured_remote, repo_path
 
 if TYPE_CHECKING:
     from gitliza.services.api import Liza
@@ -46,7 +46,7 @@ S = TaskState
 class DoctorReport:
     problems: list[Problem]
     busy: list[str]  # tasks skipped because a claim/merge holds their lock right now
-    # Live tasks held on another machine (git/worktree_list.py `held_here`): not judged, said so.
+    # Live tasks held on another machine (git/worktrees/listing.py `held_here`): not judged, said so.
     elsewhere: list[str] = field(default_factory=list)
 
     @property
@@ -69,7 +69,7 @@ def doctor(liza: Liza, fix: bool = False) -> DoctorReport:
     report = DoctorReport([], [])
     # Objects git's maintenance (or a lost disk) took from under the refs: nothing else can be
     # judged on a board that cannot be read (gitliza/services/integrity.py).
-    remote = configured_remote(repo)
+    remote = remotes.configured(repo)
     missing = integrity.missing_objects(repo, remote)
     report.problems += missing
     if any(p.subject == liza.store.ref for p in missing):

@@ -18,13 +18,13 @@ from pygit2 import Oid, Repository
 
 from gitliza.core import clock, record
 from gitliza.core.model import Task
-from gitliza.core.ops import Merge
+from gitliza.core.ops.review import Merge
 from gitliza.errors import (ConcurrencyConflict, GitFailure, IllegalTransition, InconsistentState,
                             LizaError)
 from gitliza.git.store import Committed
 from gitliza.git.tasklocks import task_lock
 from gitliza.git.repository import ref_oid
-from gitliza.git.worktree_list import checkouts_of_branch
+from gitliza.git.worktrees.listing import checkouts_of_branch
 from gitliza.services.lifecycle.cleanup import drop_worktree
 from gitliza.services.lifecycle.common import NO_SHA, dry_run, require_task, warn
 from gitliza.services.lifecycle.integration import first_parent_introducing

@@ -18,15 +18,6 @@ if TYPE_CHECKING:
     from gitliza.services.api import Liza
 
 
-def sync_remote(liza: Liza) -> str | None:
-    """The remote this command shares with: `git config liza.remote` (or `sync.remote`) when
-    auto-sync is on for it (not `--no-sync`); None for a machine that works alone."""
-    if not getattr(liza, "sync", True):
-        return None
-    from gitliza.services.sync.remote import configured_remote
-    return configured_remote(liza.repo)
-
-
 def pull_first(liza: Liza, why: str, *, strict: bool = False, board: bool = True) -> None:
     """Bring the board, the integration branch and the task branches up to date from the team
     remote before a command that reads them (review needs the submitted task and the coder's
@@ -35,7 +26,7 @@ def pull_first(liza: Liza, why: str, *, strict: bool = False, board: bool = True
     its op is reconciled by the auto-sync after it is committed, like every op. `strict` (merge):
     a failed pull fails the command; otherwise a warning, and the command works on the local view
     (offline)."""
-    remote = sync_remote(liza)
+    remote = liza.sync_remote()
     if remote is None:
         return
     from gitliza.services.sync import engine
@@ -61,12 +52,12 @@ def shared_integration_tip(liza: Liza, branch: str, local: Oid) -> Oid:
     remote's branch as last fetched, whenever the local one holds commits it lacks (a merge
     made offline, unreviewed by the team, or dropped by a sync) or lags behind it (a fast-forward
     held back by a dirty checkout). Work must start from what the team builds on."""
-    from gitliza.services.sync.remote import configured_remote, repo_path
+    from gitliza.git import remotes
+    from gitliza.git.repository import repo_path
     repo: Repository = liza.repo
-    remote = configured_remote(repo)
+    remote = remotes.configured(repo)
     if remote is None:
         return local
-    from gitliza.git import remotes
     try:
         found = repo.references.get(remotes.branch_tracking_ref(repo_path(repo), remote, branch))
         theirs = found.resolve().target if found is not None else None
@@ -87,10 +78,10 @@ def ensure_commit(liza: Liza, oid: str, what: str) -> None:
     repo: Repository = liza.repo
     if _has_commit(repo, oid):
         return
-    remote = sync_remote(liza)
+    remote = liza.sync_remote()
     if remote is not None:
-        from gitliza.git import transport
-        from gitliza.services.sync.remote import repo_path
+        from gitliza.git.remotes import transport
+        from gitliza.git.repository import repo_path
         transport.fetch_board(repo_path(repo), remote, task_branches=True)
         if _has_commit(repo, oid):
             return

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from contextlib import suppress
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import pygit2
 from pygit2 import Oid, Repository
@@ -16,7 +16,9 @@ from gitliza.core.model import Evidence
 from gitliza.core.invariants import reviewable
 from gitliza.core import leasewatch as leasewatch_core
 from gitliza.core.leasewatch import REVIEW
-from gitliza.core.ops import ClaimReview, Op, Submit, Verdict
+from gitliza.core.ops import Op
+from gitliza.core.ops.review import ClaimReview, Verdict
+from gitliza.core.ops.work import Submit
 from gitliza.core.states import TaskState
 from gitliza.core import lockscope
 from gitliza.core.ops.journal import AnomalyOp
@@ -28,7 +30,7 @@ from gitliza.git.tasklocks import task_lock
 from gitliza.git.checkouts import clean_sync_problems, worktree_head
 from gitliza.git.evidence import evidence_gaps
 from gitliza.git.worktrees import add_task_worktree
-from gitliza.services import leasewatch
+from gitliza.services.liveness import leasewatch
 from gitliza.services.lifecycle.attic import keep_leftovers, kept_line
 from gitliza.services.lifecycle.carry import carry_clean_fixes
 from gitliza.services.lifecycle.conflicts import send_back_conflicts
@@ -237,7 +239,8 @@ def verdict(liza: Liza, task: str, decision: str, reason: str | None = None,
     reviewed = resolve_commit(repo, commit) if commit is not None else None
     proofs = tuple(e if isinstance(e, Evidence) else quorum.parse_evidence(e) for e in evidence)
     who = {"cli": os.environ.get(CLI_ENV) or None, "model": os.environ.get(MODEL_ENV) or None}
-    args = dict(verdict=decision, reason=reason, counted=True, evidence=proofs, **who)
+    args: dict[str, Any] = dict(verdict=decision, reason=reason, counted=True, evidence=proofs,
+                                **who)
     dry_run(liza, Verdict(actor=liza.agent, time=liza.now(), task=task,
                           commit=reviewed or t.review_commit or NO_SHA, **args), board)
     path = existing_task_dir(repo, t)

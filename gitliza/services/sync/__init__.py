@@ -5,7 +5,7 @@
     report.dropped                       # local ops that no longer applied, with their reasons
 
 One round: fetch `refs/liza/*` (transport.py: the git executable, or in process for a plain bare
-remote on this machine, gitliza/git/direct.py), then compare the local tip L
+remote on this machine, gitliza/git/remotes/direct.py), then compare the local tip L
 with the fetched remote tip R:
 
 - R is an ancestor of L: push L with the lease "the remote is still at R";

@@ -25,7 +25,8 @@ from pathlib import Path
 import pygit2
 
 from gitliza.errors import LizaError
-from gitliza.git import ownstore, refdelete, remotes
+from gitliza.git import refdelete, remotes
+from gitliza.git.objects import ownstore
 from gitliza.git.gitcmd import error_line, run_git
 from gitliza.git.repository import common_dir
 from gitliza.git.store import Store
@@ -37,7 +38,7 @@ STAMP = "attic-shared"  # in <common dir>/liza/: when this clone last exchanged
 REMOTE_ATTIC = "refs/liza-attic/"
 
 
-def due(store: Store, path: Path, remote: str | None, now: float) -> bool:
+def due(store: Store, path: Path, remote: remotes.Remote | str | None, now: float) -> bool:
     """Whether a sync should exchange the attic now: a local entry the remote's mirror lacks, or
     the last exchange SHARE_EVERY ago."""
     stamp = common_dir(store.repo) / "liza" / STAMP
@@ -51,7 +52,7 @@ def due(store: Store, path: Path, remote: str | None, now: float) -> bool:
     return any(e.ref[len(REMOTE_ATTIC):] not in theirs for e in attic.entries(store.repo))
 
 
-def share(store: Store, path: Path, remote: str | None, keep_days: int, rep: SyncReport,
+def share(store: Store, path: Path, remote: remotes.Remote | str | None, keep_days: int, rep: SyncReport,
           now: float, timeout: float) -> None:
     """Fetch, check and adopt the remote's entries, drop the expired ones here and there, push
     ours; what it did goes to `rep.notices` (one line). A failure is said, never fatal: the
@@ -104,7 +105,7 @@ def share(store: Store, path: Path, remote: str | None, keep_days: int, rep: Syn
         rep.notices.append(f"attic: {', '.join(said)}")
 
 
-def _mirror_prefix(path: Path, remote: str | None) -> str:
+def _mirror_prefix(path: Path, remote: remotes.Remote | str | None) -> str:
     return remotes.tracking_ref(path, remote)[: -len("liza/state")] + "liza-attic/"
 
 

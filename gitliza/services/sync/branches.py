@@ -12,11 +12,12 @@ import pygit2
 from gitliza.core import record
 from gitliza.core.states import TaskState
 from gitliza.errors import ConcurrencyConflict, LizaError, ValidationError
-from gitliza.git import remotes, transport
+from gitliza.git import remotes
+from gitliza.git.remotes import transport
 from gitliza.git.merge import CheckoutDirty, CheckoutNotUpdated, merge_commit_into
 from gitliza.git.store import Store
 from gitliza.git.repository import ref_oid
-from gitliza.git.worktree_list import list_task_branches
+from gitliza.git.worktrees.listing import list_task_branches
 from gitliza.services.adopt import check_integration
 from gitliza.services.sync.replay import commit_at, local_only
 from gitliza.services.sync.report import Progress, SyncReport

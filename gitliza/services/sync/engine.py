@@ -12,14 +12,17 @@ from typing import Any, Callable
 import pygit2
 
 from gitliza.errors import ConcurrencyConflict, ValidationError
-from gitliza.git import liveref, pushresults, remotes, transport
+from gitliza.git import liveref, remotes
+from gitliza.git.remotes import pushresults
+from gitliza.git.remotes import transport
+from gitliza.git.remotes import Remote
+from gitliza.git.repository import repo_path
 from gitliza.git.store import Store
 from gitliza.services.adopt import RemoteRefused, check_board, put_back, trusted_base
 from gitliza.services.sync import join, skew
 from gitliza.services.sync.boardref import move_board
 from gitliza.services.sync.branches import (Branches, branch_updates, follow_integration, heads,
                                             integration_branch, task_leases)
-from gitliza.services.sync.remote import configured_remote, repo_path
 from gitliza.services.sync.replay import commit_at, local_only, replay
 from gitliza.services.sync.liverefs import live_updates
 from gitliza.services.sync.rescue import rescue
@@ -32,7 +35,7 @@ ROUND_DELAYS = (0.0, 0.1, 0.25, 0.5, 1.0)  # before rounds 2..6, plus jitter
 JITTER = 0.1
 
 
-def _adoptable(store: Store, path: Path, rep: SyncReport, r: pygit2.Oid,
+def _adoptable(store: Store, path: Path, rem: Remote, rep: SyncReport, r: pygit2.Oid,
                verified: pygit2.Oid | None, tracking: str, before: str | None, *,
                bar: bool = False, timeout: float = transport.DEFAULT_TIMEOUT) -> pygit2.Oid:
     """Check the fetched board tip `r` before anything moves to it (gitliza/services/adopt.py): from the
@@ -46,7 +49,7 @@ def _adoptable(store: Store, path: Path, rep: SyncReport, r: pygit2.Oid,
         base = verified
     if base is None:
         try:  # nothing of it trusted yet: from its newest seal (join.py)
-            base = join.base(store, path, rep.remote, r, timeout)
+            base = join.base(store, path, rem, r, timeout)
         except RemoteRefused:
             put_back(path, tracking, str(r), before)
             raise
@@ -67,11 +70,12 @@ def _count(store: Store, tip: pygit2.Oid | None, stop: pygit2.Oid | None) -> int
     return len(local_only(store, tip, stop))
 
 
-def sync(store: Store, remote: str | None = None, *, mode: str = "sync", rounds: int = MAX_ROUNDS,
-         progress: Progress | None = None, cleanup: bool = True,
+def sync(store: Store, remote: Remote | str | None = None, *, mode: str = "sync",
+         rounds: int = MAX_ROUNDS, progress: Progress | None = None, cleanup: bool = True,
          timeout: float = transport.DEFAULT_TIMEOUT,
          sleep: Callable[[float], None] = time.sleep, attic: bool = False) -> SyncReport:
-    """Reconcile the local board with `remote` (None: configured remote, else origin).
+    """Reconcile the local board with `remote` (None: the configured remote, else origin;
+    git/remotes/ `resolve`, once: the `Remote` travels down to the transport).
 
     mode "sync": both ways; "pull": fetch and bring the local board up to date (replaying local
     ops if needed), never push; "push": push only if the remote is an ancestor of the local board.
@@ -86,28 +90,28 @@ def sync(store: Store, remote: str | None = None, *, mode: str = "sync", rounds:
     if mode == "sync" and rep.action != NO_BOARD:
         from gitliza.services.sync import atticshare
         path, now = repo_path(store.repo), time.time()
-        remote = remote or configured_remote(store.repo)
-        if attic or atticshare.due(store, path, remote, now):
-            atticshare.share(store, path, remote, store.board()[0].config.attic_keep, rep, now,
+        rem = remotes.resolve(path, remote or None)
+        if attic or atticshare.due(store, path, rem, now):
+            atticshare.share(store, path, rem, store.board()[0].config.attic_keep, rep, now,
                              timeout)
     return rep
 
 
-def _sync(store: Store, remote: str | None, *, mode: str, rounds: int,
+def _sync(store: Store, remote: Remote | str | None, *, mode: str, rounds: int,
           progress: Progress | None, cleanup: bool, timeout: float,
           sleep: Callable[[float], None]) -> SyncReport:
     if mode not in ("sync", "pull", "push"):
         raise ValueError(mode)
     repo = store.repo
     path = repo_path(repo)
-    remote = remote or configured_remote(repo)
+    rem = remotes.resolve(path, remote or None)
     rep = SyncReport(mode=mode)
-    rep.remote = remotes.resolve_remote(path, remote)
+    rep.remote = rem.arg
     say = progress or (lambda _line: None)
     origin: dict[str, str] = {}  # rebuilt commit -> the local commit its op came from
     verified: pygit2.Oid | None = None  # the newest remote tip this sync has checked
     integ = integration_branch(store, store.tip())
-    prefix = remotes.tracking_ref(path, remote)[: -len("liza/state")]  # refs/remotes/<ns>/
+    prefix = remotes.tracking_of(rem, remotes.STATE_REF)[: -len("liza/state")]  # refs/remotes/<ns>/
     for rnd in range(1, rounds + 1):
         rep.rounds = rnd
         if rnd > 1:
@@ -118,10 +122,10 @@ def _sync(store: Store, remote: str | None, *, mode: str, rounds: int,
         tasks, known = task_leases(store, prefix) if rnd == 1 else (True, {})
         # A clone without a board fetches it shallow first (join.py); the tracking ref it wrote
         # did not exist before, which is what a refusal puts back.
-        joined = rnd == 1 and join.fetch(store, path, remote, timeout)
+        joined = rnd == 1 and join.fetch(store, path, rem, timeout)
         repo = store.repo  # (a shallow fetch reopens the handle)
         try:
-            fetched = _fetch(path, remote, integ, timeout, progress, tasks)
+            fetched = _fetch(path, rem, integ, timeout, progress, tasks)
         except ConcurrencyConflict:
             # Another sync in this clone (a second supervisor, the heartbeat thread) updated the
             # tracking ref under this fetch: a lost race like a refused push, so another round.
@@ -132,18 +136,18 @@ def _sync(store: Store, remote: str | None, *, mode: str, rounds: int,
         if r is not None and r != verified:
             # Nothing is read from the fetched board (not even its integration branch's name)
             # before it verifies.
-            verified = _adoptable(store, path, rep, r, verified, fetched.tracking_ref,
+            verified = _adoptable(store, path, rem, rep, r, verified, fetched.tracking_ref,
                                   tracking_before, bar=progress is not None, timeout=timeout)
         want = integration_branch(store, r)
         if want is not None and want != integ:
             # The remote's board names an integration branch we did not fetch (a first pull, or
             # a changed config): fetch again with it, before judging anything.
             integ = want
-            fetched = _fetch(path, remote, integ, timeout, progress, tasks)
+            fetched = _fetch(path, rem, integ, timeout, progress, tasks)
             r_hex = fetched.new_oid
             r = pygit2.Oid(hex=r_hex) if r_hex else None
             if r is not None and r != verified:
-                verified = _adoptable(store, path, rep, r, verified, fetched.tracking_ref,
+                verified = _adoptable(store, path, rem, rep, r, verified, fetched.tracking_ref,
                                       tracking_before, bar=progress is not None, timeout=timeout)
         br = Branches(integ, dict(fetched.branches) if tasks else {**known, **fetched.branches},
                        fetched.tracking_ref)
@@ -165,15 +169,15 @@ def _sync(store: Store, remote: str | None, *, mode: str, rounds: int,
             # The remote is behind (or has no board): a plain fast-forward push.
             if mode == "pull":
                 rep.action = AHEAD if r is None or local != r else UP_TO_DATE
-                _finish(store, path, remote, local, r, rep, say, timeout, br)
+                _finish(store, path, rem, local, r, rep, say, timeout, br)
                 return rep
-            if _finish(store, path, remote, local, r, rep, say, timeout, br):
+            if _finish(store, path, rem, local, r, rep, say, timeout, br):
                 rep.action = rep.action or PUSHED
                 return rep
             continue
         assert r is not None
         if local == r:
-            if _finish(store, path, remote, local, r, rep, say, timeout, br):
+            if _finish(store, path, rem, local, r, rep, say, timeout, br):
                 rep.action = rep.action or UP_TO_DATE
                 return rep
             continue  # a branch lease was lost: fetch again
@@ -186,7 +190,7 @@ def _sync(store: Store, remote: str | None, *, mode: str, rounds: int,
             if move_board(store, local, r, f"liza sync: fast-forward to {rep.remote}"):
                 rep.local_after = r_hex
                 rep.action = rep.action or FAST_FORWARD
-                if _finish(store, path, remote, r, r, rep, say, timeout, br):
+                if _finish(store, path, rem, r, r, rep, say, timeout, br):
                     return rep
             continue  # a local writer committed meanwhile (or a branch lease was lost): again
         # Diverged.
@@ -225,48 +229,48 @@ def _sync(store: Store, remote: str | None, *, mode: str, rounds: int,
                                  rep) or rep.rescued
         for r_ in rebuilt.replayed:
             rep.notices.extend(r_.notices)
-        if _finish(store, path, remote, new_tip, r, rep, say, timeout, br):
+        if _finish(store, path, rem, new_tip, r, rep, say, timeout, br):
             return rep
     raise SyncGaveUp(f"sync with {rep.remote} lost the race {rounds} times (the boards kept "
                      "moving); the local board keeps every local op that was not dropped",
                      rep, hint="retry with backoff: `git liza sync`")
 
 
-def pull_branches(store: Store, remote: str | None = None, *,
+def pull_branches(store: Store, remote: Remote | str | None = None, *,
                   timeout: float = transport.DEFAULT_TIMEOUT) -> SyncReport:
     """Fetch (board tracking ref and branches) and bring the local integration branch up to the
     remote's, without touching the local board: what a claim needs (it branches from the
     integration tip; its own op is reconciled by the auto-sync after it is committed)."""
     repo = store.repo
     path = repo_path(repo)
-    remote = remote or configured_remote(repo)
-    rep = SyncReport(mode="pull", remote=remotes.resolve_remote(path, remote), rounds=1)
+    rem = remotes.resolve(path, remote or None)
+    rep = SyncReport(mode="pull", remote=rem.arg, rounds=1)
     integ = integration_branch(store, store.tip())
-    fetched = _fetch(path, remote, integ, timeout, None)
+    fetched = _fetch(path, rem, integ, timeout, None)
     before = fetched.old_oid
     r = pygit2.Oid(hex=fetched.new_oid) if fetched.new_oid else None
     if r is not None:  # the remote's board judges its integration branch: it must verify first
-        _adoptable(store, path, rep, r, None, fetched.tracking_ref, before, timeout=timeout)
+        _adoptable(store, path, rem, rep, r, None, fetched.tracking_ref, before, timeout=timeout)
     if integ is None:  # no local board yet: the remote's board names the branch
         integ = integration_branch(store, r)
         if integ is not None:
-            fetched = _fetch(path, remote, integ, timeout, None)
+            fetched = _fetch(path, rem, integ, timeout, None)
             if fetched.new_oid and fetched.new_oid != str(r):
                 r = pygit2.Oid(hex=fetched.new_oid)
-                _adoptable(store, path, rep, r, None, fetched.tracking_ref, before,
+                _adoptable(store, path, rem, rep, r, None, fetched.tracking_ref, before,
                            timeout=timeout)
     follow_integration(store, integ, fetched.branches.get(heads(integ)), rep, lambda _l: None,
                        r if r is not None else store.tip())
     return rep
 
 
-def _fetch(path: Path, remote: str | None, integ: str | None, timeout: float,
+def _fetch(path: Path, remote: Remote, integ: str | None, timeout: float,
            progress: Progress | None, tasks: bool = True) -> transport.FetchResult:
     return transport.fetch_board(path, remote, integration=integ, task_branches=tasks,
                                  timeout=timeout, progress=progress)
 
 
-def _finish(store: Store, path: Path, remote: str | None, tip: pygit2.Oid, r: pygit2.Oid | None,
+def _finish(store: Store, path: Path, remote: Remote, tip: pygit2.Oid, r: pygit2.Oid | None,
             rep: SyncReport, say: Progress, timeout: float, br: Branches) -> bool:
     """The board is reconciled (the local board is at `tip`, descending from the remote's `r`):
     bring the local integration branch up to the remote's, then (sync and push modes) push the
@@ -279,7 +283,7 @@ def _finish(store: Store, path: Path, remote: str | None, tip: pygit2.Oid, r: py
     return _push(store, path, remote, tip, r, rep, say, timeout, br)
 
 
-def _push(store: Store, path: Path, remote: str | None, local: pygit2.Oid, r: pygit2.Oid | None,
+def _push(store: Store, path: Path, remote: Remote, local: pygit2.Oid, r: pygit2.Oid | None,
           rep: SyncReport, say: Progress, timeout: float, br: Branches | None = None) -> bool:
     """Push `local` with the lease `r`, plus the branch updates, atomically; True when the remote
     now has them all (or there was nothing to push), False to start over."""
@@ -289,7 +293,7 @@ def _push(store: Store, path: Path, remote: str | None, local: pygit2.Oid, r: py
                                            None if r is None else str(r)))
     if br is not None:
         updates += branch_updates(store, local, r, rep, br)
-    prefix = remotes.tracking_ref(path, remote)[: -len("liza/state")]
+    prefix = remotes.tracking_of(remote, remotes.STATE_REF)[: -len("liza/state")]
     updates += live_updates(store, prefix, local)
     if not updates:
         return True
@@ -316,9 +320,9 @@ def _push(store: Store, path: Path, remote: str | None, local: pygit2.Oid, r: py
     return False  # STALE / NON_FAST_FORWARD: the remote moved on; fetch and replay again
 
 
-def pull(store: Store, remote: str | None = None, **kw: Any) -> SyncReport:
+def pull(store: Store, remote: Remote | str | None = None, **kw: Any) -> SyncReport:
     return sync(store, remote, mode="pull", **kw)
 
 
-def push(store: Store, remote: str | None = None, **kw: Any) -> SyncReport:
+def push(store: Store, remote: Remote | str | None = None, **kw: Any) -> SyncReport:
     return sync(store, remote, mode="push", **kw)

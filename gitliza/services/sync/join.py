@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pygit2
 
-from gitliza.git import remotes, shallow
+from gitliza.git import remotes
+from gitliza.git.remotes import shallow
 from gitliza.git.store import Store
 from gitliza.services.adopt import RemoteRefused
 from gitliza.services.verify import seals
@@ -35,14 +36,14 @@ def depth(repo: pygit2.Repository) -> int:
     return max(value, 0)
 
 
-def fetch(store: Store, path: Path, remote: str | None, timeout: float) -> bool:
+def fetch(store: Store, path: Path, remote: remotes.Remote, timeout: float) -> bool:
     """The shallow first fetch (the module docstring); True when it fetched. Nothing when this
     clone already has a board or a tracking ref of it (a depth on a complete chain would cut it)."""
     repo = store.repo
     n = depth(repo)
     if n == 0 or store.tip() is not None:
         return False
-    tracking = remotes.tracking_ref(path, remote)
+    tracking = remotes.tracking_of(remote, remotes.STATE_REF)
     if remotes.read_ref(path, tracking) is not None:
         return False
     if shallow.fetch(path, remote, n, timeout) is None:
@@ -63,14 +64,14 @@ def fetch(store: Store, path: Path, remote: str | None, timeout: float) -> bool:
         shallow.fetch(path, remote, n, timeout)
 
 
-def base(store: Store, path: Path, remote: str, fetched: pygit2.Oid,
+def base(store: Store, path: Path, remote: remotes.Remote, fetched: pygit2.Oid,
          timeout: float) -> pygit2.Oid | None:
     """Where the check of `fetched` starts when this clone has no board: its newest seal, checked
     (RemoteRefused if it fails); None, with the whole chain fetched, when it has none."""
     try:
         seal = seals.start(store, fetched)
     except VerifyFailure as e:
-        raise RemoteRefused(remote, e) from None
+        raise RemoteRefused(remote.arg, e) from None
     if seal is not None:
         return seal.id
     if shallow.boundary_below(store.repo, fetched) is not None:

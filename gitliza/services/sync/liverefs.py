@@ -11,7 +11,8 @@ from __future__ import annotations
 import pygit2
 
 from gitliza.core import liveness
-from gitliza.git import liveref, transport
+from gitliza.git import liveref
+from gitliza.git.remotes import transport
 from gitliza.git.store import Store
 
 

@@ -16,7 +16,7 @@ from gitliza.core.ops.base import Op
 from gitliza.core.ops.engine import apply
 from gitliza.errors import InconsistentState, ValidationError
 from gitliza.git.store import Store
-from gitliza.git.trees import Batch
+from gitliza.git.objects.trees import Batch
 from gitliza.services.sync.report import Dropped, Replayed, SyncReport
 
 REROOT_EVERY = 64  # replay: re-read the board from git every N ops so overlays stay small

@@ -17,7 +17,7 @@ share it. So, once the board has moved (the drops are final):
 A branch checked out in a worktree is not moved (its files would no longer match its HEAD): it is
 named in a notice, still kept on the rescue ref, and `doctor` reports the diverged integration
 branch until the human resets it. The rescue commit is written into gitliza's own object store
-(gitliza/git/ownstore.py), like every object gitliza makes.
+(gitliza/git/objects/ownstore.py), like every object gitliza makes.
 """
 from __future__ import annotations
 
@@ -32,8 +32,8 @@ from gitliza.errors import GitFailure, LizaError
 from gitliza.git import refdelete, remotes
 from gitliza.git.repository import ref_oid
 from gitliza.git.store import Store
-from gitliza.git.trees import Batch
-from gitliza.git.worktree_list import checkouts_of_branch
+from gitliza.git.objects.trees import Batch
+from gitliza.git.worktrees.listing import checkouts_of_branch
 from gitliza.git.worktrees import task_branch
 from gitliza.services.sync.report import Dropped, SyncReport
 

@@ -1,5 +1,5 @@
 """Clock skew at sync (issue 29 item 3): named in one line, never silently accepted, and the lease
-sightings refreshed (gitliza/services/leasewatch.py).
+sightings refreshed (gitliza/services/liveness/leasewatch.py).
 
 Two measures, each of a real clock: a fetched board whose newest op is dated ahead of this clock
 means this clock is behind the machine that wrote it ("this machine's clock is N s behind
@@ -48,7 +48,7 @@ def behind_origin(store: Store, remote_tip: pygit2.Oid, rep: SyncReport) -> None
 def after_sync(store: Store) -> None:
     """Refresh this clone's lease sightings from the board the sync left: the leases its agents
     hold (found through the agents, not every task: core/leasewatch.held_leases)."""
-    from gitliza.services import leasewatch as seen
+    from gitliza.services.liveness import leasewatch as seen
     from gitliza.services.api import now_utc
     if store.tip() is None:
         return

@@ -11,7 +11,7 @@ the reason), exit code 4.
 
 Speed: consecutive commits share almost every blob, and the store's GitSource caches decoded
 entities by blob oid, so each entity version is decoded about once; the tree is recomputed only
-along the changed paths, in memory (gitliza/git/trees.py, the write path's builder without its
+along the changed paths, in memory (gitliza/git/objects/trees.py, the write path's builder without its
 writes), and the tree computed for one commit is the parsed base of the next.
 """
 from __future__ import annotations
@@ -31,7 +31,8 @@ from gitliza.core.invariants import problems_of_change
 from gitliza.core.ops.engine import apply
 from gitliza.core.ops.review import Verdict
 from gitliza.errors import InconsistentState, LizaError
-from gitliza.git import shallow, trees
+from gitliza.git.remotes import shallow
+from gitliza.git.objects import trees
 from gitliza.git.commits import signature
 from gitliza.git.evidence import evidence_gaps
 from gitliza.git.source import GitSource, check_format, decode_blob, format_of

@@ -12,7 +12,7 @@ from gitliza.core import layout
 from gitliza.core.board import Board, Changes, journal_key
 from gitliza.core.ops.journal import canonical_details
 from gitliza.errors import LizaError
-from gitliza.git import trees
+from gitliza.git.objects import trees
 from gitliza.git.source import decode_blob
 
 LEGACY_ANOMALY = ("anomaly details in the order they were typed (gitliza before the canonical "

@@ -146,7 +146,7 @@ def verify(store: Store, at: str | None = None, since: str | None = None, *, ful
     `since`, from there (trusted); with `full`, the whole chain from the root, fetching first what
     a shallow join left on `remote` (None: liza.remote, else origin)."""
     from gitliza.errors import InconsistentState
-    from gitliza.git import shallow
+    from gitliza.git.remotes import shallow
     from gitliza.services.verify import engine
     tip = store.resolve(at)
     if tip is None:
@@ -154,8 +154,8 @@ def verify(store: Store, at: str | None = None, since: str | None = None, *, ful
                                 hint="run `git liza init GOAL` first")
     if full and shallow.boundary_below(store.repo, tip.id) is not None:
         # Only where the board's own chain is cut (a project checkout may be shallow too).
-        from pathlib import Path
-        shallow.unshallow(Path(store.repo.workdir or store.repo.path), remote, timeout)
+        from gitliza.git.repository import repo_path
+        shallow.unshallow(repo_path(store.repo), remote, timeout)
         store.reopen()
     if full or since is not None:
         return engine.verify(store, at=at, since=since)

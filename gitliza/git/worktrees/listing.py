@@ -10,7 +10,7 @@ from pathlib import Path
 from pygit2 import Oid, Repository
 
 from gitliza.git.repository import common_dir, main_repository, ref_oid
-from gitliza.git.worktree_admin import AdminEntry, admin_entries, parse_head, read_text
+from gitliza.git.worktrees.admin import AdminEntry, admin_entries, parse_head, read_text
 from gitliza.git.worktrees import BRANCH_PREFIX, WORKTREES_DIR, task_branch, task_layout
 
 

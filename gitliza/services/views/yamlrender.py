@@ -1,6 +1,6 @@
 """Rendering the board's YAML views with ruamel.yaml, in the spec's styles: `.liza/state.yaml`, an
 archived task's file, and `log.yaml` entries (one per state commit, `commit_entry`). The shaping is
-pure (gitliza/core/yamlview.py); writing the files is gitliza/services/materialize.py, and
+pure (gitliza/core/yamlview.py); writing the files is gitliza/services/views/materialize.py, and
 `git liza export` (gitliza/interop/export.py) renders with this module too.
 """
 from __future__ import annotations

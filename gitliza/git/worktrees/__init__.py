@@ -22,7 +22,7 @@ from gitliza.errors import GitFailure, NotFound, ValidationError, hint_for
 from gitliza.git import reflocks, refdelete
 from gitliza.git.checkouts import clean_sync_problems, open_checkout, worktree_head
 from gitliza.git.repository import common_dir, ensure_excluded, main_repository, ref_oid
-from gitliza.git.worktree_admin import (AdminEntry, admin_entries, drop_admin, rmtree,
+from gitliza.git.worktrees.admin import (AdminEntry, admin_entries, drop_admin, rmtree,
                                         worktree_mutex)
 
 WORKTREES_DIR = ".worktrees"

@@ -90,7 +90,7 @@ def renew(liza: Liza, *, task: str | None = None, extend_task: bool = True,
     if tid is not None:
         # This clone saw the new mark now, as after a board write (Liza.apply): the wait before
         # anyone here may take the lease over starts at the renewal, not at the next look.
-        from gitliza.services import leasewatch
+        from gitliza.services.liveness import leasewatch
         renewed = liveness.overlay(board, [done]).task(tid)
         if renewed is not None:
             leasewatch.observe_tasks(liza.repo, [renewed], now)
@@ -112,7 +112,7 @@ def _view(liza: Liza) -> None:
     from gitliza.services.session import materialize_on
     if not materialize_on(liza.repo):
         return
-    from gitliza.services.materialize import after_commit
+    from gitliza.services.views.materialize import after_commit
     after_commit(liza, None)
 
 
@@ -155,19 +155,18 @@ def _share(liza: Liza, done: Renewal, lease_seconds: int) -> None:
     ref). Should the lease not hold (the remote has a copy this clone never saw), a full sync
     fetches it and pushes what is newer. A failure is said, never fatal: the renewal stands here
     and the next one shares it."""
-    if not getattr(liza, "sync", True):
+    name = liza.sync_remote()
+    if name is None:
         return
-    from gitliza.services.sync.remote import configured_remote
-    remote = configured_remote(liza.repo)
-    if remote is None:
-        return
-    from gitliza.git import remotes, transport
-    from gitliza.git.pushresults import PushStatus
-    from gitliza.services.sync.remote import repo_path
+    from gitliza.git import remotes
+    from gitliza.git.remotes import transport
+    from gitliza.git.remotes.pushresults import PushStatus
+    from gitliza.git.repository import repo_path
     path = repo_path(liza.repo)
     ref = liveref.ref_of(done.agent)
     try:
-        theirs = liveref.target(liza.repo, remotes.tracking_ref(path, remote, ref))
+        remote = remotes.resolve(path, name)
+        theirs = liveref.target(liza.repo, remotes.tracking_of(remote, ref))
         shared = liveref.read(liza.repo, theirs) if theirs is not None else None
         if not liveness.push_due(shared, done.heartbeat, lease_seconds):
             return

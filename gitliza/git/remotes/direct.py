@@ -20,7 +20,7 @@ push URL). Anything else, or anything beyond the board's own linear chain of com
 whose objects this side lacks, a merge commit), and the caller uses git: nothing here is a
 second implementation of git's transport, only of its simplest case.
 
-Same guarantees as git's: the objects go first (one pack, gitliza/git/packfile.py), then the ref
+Same guarantees as git's: the objects go first (one pack, gitliza/git/objects/packfile.py), then the ref
 moves by compare-and-swap under the ref's lock file, the lock git's receive-pack takes too, so
 an in-process push and a git push of the same ref exclude each other. The lease of a push is the
 remote ref's value (`expected`), checked under that lock; a remote that already has `new` is up to
@@ -35,9 +35,12 @@ from pathlib import Path
 import pygit2
 
 from gitliza.errors import LizaError
-from gitliza.git import ownstore, packfile, packs, refdelete
+from gitliza.git import refdelete
+from gitliza.git.objects import ownstore
+from gitliza.git.objects import packfile
+from gitliza.git.objects import packs
 from gitliza.git.repository import common_dir
-from gitliza.git.trees import TREE_HEAD, Entries, parsed
+from gitliza.git.objects.trees import TREE_HEAD, Entries, parsed
 
 # Hooks receive-pack runs in the remote (githooks(5)); any of them means "use git".
 RECEIVE_HOOKS = ("pre-receive", "update", "post-receive", "post-update", "reference-transaction",

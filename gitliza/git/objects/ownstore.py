@@ -1,7 +1,7 @@
 """gitliza's own object store: where the objects gitliza writes itself live, out of reach of the
 user's git maintenance (issue 29).
 
-A transition writes its objects (a pack, gitliza/git/packs.py) and only then moves
+A transition writes its objects (a pack, gitliza/git/objects/packs.py) and only then moves
 refs/liza/state onto them. Between the two the objects are referenced by nothing, and git's
 maintenance deletes exactly such objects: `git repack -ad` (and `gc --prune=now`, whose repack
 leaves out what no ref reaches) drops unreferenced objects from the packs it replaces, and `git
@@ -42,7 +42,7 @@ import time
 import weakref
 from typing import Any
 
-from gitliza.git import packs
+from gitliza.git.objects import packs
 
 STORE = "liza-objects"  # beside objects/ in the git common dir
 LINE = f"../{STORE}"  # as listed in objects/info/alternates: relative to objects/

@@ -8,7 +8,7 @@ that a merge reaches the server as one update of the state ref and the integrati
 Why the executable and not pygit2: it uses the user's ssh and credential setup, and it is the only
 path on which the remote's hooks run. The one exception is a plain bare repository on this machine
 (no hooks, no transfer configuration) when only the board's own commits move: that fetch or push
-is done in process (gitliza/git/direct.py), as git would do it, without its dozen processes.
+is done in process (gitliza/git/remotes/direct.py), as git would do it, without its dozen processes.
 
 Running git (never hanging: no prompts, its own session, a timeout) is gitcmd.py's; naming the
 remote and its tracking refs is remotes.py's; reading what a push did is pushresults.py's.
@@ -25,7 +25,7 @@ from typing import Mapping, Sequence
 
 from gitliza.errors import ConcurrencyConflict, GitFailure, ValidationError
 from gitliza.git.gitcmd import Progress, Run, error_line, local_git, progress_flag, run_git
-from gitliza.git.pushresults import (MultiPushResult, PushResult, PushStatus, porcelain_status,
+from gitliza.git.remotes.pushresults import (MultiPushResult, PushResult, PushStatus, porcelain_status,
                                      push_summary, remote_rejection, server_notes, status_of)
 from gitliza.git.remotes import (BOARD_PREFIX, HEADS, STATE_REF, TASK_BRANCHES, TASKS_NAMESPACE,
                                  Remote, check_board_ref, check_integration_name, local_repo,
@@ -58,7 +58,7 @@ class FetchResult:
 
 def fetch_board(
     repo_path: Path | str,
-    remote: str | None = None,
+    remote: Remote | str | None = None,
     *,
     integration: str | None = None,
     task_branches: bool = False,
@@ -92,11 +92,11 @@ def fetch_board(
 
 def _direct_fetch(repo_path: Path | str, rem: Remote, integration: str | None,
                   task_branches: bool, tracking: str) -> bool:
-    """The fetch in process (gitliza/git/direct.py) when the remote is a plain bare repository on
+    """The fetch in process (gitliza/git/remotes/direct.py) when the remote is a plain bare repository on
     this machine and only the board's own objects are new; False: git must do it."""
     import pygit2
 
-    from gitliza.git import direct
+    from gitliza.git.remotes import direct
     local = local_repo(repo_path)
     remote = direct.open_remote(local, Path(repo_path), rem.arg)
     if remote is None:
@@ -145,7 +145,7 @@ def _git_fetch(repo_path: Path | str, rem: Remote, integration: str | None, task
 
 
 def _list_refs(repo_path: Path | str, prefix: str) -> dict[str, str]:
-    from gitliza.git.direct import refs_under
+    from gitliza.git.remotes.direct import refs_under
     return refs_under(local_repo(repo_path), prefix)
 
 
@@ -169,7 +169,7 @@ def _raise_fetch_failure(remote: str, stderr: str) -> None:
 
 def ls_remote_state(
     repo_path: Path | str,
-    remote: str | None = None,
+    remote: Remote | str | None = None,
     *,
     ref: str = STATE_REF,
     timeout: float = DEFAULT_TIMEOUT,
@@ -201,7 +201,7 @@ def _check_oid(oid: str, what: str) -> None:
 
 def push_board(
     repo_path: Path | str,
-    remote: str | None,
+    remote: Remote | str | None,
     local_oid: str,
     expected_remote_oid: str | None,
     ref: str = STATE_REF,
@@ -249,11 +249,11 @@ def push_board(
 
 def _direct_push(repo_path: Path | str, rem: Remote, ref: str, local_oid: str,
                  expected: str | None) -> PushStatus | None:
-    """The push in process (gitliza/git/direct.py) when the remote is a plain bare repository on
+    """The push in process (gitliza/git/remotes/direct.py) when the remote is a plain bare repository on
     this machine without hooks and the board's chain is all it lacks; None: git must do it."""
     import pygit2
 
-    from gitliza.git import direct
+    from gitliza.git.remotes import direct
     local = local_repo(repo_path)
     remote = direct.open_remote(local, Path(repo_path), rem.arg)
     if remote is None:
@@ -281,7 +281,7 @@ class RefUpdate:
 
 def push_refs(
     repo_path: Path | str,
-    remote: str | None,
+    remote: Remote | str | None,
     updates: Sequence[RefUpdate],
     *,
     timeout: float = DEFAULT_TIMEOUT,

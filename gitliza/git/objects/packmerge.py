@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from gitliza.core.hashing import sha1
-from gitliza.git import packfile
+from gitliza.git.objects import packfile
 
 _IDX_HEAD = b"\xfftOc\x00\x00\x00\x02"
 _FANOUT_END = 8 + 1024

@@ -38,8 +38,8 @@ import os
 import time
 from typing import Any, Iterable
 
-from gitliza.git import packfile
-from gitliza.git.packfile import Obj
+from gitliza.git.objects import packfile
+from gitliza.git.objects.packfile import Obj
 from gitliza.git.repository import common_dir
 
 PACK_LIMIT = 16  # packs in objects/pack/ before the small ones are merged
@@ -169,7 +169,7 @@ def consolidate(objects_dir: str, limit: int | None = None, grace: float | None 
     # Streamed (packmerge.py): reading the chosen packs whole, the biggest holding most of the
     # history, made a long-lived writer's memory step up with every merge of it. Imported here:
     # a command that merges nothing (status, log) need not load it (and mmap) at start-up.
-    from gitliza.git import packmerge
+    from gitliza.git.objects import packmerge
     merged, paths = packmerge.merge(objects_dir, [os.path.join(pack_dir, b) for b in chosen])
     if merged is None:
         return None

@@ -18,7 +18,7 @@ them again, lazily, on the next use, from what is on disk then. pygit2 objects r
 valid (they hold their own data and the repository, not the database).
 
 Every object directory the handle reads is watched, not only the repository's own `objects/`:
-gitliza's own store (`liza-objects/`, git/ownstore.py), where the board's packs are written and
+gitliza's own store (`liza-objects/`, git/objects/ownstore.py), where the board's packs are written and
 merged, and every alternate the repository lists (a `--reference` clone's, an agent's redirected
 directory). A busy team's supervisor otherwise held 90 to 200 deleted packs of the own store
 (issue 39). Two signs that packs were removed, a few system calls:
@@ -42,7 +42,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from gitliza.git import ownstore, packs
+from gitliza.git.objects import ownstore
+from gitliza.git.objects import packs
 
 
 class OdbRefresh:

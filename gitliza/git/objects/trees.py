@@ -27,7 +27,9 @@ from typing import Any
 import pygit2
 
 from gitliza.core import formats, layout, tomlblob
-from gitliza.git import ownstore, packfile, packs
+from gitliza.git.objects import ownstore
+from gitliza.git.objects import packfile
+from gitliza.git.objects import packs
 from gitliza.git.memo import Generations
 from gitliza.core.board import Changes, Key
 from gitliza.errors import InconsistentState, hint_for
@@ -162,7 +164,7 @@ class _Hasher:
 
 class Batch(_Hasher):
     """The write sink: the same bytes, kept until `flush` writes them all as one pack
-    (gitliza/git/packs.py), or, where packs cannot be written directly (a quarantined or
+    (gitliza/git/objects/packs.py), or, where packs cannot be written directly (a quarantined or
     redirected object directory), through libgit2's object database one by one."""
 
     _TYPES = {b"blob": pygit2.GIT_OBJECT_BLOB, b"tree": pygit2.GIT_OBJECT_TREE,
@@ -204,7 +206,7 @@ class Batch(_Hasher):
 
 def parsed(raw: bytes, body: bytes) -> Entries:
     """The entries of tree `raw` (whose body is `body`), from the shared cache when it has them,
-    else parsed and cached: gitliza/git/direct.py copies trees a replay just built, or that the
+    else parsed and cached: gitliza/git/remotes/direct.py copies trees a replay just built, or that the
     replay after a fetch reads next."""
     found = _PARSED.get(raw)
     if found is None:

@@ -3,7 +3,7 @@ The CLI's read commands print these (gitliza/cli/commands/view.py), the MCP tool
 return them (gitliza/access/), `git liza top` and `git liza events` show them."""
 from __future__ import annotations
 
-from typing import Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from gitliza.core import codec, mergequeue, metrics, usage
 from gitliza.core.board import Board
@@ -11,6 +11,9 @@ from gitliza.core.model import Metrics, Task
 from gitliza.core.queries import notes_for
 from gitliza.core.states import TaskState
 from gitliza.errors import LizaError, NotFound
+
+if TYPE_CHECKING:
+    from gitliza.services.api import Liza
 
 _ORDER = {s: i for i, s in enumerate(TaskState)}
 
@@ -30,7 +33,7 @@ def tasks_in_order(board: Board) -> tuple[list[Task], list[Task], Metrics]:
     return live, archived, metrics.compute([*live, *archived],
                                            sprint_started=board.sprint.timeline.started)
 
-def status_data(liza: Any, at: str | None = None) -> dict[str, Any]:
+def status_data(liza: Liza, at: str | None = None) -> dict[str, Any]:
     """`status --json` (and the MCP `status` tool and board resource)."""
     board, commit = liza.store.board(at)
     live, archived, m = tasks_in_order(board)
@@ -85,7 +88,7 @@ def find_task(board: Board, task: str) -> Task:
         raise NotFound(f"no task {task!r}", hint="`git liza status` lists the tasks")
     return t
 
-def show_data(liza: Any, task: str, at: str | None = None) -> dict[str, Any]:
+def show_data(liza: Liza, task: str, at: str | None = None) -> dict[str, Any]:
     """`show --json`: one task with its history and the human notes for it."""
     board = liza.store.board(at)[0]
     t = find_task(board, task)
@@ -98,7 +101,7 @@ def show_data(liza: Any, task: str, at: str | None = None) -> dict[str, Any]:
             "usage": [codec.encode(u) for u in usage.iter_runs(board, t.id)],
             **({"handoff": codec.encode(handoff)} if handoff is not None else {})}
 
-def usage_data(liza: Any, since: str | None = None, task: str | None = None,
+def usage_data(liza: Liza, since: str | None = None, task: str | None = None,
                agent: str | None = None, at: str | None = None,
                all_goals: bool = False) -> dict[str, Any]:
     """`usage --json` (and the MCP `usage` tool): totals by agent, task, role, model and goal,
@@ -114,7 +117,7 @@ def usage_data(liza: Any, since: str | None = None, task: str | None = None,
                         "goal_over": usage.goal_over_budget(board) if board.initialized else None},
             "runs": [codec.encode(u) for u in usage.entries(board, flt)]}
 
-def agent_logs(liza: Any, task: str) -> list[Any]:
+def agent_logs(liza: Liza, task: str) -> list[Any]:
     """The agent runs' logs for `task` kept on this machine (`.liza/agent-logs/`)."""
     from gitliza.git.repository import liza_path
     from gitliza.services import agentlog
@@ -135,7 +138,7 @@ def log_entry(commit: Any) -> dict[str, Any]:
             "from": tr.get("Liza-From"), "to": tr.get("Liza-To"),
             "args": _json.loads(tr["Liza-Args"]), "summary": rec.subject}
 
-def log_entries(liza: Any, n: int | None = None, task: str | None = None, by: str | None = None,
+def log_entries(liza: Liza, n: int | None = None, task: str | None = None, by: str | None = None,
                 at: str | None = None, everything: bool = True) -> list[dict[str, Any]]:
     """The audit trail, newest first, filtered (every commit, liveness included: the MCP log);
     `everything` False leaves out the bookkeeping rows (supervise, usage, liveness), as `log`
@@ -144,7 +147,7 @@ def log_entries(liza: Any, n: int | None = None, task: str | None = None, by: st
                             bookkeeping=everything))
 
 
-def history_log(liza: Any, *, n: int | None = None, task: str | None = None,
+def history_log(liza: Liza, *, n: int | None = None, task: str | None = None,
                 by: str | None = None, at: str | None = None, ops: Sequence[str] = (),
                 since: str | None = None, until: str | None = None,
                 liveness: bool = False, bookkeeping: bool | None = None
@@ -176,7 +179,7 @@ def history_log(liza: Any, *, n: int | None = None, task: str | None = None,
         shown += 1
         yield e
 
-def ready_tasks(liza: Any, at: str | None = None) -> tuple[str, list[Task]]:
+def ready_tasks(liza: Liza, at: str | None = None) -> tuple[str, list[Task]]:
     """What the acting agent can take: ("reviewable", tasks) for a reviewer, else
     ("claimable", tasks)."""
     board, _ = liza.store.board(at)
@@ -188,7 +191,7 @@ def ready_tasks(liza: Any, at: str | None = None) -> tuple[str, list[Task]]:
                                                      me.id if me is not None else None))
 
 
-def registered_role(liza: Any, agent: str) -> str | None:
+def registered_role(liza: Liza, agent: str) -> str | None:
     """The role the board registers `agent` with (None: not registered, or no board yet)."""
     from gitliza.errors import LizaError
     try:

@@ -2,7 +2,7 @@
 
 The board lives in git; these files are a read-only view for humans and the original Liza tooling
 (DESIGN.md section 7). The shaping is pure (gitliza/core/yamlview.py), the rendering with
-ruamel.yaml is gitliza/services/yamlrender.py; this module writes the files:
+ruamel.yaml is gitliza/services/views/yamlrender.py; this module writes the files:
 
 - into the main worktree's `.liza/` only (also when run from a task worktree); a `.liza` (or
   `.liza/archive`) that is a symlink or not a directory, or a `.liza/` the repository tracks, is
@@ -23,22 +23,25 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pygit2
 
 from gitliza import atomic
-from gitliza.services import usagefile
+from gitliza.services.views import usagefile
 from gitliza.core import clock, liveness, retention, yamlview
 from gitliza.errors import GitFailure, LizaError, NoBoard, ValidationError
 from gitliza.git.repository import common_dir
 from gitliza.git import liveref
 from gitliza.git.store import Store
 from gitliza.git.repository import LIZA_DIR, ensure_excluded, liza_dir, main_worktree as _main_root
-from gitliza.services.viewstamp import (STAMP_FILE, STATE_FILE, Stamp, ViewEdit, read_stamp,
+from gitliza.services.views.viewstamp import (STAMP_FILE, STATE_FILE, Stamp, ViewEdit, read_stamp,
                                         sha256, sig, view_edit)
-from gitliza.services.yamlrender import (LOG_HEADER, commit_entry, render_archived,
+from gitliza.services.views.yamlrender import (LOG_HEADER, commit_entry, render_archived,
                                          render_log_entries, render_state)
+
+if TYPE_CHECKING:
+    from gitliza.services.api import Liza
 
 LOG_FILE = "log.yaml"
 LOCK_FILE = "state.yaml.lock"
@@ -270,7 +273,7 @@ def _live_key(renewals: list[Any]) -> str | None:
     return sha256(",".join(sorted(str(r.commit) for r in renewals)).encode())
 
 
-def after_commit(liza: Any, _done: Any) -> None:
+def after_commit(liza: Liza, _done: Any) -> None:
     """The `Liza.after_commit` hook: the op is already committed, so a failure to write the view
     is a notice on stderr, never a failed command."""
     try:

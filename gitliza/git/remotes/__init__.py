@@ -1,14 +1,16 @@
 """Which remote to sync with, and where its refs are mirrored here.
 
-A remote is named by an argument, `git config liza.remote`, or `origin`; it may be a configured
-remote, a URL, or the path of a repository on this machine. Each gets a namespace of tracking
-refs: `refs/remotes/<ns>/liza/*` mirrors the remote's board refs, `refs/remotes/<ns>/liza-tasks/*`
-its task branches, `refs/remotes/<ns>/<branch>` its integration branch. Local reads (remotes,
+The one answer to "which remote": an argument, else `git config liza.remote`, else its alias
+`sync.remote`, else `origin` (`resolve`); a clone with either key set shares its board by itself
+(auto-sync: `configured`). A remote may be a configured remote, a URL, or the path of a repository
+on this machine; it is resolved once, and the `Remote` value travels down sync and the transport.
+Each gets a namespace of tracking refs: `refs/remotes/<ns>/liza/*` mirrors the remote's board
+refs, `refs/remotes/<ns>/liza-tasks/*` its task branches, `refs/remotes/<ns>/<branch>` its
+integration branch. Local reads (remotes,
 config, refs) go through libgit2 in process: only fetch and push run git (transport.py).
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from dataclasses import dataclass
@@ -16,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from gitliza.errors import GitFailure, ValidationError
-from gitliza.git.gitcmd import git_executable
 
 STATE_REF = "refs/liza/state"
 BOARD_PREFIX = "refs/liza/"
@@ -26,6 +27,7 @@ TASK_BRANCHES = "refs/heads/liza/"  # task branches liza/<task>
 # refs/remotes/<ns>/liza/<task>, which is where the board refs (refs/liza/*) are tracked.
 TASKS_NAMESPACE = "liza-tasks"
 CONFIG_KEY = "liza.remote"  # `git config liza.remote <name-or-url>`: the default sync remote
+ALIAS_KEY = "sync.remote"  # its alias (the issue's name); `liza.remote` wins
 DEFAULT_REMOTE = "origin"
 
 
@@ -36,7 +38,7 @@ class Remote:
 
 
 # Local reads (remotes, config, refs, ancestry) go through libgit2 in process: a git process per
-# read cost a sync ~10 ms each, more than its own work; only fetch and push run git.
+# read cost a sync more than its own work; only fetch and push run git.
 def local_repo(repo_path: Path | str) -> Any:
     import pygit2  # here, for start-up: importing this module for its names needs no libgit2
     try:
@@ -45,16 +47,30 @@ def local_repo(repo_path: Path | str) -> Any:
         raise GitFailure(f"cannot read the git repository at {repo_path}: {e}") from None
 
 
-def _configured_remotes(repo_path: Path | str) -> set[str]:
-    return set(local_repo(repo_path).remotes.names())
+def configured(repo: Any) -> str | None:
+    """`git config liza.remote`, else `git config sync.remote`, else None: the remote this clone
+    shares its board with by itself (auto-sync). An empty value counts as unset, an unreadable
+    config as none (no auto-sync rather than a failing command). `repo`: a pygit2 Repository.
+
+    Read with pygit2 (no process): auto-sync asks this after every mutating command."""
+    found = _configured(repo)
+    return None if found is None else found[1]
 
 
-def _config_remote(repo_path: Path | str) -> str | None:
+def _configured(repo: Any) -> tuple[str, str] | None:
+    import pygit2
     try:
-        value = str(local_repo(repo_path).config[CONFIG_KEY]).strip()
-    except KeyError:
+        cfg = repo.config
+    except pygit2.GitError:
         return None
-    return value or None  # an empty value counts as unset
+    for key in (CONFIG_KEY, ALIAS_KEY):
+        try:
+            value = str(cfg[key]).strip()
+        except (KeyError, pygit2.GitError):
+            continue
+        if value:
+            return key, value
+    return None
 
 
 def _is_url(name: str) -> bool:
@@ -67,20 +83,30 @@ def _is_url(name: str) -> bool:
 
 def _url_namespace(url: str) -> str:
     # A URL cannot be a ref component; a short hash is stable and cannot clash with a sane remote name.
+    import hashlib
     return "liza-url-" + hashlib.sha256(url.encode()).hexdigest()[:16]
 
 
-def resolve(repo_path: Path | str, remote: str | None) -> Remote:
+def resolve(repo_path: Path | str, remote: Remote | str | None = None) -> Remote:
+    """The remote to sync with: `remote`, else `git config liza.remote`, else `sync.remote`, else
+    `origin`; validated. A `Remote` (resolved before) is returned as it is: resolve once, at the
+    top of a sync, and carry the value down."""
+    if isinstance(remote, Remote):
+        return remote
+    from gitliza.git.gitcmd import git_executable  # (start-up: `configured` needs no process)
     git_executable()  # transport needs git itself: say so before judging the remote's name
+    repo = local_repo(repo_path)
     source = "argument"
     name = remote
     if name is None:
-        name, source = _config_remote(repo_path), f"git config {CONFIG_KEY}"
+        found = _configured(repo)
+        if found is not None:
+            source, name = f"git config {found[0]}", found[1]
     if name is None:
         name, source = DEFAULT_REMOTE, "default"
     if not name.strip():
         raise ValidationError("empty remote name")
-    if name in _configured_remotes(repo_path):
+    if name in set(repo.remotes.names()):
         return Remote(name, name)
     if _is_url(name):
         return Remote(name, _url_namespace(name))
@@ -96,12 +122,8 @@ def resolve(repo_path: Path | str, remote: str | None) -> Remote:
     )
 
 
-def resolve_remote(repo_path: Path | str, remote: str | None = None) -> str:
-    """The remote to sync with: `remote`, else `git config liza.remote`, else `origin`; validated."""
-    return resolve(repo_path, remote).arg
-
-
-def tracking_ref(repo_path: Path | str, remote: str | None = None, ref: str = STATE_REF) -> str:
+def tracking_ref(repo_path: Path | str, remote: Remote | str | None = None,
+                 ref: str = STATE_REF) -> str:
     """The local ref that mirrors the remote's `ref` (e.g. refs/remotes/origin/liza/state)."""
     check_board_ref(ref)
     return tracking_of(resolve(repo_path, remote), ref)
@@ -145,7 +167,7 @@ def check_integration_name(branch: str) -> None:
                               "branch name outside liza/ and liza-tasks/")
 
 
-def branch_tracking_ref(repo_path: Path | str, remote: str | None, branch: str) -> str:
+def branch_tracking_ref(repo_path: Path | str, remote: Remote | str | None, branch: str) -> str:
     """The local ref mirroring the remote's branch: refs/remotes/<ns>/<branch> for the integration
     branch, refs/remotes/<ns>/liza-tasks/<task> for a task branch liza/<task>."""
     ref = branch if branch.startswith(HEADS) else HEADS + branch
