@@ -60,6 +60,8 @@ def share(store: Store, path: Path, remote: remotes.Remote | str | None, keep_da
     repo = store.repo
     rem = remotes.resolve(path, remote)
     mirror = _mirror_prefix(path, remote)
+    if _nothing_either_side(repo, path, rem.arg, mirror):
+        return
     try:
         _fetch(repo, path, rem.arg, mirror, timeout)
     except LizaError as e:
@@ -103,6 +105,17 @@ def share(store: Store, path: Path, remote: remotes.Remote | str | None, keep_da
         said.append(f"not pushed: {failed}")
     if said:
         rep.notices.append(f"attic: {', '.join(said)}")
+
+
+def _nothing_either_side(repo: pygit2.Repository, path: Path, remote: str, mirror: str) -> bool:
+    """No entry here, none mirrored, and the remote (one opened in process: a plain bare
+    repository on this machine) holds none: no git fetch to run, so that such a sync stays in
+    process whole (git/remotes/direct.py)."""
+    from gitliza.git.remotes import direct
+    if attic.entries(repo) or direct.ref_names(repo, mirror):
+        return False
+    there = direct.open_remote(repo, path, remote)
+    return there is not None and not direct.ref_names(there, REMOTE_ATTIC)
 
 
 def _mirror_prefix(path: Path, remote: remotes.Remote | str | None) -> str:
