@@ -68,7 +68,7 @@ def test_a_quorum_of_two_with_evidence_through_the_cli(repo: Path) -> None:
 def test_the_root_cause_gate_through_the_cli(repo: Path) -> None:
     setup_board(repo, tasks=("t1",))
     ok(repo, "config", "rca_after_rejections", "1")
-    assert "human's to set" in fails(repo, 1, "config", "rca_after_rejections", "9", agent="p1")
+    assert "allowed: human (the human's key" in fails(repo, 1, "config", "rca_after_rejections", "9", agent="p1")
     wt = Path(claimed(repo, "t1", "c1")["worktree"])
     commit_file(wt, "a.txt", "a\n")
     ok(repo, "submit", "t1", agent="c1")
