@@ -123,9 +123,19 @@ class GitSource:
         return value
 
     def keys(self, coll: str) -> Iterator[str]:
-        if self._tree is None or coll not in self._tree:
+        if self._tree is None:
             return
-        yield from self._leaves(coll, self._tree[coll], layout.DEPTH[coll])
+        listed = set()
+        if coll in self._tree:
+            for key in self._leaves(coll, self._tree[coll], layout.DEPTH[coll]):
+                listed.add(key)
+                yield key
+        # Listed whole: a decoded entity of this collection that the tree no longer holds is dead
+        # weight (a task moved to archive/ that this process never asks for by its key again: a
+        # coder's supervisor kept the last live record of every task the team ever had, ~300
+        # objects per task, up to the cache's 4,096 entries; issue 39).
+        if coll not in HISTORY:
+            _DECODED.retain(lambda k: k[0] != coll or k[1] in listed)
 
     def _leaves(self, coll: str, tree: pygit2.Object, depth: int) -> Iterator[str]:
         assert isinstance(tree, pygit2.Tree)
