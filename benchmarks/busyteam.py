@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -203,11 +204,21 @@ class Team:
             cwd=self.repo, env=self.env, stdout=open(logs / "web.log", "ab"),
             stderr=subprocess.STDOUT)
         self.port = port
+        # The board asks for the token `web` prints with its URL (a request without it is a 401).
+        deadline = time.monotonic() + 300
+        self.web_token = ""
+        while not self.web_token and time.monotonic() < deadline:
+            found = re.search(r"\?token=(\S+)", (logs / "web.log").read_text(errors="replace"))
+            if found:
+                self.web_token = found.group(1)
+            else:
+                time.sleep(0.5)
+        token = f"?token={self.web_token}"
 
         def stream() -> None:
             while self.sups["web"].poll() is None:
                 try:
-                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/events") as r:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/events{token}") as r:
                         while r.read(4096):
                             pass
                 except OSError:
@@ -227,7 +238,7 @@ class Team:
             while self.sups["web"].poll() is None:
                 try:
                     for path in ("/", "/api/board"):
-                        urllib.request.urlopen(f"http://127.0.0.1:{port}{path}",
+                        urllib.request.urlopen(f"http://127.0.0.1:{port}{path}{token}",
                                                timeout=60).read()
                     self.web_reads += 1
                 except OSError:  # not listening yet
@@ -286,7 +297,8 @@ class Team:
             self._mcp_due.set()
         for path in ("/", "/api/board"):
             try:
-                urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=30).read()
+                urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}?token="
+                                       f"{getattr(self, 'web_token', '')}", timeout=30).read()
             except OSError:
                 pass
 

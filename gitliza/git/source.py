@@ -35,8 +35,10 @@ _DECODED: Generations[tuple[str, str], tuple[pygit2.Oid, Any]] = Generations(2_0
 # supervisor's memory growing with the team's history (issue 39). A process that reads the whole
 # archive again and again decodes it at each read once it is larger than this: time for a reader
 # of all of history, rather than memory for every process that ever touched a record.
+# Two generations of 16: of 64, a reviewer's filled over its first 128 merges (an archived task
+# carries ~25 history entries), growth a soak from the 100th task still saw.
 HISTORY = frozenset({"archive", "usage", "usage_totals", "discovered", "handoff", *JOURNALS})
-_DECODED_HISTORY: Generations[tuple[str, str], tuple[pygit2.Oid, Any]] = Generations(64)
+_DECODED_HISTORY: Generations[tuple[str, str], tuple[pygit2.Oid, Any]] = Generations(16)
 
 
 def _decoded(coll: str) -> Generations[tuple[str, str], tuple[pygit2.Oid, Any]]:
