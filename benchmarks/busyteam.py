@@ -10,6 +10,7 @@ store `liza-objects/pack`, apart), RSS; and, for the repository, the pack count 
 pack directories."""
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import re
@@ -204,7 +205,8 @@ class Team:
             cwd=self.repo, env=self.env, stdout=open(logs / "web.log", "ab"),
             stderr=subprocess.STDOUT)
         self.port = port
-        # The board asks for the token `web` prints with its URL (a request without it is a 401).
+        # The board asks for the token `web` prints with its URL (a request without it is a 401);
+        # a script sends it as a bearer token (`?token=` sets a cookie and redirects).
         deadline = time.monotonic() + 300
         self.web_token = ""
         while not self.web_token and time.monotonic() < deadline:
@@ -213,15 +215,16 @@ class Team:
                 self.web_token = found.group(1)
             else:
                 time.sleep(0.5)
-        token = f"?token={self.web_token}"
+        self.web_auth = {"Authorization": f"Bearer {self.web_token}"}
 
         def stream() -> None:
             while self.sups["web"].poll() is None:
                 try:
-                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/events{token}") as r:
+                    with urllib.request.urlopen(urllib.request.Request(
+                            f"http://127.0.0.1:{port}/events", headers=self.web_auth)) as r:
                         while r.read(4096):
                             pass
-                except OSError:
+                except (OSError, http.client.HTTPException):  # not up yet, or stopped
                     time.sleep(1)
         threading.Thread(target=stream, daemon=True).start()
         if not steady:
@@ -238,8 +241,9 @@ class Team:
             while self.sups["web"].poll() is None:
                 try:
                     for path in ("/", "/api/board"):
-                        urllib.request.urlopen(f"http://127.0.0.1:{port}{path}{token}",
-                                               timeout=60).read()
+                        urllib.request.urlopen(urllib.request.Request(
+                            f"http://127.0.0.1:{port}{path}", headers=self.web_auth),
+                            timeout=60).read()
                     self.web_reads += 1
                 except OSError:  # not listening yet
                     time.sleep(0.5)
@@ -287,7 +291,13 @@ class Team:
                                 self.mcp_errors.append(f"{name}: {got.content}")
                             self.mcp_calls += 1
 
-        threading.Thread(target=lambda: anyio.run(session), daemon=True).start()
+        def run() -> None:
+            try:
+                anyio.run(session)
+            except Exception:  # noqa: BLE001 - the server stopped under it (Team.stop)
+                if "mcp" in self.sups and self.sups["mcp"].poll() is None:
+                    raise
+        threading.Thread(target=run, daemon=True).start()
         ready.wait(120)
 
     def poke(self) -> None:
@@ -297,8 +307,9 @@ class Team:
             self._mcp_due.set()
         for path in ("/", "/api/board"):
             try:
-                urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}?token="
-                                       f"{getattr(self, 'web_token', '')}", timeout=30).read()
+                urllib.request.urlopen(urllib.request.Request(
+                    f"http://127.0.0.1:{self.port}{path}", headers=getattr(self, "web_auth", {})),
+                    timeout=30).read()
             except OSError:
                 pass
 
