@@ -10,8 +10,10 @@ store `liza-objects/pack`, apart), RSS; and, for the repository, the pack count 
 pack directories."""
 from __future__ import annotations
 
+import http.client
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -185,35 +187,75 @@ class Team:
                     cwd=self.repo, env=dict(self.env, LIZA_AGENT_ID=agent),
                     stdout=out, stderr=subprocess.STDOUT)
 
-    def watch(self, port: int) -> None:
+    def watch(self, port: int, steady: bool = False) -> None:
         """The readers that live beside a team: `git liza events --follow` and `git liza web`
-        (a reader of its event stream kept connected, its board page fetched by `poke`)."""
+        (a reader of its event stream kept connected, its board page fetched by `poke`). With
+        `steady`, the pages are fetched the whole time (a thread, `web_reads` counts them) and
+        the events printed are counted (`event_lines`, the merges apart in `event_merges`)."""
         import threading
         import urllib.request
         logs = self.root / "logs"
+        self.event_lines = self.event_merges = self.web_reads = 0
         self.sups["events"] = subprocess.Popen(
             [str(BIN / "git-liza"), "events", "--follow", "--json"], cwd=self.repo, env=self.env,
-            stdout=subprocess.DEVNULL, stderr=open(logs / "events.log", "ab"))
+            stdout=subprocess.PIPE if steady else subprocess.DEVNULL,
+            stderr=open(logs / "events.log", "ab"))
         self.sups["web"] = subprocess.Popen(
             [str(BIN / "git-liza"), "web", "--port", str(port), "--no-open", "--read-only"],
             cwd=self.repo, env=self.env, stdout=open(logs / "web.log", "ab"),
             stderr=subprocess.STDOUT)
         self.port = port
+        # The board asks for the token `web` prints with its URL (a request without it is a 401);
+        # a script sends it as a bearer token (`?token=` sets a cookie and redirects).
+        deadline = time.monotonic() + 300
+        self.web_token = ""
+        while not self.web_token and time.monotonic() < deadline:
+            found = re.search(r"\?token=(\S+)", (logs / "web.log").read_text(errors="replace"))
+            if found:
+                self.web_token = found.group(1)
+            else:
+                time.sleep(0.5)
+        self.web_auth = {"Authorization": f"Bearer {self.web_token}"}
 
         def stream() -> None:
             while self.sups["web"].poll() is None:
                 try:
-                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/events") as r:
+                    with urllib.request.urlopen(urllib.request.Request(
+                            f"http://127.0.0.1:{port}/events", headers=self.web_auth)) as r:
                         while r.read(4096):
                             pass
-                except OSError:
+                except (OSError, http.client.HTTPException):  # not up yet, or stopped
                     time.sleep(1)
         threading.Thread(target=stream, daemon=True).start()
+        if not steady:
+            return
 
-    def mcp(self) -> None:
+        def events() -> None:
+            out = self.sups["events"].stdout
+            for line in out:
+                self.event_lines += 1
+                if json.loads(line).get("op") == "merge":
+                    self.event_merges += 1
+
+        def browse() -> None:
+            while self.sups["web"].poll() is None:
+                try:
+                    for path in ("/", "/api/board"):
+                        urllib.request.urlopen(urllib.request.Request(
+                            f"http://127.0.0.1:{port}{path}", headers=self.web_auth),
+                            timeout=60).read()
+                    self.web_reads += 1
+                except OSError:  # not listening yet
+                    time.sleep(0.5)
+                time.sleep(0.2)
+        threading.Thread(target=events, daemon=True).start()
+        threading.Thread(target=browse, daemon=True).start()
+
+    def mcp(self, steady: bool = False) -> None:
         """`git liza mcp` as an agent's session holds it open beside the team: a client (the SDK's
-        own stdio client, in a thread) calls `status` whenever `poke` asks (with the readers).
-        Its server's pid goes into `sups` as "mcp"."""
+        own stdio client, in a thread) calls `status` whenever `poke` asks (with the readers), or
+        with `steady` the whole time (`status` and `log`; `mcp_calls` counts them, `mcp_errors`
+        holds what failed). Its server's pid goes into `sups` as "mcp"."""
         import threading
 
         import anyio
@@ -226,6 +268,8 @@ class Team:
         params = StdioServerParameters(command=spec["command"], args=spec["args"],
                                        env={**self.env, **spec["env"]}, cwd=str(self.repo))
         self._mcp_due = threading.Event()
+        self.mcp_calls = 0
+        self.mcp_errors: list[str] = []
         ready = threading.Event()
 
         async def session() -> None:
@@ -235,11 +279,25 @@ class Team:
                     self.sups["mcp"] = _Pid(_child(" mcp "))
                     ready.set()
                     while True:
-                        await anyio.to_thread.run_sync(self._mcp_due.wait)
-                        self._mcp_due.clear()
-                        await s.call_tool("status", {})
+                        if steady:
+                            await anyio.sleep(0.2)
+                        else:
+                            await anyio.to_thread.run_sync(self._mcp_due.wait)
+                            self._mcp_due.clear()
+                        for name, args in (("status", {}), ("log", {"n": 20}))[:2 if steady
+                                                                                else 1]:
+                            got = await s.call_tool(name, args)
+                            if got.is_error:
+                                self.mcp_errors.append(f"{name}: {got.content}")
+                            self.mcp_calls += 1
 
-        threading.Thread(target=lambda: anyio.run(session), daemon=True).start()
+        def run() -> None:
+            try:
+                anyio.run(session)
+            except Exception:  # noqa: BLE001 - the server stopped under it (Team.stop)
+                if "mcp" in self.sups and self.sups["mcp"].poll() is None:
+                    raise
+        threading.Thread(target=run, daemon=True).start()
         ready.wait(120)
 
     def poke(self) -> None:
@@ -249,7 +307,9 @@ class Team:
             self._mcp_due.set()
         for path in ("/", "/api/board"):
             try:
-                urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=30).read()
+                urllib.request.urlopen(urllib.request.Request(
+                    f"http://127.0.0.1:{self.port}{path}", headers=getattr(self, "web_auth", {})),
+                    timeout=30).read()
             except OSError:
                 pass
 

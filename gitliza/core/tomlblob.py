@@ -125,25 +125,40 @@ def _inline_table(t: dict[str, Any]) -> str:
 # Renderings of nested entities (history entries...) by identity: a task carries the same entry
 # objects from one version to the next (dataclasses.replace copies references), so each entry is
 # rendered about once. The entity itself is held in the entry, so its id cannot be reused while
-# cached; entities are frozen, so the rendering cannot go stale. Bounded by dropping all when full.
-_ITEMS: dict[int, tuple[Any, str, str | None]] = {}
-_ITEMS_MAX = 20_000
+# cached; entities are frozen, so the rendering cannot go stale. Two generations, as
+# gitliza/git/memo.py's: what is rendered again (the history of a task in flight) stays, the
+# entries of tasks no longer written go. (One dict emptied at 20,000 entries held the history of
+# every task a long-lived process had written: ~0.65 KB per entry, 15 KB per task a supervisor
+# wrote, ~13 MB before its first emptying; issue 39.)
+_ITEMS: dict[int, tuple[Any, str, str | None]] = {}  # the young generation
+_ITEMS_OLD: dict[int, tuple[Any, str, str | None]] = {}
+_ITEMS_MAX = 512  # entries per generation: a few tasks' histories
 
 
 def _item(entity: Any) -> tuple[str, str | None]:
     """A nested entity as an inline table, and as the lines of its `[[name]]` table (None when it
     has sub-tables: its header names them, so those lines depend on where it is)."""
-    found = _ITEMS.get(id(entity))
+    key = id(entity)
+    found = _ITEMS.get(key)
+    if found is None:
+        found = _ITEMS_OLD.pop(key, None)
+        if found is not None and found[0] is entity:
+            _remember(key, found)  # in use again: back to the young generation
     if found is not None and found[0] is entity:
         return found[1], found[2]
     table = shallow(entity)
     inline = _inline_table(table)
     lines, tables = _split(table)
     flat = None if tables else "".join(lines)
-    if len(_ITEMS) >= _ITEMS_MAX:
-        _ITEMS.clear()
-    _ITEMS[id(entity)] = (entity, inline, flat)
+    _remember(key, (entity, inline, flat))
     return inline, flat
+
+
+def _remember(key: int, value: tuple[Any, str, str | None]) -> None:
+    global _ITEMS, _ITEMS_OLD
+    if len(_ITEMS) >= _ITEMS_MAX:
+        _ITEMS_OLD, _ITEMS = _ITEMS, {}
+    _ITEMS[key] = value
 
 
 def _render(entity: Any) -> str:

@@ -11,7 +11,7 @@ after two generations; and the size stays within two generations from early on.
 """
 from __future__ import annotations
 
-from typing import Generic, Hashable, TypeVar
+from typing import Callable, Generic, Hashable, TypeVar
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -45,6 +45,12 @@ class Generations(Generic[K, V]):
     def discard(self, key: K) -> None:
         self._young.pop(key, None)
         self._old.pop(key, None)
+
+    def retain(self, keep: Callable[[K], bool]) -> None:
+        """Drop the entries whose key `keep` refuses."""
+        for gen in (self._young, self._old):
+            for k in [k for k in gen if not keep(k)]:
+                del gen[k]
 
     def clear(self) -> None:
         self._young.clear()

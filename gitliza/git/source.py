@@ -15,7 +15,7 @@ from typing import Any, Iterator
 import pygit2
 
 from gitliza.core import codec, formats, layout, tomlblob
-from gitliza.core.board import ENTITY_TYPES
+from gitliza.core.board import ENTITY_TYPES, JOURNALS
 from gitliza.errors import InconsistentState
 from gitliza.git.memo import Generations
 
@@ -28,6 +28,21 @@ from gitliza.git.memo import Generations
 # process comparing two states decodes an entity that changed between them each time it
 # alternates, which none does in a loop. Two generations (memo.py) bound the entities kept.
 _DECODED: Generations[tuple[str, str], tuple[pygit2.Oid, Any]] = Generations(2_048)
+# The collections that grow with the team's history (a record per task that ended, per agent run,
+# per journal entry) have a cache of their own, small: a supervisor reads such a record once or
+# twice (the task it merged, the totals its run adds to) and never again, and in the cache of the
+# live board each stayed until 4,096 newer entities had come: +3.4 KB per task merged, a
+# supervisor's memory growing with the team's history (issue 39). A process that reads the whole
+# archive again and again decodes it at each read once it is larger than this: time for a reader
+# of all of history, rather than memory for every process that ever touched a record.
+# Two generations of 16: of 64, a reviewer's filled over its first 128 merges (an archived task
+# carries ~25 history entries), growth a soak from the 100th task still saw.
+HISTORY = frozenset({"archive", "usage", "usage_totals", "discovered", "handoff", *JOURNALS})
+_DECODED_HISTORY: Generations[tuple[str, str], tuple[pygit2.Oid, Any]] = Generations(16)
+
+
+def _decoded(coll: str) -> Generations[tuple[str, str], tuple[pygit2.Oid, Any]]:
+    return _DECODED_HISTORY if coll in HISTORY else _DECODED
 
 
 class Tables(dict[bytes, dict[str, Any]]):
@@ -76,9 +91,9 @@ class GitSource:
         if oid is None:
             # Gone from this tree (a task moved to archive/, a removed entity): its decoded
             # version is dead weight in a long-lived process's cache, one per task that ended.
-            _DECODED.discard(k)
+            _decoded(coll).discard(k)
         else:
-            found = _DECODED.get(k)
+            found = _decoded(coll).get(k)
             if found is not None and found[0] == oid:
                 value = found[1]
             else:
@@ -87,7 +102,7 @@ class GitSource:
                                         layout.path_of(coll, key))
                 else:
                     value = self._from_tables(coll, key, oid)
-                _DECODED[k] = (oid, value)
+                _decoded(coll)[k] = (oid, value)
         self._cache[k] = value
         return value
 
@@ -110,9 +125,19 @@ class GitSource:
         return value
 
     def keys(self, coll: str) -> Iterator[str]:
-        if self._tree is None or coll not in self._tree:
+        if self._tree is None:
             return
-        yield from self._leaves(coll, self._tree[coll], layout.DEPTH[coll])
+        listed = set()
+        if coll in self._tree:
+            for key in self._leaves(coll, self._tree[coll], layout.DEPTH[coll]):
+                listed.add(key)
+                yield key
+        # Listed whole: a decoded entity of this collection that the tree no longer holds is dead
+        # weight (a task moved to archive/ that this process never asks for by its key again: a
+        # coder's supervisor kept the last live record of every task the team ever had, ~300
+        # objects per task, up to the cache's 4,096 entries; issue 39).
+        if coll not in HISTORY:
+            _DECODED.retain(lambda k: k[0] != coll or k[1] in listed)
 
     def _leaves(self, coll: str, tree: pygit2.Object, depth: int) -> Iterator[str]:
         assert isinstance(tree, pygit2.Tree)

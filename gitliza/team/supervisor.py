@@ -63,7 +63,7 @@ from gitliza.services.wait import min_timeout, seconds_until
 from gitliza.sandbox import treerun
 from gitliza.sandbox.box import Sandbox, limits
 from gitliza.sandbox.box import parse as sandbox_mode
-from gitliza.team import orphans, runner, usage
+from gitliza.team import allocator, orphans, runner, usage
 from gitliza.team.generation import Generation, StandDown
 from gitliza.team.heartbeat import Watchdog, lease_keeper, watchdog_tick
 from gitliza.team.sessions import Sessions
@@ -155,6 +155,7 @@ class Supervisor:
     def _loop(self) -> int:
         streak = runs.Streak()
         launches: list[float] = []  # monotonic times of the recent launches
+        allocator.set_for_long_life()
         odbfresh.collect_dropped(first=True)
         while not self.stopping:
             self.watchdog.feed()

@@ -44,3 +44,26 @@ def _versions(agent: str) -> int:
     """How many distinct versions of `agent`'s record this process holds."""
     gc.collect()
     return len({a.heartbeat for a in gc.get_objects() if type(a) is Agent and a.id == agent})
+
+
+def test_a_task_that_moved_to_the_archive_is_not_kept_by_a_reader(repo: Path) -> None:
+    """A reader that lists the live tasks (a coder's supervisor looking for work) and never asks
+    for an ended task by its key again kept the last live record of every task the team had
+    (issue 39: ~300 objects per task, up to the cache's 4,096 entries)."""
+    from gitliza.core.ops import Abandon, Add
+    from gitliza.git import source
+
+    make_board(repo)
+    planner = Liza.open(repo, "human")
+    reader = Liza.open(repo, "human")
+    for i in range(40):
+        planner.do(Add, task=f"t{i}", description="d", spec_ref="README.md", done_when="w",
+                   scope="x")
+    assert len(list(reader.board().tasks())) == 40
+    for i in range(40):
+        planner.do(Abandon, task=f"t{i}", reason="not needed")
+        list(reader.board().tasks())  # the reader lists the live tasks after each move
+    kept = [k for k in list(source._DECODED._young) + list(source._DECODED._old)
+            if k[0] == "tasks"]
+    assert kept == []
+    assert reader.board().task("t3").status == "ABANDONED"  # from the archive, as before

@@ -39,6 +39,7 @@ def board(repo: Path) -> Liza:
 def _fresh_read(h: Liza) -> dict[str, object]:
     """The board decoded from its blobs alone: no cache of any kind."""
     source_mod._DECODED.clear()
+    source_mod._DECODED_HISTORY.clear()
     board, _ = h.store.board()
     return {t.id: t for t in board.tasks()}
 

@@ -12,6 +12,7 @@ And a team that works (issue 39): two coder supervisors and a reviewer's, instan
 benchmarks/bench_busy.py runs it for as long as asked and plots it."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 import subprocess
@@ -112,22 +113,31 @@ def test_a_supervisor_keeping_a_lease_under_churn_holds_nothing_more(repo: Path,
                                    "refs/liza/live/coder-1"], cwd=repo, capture_output=True,
                                   text=True).stdout.strip()
 
+        def caught_up() -> Sample:
+            # A sample is taken once the supervisor has read the board after the churn stopped:
+            # that read lets go of the packs the churn merged away. Sampled while it lags behind
+            # the churn (a loaded machine gives it little CPU), it holds whatever was deleted
+            # since its last read: a figure of the machine's load, not of what the process
+            # keeps. Its lease keeper reads the board before each renewal; the second renewal
+            # seen after the churn began after it (the first may have read before). The waits
+            # are on the supervisor's own ref (off the audit chain, refs/liza/live/coder-1: the
+            # board took only the churn), bounded by the lease it must keep.
+            for _ in range(2):
+                seen = live_ref()
+                deadline = time.monotonic() + 60
+                while live_ref() == seen and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                assert live_ref() != seen, ("the supervisor renewed nothing", sup.output())
+            return sample(pid, repo)
+
         churn(300)
-        first = sample(pid, repo)
+        first = caught_up()
         before = state_commits()
-        renewal = live_ref()
         samples = []
         for _ in range(5):
             churn(300)
-            samples.append(sample(pid, repo))
+            samples.append(caught_up())
         assert sup.proc.poll() is None, sup.output()
-        # On a quiet machine the churn can outrun a beat: wait (bounded) for the supervisor's
-        # own renewal, which must come while it keeps its lease (off the audit chain, on
-        # refs/liza/live/coder-1: the board took only the churn).
-        deadline = time.monotonic() + 30
-        while live_ref() == renewal and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert live_ref() != renewal, ("the supervisor renewed nothing meanwhile", sup.output())
         assert state_commits() - before >= 1500
         # Two writers of packs: this process's churn and the supervisor's token renewals.
         assert_flat(first, samples, writers=2)
@@ -138,6 +148,22 @@ def test_a_supervisor_keeping_a_lease_under_churn_holds_nothing_more(repo: Path,
 BUSY_TASKS = 300  # the issue's bar: a team through claims, merges and reviews, 300 tasks
 WARM_UP = 100  # tasks before the first sample: the caches and the pack directory filled
 BACKLOG = 6  # tasks kept ready ahead of the team: it never waits for work, nor drowns in it
+
+
+def settled(pid: int, readings: int = 5) -> Proc | None:
+    """A sample whose RSS is the least of `readings` taken a second apart: a merge or a claim in
+    progress holds a few MB for a moment (readings 20 s apart moved by up to 4 MB either way on a
+    loaded machine), while what the process keeps is there at every reading, so it shows in the
+    least as much as in any one."""
+    got = []
+    for _ in range(readings):
+        p = proc(pid)
+        if p is None:
+            return None
+        got.append(p)
+        time.sleep(1)
+    return dataclasses.replace(got[0], rss_kb=min(p.rss_kb for p in got),
+                               anon_kb=min(p.anon_kb for p in got))
 
 
 @pytest.mark.timeout(2400)  # 300 tasks of real processes: minutes on a busy 2-core machine
@@ -159,7 +185,7 @@ def test_a_busy_team_holds_nothing_more_per_task(tmp_path: Path) -> None:
                 team.add(merged + BACKLOG - team.added)
             packs.append(pack_counts(team.repo)[1])
             if merged >= due:
-                got = {agent: proc(team.sups[agent].pid) for _r, agent, _b in TEAM}
+                got = {agent: settled(team.sups[agent].pid) for _r, agent, _b in TEAM}
                 assert all(got.values()), [team.log_tail(a) for a in got if got[a] is None]
                 samples.append({a: p for a, p in got.items() if p is not None})
                 due += 50
@@ -182,9 +208,11 @@ def test_a_busy_team_holds_nothing_more_per_task(tmp_path: Path) -> None:
     log = [(o, a, t) for o, a, t in ops(team.repo) if o in ("claim", "submit", "merge")]
     assert sum(1 for o, _a, _t in log if o == "merge") >= BUSY_TASKS
     assert {a for o, a, _t in log if o == "claim"} == {"coder-1", "coder-2"}
-    # Issue 39's memory goal is 10% and is not met yet (docs/performance.md, "A busy team": runs
-    # gave +8% to +15%, what is left is listed there). The bound here is the regression guard:
-    # before the fixes this range grew about 45% (47 -> 68 MB per supervisor).
+    # Issue 39's goal, as the heartbeat soak's: RSS within 10% from the 100th to the 300th task.
+    # What grew per task (docs/performance.md, "A busy team"): the last live record of every task
+    # (git/source.py), every reference name given to pygit2 (git/reflookup.py), the TOML writer's
+    # renderings and the decoded archive (core/tomlblob.py), glibc's free arenas
+    # (team/allocator.py). Before those: +20% to +27% on a machine at load 30-48.
     grown = {agent: round(max(s[agent].rss_kb for s in late) / first[agent].rss_kb - 1, 3)
              for agent in first}
-    assert all(g <= 0.25 for g in grown.values()), grown
+    assert all(g <= 0.10 for g in grown.values()), (grown, samples)

@@ -54,8 +54,9 @@ _PARSED: Generations[bytes, Entries] = Generations(1_024)  # ~8 KB for a 40-entr
 
 # layout.path_of hashes the key (sha1) for its fan-out; verify asks for the same few paths on every
 # commit (the tasks an op reads and writes), so they are remembered: the recent ones. Every task a
-# long-lived process ever touched stayed up to 65,536 entries (~15 MB; issue 39).
-path_of = functools.lru_cache(maxsize=1 << 12)(layout.path_of)
+# long-lived process ever touched stayed up to 65,536 entries (~15 MB; issue 39), then up to
+# 4,096 (two per task: a supervisor's grew with every task for its first 2,000).
+path_of = functools.lru_cache(maxsize=1 << 9)(layout.path_of)
 
 
 @dataclass(frozen=True)
