@@ -8,7 +8,8 @@ ref): a supervisor kept one string per lookup, thousands per task (issue 39; 20,
 built name: 20,000 strings kept, ~1.5 MB). Interning the names (as liveref.py did first) keeps one
 string per distinct name instead, still one per task that ever was.
 
-The lookup is wrapped once for every repository (installed by gitliza/git/__init__.py): the name
+The lookup is wrapped once for every repository (installed by the long-lived processes: every
+ref watcher, git/refwatch.py, and the MCP server; a one-shot command skips ctypes' import): the name
 goes in as a copy of its own, and the reference the call kept on that copy, if it kept one, is
 given back, so the copy is freed as soon as the lookup returns. A pygit2 that does not keep the
 name is left alone (the count is compared, not assumed); nothing but the name is touched, and
@@ -41,5 +42,6 @@ def lookup_reference(repo: Any, name: Any) -> Any:
 
 
 def install() -> None:
-    """Route every repository's reference lookups through `lookup_reference` (idempotent)."""
+    """Route every repository's reference lookups through `lookup_reference` (idempotent; the
+    class's method is looked up at each call, so repositories opened before are covered too)."""
     pygit2.repository.BaseRepository.lookup_reference = lookup_reference  # type: ignore[method-assign]

@@ -9,8 +9,9 @@ from pathlib import Path
 import pygit2
 import pytest
 
-import gitliza.git  # noqa: F401 - installs the wrapped lookup, as any gitliza import does
 from gitliza.git import reflookup
+
+reflookup.install()  # as every long-lived process does (a ref watcher, the MCP server)
 from tests.conftest import git
 
 LOOKUPS = 20_000
@@ -60,3 +61,24 @@ def test_a_lookup_answers_as_pygit2s_own(repo: Path) -> None:
         r.lookup_reference(None)  # type: ignore[arg-type]
     r.references.delete("refs/heads/task-1")
     assert git(repo, "branch", "--list", "task-1") == ""
+
+
+def test_a_one_shot_command_does_not_install_it_and_a_watcher_does(repo: Path) -> None:
+    """The wrapper costs ctypes' import (milliseconds of a command's start): only the processes
+    that live long install it, every ref watcher among them."""
+    import subprocess
+    probe = """
+import sys
+from gitliza.__main__ import main
+main(["status"])
+print("ctypes" in sys.modules, "gitliza.git.reflookup" in sys.modules)
+from gitliza.git.refwatch import RefWatcher
+w = RefWatcher(".")
+import pygit2.repository
+from gitliza.git import reflookup
+print(pygit2.repository.BaseRepository.lookup_reference is reflookup.lookup_reference)
+"""
+    r = subprocess.run([sys.executable, "-c", probe], cwd=repo, capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split()[-3:] == ["False", "False", "True"], r.stdout
