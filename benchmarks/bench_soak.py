@@ -27,6 +27,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from busyteam import child  # noqa: E402 - benchmarks/ is on sys.path (as bench_busy.py)
 from gitliza.core import clock
 from gitliza.core.ops import Init, Register
 from gitliza.core.ops.work import Heartbeat
@@ -104,22 +105,6 @@ def soak(repo: Path, transitions: int, every: int = 1000) -> list[tuple[int, Sam
     return out
 
 
-def _child(needle: str) -> int:
-    """The pid of this process's child whose command line holds `needle` (the server)."""
-    me = str(os.getpid())
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
-            continue
-        if stat.rsplit(")", 1)[1].split()[1] == me and needle in cmd:
-            return int(pid)
-    raise RuntimeError(f"no child running {needle!r}")
-
-
 def soak_mcp(repo: Path, transitions: int, every: int = 500) -> list[tuple[int, Sample]]:
     import anyio
     from mcp.client.session import ClientSession
@@ -142,7 +127,7 @@ def soak_mcp(repo: Path, transitions: int, every: int = 500) -> list[tuple[int, 
         async with stdio_client(params) as (read, write):
             async with ClientSession(read, write) as session:
                 await session.initialize()
-                pid = _child(" mcp ")
+                pid = child(" mcp ")
                 done = 0
                 while done < transitions:
                     res = await session.call_tool("heartbeat", {})

@@ -134,7 +134,7 @@ class _Pid:
         return 0
 
 
-def _child(needle: str) -> int:
+def child(needle: str) -> int:
     """The pid of this process's child whose command line holds `needle`."""
     me = str(os.getpid())
     for _ in range(600):
@@ -276,7 +276,7 @@ class Team:
             async with stdio_client(params) as (read, write):
                 async with ClientSession(read, write) as s:
                     await s.initialize()
-                    self.sups["mcp"] = _Pid(_child(" mcp "))
+                    self.sups["mcp"] = _Pid(child(" mcp "))
                     ready.set()
                     while True:
                         if steady:

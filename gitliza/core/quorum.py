@@ -67,10 +67,8 @@ def check_diversity(value: object) -> str:
 
 
 def _scopes(task: Task) -> tuple[str, ...]:
-    # Issue 37 adds the task's lock scope (globs of the paths it may change); until that field
-    # exists on the model a task has none and no scope rule matches.
-    scope = getattr(task, "lock_scope", None) or ()
-    return (scope,) if isinstance(scope, str) else tuple(scope)
+    """The task's lock scope (globs of the paths it may change): what scope rules match."""
+    return task.lock_scope
 
 
 def _scope_matches(rule: str, scopes: Iterable[str]) -> bool:
