@@ -57,10 +57,17 @@ def git(cwd: Path, *args: str, env: dict[str, str]) -> str:
                           text=True).stdout.strip()
 
 
-def liza(cwd: Path, *args: str, env: dict[str, str], agent: str | None = None) -> str:
+def liza(cwd: Path, *args: str, env: dict[str, str], agent: str | None = None,
+         retries: int = 0) -> str:
+    """`retries`: how many more times to run a command that ended in exit 2 (the CAS gave up
+    beside busy writers, which the error says to retry; nothing was written)."""
     e = dict(env, **({"LIZA_AGENT_ID": agent} if agent else {}))
-    r = subprocess.run([str(BIN / "git-liza"), *args], cwd=cwd, env=e, capture_output=True,
-                       text=True)
+    for _ in range(retries + 1):
+        r = subprocess.run([str(BIN / "git-liza"), *args], cwd=cwd, env=e, capture_output=True,
+                           text=True)
+        if r.returncode != 2:
+            break
+        time.sleep(0.5)
     if r.returncode != 0:
         raise RuntimeError(f"git liza {' '.join(args)}: exit {r.returncode}: {r.stderr.strip()}")
     return r.stdout
@@ -317,7 +324,7 @@ class Team:
         for _ in range(n):
             self.added += 1
             liza(self.repo, "add", f"t{self.added}", "--desc", "d", "--spec-ref", "README.md",
-                 "--done-when", "w", "--scope", "x", "--ready", env=self.env)
+                 "--done-when", "w", "--scope", "x", "--ready", env=self.env, retries=5)
 
     def statuses(self) -> dict[str, int]:
         board = json.loads(liza(self.repo, "status", "--json", env=self.env))
