@@ -81,6 +81,10 @@ class Proc:
     live_packs: int  # open files on packs still there
     rss_kb: int
     anon_kb: int  # RSS but mapped files (packs): the process's own memory
+    # Mappings of deleted pack files: libgit2 maps a pack's index with no file left open, so a
+    # pack it holds after its removal may show here and in no count of open files (issue 39:
+    # 3,900 in a supervisor after 30 minutes, from a database that never let go of one).
+    deleted_maps: int = 0
 
 
 def proc(pid: int) -> Proc | None:
@@ -88,6 +92,8 @@ def proc(pid: int) -> Proc | None:
     try:
         names = os.listdir(f"/proc/{pid}/fd")
         status = Path(f"/proc/{pid}/status").read_text()
+        with open(f"/proc/{pid}/maps") as f:
+            maps = sum(1 for ln in f if "/pack/pack-" in ln and ln.rstrip().endswith("(deleted)"))
     except OSError:
         return None
     for fd in names:
@@ -105,7 +111,7 @@ def proc(pid: int) -> Proc | None:
             rep += 1
     kb = {ln.split(":")[0]: int(ln.split()[1]) for ln in status.splitlines()
           if ln.startswith(("VmRSS:", "RssAnon:"))}
-    return Proc(fds, own, rep, live, kb["VmRSS"], kb["RssAnon"])
+    return Proc(fds, own, rep, live, kb["VmRSS"], kb["RssAnon"], maps)
 
 
 def pack_counts(repo: Path) -> tuple[int, int]:

@@ -11,6 +11,7 @@ import pygit2
 
 from gitliza.core.model import Evidence
 from gitliza.core.quorum import split_path
+from gitliza.git import treepath
 
 
 def evidence_gaps(repo: pygit2.Repository, commit: str,
@@ -29,7 +30,7 @@ def evidence_gaps(repo: pygit2.Repository, commit: str,
     for e in paths:
         path, line = split_path(e.ref)
         try:
-            obj = tree[path]
+            obj = treepath.entry(tree, path)
         except KeyError:
             gaps.append(f"for criterion {e.criterion}: {path} is not in {commit[:12]}")
             continue

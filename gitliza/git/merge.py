@@ -21,6 +21,7 @@ from pygit2.enums import CheckoutStrategy, FileMode, FileStatus, RepositoryOpenF
 from gitliza.errors import (ConcurrencyConflict, GitFailure, NotFound, ValidationError,
                             environmental)
 from gitliza.git import reflocks
+from gitliza.git import treepath
 from gitliza.git.remotes import direct
 from gitliza.git.objects import ownstore
 from gitliza.git.objects import packfile
@@ -222,7 +223,7 @@ def _keep(repo: Repository, new: Oid, base: Oid) -> bool:
     try:
         commit, parent = repo[new], repo[base]
         assert isinstance(commit, pygit2.Commit) and isinstance(parent, pygit2.Commit)
-        direct.tree_objects(repo, commit.tree_id.raw, parent.tree_id.raw, objs)
+        direct.tree_objects(repo, commit.tree_id.raw, parent.tree_id.raw, objs, board=False)
         objs[new.raw] = (new.raw, b"commit", repo.odb.read(new)[1])
     except (KeyError, direct.NeedsGit):
         return False
@@ -293,7 +294,7 @@ def _script_rel_path(repo: Repository, script: Path) -> str:
 
 def _tree_entry(tree: pygit2.Tree, rel: str) -> pygit2.Object | None:
     try:
-        entry = tree[rel]
+        entry = treepath.entry(tree, rel)
     except KeyError:
         return None
     return entry if isinstance(entry, pygit2.Blob) else None

@@ -23,6 +23,8 @@ from typing import Any
 
 import pygit2.repository
 
+from gitliza.git import treepath
+
 _LOOKUP = pygit2.repository.BaseRepository.lookup_reference  # pygit2's own (C)
 _DECREF = ctypes.pythonapi.Py_DecRef
 _DECREF.argtypes = [ctypes.py_object]
@@ -45,3 +47,4 @@ def install() -> None:
     """Route every repository's reference lookups through `lookup_reference` (idempotent; the
     class's method is looked up at each call, so repositories opened before are covered too)."""
     pygit2.repository.BaseRepository.lookup_reference = lookup_reference  # type: ignore[method-assign]
+    treepath.give_back = _DECREF  # tree paths: the same leak, the same remedy (treepath.py)

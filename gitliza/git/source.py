@@ -9,7 +9,6 @@ read (newer than its own: gitliza/core/formats.py); the format of a tree read is
 """
 from __future__ import annotations
 
-import sys
 from typing import Any, Iterator
 
 import pygit2
@@ -17,6 +16,7 @@ import pygit2
 from gitliza.core import codec, formats, layout, tomlblob
 from gitliza.core.board import ENTITY_TYPES, JOURNALS
 from gitliza.errors import InconsistentState
+from gitliza.git import treepath
 from gitliza.git.memo import Generations
 
 # Decoded entities: per entity (collection, key), the version last decoded and its blob oid.
@@ -72,7 +72,7 @@ class GitSource:
 
     def has(self, coll: str, key: str = "") -> bool:
         """Whether the entity exists, without decoding it."""
-        return self._tree is not None and tree_path(coll, key) in self._tree
+        return self._tree is not None and treepath.has(self._tree, layout.path_of(coll, key))
 
     def get(self, coll: str, key: str) -> Any | None:
         k = (coll, key)
@@ -85,7 +85,7 @@ class GitSource:
         oid = self._ids.get(k)
         if oid is None and self._tree is not None:
             try:
-                oid = self._tree[tree_path(coll, key)].id
+                oid = treepath.entry(self._tree, layout.path_of(coll, key)).id
             except KeyError:
                 pass
         if oid is None:
@@ -149,16 +149,6 @@ class GitSource:
                 key = name[: -len(layout.SUFFIX)]
                 self._ids[(coll, key)] = entry.id
                 yield key
-
-
-def tree_path(coll: str, key: str) -> str:
-    """`layout.path_of`, interned: the string to look an entity up in a pygit2 tree with.
-    pygit2 (1.21 and before) keeps one reference to every string it is given as a tree path or
-    a reference name and never drops it (`pgit_borrow_fsdefault` does not release what
-    `PyOS_FSPath` returned), so a fresh string per lookup is never freed: a few hundred bytes per
-    transition, for ever, in a long-lived process. Interned, a path is one string however often it
-    is looked up; the strings kept number the board's entities."""
-    return sys.intern(layout.path_of(coll, key))
 
 
 def _ident(coll: str, entity: Any) -> Any:

@@ -17,6 +17,7 @@ from pygit2 import Repository
 from pygit2.enums import FileStatus, RepositoryOpenFlag, RepositoryState
 
 from gitliza.git import reflocks
+from gitliza.git import treepath
 from gitliza.git.objects import ownstore
 from gitliza.git.objects import packs
 from gitliza.git.repository import common_dir
@@ -123,7 +124,7 @@ def cut_short(path: Path) -> bool:
 
 def _same_as(tree: pygit2.Tree, name: str, file: Path) -> bool:
     try:
-        entry = tree[name]
+        entry = treepath.entry(tree, name)
         return bool(entry.id == pygit2.hashfile(str(file)))
     except (KeyError, OSError, pygit2.GitError):
         return False

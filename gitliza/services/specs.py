@@ -17,6 +17,7 @@ from gitliza.core.ops.base import Op
 from gitliza.core.ids import check_spec_ref, spec_path
 from gitliza.core.states import TaskState
 from gitliza.errors import ValidationError
+from gitliza.git import treepath
 
 
 GATED_OPS = frozenset({"add", "add-tasks", "finalize", "edit"})
@@ -77,7 +78,7 @@ def spec_problem(repo: pygit2.Repository, branch: str, spec_ref: str) -> str | N
     except (KeyError, ValueError, pygit2.GitError):
         return f"integration branch {branch!r} does not exist, so spec {path} cannot be checked"
     try:
-        entry = tip.tree[path]
+        entry = treepath.entry(tip.tree, path)
     except KeyError:
         return f"spec_ref {spec_ref!r}: {path} does not exist on the integration branch {branch!r}"
     if entry.type_str != "blob":

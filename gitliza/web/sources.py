@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 import pygit2
 
+from gitliza.git import treepath
+
 if TYPE_CHECKING:
     from gitliza.services.api import Liza
 
@@ -33,7 +35,7 @@ def spec_text(repo: pygit2.Repository, branch: str, spec_ref: str | None) -> str
     path = spec_ref.split("#", 1)[0]
     try:
         tip = repo.lookup_reference(f"refs/heads/{branch}").peel(pygit2.Commit)
-        blob = repo[tip.tree[path].id]
+        blob = repo[treepath.entry(tip.tree, path).id]
     except (KeyError, ValueError, pygit2.GitError):
         return None
     if not isinstance(blob, pygit2.Blob) or blob.is_binary:

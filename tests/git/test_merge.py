@@ -1,6 +1,7 @@
 """merge_commit_into against real repositories: no mocks, real worktrees, real integration scripts."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pygit2
@@ -110,6 +111,24 @@ def test_merge_commit_when_diverged(integ: Path) -> None:
     assert git(integ, "rev-parse", f"{new}^1", f"{new}^2").split() == [str(other), str(task)]
     assert git(integ, "log", "-1", "--format=%s%n%an", str(new)).split("\n") == [f"Merge {task}", "Liza Supervisor"]
     assert files_at(integ, str(new)) == {"README.md": "project", "other.txt": "other", "feature.txt": "feature"}
+
+
+def test_a_merge_keeps_no_parsed_copy_of_the_projects_trees(integ: Path) -> None:
+    """A merge copies the objects its tree adds into gitliza's own store, walking the project's
+    trees; it must not leave them in the process's cache of the board's trees: a project's tree
+    grows with its history (here, as in a busy team, one more file per merge at the root), so a
+    long-lived merger kept a growing copy of every recent version (issue 39)."""
+    from gitliza.git.objects import ownstore, trees
+    commit_files(integ, "integration", {f"done-{i}.txt": f"{i}\n" for i in range(200)})
+    task = commit_files(integ, "liza/t", {"feature.txt": "feature\n"})
+    outcome = merge(integ, task)
+    assert outcome.kind == "merge"
+    repo = open_repo(integ)
+    root = repo[outcome.new].tree_id.raw  # type: ignore[attr-defined]
+    own = ownstore.target(repo)
+    assert own is not None and any(n.endswith(".pack") for n in os.listdir(Path(own) / "pack"))
+    assert root not in trees._PARSED
+    assert repo[outcome.old].tree_id.raw not in trees._PARSED  # type: ignore[attr-defined]
 
 
 def test_only_the_reviewed_commit_is_merged(integ: Path) -> None:

@@ -17,7 +17,6 @@ from gitliza.core.ops import Init, Register
 from gitliza.core.ops.work import Heartbeat
 from gitliza.git.objects import odbfresh
 from gitliza.git.objects.odbfresh import OdbRefresh
-from gitliza.git.source import tree_path
 from gitliza.git.store import Store
 from tests.conftest import git
 
@@ -113,15 +112,6 @@ def test_nothing_is_freed_inside_a_hooks_quarantine(repo: Path, monkeypatch: pyt
     git(repo, "commit", "-q", "--allow-empty", "-m", "more")
     git(repo, "repack", "-a", "-d", "-q")
     assert watch.check() is False and watch.frees == 0
-
-
-def test_a_tree_path_is_one_string_however_often_pygit2_is_given_it() -> None:
-    """pygit2 keeps a reference to every string given to a tree lookup: a fresh string per
-    lookup would be one leaked string per lookup."""
-    first = tree_path("agents", "coder-1")
-    again = tree_path("agents", "".join(["coder", "-1"]))
-    assert first is again
-    assert sys.intern(first) is first
 
 
 CHURN = """import sys

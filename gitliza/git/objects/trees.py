@@ -42,14 +42,17 @@ TREE_HEAD = b"40000 "
 # entries the way git does; names are unique, so the comparison never reaches the other fields.
 Entry = tuple[bytes, bytes, bytes]
 Entries = dict[bytes, Entry]
+PARSED_ENTRIES = 4_096  # per generation of the cache below
 
 # Parsed trees by raw id, shared by every repository in the process: the key is the hash of the
 # content, so an entry is right wherever the tree is found. Trees only computed (the hash sink) are
 # cached too; that is safe because a tree is looked up only as the base given by the caller or as a
 # subtree of one, and the caller's base comes from the repository, so a tree reached from it exists
 # there with all its subtrees. Two generations (memo.py): the trees a process keeps editing stay,
-# the ones transitions replaced go.
-_PARSED: Generations[bytes, Entries] = Generations(1_024)  # ~8 KB for a 40-entry leaf tree
+# the ones transitions replaced go. Counted in entries (~250 bytes each parsed), not trees: 2 x 1,024
+# trees held 3.2 MB in a coder at the 300th task of a busy team and more as the archive's leaves
+# fill (issue 39); a transition edits the trees on the paths it changes, ~100 entries.
+_PARSED: Generations[bytes, Entries] = Generations(PARSED_ENTRIES, weight=len)
 
 
 # layout.path_of hashes the key (sha1) for its fan-out; verify asks for the same few paths on every

@@ -40,7 +40,7 @@ from gitliza.git.objects import ownstore
 from gitliza.git.objects import packfile
 from gitliza.git.objects import packs
 from gitliza.git.repository import common_dir
-from gitliza.git.objects.trees import TREE_HEAD, Entries, parsed
+from gitliza.git.objects.trees import TREE_HEAD, Entries, parse, parsed
 
 # Hooks receive-pack runs in the remote (githooks(5)); any of them means "use git".
 RECEIVE_HOOKS = ("pre-receive", "update", "post-receive", "post-update", "reference-transaction",
@@ -191,30 +191,40 @@ def _missing_chain(src: pygit2.Repository, dst: pygit2.Repository, tip: pygit2.O
 
 
 def tree_objects(src: pygit2.Repository, new: bytes, old: bytes | None,
-                 out: dict[bytes, packfile.Obj]) -> None:
-    """Every object of tree `new` that tree `old` (complete on the other side) lacks."""
+                 out: dict[bytes, packfile.Obj], *, board: bool = True) -> None:
+    """Every object of tree `new` that tree `old` (complete on the other side) lacks. `board`:
+    the trees are the board's, parsed through the process's shared cache (the next replay reads
+    them); False for any other tree (a merge of the user's code): parsed and let go, so that a
+    merge does not keep a parsed copy of the project's trees, whose size grows with the project
+    (issue 39: a reviewer's cache held every recent version of a root tree with one file per merged
+    task, 1.9 MB at the 300th task and growing)."""
     if new == old or new in out:
         return
     kind, body = src.odb.read(pygit2.Oid(raw=new))
     if kind != pygit2.GIT_OBJECT_TREE:
         raise NeedsGit()
     out[new] = (new, b"tree", body)
+    read = parsed if board else _parse_only
     before: Entries = {}
     if old is not None:
-        before = parsed(old, src.odb.read(pygit2.Oid(raw=old))[1]) if old not in out \
-            else parsed(old, out[old][2])
-    for name, (_key, head, raw) in parsed(new, body).items():
+        before = read(old, src.odb.read(pygit2.Oid(raw=old))[1]) if old not in out \
+            else read(old, out[old][2])
+    for name, (_key, head, raw) in read(new, body).items():
         prev = before.get(name)
         if prev is not None and prev[2] == raw:
             continue
         if head.startswith(TREE_HEAD):
             tree_objects(src, raw, prev[2] if prev is not None and prev[1].startswith(TREE_HEAD)
-                          else None, out)
+                          else None, out, board=board)
         elif head.startswith(GITLINK):
             continue  # a submodule's commit is not an object of this repository
         elif raw not in out:
             bkind, bbody = src.odb.read(pygit2.Oid(raw=raw))
             out[raw] = (raw, _KINDS.get(bkind, b"blob"), bbody)
+
+
+def _parse_only(_raw: bytes, body: bytes) -> Entries:
+    return parse(body)
 
 
 def copy_chain(src: pygit2.Repository, dst: pygit2.Repository, tip: pygit2.Oid,

@@ -31,6 +31,7 @@ from gitliza.core.invariants import problems_of_change
 from gitliza.core.ops.engine import apply
 from gitliza.core.ops.review import Verdict
 from gitliza.errors import InconsistentState, LizaError
+from gitliza.git import treepath
 from gitliza.git.remotes import shallow
 from gitliza.git.objects import trees
 from gitliza.git.commits import signature
@@ -308,14 +309,14 @@ class ReplaySource:
             return format_of(self._tree)
         path = trees.path_of(coll, key)
         try:
-            oid = self._tree[path].id
+            oid = treepath.entry(self._tree, path).id
         except KeyError:
             return None
         # The key is part of the cache key: the same bytes under another name must be decoded (and
         # refused by decode_blob, which checks that a blob holds the entity its path names).
         found = self._cache.get((coll, key, oid))
         if found is None:
-            found = decode_blob(coll, key, self._tree[path].data, path)  # type: ignore[union-attr]
+            found = decode_blob(coll, key, treepath.entry(self._tree, path).data, path)  # type: ignore[attr-defined]
             self._cache[(coll, key, oid)] = found
         return found
 
@@ -323,7 +324,7 @@ class ReplaySource:
         return self._keys.keys(coll)
 
     def has(self, coll: str, key: str = "") -> bool:
-        return trees.path_of(coll, key) in self._tree
+        return treepath.has(self._tree, trees.path_of(coll, key))
 
 
 def _tree_diff(parent: pygit2.Commit | None, commit: pygit2.Commit, built: trees.Built) -> str:
@@ -332,7 +333,7 @@ def _tree_diff(parent: pygit2.Commit | None, commit: pygit2.Commit, built: trees
     for (coll, key), want in built.blobs.items():
         path = layout.path_of(coll, key)
         try:
-            have = commit.tree[path].id
+            have = treepath.entry(commit.tree, path).id
         except KeyError:
             have = None
         if want != have:
