@@ -184,8 +184,8 @@ def build_server(session: Session) -> Any:
 
 def serve(path: Path, agent: str | None, role: str | None) -> int:
     """Run the stdio server until the client closes it."""
-    from gitliza.git import reflookup
-    reflookup.install()  # a long-lived process: pygit2's lookups keep no name (reflookup.py)
+    from gitliza.git import longlived
+    longlived.install()  # a long-lived process: no name kept, pack windows bounded (longlived.py)
     require_sdk()
     import anyio
     from mcp.server.stdio import stdio_server

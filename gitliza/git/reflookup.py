@@ -8,8 +8,8 @@ ref): a supervisor kept one string per lookup, thousands per task (issue 39; 20,
 built name: 20,000 strings kept, ~1.5 MB). Interning the names (as liveref.py did first) keeps one
 string per distinct name instead, still one per task that ever was.
 
-The lookup is wrapped once for every repository (installed by the long-lived processes: every
-ref watcher, git/refwatch.py, and the MCP server; a one-shot command skips ctypes' import): the name
+The lookup is wrapped once for every repository (installed by the long-lived processes through
+git/longlived.py: every ref watcher and the MCP server; a one-shot command skips ctypes' import): the name
 goes in as a copy of its own, and the reference the call kept on that copy, if it kept one, is
 given back, so the copy is freed as soon as the lookup returns. A pygit2 that does not keep the
 name is left alone (the count is compared, not assumed); nothing but the name is touched, and

@@ -34,7 +34,7 @@ from typing import Any, Callable
 import pygit2
 from watchdog.events import FileSystemEventHandler
 
-from gitliza.git import reflookup
+from gitliza.git import longlived
 from gitliza.git.repository import common_dir, open_repository
 from gitliza.git.store import STATE_REF
 from gitliza.git.repository import LIZA_DIR, main_worktree
@@ -48,8 +48,9 @@ class RefWatcher:
     def __init__(self, repo_path: str | os.PathLike[str] = ".", ref: str = STATE_REF, *,
                  control_files: bool = True) -> None:
         # A process that watches the refs lives long: it is the one pygit2's lookups would fill
-        # with every name they were given (reflookup.py). A one-shot command does not pay for it.
-        reflookup.install()
+        # with every name they were given, and libgit2's pack windows with every page it read
+        # (longlived.py). A one-shot command does not pay for it.
+        longlived.install()
         self._repo = open_repository(repo_path)
         self.ref = ref
         self.common = common_dir(self._repo)

@@ -1,0 +1,35 @@
+"""What a process that lives long (a supervisor, `git liza web`, `events --follow`, `watch`, the
+MCP server: every process that watches refs) sets up once, and a one-shot command does not pay
+for.
+
+- pygit2's lookups keep every reference name and tree path they are given: wrapped
+  (reflookup.py, treepath.py).
+- libgit2's pack windows. By default libgit2 maps a pack in windows of 1 GB and unmaps none until
+  8 GB are mapped: a process that reads the board's history (the web board's columns of ended
+  tasks, `log` through the MCP server, `verify`) keeps every page it ever read of every pack
+  resident, for the life of the pack, and the packs grow with the history. In a busy team the web
+  board's and the MCP server's resident pack pages grew 8 and 7 MB within 400 tasks, and on
+  (issue 39). Windows of WINDOW bytes, at most MAPPED bytes mapped: past it libgit2 unmaps the
+  least recently used windows no read is using. What a reader reads again soon stays mapped;
+  the cost is a mapping now and then (a window is one mmap call).
+"""
+from __future__ import annotations
+
+WINDOW = 4 << 20  # bytes of a pack mapped at once
+MAPPED = 32 << 20  # bytes of packs mapped at most (libgit2 may pass it while windows are in use)
+
+_done = False
+
+
+def install() -> None:
+    """Idempotent; call before the process opens its long-lived repository handles."""
+    global _done
+    if _done:
+        return
+    import pygit2
+
+    from gitliza.git import reflookup
+    reflookup.install()
+    pygit2.settings.mwindow_size = WINDOW
+    pygit2.settings.mwindow_mapped_limit = MAPPED
+    _done = True
