@@ -54,7 +54,7 @@ from gitliza.core.states import HUMAN_ACTOR, Role
 from gitliza.core.terminal import safe
 from gitliza.core.wake import Hold
 from gitliza.errors import EXIT_VALIDATION, LeaseLost, LizaError, ValidationError
-from gitliza.git import worktrees
+from gitliza.git import longlived, worktrees
 from gitliza.git.objects import odbfresh
 from gitliza.git.refwatch import RefWatcher
 from gitliza.services.liveness import leasewatch
@@ -63,7 +63,7 @@ from gitliza.services.wait import min_timeout, seconds_until
 from gitliza.sandbox import treerun
 from gitliza.sandbox.box import Sandbox, limits
 from gitliza.sandbox.box import parse as sandbox_mode
-from gitliza.team import allocator, orphans, runner, usage
+from gitliza.team import orphans, runner, usage
 from gitliza.team.generation import Generation, StandDown
 from gitliza.team.heartbeat import Watchdog, lease_keeper, watchdog_tick
 from gitliza.team.sessions import Sessions
@@ -155,7 +155,7 @@ class Supervisor:
     def _loop(self) -> int:
         streak = runs.Streak()
         launches: list[float] = []  # monotonic times of the recent launches
-        allocator.set_for_long_life()
+        longlived.install()  # glibc's malloc, pygit2's lookups, libgit2's pack windows
         odbfresh.collect_dropped(first=True)
         while not self.stopping:
             self.watchdog.feed()

@@ -59,6 +59,8 @@ def serve(open_liza: Callable[[], Any], host: str = "127.0.0.1", port: int | Non
     re-raises it once shut down: a SIGINT with Python's default handler is a KeyboardInterrupt
     out of here, a SIGTERM ends the process, one the process ignores returns."""
     require_extra()
+    from gitliza.git import longlived
+    longlived.install()  # before uvicorn's threads: glibc's arenas, pack windows (longlived.py)
     import uvicorn
 
     from gitliza.web.app import build

@@ -220,7 +220,7 @@ def test_a_busy_team_holds_nothing_more_per_task(tmp_path: Path) -> None:
     # What grew per task (docs/performance.md, "A busy team"): the last live record of every task
     # (git/source.py), every reference name and tree path given to pygit2 (git/reflookup.py,
     # git/treepath.py), the TOML writer's renderings and the decoded archive (core/tomlblob.py),
-    # glibc's free arenas (team/allocator.py), a parsed copy of the project's trees per merge
+    # glibc's free arenas (git/allocator.py), a parsed copy of the project's trees per merge
     # (git/remotes/direct.py), and the index of every pack the team wrote, mapped by the
     # renewals' object database (git/liveobjects.py). Issue 39's goal: RSS within 10% from the
     # 100th task to the 300th (before these fixes this range grew +45%).

@@ -1,4 +1,4 @@
-"""glibc's malloc set for a long-lived process (gitliza/team/allocator.py), as a supervisor sets it:
+"""glibc's malloc set for a long-lived process (gitliza/git/allocator.py), as a supervisor sets it:
 a large block freed goes back to the system instead of raising the threshold under which the next
 ones stay in the heap. Each case in a fresh interpreter (the settings are the process's)."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 PROBE = """
 import ctypes, sys
-from gitliza.team import allocator
+from gitliza.git import allocator
 if sys.argv[1] == "set":
     assert allocator.set_for_long_life()
 libc = ctypes.CDLL(None)

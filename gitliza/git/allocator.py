@@ -1,4 +1,5 @@
-"""glibc's malloc, set for a process that lives for days (a supervisor).
+"""glibc's malloc, set for a process that lives for days (a supervisor, the web board, the MCP
+server: git/longlived.py).
 
 Left to its defaults, glibc's allocator grew a busy supervisor's heap by ~40 KB per task it
 worked on, most of it free memory it kept (issue 39: the free part of the arenas went from 1-2 MB
