@@ -20,8 +20,12 @@ for.
 """
 from __future__ import annotations
 
-WINDOW = 4 << 20  # bytes of a pack mapped at once
-MAPPED = 32 << 20  # bytes of packs mapped at most (libgit2 may pass it while windows are in use)
+# A window is one mmap call: 1 MB windows cost a reader of the whole board (~30 MB of packs at the
+# 500th task of a busy team) some 30 calls a read, and keep what a supervisor reads (the live
+# tasks, its writes' trees) in a few. 8 MB: a sixth of a supervisor's RSS, where 32 MB would let
+# the web board's resident pack pages double its own memory before libgit2 unmapped any.
+WINDOW = 1 << 20  # bytes of a pack mapped at once
+MAPPED = 8 << 20  # bytes of packs mapped at most (libgit2 may pass it while windows are in use)
 
 _done = False
 
