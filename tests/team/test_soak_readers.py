@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from gitliza.git.objects.packs import most_packs
 from tests.gitdaemon import _free_port
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
@@ -79,5 +80,8 @@ def test_readers_beside_a_busy_team_hold_nothing_more_per_task(tmp_path: Path) -
         # may be held at the moment of a sample, never a pile.
         assert all(s[name].deleted_own + s[name].deleted_repo <= 10 for s in samples), \
             (name, samples)
+        # Nor a pile of mapped indexes (a database that never looks again: no open file shows it).
+        assert all(s[name].deleted_maps <= most_packs(len(TEAM)) for s in samples), \
+            (name, [s[name].deleted_maps for s in samples])
         grown[name] = round(max(s[name].rss_kb for s in late) / first[name].rss_kb - 1, 3)
     assert all(g <= 0.10 for g in grown.values()), (grown, samples)
