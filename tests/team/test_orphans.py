@@ -109,6 +109,15 @@ exec sleep 600
 
 
 @linux
+def _exec_done(pid: int, marker: bytes) -> None:
+    """Wait until child `pid` runs its program: between fork and exec its environment is still
+    this process's (a loaded machine stretched that gap past the check that reads it)."""
+    deadline = time.monotonic() + WAIT
+    while marker not in Path(f"/proc/{pid}/environ").read_bytes():
+        assert time.monotonic() < deadline, f"{pid} never ran its program"
+        time.sleep(0.01)
+
+
 def test_a_recorded_group_is_signalled_only_when_it_is_still_the_agent(tmp_path: Path) -> None:
     """A record whose process group now belongs to a stranger (the pid was reused, or the agent
     is long gone) stops nothing."""
@@ -124,6 +133,7 @@ def test_a_recorded_group_is_signalled_only_when_it_is_still_the_agent(tmp_path:
         agent = subprocess.Popen(["sleep", "600"], start_new_session=True,
                                  env={"PATH": os.environ["PATH"], "LIZA_AGENT_ID": "coder-1",
                                       "LIZA_SUPERVISOR_GEN": "1"})
+        _exec_done(agent.pid, b"LIZA_AGENT_ID=coder-1")
         orphans.record(tmp_path, "coder-1", 1, agent.pid, "t1")
         assert orphans.stop_previous(tmp_path, "coder-1", 1, said.append) == 0  # our own gen
         assert orphans.stop_previous(tmp_path, "coder-1", 2, said.append) == 1

@@ -114,6 +114,12 @@ def _ignoring_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a background job of a non-interactive shell
 
 
+def _default_sigint() -> None:
+    """A terminal's foreground job, whatever this test runs under: pytest started as a background
+    job of a non-interactive shell (`nohup ... &`) ignores SIGINT, and every child inherits it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @linux
 @pytest.mark.slow
 def test_git_liza_team_through_git_that_ignored_sigint_reports_the_stop(
@@ -156,7 +162,8 @@ def _team_stopped_by_sigint(repo: Path, tmp_path: Path, argv: list[str]) -> tupl
     with out.open("wb") as f:
         team = subprocess.Popen([*argv, "team", "--planners", "0", "--reviewers", "0",
                                  "--coders", "1", "--", str(agent)], cwd=repo, env=env_for(),
-                                stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
+                                stdout=f, stderr=subprocess.STDOUT, start_new_session=True,
+                                preexec_fn=_default_sigint)
     try:
         wait_status(repo, "t1", "CLAIMED")
         os.killpg(team.pid, signal.SIGINT)  # a terminal's Ctrl-C: the whole group
@@ -224,7 +231,8 @@ def test_git_liza_web_stops_on_sigint_without_gits_waitpid_error(
     from tests.cli.test_board import liza, ok
     ok(liza(repo, "init", "Build hello", agent=None))
     out = tmp_path / "web.txt"
-    web = _web(repo, out, ["git", "liza"], **({"preexec_fn": _ignoring_sigint} if ignored else {}))
+    web = _web(repo, out, ["git", "liza"],
+               preexec_fn=_ignoring_sigint if ignored else _default_sigint)
     try:
         _wait_answering(out)  # uvicorn's handlers are in place once it serves, not before
         if ignored:
