@@ -111,7 +111,7 @@ def plot(results: list[tuple[str, dict[str, object]]], path: Path) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(2, 2, figsize=(11, 7))
+    fig, ax = plt.subplots(3, 2, figsize=(11, 10))
     for label, r in results:
         samples = r["samples"]
         assert isinstance(samples, list)
@@ -120,6 +120,11 @@ def plot(results: list[tuple[str, dict[str, object]]], path: Path) -> None:
             rows = [(m, s[agent]) for m, s in zip(mins, samples) if s.get(agent)]
             ax[0][0].plot([m for m, _ in rows], [p["rss_kb"] / 1024 for _, p in rows],
                           label=f"{label} {agent}")
+            # The process's own memory: RSS but the mapped files (packs, libraries)
+            ax[2][0].plot([m for m, _ in rows], [p.get("anon_kb", 0) / 1024 for _, p in rows],
+                          label=f"{label} {agent}")
+            ax[2][1].plot([m for m, _ in rows], [p.get("deleted_maps", 0) for _, p in rows],
+                          label=f"{label} {agent}")
             ax[0][1].plot([m for m, _ in rows],
                           [p["fds"] + p["live_packs"] + p["deleted_own"] + p["deleted_repo"]
                            for _, p in rows], label=f"{label} {agent}")
@@ -127,9 +132,11 @@ def plot(results: list[tuple[str, dict[str, object]]], path: Path) -> None:
         lat = r["latency"]
         assert isinstance(lat, list)
         ax[1][1].plot([t / 60 for t, _ in lat], [x for _, x in lat], ".", ms=3, label=label)
-    for a, title in zip([ax[0][0], ax[0][1], ax[1][0], ax[1][1]],
+    for a, title in zip([ax[0][0], ax[0][1], ax[1][0], ax[1][1], ax[2][0], ax[2][1]],
                         ["RSS per process (MB)", "open files per process",
-                         "packs (objects/ + liza-objects/)", "add-to-merge latency (s)"]):
+                         "packs (objects/ + liza-objects/)", "add-to-merge latency (s)",
+                         "anonymous RSS per process (MB)",
+                         "deleted pack files mapped per process"]):
         a.set_title(title, fontsize=10)
         a.set_xlabel("minutes")
         a.grid(alpha=0.3)
