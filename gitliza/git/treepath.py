@@ -16,9 +16,11 @@ exits) and never imports ctypes for it.
 from __future__ import annotations
 
 import sys
-from typing import Callable
+from typing import Callable, TypeVar
 
 import pygit2
+
+T = TypeVar("T")
 
 # Set by reflookup.install: gives back one reference to a string (ctypes' Py_DecRef).
 give_back: Callable[[str], None] | None = None
@@ -26,27 +28,22 @@ give_back: Callable[[str], None] | None = None
 
 def entry(tree: pygit2.Tree, path: str) -> pygit2.Object:
     """`tree[path]`: the object at `path`; KeyError when there is none."""
-    release = give_back
-    if release is None or len(path) < 2:
-        return tree[path]
-    own = path[:1] + path[1:]  # a new string, which only this frame refers to
-    held = sys.getrefcount(own)
-    try:
-        return tree[own]
-    finally:
-        if sys.getrefcount(own) > held:
-            release(own)
+    return _look(tree.__getitem__, path)
 
 
 def has(tree: pygit2.Tree, path: str) -> bool:
     """`path in tree`."""
+    return bool(_look(tree.__contains__, path))
+
+
+def _look(call: Callable[[str], T], path: str) -> T:
     release = give_back
     if release is None or len(path) < 2:
-        return path in tree
-    own = path[:1] + path[1:]
+        return call(path)
+    own = path[:1] + path[1:]  # a new string, which only this frame refers to
     held = sys.getrefcount(own)
     try:
-        return own in tree
+        return call(own)
     finally:
         if sys.getrefcount(own) > held:
             release(own)

@@ -111,10 +111,9 @@ exec sleep 600
 @linux
 def _exec_done(pid: int, marker: bytes) -> None:
     """Wait until child `pid` runs its program: between fork and exec its environment is still
-    this process's (a loaded machine stretched that gap past the check that reads it)."""
-    deadline = time.monotonic() + WAIT
+    this process's (a loaded machine stretched that gap past the check that reads it). No clock
+    here: a child that never execs is the test's timeout."""
     while marker not in Path(f"/proc/{pid}/environ").read_bytes():
-        assert time.monotonic() < deadline, f"{pid} never ran its program"
         time.sleep(0.01)
 
 
