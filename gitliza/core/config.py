@@ -29,11 +29,13 @@ CONFIG_MAX = {"lease_duration": 7 * 86400, "heartbeat_interval": 86400,
 CONFIG_MAX.update(budget_tokens_per_task=10**12, budget_tokens_per_goal=10**12)
 # The sandbox's limits (gitliza/sandbox/seccomp.py): a million processes or a terabyte is no limit.
 CONFIG_MAX.update(sandbox_pids_max=10**6, sandbox_memory_max_mb=10**6, sandbox_tmp_max_mb=10**6)
+CONFIG_MAX.update(sandbox_checkout_max_mb=10**7, sandbox_checkout_max_files=10**9)
 # Optional keys that `none` (or `off`) unsets.
 UNSETTABLE = frozenset({"budget_tokens_per_task", "budget_tokens_per_goal", "budget_usd_per_goal",
                         "prices", "pool_idle_exit", "models", "quorum_rules",
                         "sandbox_pids_max", "sandbox_memory_max_mb",
-                        "sandbox_tmp_max_mb", "sandbox_secret_env"})
+                        "sandbox_tmp_max_mb", "sandbox_secret_env",
+                        "sandbox_checkout_max_mb", "sandbox_checkout_max_files"})
 # Watcher thresholds (optional: unset means the seed's value, see gitliza/core/alarms.py).
 CONFIG_MAX.update({k: 30 * 86400 for k in _CONFIG_TYPES if k.startswith("alarm_")})
 

@@ -328,6 +328,11 @@ class Config:
     sandbox_memory_max_mb: int | None = since_v1(None)
     sandbox_tmp_max_mb: int | None = since_v1(None)
     sandbox_secret_env: str | None = since_v1(None)
+    # What a checkout of a tree may write (the task worktree, the integration test's scratch
+    # checkout, the main worktree following a merge; core/treerules.py): MB and files; unset: the
+    # defaults (2048 MB, 200,000 files). Checked before anything is written.
+    sandbox_checkout_max_mb: int | None = since_v1(None)
+    sandbox_checkout_max_files: int | None = since_v1(None)
 
 
 @dataclass(frozen=True, slots=True)

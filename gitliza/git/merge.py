@@ -21,7 +21,8 @@ from pygit2.enums import CheckoutStrategy, FileMode, FileStatus, RepositoryOpenF
 from gitliza.errors import (ConcurrencyConflict, GitFailure, NotFound, ValidationError,
                             environmental)
 from gitliza.git import reflocks
-from gitliza.git import treepath
+from gitliza.git import treecheck, treepath
+from gitliza.core import treerules
 from gitliza.git.remotes import direct
 from gitliza.git.objects import ownstore
 from gitliza.git.objects import packfile
@@ -136,6 +137,7 @@ def merge_commit_into(
     integration_timeout: float | None = None,
     tested_trees: frozenset[Oid] = frozenset(),
     runner: Runner | None = None,
+    bounds: tuple[int, int] | None = None,
 ) -> MergeOutcome:
     """Merge exactly `commit` into `refs/heads/<branch>` and move the branch by compare-and-swap.
 
@@ -148,6 +150,10 @@ def merge_commit_into(
     `integration_test` is a path relative to the repository root (or absolute below the main
     worktree); it runs only if it exists in the merged tree, inside a temporary detached checkout
     of the merged commit, output captured.
+
+    The merged tree is judged before anything checks it out (issue 46; TreeRefused, the branch
+    untouched): no top-level `.liza` entry, and no more than `bounds` (bytes, files; default
+    core/treerules.py's) for the scratch checkout and the worktrees that follow the branch.
     """
     refname = _branch_refname(branch)
     ref = _lookup_branch(repo, refname)
@@ -161,13 +167,16 @@ def merge_commit_into(
     if kind == "merge" and not _keep(repo, new, old):  # pruned in the instant after its writing:
         kind, new = _merged_commit(repo, refname, old, theirs, message, signature)  # once more
         _keep(repo, new, old)
+    bounds = bounds or treerules.checkout_bounds(None, None)
+    treecheck.refuse_liza_entry(repo, new, f"the merge into {branch}")
+    treecheck.refuse_large(repo, new, bounds, f"the merge into {branch}")
     changed = _changed_paths(repo, old, new)
     checkouts = checkouts_of_branch(repo, refname)
     _require_clean(refname, checkouts, changed)
     # A tree a batch already tested (the same inputs give the same tree) is not tested again.
     tested = require_commit(repo, new).tree_id in tested_trees or \
         _integration_test(repo, new, integration_test, integration_timeout,
-                          runner or run_captured)
+                          runner or run_captured, bounds)
     checkouts = checkouts_of_branch(repo, refname)  # again: the test may have run for minutes
     _require_clean(refname, checkouts, changed)
     _compare_and_swap(repo, ref, old, new, f"liza: {kind} {theirs.id}")
@@ -253,7 +262,8 @@ def _changed_paths(repo: Repository, old: Oid, new: Oid) -> set[str]:
 
 
 def _integration_test(
-    repo: Repository, merged: Oid, script: Path | None, timeout: float | None, runner: Runner
+    repo: Repository, merged: Oid, script: Path | None, timeout: float | None, runner: Runner,
+    bounds: tuple[int, int] | None = None,
 ) -> bool:
     if script is None:
         return False
@@ -261,7 +271,7 @@ def _integration_test(
     entry = _tree_entry(require_commit(repo, merged).tree, rel)
     if entry is None:
         return False
-    with temporary_checkout(repo, merged) as checkout:
+    with temporary_checkout(repo, merged, bounds) as checkout:
         argv = _script_argv(contained_path(checkout, rel), entry.filemode)
         returncode, output = runner(argv, checkout, timeout)
     if returncode != 0:
@@ -270,11 +280,11 @@ def _integration_test(
 
 
 def test_commit(repo: Repository, commit: Oid, script: Path, timeout: float | None,
-                runner: Runner | None = None) -> bool:
+                runner: Runner | None = None, bounds: tuple[int, int] | None = None) -> bool:
     """Run the integration test on `commit` (a merge built in memory, not on any branch): False
     when the tree has no such script, IntegrationTestFailed when it fails. `runner` is where it
     runs, as for `merge` (the supervisor's sandbox, sandbox/treerun.py)."""
-    return _integration_test(repo, commit, script, timeout, runner or run_captured)
+    return _integration_test(repo, commit, script, timeout, runner or run_captured, bounds)
 
 
 def _script_rel_path(repo: Repository, script: Path) -> str:

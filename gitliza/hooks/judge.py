@@ -149,6 +149,12 @@ def _check_integration(repo: pygit2.Repository, board: Board, ref: str, old: Any
         if old != new_oid and not rewind_ok and not repo.descendant_of(new_oid, old):
             return f"not a fast-forward of {str(old)[:12]}: merged work would be dropped"
         hide = [old]
+    if old != new_oid:  # issue 46: a `.liza` at its top would land in the main worktree's .liza/
+        from gitliza.core import treerules
+        from gitliza.git.treecheck import liza_entry
+        name = liza_entry(repo, new_oid)
+        if name is not None:
+            return treerules.liza_entry_line(ref, new, name)
     bad = unapproved(repo, Approvals.of(board), new_oid, hide, pending_merges=pending_merges)
     if bad:
         return (f"{ref} would receive {describe(bad)}; only approved review commits (merged by "

@@ -59,7 +59,4 @@ def _attic_line(liza: Liza, task: str) -> str:
     found = entries(liza.repo, task)
     if not found:
         return ""
-    return (f"\n\nEarlier work on {task} is kept in the attic ({len(found)} entr"
-            f"{'y' if len(found) == 1 else 'ies'}, newest {found[0].oid[:12]}: "
-            f"{found[0].subject}). `git liza attic {task}` lists them; `git log -p "
-            f"{found[0].ref}` shows one. Use what helps; it is not on your branch.\n")
+    return prompts.attic_section(task, len(found), found[0].oid, found[0].ref, found[0].subject)

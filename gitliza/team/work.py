@@ -5,6 +5,7 @@ once every task is terminal. Each is one `Job`: one agent session to run.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
@@ -24,6 +25,7 @@ from gitliza.services.lifecycle.claim import claim
 from gitliza.services.lifecycle.locations import main_root, task_dir
 from gitliza.services.lifecycle.merge import MergeFailed, merge
 from gitliza.services.lifecycle.review import claim_review
+from gitliza.services.lifecycle.reviewtree import review_checkout
 from gitliza.services.api import Liza
 
 if TYPE_CHECKING:
@@ -173,8 +175,8 @@ class WorkFinder:
         held = wake.holder_of(board, self.agent)
         if held is not None and wake.still_holds(board, self.agent, held.id, self.role) and \
                 (review_lease(held, self.agent) or "") > now:
-            return Job(task=held.id, worktree=task_dir(self.liza.repo, held.id),
-                       review_commit=held.review_commit, resume=True)
+            return self._clean(Job(task=held.id, worktree=task_dir(self.liza.repo, held.id),
+                                   review_commit=held.review_commit, resume=True))
         if not wake.work_for(board, Role.CODE_REVIEWER, self.agent, now):
             return None
         try:
@@ -189,4 +191,18 @@ class WorkFinder:
         if rt is None or done.worktree is None:
             return None
         self.log(f"reviewing {rt.id} at {str(rt.review_commit)[:12]}")
-        return Job(task=rt.id, worktree=done.worktree, review_commit=rt.review_commit)
+        return self._clean(Job(task=rt.id, worktree=done.worktree,
+                               review_commit=rt.review_commit))
+
+    def _clean(self, job: Job) -> Job | None:
+        """The review runs in this reviewer's clean checkout of exactly review_commit (issue 46:
+        services/lifecycle/reviewtree.py), made anew before each session: never in the coder's
+        worktree, whose ignored files would be tested with it."""
+        if job.task is None or job.review_commit is None:
+            return job
+        try:
+            path = review_checkout(self.liza, job.task, job.review_commit)
+        except LizaError as e:
+            self.log(f"review checkout of {job.task}: {e}")
+            return None
+        return dataclasses.replace(job, worktree=path)

@@ -281,6 +281,15 @@ def build(open_liza: Callable[[], Any], token: str, *, read_only: bool = False,
         return StreamingResponse(log_stream(path, max(0, offset), bus.closing),
                                  media_type="text/event-stream")
 
+    async def repo_image(request: Request) -> Response:
+        from gitliza.web.images import repo_image as read
+        with board.handle():
+            found = read(board.liza.repo, board.liza.board().config.integration_branch,
+                         request.path_params["path"])
+        if found is None:
+            return PlainTextResponse("gitliza: error: no such image\n", status_code=404)
+        return Response(found[0], media_type=found[1])
+
     async def css(request: Request) -> Response:
         return Response(taskpage.pygments_css(), media_type="text/css")
 
@@ -302,6 +311,7 @@ def build(open_liza: Callable[[], Any], token: str, *, read_only: bool = False,
         Route("/api/board", api_board), Route("/api/task/{task}", api_task),
         Route("/events", stream), Route("/task/{task}/log/{n:int}/stream", agent_log),
         Route("/action/{name}", action, methods=["POST"]), Route("/pygments.css", css),
+        Route("/repo/{path:path}", repo_image),
         Mount("/static", StaticFiles(directory=str(static)), name="static"),
     ]
     async def refused(request: Request, err: Exception) -> Response:

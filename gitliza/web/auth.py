@@ -108,17 +108,23 @@ class Guarded:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        refusal = self.guard.refuse(Request(scope))
-        if refusal is not None:
-            await refusal(scope, receive, send)
-            return
-
         async def with_headers(message: Any) -> None:
             if message["type"] == "http.response.start":
                 message["headers"] = [*message.get("headers", []), *SAFETY_HEADERS]
             await send(message)
+        refusal = self.guard.refuse(Request(scope))
+        if refusal is not None:  # a refusal carries them too: every response does
+            await refusal(scope, receive, with_headers)
+            return
         await self.app(scope, receive, with_headers)
 
 
-SAFETY_HEADERS = [(b"cache-control", b"no-store"), (b"x-frame-options", b"DENY"),
+# The board's own scripts, styles, images and connections only (issue 46): no external image,
+# script, frame or form target, whatever a task's text or a spec names; no inline script or
+# style attribute either (the pages use none: the legend's swatches are SVG presentation).
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+       "connect-src 'self'; font-src 'self'; form-action 'self'; frame-ancestors 'none'; "
+       "frame-src 'none'; base-uri 'none'; object-src 'none'")
+SAFETY_HEADERS = [(b"content-security-policy", CSP.encode()),
+                  (b"cache-control", b"no-store"), (b"x-frame-options", b"DENY"),
                   (b"referrer-policy", b"no-referrer"), (b"x-content-type-options", b"nosniff")]

@@ -83,7 +83,8 @@ def dependency_graph(tasks: Sequence[dict[str, Any]], link: str = "/task/") -> s
 
 def legend() -> str:
     return '<div class="legend">' + "".join(
-        f'<span><i style="background:{c}"></i>{s.replace("_", " ").lower()}</span>'
+        f'<span><svg class="swatch" width="10" height="10" aria-hidden="true"><rect '
+        f'width="10" height="10" rx="2" fill="{c}"/></svg>{s.replace("_", " ").lower()}</span>'
         for s, c in COLOURS.items()) + "</div>"
 
 

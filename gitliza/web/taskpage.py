@@ -4,23 +4,27 @@ iteration), the review diff file by file, highlighted, and the agent logs of its
 then live). Data from `show --json`'s view (gitliza/services/views/ show_data)."""
 from __future__ import annotations
 
+import posixpath
 from pathlib import Path
 from typing import Any, Sequence
 
+from gitliza.web import images
 from gitliza.web.pages import e, form, label, task_link, text_field, timeline_table, when
 from gitliza.web.sources import FileDiff
 
 _MD: Any = None
 
 
-def markdown(text: str) -> str:
+def markdown(text: str, base: str = "") -> str:
     """CommonMark with raw HTML off (a spec cannot inject markup) and markdown-it's link check
-    (no javascript: links)."""
+    (no javascript: links); an image only when it is a file of the repository (relative to
+    `base`, the Markdown file's directory; web/images.py), else text."""
     global _MD
     if _MD is None:
         from markdown_it import MarkdownIt
         _MD = MarkdownIt("commonmark", {"html": False}).enable("table")
-    out: str = _MD.render(text)
+        _MD.add_render_rule("image", images.image_rule)
+    out: str = _MD.render(text, {"base": base})
     return out
 
 
@@ -100,7 +104,8 @@ def task_body(t: dict[str, Any], *, spec: str | None, audit: Sequence[dict[str, 
     if not read_only:
         parts.append(task_actions(t))
     if t.get("spec_ref"):
-        body = markdown(spec) if spec is not None else \
+        body = markdown(spec, posixpath.dirname(t["spec_ref"].split("#", 1)[0])) \
+            if spec is not None else \
             '<p class="empty">not on the integration branch</p>'
         parts.append(f'<section class="panel spec"><h2>Spec <code>{e(t["spec_ref"])}</code></h2>'
                      f'<div class="md">{body}</div></section>')

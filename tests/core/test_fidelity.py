@@ -142,8 +142,8 @@ def test_a_handoff_stays_pending_until_a_prompt_gave_it() -> None:
     h = r.board.get("handoff", "task-1")
     text = prompts.coder_section(t, "/w", (), h)
     assert "=== HANDOFF FROM coder-1" in text
-    assert "SUMMARY (untrusted board text, quoted):\n  | half done\n" in text
-    assert "NEXT ACTION (untrusted board text, quoted):\n  | write tests\n" in text
+    assert "SUMMARY (untrusted text by coder-1, quoted):\n  | half done\n" in text
+    assert "NEXT ACTION (untrusted text by coder-1, quoted):\n  | write tests\n" in text
     # The heartbeat the supervisor makes once the prompt carries it clears the flag.
     r.do(Heartbeat, "coder-1", task="task-1")
     assert not r.board.task("task-1").handoff_pending
@@ -190,7 +190,7 @@ def test_handoff_section_lists_every_field() -> None:
                 next_action="n", approach="a", files_modified=("x.py",), next_steps=("one",))
     text = prompts.handoff_section(h)
     for label, value in (("APPROACH", "a"), ("FILES MODIFIED", "x.py"), ("NEXT STEP", "one")):
-        assert f"{label} (untrusted board text, quoted):\n  | {value}\n" in text
+        assert f"{label} (untrusted text by coder-1, quoted):\n  | {value}\n" in text
 
 
 def test_the_sprint_scope_is_set_and_the_sprint_completes_with_its_planned_tasks() -> None:

@@ -118,7 +118,7 @@ def test_board_text_is_quoted_data_it_cannot_close() -> None:
                                             "- run `git liza verdict"))
                            for line in own), own
             assert "\x1b" not in text and "\x07" not in text
-            assert "(untrusted board text, quoted):" in text
+            assert "(untrusted text by " in text
     # The prompt's own lines are the same whatever the board text says.
     hostile = prompts.base_prompt(prompts.Bootstrap(
         role=Role.CODER, agent="coder-1", project=ROOT, goal=INJECTION)) + prompts.coder_section(

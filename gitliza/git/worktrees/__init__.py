@@ -18,8 +18,9 @@ from pathlib import Path
 import pygit2
 from pygit2 import Oid, Repository
 
+from gitliza.core import treerules
 from gitliza.errors import GitFailure, NotFound, ValidationError, hint_for
-from gitliza.git import reflocks, refdelete
+from gitliza.git import reflocks, refdelete, treecheck
 from gitliza.git.checkouts import clean_sync_problems, open_checkout, worktree_head
 from gitliza.git.repository import common_dir, ensure_excluded, main_repository, ref_oid
 from gitliza.git.worktrees.admin import (AdminEntry, admin_entries, drop_admin, rmtree,
@@ -126,7 +127,8 @@ class TaskWorktree:
         return f"refs/heads/{self.branch}"
 
 
-def add_task_worktree(repo: Repository, task_id: str, base: Oid, *, fresh: bool = False) -> TaskWorktree:
+def add_task_worktree(repo: Repository, task_id: str, base: Oid, *, fresh: bool = False,
+                      bounds: tuple[int, int] | None = None) -> TaskWorktree:
     """Create branch `liza/<task_id>` at `base` and check it out at `<main>/.worktrees/<task_id>`.
 
     Leftovers: a worktree already on that branch, at `base`, and clean is reused (`created=False`;
@@ -135,11 +137,15 @@ def add_task_worktree(repo: Repository, task_id: str, base: Oid, *, fresh: bool 
     vanished, and an empty unregistered directory, are cleaned away. Anything holding work (branch
     elsewhere, dirty checkout, unknown files) is refused with ValidationError, unless `fresh=True`,
     which removes every leftover first (the spec's `wt-create.sh --fresh`).
+
+    A tree whose checkout would write past `bounds` (bytes, files; default: core/treerules.py's)
+    is refused (CheckoutTooLarge) before anything is written, leftovers included (issue 46).
     """
     lay = task_layout(repo)
     path = lay.task_path(task_id)
     main = main_repository(repo)
     require_commit(main, base)
+    treecheck.refuse_large(main, base, bounds or treerules.checkout_bounds(None, None), task_id)
     with worktree_mutex(repo):
         ensure_excluded(lay.common_dir, WORKTREES_DIR)
         if fresh:
@@ -291,14 +297,18 @@ def _delete_branch(main: Repository, name: str) -> None:
 
 
 @contextmanager
-def temporary_checkout(repo: Repository, commit: Oid) -> Iterator[Path]:
+def temporary_checkout(repo: Repository, commit: Oid,
+                       bounds: tuple[int, int] | None = None) -> Iterator[Path]:
     """A throw-away detached worktree of `commit` in the system temp dir, removed on exit.
 
     Registered as a real worktree (scripts run inside may call git), but outside `.worktrees/`,
-    so it never looks like a task. Cleanup runs even when the body raises.
+    so it never looks like a task. Cleanup runs even when the body raises. A tree past `bounds`
+    (default: core/treerules.py's) is refused before anything is written (CheckoutTooLarge).
     """
     main = main_repository(repo)
     require_commit(main, commit)
+    treecheck.refuse_large(main, commit, bounds or treerules.checkout_bounds(None, None),
+                           "the scratch checkout")
     holder = Path(tempfile.mkdtemp(prefix="liza-checkout-"))
     name = holder.name
     try:

@@ -15,6 +15,8 @@ import pygit2
 from pygit2 import Oid
 
 from gitliza.core.states import TaskState
+from gitliza.git.treecheck import TreeRefused
+from gitliza.services.lifecycle.common import checkout_bounds
 from gitliza.services.lifecycle.integration import integration_tip
 from gitliza.services.lifecycle.merge import INTEGRATION_TEST, merge
 from gitliza.services.lifecycle.remote import ensure_commit, pull_first
@@ -63,8 +65,9 @@ def merge_batch(liza: Liza, tasks: list[str], *, integration_timeout: float | No
         nonlocal runs
         runs += 1
         try:
-            test_commit(repo, chain[k - 1][1], script, integration_timeout, runner)
-        except IntegrationTestFailed:
+            test_commit(repo, chain[k - 1][1], script, integration_timeout, runner,
+                        checkout_bounds(board))
+        except (IntegrationTestFailed, TreeRefused):  # each merge then says why, alone
             return False
         return True
 

@@ -26,11 +26,13 @@ from gitliza.git.reflocks import RefLocked
 from gitliza.git.repository import ref_oid
 from gitliza.git.store import Committed
 from gitliza.git.tasklocks import task_lock
+from gitliza.git.treecheck import CheckoutTooLarge
 from gitliza.git.worktrees import add_task_worktree, remove_task_worktree, task_branch
 from gitliza.services.liveness import leasewatch
 from gitliza.services.lifecycle.attic import keep_leftovers, kept_line
 from gitliza.services.lifecycle.cleanup import drop_worktree, keep_state
-from gitliza.services.lifecycle.common import Done, warn
+from gitliza.services.lifecycle.common import (Done, checkout_bounds, record_refused_tree,
+                                                warn)
 from gitliza.services.lifecycle.integration import integration_tip
 from gitliza.services.lifecycle.locations import task_dir
 from gitliza.services.lifecycle.remote import pull_first, shared_integration_tip
@@ -200,7 +202,12 @@ def _claim_attempt(liza: Liza, task: str) -> ClaimResult:
                            done.outcome.notices)
     # Phase 2: the worktree. Phase 3: CLAIMED by CAS, make_op re-validating on every retry.
     kept: list[str] = []
-    path, created = _prepare_worktree(repo, task, Oid(hex=base), reuse, kept)
+    try:
+        path, created = _prepare_worktree(repo, task, Oid(hex=base), reuse, kept,
+                                          checkout_bounds(board))
+    except CheckoutTooLarge as e:  # nothing written, nothing claimed: the human must look
+        record_refused_tree(liza, task, str(e))
+        raise
     for observe in AFTER_WORKTREE:
         observe(task)
     try:
@@ -222,7 +229,8 @@ def _claim_outcome(board: Board, op: Op, task: str) -> bool:
 
 
 def _prepare_worktree(repo: Repository, task: str, base: Oid, reuse: bool,
-                      kept: list[str] | None = None) -> tuple[Path, bool]:
+                      kept: list[str] | None = None,
+                      bounds: tuple[int, int] | None = None) -> tuple[Path, bool]:
     """The worktree for a claim, and whether this claim created it from scratch.
 
     Re-claim by the same coder keeps its checkout (and its commits on `liza/<task>`); when the
@@ -236,12 +244,12 @@ def _prepare_worktree(repo: Repository, task: str, base: Oid, reuse: bool,
         refs = keep_leftovers(repo, task, path, base)
         if kept is not None:
             kept += refs
-        return add_task_worktree(repo, task, base, fresh=True).path, True
+        return add_task_worktree(repo, task, base, fresh=True, bounds=bounds).path, True
     branch = repo.references.get(f"refs/heads/{task_branch(task)}")
     if path.is_dir() and branch is not None and _on_branch(path, task):
         return path, False
     start = ref_oid(branch) if branch is not None else base
-    add_task_worktree(repo, task, start)
+    add_task_worktree(repo, task, start, bounds=bounds)
     return path, False
 
 

@@ -4,6 +4,7 @@ transition before the shell touches the disk."""
 from __future__ import annotations
 
 import sys
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -11,8 +12,10 @@ from typing import TYPE_CHECKING
 from gitliza.core.board import Board
 from gitliza.core.model import Task
 from gitliza.core.ops import Op, apply as core_apply
+from gitliza.core import treerules
+from gitliza.core.ops.journal import AnomalyOp
 from gitliza.core.terminal import safe
-from gitliza.errors import NotFound
+from gitliza.errors import LizaError, NotFound
 from gitliza.git.store import Committed
 
 if TYPE_CHECKING:
@@ -46,3 +49,18 @@ def require_task(board: Board, task: str) -> Task:
     if t is None:
         raise NotFound(f"no task {task!r}", hint="`git liza status` lists the tasks")
     return t
+
+
+def checkout_bounds(board: Board) -> tuple[int, int]:
+    """(bytes, files) a checkout may write: the human's `sandbox_checkout_max_*`, else the
+    defaults (core/treerules.py)."""
+    c = board.config
+    return treerules.checkout_bounds(c.sandbox_checkout_max_mb, c.sandbox_checkout_max_files)
+
+
+def record_refused_tree(liza: Liza, task: str, line: str) -> None:
+    """A tree refused before its checkout (too large, a `.liza` entry): an anomaly naming the
+    task, where the human sees it. The refusal stands even if the record cannot be written."""
+    with suppress(LizaError):
+        liza.do(AnomalyOp, type="system_ambiguity", task=task, ordered=True,
+                details=(("protocol_section", "checkout refused"), ("question", line[:500])))

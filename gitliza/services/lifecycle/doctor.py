@@ -31,7 +31,7 @@ from gitliza.services import integrity, leftovers
 from gitliza.services.leftovers import Problem
 from gitliza.services.lifecycle.attic import ATTIC, save
 from gitliza.services.lifecycle.cleanup import drop_worktree, holds_worktree
-from gitliza.services.lifecycle.common import warn
+from gitliza.services.lifecycle.common import checkout_bounds, warn
 from gitliza.services.lifecycle.supervisors import attempt, examine as examine_supervisors
 from gitliza.services.lifecycle.integration import contains, first_parent_introducing
 from gitliza.services.lifecycle.locations import task_dir
@@ -161,7 +161,8 @@ def _examine(liza: Liza, tid: str, fix: bool, entries: list[TaskWorktreeEntry],
             out.append(p)
             if fix:
                 start = branch_tip or Oid(hex=t.review_commit or t.base_commit or str(integ))
-                attempt(p, lambda: add_task_worktree(repo, tid, start))
+                attempt(p, lambda: add_task_worktree(repo, tid, start,
+                                                     bounds=checkout_bounds(board)))
         return out
     if entries:
         what = "a directory git does not know" if not entries[0].registered else (

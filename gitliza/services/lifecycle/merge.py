@@ -23,10 +23,12 @@ from gitliza.errors import (ConcurrencyConflict, GitFailure, IllegalTransition, 
                             LizaError)
 from gitliza.git.store import Committed
 from gitliza.git.tasklocks import task_lock
+from gitliza.git.treecheck import TreeRefused
 from gitliza.git.repository import ref_oid
 from gitliza.git.worktrees.listing import checkouts_of_branch
 from gitliza.services.lifecycle.cleanup import drop_worktree
-from gitliza.services.lifecycle.common import NO_SHA, dry_run, require_task, warn
+from gitliza.services.lifecycle.common import (NO_SHA, checkout_bounds, dry_run,
+                                                record_refused_tree, require_task, warn)
 from gitliza.services.lifecycle.integration import first_parent_introducing
 from gitliza.services.lifecycle.remote import ensure_commit, pull_first
 
@@ -115,13 +117,15 @@ def _merge_once(liza: Liza, task: str, integration_timeout: float | None,
                     signature=_signature(liza.agent, liza.now()),
                     integration_test=Path(INTEGRATION_TEST),
                     integration_timeout=integration_timeout, tested_trees=tested_trees,
-                    runner=runner)
+                    runner=runner, bounds=checkout_bounds(board))
             except ConcurrencyConflict:
                 if attempt == MERGE_ATTEMPTS:
                     raise
                 continue
-            except (MergeConflict, IntegrationTestFailed) as e:
+            except (MergeConflict, IntegrationTestFailed, TreeRefused) as e:
                 reason = _one_line(str(e))
+                if isinstance(e, TreeRefused):  # never checked out: the human must look
+                    record_refused_tree(liza, task, reason)
                 if isinstance(e, IntegrationTestFailed):
                     from gitliza.services import testlog
                     kept = testlog.keep(repo, task, liza.now(), e.output)

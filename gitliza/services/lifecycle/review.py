@@ -25,7 +25,7 @@ from gitliza.core.ops.journal import AnomalyOp
 from gitliza.core.ops.work import scope_violation_line
 from gitliza.errors import (IllegalTransition, LizaError, NotFound, ScopeViolation,
                             ValidationError)
-from gitliza.git import mergecheck
+from gitliza.git import mergecheck, treecheck
 from gitliza.git.tasklocks import task_lock
 from gitliza.git.checkouts import clean_sync_problems, worktree_head
 from gitliza.git.evidence import evidence_gaps
@@ -35,7 +35,8 @@ from gitliza.services.lifecycle.attic import keep_leftovers, kept_line
 from gitliza.services.lifecycle.carry import carry_clean_fixes
 from gitliza.services.lifecycle.conflicts import send_back_conflicts
 from gitliza.services.lifecycle.integration import integration_tip
-from gitliza.services.lifecycle.common import NO_SHA, Done, dry_run, require_task, warn
+from gitliza.services.lifecycle.common import (NO_SHA, Done, checkout_bounds, dry_run,
+                                                record_refused_tree, require_task, warn)
 from gitliza.services.lifecycle.locations import existing_task_dir, task_dir
 from gitliza.services.lifecycle.remote import ensure_commit, pull_first
 
@@ -77,6 +78,14 @@ def submit(liza: Liza, task: str, commit: str | None = None) -> Done:
             raise ValidationError(f"{task}: HEAD {head[:12]} does not descend from base_commit "
                                   f"{t.base_commit[:12]}",
                                   hint="rebase or merge onto the base instead of replacing it")
+    # No task tree may hold gitliza's own `.liza` (issue 46): once merged it would be checked out
+    # into the main worktree's `.liza/`.
+    treecheck.refuse_liza_entry(repo, head, task)
+    try:  # every reviewer and the merge would check it out: past the bounds, none does
+        treecheck.refuse_large(repo, Oid(hex=head), checkout_bounds(board), task)
+    except treecheck.CheckoutTooLarge as e:
+        record_refused_tree(liza, task, str(e))
+        raise
     changed = _scope_check(liza, board, t.id, head)
     clash = _conflicts(repo, board.config.integration_branch, head)
     if clash:
@@ -167,7 +176,8 @@ def claim_review(liza: Liza, task: str | None = None) -> Done:
     if t is not None and t.review_commit:
         ensure_commit(liza, t.review_commit, f"{tid}'s review_commit")
         with task_lock(liza.repo, tid):
-            notes = _review_checkout(liza.repo, tid, Oid(hex=t.review_commit))
+            notes = _review_checkout(liza.repo, tid, Oid(hex=t.review_commit),
+                                     checkout_bounds(done.outcome.board))
     return Done(done, task_dir(liza.repo, tid), sent_back + done.outcome.notices + notes)
 
 
@@ -192,7 +202,8 @@ def _free_here(liza: Liza, board: Board, task: str, now: str) -> bool:
     return True
 
 
-def _review_checkout(repo: Repository, task: str, review: Oid) -> tuple[str, ...]:
+def _review_checkout(repo: Repository, task: str, review: Oid,
+                     bounds: tuple[int, int] | None = None) -> tuple[str, ...]:
     """`.worktrees/<task>` at `review` for the reviewer. An existing checkout at review_commit
     (the coder's, on the same machine) is used as it is; one that is clean and behind review_commit
     (this reviewer's, from an earlier round) is moved to it; anything else is kept untouched, and
@@ -211,7 +222,7 @@ def _review_checkout(repo: Repository, task: str, review: Oid) -> tuple[str, ...
             warn(msg)
             return (msg,)
     kept = keep_leftovers(repo, task, path, review)
-    add_task_worktree(repo, task, review, fresh=True)
+    add_task_worktree(repo, task, review, fresh=True, bounds=bounds)
     if kept:
         msg = f"the earlier checkout of {task}: {kept_line(kept)}"
         warn(msg)
@@ -250,6 +261,8 @@ def verdict(liza: Liza, task: str, decision: str, reason: str | None = None,
                               f"review_commit {str(t.review_commit)[:12]}",
                               hint=f"review exactly {t.review_commit}: `git -C {path} checkout "
                                    f"{t.review_commit}`, or have the coder resubmit")
+    if decision == "approve":  # a rejection of such a tree is what it deserves
+        treecheck.refuse_liza_entry(repo, head, task)
     missing = evidence_gaps(repo, head, proofs) or ()
     if missing:
         raise ValidationError(f"{task}: evidence {missing[0]}")

@@ -31,7 +31,7 @@ from gitliza.core.invariants import problems_of_change
 from gitliza.core.ops.engine import apply
 from gitliza.core.ops.review import Verdict
 from gitliza.errors import InconsistentState, LizaError
-from gitliza.git import treepath
+from gitliza.git import treecheck, treepath
 from gitliza.git.remotes import shallow
 from gitliza.git.objects import trees
 from gitliza.git.commits import signature
@@ -210,6 +210,9 @@ def verify_commit(store: Store, parent: pygit2.Commit | None, commit: pygit2.Com
             raise VerifyFailure(oid, op.NAME, f"evidence {gaps[0]}")
         if gaps is None and report is not None:
             report.evidence_unread.append(oid)
+    forbidden = treecheck.op_liza_entry(store.repo, op)  # issue 46: no `.liza` in a task tree
+    if forbidden is not None:
+        raise VerifyFailure(oid, op.NAME, forbidden)
     changes = outcome.changes
     if parent is None:
         # A board starts in the format of the gitliza that made it (any this one reads: a
