@@ -328,6 +328,13 @@ class Config:
     sandbox_memory_max_mb: int | None = since_v1(None)
     sandbox_tmp_max_mb: int | None = since_v1(None)
     sandbox_secret_env: str | None = since_v1(None)
+    # `sandbox_host_ports`: this machine's loopback ports every agent reaches as its own in `on`
+    # (a local model server's 11434; gitliza/sandbox/usernet.py), by spaces or commas.
+    # `sandbox_checkout_max_mb` / `_files`: the most a tree checked out for a task may hold;
+    # unset: 2048 MB and 200,000 files (gitliza/sandbox/policy.py DEFAULT_CHECKOUT).
+    sandbox_host_ports: str | None = since_v1(None)
+    sandbox_checkout_max_mb: int | None = since_v1(None)
+    sandbox_checkout_max_files: int | None = since_v1(None)
 
 
 @dataclass(frozen=True, slots=True)
