@@ -104,6 +104,23 @@ def netns_pid(pid: int, timeout: float = WAIT_S) -> int | None:
     return None
 
 
+NS_GET_USERNS = 0xB701  # ioctl: the user namespace that owns a namespace (linux/nsfs.h)
+
+
+def owning_userns(pid: int) -> int:
+    """A descriptor of the user namespace that owns `pid`'s network namespace: not always the
+    one `pid` is in. Unprivileged, bubblewrap makes the namespaces in a first user namespace
+    (uid 0 there, to mount /dev/pts) and runs the sandbox in a second one nested in it, whose
+    owner may not enter the network namespace ("setns(CLONE_NEWNET): Operation not
+    permitted"); slirp4netns must join the first."""
+    import fcntl
+    fd = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        return fcntl.ioctl(fd, NS_GET_USERNS)
+    finally:
+        os.close(fd)
+
+
 def resolv_conf(path: Path) -> Path:
     """A resolv.conf naming slirp4netns's DNS forwarder (the host's may name a resolver on its
     own loopback, 127.0.0.53, which the agent's loopback is not), the host's search domains
@@ -133,12 +150,19 @@ class Link:
         if target is None:
             return "the sandbox's network namespace was not found"
         try:
+            owner = owning_userns(target)
+        except OSError as e:
+            return f"the sandbox's network namespace: {e.strerror}"
+        try:
             self.proc = subprocess.Popen(
                 [self.exe, "--configure", "--mtu=65520", "--disable-host-loopback",
-                 str(target), TAP], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL, start_new_session=True)
+                 f"--userns-path=/proc/self/fd/{owner}", str(target), TAP],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                start_new_session=True, pass_fds=(owner,))
         except OSError as e:
             return f"slirp4netns: {e.strerror}"
+        finally:
+            os.close(owner)
         return None
 
     def close(self) -> None:
