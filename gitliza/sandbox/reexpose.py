@@ -61,10 +61,16 @@ def _choices(path: Path) -> list[Path]:
 
 def _pick(choices: list[Path], hidden: Sequence[Path]) -> Path | None:
     """The widest safe choice; the last (the PATH entry, the file itself: exactly what was
-    named) needs only to hold no hidden directory."""
-    wide = next((c for c in choices[:-1] if safe(c, hidden)), None)
-    if wide is None and choices and not holds(choices[-1], hidden):
-        return choices[-1]
+    named) needs only to hold no hidden directory. bubblewrap binds what a link leads to, so
+    where a choice is (or passes through) a link, where it leads must be safe too (`~/bin`
+    a link to the home, or to `~/.ssh`, shows neither)."""
+    def real(c: Path) -> Path:
+        return Path(os.path.realpath(c))
+    wide = next((c for c in choices[:-1] if safe(c, hidden) and safe(real(c), hidden)), None)
+    if wide is None and choices:
+        c = choices[-1]
+        if not holds(c, hidden) and (real(c) == c or safe(real(c), hidden)):
+            return c
     return wide
 
 
@@ -105,8 +111,8 @@ def needed(argv: Sequence[str], env: Mapping[str, str], files: Sequence[Path],
             got = _pick(wide, hidden)
             if got is not None:
                 out.append(got)
-            elif Path(entry) in hidden:  # the home itself on PATH: nothing of it is shown
-                dropped.append(entry)
+            elif any(h == Path(entry) or h in Path(entry).parents for h in hidden):
+                dropped.append(entry)  # the home itself on PATH (or a link into it): not shown
     for f in files:
         got = _pick([f.parent, f], hidden)
         if got is not None:

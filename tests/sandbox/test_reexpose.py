@@ -52,3 +52,16 @@ def test_the_home_itself_on_path_is_dropped_and_named(tmp_path: Path) -> None:
     assert dropped == [str(home)]
     assert home not in shown and home / "agent.sh" in shown  # the command itself, no more
     assert "PATH entry" in reexpose.dropped_warning(dropped)
+
+
+def test_a_path_entry_that_links_into_the_home_shows_nothing_of_it(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    _exe(home / ".ssh/id_ed25519")
+    _exe(home / ".local/bin/tool")
+    (home / "bin").symlink_to(home)
+    (home / "keys").symlink_to(home / ".ssh")
+    path = f"{home}/bin:{home}/keys:{home}/.local/bin"
+    shown, dropped = reexpose.needed(["tool"], {"PATH": path}, [], [home])
+    assert dropped == [f"{home}/bin", f"{home}/keys"]
+    assert not {home, home / "bin", home / "keys", home / ".ssh"} & set(shown), shown
+    assert home / ".local/bin" in shown
