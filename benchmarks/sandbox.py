@@ -3,7 +3,11 @@
 quotes its figures). On a fresh repository with a claimed task, medians of N runs:
 
     exec          the agent (`true`) started directly, as with --sandbox off
-    bwrap         the same inside the coder's bubblewrap view
+    bwrap         the same inside the coder's bubblewrap view (`on`: since issue 46 a network
+                  namespace of its own, slirp4netns attached, the agent started once its route is
+                  up)
+    bwrap-ports   the same with a host port forwarded (sandbox_host_ports: the forwarder in
+                  front, one more Python start)
     bwrap-model   the same with --sandbox model: a network namespace of its own, the gate, and
                   the forwarder started in front of the agent (python -I)
     box           a session's sandbox made and closed (private home and tmp, the coder's own git
@@ -46,6 +50,17 @@ def timed(n: int, fn: Callable[[], object]) -> float:
     return statistics.median(times) * 1000
 
 
+def launch(box: Box, argv: list[str], env: dict[str, str], quiet: bool = False) -> None:
+    """As a supervisor starts an agent: the process, then its sandbox told (its network)."""
+    out = subprocess.DEVNULL if quiet else None
+    p = subprocess.Popen(argv, env=env, stdout=out, stderr=out)
+    started = getattr(box, "started", None)  # (the code before issue 46 has none)
+    if started is not None:
+        started(p.pid, lambda _why: p.kill())
+    if p.wait() != 0:
+        raise SystemExit(f"{argv[-1]} exited {p.returncode}")
+
+
 def main(n: int) -> None:
     exe = require()
     d = Path(tempfile.mkdtemp(prefix="sandbox-bench-"))
@@ -77,16 +92,23 @@ def main(n: int) -> None:
     argv, benv = box.wrap(["true"], env)
     rows = {
         "exec": timed(n, lambda: subprocess.run(["true"], check=True)),
-        "bwrap": timed(n, lambda: subprocess.run(argv, env=benv, check=True)),
+        "bwrap": timed(n, lambda: launch(box, argv, benv)),
     }
+    try:
+        ported = Box(exe, replace(session, host_ports=(11434,)))
+    except TypeError:  # the code before issue 46: no such thing
+        ported = None
+    if ported is not None:
+        pargv, penv = ported.wrap(["true"], env)
+        rows["bwrap-ports"] = timed(n, lambda: launch(ported, pargv, penv))
+        ported.close()
     model = Box(exe, replace(session, network="model", cli="claude"))
     margv, menv = model.wrap(["true"], env)
-    rows["bwrap-model"] = timed(n, lambda: subprocess.run(margv, env=menv, check=True))
+    rows["bwrap-model"] = timed(n, lambda: launch(model, margv, menv))
     model.close()
     status = [*box.wrap([*box.gitliza_inside, "status"], benv)[0]]
     rows["status"] = timed(n, lambda: run("git", "liza", "status", cwd=wt))
-    rows["status-broker"] = timed(n, lambda: subprocess.run(
-        status, env=benv, check=True, capture_output=True))
+    rows["status-broker"] = timed(n, lambda: launch(box, status, benv, quiet=True))
     box.close()
     rows["box"] = timed(n, lambda: Box(exe, session).close())
 
@@ -94,7 +116,7 @@ def main(n: int) -> None:
         b = Box(exe, session)
         a, e = b.wrap(["sh", "-c", "date +%s%N > f.txt && git add f.txt && "
                        "git commit -qm step"], env)
-        subprocess.run(a, env=e, check=True, capture_output=True)
+        launch(b, a, e, quiet=True)
         t = time.perf_counter()
         b.close()
         times.append(time.perf_counter() - t)

@@ -28,13 +28,13 @@ CONFIG_MAX = {"lease_duration": 7 * 86400, "heartbeat_interval": 86400,
 # Budgets in tokens (gitliza/core/usage.py): at most a trillion, far beyond any real run.
 CONFIG_MAX.update(budget_tokens_per_task=10**12, budget_tokens_per_goal=10**12)
 # The sandbox's limits (gitliza/sandbox/seccomp.py): a million processes or a terabyte is no limit.
-CONFIG_MAX.update(sandbox_pids_max=10**6, sandbox_memory_max_mb=10**6, sandbox_tmp_max_mb=10**6)
-CONFIG_MAX.update(sandbox_checkout_max_mb=10**7, sandbox_checkout_max_files=10**9)
+CONFIG_MAX.update(sandbox_pids_max=10**6, sandbox_memory_max_mb=10**6, sandbox_tmp_max_mb=10**6,
+                  sandbox_checkout_max_mb=10**9, sandbox_checkout_max_files=10**9)
 # Optional keys that `none` (or `off`) unsets.
 UNSETTABLE = frozenset({"budget_tokens_per_task", "budget_tokens_per_goal", "budget_usd_per_goal",
                         "prices", "pool_idle_exit", "models", "quorum_rules",
                         "sandbox_pids_max", "sandbox_memory_max_mb",
-                        "sandbox_tmp_max_mb", "sandbox_secret_env",
+                        "sandbox_tmp_max_mb", "sandbox_secret_env", "sandbox_host_ports",
                         "sandbox_checkout_max_mb", "sandbox_checkout_max_files"})
 # Watcher thresholds (optional: unset means the seed's value, see gitliza/core/alarms.py).
 CONFIG_MAX.update({k: 30 * 86400 for k in _CONFIG_TYPES if k.startswith("alarm_")})
@@ -73,6 +73,8 @@ def coerce_config(key: str, value: ConfigValue | None) -> ConfigValue | None:
         return canonical(None if value is None else str(value))
     if key == "sandbox_secret_env":
         return _variable_names(value)
+    if key == "sandbox_host_ports":
+        return _ports(value)
     if key == "escalation_webhook":
         return None if value in (None, "", "null", "none") else str(value)
     if key == "integration_base":
@@ -94,6 +96,16 @@ def _variable_names(value: ConfigValue | None) -> str:
         raise ValidationError(f"config sandbox_secret_env must name environment variables, "
                               f"got {(bad or [str(value)])[0]!r}")
     return " ".join(names)
+
+
+def _ports(value: ConfigValue | None) -> str:
+    """TCP ports (1-65535), by spaces or commas: kept one space apart, in order."""
+    words = str(value or "").replace(",", " ").split()
+    bad = [w for w in words if not w.isdigit() or not 0 < int(w) < 65536]
+    if not words or bad:
+        raise ValidationError(f"config sandbox_host_ports must name TCP ports, "
+                              f"got {(bad or [str(value)])[0]!r}", hint="e.g. 11434 5432")
+    return " ".join(str(p) for p in sorted({int(w) for w in words}))
 
 
 def _commit_id(value: ConfigValue | None) -> str:

@@ -328,9 +328,13 @@ class Config:
     sandbox_memory_max_mb: int | None = since_v1(None)
     sandbox_tmp_max_mb: int | None = since_v1(None)
     sandbox_secret_env: str | None = since_v1(None)
-    # What a checkout of a tree may write (the task worktree, the integration test's scratch
-    # checkout, the main worktree following a merge; core/treerules.py): MB and files; unset: the
-    # defaults (2048 MB, 200,000 files). Checked before anything is written.
+    # `sandbox_host_ports`: this machine's loopback ports every agent reaches as its own in `on`
+    # (a local model server's 11434; gitliza/sandbox/usernet.py), by spaces or commas.
+    # `sandbox_checkout_max_mb` / `_files`: the most a tree checked out for a task may hold (the
+    # task worktree, the integration test's scratch checkout, the main worktree following a merge,
+    # checked before anything is written: core/treerules.py; a running coder's worktree:
+    # sandbox/diskwatch.py); unset: 2048 MB and 200,000 files.
+    sandbox_host_ports: str | None = since_v1(None)
     sandbox_checkout_max_mb: int | None = since_v1(None)
     sandbox_checkout_max_files: int | None = since_v1(None)
 

@@ -287,7 +287,8 @@ def totals_problems(board: Board) -> list[str]:
 # the prices would stop nothing. An agent may tighten a task's budget (add/edit), never loosen it.
 HUMAN_KEYS = frozenset({"sandbox_pids_max", "sandbox_memory_max_mb", "sandbox_tmp_max_mb",
                         "sandbox_secret_env",  # the sandbox's limits and secrets, too
-                        "sandbox_checkout_max_mb", "sandbox_checkout_max_files",
+                        "sandbox_host_ports", "sandbox_checkout_max_mb",
+                        "sandbox_checkout_max_files",
                         "budget_tokens_per_task", "budget_tokens_per_goal", "budget_usd_per_goal",
                         "prices"})
 

@@ -24,7 +24,8 @@ import pygit2
 from gitliza import agentcli
 from gitliza.core.board import Board
 from gitliza.core.states import Role
-from gitliza.sandbox import bwrap, cgroup, gitview, net, policy, seccomp
+from gitliza.sandbox import (bwrap, cgroup, diskwatch, gitview, net, policy, reexpose, seccomp,
+                             usernet)
 from gitliza.sandbox.broker import Broker, client_command
 from gitliza.sandbox.policy import BROKER_INSIDE
 from gitliza.services.agentlog import LOGS_DIR, PROMPTS_DIR
@@ -65,7 +66,15 @@ def limits(board: Board) -> policy.Limits:
     default; a limit is lifted by setting it high, up to 10^6)."""
     c, d = board.config, policy.DEFAULT_LIMITS
     return policy.Limits(c.sandbox_pids_max or d.pids, c.sandbox_memory_max_mb or d.memory_mb,
-                         c.sandbox_tmp_max_mb or d.tmp_mb)
+                         c.sandbox_tmp_max_mb or d.tmp_mb,
+                         c.sandbox_checkout_max_mb or d.checkout_mb,
+                         c.sandbox_checkout_max_files or d.checkout_files)
+
+
+def host_ports(board: Board) -> tuple[int, ...]:
+    """The host's loopback ports every agent reaches as its own in `on` (config
+    sandbox_host_ports, e.g. a local model server's 11434; usernet.py)."""
+    return usernet.parse_ports(board.config.sandbox_host_ports)
 
 
 def secret_env(named: str | None) -> tuple[str, ...]:
@@ -94,6 +103,9 @@ def hidden_dirs() -> list[Path]:
     return [h for h in dict.fromkeys(hidden) if h != Path("/") and h.is_dir()]
 
 
+_said: list[str] = []
+
+
 @dataclass(frozen=True)
 class Session:
     """What a box needs of the session it wraps."""
@@ -110,8 +122,9 @@ class Session:
     gitliza: tuple[str, ...]  # the command that runs gitliza outside
     mcp: Mapping[str, Any] | None  # the real MCP server entry (run by the broker)
     refused: Callable[[str, bool], None]
-    network: str = "on"  # the sandbox mode's network: on (shared), model, offline
+    network: str = "on"  # the sandbox mode's network: on, model, offline
     limits: policy.Limits = policy.Limits()
+    host_ports: tuple[int, ...] = ()  # `on`: the host's loopback ports forwarded (usernet.py)
 
 
 class Box:
@@ -125,6 +138,7 @@ class Box:
         self.tmp.mkdir(mode=0o700)
         _copy_login(s.cli, Path(s.env.get("HOME") or user_home()), self.home, s.env)
         self._importing = threading.Lock()
+        self._warned = False
         self.coder: gitview.CoderRepo | None = None
         self.coder_git: policy.CoderGit | None = None
         if s.role == Role.CODER and s.task is not None:
@@ -141,7 +155,23 @@ class Box:
                                   s.limits.pids, s.limits.memory_mb)
         self.gate: net.Gate | None = None
         self.forwarded: list[int] = []
-        if s.network == "model":
+        self.watch: diskwatch.Watch | None = None
+        # `on`: a network namespace of its own, its traffic out through slirp4netns (usernet.py)
+        slirp = usernet.find() if s.network == "on" else None
+        self.link = usernet.Link(slirp) if slirp is not None else None
+        self.resolv = usernet.resolv_conf(base / "resolv.conf") if self.link else None
+        if s.network == "on" and self.link is None and not _said:
+            _said.append(usernet.MISSING)  # once a supervisor: the machine will not change
+            s.refused(usernet.MISSING, False)
+        if self.link is not None:
+            model = net.allowed(s.cli, s.env, net.config_urls(s.cli, Path(
+                s.env.get("HOME") or user_home())))
+            self.forwarded = sorted({*net.loopback_ports(model), *s.host_ports})
+            if self.forwarded:
+                self.gate = net.Gate(self.broker.dir / net.SOCKET, frozenset(
+                    ("127.0.0.1", p) for p in self.forwarded), 0,
+                    lambda line: s.refused(line, False))
+        elif s.network == "model":
             allow = net.allowed(s.cli, s.env, net.config_urls(s.cli, Path(
                 s.env.get("HOME") or user_home())))
             self.forwarded = net.loopback_ports(allow)
@@ -169,7 +199,7 @@ class Box:
         var, d = cli_home_env(self.s.cli)
         if var and out.get(var):
             out[var] = str(self.home / d)
-        if self.gate is not None:
+        if self.gate is not None and self.gate.proxy:
             out.update(net.proxy_env(self.gate.proxy))
         return out
 
@@ -177,23 +207,42 @@ class Box:
              files: Sequence[Path] = ()) -> tuple[list[str], dict[str, str]]:
         """The bubblewrap argv running `argv`, and its environment."""
         hidden = hidden_dirs()
+        shown, dropped = reexpose.needed(argv, env, files, hidden)
+        if dropped and not self._warned:  # once a session: the same PATH at every launch
+            self._warned = True
+            self.s.refused(reexpose.dropped_warning(dropped), False)
         view = policy.View(
             role=self.s.role.value, cwd=self.s.worktree, main=self.s.main, common=self.s.common,
             common_entries=tuple(sorted(os.listdir(self.s.common))), home=self.home,
             tmp=self.tmp, run=self.broker.dir, hidden=tuple(hidden),
-            reexpose=tuple(needed(argv, env, files)), coder_git=self.coder_git,
-            network=self.s.network == "on", shim=self.shim,
+            reexpose=tuple(shown), coder_git=self.coder_git,
+            network=self.s.network == "on" and self.link is None, shim=self.shim,
+            resolv=_resolv_mount(self.resolv),
             shadowed=tuple(_on_path("git-liza", env)), private=private_dirs(self.s.main),
             own=tuple(files), tmp_max_mb=self.s.limits.tmp_mb)
         # Under the seccomp filter and the limits (seccomp.py); in `model` behind the forwarder
         # to the gate (net.py), which keeps its unix socket: it execs the filter's launcher.
         lim = self.s.limits
-        command = seccomp.inside_command(sys.executable, list(argv), lim.pids, lim.memory_mb)
+        command = seccomp.inside_command(sys.executable, list(argv), lim.pids, lim.memory_mb,
+                                         await_net=self.link is not None)
         if self.gate is not None:
             command = net.inside_command(sys.executable, f"{BROKER_INSIDE}/{net.SOCKET}",
                                          self.gate.proxy, self.forwarded, command)
         argv = policy.bwrap_argv(self.exe, view, command)
         return (self.cgroup.wrap(argv) if self.cgroup else argv), self.env(env)
+
+    def started(self, pid: int, stop: Callable[[str], None]) -> None:
+        """The agent's sandbox started as `pid` (`stop` ends its run): its network attached."""
+        if self.link is not None:
+            why = self.link.attach(pid)
+            if why is not None:
+                self.s.refused(f"sandbox: the agent's network: {why}", False)
+        lim = self.s.limits
+        if self.coder is not None and lim.checkout_mb and lim.checkout_files:
+            agent = self.s.agent
+            self.watch = diskwatch.Watch(
+                (self.s.worktree, self.coder.shadow), lim.checkout_mb, lim.checkout_files,
+                lambda why: stop(f"sandbox: {agent} reached its limit: {why}"))
 
     def bring_in(self) -> None:
         """A coder's commits onto its real task branch (before a brokered write, at the end;
@@ -203,6 +252,11 @@ class Box:
                 gitview.import_branch(pygit2.Repository(self.s.repo.path), self.coder)
 
     def close(self) -> None:
+        if self.watch is not None:
+            self.watch.close()
+            if self.watch.why is not None:
+                self.s.refused(f"sandbox: {self.s.agent} reached its limit: {self.watch.why}",
+                               False)
         try:
             self.bring_in()
         finally:
@@ -220,6 +274,8 @@ class Box:
                                    f"kept in the attic ({', '.join(kept)})", False)
             if self.gate is not None:
                 self.gate.close()
+            if self.link is not None:
+                self.link.close()
             self.broker.close()
 
 
@@ -293,22 +349,10 @@ def _copy_login(cli: str | None, src: Path, home: Path, env: Mapping[str, str]) 
             out.write(f.read_bytes())
 
 
-def needed(argv: Sequence[str], env: Mapping[str, str], files: Sequence[Path]) -> list[Path]:
-    """What a launch runs and reads from places the sandbox hides (the home, /tmp): the Python
-    gitliza runs on and its source, the agent's executable and its installation, PATH's entries,
-    the launch's own files. Read-only."""
-    out: list[Path] = [Path(sys.prefix), Path(sys.base_prefix),
-                       Path(os.path.realpath(sys.executable)).parent.parent,
-                       Path(__file__).resolve().parents[2]]
-    exe = shutil.which(argv[0], path=env.get("PATH")) if argv else None
-    for p in ([Path(exe), Path(os.path.realpath(exe))] if exe else []):
-        out.append(_installation(p))
-    for entry in (env.get("PATH") or "").split(os.pathsep):
-        if entry and os.path.isabs(entry) and os.path.isdir(entry):
-            out.append(_installation(Path(entry) / "x"))
-    out += [f.parent for f in files]
-    # os.path, not Path: a directory this user cannot enter is simply not there (Path's raise)
-    return [p for p in dict.fromkeys(out) if os.path.exists(p)]
+def _resolv_mount(ours: Path | None) -> tuple[Path, Path] | None:
+    """Our resolv.conf over the host's (where its link leads: bubblewrap mounts on a file)."""
+    host = Path(os.path.realpath("/etc/resolv.conf"))
+    return (ours, host) if ours is not None and host.is_file() else None
 
 
 def _on_path(name: str, env: Mapping[str, str]) -> list[Path]:
@@ -321,15 +365,3 @@ def _on_path(name: str, env: Mapping[str, str]) -> list[Path]:
         if entry and os.path.isabs(entry) and os.path.isfile(f) and os.access(f, os.X_OK):
             out.append(Path(os.path.realpath(f)))
     return list(dict.fromkeys(out))
-
-
-def _installation(path: Path) -> Path:
-    """The directory an executable belongs to: above node_modules, or the prefix of a bin/."""
-    parts = path.parts
-    if "node_modules" in parts:
-        return Path(*parts[:parts.index("node_modules")])
-    d = path.parent
-    return d.parent if d.name in ("bin", ".bin") else d
-
-
-

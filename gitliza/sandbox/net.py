@@ -174,7 +174,7 @@ class Gate:
                 port = int(line)
             except ValueError:
                 return
-            if port == self.proxy:
+            if self.proxy and port == self.proxy:  # 0: none (`on`'s forwarded ports only)
                 self._proxy(conn, extra)
             elif port in self.forwarded:
                 up = _connect(("127.0.0.1", port))

@@ -75,6 +75,8 @@ def main(argv: list[str]) -> int:
     path, ports, command = argv[0], [int(p) for p in argv[1:cut]], argv[cut + 1:]
     listeners = []
     for port in ports:
+        if port == 0:  # no proxy (`--sandbox on`: forwarded ports only, usernet.py)
+            continue
         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:

@@ -8,7 +8,8 @@ The view, in bubblewrap's order (a later mount covers an earlier one):
 2. hidden (an empty tmpfs): the user's home, the user's runtime dir (ssh-agent and D-Bus
    sockets); /tmp is the agent's own directory;
 3. back, read-only, what the launch needs from under those: the interpreter, the agent CLI, the
-   repository (main worktree, task worktrees, `.liza/`);
+   repository (main worktree, task worktrees, `.liza/`); each as itself, never the home
+   (reexpose.py chooses them);
 4. the common git dir hidden, then every entry of it back read-only except `liza/` (the private
    keys, gitliza's caches and the sandboxes themselves);
 5. by role, what it may write: a coder its task worktree and its own git dir (gitview.py); a
@@ -19,6 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path, PurePath
+
+from gitliza.core import treerules
 
 CODER, REVIEWER, PLANNER = "coder", "code-reviewer", "planner"
 BROKER_INSIDE = "/tmp/.gitliza-broker"  # where an agent finds its broker's door
@@ -45,14 +48,21 @@ class CoderGit:
 @dataclass(frozen=True)
 class Limits:
     """Per sandbox (config sandbox_*): processes and threads, each process's memory in MB (both
-    set inside by seccomp.py), the size of /tmp and /dev/shm in MB; None: no limit."""
+    set inside by seccomp.py), the size of /tmp and /dev/shm in MB, what a coder's worktree may
+    hold in MB and files (diskwatch.py); None: no limit."""
 
     pids: int | None = None
     memory_mb: int | None = None
     tmp_mb: int | None = None
+    checkout_mb: int | None = None
+    checkout_files: int | None = None
 
 
-DEFAULT_LIMITS = Limits(pids=1024, memory_mb=8192, tmp_mb=1024)
+# The checkout bounds' defaults are the ones every checkout of a task tree is held to
+# (core/treerules.py): a running coder's worktree may not outgrow what a checkout may write.
+DEFAULT_LIMITS = Limits(pids=1024, memory_mb=8192, tmp_mb=1024,
+                        checkout_mb=treerules.CHECKOUT_MAX_MB,
+                        checkout_files=treerules.CHECKOUT_MAX_FILES)
 
 
 @dataclass(frozen=True)
@@ -81,6 +91,8 @@ class View:
     private: tuple[Path, ...] = ()
     own: tuple[Path, ...] = ()
     tmp_max_mb: int | None = None  # /tmp and /dev/shm sized tmpfs (else /tmp is `tmp`, unsized)
+    # (ours, the host's): a resolv.conf naming the user-mode network's DNS (usernet.py)
+    resolv: tuple[Path, Path] | None = None
 
 
 def under(path: PurePath, roots: tuple[Path, ...] | list[Path]) -> bool:
@@ -94,6 +106,8 @@ def bwrap_argv(bwrap: str, view: View, command: list[str]) -> list[str]:
          "--unshare-cgroup-try", "--die-with-parent", "--cap-drop", "ALL"]
     if not view.network:
         a.append("--unshare-net")
+    if view.resolv is not None:
+        a += ["--ro-bind", str(view.resolv[0]), str(view.resolv[1])]
     hide = [h for h in view.hidden if not under(h, [Path("/tmp")])]  # /tmp is hidden whole
     for h in hide:
         a += ["--tmpfs", str(h)]

@@ -107,11 +107,13 @@ def undumpable() -> None:
 
 
 def inside_command(python: str, command: list[str], pids: int | None = None,
-                   memory_mb: int | None = None) -> list[str]:
+                   memory_mb: int | None = None, await_net: bool = False) -> list[str]:
     """`command` under the filter and the limits (python -I: nothing of the environment or the
-    working directory decides which code runs)."""
+    working directory decides which code runs); `await_net`: once the user-mode network is up
+    (usernet.py)."""
     limits = [*(["--pids", str(pids)] if pids else []),
-              *(["--memory-mb", str(memory_mb)] if memory_mb else [])]
+              *(["--memory-mb", str(memory_mb)] if memory_mb else []),
+              *(["--await-net"] if await_net else [])]
     return [python, "-I", "-m", "gitliza.sandbox.seccomp", *limits, "--", *command]
 
 
@@ -130,11 +132,21 @@ def limit(pids: int | None, memory_mb: int | None) -> None:
 
 def main(argv: list[str]) -> int:
     opts: dict[str, int] = {}
-    while len(argv) >= 2 and argv[0] in ("--pids", "--memory-mb") and argv[1].isdigit():
-        opts[argv[0]], argv = int(argv[1]), argv[2:]
+    await_net = False
+    while argv and argv[0] == "--await-net" or (
+            len(argv) >= 2 and argv[0] in ("--pids", "--memory-mb") and argv[1].isdigit()):
+        if argv[0] == "--await-net":
+            await_net, argv = True, argv[1:]
+        else:
+            opts[argv[0]], argv = int(argv[1]), argv[2:]
+    if await_net:  # the agent starts with its network (its supervisor attaches slirp4netns)
+        from gitliza.sandbox.usernet import await_route
+        if not await_route():
+            sys.stderr.write("gitliza sandbox: the agent's network did not come up: it runs "
+                             "with its own loopback only\n")
     if len(argv) < 2 or argv[0] != "--":
         sys.stderr.write("usage: python -m gitliza.sandbox.seccomp [--pids N] [--memory-mb N] "
-                         "-- COMMAND...\n")
+                         "[--await-net] -- COMMAND...\n")
         return 1
     try:
         limit(opts.get("--pids"), opts.get("--memory-mb"))

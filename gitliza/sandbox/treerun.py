@@ -22,8 +22,8 @@ from pathlib import Path
 import pygit2
 
 from gitliza.git.merge import Runner, run_captured
-from gitliza.sandbox import bwrap, policy, seccomp
-from gitliza.sandbox.box import hidden_dirs, needed, private_dirs
+from gitliza.sandbox import bwrap, policy, reexpose, seccomp
+from gitliza.sandbox.box import hidden_dirs, private_dirs
 
 KEEP_ENV = ("PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TERM", "TZ")
 
@@ -62,10 +62,14 @@ def run_in_sandbox(exe: str, mode: str, argv: list[str], checkout: Path,
         home.mkdir(mode=0o700)
         tmp.mkdir(mode=0o700)
         env = clean_env(dict(os.environ), home)
+        hidden = hidden_dirs()
+        # The home's PATH entries as themselves, never the home (reexpose.py); one dropped is
+        # already named by the agents' supervisors, which get the same PATH.
+        shown, _dropped = reexpose.needed(argv, env, (), hidden)
         view = policy.View(
             role="integration-test", cwd=checkout, main=main, common=common,
             common_entries=tuple(sorted(os.listdir(common))), home=home, tmp=tmp, run=None,
-            hidden=tuple(hidden_dirs()), reexpose=tuple(needed(argv, env, ())),
+            hidden=tuple(hidden), reexpose=tuple(shown),
             network=mode == "on", writable=(checkout, admin), private=private_dirs(main),
             tmp_max_mb=lim.tmp_mb)
         command = seccomp.inside_command(sys.executable, argv, lim.pids, lim.memory_mb)

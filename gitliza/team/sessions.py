@@ -30,7 +30,7 @@ from gitliza.team.work import Job
 from gitliza.core.ops.journal import AnomalyOp
 from gitliza.errors import LizaError
 from gitliza.git.repository import common_dir
-from gitliza.sandbox.box import OFF_WARNING, Box, Sandbox, limits, secret_env
+from gitliza.sandbox.box import OFF_WARNING, Box, Sandbox, host_ports, limits, secret_env
 from gitliza.sandbox.box import Session as BoxSession
 
 
@@ -161,6 +161,8 @@ class Sessions:
             if out is not None:
                 out.close()  # the agent holds its own copy of the descriptor
         orphans.record(self.liza_dir(), self.agent, gen, proc.pid, job.task)
+        if box is not None:  # its network attached, its worktree watched (gitliza/sandbox/)
+            box.started(proc.pid, lambda why: proc.stop(why, self._grace))
         if self.stopping:  # a SIGINT/SIGTERM that came while the agent was being started
             proc.stop("supervisor stopping", self._grace)
         self.log(f"started agent (pid {proc.pid}) on {what}; prompt {path}")
@@ -258,7 +260,8 @@ class Sessions:
             common=common_dir(self.liza.repo), cli=known.name if known else None,
             env={**self._env(job, prompt_file), usage.RUN_ENV: run},
             gitliza=prepare.gitliza_command(),
-            mcp=self._mcp_entry(), refused=self._refused, limits=limits(self.liza.board())))
+            mcp=self._mcp_entry(), refused=self._refused, limits=limits(self.liza.board()),
+            host_ports=host_ports(self.liza.board())))
 
     def _refused(self, line: str, anomaly: bool) -> None:
         """A refused call of the sandboxed agent: the supervisor's log, the agent's log and

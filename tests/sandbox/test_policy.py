@@ -133,3 +133,15 @@ def test_add_from_a_file_is_refused_to_an_agent() -> None:
         assert not v.ok and "--from FILE" in v.rule
     assert rules.check_command(Role.PLANNER, "planner-1", ["add", "--from", "-"]).ok
     assert rules.check_command(Role.PLANNER, "planner-1", ["add", "t9", "--desc", "d"]).ok
+
+
+def test_on_with_its_own_network_unshares_it_and_names_its_dns() -> None:
+    """`on` with slirp4netns (usernet.py): a network namespace of its own, and a resolv.conf
+    naming slirp's DNS forwarder over the host's (where its link leads)."""
+    from dataclasses import replace
+    ours, host = A / "resolv.conf", Path("/run/systemd/resolve/stub-resolv.conf")
+    argv = policy.bwrap_argv("bwrap", replace(view(policy.CODER, CG), network=False,
+                                              resolv=(ours, host)), ["agent"])
+    assert "--unshare-net" in argv
+    assert (str(ours), str(host)) in pairs(argv, "--ro-bind")
+    assert "--unshare-net" not in policy.bwrap_argv("bwrap", view(policy.CODER, CG), ["agent"])
