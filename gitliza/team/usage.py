@@ -71,6 +71,8 @@ class Meter:
     limit: int | None = None
     over: Callable[[int], None] | None = None
     _fired: bool = False
+    # Why the run ended (team/ending.py): every line of the stream is read for it too.
+    watch: Any = None
 
     @classmethod
     def start(cls, liza_dir: Path, run: str, cli: str, interactive: bool,
@@ -126,6 +128,8 @@ class Meter:
                     e = json.loads(raw)
                 except ValueError:
                     e = None
+                if self.watch is not None:
+                    self.watch.feed(raw, e)
                 if isinstance(e, dict):
                     try:
                         text = stream.line(e)

@@ -86,12 +86,19 @@ def _status(env: Env, at: str | None) -> int:
     if at is None:
         from gitliza.core.supervision import of_agent
         sups = {a.id: of_agent(board, a, now) for a in agents}
+    from gitliza.core import provider
     out.table("agents", ["agent", "role", "status", "task", "lease", "supervisor"],
-              [[a.id, a.role.value, a.status.value, a.current_task or "", a.lease_expires or "",
+              [[a.id, a.role.value,
+                provider.status_word(board, a, now) if at is None else a.status.value,
+                a.current_task or "", a.lease_expires or "",
                 sups[a.id].state.value if a.id in sups else ""]
                for a in agents])
     for sup in sups.values():
         note = sup.line(now)
+        if note:
+            out.line(note)
+    for a in agents if at is None else ():
+        note = provider.wait_line(board, a, now)
         if note:
             out.line(note)
     return 0
