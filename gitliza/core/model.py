@@ -502,6 +502,7 @@ class Usage:
     cached_tokens: int = 0
     cost_micro_usd: int | None = None
     cost_source: str | None = None  # cli | report | prices
+    end: str | None = since_v1(None)  # why the run ended (core/provider.py End); None: unknown
 
 
 @dataclass(frozen=True, slots=True)

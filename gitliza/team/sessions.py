@@ -183,10 +183,12 @@ class Sessions:
             hb.stop()
             self._proc = None
             orphans.forget(self.liza_dir(), self.agent, gen)
-        usage.record(self.liza, gen, meter, job.task, self.log)
-        if meter.stream is None:  # nobody read along: its last words from the log's tail
-            watch.feed_tail(log_file)
-        self.ending = watch.ending(code, proc.stopped_by)
+        def ended() -> str:  # once the output is all read (usage.record joins its reader)
+            if meter.stream is None:  # nobody read along: its last words from the log's tail
+                watch.feed_tail(log_file)
+            self.ending = watch.ending(code, proc.stopped_by)
+            return self.ending.end.value
+        usage.record(self.liza, gen, meter, job.task, self.log, ended)
         self.count += 1
         self.token.check(self.liza.board())
         return code, proc.stopped_by

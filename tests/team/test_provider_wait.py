@@ -70,6 +70,9 @@ def test_a_rate_limited_run_waits_for_the_reset_and_is_never_counted(
     _reaches(repo, "t1", "READY_FOR_REVIEW")
     t = task_of(repo, "t1")
     assert t.get("failed_by", []) == [] and t["status"] == "READY_FOR_REVIEW"
+    # Each run's end is on its usage record (`show`, the web task page).
+    assert [u.get("end") for u in t["usage"]] == ["rate_limited", "rate_limited", "done"]
+    assert "ended: rate_limited" in ok(liza(repo, "show", "t1", agent=None))
     ok(liza(repo, "abort", agent=None))
     assert sup.wait() == 0
     out = sup.output()

@@ -242,3 +242,13 @@ def test_a_long_limit_stops_the_cli_at_once_a_short_one_after_three() -> None:
     w.feed(CLAUDE_RETRY % (1, "3600000", "429", "rate_limit"), now=NOW)  # retry in an hour
     assert [s.end for s in stopped] == [End.RATE_LIMITED]
     assert stopped[0].reset == NOW + 3600
+
+
+def test_the_web_task_page_lists_the_runs_with_their_end() -> None:
+    from gitliza.web.taskpage import runs_panel
+    html = runs_panel([{"timestamp": "2026-12-05T04:00:00Z", "run": "coder-1.1.1", "cli": "claude",
+                        "model": "opus", "input_tokens": 10, "output_tokens": 5, "duration": 3,
+                        "end": "rate_limited"}, {"run": "coder-1.1.2", "cli": "codex"}])
+    assert "coder-1.1.1" in html and "claude/opus" in html and "rate limited" in html
+    assert "coder-1.1.2" in html
+    assert runs_panel([]) == ""

@@ -152,7 +152,8 @@ def show(env: Env, task: str, at: str | None) -> int:
                                                        else "")
             out.line(f"    {u.timestamp}  {u.run}  {u.agent} ({u.role})  {u.cli}"
                      f"{'/' + u.model if u.model else ''}  in {u.input_tokens:,} out "
-                     f"{u.output_tokens:,} cached {u.cached_tokens:,}  {cost}  {u.duration}s")
+                     f"{u.output_tokens:,} cached {u.cached_tokens:,}  {cost}  {u.duration}s"
+                     + (f"  ended: {u.end}" if u.end else ""))
     from gitliza.services.lifecycle.attic import entries
     kept = entries(env.liza().repo, t.id)
     if kept:
