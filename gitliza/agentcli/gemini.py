@@ -133,8 +133,11 @@ def reads(e: dict[str, Any] | None, text: str, now: float) -> Sign | None:
         m = _RETRY.search(text)
         if m is not None:  # the delay of the attempt before: the kind comes from that line
             return Sign(End.RATE_LIMITED, text.strip()[:300],
-                        int(now + float(m.group(1)) + 0.999))
-        return b.plain_reads(e, text, now)
+                        int(now + float(m.group(1)) + 0.999), aside=True)
+        s = b.plain_reads(e, text, now)
+        if s is not None and _STATUS.match(text):  # `  status: 503` under a stack trace
+            return Sign(s.end, s.line, s.reset, s.window, s.final, aside=True)
+        return s
     kind = e.get("type")
     if kind == "error" or (kind == "result" and e.get("status") == "error"):
         message = str(b.table(e, "error").get("message") or e.get("message") or "")
@@ -153,6 +156,7 @@ def logged_in(env: Mapping[str, str], read: Callable[[str], str | None]) -> str 
     return "no login (no GEMINI_API_KEY, no ~/.gemini/oauth_creds.json)"
 
 
+_STATUS = re.compile(r"^\s*status: \d+\s*$")
 _RETRY = re.compile(r"Suggested retry after (\d+(?:\.\d+)?)s", re.I)
 
 

@@ -65,6 +65,7 @@ class Sign:
     reset: int | None = None  # epoch second the limit lifts, when told
     window: str | None = None  # which limit ("5-hour limit")
     final: bool = False  # the CLI's own last word on the run (Claude's error `result`)
+    aside: bool = False  # only a delay or a status, its message on another line (Gemini's)
 
 
 @dataclass(frozen=True)
@@ -125,9 +126,12 @@ def best(signs: Iterable[Sign]) -> Sign | None:
     out: Sign | None = None
     reset: int | None = None
     named: Sign | None = None  # the provider naming its limit (Claude's rate_limit_event)
-    for s in signs:
+    signs = list(signs)
+    told = [s for s in signs if not s.aside] or signs  # an aside explains only when alone
+    for s in told:
         if out is None or _RANK.get(s.end, 9) <= _RANK.get(out.end, 9):
             out = s
+    for s in signs:
         if s.end in FAULTS and s.reset is not None:
             reset = s.reset
         if s.window and s.end in (End.RATE_LIMITED, End.QUOTA):

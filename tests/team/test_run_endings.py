@@ -252,3 +252,9 @@ def test_the_web_task_page_lists_the_runs_with_their_end() -> None:
     assert "coder-1.1.1" in html and "claude/opus" in html and "rate limited" in html
     assert "coder-1.1.2" in html
     assert runs_panel([]) == ""
+
+
+def test_gemini_s_own_message_is_said_not_its_retry_notice() -> None:
+    e = _ending("gemini", RECORDED["gemini RESOURCE_EXHAUSTED"][1], 1)
+    assert e.line.startswith("Attempt 1 failed: Resource has been exhausted"), e
+    assert e.reset == NOW + 30
