@@ -195,23 +195,23 @@ def wait_seconds(ending: Ending, now: float, attempt: int, rand: float) -> float
 # -- reading lines ---------------------------------------------------------------------------------
 # What every CLI's plain text may say (its stderr, an error line of its JSON), checked after the
 # CLI's own reading. Ordered: the first match wins.
+_STATUS = r"(?:status|code|HTTP|error)\W{0,4}"  # a status as a CLI prints it, not any number
 _TEXT: tuple[tuple[End, re.Pattern[str]], ...] = (
     (End.NOT_LOGGED_IN, re.compile(
-        r"not logged in|please run /login|/login|invalid[ _-]?(x-)?api[ _-]?key|"
+        r"not logged in|please run /login|invalid[ _-]?(x-)?api[ _-]?key|"
         r"incorrect api key|api key not valid|API_KEY_INVALID|authentication[_ ]error|"
-        r"authentication_failed|unauthori[sz]ed|\b401\b|missing (an )?api key|no api key|"
-        r"OAuth token (has )?expired|login required|invalid_api_key|permission_denied|"
-        r"API_KEY environment variable|Missing environment variable",
-        re.I)),
+        r"authentication_failed|401 unauthori[sz]ed|" + _STATUS + r"401\b|missing (an )?api "
+        r"key|no api key|OAuth token (has )?expired|login required|invalid_api_key|"
+        r"API_KEY environment variable|Missing environment variable", re.I)),
     (End.QUOTA, re.compile(
         r"insufficient_quota|exceeded your current quota|usage limit|credit balance|"
-        r"out of credits|quota exceeded|billing", re.I)),
+        r"out of credits|quota exceeded", re.I)),
     (End.RATE_LIMITED, re.compile(
-        r"rate[ _-]?limit|too many requests|\b429\b|RESOURCE_EXHAUSTED|rate_limited|"
-        r"resource (has been )?exhausted", re.I)),
+        r"rate[ _-]?limit|too many requests|" + _STATUS + r"429\b|RESOURCE_EXHAUSTED|"
+        r"rate_limited|resource (has been )?exhausted", re.I)),
     (End.OVERLOADED, re.compile(
-        r"overloaded|\b529\b|\b50[234]\b|service unavailable|server_error|internal server "
-        r"error|bad gateway|UNAVAILABLE", re.I)),
+        r"overloaded|" + _STATUS + r"(529|50[234])\b|service unavailable|server_error|"
+        r"internal server error|bad gateway|\bUNAVAILABLE\b", re.I)),
     (End.NETWORK, re.compile(
         r"ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|connection refused|"
         r"connection error|error sending request|failed to connect|network is unreachable|"
@@ -219,7 +219,7 @@ _TEXT: tuple[tuple[End, re.Pattern[str]], ...] = (
         re.I)),
     (End.CONTEXT_LIMIT, re.compile(
         r"context[ _-]?(length|window|limit)|prompt is too long|maximum context|too many tokens|"
-        r"max_tokens|output token maximum|context_length_exceeded", re.I)),
+        r"output token maximum|context_length_exceeded", re.I)),
 )
 _COMMAND = re.compile(r"^gitliza-end:\s*(\w+)(?:\s+until=(\S+))?\s*(.*)$")
 _RETRY_IN = re.compile(r"(?:try again in|retry(?:ing)? in|retry after|retryDelay\W+)\s*"

@@ -258,3 +258,13 @@ def test_gemini_s_own_message_is_said_not_its_retry_notice() -> None:
     e = _ending("gemini", RECORDED["gemini RESOURCE_EXHAUSTED"][1], 1)
     assert e.line.startswith("Attempt 1 failed: Resource has been exhausted"), e
     assert e.reset == NOW + 30
+
+
+@pytest.mark.parametrize("line", [
+    "[MCP] gitliza: tool call refused (permission denied)", "fixed bug 401 in parser",
+    "see https://example.com/login for details", "processed 429 files", "billing.py updated",
+    "line 503 of app.js"])
+def test_ordinary_lines_are_no_provider_sign(line: str) -> None:
+    """A plain line the agent's work may print is not read as the provider's refusal (the
+    supervisor would stop a working agent on it)."""
+    assert provider.text_sign(line, NOW) is None
