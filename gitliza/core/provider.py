@@ -24,6 +24,7 @@ from typing import Iterable, Mapping, Sequence
 from gitliza.core import clock
 from gitliza.core.board import Board
 from gitliza.core.model import Agent
+from gitliza.errors import ValidationError
 
 EXIT_RESTART = 42  # core/runs.py's graceful restart
 
@@ -271,7 +272,7 @@ def parse_time(v: object) -> int | None:
         s = re.sub(r"\.\d+", "", s).replace("+00:00", "Z")
         try:
             return clock.to_epoch(s)
-        except Exception:  # noqa: BLE001 - any unreadable time is no reset
+        except (ValidationError, ValueError):  # an unreadable time is no reset
             return None
     return None
 
