@@ -13,6 +13,9 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from gitliza.core import provider
+from gitliza.core.provider import End, Sign
+
 SERVER_NAME = "gitliza"  # gitliza's MCP server's name in every CLI's configuration
 COMMON_MCP_FILE = ".mcp.json"  # the `mcpServers` JSON many programs read (the fallback format)
 
@@ -157,6 +160,41 @@ class Export:
     parse: Callable[[str], Counted]
 
 
+# -- why a run ended: one line of the CLI's output read into a sign (gitliza/core/provider.py) -----
+# (the line's JSON event or None, its text, the time now in epoch seconds) -> a sign or None.
+Reader = Callable[[dict[str, Any] | None, str, float], Sign | None]
+
+
+def plain_reads(event: dict[str, Any] | None, text: str, now: float) -> Sign | None:
+    """What any program's plain output says: a `gitliza-end:` line, else an error it prints
+    (a rate limit, a refused key, a refused connection). A CLI's JSON events are its own
+    module's to read."""
+    if event is not None:
+        return None
+    return provider.command_sign(text) or provider.text_sign(text, now)
+
+
+def status_sign(status: Any, message: str, now: float, reset: int | None = None) -> Sign | None:
+    """An HTTP status a CLI reports for the provider's answer."""
+    if not isinstance(status, int) or isinstance(status, bool):
+        return None
+    end = {401: End.NOT_LOGGED_IN, 403: End.NOT_LOGGED_IN, 429: End.RATE_LIMITED,
+           529: End.OVERLOADED}.get(status)
+    if end is None and 500 <= status < 600:
+        end = End.OVERLOADED
+    if end is None:
+        return None
+    said = provider.text_sign(message, now)
+    if end == End.RATE_LIMITED and said is not None and said.end == End.QUOTA:
+        end = End.QUOTA  # OpenAI's insufficient_quota is a 429 too
+    return Sign(end, " ".join(message.split())[:300] or f"HTTP {status}",
+                reset if reset is not None else (said.reset if said else None))
+
+
+def any_env(env: Mapping[str, str], *names: str) -> bool:
+    return any(env.get(n) for n in names)
+
+
 # -- MCP configuration ----------------------------------------------------------------------------
 def mcp_servers_json(entry: Mapping[str, Any]) -> dict[str, Any]:
     """The common `mcpServers` JSON (Claude Code's `.mcp.json`, and what an unknown program
@@ -235,3 +273,11 @@ class Profile:
     # Where it keeps its own transcript of a run (services/agentlog.py): from the environment,
     # the home and the working directory.
     transcript: Callable[[Mapping[str, str], str, Path], str] | None = None
+    # Why a run ended (core/provider.py): one line of its output read into a sign; a CLI reads
+    # its own JSON events, and plain text as any program's.
+    reads: Reader = plain_reads
+    exits: Mapping[int, End] = field(default_factory=dict)  # its own exit codes' meaning
+    login: str = ""  # how a person logs it in (the alarm's fix)
+    # Whether it has a login, without a request (`team`'s start check): from the environment and
+    # a reader of files under the home (relative path -> text or None); None: ready, else why.
+    logged_in: Callable[[Mapping[str, str], Callable[[str], str | None]], str | None] | None = None

@@ -18,10 +18,12 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from gitliza.agentcli import base as b
 from gitliza.agentcli.base import Context, Launch, Permissions, Profile, Prompt
+from gitliza.core import provider
+from gitliza.core.provider import End, Sign
 
 
 def _wire(launch: Launch, perms: Permissions, ctx: Context, _cmd: Sequence[str]) -> Launch:
@@ -110,6 +112,55 @@ def blocks(content: Any) -> str | None:
     return "\n".join(out) if out else None
 
 
+def reads(e: dict[str, Any] | None, text: str, now: float) -> Sign | None:
+    """Claude Code's stream-json: `system/api_retry` (each retry of a refused request, with the
+    HTTP status, its error word and the delay it waits: the provider's retry-after),
+    `rate_limit_event` (a subscription's limit: `rejected` with `resetsAt` and its window), and
+    the error `result` (`is_error`, `api_error_status`, the message: "Not logged in · Please run
+    /login", "Credit balance is too low")."""
+    if e is None:
+        return b.plain_reads(e, text, now)
+    kind = e.get("type")
+    if kind == "system" and e.get("subtype") == "api_retry":
+        delay = e.get("retry_delay_ms")
+        reset = int(now + delay / 1000 + 0.999) if isinstance(delay, (int, float)) else None
+        error = str(e.get("error") or "")
+        if e.get("error_status") is None:  # no answer at all (a refused connection: "unknown")
+            return Sign(End.NETWORK, f"API unreachable ({error or 'no status'}), retry "
+                        f"{e.get('attempt', '?')}/{e.get('max_retries', '?')}", reset)
+        return b.status_sign(e.get("error_status"), error, now, reset) or \
+            provider.text_sign(error, now)
+    if kind == "rate_limit_event":
+        info = b.table(e, "rate_limit_info")
+        if info.get("status") != "rejected":
+            return None
+        window = _WINDOWS.get(str(info.get("rateLimitType")), info.get("rateLimitType"))
+        return Sign(End.RATE_LIMITED, f"Claude usage limit reached ({window})",
+                    provider.parse_time(info.get("resetsAt")),
+                    str(window) if window else None)
+    if kind == "result" and e.get("is_error"):
+        message = str(e.get("result") or e.get("subtype") or "error")
+        s = b.status_sign(e.get("api_error_status"), message, now) or \
+            provider.text_sign(message, now) or Sign(End.AGENT_ERROR, message[:300])
+        return Sign(s.end, s.line, s.reset, s.window, final=True)
+    return None
+
+
+def logged_in(env: Mapping[str, str], read: Callable[[str], str | None]) -> str | None:
+    """A key in the environment (or Bedrock/Vertex), else the OAuth login in its config dir."""
+    if b.any_env(env, "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN",
+                 "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX"):
+        return None
+    root = env.get("CLAUDE_CONFIG_DIR") or ".claude"
+    if "accessToken" in (read(os.path.join(root, ".credentials.json")) or ""):
+        return None
+    return "no login (no ANTHROPIC_API_KEY, no ~/.claude/.credentials.json)"
+
+
+_WINDOWS = {"five_hour": "5-hour limit", "seven_day": "weekly limit",
+            "seven_day_opus": "weekly Opus limit", "seven_day_sonnet": "weekly Sonnet limit"}
+
+
 def _transcript(env: Mapping[str, str], home: str, cwd: Path) -> str:
     root = env.get("CLAUDE_CONFIG_DIR") or os.path.join(home, ".claude")
     slug = "".join("-" if c in "/.\\:" else c for c in str(cwd))
@@ -128,4 +179,5 @@ PROFILE = Profile(
     state=(".claude.json", ".claude/.credentials.json", ".claude/settings.json"),
     home_env=("CLAUDE_CONFIG_DIR", ".claude"),
     hosts=("api.anthropic.com:443",), base_url_env=("ANTHROPIC_BASE_URL",),
-    transcript=_transcript)
+    transcript=_transcript, reads=reads, logged_in=logged_in,
+    login="run `claude` then /login, or set ANTHROPIC_API_KEY")

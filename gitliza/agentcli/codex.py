@@ -15,12 +15,15 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from gitliza.agentcli import base as b
 from gitliza.agentcli.base import Context, Launch, Permissions, Profile, Prompt
 from gitliza.agentcli.launch import writable_git_roots
+from gitliza.core import provider
+from gitliza.core.provider import End, Sign
 
 
 def _tmpdir(launch: Launch, ctx: Context) -> Launch:
@@ -113,6 +116,47 @@ class CodexStream(b.Stream):
         return None
 
 
+def reads(e: dict[str, Any] | None, text: str, now: float) -> Sign | None:
+    """Codex's `exec --json`: an `error` event per refused attempt ("Reconnecting... 2/5
+    (unexpected status 401 Unauthorized: ...)", "exceeded retry limit, last status: 429"),
+    "Quota exceeded. Check your plan and billing details." (insufficient_quota), "Missing
+    environment variable: `KEY`" (no key), and `turn.failed` with the last of them."""
+    if e is None:
+        return b.plain_reads(e, text, now)
+    kind = e.get("type")
+    if kind not in ("error", "turn.failed"):
+        return None
+    message = str((b.table(e, "error") or e).get("message") or "")
+    s = provider.text_sign(message, now)
+    if s is None and _MISSING_KEY.search(message):
+        s = Sign(End.NOT_LOGGED_IN, message)
+    if kind == "turn.failed":
+        s = s or Sign(End.AGENT_ERROR, message[:300] or "turn failed")
+        return Sign(s.end, s.line, s.reset, s.window, final=True)
+    return s
+
+
+def logged_in(env: Mapping[str, str], read: Callable[[str], str | None]) -> str | None:
+    """The key its configured provider reads (`env_key`), else OPENAI_API_KEY or the login in
+    CODEX_HOME's auth.json."""
+    import tomllib  # here: read only for `team`'s start check
+    home = env.get("CODEX_HOME") or ".codex"
+    try:
+        cfg = tomllib.loads(read(os.path.join(home, "config.toml")) or "")
+    except tomllib.TOMLDecodeError:
+        cfg = {}
+    chosen = b.table(cfg.get("model_providers"), str(cfg.get("model_provider")))
+    key = chosen.get("env_key")
+    if isinstance(key, str):
+        return None if env.get(key) else f"{key} is not set (its provider's env_key)"
+    if b.any_env(env, "OPENAI_API_KEY", "CODEX_API_KEY") or read(os.path.join(home, "auth.json")):
+        return None
+    return "no login (no OPENAI_API_KEY, no ~/.codex/auth.json)"
+
+
+_MISSING_KEY = re.compile(r"Missing environment variable", re.I)
+
+
 def _config_urls(text: str) -> list[str]:
     """The base_url of every model provider its config.toml names."""
     import tomllib  # here: read only for `--sandbox model`
@@ -143,4 +187,4 @@ PROFILE = Profile(
     hosts=("api.openai.com:443", "chatgpt.com:443", "auth.openai.com:443"),
     base_url_env=("OPENAI_BASE_URL",),
     config_file=".codex/config.toml", config_urls=_config_urls,
-    transcript=_transcript)
+    transcript=_transcript, reads=reads, logged_in=logged_in, login="`codex login`, or set OPENAI_API_KEY")

@@ -19,11 +19,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from gitliza.agentcli import base as b
 from gitliza.agentcli.base import Context, Launch, Permissions, Profile, Prompt
+from gitliza.core import provider
+from gitliza.core.provider import End, Sign
 
 POLICY = """# gitliza --permissions worktree: the shell is allowed (headless, a tool that would ask is
 # denied); --approval-mode auto_edit approves the edit tools, which stay inside the workspace.
@@ -121,6 +124,42 @@ class GeminiStream(b.Stream):
         return None
 
 
+def reads(e: dict[str, Any] | None, text: str, now: float) -> Sign | None:
+    """Gemini CLI: each refused attempt on stderr ("Attempt 1 failed: Resource has been
+    exhausted (e.g. check quota).", then "Suggested retry after 30s.. Retrying after 32347ms"),
+    "When using Gemini API, you must specify the GEMINI_API_KEY environment variable." (exit
+    41), and the stream's `result` with `status: error` and the API error's message."""
+    if e is None:
+        m = _RETRY.search(text)
+        if m is not None:  # the delay of the attempt before: the kind comes from that line
+            return Sign(End.RATE_LIMITED, text.strip()[:300],
+                        int(now + float(m.group(1)) + 0.999), aside=True)
+        s = b.plain_reads(e, text, now)
+        if s is not None and _STATUS.match(text):  # `  status: 503` under a stack trace
+            return Sign(s.end, s.line, s.reset, s.window, s.final, aside=True)
+        return s
+    kind = e.get("type")
+    if kind == "error" or (kind == "result" and e.get("status") == "error"):
+        message = str(b.table(e, "error").get("message") or e.get("message") or "")
+        s = provider.text_sign(message, now) or Sign(End.AGENT_ERROR, message[:300] or "error")
+        return Sign(s.end, s.line, s.reset, s.window, final=kind == "result")
+    return None
+
+
+def logged_in(env: Mapping[str, str], read: Callable[[str], str | None]) -> str | None:
+    """An API key or Vertex AI in the environment, else its Google login."""
+    if b.any_env(env, "GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI",
+                 "GOOGLE_APPLICATION_CREDENTIALS"):
+        return None
+    if read(".gemini/oauth_creds.json"):
+        return None
+    return "no login (no GEMINI_API_KEY, no ~/.gemini/oauth_creds.json)"
+
+
+_STATUS = re.compile(r"^\s*status: \d+\s*$")
+_RETRY = re.compile(r"Suggested retry after (\d+(?:\.\d+)?)s", re.I)
+
+
 def _transcript(_env: Mapping[str, str], home: str, _cwd: Path) -> str:
     return os.path.join(home, ".gemini", "tmp", "<project>", "chats", "session-<time>.json")
 
@@ -140,4 +179,7 @@ PROFILE = Profile(
     hosts=("generativelanguage.googleapis.com:443", "cloudcode-pa.googleapis.com:443",
            "oauth2.googleapis.com:443"),
     base_url_env=("GOOGLE_GEMINI_BASE_URL", "CODE_ASSIST_ENDPOINT"),
-    transcript=_transcript)
+    transcript=_transcript, reads=reads, logged_in=logged_in,
+    # Its fatal errors' exit codes (41 authentication, 53 the turn limit).
+    exits={41: End.NOT_LOGGED_IN, 53: End.CONTEXT_LIMIT},
+    login="run `gemini` and sign in, or set GEMINI_API_KEY")

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from gitliza.agentcli import base as b
 from gitliza.agentcli.base import Context, Launch, Permissions, Profile, Prompt
@@ -83,6 +83,23 @@ def _config_urls(text: str) -> list[str]:
             if isinstance(e, dict) and isinstance(e.get("api_base"), str)]
 
 
+def logged_in(env: Mapping[str, str], read: Callable[[str], str | None]) -> str | None:
+    """The key its active provider reads (`api_key_env_var`, MISTRAL_API_KEY by default), from
+    the environment or VIBE_HOME's .env."""
+    import tomllib  # here: read only for `team`'s start check
+    home = env.get("VIBE_HOME") or ".vibe"
+    try:
+        cfg = tomllib.loads(read(os.path.join(home, "config.toml")) or "")
+    except tomllib.TOMLDecodeError:
+        cfg = {}
+    keys = {p.get("api_key_env_var") for p in cfg.get("providers") or []
+            if isinstance(p, dict) and p.get("name") == "mistral"} - {None}
+    key = str(next(iter(keys), "MISTRAL_API_KEY"))
+    if env.get(key) or f"{key}=" in (read(os.path.join(home, ".env")) or ""):
+        return None
+    return f"{key} is not set (nor in ~/.vibe/.env)"
+
+
 def _transcript(env: Mapping[str, str], home: str, _cwd: Path) -> str:
     root = env.get("VIBE_HOME") or os.path.join(home, ".vibe")
     return os.path.join(root, "logs", "session")
@@ -100,4 +117,4 @@ PROFILE = Profile(
     state=(".vibe/config.toml", ".vibe/.env"), home_env=("VIBE_HOME", ".vibe"),
     hosts=("api.mistral.ai:443",), base_url_env=("MISTRAL_BASE_URL",),
     config_file=".vibe/config.toml", config_urls=_config_urls,
-    transcript=_transcript)
+    transcript=_transcript, logged_in=logged_in, login="`vibe --setup`, or set MISTRAL_API_KEY")

@@ -12,6 +12,10 @@ values (liza-watch.sh, sprint-governance.md).
 
 An alarm is identified by its key (kind, subject); its text may change while it stays active (a
 duration grows) without being reported again. Staged alarms (checkpoint and pause age) escalate.
+
+Not split: every condition the watcher reports is read here, in one pass over the board, beside
+the one deadline function that must know each of them (a rule's own reading lives in its module:
+quorum.py, usage.py, provider.py).
 """
 from __future__ import annotations
 
@@ -19,7 +23,7 @@ from dataclasses import dataclass, fields, replace
 from enum import StrEnum
 from typing import Iterable, Iterator, Mapping
 
-from gitliza.core import clock, metrics
+from gitliza.core import clock, metrics, provider
 from gitliza.core.board import Board
 from gitliza.core.invariants import check_board
 from gitliza.core.model import Anomaly, Config, SprintStatus, Task, Urgency
@@ -40,6 +44,7 @@ THRESHOLDS: dict[str, int] = {
     "alarm_checkpoint_abandoned": 28800,  # CHECKPOINT ABANDONED? (suggests abort)
     "alarm_pause_stale": 1800,         # STALE PAUSE
     "alarm_pause_forgotten": 7200,     # PAUSE FORGOTTEN?
+    "alarm_provider_down": 900,        # a model provider refusing a supervisor (core/provider.py)
 }
 # How close to a limit "approaching" starts (the seed: 8/10 iterations, 3/5 review cycles).
 ITERATION_MARGIN = 2
@@ -284,6 +289,8 @@ def evaluate(board: Board, facts: Facts) -> list[Alert]:
     for t in sorted(board.tasks(), key=lambda t: t.id):
         out.extend(_task_alerts(board, t, config, th, now))
     out.extend(_silent_supervisors(board, th, now))
+    out.extend(Alert("PROVIDER", cli, Level.CRITICAL, text)  # core/provider.py says when
+               for cli, text in provider.alarms(board, th["alarm_provider_down"], now))
     for d in sorted(board.values("discovered"), key=lambda d: d.id):
         if d.urgency == Urgency.IMMEDIATE and not d.converted_to_task:
             out.append(Alert("IMMEDIATE_DISCOVERY", d.id, Level.CRITICAL, f"IMMEDIATE DISCOVERY: "
@@ -368,6 +375,7 @@ def next_deadline(board: Board, facts: Facts) -> str | None:
             at(t.created, th["alarm_stale_draft"])
     for sup in board.values("supervisors"):
         at(sup.expires, th["alarm_lease_grace"])
+    times += provider.alarm_times(board, th["alarm_provider_down"], now)
     if _working(board):
         at(facts.last_change, th["alarm_stall"])
     since = checkpoint_since(board, facts)

@@ -220,6 +220,9 @@ class Agent:
     context_percent: int | None = None
     registered: str | None = None
     keys: tuple[SigningKey, ...] = since_v1(())  # oldest first; the current one has no `until`
+    # Its supervisor waits for the model provider (core/provider.py `Wait`, one line): a rate
+    # limit, a spent quota, a refused login, an outage. None: not waiting.
+    provider_wait: str | None = since_v1(None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -283,6 +286,8 @@ class Config:
     alarm_checkpoint_abandoned: int | None = None
     alarm_pause_stale: int | None = None
     alarm_pause_forgotten: int | None = None
+    # A model provider refusing a supervisor longer than this (core/provider.py) is an alarm.
+    alarm_provider_down: int | None = since_v1(None)
     # Seconds a terminal task stays in the materialized `.liza/state.yaml` before it moves to
     # `.liza/archive/` (blackboard-schema.md: "terminal-state tasks older than threshold").
     archive_after: int = since_v1(86400)
@@ -506,6 +511,7 @@ class Usage:
     cached_tokens: int = 0
     cost_micro_usd: int | None = None
     cost_source: str | None = None  # cli | report | prices
+    end: str | None = since_v1(None)  # why the run ended (core/provider.py End); None: unknown
 
 
 @dataclass(frozen=True, slots=True)

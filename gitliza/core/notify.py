@@ -37,7 +37,16 @@ _CAUSE_OPS: dict[str, frozenset[str]] = {
     "CHECKPOINT_OPENED": frozenset({"checkpoint", "circuit"}),
     "CHECKPOINT": frozenset({"checkpoint", "circuit"}),
     "PAUSE": frozenset({"pause"}),
+    "PROVIDER": frozenset({"provider-wait"}),
 }
+# kind -> the state a task alarm's condition began with: its cause is the newest commit that
+# moved the task there (`Liza-To`), not any later commit naming the task (a supervisor's anomaly
+# after its block made one BLOCKED event two deliveries under two ids, issue 47).
+_CAUSE_STATES: dict[str, str] = {"BLOCKED": "BLOCKED", "AWAITING_HUMAN": "BLOCKED",
+                                 "INTEGRATION_FAILED": "INTEGRATION_FAILED"}
+# kind -> the op that recorded a task alarm's condition (a supervisor's anomaly)
+_CAUSE_TASK_OPS: dict[str, frozenset[str]] = {"GAVE_UP": frozenset({"anomaly"}),
+                                              "BUDGET": frozenset({"anomaly"})}
 
 
 def notified(report: Report) -> bool:
@@ -71,15 +80,22 @@ def human_events(board: Board) -> list[Alert]:
 def task_of(alert: Alert) -> str | None:
     """The task an alert is about (APPROACHING_LIMIT's subject carries a suffix), or None."""
     if alert.kind in _CAUSE_OPS or alert.kind in ("INVALID_STATE", "STALLED", "HIGH_APPROVAL_RATE",
-                                                  "SUPERVISOR_SILENT", "IMMEDIATE_DISCOVERY"):
+                                                  "SUPERVISOR_SILENT", "IMMEDIATE_DISCOVERY",
+                                                  "PROVIDER"):
         return None
     return alert.subject.split(":", 1)[0] or None
 
 
 def cause_matcher(alert: Alert) -> tuple[str | None, frozenset[str]]:
     """(task, ops): the cause is the newest state commit with `Liza-Task: task` (when a task is
-    named) or with `Liza-Op` among `ops`; neither: the board tip the event was seen at."""
+    named) or with `Liza-Op` among `ops`; neither: the board tip the event was seen at. A task
+    alarm's own state or op narrows it (`cause_state`, `matches`)."""
     return task_of(alert), _CAUSE_OPS.get(alert.kind, frozenset())
+
+
+def cause_state(alert: Alert) -> tuple[str | None, frozenset[str]]:
+    """(the `Liza-To` state, the `Liza-Op`s) a task alarm's cause must also have."""
+    return _CAUSE_STATES.get(alert.kind), _CAUSE_TASK_OPS.get(alert.kind, frozenset())
 
 
 def trailer(message: str, key: str) -> str | None:
@@ -92,9 +108,11 @@ def trailer(message: str, key: str) -> str | None:
     return None
 
 
-def matches(message: str, task: str | None, ops: frozenset[str]) -> bool:
+def matches(message: str, task: str | None, ops: frozenset[str], to: str | None = None,
+            task_ops: frozenset[str] = frozenset()) -> bool:
     if task is not None and trailer(message, "Liza-Task") == task:
-        return True
+        return (to is None or trailer(message, "Liza-To") == to) and \
+            (not task_ops or trailer(message, "Liza-Op") in task_ops)
     return bool(ops) and trailer(message, "Liza-Op") in ops
 
 

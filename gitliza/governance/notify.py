@@ -113,12 +113,13 @@ class Notifier:
 
     def _cause(self, report: Report, tip: str | None) -> str | None:
         task, ops = notify.cause_matcher(report.alert)
+        to, task_ops = notify.cause_state(report.alert)
         if tip is None or (task is None and not ops):
             return tip
         try:
             commit = self.store.commit(tip)
             for _ in range(CAUSE_WALK):
-                if notify.matches(commit.message, task, ops):
+                if notify.matches(commit.message, task, ops, to, task_ops):
                     return str(commit.id)
                 if not commit.parents:
                     break

@@ -154,9 +154,15 @@ def render(snap: Snapshot, now: str) -> Any:
     for col in ("agent", "role", "status", "task", "heartbeat", "lease", "supervisor"):
         agents.add_column(col, no_wrap=True)
     notes: list[str] = []
+    from gitliza.core import provider
     for a in sorted(b.agents(), key=lambda a: a.id):
         sup = of_agent(b, a, now)
-        agents.add_row(_plain(a.id), a.role.value, a.status.value, _plain(a.current_task or ""),
+        waits = provider.wait_line(b, a, now)
+        if waits:
+            notes.append(waits)
+        agents.add_row(_plain(a.id), a.role.value,
+                       Text(provider.WAITING, style="bold yellow") if waits else a.status.value,
+                       _plain(a.current_task or ""),
                        ago(a.heartbeat, now), countdown(a.lease_expires, now),
                        Text(sup.state.value, style="" if sup.running else "bold yellow"))
         line = sup.line(now)

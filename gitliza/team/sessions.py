@@ -14,6 +14,7 @@ from typing import IO, Callable
 from gitliza import agentcli, atomic
 from gitliza.access import mcp_config
 from gitliza.core import prompts
+from gitliza.core.provider import PROVIDER_STOP, Ending, Sign
 from gitliza.core.board import Board
 from gitliza.core.states import Role
 from gitliza.core.terminal import safe
@@ -24,6 +25,7 @@ from gitliza.services.lifecycle.locations import main_root
 from gitliza.services.lifecycle.review import CLI_ENV
 from gitliza.services.api import AGENT_ENV, GEN_ENV, Liza
 from gitliza.team import briefing, orphans, prepare, runner, usage
+from gitliza.team.ending import Watch
 from gitliza.team.generation import Generation
 from gitliza.team.heartbeat import Watchdog, lease_keeper, watchdog_tick
 from gitliza.team.work import Job
@@ -57,6 +59,7 @@ class Sessions:
         self.sandbox = sandbox if sandbox is not None else Sandbox("off")
         self._log_file: Path | None = None
         self._job: Job | None = None
+        self.ending: Ending | None = None  # why the last session ended (team/ending.py)
 
     def stop(self, why: str, grace: float | None = None) -> None:
         """Stop the running agent (SIGTERM, SIGKILL after `grace` seconds), and any agent a
@@ -77,6 +80,7 @@ class Sessions:
 
     def run(self, job: Job) -> tuple[int, str | None]:
         """Run one agent session: its exit code, and why the supervisor stopped it (if so)."""
+        self.ending = None
         if self.stopping:
             return 0, "supervisor stopping"
         gen = self.token.gen
@@ -145,6 +149,9 @@ class Sessions:
         # The task's budget stops the agent during its run, once its streamed usage passes it.
         meter.limit = usage.run_limit(self.liza, self.role, job.task)
         meter.over = self._over_budget
+        known = agentcli.for_command(self.command[0]) if self.command else self.profile
+        watch = meter.watch = Watch((known or self.profile).reads, self._provider_stop,
+                                    (known or self.profile).exits)
         out = meter.output(out)
         argv, env = launch.argv, launch.env
         if box is not None:
@@ -178,10 +185,22 @@ class Sessions:
             hb.stop()
             self._proc = None
             orphans.forget(self.liza_dir(), self.agent, gen)
-        usage.record(self.liza, gen, meter, job.task, self.log)
+        def ended() -> str:  # once the output is all read (usage.record joins its reader)
+            if meter.stream is None:  # nobody read along: its last words from the log's tail
+                watch.feed_tail(log_file)
+            self.ending = watch.ending(code, proc.stopped_by)
+            return self.ending.end.value
+        usage.record(self.liza, gen, meter, job.task, self.log, ended)
         self.count += 1
         self.token.check(self.liza.board())
         return code, proc.stopped_by
+
+    def _provider_stop(self, sign: Sign) -> None:
+        """The CLI says the provider refuses it (a login, a spent quota, a third rate limit):
+        stop it rather than let it retry on its own for minutes; the supervisor waits."""
+        proc = self._proc
+        if proc is not None:
+            proc.stop(f"{PROVIDER_STOP}{sign.line}", self._grace)
 
     def _over_budget(self, tokens: int) -> None:
         proc = self._proc

@@ -35,6 +35,7 @@ and generation.py holds the token.
 """
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import sys
@@ -66,6 +67,7 @@ from gitliza.sandbox.box import parse as sandbox_mode
 from gitliza.team import orphans, runner, usage
 from gitliza.team.generation import Generation, StandDown
 from gitliza.team.heartbeat import Watchdog, lease_keeper, watchdog_tick
+from gitliza.team.provider import ProviderWaits
 from gitliza.team.sessions import Sessions
 from gitliza.team.stopping import StopSignal
 from gitliza.team.work import Job, WorkFinder, max_wait
@@ -132,6 +134,9 @@ class Supervisor:
                                  resume_task=opts.resume_task, sandbox=box,
                                  watchdog=self.watchdog)
         self.sessions.check_dirs()  # a tracked or linked .liza/ refuses us before any claim
+        # A provider's refusal is waited out, shared by this machine's supervisors of the CLI.
+        self.provider = ProviderWaits.of(self.liza, profile, opts.command, self.log,
+                                         lambda: self.stopping)
 
     # -- the loop -------------------------------------------------------------------------------
     def run(self) -> int:
@@ -177,11 +182,16 @@ class Supervisor:
                 if self.opts.once:
                     return EXIT_VALIDATION
                 continue
+            hold = functools.partial(self._sleep_holding, job)  # waits keep the work's lease
+            if self.provider.before(hold):
+                break
             launches = [*launches[-cfg.max_launches_per_minute:], time.monotonic()]
             before = self._mark(self.liza.board(), job)
             code, lost = self.sessions.run(job)
             if self.stopping:
                 break
+            if self.provider.waited(self.sessions.ending, hold, self.opts.once):
+                continue  # the provider's fault, nobody's: no streak, no give-up
             if lost is not None:
                 # Not the agent's failure: its task went elsewhere. No backoff, no retry of the
                 # same session: look for work afresh.
@@ -200,7 +210,7 @@ class Supervisor:
                 self.log(d.line.split("; ")[0] + "; exiting (--once)")
                 did = d.outcome == runs.Outcome.DONE and not d.streak.no_progress
                 return 0 if did else EXIT_VALIDATION
-            self.log(d.line)
+            self.log(d.line + self.provider.why(self.sessions.ending))
             if d.give_up:
                 streak = runs.Streak()
                 end = self._give_up(job, d.streak.no_progress, code)

@@ -71,6 +71,8 @@ class Meter:
     limit: int | None = None
     over: Callable[[int], None] | None = None
     _fired: bool = False
+    # Why the run ended (team/ending.py): every line of the stream is read for it too.
+    watch: Any = None
 
     @classmethod
     def start(cls, liza_dir: Path, run: str, cli: str, interactive: bool,
@@ -126,6 +128,8 @@ class Meter:
                     e = json.loads(raw)
                 except ValueError:
                     e = None
+                if self.watch is not None:
+                    self.watch.feed(raw, e)
                 if isinstance(e, dict):
                     try:
                         text = stream.line(e)
@@ -197,9 +201,11 @@ def _report_from(d: Any) -> Counted:
 
 
 def record(liza: Liza, gen: int, meter: Meter, task: str | None,
-           log: Callable[[str], None]) -> None:
-    """The run's one `usage` transition (a failure is logged: the run is over either way)."""
+           log: Callable[[str], None], end: Callable[[], str | None] | None = None) -> None:
+    """The run's one `usage` transition (a failure is logged: the run is over either way);
+    `end`: why the run ended, asked once its output is all read."""
     got, reports, bad = meter.finish()
+    ended = end() if end is not None else None
     if bad:
         log(f"usage: {bad} malformed report(s) of run {meter.run} skipped")
     refused = plausible(got, reports, meter.duration())
@@ -215,7 +221,7 @@ def record(liza: Liza, gen: int, meter: Meter, task: str | None,
                 model=got.model if got.model and plain_word(got.model) else meter.model,
                 input_tokens=got.input, output_tokens=got.output,
                 cached_tokens=min(got.cached, got.input), cost_micro_usd=got.cost,
-                cost_source=source)
+                cost_source=source, end=ended)
     except LizaError as e:
         log(f"usage of run {meter.run} not recorded: {e}")
         return

@@ -249,8 +249,9 @@ def agents_panel(agents: Sequence[dict[str, Any]]) -> str:
         f'<td><span class="live {_liveness(a)}" title="{e(a.get("supervisor_note") or "")}">'
         f'{_liveness(a)}</span></td></tr>'
         for a in sorted(agents, key=lambda a: a["id"]))
-    notes = "".join(f'<p class="sup-note">{e(a["supervisor_note"])}</p>'
-                    for a in sorted(agents, key=lambda a: a["id"]) if a.get("supervisor_note"))
+    notes = "".join(f'<p class="sup-note">{e(a[k])}</p>'
+                    for a in sorted(agents, key=lambda a: a["id"])
+                    for k in ("supervisor_note", "provider_note") if a.get(k))
     return ('<section class="panel"><h2>Agents</h2><table class="agents"><thead><tr><th>agent</th>'
             '<th>role</th><th>status</th><th>task</th><th>heartbeat</th><th>lease</th>'
             f'<th>supervisor gen</th><th>model</th><th></th></tr></thead><tbody>{rows}</tbody>'

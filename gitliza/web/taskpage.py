@@ -113,6 +113,7 @@ def task_body(t: dict[str, Any], *, spec: str | None, audit: Sequence[dict[str, 
                     for n in t.get("human_notes", ()))
     if notes:
         parts.append(f'<section class="panel"><h2>Human notes</h2><ul>{notes}</ul></section>')
+    parts.append(runs_panel(t.get("usage") or ()))
     parts.append(logs_panel(t["id"], logs))
     parts.append(f'<section class="panel"><h2>History</h2>'
                  f'{timeline_table(with_created(t, audit))}</section>')
@@ -195,6 +196,21 @@ def diff_panel(files: list[FileDiff], why: str | None, caption: str = "") -> str
     return (f'<section class="panel diff"><h2>Review diff <span class="small">{len(files)} files '
             f'<span class="add">+{adds}</span> <span class="del">-{dels}</span></span></h2>'
             f'{sub}<ul class="files">{index}</ul>{"".join(blocks)}</section>')
+
+
+def runs_panel(runs: Sequence[dict[str, Any]]) -> str:
+    """The task's agent runs (their usage records) and how each ended (issue 47)."""
+    if not runs:
+        return ""
+    rows = "".join(
+        f'<tr><td class=nowrap>{e(u.get("timestamp"))}</td><td><code>{e(u.get("run"))}</code>'
+        f'</td><td>{e(u.get("cli"))}{"/" + e(u["model"]) if u.get("model") else ""}</td>'
+        f'<td>{u.get("input_tokens", 0) + u.get("output_tokens", 0):,}</td>'
+        f'<td>{u.get("duration", 0)}s</td><td class="end-{e(u.get("end") or "unknown")}">'
+        f'{e((u.get("end") or "").replace("_", " "))}</td></tr>' for u in runs)
+    return ('<section class="panel"><h2>Runs</h2><table class="timeline"><thead><tr><th>ended'
+            '</th><th>run</th><th>cli</th><th>tokens</th><th>time</th><th>how</th></tr></thead>'
+            f'<tbody>{rows}</tbody></table></section>')
 
 
 def logs_panel(task: str, logs: Sequence[tuple[Path, str, int]]) -> str:

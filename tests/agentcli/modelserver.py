@@ -467,6 +467,90 @@ def chat_answer(ans: ToolCall | str, model: str, stream: bool,
         (None, "[DONE]")])
 
 
+# -- a provider in trouble -------------------------------------------------------------------------
+# What each provider answers when it refuses a turn (their documented error bodies and headers):
+# (status, body, extra headers) per dialect and kind. `reset` is the epoch second the limit ends.
+TROUBLE_KINDS = ("rate_limit", "quota", "overloaded", "auth")
+
+
+def trouble_answer(dialect: str, kind: str, retry_after: int,
+                   reset: int) -> tuple[int, dict[str, Any], dict[str, str]]:
+    ra = {"retry-after": str(retry_after)}
+    if dialect == "anthropic":
+        if kind in ("rate_limit", "quota"):
+            claim = "five_hour" if kind == "rate_limit" else "seven_day"
+            return 429, {"type": "error", "error": {
+                "type": "rate_limit_error",
+                "message": "This request would exceed your account's rate limit. "
+                           "Please try again later."}}, {
+                **ra, "anthropic-ratelimit-unified-status": "rejected",
+                "anthropic-ratelimit-unified-reset": str(reset),
+                "anthropic-ratelimit-unified-representative-claim": claim,
+                "anthropic-ratelimit-unified-5h-status": "rejected",
+                "anthropic-ratelimit-unified-5h-reset": str(reset)}
+        if kind == "overloaded":
+            return 529, {"type": "error", "error": {"type": "overloaded_error",
+                                                    "message": "Overloaded"}}, {}
+        return 401, {"type": "error", "error": {"type": "authentication_error",
+                                                "message": "invalid x-api-key"}}, {}
+    if dialect == "responses":
+        if kind == "rate_limit":
+            return 429, {"error": {
+                "message": f"Rate limit reached for gpt-5.5 on tokens per min (TPM): Limit "
+                           f"30000, Used 30000. Please try again in {retry_after}s.",
+                "type": "tokens", "code": "rate_limit_exceeded", "param": None}}, {
+                **ra, "x-ratelimit-reset-tokens": f"{retry_after}s",
+                "x-ratelimit-remaining-tokens": "0"}
+        if kind == "quota":
+            return 429, {"error": {
+                "message": "You exceeded your current quota, please check your plan and billing "
+                           "details.", "type": "insufficient_quota", "code": "insufficient_quota",
+                "param": None}}, {}
+        if kind == "overloaded":
+            return 503, {"error": {"message": "The server is overloaded or not ready yet.",
+                                   "type": "server_error", "code": None, "param": None}}, ra
+        return 401, {"error": {"message": "Incorrect API key provided: sk-liza-****. You can "
+                                          "find your API key at https://platform.openai.com.",
+                               "type": "invalid_request_error", "code": "invalid_api_key",
+                               "param": None}}, {}
+    if dialect == "gemini":
+        if kind in ("rate_limit", "quota"):
+            return 429, {"error": {
+                "code": 429, "status": "RESOURCE_EXHAUSTED",
+                "message": "You exceeded your current quota, please check your plan and billing "
+                           "details." if kind == "quota" else
+                           "Resource has been exhausted (e.g. check quota).",
+                "details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo",
+                             "retryDelay": f"{retry_after}s"}]}}, {}
+        if kind == "overloaded":
+            return 503, {"error": {"code": 503, "status": "UNAVAILABLE",
+                                   "message": "The model is overloaded. Please try again "
+                                              "later."}}, {}
+        return 400, {"error": {"code": 400, "status": "INVALID_ARGUMENT",
+                               "message": "API key not valid. Please pass a valid API key.",
+                               "details": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                                            "reason": "API_KEY_INVALID"}]}}, {}
+    # chat (Mistral)
+    if kind in ("rate_limit", "quota"):
+        return 429, {"object": "error", "message": "Requests rate limit exceeded",
+                     "type": "rate_limited", "param": None, "code": "1300"}, ra
+    if kind == "overloaded":
+        return 503, {"object": "error", "message": "Service unavailable", "type":
+                     "service_unavailable", "param": None, "code": "3505"}, {}
+    return 401, {"message": "Unauthorized", "request_id": "liza"}, {}
+
+
+@dataclass
+class Trouble:
+    """The provider refuses the next `count` model turns (None: all) as `kind`."""
+
+    kind: str
+    retry_after: int = 60
+    count: int | None = None
+    reset_in: int | None = None  # seconds from the refusal to the limit's reset (retry_after)
+    refused: int = 0
+
+
 def json_for_schema(schema: Any) -> Any:
     """A minimal value that satisfies a JSON schema (Gemini CLI's JSON side questions)."""
     if not isinstance(schema, dict):
@@ -499,6 +583,7 @@ class Server:
     port: int = 0
     host: str = "127.0.0.1"  # any loopback address (127.0.0.2: a host that is not forwarded)
     log: list[Entry] = field(default_factory=list)
+    trouble: Trouble | None = None  # the provider in trouble (rate limits, outages, bad keys)
     outbound: list[str] = field(default_factory=list)
     _httpd: ThreadingHTTPServer | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -639,9 +724,25 @@ class _Handler(BaseHTTPRequestHandler):
             self.srv.record(e)
             self._send(404, "application/json", b'{"error":{"message":"not found"}}')
             return
+        if self._refuse(e):
+            return
         ctype, data = handler(e)
         self.srv.record(e)
         self._send(200, ctype, data)
+
+    def _refuse(self, e: Entry) -> bool:
+        """The provider in trouble: the turn is refused as that provider refuses it."""
+        t = self.srv.trouble
+        with self.srv._lock:
+            if t is None or (t.count is not None and t.refused >= t.count):
+                return False
+            t.refused += 1
+        reset = int(time.time()) + (t.reset_in if t.reset_in is not None else t.retry_after)
+        code, body, headers = trouble_answer(e.dialect, t.kind, t.retry_after, reset)
+        e.answer, e.side = f"refused: {code} {t.kind}", True
+        self.srv.record(e)
+        self._send(code, "application/json", json.dumps(body).encode(), headers)
+        return True
 
     def _decide(self, e: Entry) -> ToolCall | str:
         assert e.conv is not None
@@ -678,8 +779,11 @@ class _Handler(BaseHTTPRequestHandler):
     def _json(self, data: Any) -> None:
         self._send(200, "application/json", json.dumps(data).encode())
 
-    def _send(self, code: int, ctype: str, data: bytes) -> None:
+    def _send(self, code: int, ctype: str, data: bytes,
+              headers: dict[str, str] | None = None) -> None:
         self.send_response(code)
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(data)))
         if ctype == "text/event-stream":

@@ -215,3 +215,30 @@ def test_a_clones_own_url_wins_over_the_boards(team: Team) -> None:
         assert w.close(drain=60)
         [doc] = own_rx.wait_for(1)
         assert doc["event"] == "BLOCKED" and board_rx.arrivals == []
+
+
+def test_a_block_then_its_anomaly_is_one_post_whichever_tip_a_watcher_sees(team: Team) -> None:
+    """Issue 47: a supervisor that gives up blocks its task, then records a retry_loop anomaly
+    on it. A watcher that saw the block and one that first looked after the anomaly named two
+    different causes (the newest commit naming the task), so one BLOCKED event went out twice
+    under two ids. The cause is the commit that moved the task to BLOCKED."""
+    from gitliza.core.ops import AnomalyOp
+    with Receiver() as rx:
+        hook(team, rx.url)
+        block(team)
+        cause = git(team.repo, "rev-parse", "refs/liza/state").strip()
+        first = watcher(team.repo, team)
+        first.tick()
+        assert first.close(drain=60)
+        team.do("coder-1", AnomalyOp, type="retry_loop", task="task-1",
+                details=(("count", 5), ("error_pattern", "5 runs without progress"),
+                         ("supervisor_gave_up", "coder")))
+        second = watcher(team.repo, team)  # another watcher (team's, the human's) sees it now
+        second.tick()
+        assert second.close(drain=60)
+        rx.wait_for(2)  # the BLOCKED and the GAVE_UP events, each once
+        assert sorted(d["event"] for d in rx.posts) == ["BLOCKED", "GAVE_UP"], rx.posts
+        blocked = [d for d in rx.posts if d["event"] == "BLOCKED"]
+        assert blocked[0]["board_commit"] == cause
+        assert second.notifier is not None and not any(
+            i == blocked[0]["id"] for i in second.notifier.sent)

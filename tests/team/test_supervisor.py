@@ -54,7 +54,11 @@ grep -q "RESUME: Task t1" "$LIZA_PROMPT_FILE"
     assert len(logs) == 4 and all("/.liza/agent-logs/coder-1--t1--" in p for p in logs)
     assert "session 1 prompt=" in Path(logs[0]).read_text()
     assert "session 4 prompt=" in Path(logs[3]).read_text()
-    assert f"agent log: {logs[0]}" in sup.output() and "role=coder" not in sup.output()
+    assert f"agent log: {logs[0]}" in sup.output()
+    # Only a failed run's last line (its error, issue 47) reaches the supervisor's output.
+    assert all("role=coder" not in x or "crashed (exit 3" in x for x in sup.lines)
+    assert "crashed (exit 3, 1 in a row) (no progress 1/5); restarting in 1s; agent.sh agent " \
+           "error: session 1 prompt=" in sup.output()
     shown = ok(liza(repo, "show", "t1", agent=None))
     assert "agent logs (this machine, oldest first):" in shown and logs[3] in shown
 

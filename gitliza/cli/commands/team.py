@@ -84,14 +84,17 @@ def team(env: Env, planners: int, coders: int, reviewers: int, prefix: str, cli:
         models = env.liza().board().config.models if cli is None and not command else None
         from gitliza.core import teammodels
         left = []  # the members the board names no CLI for: --cli's (default claude)
+        used = set()  # the CLIs the members run (their logins checked below)
         for m in crew:  # every member's CLI and model from the board, checked now
             chosen = teammodels.for_member(models, m.role, m.agent)
             if chosen is not None:
                 require(agentcli.with_model(agentcli.profile(chosen[0]), chosen[1]).executable)
+                used.add(agentcli.profile(chosen[0]).name)
             else:
                 left.append(m)
         if left or not crew:
             require(command[0] if command else agentcli.profile(cli).executable)
+            used |= {agentcli.profile(cli).name} if not command else set()
         from gitliza.services.lifecycle.locations import main_root
 
         def write(text: str) -> None:
@@ -100,6 +103,9 @@ def team(env: Env, planners: int, coders: int, reviewers: int, prefix: str, cli:
                 sys.stdout.flush()
             except (OSError, ValueError):
                 pass  # our reader is gone; the supervisors still need stopping
+        from gitliza.team.logins import not_ready
+        for line in not_ready(used):  # said before any start; its members wait for the login
+            write(f"team: {line}\n")
         running = Team(main_root(env.liza().repo), crew, cli, mcp, env.no_sync, command, logs,
                        write, permissions, takeover, pool=sizes, prefix=prefix, models=models,
                        sandbox=sandbox)

@@ -86,12 +86,19 @@ def _status(env: Env, at: str | None) -> int:
     if at is None:
         from gitliza.core.supervision import of_agent
         sups = {a.id: of_agent(board, a, now) for a in agents}
+    from gitliza.core import provider
     out.table("agents", ["agent", "role", "status", "task", "lease", "supervisor"],
-              [[a.id, a.role.value, a.status.value, a.current_task or "", a.lease_expires or "",
+              [[a.id, a.role.value,
+                provider.status_word(board, a, now) if at is None else a.status.value,
+                a.current_task or "", a.lease_expires or "",
                 sups[a.id].state.value if a.id in sups else ""]
                for a in agents])
     for sup in sups.values():
         note = sup.line(now)
+        if note:
+            out.line(note)
+    for a in agents if at is None else ():
+        note = provider.wait_line(board, a, now)
         if note:
             out.line(note)
     return 0
@@ -145,7 +152,8 @@ def show(env: Env, task: str, at: str | None) -> int:
                                                        else "")
             out.line(f"    {u.timestamp}  {u.run}  {u.agent} ({u.role})  {u.cli}"
                      f"{'/' + u.model if u.model else ''}  in {u.input_tokens:,} out "
-                     f"{u.output_tokens:,} cached {u.cached_tokens:,}  {cost}  {u.duration}s")
+                     f"{u.output_tokens:,} cached {u.cached_tokens:,}  {cost}  {u.duration}s"
+                     + (f"  ended: {u.end}" if u.end else ""))
     from gitliza.services.lifecycle.attic import entries
     kept = entries(env.liza().repo, t.id)
     if kept:

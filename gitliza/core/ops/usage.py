@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from gitliza.core import usage
 from gitliza.core.model import Usage
 from gitliza.core.ops.base import Ctx, Op, register_op
+from gitliza.core.provider import End
 from gitliza.errors import ValidationError
 
 # AGENT.GENERATION.N: the agent id's characters, then two counters (gitliza/team/usage.py)
@@ -49,9 +50,13 @@ class RecordUsage(Op):
     cached_tokens: int = 0
     cost_micro_usd: int | None = None
     cost_source: str | None = None
+    end: str | None = None  # why the run ended (core/provider.py End)
 
     def run(self, ctx: Ctx) -> None:
         me = ctx.require_agent()
+        if self.end is not None and self.end not in {e.value for e in End}:
+            raise ValidationError(f"end {self.end!r} is not one of: "
+                                  + ", ".join(e.value for e in End))
         if not RUN_ID.match(self.run_id) or not self.run_id.startswith(me.id + "."):
             raise ValidationError(f"run id {self.run_id!r} is not {me.id}.GENERATION.N")
         check_word(self.cli, "cli")
@@ -82,7 +87,7 @@ class RecordUsage(Op):
                       goal=ctx.board.goal.id, cli=self.cli, duration=self.duration,
                       task=self.task, model=self.model, input_tokens=self.input_tokens,
                       output_tokens=self.output_tokens, cached_tokens=self.cached_tokens,
-                      cost_micro_usd=cost, cost_source=source)
+                      cost_micro_usd=cost, cost_source=source, end=self.end)
         ctx.put("usage", self.run_id, entry)
         scopes = [usage.goal_key(entry.goal)] + ([usage.task_key(self.task)] if self.task else [])
         for scope in scopes:

@@ -67,6 +67,10 @@ def _agent_row(board: Board, a: Any, now: str | None) -> dict[str, Any]:
         line = sup.line(now)
         if line:
             row["supervisor_note"] = line
+        from gitliza.core import provider
+        waits = provider.wait_line(board, a, now)
+        if waits:  # its supervisor waits for the model provider (status, top, the web board)
+            row["status"], row["provider_note"] = provider.WAITING, waits
     return row
 
 def task_row(t: Task) -> dict[str, Any]:
