@@ -14,6 +14,7 @@ from gitliza.core.quorum import required, room
 from gitliza.core import clock, lockscope
 from gitliza.core.board import Board
 from gitliza.core.ids import is_valid_id, spec_ref_leaves
+from gitliza.core.metrics import asked_by
 from gitliza.core.model import ANOMALY_REQUIRED, Agent, Anomaly, Task, Usage
 from gitliza.core.usage import totals_problems
 from gitliza.core.states import TERMINAL, AgentState, Role, TaskState
@@ -295,7 +296,8 @@ def claimable(board: Board, now: str, coder: str | None = None,
                 lockscope.holder(locked, t.id, t.lock_scope) is not None:
             continue  # its lock scope is held (Claim refuses it too)
         out.append(t)
-    out.sort(key=lambda t: (t.priority, t.created, t.id))
+    # Within a priority, the coder who asked the human about a task gets it back first (issue 49).
+    out.sort(key=lambda t: (t.priority, coder is None or asked_by(t) != coder, t.created, t.id))
     return out
 
 

@@ -60,3 +60,46 @@ def test_the_invariant_names_what_is_illegal(repo: Path) -> None:
                  lease_expires=c1.lease_expires)
     b2 = b.with_changes({("agents", "c2"): c2})
     assert any("two coders" in p for p in problems(b2))
+
+
+# -- questions for the human (items 2 and 3) ---------------------------------------------------
+def _ask(repo: Path, coder: str = "c1", tid: str = "t1") -> None:
+    claimed(repo, tid, coder)
+    ok(repo, "block", tid, "--reason", "needs a product call", "--question", "EU or US dates?",
+       "--for-human", agent=coder)
+
+
+def test_an_answered_question_is_nobodys_failure(repo: Path) -> None:
+    setup_board(repo, tasks=("t1", "t0"))
+    _ask(repo)
+    ok(repo, "unblock", "t1", "--answer", "EU, day first")
+    # The asker gets it back first (it has the context), though t0 is as old and as urgent.
+    assert ok(repo, "claim", agent="c1")["task"] == "t1"
+    # Asked again, by the same coder, then by another: still nobody's failure.
+    ok(repo, "block", "t1", "--reason", "r", "--question", "q?", "--for-human", agent="c1")
+    ok(repo, "unblock", "t1", "--answer", "still EU")
+    claimed(repo, "t1", "c2")
+    ok(repo, "block", "t1", "--reason", "r", "--question", "q?", "--for-human", agent="c2")
+    ok(repo, "unblock", "t1", "--answer", "yes")
+    t = _board(repo).task("t1")
+    assert t.failed_by == () and t.status == "UNCLAIMED"
+    assert not [a for a in _board(repo).values("anomalies") if a.type == "hypothesis_exhaustion"]
+    assert run(repo, "watch", "--once").stderr.count("EXHAUST") == 0
+
+
+def test_awaiting_human_is_the_humans(repo: Path) -> None:
+    from gitliza.core import prompts, wake
+    setup_board(repo, tasks=("t1",))
+    _ask(repo)
+    board = _board(repo)
+    assert wake.planner_triggers(board) == []  # no planner is woken for it
+    text = prompts.planner_section(None, wake.sprint_state(board))
+    assert "Waiting on the human (AWAITING HUMAN): t1" in text
+    for op in (("unblock", "t1"), ("unblock", "t1", "--answer", "US"),
+               ("abandon", "t1", "--reason", "meh")):
+        r = run(repo, *op, agent="p1")
+        assert r.returncode == 1 and "AWAITING HUMAN" in r.stderr, r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1
+    assert _board(repo).task("t1").status == "BLOCKED"
+    ok(repo, "unblock", "t1", "--answer", "EU")  # the human's answer moves it
+    assert _board(repo).task("t1").status == "UNCLAIMED"

@@ -318,7 +318,9 @@ class Block(Op):
         failed = t.failed_by
         if ctx.role() == Role.CODER:
             me = holder_check(ctx, t, "block it")
-            failed = with_failed(t, me.id)
+            # A question for the human is nobody's failure (issue 49): the asker may claim the
+            # task again once answered, and no hypothesis exhaustion counts it.
+            failed = t.failed_by if self.for_human else with_failed(t, me.id)
         free_agent(ctx, t, t.assigned_to)
         blocked = block_fields(ctx, t, self.reason, self.questions, failed,
                                for_human=self.for_human)
