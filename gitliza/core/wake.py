@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Collection, Iterable
 
-from gitliza.core.quorum import review_lease
+from gitliza.core.quorum import required, review_lease, votes_of
 from gitliza.core import mergequeue, queries
 from gitliza.core.board import Board
 from gitliza.core.invariants import claimable, reviewable
@@ -187,6 +187,9 @@ def lost_reason(board: Board, agent: str, task_id: str, role: Role) -> str | Non
             return f"{task_id} was moved to {t.status} by {last or 'someone else'}"
     elif role == Role.CODE_REVIEWER:
         if t.status == S.READY_FOR_REVIEW and review_lease(t, agent) is None:
+            votes = votes_of(t)
+            if any(v.agent == agent for v in votes):  # its own approval, below the quorum
+                return f"vote {len(votes)} of {required(board.config, t)} recorded on {task_id}"
             return f"the review of {task_id} went to {t.reviewing_by or 'nobody'}"
         if t.status in (S.UNCLAIMED, S.BLOCKED, S.CLAIMED) and last != agent:
             return f"{task_id} was moved to {t.status} by {last or 'someone else'}"

@@ -103,3 +103,40 @@ def test_awaiting_human_is_the_humans(repo: Path) -> None:
     assert _board(repo).task("t1").status == "BLOCKED"
     ok(repo, "unblock", "t1", "--answer", "EU")  # the human's answer moves it
     assert _board(repo).task("t1").status == "UNCLAIMED"
+
+
+# -- a quorum nobody can meet (item 4) -----------------------------------------------------------
+def test_a_quorum_one_reviewer_cannot_meet_is_said_with_its_fix(repo: Path) -> None:
+    from gitliza.core import wake
+    from gitliza.core.ops import Add, Init, Register
+    from gitliza.core.quorumreach import team_warning
+    from gitliza.core.states import Role
+    from gitliza.services.lifecycle.integration import ensure_integration_branch
+    from tests.conftest import commit_specs
+    commit_specs(repo, "spec.md", "s")
+    human = Liza.open(repo, "human")
+    done = human.do(Init, goal="build it")
+    ensure_integration_branch(human, done.outcome.board.config.integration_branch)
+    for agent, role in (("p1", "planner"), ("c1", "coder"), ("r1", "code_reviewer")):
+        human.do(Register, agent=agent, role=role)
+    Liza.open(repo, "p1").do(Add, task="t1", description="do", spec_ref="spec.md",
+                             done_when="it works", scope="src", ready=True)
+    ok(repo, "config", "review_quorum", "2")
+    assert team_warning(_board(repo).config, 1) is not None
+    assert "review_quorum 1" in str(team_warning(_board(repo).config, 1))
+    assert team_warning(_board(repo).config, 2) is None
+    wt = Path(claimed(repo, "t1", "c1")["worktree"])
+    commit_file(wt, "a.txt", "a\n")
+    ok(repo, "submit", "t1", agent="c1")
+    ok(repo, "claim-review", "t1", agent="r1")
+    ok(repo, "verdict", "t1", "approve", agent="r1")
+    assert wake.lost_reason(_board(repo), "r1", "t1", Role.CODE_REVIEWER) == \
+        "vote 1 of 2 recorded on t1"
+    w = run(repo, "watch", "--once")
+    assert "QUORUM UNREACHABLE: t1 needs 2 approvals, has 1" in w.stderr + w.stdout, w.stderr
+    assert "git liza config review_quorum 1" in w.stderr + w.stdout
+    s = run(repo, "status").stdout
+    assert "QUORUM UNREACHABLE: t1" in s
+    # A second reviewer registered: it can be met, the alarm is gone.
+    Liza.open(repo, "human").do(Register, agent="r2", role="code_reviewer")
+    assert "QUORUM UNREACHABLE" not in run(repo, "status").stdout

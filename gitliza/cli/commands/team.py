@@ -81,7 +81,12 @@ def team(env: Env, planners: int, coders: int, reviewers: int, prefix: str, cli:
         # Each supervisor checks its sandbox too; refusing here keeps a team from half-starting.
         # The supervisors get the choice on their command lines (--sandbox), as every option.
         Sandbox(parse(sandbox))
-        models = env.liza().board().config.models if cli is None and not command else None
+        config = env.liza().board().config
+        from gitliza.core.quorumreach import team_warning
+        short = team_warning(config, max(reviewers, max_reviewers))
+        if short:
+            sys.stderr.write(short + "\n")
+        models = config.models if cli is None and not command else None
         from gitliza.core import teammodels
         left = []  # the members the board names no CLI for: --cli's (default claude)
         for m in crew:  # every member's CLI and model from the board, checked now

@@ -57,6 +57,9 @@ def _status(env: Env, at: str | None) -> int:
     over = usage.goal_over_budget(board)
     if over:
         out.line(f"BUDGET: {over}: no agent run starts until it is raised")
+    from gitliza.core.quorumreach import shortfalls  # issue 49: a quorum nobody can meet
+    for _tid, line in shortfalls(board):
+        out.line(line)
     if at is None and commit is not None and board.config.seal_every:
         from gitliza.services.autoseal import behind
         far = behind(env.liza().store.repo, commit.id, board.config.seal_every)
