@@ -140,3 +140,34 @@ def test_a_quorum_one_reviewer_cannot_meet_is_said_with_its_fix(repo: Path) -> N
     # A second reviewer registered: it can be met, the alarm is gone.
     Liza.open(repo, "human").do(Register, agent="r2", role="code_reviewer")
     assert "QUORUM UNREACHABLE" not in run(repo, "status").stdout
+
+
+# -- a quiet attic (item 5) ----------------------------------------------------------------------
+def test_the_attic_keeps_only_what_would_be_lost_and_marks_merged_work(repo: Path) -> None:
+    import pygit2
+
+    from gitliza.services.lifecycle.attic import to_attic
+    setup_board(repo, tasks=("t1",))
+    wt = Path(claimed(repo, "t1", "c1")["worktree"])
+    sha = commit_file(wt, "a.txt", "a\n")
+    # The human's release leaves branch and worktree: the commit is not lost, nothing kept.
+    ok(repo, "release", "t1")
+    assert run(repo, "attic").stdout.strip() == "the attic is empty"
+    claimed(repo, "t1", "c1")  # a fresh claim replaces the branch: its commit is kept first
+    assert len(run(repo, "attic").stdout.splitlines()) == 1
+    (wt / "b.txt").write_text("uncommitted\n")
+    ok(repo, "release", "t1")  # uncommitted work would be lost to a fresh claim: kept
+    lines = run(repo, "attic").stdout.splitlines()
+    assert len(lines) == 2 and not [x for x in lines if "merged since" in x]
+    (wt / "b.txt").unlink()
+    claimed(repo, "t1", "c1")
+    sha = commit_file(wt, "a.txt", "a2\n")
+    to_attic(pygit2.Repository(str(repo)), "t1", pygit2.Oid(hex=sha), "a test")
+    ok(repo, "submit", "t1", agent="c1")
+    ok(repo, "claim-review", "t1", agent="r1")
+    ok(repo, "verdict", "t1", "approve", agent="r1")
+    ok(repo, "merge", "t1", agent="r1")
+    lines = run(repo, "attic").stdout.splitlines()
+    assert [x for x in lines if x.split()[1] == sha[:12]][0].endswith(
+        "(merged since: nothing to restore)")
+    assert [e["merged"] for e in ok(repo, "attic")].count(True) == 1

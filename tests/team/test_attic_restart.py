@@ -67,3 +67,35 @@ def test_a_restart_keeps_the_killed_sessions_work_before_it_resumes(repo: Path,
     assert second.wait() == 0
     # The session that ended well (exit 0 after its submit) added nothing to the attic.
     assert _attic(repo) == refs
+
+
+COMMITTED = """test -n "$LIZA_TASK_ID"
+echo committed > committed.txt
+git add committed.txt
+git commit -q -m "wip on $LIZA_TASK_ID"
+echo ready > {fifo}
+exec sleep 600
+"""
+
+
+def test_a_restart_over_committed_work_resumes_and_keeps_nothing(repo: Path,
+                                                                 tmp_path: Path) -> None:
+    """Issue 49: the killed session's commits are on its task branch, which the restart resumes:
+    nothing would be lost, so nothing goes to the attic, and the line says "resumed"."""
+    make_board(repo, lease_duration="600")
+    add_task(repo, "t1")
+    fifo = tmp_path / "ready"
+    os.mkfifo(fifo)
+    first = Sup(repo, "coder", "coder-1", "--", str(script(tmp_path, "c.sh",
+                                                            COMMITTED.format(fifo=fifo))))
+    with open(fifo) as f:
+        assert f.read().strip() == "ready"
+    first.kill()
+    second = Sup(repo, "coder", "coder-1", "--", str(script(tmp_path, "done.sh", DONE)))
+    line = second.expect("resumed")
+    assert line.split("] ")[-1].startswith("t1: resumed"), line
+    second.expect("agent completed")
+    second.signal(signal.SIGINT)
+    assert second.wait() == 0
+    assert _attic(repo) == []
+    assert not [x for x in second.lines if "attic" in x]
