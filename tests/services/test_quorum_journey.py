@@ -171,3 +171,38 @@ def test_the_attic_keeps_only_what_would_be_lost_and_marks_merged_work(repo: Pat
     assert [x for x in lines if x.split()[1] == sha[:12]][0].endswith(
         "(merged since: nothing to restore)")
     assert [e["merged"] for e in ok(repo, "attic")].count(True) == 1
+
+
+# -- harmless events worded as what they are (item 6) --------------------------------------------
+def test_a_stop_is_stopped_not_exited_minus_15() -> None:
+    from gitliza.cli.commands.team import ended
+    assert ended(-15) == "stopped (SIGTERM)" and ended(143) == "stopped (SIGTERM)"
+    assert ended(130) == "stopped (SIGINT)" and ended(-2) == "stopped (SIGINT)"
+    assert ended(-9) == "killed by SIGKILL" and ended(4) == "exited 4"
+
+
+def test_a_lost_claim_race_is_one_short_line_and_a_merge_of_a_merged_task_is_quiet(
+        repo: Path) -> None:
+    import pytest
+
+    from gitliza.core.ops import Claim
+    from gitliza.core.states import Role
+    from gitliza.errors import AlreadyHeld
+    from gitliza.team.work import WorkFinder
+    setup_board(repo, tasks=("t1",))
+    wt = Path(claimed(repo, "t1", "c1")["worktree"])
+    with pytest.raises(AlreadyHeld) as lost:
+        Liza.open(repo, "c2").do(Claim, task="t1", worktree=".worktrees/t1", base_commit="a" * 40)
+    assert (lost.value.task, lost.value.holder) == ("t1", "c1")
+    r = run(repo, "claim", "t1", agent="c2")  # the CLI still says all of it, in one line
+    assert r.returncode == 1 and "already claimed by c1" in r.stderr
+    # A merge that lost to another's: quiet.
+    commit_file(wt, "a.txt", "a\n")
+    ok(repo, "submit", "t1", agent="c1")
+    ok(repo, "claim-review", "t1", agent="r1")
+    ok(repo, "verdict", "t1", "approve", agent="r1")
+    stale = _board(repo)
+    ok(repo, "merge", "t1")  # the human merged it first
+    lines: list[str] = []
+    WorkFinder(Liza.open(repo, "r1"), Role.CODE_REVIEWER, lines.append).merge_approved(stale)
+    assert not [x for x in lines if "merge of t1" in x], lines

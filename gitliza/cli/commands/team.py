@@ -153,9 +153,22 @@ def team(env: Env, planners: int, coders: int, reviewers: int, prefix: str, cli:
     bad = {a: c for a, c in codes.items() if c}
     env.out.result({"exit_codes": codes},
                    "team: every supervisor exited 0" if not bad else
-                   "team: " + ", ".join(f"{a} exited {c}" for a, c in sorted(bad.items())))
+                   "team: " + ", ".join(f"{a} {ended(c)}" for a, c in sorted(bad.items())))
     # A supervisor's own exit code (the taxonomy), or 1 for one killed by a signal.
     return next((c for c in sorted(bad.values()) if c > 0), 1) if bad else 0
+
+
+def ended(code: int) -> str:
+    """How a supervisor ended, in words (issue 49): SIGTERM or SIGINT, whether it died of the
+    signal (-15) or its handler exited 128+N (143), is a stop, not a failure."""
+    import signal
+    sig = -code if code < 0 else code - 128 if code > 128 else 0
+    if sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        return f"stopped ({signal.Signals(sig).name})"
+    if code < 0:
+        return f"killed by {signal.Signals(sig).name}" if sig in signal.valid_signals() \
+            else f"killed by signal {sig}"
+    return f"exited {code}"
 
 
 def _team_watcher(env: Env, write: Any) -> Any:

@@ -17,7 +17,7 @@ from gitliza.core.leasewatch import CLAIM
 from gitliza.core.ops.leases import (STAND_DOWN, holder_check, holds_live, judge_takeover,
                                      lease_live, lease_seconds)
 from gitliza.core.states import AgentState, Role, TaskState
-from gitliza.errors import (IllegalTransition, LeaseLost, NotFound, PermissionDenied,
+from gitliza.errors import (AlreadyHeld, IllegalTransition, LeaseLost, NotFound, PermissionDenied,
                             ScopeViolation, ValidationError)
 
 S = TaskState
@@ -82,8 +82,8 @@ class Claim(Op):
         elif t.status == S.CLAIMED and lease_live(t.lease_expires, now):
             ctx.transition(t, S.CLAIMED)  # role check first, so a planner gets the right message
             who = "you" if t.assigned_to == me.id else t.assigned_to
-            raise IllegalTransition(f"{t.id} is already claimed by {who} "
-                                    f"(lease until {t.lease_expires})")
+            raise AlreadyHeld(f"{t.id} is already claimed by {who} (lease until "
+                              f"{t.lease_expires})", task=t.id, holder=str(t.assigned_to))
         ctx.transition(t, S.CLAIMED)
         if me.current_task not in (None, t.id) and holds_live(ctx, me):
             raise ValidationError(f"{me.id} is {me.status} on {me.current_task}; "
