@@ -128,7 +128,7 @@ def abort_goal(reason: str = typer.Option(..., "--reason"), agent: Optional[str]
     _run(_board().abort_goal, agent, json, no_sync, reason=reason)
 
 
-@app.command("config")
+@app.command("config", context_settings={"ignore_unknown_options": True})  # `-5` is a value
 def config_cmd(key: Optional[str] = typer.Argument(None), value: Optional[str] = typer.Argument(None),
                agent: Optional[str] = AgentOpt, json: bool = JsonOpt, at: Optional[str] = AtOpt,
                no_sync: bool = NoSyncOpt) -> None:

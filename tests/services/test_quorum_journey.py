@@ -206,3 +206,29 @@ def test_a_lost_claim_race_is_one_short_line_and_a_merge_of_a_merged_task_is_qui
     lines: list[str] = []
     WorkFinder(Liza.open(repo, "r1"), Role.CODE_REVIEWER, lines.append).merge_approved(stale)
     assert not [x for x in lines if "merge of t1" in x], lines
+
+
+# -- the human's view (item 7) -------------------------------------------------------------------
+def test_status_of_an_ended_goal_shows_its_tasks_and_summary(repo: Path) -> None:
+    setup_board(repo, tasks=("t1",))
+    wt = Path(claimed(repo, "t1", "c1")["worktree"])
+    commit_file(wt, "a.txt", "a\n")
+    ok(repo, "submit", "t1", agent="c1")
+    ok(repo, "claim-review", "t1", agent="r1")
+    ok(repo, "verdict", "t1", "approve", agent="r1")
+    ok(repo, "merge", "t1")
+    ok(repo, "complete-goal", agent="p1")
+    out = run(repo, "status").stdout
+    assert "Goal completed: 1 task(s) merged" in out
+    assert [x for x in out.splitlines() if x.startswith("t1") and "MERGED" in x], out
+
+
+def test_config_says_did_you_mean_and_takes_a_negative_number_as_a_value(repo: Path) -> None:
+    setup_board(repo, tasks=())
+    r = run(repo, "config", "lease_duraton", "5")
+    assert r.returncode == 1 and "did you mean lease_duration?" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "review_quorum" not in r.stderr
+    r = run(repo, "config", "lease_duration", "-5")
+    assert r.returncode == 1 and "No such option" not in r.stderr
+    assert "lease_duration must be a positive integer, at most" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1

@@ -72,6 +72,8 @@ def _status(env: Env, at: str | None) -> int:
         edit = view_edit(env.liza().store)
         if edit is not None:
             out.line(f"WARNING: {edit.message()}")
+    if goal.status != "IN_PROGRESS":  # an ended goal: its summary, and its tasks (issue 49)
+        live = _ended_goal(env, board, live, archived)
     for t in live:
         if t.awaiting_human:
             out.line(f"AWAITING HUMAN: {t.id}: {' / '.join(t.blocked_questions)}  "
@@ -98,6 +100,18 @@ def _status(env: Env, at: str | None) -> int:
         if note:
             out.line(note)
     return 0
+
+
+def _ended_goal(env: Env, board: Board, live: list[Any], archived: list[Any]) -> list[Any]:
+    """The summary line of an ended goal, and the rows its task table shows: the goal's own
+    tasks, archived ones included (the goal's end archives them; the table was empty)."""
+    from gitliza.core.queries import of_current_goal
+    ends = [a for a in board.goal.alignment_history
+            if a.event in ("goal_completed", "goal_aborted")]
+    if ends:
+        env.out.line(f"summary ({ends[-1].timestamp}): {ends[-1].summary}")
+    return live + sorted((t for t in archived if of_current_goal(board, t)),
+                         key=lambda t: (t.priority, t.id))
 
 
 def _has_view(env: Env) -> bool:
