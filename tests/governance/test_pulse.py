@@ -47,7 +47,7 @@ class Watch:
         self.proc.wait(timeout=60)
 
 
-def _merge_t1(repo: Path) -> None:
+def merge_t1(repo: Path) -> None:
     wt = Path(claimed(repo, "t1", "c1")["worktree"])
     commit_file(wt, "a.txt", "a\n")
     ok(repo, "submit", "t1", agent="c1")
@@ -63,7 +63,7 @@ def test_watch_says_the_goals_transitions_and_beats(repo: Path) -> None:
     try:
         beat = w.expect("watching: goal")
         assert "1 live task(s): 1 UNCLAIMED; no alarms" in beat
-        _merge_t1(repo)
+        merge_t1(repo)
         ok(repo, "complete-goal", agent="p1")
         done = w.expect("GOAL ")
         assert "COMPLETED: Goal completed: 1 task(s) merged" in done, done

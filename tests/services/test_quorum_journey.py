@@ -210,13 +210,9 @@ def test_a_lost_claim_race_is_one_short_line_and_a_merge_of_a_merged_task_is_qui
 
 # -- the human's view (item 7) -------------------------------------------------------------------
 def test_status_of_an_ended_goal_shows_its_tasks_and_summary(repo: Path) -> None:
+    from tests.governance.test_pulse import merge_t1
     setup_board(repo, tasks=("t1",))
-    wt = Path(claimed(repo, "t1", "c1")["worktree"])
-    commit_file(wt, "a.txt", "a\n")
-    ok(repo, "submit", "t1", agent="c1")
-    ok(repo, "claim-review", "t1", agent="r1")
-    ok(repo, "verdict", "t1", "approve", agent="r1")
-    ok(repo, "merge", "t1")
+    merge_t1(repo)
     ok(repo, "complete-goal", agent="p1")
     out = run(repo, "status").stdout
     assert "Goal completed: 1 task(s) merged" in out
