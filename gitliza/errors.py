@@ -52,6 +52,15 @@ class IllegalTransition(ValidationError):
     code = "INVALID_TRANSITION"
 
 
+class AlreadyHeld(IllegalTransition):
+    """Another agent holds the task's lease (a lost claim race, the usual case for supervisors
+    claiming at once): `holder` is who; the supervisor says it in one short line."""
+
+    def __init__(self, message: str, *, task: str, holder: str, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.task, self.holder = task, holder
+
+
 class PermissionDenied(ValidationError):
     """The actor's role may not perform this op."""
 

@@ -128,7 +128,7 @@ def abort_goal(reason: str = typer.Option(..., "--reason"), agent: Optional[str]
     _run(_board().abort_goal, agent, json, no_sync, reason=reason)
 
 
-@app.command("config")
+@app.command("config", context_settings={"ignore_unknown_options": True})  # `-5` is a value
 def config_cmd(key: Optional[str] = typer.Argument(None), value: Optional[str] = typer.Argument(None),
                agent: Optional[str] = AgentOpt, json: bool = JsonOpt, at: Optional[str] = AtOpt,
                no_sync: bool = NoSyncOpt) -> None:
@@ -582,11 +582,14 @@ def materialize(at: Optional[str] = AtOpt, json: bool = JsonOpt) -> None:
 # -- governance and interop (docs/governance.md) -------------------------------------------------
 @app.command()
 def watch(once: bool = typer.Option(False, "--once", help="Evaluate once; exit 1 if any alarm."),
-          json: bool = typer.Option(False, "--json", help="One JSON object per alert line.")
+          json: bool = typer.Option(False, "--json", help="One JSON object per alert line."),
+          quiet: bool = typer.Option(False, "--quiet",
+                                     help="Alarms only: no goal lines, no heartbeat line.")
           ) -> None:
-    """Alarm monitor: alerts to stderr and .liza/alerts.log as conditions start, escalate, end."""
+    """Alarm monitor: alerts to stderr and .liza/alerts.log as conditions start, escalate, end;
+    a goal's start and end, and a heartbeat line at most every 5 minutes (not with --quiet)."""
     from gitliza.cli.commands import governance
-    _run(governance.watch, None, json, once=once)
+    _run(governance.watch, None, json, once=once, quiet=quiet)
 
 
 @app.command()

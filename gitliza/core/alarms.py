@@ -1,14 +1,12 @@
 """The watcher's alarms (tooling.md "Alarm Conditions"), as pure functions.
 
     evaluate(board, facts)            -> the alarms active now
-    next_deadline(board, facts)       -> when, without any change to the board, one could start
-                                         or escalate (the watcher sleeps until then)
+    next_deadline(board, facts)       -> when one could start or escalate unchanged (the sleep)
     step(previous, active, now)       -> the new alert state and what to report (fired, ...)
 
-The watcher (gitliza/governance/watch.py) supplies the board, the clock and the few facts that
-live outside the board (the time of the last state commit, a `.liza/PAUSE` or `.liza/CHECKPOINT`
-file). Thresholds are board config (`alarm_*` keys, see THRESHOLDS); unset keys take the seed's
-values (liza-watch.sh, sprint-governance.md).
+The watcher (gitliza/governance/watch.py) supplies the board, the clock and the facts outside
+it (the last state commit's time, a `.liza/PAUSE` or `.liza/CHECKPOINT` file). Thresholds are
+board config (`alarm_*` keys, THRESHOLDS); unset: the seed's (liza-watch.sh, sprint-governance.md).
 
 An alarm is identified by its key (kind, subject); its text may change while it stays active (a
 duration grows) without being reported again. Staged alarms (checkpoint and pause age) escalate.
@@ -28,6 +26,7 @@ from gitliza.core.board import Board
 from gitliza.core.invariants import check_board
 from gitliza.core.model import Anomaly, Config, SprintStatus, Task, Urgency
 from gitliza.core.quorum import rubber_stamp_fix
+from gitliza.core.quorumreach import shortfalls
 from gitliza.core.states import TERMINAL, AgentState, TaskState
 from gitliza.core.usage import goal_over_budget
 
@@ -312,6 +311,7 @@ def evaluate(board: Board, facts: Facts) -> list[Alert]:
     if warning:
         warning += rubber_stamp_fix(board.config)  # the warning becomes an action (issue 40)
         out.append(Alert("HIGH_APPROVAL_RATE", "", Level.WARNING, warning))
+    out += [Alert("QUORUM_UNREACHABLE", tid, Level.WARNING, ln) for tid, ln in shortfalls(board)]
     if _working(board) and facts.last_change is not None:
         idle = _age(facts.last_change, now)
         if idle > th["alarm_stall"] and facts.pause_since is None and \

@@ -43,8 +43,7 @@ CONFIG_MAX.update({k: 30 * 86400 for k in _CONFIG_TYPES if k.startswith("alarm_"
 def coerce_config(key: str, value: ConfigValue | None) -> ConfigValue | None:
     """Check and convert one config value (from the CLI, a file or a replayed op)."""
     if key not in _CONFIG_TYPES:
-        known = ", ".join(f.name for f in dataclasses.fields(Config))
-        raise ValidationError(f"unknown config key {key!r}", hint=f"known keys: {known}")
+        raise unknown_key(key, [f.name for f in dataclasses.fields(Config)])
     if key in UNSETTABLE and (value is None or str(value).strip().lower() in ("", "null", "none",
                                                                               "off")):
         return None
@@ -63,10 +62,9 @@ def coerce_config(key: str, value: ConfigValue | None) -> ConfigValue | None:
             n = int(value) if not isinstance(value, bool) else None  # type: ignore[arg-type]
         except (TypeError, ValueError):
             n = None
-        if n is None or n <= 0:
-            raise ValidationError(f"config {key} must be a positive integer, got {value!r}")
-        if n > CONFIG_MAX[key]:
-            raise ValidationError(f"config {key} must be at most {CONFIG_MAX[key]}, got {n}")
+        if n is None or n <= 0 or n > CONFIG_MAX[key]:  # the key's rule, whole (issue 49)
+            raise ValidationError(f"config {key} must be a positive integer, at most "
+                                  f"{CONFIG_MAX[key]}, got {value!r}")
         return n
     if key == "models":
         from gitliza.core.teammodels import canonical  # only then: few commands set it
@@ -85,6 +83,17 @@ def coerce_config(key: str, value: ConfigValue | None) -> ConfigValue | None:
     if value is None or str(value) == "":
         raise ValidationError(f"config {key} must not be empty")
     return check_branch(str(value)) if key == "integration_branch" else str(value)
+
+
+def unknown_key(key: str, known: list[str]) -> ValidationError:
+    """A mistyped key: git's "did you mean" when one is close, else the keys."""
+    import difflib  # only then: a mistyped key is rare
+    close = difflib.get_close_matches(key, known, n=3, cutoff=0.6)
+    if close:
+        return ValidationError(f"unknown config key {key!r}; did you mean "
+                               f"{' or '.join(close)}?",
+                               hint="`git liza config` lists every key and its value")
+    return ValidationError(f"unknown config key {key!r}", hint=f"known keys: {', '.join(known)}")
 
 
 def _variable_names(value: ConfigValue | None) -> str:

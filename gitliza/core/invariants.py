@@ -8,12 +8,13 @@ and time-dependent rules, for `validate`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Collection, Iterable
+from typing import Callable, Collection, Iterable, Mapping
 
-from gitliza.core.quorum import room
+from gitliza.core.quorum import required, room
 from gitliza.core import clock, lockscope
 from gitliza.core.board import Board
 from gitliza.core.ids import is_valid_id, spec_ref_leaves
+from gitliza.core.metrics import asked_by
 from gitliza.core.model import ANOMALY_REQUIRED, Agent, Anomaly, Task, Usage
 from gitliza.core.usage import totals_problems
 from gitliza.core.states import TERMINAL, AgentState, Role, TaskState
@@ -196,7 +197,7 @@ def check_board(board: Board, now: str,
         out.append(Violation(f"task {cycle[0]}", "depends_on must not create circular "
                              f"dependencies ({' -> '.join(cycle)})"))
     grace = clock.plus(now, -LEASE_GRACE_SECONDS)
-    holders: dict[tuple[Role, str], str] = {}
+    holders: dict[tuple[Role, str], list[str]] = {}
     for a in board.agents():
         out += [Violation(f"agent {a.id}", r) for r in agent_problems(a)]
         if a.status == AgentState.WORKING and a.lease_expires is None:
@@ -208,13 +209,10 @@ def check_board(board: Board, now: str,
                                  warning=True))
         if a.current_task and a.status in (AgentState.WORKING, AgentState.REVIEWING,
                                            AgentState.WAITING):
-            other = holders.get((a.role, a.current_task))
-            if other:
-                out.append(Violation(f"agent {a.id}", f"No two agents assigned to same task "
-                                     f"({other} and {a.id} on {a.current_task})"))
-            holders[(a.role, a.current_task)] = a.id
+            holders.setdefault((a.role, a.current_task), []).append(a.id)
             if a.current_task not in tasks:
                 out.append(Violation(f"agent {a.id}", f"current_task {a.current_task} does not exist"))
+    out += holder_problems(board, tasks, holders)
     for key in board.keys("anomalies"):
         an = board.get("anomalies", key)
         if an is None:
@@ -226,6 +224,29 @@ def check_board(board: Board, now: str,
             out += [Violation(f"usage {key}", r) for r in usage_problems(u)]
     if board.keys("usage_totals") or board.keys("usage"):
         out += [Violation("usage", r) for r in totals_problems(board)]
+    return out
+
+
+def holder_problems(board: Board, tasks: Mapping[str, Task],
+                    holders: Mapping[tuple[Role, str], list[str]]) -> list[Violation]:
+    """Who may hold one task at once (issue 49): one agent of each role, but under a review
+    quorum (core/quorum.py) up to `required` code reviewers review one commit side by side, so
+    what is illegal is named: two coders (or planners) on one task, a reviewer on its own task,
+    more reviewers than the quorum allows."""
+    out: list[Violation] = []
+    for (role, tid), ids in sorted(holders.items()):
+        task = tasks.get(tid)
+        if role == Role.CODE_REVIEWER and task is not None:
+            own = [i for i in ids if i == task.assigned_to]
+            out += [Violation(f"agent {i}", f"a reviewer on its own task ({i} wrote {tid})")
+                    for i in own]
+            need = required(board.config, task)
+            if len(ids) > need:
+                out.append(Violation(f"agent {ids[-1]}", f"{len(ids)} reviewers on {tid} "
+                                     f"({', '.join(ids)}) but its review_quorum is {need}"))
+        elif len(ids) > 1:
+            out.append(Violation(f"agent {ids[-1]}", f"No two agents assigned to same task "
+                                 f"(two {role.value}s: {' and '.join(ids)} on {tid})"))
     return out
 
 
@@ -275,7 +296,8 @@ def claimable(board: Board, now: str, coder: str | None = None,
                 lockscope.holder(locked, t.id, t.lock_scope) is not None:
             continue  # its lock scope is held (Claim refuses it too)
         out.append(t)
-    out.sort(key=lambda t: (t.priority, t.created, t.id))
+    # Within a priority, the coder who asked the human about a task gets it back first (issue 49).
+    out.sort(key=lambda t: (t.priority, coder is None or asked_by(t) != coder, t.created, t.id))
     return out
 
 

@@ -80,6 +80,16 @@ def rubber_stamp_warning(m: Metrics) -> str | None:
 AWAITING_NOTE = "awaiting human"  # the note of a `block --for-human` history entry (ops/blocking)
 
 
+def asked_by(t: Task) -> str | None:
+    """The coder whose question for the human (`block --for-human`) the human answered last,
+    while the task waits for a coder again: the claim prefers it (it has the context), and the
+    question was no failure of its (issue 49). None for any other task."""
+    if t.status != TaskState.UNCLAIMED or len(t.history) < 2 or t.history[-1].event != "unblocked":
+        return None
+    asked = t.history[-2]
+    return asked.agent if asked.event == "blocked" and asked.note == AWAITING_NOTE else None
+
+
 def human_wait(tasks: Iterable[Task], now: str, since: str | None = None) -> tuple[int, int, int]:
     """(seconds, questions, still open): the time tasks spent BLOCKED on questions for the human,
     from each `block --for-human` to the next event of the task (the answer), or to `now` for one

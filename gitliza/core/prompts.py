@@ -363,6 +363,10 @@ SPRINT STATE:
 - Hypothesis exhausted: {s.hypothesis_exhausted}
 - Immediate discoveries: {s.immediate_discoveries}
 """
+    if s.awaiting_human:
+        out += (f"- Waiting on the human (AWAITING HUMAN): {', '.join(s.awaiting_human)}: "
+                "their questions are the human's to answer; do not unblock, rescope or abandon "
+                "them (only the human's `unblock --answer` moves them)\n")
     out += _notes(notes)
     out += """
 PLANNER COMMANDS:

@@ -141,6 +141,19 @@ TASK_TRANSITIONS: tuple[Transition, ...] = tuple(
          "cancel: the holder stands down")
 )
 
+# A BLOCKED task whose questions are the human's (`block --for-human`, AWAITING HUMAN) belongs to
+# the human (issue 49): of every row above that starts from BLOCKED (unblock, root-cause, rescope,
+# abandon), only the human's moves it; a planner answering the human's question is refused.
+AWAITING_HUMAN_ROLES = HUMANS
+
+
+def roles_for(tr: Transition, awaiting_human: bool) -> frozenset[Role]:
+    """The roles that may take row `tr` for a task (AWAITING HUMAN narrows it to the human)."""
+    if awaiting_human and tr.source == S.BLOCKED:
+        return tr.roles & AWAITING_HUMAN_ROLES
+    return tr.roles
+
+
 # Named because the spec names them; each also has no row above, so the table refuses them anyway.
 FORBIDDEN: dict[tuple[TaskState, TaskState], str] = {
     (S.DRAFT, S.CLAIMED): "coders cannot claim drafts",

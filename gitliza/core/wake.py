@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Collection, Iterable
 
-from gitliza.core.quorum import review_lease
+from gitliza.core.quorum import required, review_lease, votes_of
 from gitliza.core import mergequeue, queries
 from gitliza.core.board import Board
 from gitliza.core.invariants import claimable, reviewable
@@ -66,10 +66,18 @@ class SprintState:
     integration_failed: int = 0
     hypothesis_exhausted: int = 0
     immediate_discoveries: int = 0
+    # BLOCKED on a question for the human (AWAITING HUMAN): the human's to answer, not the
+    # planner's, so not counted as blocked (issue 49).
+    awaiting_human: tuple[str, ...] = ()
 
 
 def exhausted(t: Task) -> bool:
     return t.status == S.BLOCKED and len(t.failed_by) >= 2
+
+
+def awaiting(t: Task) -> bool:
+    """BLOCKED on the human's answer: it wakes no planner (only the human's unblock moves it)."""
+    return t.status == S.BLOCKED and t.awaiting_human and not exhausted(t)
 
 
 def open_immediate(board: Board) -> list[Discovery]:
@@ -86,12 +94,13 @@ def sprint_state(board: Board) -> SprintState:
         n[t.status] += 1
     merged = sum(1 for t in archived if t.status == S.MERGED)
     hyp = sum(1 for t in live if exhausted(t))
+    asked = tuple(t.id for t in live if awaiting(t))
     return SprintState(
         total=total, merged=merged,
         in_progress=n[S.CLAIMED] + n[S.READY_FOR_REVIEW] + n[S.APPROVED] + n[S.REJECTED],
-        unclaimed=n[S.UNCLAIMED], blocked=n[S.BLOCKED] - hyp,
+        unclaimed=n[S.UNCLAIMED], blocked=n[S.BLOCKED] - hyp - len(asked),
         integration_failed=n[S.INTEGRATION_FAILED], hypothesis_exhausted=hyp,
-        immediate_discoveries=len(open_immediate(board)))
+        immediate_discoveries=len(open_immediate(board)), awaiting_human=asked)
 
 
 def planner_triggers(board: Board) -> list[tuple[WakeTrigger, tuple[str, ...]]]:
@@ -102,7 +111,8 @@ def planner_triggers(board: Board) -> list[tuple[WakeTrigger, tuple[str, ...]]]:
     out: list[tuple[WakeTrigger, tuple[str, ...]]] = []
     for trig, ids in (
             (WakeTrigger.BLOCKED_TASKS,
-             [t.id for t in live if t.status == S.BLOCKED and not exhausted(t)]),
+             [t.id for t in live if t.status == S.BLOCKED and not exhausted(t)
+              and not awaiting(t)]),
             # A conflict sent back before review (the `conflict` op, which records the tip it
             # met) is its coder's to fix: it wakes no planner.
             (WakeTrigger.INTEGRATION_FAILED,
@@ -177,6 +187,9 @@ def lost_reason(board: Board, agent: str, task_id: str, role: Role) -> str | Non
             return f"{task_id} was moved to {t.status} by {last or 'someone else'}"
     elif role == Role.CODE_REVIEWER:
         if t.status == S.READY_FOR_REVIEW and review_lease(t, agent) is None:
+            votes = votes_of(t)
+            if any(v.agent == agent for v in votes):  # its own approval, below the quorum
+                return f"vote {len(votes)} of {required(board.config, t)} recorded on {task_id}"
             return f"the review of {task_id} went to {t.reviewing_by or 'nobody'}"
         if t.status in (S.UNCLAIMED, S.BLOCKED, S.CLAIMED) and last != agent:
             return f"{task_id} was moved to {t.status} by {last or 'someone else'}"

@@ -361,8 +361,11 @@ class Supervisor:
         from gitliza.services.lifecycle.cleanup import keep_state
         why = "the restart of its supervisor"
         try:
-            for note in keep_state(self.liza, t.id, why):
+            notes = keep_state(self.liza, t.id, why)
+            for note in notes:
                 self.log(f"{note} (a dead session's leftovers, kept before {why})")
+            if not notes:  # its branch and worktree stay: the work is resumed, not lost
+                self.log(f"{t.id}: resumed ({t.status}; its branch and worktree as they were)")
         except (LizaError, OSError, pygit2.GitError) as e:
             self.log(f"{t.id}: cannot keep the dead session's leftovers in the attic: {e}")
 

@@ -18,7 +18,7 @@ from gitliza.core.model import Config
 from gitliza.core.ops.goal import CompleteGoal
 from gitliza.core.states import Role, TaskState
 from gitliza.core.wake import WakeTrigger
-from gitliza.errors import LeaseLost, LizaError
+from gitliza.errors import AlreadyHeld, LeaseLost, LizaError
 from gitliza.services.liveness import leasewatch
 from gitliza.services.lifecycle.batch import merge_batch
 from gitliza.services.lifecycle.claim import claim
@@ -111,7 +111,10 @@ class WorkFinder:
             res = claim(self.liza)
         except LeaseLost:
             raise
-        except LizaError as e:  # the task went to another coder first: wait for the next change
+        except AlreadyHeld as e:  # a lost race: one short line (issue 49), wait for the next change
+            self.log(f"claim: {e.task} went to {e.holder} first")
+            return None
+        except LizaError as e:
             self.log(f"claim: {e}")
             return None
         for n in res.notices:
@@ -136,7 +139,8 @@ class WorkFinder:
             except LeaseLost:
                 raise
             except LizaError as e:
-                self.log(f"merge of {t.id}: {e}")
+                if not _merged_already(self.liza.board(), t.id):  # another's merge won: quiet
+                    self.log(f"merge of {t.id}: {e}")
         return merged
 
     def _merge_batches(self, board: Board) -> bool:
@@ -183,6 +187,9 @@ class WorkFinder:
             done = claim_review(self.liza)
         except LeaseLost:
             raise
+        except AlreadyHeld as e:
+            self.log(f"claim-review: {e.task} went to {e.holder} first")
+            return None
         except LizaError as e:
             self.log(f"claim-review: {e}")
             return None
@@ -206,3 +213,9 @@ class WorkFinder:
             self.log(f"review checkout of {job.task}: {e}")
             return None
         return dataclasses.replace(job, worktree=path)
+
+
+def _merged_already(board: Board, task: str) -> bool:
+    """Whether `task` is MERGED now (live or archived): a merge that lost to another's is no news."""
+    t = board.task(task) or board.get("archive", task)
+    return t is not None and t.status == S.MERGED

@@ -8,6 +8,7 @@ handle (gitliza/web/live.py).
     GET  /pictures         dependency graph, burndown and throughput
     GET  /api/board        `status --json`        GET  /api/task/{id}       `show --json`
     GET  /events           server-sent events     GET  /task/{id}/log/{n}/stream  a log, live
+    GET  /task/{id}/file/{commit}/{path}  a file at a commit the task's votes approved
     POST /action/{name}    a human action (CSRF)  GET  /static/...  /pygments.css
 """
 from __future__ import annotations
@@ -116,6 +117,13 @@ class Board:
         return taskpage.task_body(t, spec=spec, audit=audit, diff=diff, logs=logs,
                                   read_only=self.read_only)
 
+    def file_html(self, task: str, commit: str, path: str) -> str | None:
+        """`path` at `commit`, a commit the task's votes approved (web/evidence.py)."""
+        from gitliza.services.views import show_data
+        from gitliza.web.evidence import file_body
+        with self.handle():
+            return file_body(self.liza.repo, show_data(self.liza, task), commit, path)
+
     def pictures_html(self) -> str:
         from gitliza.services.views import log_entries, status_data, task_row
         from gitliza.web import pictures
@@ -176,6 +184,18 @@ def build(open_liza: Callable[[], Any], token: str, *, read_only: bool = False,
         except LizaError as err:
             return failed(err)
         return page(tid, body, f"/fragment/task/{tid}")
+
+    async def task_file(request: Request) -> Response:
+        from starlette.concurrency import run_in_threadpool
+        p = request.path_params
+        try:
+            body = await run_in_threadpool(board.file_html, p["task"], p["commit"], p["path"])
+        except LizaError as err:
+            return failed(err)
+        if body is None:
+            return PlainTextResponse("gitliza: error: no such text file at a commit of this "
+                                     "task's review\n", status_code=404)
+        return page(f'{p["task"]}: {p["path"]}', body, None)
 
     async def task_fragment(request: Request) -> Response:
         from starlette.concurrency import run_in_threadpool
@@ -305,6 +325,7 @@ def build(open_liza: Callable[[], Any], token: str, *, read_only: bool = False,
     routes = [
         Route("/", index), Route("/fragment/board", board_fragment),
         Route("/task/{task}", task_page), Route("/fragment/task/{task}", task_fragment),
+        Route("/task/{task}/file/{commit}/{path:path}", task_file),
         Route("/log", log_page), Route("/fragment/log", log_page),
         Route("/pictures", pictures_page),
         Route("/fragment/pictures", pictures_fragment),

@@ -215,10 +215,12 @@ async def log_stream(path: Any, offset: int, closing: asyncio.Event | None = Non
             waits = [asyncio.ensure_future(changed.wait())]
             if closing is not None:
                 waits.append(asyncio.ensure_future(closing.wait()))
-            done, pending = await asyncio.wait(waits, timeout=KEEPALIVE,
-                                               return_when=asyncio.FIRST_COMPLETED)
-            for w in pending:
-                w.cancel()
+            try:
+                done, _ = await asyncio.wait(waits, timeout=KEEPALIVE,
+                                             return_when=asyncio.FIRST_COMPLETED)
+            finally:  # also when the stream is cancelled (a Ctrl-C of `web`): no task left
+                for w in waits:  # pending at the loop's close ("Task was destroyed", issue 49)
+                    w.cancel()
             if not done:
                 yield ": keepalive\n\n"
             changed.clear()

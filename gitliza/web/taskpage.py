@@ -84,7 +84,11 @@ def task_body(t: dict[str, Any], *, spec: str | None, audit: Sequence[dict[str, 
              f's-{e(t["status"])}">{label(t["status"])}</span></h1>'
              f'<p class="lead">{e(t.get("description"))}</p></div><dl class="facts">{dl}</dl>'
              "</section>"]
-    if t.get("done_when"):
+    from gitliza.web.evidence import criteria_panel
+    listed = criteria_panel(t)  # several criteria: a list, each with its votes' evidence
+    if listed:
+        parts.append(listed)
+    elif t.get("done_when"):
         parts.append(f'<section class="panel"><h2>Done when</h2><p>{e(t["done_when"])}</p>'
                      "</section>")
     if t.get("blocked_reason") or t.get("blocked_questions"):

@@ -1,11 +1,12 @@
 """The fast reader returns what tomllib returns, or None: never a different answer."""
 from __future__ import annotations
 
+import re
 import tomllib
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from gitliza.core import codec, tomlblob, tomlfast
@@ -55,6 +56,9 @@ def test_plain_entities_take_the_fast_path(data: st.DataObject) -> None:
             return {k: plain(x) for k, x in v.items()}
         return v
     text = tomlblob._toml(plain(table))
+    # The fast layout has one-level sections only: a vote's evidence is written as a dotted
+    # `[[review_votes.evidence]]` section, which tomllib reads (an approval's blob, rare).
+    assume(not re.search(r"^\[\[?[^\]]*\.", text, re.M))
     assert tomlfast.loads(text) == tomllib.loads(text)
 
 

@@ -39,17 +39,22 @@ def _attic(repo: Path) -> list[str]:
     return git(repo, "for-each-ref", "--format=%(refname)", "refs/liza-attic/").split()
 
 
-def test_a_restart_keeps_the_killed_sessions_work_before_it_resumes(repo: Path,
-                                                                     tmp_path: Path) -> None:
+def _killed_session(repo: Path, tmp_path: Path, text: str) -> None:
+    """A coder session of t1 that ran `text` (its agent) and was SIGKILLed with its supervisor."""
     make_board(repo, lease_duration="600")
     add_task(repo, "t1")
     fifo = tmp_path / "ready"
     os.mkfifo(fifo)
-    first = Sup(repo, "coder", "coder-1", "--", str(script(tmp_path, "dirty.sh",
-                                                            DIRTY.format(fifo=fifo))))
+    first = Sup(repo, "coder", "coder-1", "--", str(script(tmp_path, "first.sh",
+                                                            text.format(fifo=fifo))))
     with open(fifo) as f:  # the agent has made its mess (bounded by the test's timeout)
         assert f.read().strip() == "ready"
     first.kill()  # SIGKILL: no handler runs, the token stays live, the agent is orphaned
+
+
+def test_a_restart_keeps_the_killed_sessions_work_before_it_resumes(repo: Path,
+                                                                     tmp_path: Path) -> None:
+    _killed_session(repo, tmp_path, DIRTY)
     assert _attic(repo) == []
     second = Sup(repo, "coder", "coder-1", "--", str(script(tmp_path, "done.sh", DONE)))
     line = second.expect("a dead session's leftovers")
@@ -67,3 +72,27 @@ def test_a_restart_keeps_the_killed_sessions_work_before_it_resumes(repo: Path,
     assert second.wait() == 0
     # The session that ended well (exit 0 after its submit) added nothing to the attic.
     assert _attic(repo) == refs
+
+
+COMMITTED = """test -n "$LIZA_TASK_ID"
+echo committed > committed.txt
+git add committed.txt
+git commit -q -m "wip on $LIZA_TASK_ID"
+echo ready > {fifo}
+exec sleep 600
+"""
+
+
+def test_a_restart_over_committed_work_resumes_and_keeps_nothing(repo: Path,
+                                                                 tmp_path: Path) -> None:
+    """Issue 49: the killed session's commits are on its task branch, which the restart resumes:
+    nothing would be lost, so nothing goes to the attic, and the line says "resumed"."""
+    _killed_session(repo, tmp_path, COMMITTED)
+    second = Sup(repo, "coder", "coder-1", "--", str(script(tmp_path, "done.sh", DONE)))
+    line = second.expect("resumed")
+    assert line.split("] ")[-1].startswith("t1: resumed"), line
+    second.expect("agent completed")
+    second.signal(signal.SIGINT)
+    assert second.wait() == 0
+    assert _attic(repo) == []
+    assert not [x for x in second.lines if "attic" in x]

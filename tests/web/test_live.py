@@ -238,3 +238,32 @@ def test_verify_follows_the_tip_and_counts_every_commit(small: Path) -> None:
                         break
     assert tip is not None and tip["ok"] is True
     assert tip["commits"] == len(git(small, "rev-list", "refs/liza/state").split())
+
+
+@pytest.mark.timeout(120)
+def test_ctrl_c_with_an_agent_log_open_stops_without_a_traceback(small: Path) -> None:
+    """Issue 49: a Ctrl-C of `web` while a page streams an agent's log: "Task was destroyed but
+    it is pending" was printed (the stream's waits were left pending at the loop's close)."""
+    import signal
+    import urllib.request
+
+    from tests.web.browser import Served
+    logs = small / ".liza" / "agent-logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    (logs / "c1--t1--20260101T000000Z.log").write_text("a line\n")
+    served = Served(small)
+    token = served.url.split("token=")[1]
+    try:
+        streams = [urllib.request.urlopen(urllib.request.Request(
+            served.base + path, headers={"Authorization": f"Bearer {token}"}), timeout=60)
+            for path in ("/task/t1/log/0/stream?offset=0", "/events")]
+        for s in streams:
+            assert s.readline().startswith(b"retry:")
+        served.proc.send_signal(signal.SIGINT)
+        served.proc.wait(timeout=60)
+    finally:
+        served.close()
+    assert served.proc.stderr is not None
+    err = served.proc.stderr.read()
+    assert "Traceback" not in err and "destroyed" not in err and "ERROR" not in err, err
+    assert served.proc.returncode == 130

@@ -152,8 +152,8 @@ def config(env: Env, key: str | None, value: str | None, at: str | None) -> int:
     full = {f: getattr(board.config, f) for f in type(board.config).__dataclass_fields__}
     if key is not None:
         if key not in full:
-            raise ValidationError(f"unknown config key {key!r}",
-                                  hint="known keys: " + ", ".join(full))
+            from gitliza.core.config import unknown_key
+            raise unknown_key(key, list(full))
         env.out.result({key: full[key]}, "" if full[key] is None else str(full[key]))
         return 0
     env.out.result(data, "\n".join(f"{k} = {'' if v is None else v}" for k, v in full.items()))

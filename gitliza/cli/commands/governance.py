@@ -8,19 +8,36 @@ from gitliza.cli.commands.board import report
 from gitliza.errors import EXIT_INTERRUPTED
 
 
-def watch(env: Env, once: bool) -> int:
+def watch(env: Env, once: bool, quiet: bool = False) -> int:
+    from gitliza.governance.pulse import Pulse
     from gitliza.governance.watch import Watcher
     from gitliza.services.autoseal import Sealer
     sealer = Sealer(env.liza(), env.out.notice)
+    pulse = None if quiet or once or env.json else Pulse()
 
     class SealingWatcher(Watcher):
         """The watcher runs as the human: after each look, a seal where one is due
-        (services/autoseal.py), with the human's key at hand."""
+        (services/autoseal.py), with the human's key at hand; and, unless --quiet, the goal's
+        transitions and a heartbeat line (governance/pulse.py)."""
 
         def tick(self) -> Any:
             reports = super().tick()
             sealer.maybe()
+            if pulse is not None:
+                now = self.facts.now
+                if reports:
+                    pulse.spoke(now)
+                for line in pulse.lines(self.board, now, len(self.active)):
+                    self.err.write(f"[{now}] {line}\n")
+                self.err.flush()
             return reports
+
+        def next_timeout(self) -> float | None:
+            alarm = super().next_timeout()
+            if pulse is None:
+                return alarm
+            beat = pulse.due(self.now()) + 0.05
+            return beat if alarm is None else min(alarm, beat)
     w = SealingWatcher(env.liza().store, json_lines=env.json, remote=not env.no_sync)
     if once:
         w.tick()

@@ -7,14 +7,19 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gitliza.services.lifecycle import claim as claiming
+if TYPE_CHECKING:  # the types only: `attic` imports what it runs
+    from pygit2 import Oid
+
+    from gitliza.services.api import Liza
 from gitliza.services.lifecycle import doctor as doctoring
 from gitliza.services.lifecycle import merge as merging
 from gitliza.services.lifecycle import review as reviewing
 from gitliza.cli.commands import Env
 from gitliza.cli.commands.board import report
-from gitliza.errors import EXIT_INCONSISTENT, EXIT_VALIDATION
+from gitliza.errors import EXIT_INCONSISTENT, EXIT_VALIDATION, LizaError
 from gitliza.cli.output import err
 from gitliza.services.transitions import (claim_extra, claim_refusal, claim_review_extra,
                                           merge_extra, release_extra, submit_extra)
@@ -180,12 +185,25 @@ def attic(env: Env, task: str | None, restore: str | None, into: str | None) -> 
         return 0
     found = kept.entries(liza.repo, task)
     if env.json:
+        tip = _integration_tip(liza)
         env.out.json([{"ref": e.ref, "task": e.task, "commit": e.oid, "time": e.when,
-                       "subject": e.subject} for e in found])
+                       "subject": e.subject, "merged": kept.merged(liza.repo, e, tip)}
+                      for e in found])
         return 0
     if not found:
         env.out.line("the attic is empty" + (f" for {task}" if task else ""))
+    tip = _integration_tip(liza)
     for e in found:
         when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(e.when))
-        env.out.line(f"{e.task}  {e.oid[:12]}  {when}Z  {e.subject}")
+        done = "  (merged since: nothing to restore)" if kept.merged(liza.repo, e, tip) else ""
+        env.out.line(f"{e.task}  {e.oid[:12]}  {when}Z  {e.subject}{done}")
     return 0
+
+
+def _integration_tip(liza: Liza) -> Oid | None:
+    """The integration branch's tip, which `attic` marks merged entries against."""
+    from gitliza.services.lifecycle.integration import integration_tip
+    try:
+        return integration_tip(liza.repo, liza.board().config.integration_branch)
+    except LizaError:
+        return None

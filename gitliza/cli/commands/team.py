@@ -81,7 +81,12 @@ def team(env: Env, planners: int, coders: int, reviewers: int, prefix: str, cli:
         # Each supervisor checks its sandbox too; refusing here keeps a team from half-starting.
         # The supervisors get the choice on their command lines (--sandbox), as every option.
         Sandbox(parse(sandbox))
-        models = env.liza().board().config.models if cli is None and not command else None
+        config = env.liza().board().config
+        from gitliza.core.quorumreach import team_warning
+        short = team_warning(config, max(reviewers, max_reviewers))
+        if short:
+            sys.stderr.write(short + "\n")
+        models = config.models if cli is None and not command else None
         from gitliza.core import teammodels
         left = []  # the members the board names no CLI for: --cli's (default claude)
         used = set()  # the CLIs the members run (their logins checked below)
@@ -154,9 +159,22 @@ def team(env: Env, planners: int, coders: int, reviewers: int, prefix: str, cli:
     bad = {a: c for a, c in codes.items() if c}
     env.out.result({"exit_codes": codes},
                    "team: every supervisor exited 0" if not bad else
-                   "team: " + ", ".join(f"{a} exited {c}" for a, c in sorted(bad.items())))
+                   "team: " + ", ".join(f"{a} {ended(c)}" for a, c in sorted(bad.items())))
     # A supervisor's own exit code (the taxonomy), or 1 for one killed by a signal.
     return next((c for c in sorted(bad.values()) if c > 0), 1) if bad else 0
+
+
+def ended(code: int) -> str:
+    """How a supervisor ended, in words (issue 49): SIGTERM or SIGINT, whether it died of the
+    signal (-15) or its handler exited 128+N (143), is a stop, not a failure."""
+    import signal
+    sig = -code if code < 0 else code - 128 if code > 128 else 0
+    if sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        return f"stopped ({signal.Signals(sig).name})"
+    if code < 0:
+        return f"killed by {signal.Signals(sig).name}" if sig in signal.valid_signals() \
+            else f"killed by signal {sig}"
+    return f"exited {code}"
 
 
 def _team_watcher(env: Env, write: Any) -> Any:

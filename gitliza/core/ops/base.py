@@ -20,7 +20,7 @@ from gitliza.core.ids import check_id
 from gitliza.core.liveness import Renewal
 from gitliza.core.model import Agent, GoalStatus, HistoryEntry, Task
 from gitliza.core.states import (BOARD_OPS, FORBIDDEN, HUMAN_ACTOR, TERMINAL, AgentState, Role,
-                                 TaskState, Transition, lookup, sources_of)
+                                 TaskState, Transition, lookup, roles_for, sources_of)
 from gitliza.errors import (IllegalTransition, LizaError, NotFound, PermissionDenied,
                             ValidationError)
 
@@ -207,11 +207,14 @@ class Ctx:
         if tr is None:
             raise IllegalTransition(_why_illegal(name, tid, source, target))
         role = self.role()
-        if role not in tr.roles:
-            allowed = ", ".join(sorted(r.value for r in tr.roles))
+        roles = roles_for(tr, task is not None and task.awaiting_human)
+        if role not in roles:
+            allowed = ", ".join(sorted(r.value for r in roles))
+            waits = " (AWAITING HUMAN: the question is the human's to answer)" \
+                if roles != tr.roles else ""
             raise PermissionDenied(
                 f"{name} {tid} ({source} -> {target}) is not allowed for "
-                f"{self.op.actor} (role {role.value}); allowed: {allowed}")
+                f"{self.op.actor} (role {role.value}){waits}; allowed: {allowed}")
         self.task_id, self.from_state, self.to_state = tid, source, target
         if reason is not None:
             self.reason = reason

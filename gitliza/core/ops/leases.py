@@ -9,7 +9,7 @@ from gitliza.core.board import Board
 from gitliza.core.model import Agent, Task
 from gitliza.core.ops.base import Ctx, replace
 from gitliza.core.states import AgentState, TaskState
-from gitliza.errors import IllegalTransition, LeaseLost
+from gitliza.errors import AlreadyHeld, IllegalTransition, LeaseLost
 
 S = TaskState
 A = AgentState
@@ -80,9 +80,9 @@ def judge_takeover(ctx: Ctx, t: Task, kind: str, takeover: str | None) -> bool:
         if current is None:
             return True
         what = "claimed" if kind == leasewatch.CLAIM else "being reviewed"
-        raise IllegalTransition(f"{t.id} is already {what} by {current.agent} (lease until "
-                                f"{current.mark}); this op judged no one's lease, so it takes "
-                                "over none")
+        raise AlreadyHeld(f"{t.id} is already {what} by {current.agent} (lease until "
+                          f"{current.mark}); this op judged no one's lease, so it takes over none",
+                          task=t.id, holder=current.agent)
     leasewatch.check_takeover(current, leasewatch.Evidence.decode(takeover), lease_seconds(ctx, t),
                               ctx.op.time)
     return True

@@ -15,7 +15,8 @@ from gitliza.core.leasewatch import REVIEW
 from gitliza.core.ops.leases import (STAND_DOWN, drop_stale_review, holds_live, judge_takeover,
                                      lease_live, lease_seconds)
 from gitliza.core.states import AgentState, TaskState
-from gitliza.errors import IllegalTransition, LeaseLost, PermissionDenied, ValidationError
+from gitliza.errors import (AlreadyHeld, IllegalTransition, LeaseLost, PermissionDenied,
+                            ValidationError)
 
 S = TaskState
 A = AgentState
@@ -51,8 +52,8 @@ class ClaimReview(Op):
             pass  # the takeover's own evidence decided (it raises when refused)
         elif t.reviewing_by is not None and lease_live(t.review_lease_expires, self.time):
             who = "you" if t.reviewing_by == me.id else t.reviewing_by
-            raise IllegalTransition(f"{t.id} is already being reviewed by {who} "
-                                    f"(lease until {t.review_lease_expires})")
+            raise AlreadyHeld(f"{t.id} is already being reviewed by {who} (lease until "
+                              f"{t.review_lease_expires})", task=t.id, holder=t.reviewing_by)
         if me.status != A.IDLE and holds_live(ctx, me):
             raise ValidationError(f"{me.id} is {me.status} on {me.current_task}; finish it first")
         if me.current_task != t.id:

@@ -17,7 +17,7 @@ from gitliza.core.leasewatch import CLAIM
 from gitliza.core.ops.leases import (STAND_DOWN, holder_check, holds_live, judge_takeover,
                                      lease_live, lease_seconds)
 from gitliza.core.states import AgentState, Role, TaskState
-from gitliza.errors import (IllegalTransition, LeaseLost, NotFound, PermissionDenied,
+from gitliza.errors import (AlreadyHeld, IllegalTransition, LeaseLost, NotFound, PermissionDenied,
                             ScopeViolation, ValidationError)
 
 S = TaskState
@@ -82,8 +82,8 @@ class Claim(Op):
         elif t.status == S.CLAIMED and lease_live(t.lease_expires, now):
             ctx.transition(t, S.CLAIMED)  # role check first, so a planner gets the right message
             who = "you" if t.assigned_to == me.id else t.assigned_to
-            raise IllegalTransition(f"{t.id} is already claimed by {who} "
-                                    f"(lease until {t.lease_expires})")
+            raise AlreadyHeld(f"{t.id} is already claimed by {who} (lease until "
+                              f"{t.lease_expires})", task=t.id, holder=str(t.assigned_to))
         ctx.transition(t, S.CLAIMED)
         if me.current_task not in (None, t.id) and holds_live(ctx, me):
             raise ValidationError(f"{me.id} is {me.status} on {me.current_task}; "
@@ -318,7 +318,9 @@ class Block(Op):
         failed = t.failed_by
         if ctx.role() == Role.CODER:
             me = holder_check(ctx, t, "block it")
-            failed = with_failed(t, me.id)
+            # A question for the human is nobody's failure (issue 49): the asker may claim the
+            # task again once answered, and no hypothesis exhaustion counts it.
+            failed = t.failed_by if self.for_human else with_failed(t, me.id)
         free_agent(ctx, t, t.assigned_to)
         blocked = block_fields(ctx, t, self.reason, self.questions, failed,
                                for_human=self.for_human)

@@ -45,7 +45,7 @@ def keep_leftovers(repo: Repository, task: str, path: Path, base: Oid) -> list[s
 
 
 def save(repo: Repository, task: str, path: Path, contained_in: Oid | None,
-         before: str) -> list[str]:
+         before: str, branch_stays: bool = False) -> list[str]:
     """The safety net every teardown calls first (a takeover, a stand-down, a release, a
     reassignment, abandon/rescope/unblock, doctor --fix, a supervisor's stop, an agent's crash):
     the worktree's uncommitted changes (a snapshot commit on top of its HEAD, untracked files
@@ -53,14 +53,18 @@ def save(repo: Repository, task: str, path: Path, contained_in: Oid | None,
     `contained_in` lacks go under refs/liza-attic/<task>/<oid>. Nothing of the worktree changes:
     the snapshot is made with a throw-away index. The attic is outside refs/liza/, which sync and
     the server hook own; `git liza attic` lists and restores its entries. The refs made (none
-    when there was nothing to keep), for the line that reports the teardown."""
+    when there was nothing to keep), for the line that reports the teardown.
+    `branch_stays`: the teardown leaves `liza/<task>` where it is (a stop, a restart, a release
+    that keeps the worktree), so its commits are not lost and are not kept twice (issue 49):
+    only uncommitted work is; the next fresh claim keeps the branch's commits before replacing it."""
     keep: list[Oid] = []
     if path.is_dir() and (path / ".git").exists() and not leftovers.cut_short(path) \
             and clean_sync_problems(path):
         keep.append(_snapshot(repo, path, f"gitliza: uncommitted work left in "
                               f"{worktree_path(task)}, kept before {before}"))
-    keep += [oid for oid in unmerged_branch_tip(repo, task, contained_in) if oid not in keep
-             and not (keep and repo.descendant_of(keep[0], oid))]
+    if not branch_stays:
+        keep += [oid for oid in unmerged_branch_tip(repo, task, contained_in) if oid not in keep
+                 and not (keep and repo.descendant_of(keep[0], oid))]
     return [to_attic(repo, task, oid, before) for oid in keep]
 
 
@@ -207,6 +211,20 @@ def entries(repo: Repository, task: str | None = None) -> list[Entry]:
         out.append(Entry(name, tid, oid, when,
                          commit.message.splitlines()[0] if commit.message else "", str(target)))
     return sorted(out, key=lambda e: (-e.when, e.ref))
+
+
+def merged(repo: Repository, e: Entry, into: Oid | None) -> bool:
+    """Whether an entry's work has since reached the integration tip `into`: its commit is
+    reachable from it, or (a snapshot of uncommitted work) its tree is the tip's. `git liza
+    attic` marks such entries: nothing in them waits to be restored."""
+    if into is None:
+        return False
+    oid = Oid(hex=e.oid)
+    if oid == into or repo.descendant_of(into, oid):
+        return True
+    commit, tip = repo.get(oid), repo.get(into)
+    return isinstance(commit, pygit2.Commit) and isinstance(tip, pygit2.Commit) \
+        and commit.tree_id == tip.tree_id
 
 
 def restore(repo: Repository, task: str, which: str, into: Path) -> Entry:

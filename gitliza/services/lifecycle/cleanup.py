@@ -108,8 +108,8 @@ def keep_state(liza: Liza, task: str, why: str, locked: bool = False) -> list[st
     except LizaError:
         merged_into = None
     if locked:
-        kept = save(repo, task, path, merged_into, why)
+        kept = save(repo, task, path, merged_into, why, branch_stays=True)
     else:
         with task_lock(repo, task):
-            kept = save(repo, task, path, merged_into, why)
+            kept = save(repo, task, path, merged_into, why, branch_stays=True)
     return [f"{task}: {kept_line(kept)}"] if kept else []
