@@ -58,6 +58,7 @@ from gitliza.git import longlived, worktrees
 from gitliza.git.objects import odbfresh
 from gitliza.git.refwatch import RefWatcher
 from gitliza.services.liveness import leasewatch
+from gitliza.services.sync import follower
 from gitliza.services.api import Liza
 from gitliza.services.wait import min_timeout, seconds_until
 from gitliza.sandbox import treerun
@@ -102,6 +103,7 @@ class Supervisor:
         self.stopping = False
         self._wake = threading.Event()
         self._watcher: RefWatcher | None = None
+        self._follower: follower.RemoteFollower | None = None
         # Installed by the caller as early as it can (a signal during start-up is kept for us).
         self._signals = stop_signal if stop_signal is not None else StopSignal()
         self.watchdog = Watchdog()
@@ -142,6 +144,8 @@ class Supervisor:
             if self.stopping:
                 return 0  # stopped before the token was taken: nothing to give back
             self._start()
+            # One remote follower per clone (services/sync/follower.py): this is a candidate.
+            self._follower = follower.start_for(self.liza, self.log)
             with RefWatcher(self.liza.repo.path) as w:
                 self._watcher = w
                 return self._loop()
@@ -149,6 +153,8 @@ class Supervisor:
             self.log(f"standing down: {e}")
             return EXIT_VALIDATION
         finally:
+            if self._follower is not None:
+                self._follower.stop()
             self.token.end(self.liza)
             signals.close()
 
@@ -277,6 +283,7 @@ class Supervisor:
                 self.log(f"goal {board.goal.status}; exiting")
                 return 0
             held = wake.hold(board, w.flags())
+            cut = follower.hold(self.liza, board) if held is None else None
             if held == Hold.ABORT:
                 self.log("ABORT; exiting")
                 return 0
@@ -286,6 +293,12 @@ class Supervisor:
                     said = held
                 idle_since = time.monotonic()
                 job: Job | int | None = None
+            elif cut is not None:  # partitioned: claim nothing another machine may claim
+                if said != "cut off":
+                    self.log(f"{cut}: waiting")
+                    said = "cut off"
+                idle_since = time.monotonic()
+                job = None
             else:
                 said = ""
                 job = self.work.find(board, now)
@@ -308,7 +321,8 @@ class Supervisor:
             deadline = wake.next_deadline(board, now, [self.token.renew_at,
                                                        *leasewatch.deadlines(self.liza.repo, board,
                                                                              now)])
-            w.wait(min_timeout(left, seconds_until(deadline, now)))
+            w.wait(min_timeout(left, seconds_until(deadline, now),
+                               cfg.follow_interval if cut is not None else None))
             self.token.renew_if_due(self.liza)
         return 0
 

@@ -1,0 +1,109 @@
+"""Supervisors follow the remote (issue 48): two real clones of a real bare remote with the server
+hook, a real supervisor with a scripted agent on clone B, and nobody running `git liza sync` on B.
+
+- B's idle coder claims, works and submits a task that A added after B started: B's remote
+  follower (one per clone, here the supervisor's) saw the remote's board move and synced.
+- B cut off from the remote for more than half a lease claims nothing, saying why, even a task
+  on its own board; healed, it shares that task and works it.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import pygit2
+import pytest
+
+from gitliza.hooks.install import install
+from gitliza.services.sync import follower
+from tests.cli.test_board import liza, ok
+from tests.conftest import git
+from tests.team.procs import Sup, add_task, make_board, script, task_of, until
+from tests.team.test_supervisor import SUBMIT
+
+pytestmark = pytest.mark.slow
+
+
+
+def _machines(tmp_path: Path, repo: Path) -> tuple[Path, Path, Path]:
+    """The bare remote (server hook), A (the board's maker, auto-sync on) and B (joined)."""
+    bare = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
+    install(bare, server=True, python=sys.executable)
+    git(repo, "remote", "add", "origin", str(bare))
+    git(repo, "push", "-q", "origin", "main")
+    git(repo, "config", "liza.remote", "origin")
+    make_board(repo, follow_interval="1")
+    b = tmp_path / "b"
+    git(tmp_path, "clone", "-q", str(bare), str(b))
+    ok(liza(b, "pull", agent=None))
+    git(b, "config", "liza.remote", "origin")
+    return bare, repo, b
+
+
+def _idle_coder_on_b(tmp_path: Path, repo: Path) -> tuple[Path, Path, Path, Sup]:
+    bare, a, b = _machines(tmp_path, repo)
+    sup = Sup(b, "coder", "coder-1", "--", str(script(tmp_path, "agent.sh", SUBMIT)))
+    sup.expect("supervising coder-1")
+    return bare, a, b, sup
+
+
+def _remote_ops(bare: Path) -> list[str]:
+    return git(bare, "log", "--format=%(trailers:key=Liza-Op,valueonly)%(trailers:key=Liza-Task,"
+                     "valueonly)%(trailers:key=Liza-Actor,valueonly)", "refs/liza/state").split()
+
+
+
+
+def test_an_idle_machine_claims_work_added_on_another_without_a_sync(
+        repo: Path, tmp_path: Path) -> None:
+    bare, a, b, sup = _idle_coder_on_b(tmp_path, repo)
+    try:
+        add_task(a, "t1")  # on A, shared by A's auto-sync; B is told nothing
+        sup.expect("agent completed")
+        assert task_of(b, "t1")["status"] == "READY_FOR_REVIEW"
+        # The claim and the submit reached the remote (auto-sync of B's agent); B's board was
+        # brought up to date by its follower alone.
+        until(lambda: "ready_for_review" in " ".join(_remote_ops(bare)) or
+               "submit" in " ".join(_remote_ops(bare)), "B's submit never reached the remote")
+        ops = _remote_ops(bare)
+        assert any(o.startswith("claim") for o in ops), ops
+    finally:
+        ok(liza(a, "abort", agent=None))
+        sup.wait()
+        sup.kill()
+
+
+def test_a_cut_off_machine_claims_nothing_until_the_remote_answers(
+        repo: Path, tmp_path: Path) -> None:
+    bare, a, b, sup = _idle_coder_on_b(tmp_path, repo)
+    try:
+        git(b, "remote", "set-url", "origin", str(tmp_path / "nowhere.git"))  # the cut
+        sup.expect("follower: cannot reach origin")
+        repo_b = pygit2.Repository(str(b))
+        lease = 5  # procs.FAST
+
+        def silent_long() -> bool:
+            c = follower.read_contact(repo_b)
+            return c is not None and c.silent_for(time.time()) > lease / 2 + 1
+        until(silent_long, "the follower never recorded the silence")
+        # A task on B's own board (added here, not shared): B must not claim it cut off, since
+        # a machine on the other side may be claiming it meanwhile.
+        ok(liza(b, "add", "t2", "--desc", "do t2", "--spec-ref", "README.md", "--done-when",
+                "done", "--scope", "t2", "--ready", "--no-sync", agent=None))
+        line = sup.expect("cut off from origin")
+        assert "not claiming" in line and "waiting" in line
+        assert task_of(b, "t2")["status"] == "UNCLAIMED"
+        git(b, "remote", "set-url", "origin", str(bare))  # healed
+        sup.expect("follower: origin answers again")
+        sup.expect("agent completed")
+        assert task_of(b, "t2")["status"] == "READY_FOR_REVIEW"
+        # The add made while cut off reached the remote (the follower pushes what it lacks).
+        until(lambda: "t2" in " ".join(_remote_ops(bare)), "t2 never reached the remote")
+        assert sup.output().count("cut off from origin") == 1  # said once, not per wake-up
+    finally:
+        git(b, "remote", "set-url", "origin", str(bare))
+        ok(liza(a, "abort", agent=None))
+        sup.wait()
+        sup.kill()
