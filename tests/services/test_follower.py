@@ -7,6 +7,7 @@ turns a silence longer than half a lease into a reason not to claim.
 """
 from __future__ import annotations
 
+import io
 import json
 import time
 from pathlib import Path
@@ -17,10 +18,12 @@ from gitliza.core.ops import Add
 from gitliza.core.ops.goal import ConfigSet
 from gitliza.git.remotes import resolve
 from gitliza.git.store import Store
-from gitliza.services.sync import engine, follower
+from gitliza.governance.watch import Watcher
+from gitliza.services.sync import droplog, engine, follower
+from tests.governance.receiver import Receiver
 from tests.conftest import git
 from tests.team.procs import until
-from tests.services.test_sync import clone, liza, seed, tip
+from tests.services.test_sync import Clock, clone, liza, seed, tip
 
 
 
@@ -105,3 +108,44 @@ def test_a_silent_remote_is_recorded_and_cuts_claims_off_after_half_a_lease(
     assert lines[-1] == "follower: origin answers again"
     raw = json.loads((Path(repo.path) / "liza" / follower.CONTACT).read_text())
     assert raw["error"] is None
+
+
+def test_dropped_ops_are_said_by_the_follower_raised_as_an_alarm_and_sent(
+        tmp_path: Path) -> None:
+    """An op acknowledged here and dropped at a later sync (another machine got there first) is
+    never silent: the drop record names it, the clone's follower prints it, the watcher fires
+    DROPPED_OPS and the escalation webhook receives it, whichever process ran the sync."""
+    bare, _seed = seed(tmp_path, tasks=1)
+    a = clone(bare, tmp_path / "a", configure=False)
+    b = clone(bare, tmp_path / "b", configure=False)
+    with Receiver() as rx:
+        hb = liza(b, now=Clock(offset=50))
+        hb.do(ConfigSet, key="escalation_webhook", value=rx.url)
+        hb.do(Add, task="task-9", description="from b", spec_ref="spec.md", done_when="tests",
+              scope="src", ready=True)
+        engine.sync(hb.store, "origin")
+        lines: list[str] = []
+        repo_a = pygit2.Repository(str(a))
+        f = follower.RemoteFollower(lambda: Store(repo_a), "origin", lines.append)
+        f._drop_offset = droplog.size(repo_a)
+        ha = liza(a, now=Clock(offset=10))
+        ha.do(Add, task="task-9", description="from a", spec_ref="spec.md", done_when="tests",
+              scope="src", ready=True)  # acknowledged here
+        rep = engine.sync(Store.discover(a), "origin")  # e.g. an agent's auto-sync
+        assert [d.op for d in rep.dropped] == ["add"]
+        f._drops(repo_a)
+        [said] = lines
+        assert said.startswith("follower: DROPPED OPS: 1 acknowledged op(s)") and \
+            "add task-9 by human" in said and "already exists" in said
+        assert rep.dropped[0].original[:12] in said  # where the dropped record can be read
+        f._drops(repo_a)
+        assert len(lines) == 1  # said once
+        w = Watcher(Store(pygit2.Repository(str(a))), err=io.StringIO(), notify=False,
+                    remote=False)
+        reports = w.tick()
+        assert [r.alert.kind for r in reports if r.event == "fired"].count("DROPPED_OPS") == 1
+        assert w.close(drain=60)
+        docs = rx.wait_for(1)
+        assert [d["event"] for d in docs] == ["DROPPED_OPS"] and "task-9" in docs[0]["line"]
+    # A day later the alarm has ended; an entry whose rescue ref the human deleted too.
+    assert droplog.alerts(repo_a, time.time() + droplog.WINDOW + 1) == []

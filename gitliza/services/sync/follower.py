@@ -134,6 +134,7 @@ class RemoteFollower:
         self._log = log
         self._stop = threading.Event()
         self._lock_fd: int | None = None
+        self._drop_offset: int | None = None
         self.tries = 0  # attempts at the lock while not leading
         self.checks = 0  # checks made while leading (tests and benchmarks count them)
         self.syncs = 0
@@ -153,7 +154,9 @@ class RemoteFollower:
         self._thread.join(TIMEOUT + 10)
 
     def _run(self) -> None:
+        from gitliza.services.sync import droplog
         store = self._open_store()
+        self._drop_offset = droplog.size(store.repo)  # older drops were said when they happened
         try:
             self._follow(store)
         finally:
@@ -180,6 +183,7 @@ class RemoteFollower:
             if self._lock_fd is not None:
                 rem = remotes.resolve(repo_path(store.repo), self.remote)
                 failing = self._check(store, rem, failing)
+                self._drops(store.repo)
             self._stop.wait(interval * random.uniform(1 - JITTER, 1 + JITTER))
 
     def _check(self, store: Any, rem: Any, failing: bool) -> bool:
@@ -209,14 +213,20 @@ class RemoteFollower:
             self._say(report)
         return False
 
+    def _drops(self, repo: Any) -> None:
+        """Every sync's drops recorded since this follower last looked (droplog.py), whichever
+        process ran the sync (an agent's auto-sync too): one line each, with the rescue ref."""
+        from gitliza.services.sync import droplog
+        entries, self._drop_offset = droplog.read(repo, self._drop_offset or 0)
+        for e in entries:
+            self._log(f"follower: DROPPED OPS: {droplog.describe(e)}")
+
     def _say(self, report: Any) -> None:
-        """What a sync of the follower did that the team must hear: ops of this clone dropped
-        (with the rescue ref that keeps their work) and the sync's notices."""
+        """What a sync of the follower did that the team must hear: each op of this clone it
+        dropped, with the reason, and the sync's notices (the summary with the rescue ref comes
+        from the drop record, `_drops`)."""
         for d in report.dropped:
             self._log(f"follower: {d.describe()}")
-        if report.rescued:
-            self._log(f"follower: dropped {len(report.dropped)} local op(s) at the sync with "
-                      f"{self.remote}; their work is kept on {report.rescued}")
         for n in report.notices:
             self._log(f"follower: {n}")
 
