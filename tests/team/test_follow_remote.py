@@ -107,3 +107,37 @@ def test_a_cut_off_machine_claims_nothing_until_the_remote_answers(
         ok(liza(a, "abort", agent=None))
         sup.wait()
         sup.kill()
+
+
+def test_a_cut_off_machine_stops_its_working_agent_and_resumes_once_healed(
+        repo: Path, tmp_path: Path) -> None:
+    """Cut off longer than half a lease, the agent at work is stopped (a machine on the other side
+    may take its task over: two coders must not work it at once); its claim is kept, and once the
+    remote answers the same coder resumes the task and submits it."""
+    bare, a, b = _machines(tmp_path, repo)
+    gate = tmp_path / "go"
+    # The first session waits until the test lets it go (it is stopped before); later ones work.
+    agent = script(tmp_path, "agent.sh", f"""n=$(cat {tmp_path}/runs 2>/dev/null || echo 0)
+echo $((n+1)) > {tmp_path}/runs
+if [ "$n" = 0 ]; then while [ ! -e {gate} ]; do sleep 0.2; done; fi
+""" + SUBMIT)
+    sup = Sup(b, "coder", "coder-1", "--", str(agent))
+    try:
+        sup.expect("supervising coder-1")
+        add_task(a, "t1")
+        sup.expect("started agent")
+        git(b, "remote", "set-url", "origin", str(tmp_path / "nowhere.git"))  # the cut
+        line = sup.expect("agent stopped (cut off from origin")
+        assert "stopping the agent on t1" in line
+        sup.expect("cut off from origin")  # and it waits, claiming nothing
+        assert task_of(b, "t1")["assigned_to"] == "coder-1"  # its claim is kept
+        git(b, "remote", "set-url", "origin", str(bare))  # healed
+        sup.expect("agent completed")
+        assert task_of(b, "t1")["status"] == "READY_FOR_REVIEW"
+        assert (tmp_path / "runs").read_text().strip() == "2"
+        assert not gate.exists()  # the first session never went on: it was stopped
+    finally:
+        git(b, "remote", "set-url", "origin", str(bare))
+        ok(liza(a, "abort", agent=None))
+        sup.wait()
+        sup.kill()

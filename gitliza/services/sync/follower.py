@@ -81,7 +81,8 @@ def _write_contact(repo: Any, c: Contact) -> None:
         pass  # a read-only clone: its supervisors judge no partition (as before the follower)
 
 
-def cut_off(repo: Any, remote: str, lease: int, interval: int, now: float) -> str | None:
+def cut_off(repo: Any, remote: str, lease: int, interval: int, now: float,
+            doing: str = "not claiming or taking over until it answers") -> str | None:
     """Why this clone must not claim or take over now, or None: its remote has not answered for
     more than half a lease (and two follow intervals). Half: a machine on the far side of the
     cut can take over a task of ours only after the whole lease plus its grace from the last
@@ -95,7 +96,7 @@ def cut_off(repo: Any, remote: str, lease: int, interval: int, now: float) -> st
     if silent <= limit:
         return None
     return (f"cut off from {remote} for {silent:.0f}s (more than {limit:.0f}s, half the "
-            f"{lease}s lease): not claiming or taking over until it answers ({c.error})")
+            f"{lease}s lease): {doing} ({c.error})")
 
 
 def moved(remote_refs: dict[str, str], tracking: dict[str, str], local_state: str | None,
@@ -262,10 +263,12 @@ def start_for(liza: Any, log: Callable[[str], None]) -> RemoteFollower | None:
     return RemoteFollower(open_store, remote, log).start()
 
 
-def hold(liza: Any, board: Any) -> str | None:
-    """Why a supervisor of `liza`'s clone must not claim now (`cut_off`), or None."""
+def hold(liza: Any, board: Any, doing: str | None = None) -> str | None:
+    """Why a supervisor of `liza`'s clone must not claim now (`cut_off`), or None; `doing`: what
+    it does instead, when not the claim's wait (the lease keeper stops a working agent)."""
     remote = liza.sync_remote()
     if remote is None:
         return None
     cfg = board.config
-    return cut_off(liza.repo, remote, cfg.lease_duration, cfg.follow_interval, time.time())
+    return cut_off(liza.repo, remote, cfg.lease_duration, cfg.follow_interval, time.time(),
+                   *(() if doing is None else (doing,)))
