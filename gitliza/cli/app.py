@@ -495,6 +495,13 @@ def status(agent: Optional[str] = AgentOpt, json: bool = JsonOpt, at: Optional[s
 
 
 @app.command()
+def machines(json: bool = JsonOpt) -> None:
+    """The machines the team runs on: live, unreachable (dead or cut off) or gone, their agents."""
+    from gitliza.cli.commands import machines as m
+    _run(m.machines, None, json)
+
+
+@app.command()
 def show(task: str, agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
          at: Optional[str] = AtOpt) -> None:
     """One task with its history."""
