@@ -69,3 +69,17 @@ def machines(board: Board, now: str) -> list[Machine]:
         m.live_agents.sort()
         m.tasks.sort()
     return sorted(rows.values(), key=lambda m: (order[m.status], m.host))
+
+
+def status_line(board: Board, now: str) -> str | None:
+    """`status`'s one line on machines, when there is something to tell: more than one machine,
+    or one that is unreachable (dead or cut off)."""
+    found = machines(board, now)
+    if len(found) < 2 and not any(m.status == UNREACHABLE for m in found):
+        return None
+    parts = []
+    for m in found:
+        what = m.status.upper() if m.status == UNREACHABLE else m.status
+        held = f"; holds {', '.join(m.tasks)}" if m.tasks and m.status == UNREACHABLE else ""
+        parts.append(f"{m.host} {what} ({', '.join(m.agents)}{held})")
+    return "machines: " + ", ".join(parts) + " (`git liza machines`)"

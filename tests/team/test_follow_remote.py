@@ -175,6 +175,8 @@ def test_machines_names_each_machine_live_then_unreachable_then_gone(
               "B never unreachable on A")
         text = ok(liza(a, "machines", agent=None))
         assert "machine-a (this machine): live" in text and "machine-b: unreachable" in text
+        status = ok(liza(a, "status", agent=None))
+        assert "machine-b UNREACHABLE (coder-2)" in status and "machine-a live" in status
         sup_a.signal(signal.SIGTERM)
         assert sup_a.wait() == 0
         assert seen()["machine-a"]["status"] == "gone"
