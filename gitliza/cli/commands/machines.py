@@ -11,10 +11,18 @@ from gitliza.core.machines import machines as rows
 def machines(env: Env) -> int:
     from gitliza.services import procinfo
     from gitliza.services.sync import follower
+    from gitliza.errors import LizaError
     liza = env.liza()
+    remote = liza.sync_remote()
+    unreached = None
+    if remote is not None:  # a clone nobody follows from may be old: the remote's word first
+        from gitliza.services.sync import engine
+        try:
+            engine.pull(liza.store, remote)
+        except LizaError as e:
+            unreached = f"could not pull from {remote} ({e}): this clone's board may be old"
     found = rows(liza.board(), liza.now())
     here = procinfo.host(liza.repo)
-    remote = liza.sync_remote()
     contact = follower.read_contact(liza.repo) if remote is not None else None
     silent = contact.silent_for(time.time()) if contact is not None else 0.0
     data = {"this_machine": here, "remote": remote,
@@ -33,5 +41,8 @@ def machines(env: Env) -> int:
     if contact is not None and contact.error is not None:
         lines.append(f"this machine has not reached {remote} for {silent:.0f}s: "
                      f"{contact.error} (what it shows may be old)")
+    if unreached is not None:
+        lines.append(unreached)
+    data["pull_failed"] = unreached
     env.out.result(data, "\n".join(lines))
     return 0
