@@ -495,6 +495,20 @@ def status(agent: Optional[str] = AgentOpt, json: bool = JsonOpt, at: Optional[s
 
 
 @app.command()
+def join(url: str, directory: Optional[str] = typer.Argument(None), json: bool = JsonOpt) -> None:
+    """Join a team: clone URL (or use this repository), pull the board, install the hooks."""
+    from gitliza.cli.commands import join as j
+    _run(j.join, None, json, url=url, directory=directory)
+
+
+@app.command()
+def machines(json: bool = JsonOpt) -> None:
+    """The machines the team runs on: live, unreachable (dead or cut off) or gone, their agents."""
+    from gitliza.cli.commands import machines as m
+    _run(m.machines, None, json)
+
+
+@app.command()
 def show(task: str, agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
          at: Optional[str] = AtOpt) -> None:
     """One task with its history."""

@@ -294,6 +294,9 @@ class Config:
     # Days an attic entry (refs/liza-attic/<task>/<oid>, docs/lifecycle.md "The attic") is kept
     # after it was made; `doctor --fix` and sync drop older ones, here and on the team remote.
     attic_keep: int = since_v1(30)
+    # Seconds between the remote follower's checks of the remote's board refs (one `ls-remote`,
+    # a fetch only when they moved; gitliza/services/sync/follower.py), when a remote is set.
+    follow_interval: int = since_v1(5)
     # Signed board commits (docs/enforcement.md): off | warn | required, set only by the human,
     # whose own keys are kept here (the human is not an agent entity); see gitliza/core/keys.py.
     signatures: str = since_v1("off")

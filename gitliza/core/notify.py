@@ -81,7 +81,7 @@ def task_of(alert: Alert) -> str | None:
     """The task an alert is about (APPROACHING_LIMIT's subject carries a suffix), or None."""
     if alert.kind in _CAUSE_OPS or alert.kind in ("INVALID_STATE", "STALLED", "HIGH_APPROVAL_RATE",
                                                   "SUPERVISOR_SILENT", "IMMEDIATE_DISCOVERY",
-                                                  "PROVIDER"):
+                                                  "PROVIDER", "DROPPED_OPS"):
         return None
     return alert.subject.split(":", 1)[0] or None
 

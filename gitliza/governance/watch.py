@@ -26,6 +26,7 @@ from typing import Callable, TextIO
 from gitliza import atomic
 from gitliza.core import alarms, clock
 from gitliza.core import notify as notify_core
+from gitliza.services.sync import droplog
 from gitliza.core.alarms import Alert, Facts, Report
 from gitliza.core.board import Board
 from gitliza.core.terminal import safe_json, safe_line
@@ -123,7 +124,7 @@ class Watcher:
     def tick(self) -> list[Report]:
         self.board, self.facts = self.read()
         try:
-            active = alarms.evaluate(self.board, self.facts)
+            active = alarms.evaluate(self.board, self.facts) + droplog.alerts(self.store.repo)
         except LizaError as e:  # a blob that does not decode shows up as the board is walked
             active = [Alert("INVALID_STATE", "", alarms.Level.CRITICAL, f"INVALID STATE: {e}")]
         self.state, reports = alarms.step(self.state, active, self.facts.now)

@@ -17,12 +17,23 @@ import signal
 import socket
 import sys
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 PR_SET_PDEATHSIG = 1
 
 
-def host() -> str:
+def host(repo: Any = None) -> str:
+    """This machine's name as the board records it: `git config liza.machine` of `repo` (a
+    pygit2 Repository) when set, else the host name. The setting makes several clones on one
+    host count as several machines (`git liza machines`), or keeps a machine's name across a new
+    host name."""
+    if repo is not None:
+        try:
+            name = str(repo.config["liza.machine"]).strip()
+        except (KeyError, ValueError, OSError):
+            name = ""
+        if name:
+            return name
     return socket.gethostname()
 
 
@@ -60,9 +71,11 @@ def alive(pid: int, started: int | None) -> bool:
     return now == started
 
 
-def dead_here(sup_host: str | None, pid: int | None, started: int | None) -> bool:
-    """A supervisor recorded as running on this host whose process is gone (or was replaced)."""
-    return sup_host is not None and sup_host == host() and pid is not None and \
+def dead_here(sup_host: str | None, pid: int | None, started: int | None,
+              repo: Any = None) -> bool:
+    """A supervisor recorded as running on this machine (`host(repo)`) whose process is gone (or
+    was replaced)."""
+    return sup_host is not None and sup_host == host(repo) and pid is not None and \
         not alive(pid, started)
 
 

@@ -61,12 +61,13 @@ class Generation:
             # this one removes it at its clean end, as it would have (agents alike, issue 36).
             self.registered = True
         if not takeover and cur is not None and cur.expires is not None and \
-                cur.expires > liza.now() and procinfo.dead_here(cur.host, cur.pid, cur.pid_start):
+                cur.expires > liza.now() and \
+                procinfo.dead_here(cur.host, cur.pid, cur.pid_start, liza.repo):
             mode, replaces = "takeover", cur.generation
             log(f"taking over {self.agent} from generation {cur.generation}: its supervisor "
                 f"(pid {cur.pid} on {cur.host}) is gone")
         pid = os.getpid()
-        done = liza.do(Supervise, mode=mode, host=procinfo.host(), pid=pid,
+        done = liza.do(Supervise, mode=mode, host=procinfo.host(liza.repo), pid=pid,
                        pid_start=procinfo.start_time(pid), replaces=replaces,
                        registered=self.registered)
         sup = done.outcome.board.get("supervisors", self.agent)

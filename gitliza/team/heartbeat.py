@@ -28,6 +28,7 @@ from gitliza.core.wake import Hold
 from gitliza.errors import LeaseLost, LizaError
 from gitliza.git.refwatch import RefWatcher
 from gitliza.services.api import Liza
+from gitliza.services.sync import follower
 from gitliza.team.generation import Generation, StandDown
 
 Probe = Callable[[], "str | None"]
@@ -156,6 +157,11 @@ def lease_keeper(liza: Liza, open_liza: Callable[[], Liza], token: Generation, r
             return "another supervisor took over this agent id"
         if wake_on_abort and wake.hold(board) == Hold.ABORT:
             return "ABORT"
+        if task is not None:  # partitioned: another machine may take the task over soon
+            cut = follower.hold(hb_liza, board, f"stopping the agent on {task} before another "
+                                                "machine may take it over")
+            if cut is not None:
+                return cut
         return wake.lost_reason(board, agent, task, role) if task else None
 
     def beat() -> str | None:

@@ -59,12 +59,13 @@ from gitliza.git import longlived, worktrees
 from gitliza.git.objects import odbfresh
 from gitliza.git.refwatch import RefWatcher
 from gitliza.services.liveness import leasewatch
+from gitliza.services.sync import follower
 from gitliza.services.api import Liza
 from gitliza.services.wait import min_timeout, seconds_until
 from gitliza.sandbox import treerun
 from gitliza.sandbox.box import Sandbox, limits
 from gitliza.sandbox.box import parse as sandbox_mode
-from gitliza.team import orphans, runner, usage
+from gitliza.team import leftovers, orphans, runner, usage
 from gitliza.team.generation import Generation, StandDown
 from gitliza.team.heartbeat import Watchdog, lease_keeper, watchdog_tick
 from gitliza.team.provider import ProviderWaits
@@ -104,6 +105,7 @@ class Supervisor:
         self.stopping = False
         self._wake = threading.Event()
         self._watcher: RefWatcher | None = None
+        self._follower: follower.RemoteFollower | None = None
         # Installed by the caller as early as it can (a signal during start-up is kept for us).
         self._signals = stop_signal if stop_signal is not None else StopSignal()
         self.watchdog = Watchdog()
@@ -147,6 +149,8 @@ class Supervisor:
             if self.stopping:
                 return 0  # stopped before the token was taken: nothing to give back
             self._start()
+            # One remote follower per clone (services/sync/follower.py): this is a candidate.
+            self._follower = follower.start_for(self.liza, self.log)
             with RefWatcher(self.liza.repo.path) as w:
                 self._watcher = w
                 return self._loop()
@@ -154,6 +158,8 @@ class Supervisor:
             self.log(f"standing down: {e}")
             return EXIT_VALIDATION
         finally:
+            if self._follower is not None:
+                self._follower.stop()
             self.token.end(self.liza)
             signals.close()
 
@@ -290,12 +296,14 @@ class Supervisor:
             if held == Hold.ABORT:
                 self.log("ABORT; exiting")
                 return 0
-            if held is not None:
-                if said != held:
-                    self.log(f"{held}: waiting")
-                    said = held
+            # Paused, or cut off from the remote (claim nothing another machine may claim).
+            cut = follower.hold(self.liza, board) if held is None else None
+            job: Job | int | None = None
+            if held is not None or cut is not None:
+                if said != (held or "cut off"):
+                    self.log(f"{held or cut}: waiting")
+                    said = held or "cut off"
                 idle_since = time.monotonic()
-                job: Job | int | None = None
             else:
                 said = ""
                 job = self.work.find(board, now)
@@ -318,7 +326,8 @@ class Supervisor:
             deadline = wake.next_deadline(board, now, [self.token.renew_at,
                                                        *leasewatch.deadlines(self.liza.repo, board,
                                                                              now)])
-            w.wait(min_timeout(left, seconds_until(deadline, now)))
+            w.wait(min_timeout(left, seconds_until(deadline, now),
+                               cfg.follow_interval if cut is not None else None))
             self.token.renew_if_due(self.liza)
         return 0
 
@@ -341,33 +350,8 @@ class Supervisor:
         # killed, or we took over) must stop before an agent of ours works in the same places.
         orphans.stop_previous(self.sessions.liza_dir(), self.agent, self.token.gen, self.log)
         self.log(f"supervising {self.agent} ({self.role.value}), generation {self.token.gen}")
-        self._keep_leftovers()
-
-    def _keep_leftovers(self) -> None:
-        """A coder's id that still holds a task when its supervisor starts: an earlier session
-        ended without its supervisor's own teardown (killed, crashed). What it left in the
-        task's worktree (uncommitted and untracked work, unmerged commits) goes to the attic
-        before this supervisor resumes, relaunches or rebuilds anything (issue 38); the line
-        names the ref. A clean worktree on a merged tip keeps nothing."""
-        if self.role != Role.CODER:
-            return
-        board = self.liza.board()
-        me = board.agent(self.agent)
-        t = board.task(me.current_task) if me is not None and me.current_task else None
-        if t is None or t.assigned_to != self.agent:
-            return
-        import pygit2
-
-        from gitliza.services.lifecycle.cleanup import keep_state
-        why = "the restart of its supervisor"
-        try:
-            notes = keep_state(self.liza, t.id, why)
-            for note in notes:
-                self.log(f"{note} (a dead session's leftovers, kept before {why})")
-            if not notes:  # its branch and worktree stay: the work is resumed, not lost
-                self.log(f"{t.id}: resumed ({t.status}; its branch and worktree as they were)")
-        except (LizaError, OSError, pygit2.GitError) as e:
-            self.log(f"{t.id}: cannot keep the dead session's leftovers in the attic: {e}")
+        if self.role == Role.CODER:
+            leftovers.keep(self.liza, self.agent, self.log)
 
     # -- signals and sleeping -------------------------------------------------------------------
     def stop(self, why: str = "supervisor stopping", grace: float | None = None) -> None:

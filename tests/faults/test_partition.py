@@ -13,7 +13,10 @@ import json
 import re
 from pathlib import Path
 
+import pygit2
 import pytest
+
+from gitliza.services.sync import droplog
 
 from tests.conftest import git
 from tests.services.test_multi_machine import Team, contains, make_team, remote_ref
@@ -74,6 +77,10 @@ def test_a_healed_partition_leaves_no_dropped_work_where_the_team_builds(
     rescue = next(w.strip("(),;:.") for w in lines[0].split() if w.startswith("refs/liza-rescue/"))
     kept = git(b, "rev-parse", rescue)
     assert contains(b, kept, b_merge) and contains(b, kept, b_work)
+    # Not silent past this command (issue 48): the clone's drop record raises DROPPED_OPS,
+    # naming the rescue ref, for the team's output, `watch` and the webhook.
+    [alert] = droplog.alerts(pygit2.Repository(str(b)))
+    assert alert.subject == rescue and "5 acknowledged op(s)" in alert.text
     # Where the team builds, only the shared work.
     assert git(b, "rev-parse", INTEG) == shared
     assert not contains(b, shared, b_work)

@@ -135,3 +135,12 @@ def ops(repo: Path) -> list[tuple[str, str, str | None]]:
 def wait_status(repo: Path, task: str, status: str) -> None:
     ok(liza(repo, "wait", "status", "--task", task, "--status", status, "--timeout", str(WAIT),
             agent=None))
+
+
+def until(cond: Any, what: str, timeout: float = WAIT) -> None:
+    """Wait until `cond()` holds (polling; fails after `timeout`, never a timing assertion)."""
+    import time
+    end = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < end, what
+        time.sleep(0.05)

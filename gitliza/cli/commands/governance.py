@@ -45,11 +45,16 @@ def watch(env: Env, once: bool, quiet: bool = False) -> int:
             env.out.line("watch: no alarms")
         w.close(drain=15.0)  # cron's watcher: what fired goes out before it exits
         return 1 if w.active else 0
+    from gitliza.services.sync import follower  # the clone's remote follower: a candidate
+    remote = follower.start_for(env.liza(), lambda s: env.out.notice(f"watch: {s}"))
     try:
         w.run()
     except KeyboardInterrupt:
         w.close(drain=5.0)
         return EXIT_INTERRUPTED
+    finally:
+        if remote is not None:
+            remote.stop()
     w.close(drain=5.0)
     return 0
 

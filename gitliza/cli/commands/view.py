@@ -106,6 +106,11 @@ def _status(env: Env, at: str | None) -> int:
         note = provider.wait_line(board, a, now)
         if note:
             out.line(note)
+    if at is None:  # the machines behind the agents (issue 48), when there is news
+        from gitliza.core.machines import status_line
+        machines = status_line(board, now)
+        if machines:
+            out.line(machines)
     return 0
 
 

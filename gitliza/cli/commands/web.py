@@ -10,6 +10,7 @@ def web(env: Env, port: int | None, host: str, open_browser: bool, read_only: bo
     """Serves until a signal; then exits 128 + its number (130 after SIGINT, as `team` does),
     and through git without git's "waitpid for git-liza failed" (team/stopping.py)."""
     import signal
+    import sys
 
     from gitliza.team import stopping
     from gitliza.web.server import serve
@@ -18,10 +19,18 @@ def web(env: Env, port: int | None, host: str, open_browser: bool, read_only: bo
     def open_liza() -> object:
         # The human's seat: every action is the human's transition, whatever LIZA_AGENT_ID says.
         return Env(path=env.path, agent=HUMAN_ACTOR, no_sync=env.no_sync).liza()
+    from gitliza.services.sync import follower  # the clone's remote follower: a candidate
+
+    def say(text: str) -> None:
+        sys.stderr.write(f"web: {text}\n")
+    remote = follower.start_for(env.liza(), say)
     try:
         sig = serve(open_liza, host, port, open_browser=open_browser, read_only=read_only)
     except KeyboardInterrupt:  # uvicorn re-raises the SIGINT it shut down for
         sig = signal.SIGINT
+    finally:
+        if remote is not None:
+            remote.stop()
     if sig is None:
         return 0
     stopping.nudge_git_parent(sig)

@@ -38,7 +38,7 @@ def examine(liza: Liza, fix: bool) -> list[Problem]:
             continue
         where = f"pid {sup.pid} on {sup.host}" if sup.pid is not None else "no pid recorded"
         if sup.expires > now:
-            if not procinfo.dead_here(sup.host, sup.pid, sup.pid_start):
+            if not procinfo.dead_here(sup.host, sup.pid, sup.pid_start, liza.repo):
                 continue
             p = Problem("dead-supervisor", sup.agent, f"generation {sup.generation} ({where}): "
                         f"the process is gone, its token is live until {sup.expires}", True)
@@ -46,7 +46,7 @@ def examine(liza: Liza, fix: bool) -> list[Problem]:
         else:
             p = Problem("stale-token", sup.agent, f"generation {sup.generation} ({where}) "
                         f"expired at {sup.expires} and was never given back", True)
-            if procinfo.dead_here(sup.host, sup.pid, sup.pid_start):
+            if procinfo.dead_here(sup.host, sup.pid, sup.pid_start, liza.repo):
                 dead.append(sup.agent)
         out.append(p)
         if fix:

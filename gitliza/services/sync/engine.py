@@ -19,7 +19,7 @@ from gitliza.git.remotes import Remote
 from gitliza.git.repository import repo_path
 from gitliza.git.store import Store
 from gitliza.services.adopt import RemoteRefused, check_board, put_back, trusted_base
-from gitliza.services.sync import join, skew
+from gitliza.services.sync import droplog, join, skew
 from gitliza.services.sync.boardref import move_board
 from gitliza.services.sync.branches import (Branches, branch_updates, follow_integration, heads,
                                             integration_branch, task_leases)
@@ -227,6 +227,9 @@ def _sync(store: Store, remote: Remote | str | None, *, mode: str, rounds: int,
             # rescue ref (rescue.py): nothing dropped stays where the team builds.
             rep.rescued = rescue(store, integ, prefix, rebuilt.dropped, rebuilt.board, local,
                                  rep) or rep.rescued
+            # Never silently: recorded for the team's output and the DROPPED_OPS alarm.
+            droplog.record(repo, rep.remote, rep.dropped[-len(rebuilt.dropped):], rep.rescued,
+                           time.time())
         for r_ in rebuilt.replayed:
             rep.notices.extend(r_.notices)
         if _finish(store, path, rem, new_tip, r, rep, say, timeout, br):

@@ -1,0 +1,185 @@
+"""Supervisors follow the remote (issue 48): two real clones of a real bare remote with the server
+hook, a real supervisor with a scripted agent on clone B, and nobody running `git liza sync` on B.
+
+- B's idle coder claims, works and submits a task that A added after B started: B's remote
+  follower (one per clone, here the supervisor's) saw the remote's board move and synced.
+- B cut off from the remote for more than half a lease claims nothing, saying why, even a task
+  on its own board; healed, it shares that task and works it.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import pygit2
+import pytest
+
+from gitliza.hooks.install import install
+from gitliza.services.sync import follower
+from tests.cli.test_board import liza, ok
+from tests.conftest import git
+from tests.team.procs import Sup, add_task, make_board, script, task_of, until
+from tests.team.test_supervisor import SUBMIT
+
+pytestmark = pytest.mark.slow
+
+
+
+def _machines(tmp_path: Path, repo: Path) -> tuple[Path, Path, Path]:
+    """The bare remote (server hook), A (the board's maker, auto-sync on) and B (joined)."""
+    bare = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
+    install(bare, server=True, python=sys.executable)
+    git(repo, "remote", "add", "origin", str(bare))
+    git(repo, "push", "-q", "origin", "main")
+    git(repo, "config", "liza.remote", "origin")
+    make_board(repo, follow_interval="1")
+    b = tmp_path / "b"
+    git(tmp_path, "clone", "-q", str(bare), str(b))
+    ok(liza(b, "pull", agent=None))
+    git(b, "config", "liza.remote", "origin")
+    return bare, repo, b
+
+
+def _idle_coder_on_b(tmp_path: Path, repo: Path) -> tuple[Path, Path, Path, Sup]:
+    bare, a, b = _machines(tmp_path, repo)
+    sup = Sup(b, "coder", "coder-1", "--", str(script(tmp_path, "agent.sh", SUBMIT)))
+    sup.expect("supervising coder-1")
+    return bare, a, b, sup
+
+
+def _remote_ops(bare: Path) -> list[str]:
+    return git(bare, "log", "--format=%(trailers:key=Liza-Op,valueonly)%(trailers:key=Liza-Task,"
+                     "valueonly)%(trailers:key=Liza-Actor,valueonly)", "refs/liza/state").split()
+
+
+
+
+def test_an_idle_machine_claims_work_added_on_another_without_a_sync(
+        repo: Path, tmp_path: Path) -> None:
+    bare, a, b, sup = _idle_coder_on_b(tmp_path, repo)
+    try:
+        add_task(a, "t1")  # on A, shared by A's auto-sync; B is told nothing
+        sup.expect("agent completed")
+        assert task_of(b, "t1")["status"] == "READY_FOR_REVIEW"
+        # The claim and the submit reached the remote (auto-sync of B's agent); B's board was
+        # brought up to date by its follower alone.
+        until(lambda: "ready_for_review" in " ".join(_remote_ops(bare)) or
+               "submit" in " ".join(_remote_ops(bare)), "B's submit never reached the remote")
+        ops = _remote_ops(bare)
+        assert any(o.startswith("claim") for o in ops), ops
+    finally:
+        ok(liza(a, "abort", agent=None))
+        sup.wait()
+        sup.kill()
+
+
+def test_a_cut_off_machine_claims_nothing_until_the_remote_answers(
+        repo: Path, tmp_path: Path) -> None:
+    bare, a, b, sup = _idle_coder_on_b(tmp_path, repo)
+    try:
+        git(b, "remote", "set-url", "origin", str(tmp_path / "nowhere.git"))  # the cut
+        sup.expect("follower: cannot reach origin")
+        repo_b = pygit2.Repository(str(b))
+        lease = 5  # procs.FAST
+
+        def silent_long() -> bool:
+            c = follower.read_contact(repo_b)
+            return c is not None and c.silent_for(time.time()) > lease / 2 + 1
+        until(silent_long, "the follower never recorded the silence")
+        # A task on B's own board (added here, not shared): B must not claim it cut off, since
+        # a machine on the other side may be claiming it meanwhile.
+        ok(liza(b, "add", "t2", "--desc", "do t2", "--spec-ref", "README.md", "--done-when",
+                "done", "--scope", "t2", "--ready", "--no-sync", agent=None))
+        line = sup.expect("cut off from origin")
+        assert "not claiming" in line and "waiting" in line
+        assert task_of(b, "t2")["status"] == "UNCLAIMED"
+        git(b, "remote", "set-url", "origin", str(bare))  # healed
+        sup.expect("follower: origin answers again")
+        sup.expect("agent completed")
+        assert task_of(b, "t2")["status"] == "READY_FOR_REVIEW"
+        # The add made while cut off reached the remote (the follower pushes what it lacks).
+        until(lambda: "t2" in " ".join(_remote_ops(bare)), "t2 never reached the remote")
+        assert sup.output().count("cut off from origin") == 1  # said once, not per wake-up
+    finally:
+        git(b, "remote", "set-url", "origin", str(bare))
+        ok(liza(a, "abort", agent=None))
+        sup.wait()
+        sup.kill()
+
+
+def test_a_cut_off_machine_stops_its_working_agent_and_resumes_once_healed(
+        repo: Path, tmp_path: Path) -> None:
+    """Cut off longer than half a lease, the agent at work is stopped (a machine on the other side
+    may take its task over: two coders must not work it at once); its claim is kept, and once the
+    remote answers the same coder goes on with the task and submits it."""
+    bare, a, b = _machines(tmp_path, repo)
+    gate = tmp_path / "go"
+    # The first session waits until the test lets it go (it is stopped before); later ones work.
+    agent = script(tmp_path, "agent.sh", f"""n=$(cat {tmp_path}/runs 2>/dev/null || echo 0)
+echo $((n+1)) > {tmp_path}/runs
+if [ "$n" = 0 ]; then while [ ! -e {gate} ]; do sleep 0.2; done; fi
+""" + SUBMIT)
+    sup = Sup(b, "coder", "coder-1", "--", str(agent))
+    try:
+        sup.expect("supervising coder-1")
+        add_task(a, "t1")
+        sup.expect("started agent")
+        git(b, "remote", "set-url", "origin", str(tmp_path / "nowhere.git"))  # the cut
+        line = sup.expect("agent stopped (cut off from origin")
+        assert "stopping the agent on t1" in line
+        sup.expect("cut off from origin")  # and it waits, claiming nothing
+        assert task_of(b, "t1")["assigned_to"] == "coder-1"  # its claim is kept
+        git(b, "remote", "set-url", "origin", str(bare))  # healed
+        # (With this test's 5 s lease, the claim may have lapsed during the wait: then the same
+        # supervisor claims t1 again, its stopped session's work kept in the attic.)
+        try:
+            until(lambda: task_of(b, "t1")["status"] == "READY_FOR_REVIEW", "t1 not submitted")
+        except AssertionError:
+            raise AssertionError(sup.output()) from None
+        assert task_of(b, "t1")["assigned_to"] == "coder-1"
+        assert not gate.exists()  # the first session never went on: it was stopped
+    finally:
+        git(b, "remote", "set-url", "origin", str(bare))
+        ok(liza(a, "abort", agent=None))
+        sup.wait()
+        sup.kill()
+
+
+def test_machines_names_each_machine_live_then_unreachable_then_gone(
+        repo: Path, tmp_path: Path) -> None:
+    """`git liza machines` on A (no sync by hand: A's supervisor follows the remote): B is live
+    while its supervisor renews, unreachable once B is killed whole and its token expired, and A
+    itself gone once its supervisor ended cleanly."""
+    import json
+    import signal
+    bare, a, b = _machines(tmp_path, repo)
+    git(a, "config", "liza.machine", "machine-a")
+    git(b, "config", "liza.machine", "machine-b")
+    idle = str(script(tmp_path, "idle.sh", "true\n"))
+    sup_a = Sup(a, "coder", "coder-1", "--", idle)
+    sup_b = Sup(b, "coder", "coder-2", "--", idle)
+
+    def seen() -> dict[str, dict[str, object]]:
+        data = json.loads(ok(liza(a, "machines", "--json", agent=None)))
+        return {m["host"]: m for m in data["machines"]}
+    try:
+        sup_a.expect("supervising coder-1")
+        sup_b.expect("supervising coder-2")
+        until(lambda: seen().get("machine-b", {}).get("status") == "live", "B never live on A")
+        assert seen()["machine-a"]["status"] == "live"
+        assert seen()["machine-b"]["agents"] == ["coder-2"]
+        sup_b.kill()  # SIGKILL: B dies whole, its token is never given back
+        until(lambda: seen()["machine-b"]["status"] == "unreachable",
+              "B never unreachable on A")
+        text = ok(liza(a, "machines", agent=None))
+        assert "machine-a (this machine): live" in text and "machine-b: unreachable" in text
+        status = ok(liza(a, "status", agent=None))
+        assert "machine-b UNREACHABLE (coder-2)" in status and "machine-a live" in status
+        sup_a.signal(signal.SIGTERM)
+        assert sup_a.wait() == 0
+        assert seen()["machine-a"]["status"] == "gone"
+    finally:
+        sup_a.kill()
+        sup_b.kill()
