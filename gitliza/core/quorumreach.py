@@ -5,6 +5,8 @@ and as the QUORUM_UNREACHABLE alarm of `watch`, `status`, `top` and the web boar
 config that fixes it (Gerrit's "needs Code-Review +2"). Pure."""
 from __future__ import annotations
 
+from typing import Sequence
+
 from gitliza.core.board import Board
 from gitliza.core.model import Config, Task
 from gitliza.core.quorum import parse_rules, required, votes_of
@@ -21,12 +23,34 @@ def _fix(config: Config, task: Task | None, reviewers: int) -> str:
     return f"fix: {lower}, or run {need} code reviewers (`git liza team --reviewers {need}`)"
 
 
-def team_warning(config: Config, reviewers: int) -> str | None:
-    """The line `team` prints at start when the reviewers it runs cannot meet the quorum."""
-    if config.review_quorum < 2 or reviewers >= config.review_quorum:
-        return None  # quorum 1 with no reviewer here: reviewers may run on another machine
-    return (f"team: review_quorum {config.review_quorum} but {reviewers} code reviewer(s): no "
-            f"task can be approved; {_fix(config, None, reviewers)}")
+def team_warning(config: Config, reviewers: int,
+                 kinds: Sequence[str | None] = ()) -> str | None:
+    """The line `team` prints at start when the reviewers it runs cannot meet the quorum: too
+    few of them, or (`kinds`: each reviewer's CLI or model, as `review_diversity` compares them;
+    None where unknown) too few different ones for `review_diversity`."""
+    if config.review_quorum < 2:
+        return None
+    if reviewers < config.review_quorum:  # quorum 1 with none here: they may run elsewhere
+        return (f"team: review_quorum {config.review_quorum} but {reviewers} code reviewer(s): "
+                f"no task can be approved; {_fix(config, None, reviewers)}")
+    return _diversity_warning(config, kinds)
+
+
+def _diversity_warning(config: Config, kinds: Sequence[str | None]) -> str | None:
+    """Under `review_diversity cli|model` the approvals of one commit need as many different
+    CLIs (models) as the quorum: reviewers that all run one of them can approve nothing past the
+    first vote. Said only when every reviewer's kind is known (a model the CLI picks itself is
+    known only once it reports it)."""
+    what, need = config.review_diversity, config.review_quorum
+    if what == "off" or not kinds or any(k is None for k in kinds):
+        return None
+    distinct = sorted({k for k in kinds if k is not None})
+    if len(distinct) >= need:
+        return None
+    return (f"team: review_diversity {what} asks for {need} different {what}s among a commit's "
+            f"approvals, but the {len(kinds)} code reviewer(s) run {', '.join(distinct)}: no task "
+            f"can be approved; fix: a different {what} per reviewer slot (`git liza config models "
+            f"\"reviewer=... reviewer.2=...\"`), or `git liza config review_diversity off`")
 
 
 def shortfalls(board: Board) -> list[tuple[str, str]]:

@@ -228,3 +228,23 @@ def test_config_says_did_you_mean_and_takes_a_negative_number_as_a_value(repo: P
     assert r.returncode == 1 and "No such option" not in r.stderr
     assert "lease_duration must be a positive integer, at most" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_a_diversity_rule_the_reviewers_cannot_satisfy_is_said_at_team_start() -> None:
+    """review_diversity cli with quorum 2 and both reviewers on one CLI: no commit can get its
+    second approval; `team` says so at start, naming both fixes. Different CLIs, or a kind not
+    known yet (a model the CLI picks), say nothing."""
+    from gitliza.core.model import Config
+    from gitliza.core.quorumreach import team_warning
+    cfg = Config(review_quorum=2, review_diversity="cli")
+    line = team_warning(cfg, 2, ["claude", "claude"])
+    assert line is not None and "review_diversity cli" in line and "run claude" in line
+    assert "review_diversity off" in line and "reviewer.2=" in line
+    assert team_warning(cfg, 2, ["claude", "codex"]) is None
+    assert team_warning(cfg, 3, ["claude", "codex", "claude"]) is None
+    assert team_warning(Config(review_quorum=3, review_diversity="cli"), 3,
+                        ["claude", "codex", "claude"]) is not None
+    assert team_warning(Config(review_quorum=2, review_diversity="model"), 2,
+                        ["opus", None]) is None
+    assert team_warning(Config(review_quorum=2), 2, ["claude", "claude"]) is None  # diversity off
+    assert "but 1 code reviewer" in str(team_warning(cfg, 1, ["claude"]))

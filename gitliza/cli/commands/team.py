@@ -82,14 +82,12 @@ def team(env: Env, planners: int, coders: int, reviewers: int, prefix: str, cli:
         # The supervisors get the choice on their command lines (--sandbox), as every option.
         Sandbox(parse(sandbox))
         config = env.liza().board().config
-        from gitliza.core.quorumreach import team_warning
-        short = team_warning(config, max(reviewers, max_reviewers))
-        if short:
-            sys.stderr.write(short + "\n")
         models = config.models if cli is None and not command else None
         from gitliza.core import teammodels
+        from gitliza.core.quorum import diversity_key
         left = []  # the members the board names no CLI for: --cli's (default claude)
         used = set()  # the CLIs the members run (their logins checked below)
+        kinds: list[str | None] = []  # each reviewer's CLI or model, for review_diversity
         for m in crew:  # every member's CLI and model from the board, checked now
             chosen = teammodels.for_member(models, m.role, m.agent)
             if chosen is not None:
@@ -97,6 +95,13 @@ def team(env: Env, planners: int, coders: int, reviewers: int, prefix: str, cli:
                 used.add(agentcli.profile(chosen[0]).name)
             else:
                 left.append(m)
+            if m.role == "code-reviewer" and not command:
+                picked = chosen or (agentcli.profile(cli).name, None)
+                kinds.append(diversity_key(config, agentcli.profile(picked[0]).name, picked[1]))
+        from gitliza.core.quorumreach import team_warning
+        short = team_warning(config, max(reviewers, max_reviewers), kinds)
+        if short:
+            sys.stderr.write(short + "\n")
         if left or not crew:
             require(command[0] if command else agentcli.profile(cli).executable)
             used |= {agentcli.profile(cli).name} if not command else set()
