@@ -86,15 +86,18 @@ def team(env: Env, planners: int, coders: int, reviewers: int, prefix: str, cli:
         left = []  # the members the board names no CLI for: --cli's (default claude)
         used = set()  # the CLIs the members run (their logins checked below)
         for m in crew:  # every member's CLI and model from the board, checked now
-            chosen = teammodels.for_member(models, m.role, m.agent)
-            if chosen is not None:
-                require(agentcli.with_model(agentcli.profile(chosen[0]), chosen[1]).executable)
-                used.add(agentcli.profile(chosen[0]).name)
-            else:
+            chosen = teammodels.chain_for_member(models, m.role, m.agent)
+            for c, model in chosen:  # each CLI of a fallback list too
+                require(agentcli.with_model(agentcli.profile(c), model).executable)
+                used.add(agentcli.profile(c).name)
+            if not chosen:
                 left.append(m)
         if left or not crew:
-            require(command[0] if command else agentcli.profile(cli).executable)
-            used |= {agentcli.profile(cli).name} if not command else set()
+            listed: tuple[tuple[str | None, str | None], ...] = \
+                teammodels.chain(cli) if cli and not command else ((cli, None),)
+            for name, _ in listed:  # `--cli claude,codex`: a fallback list
+                require(command[0] if command else agentcli.profile(name).executable)
+                used |= {agentcli.profile(name).name} if not command else set()
         from gitliza.services.lifecycle.locations import main_root
 
         def write(text: str) -> None:
