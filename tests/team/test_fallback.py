@@ -83,6 +83,15 @@ def test_an_unknown_cli_in_the_list_is_one_line(repo: Path) -> None:
                        timeout=WAIT)
     assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert "nosuch" in r.stderr
+    # `team`: its --cli list, and the board's list for a member, each name checked before any
+    # program is looked for (none of them is installed here) and before anything starts.
+    ok(liza(repo, "config", "models", "coder=codex,nosuch", agent=None))
+    for extra in (["--cli", "claude,nosuch"], []):
+        r = subprocess.run([str(BIN / "git-liza"), "team", "--planners", "0", "--coders", "1",
+                            "--reviewers", "0", *extra], cwd=repo, env=env_for(),
+                           capture_output=True, text=True, timeout=WAIT)
+        assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert "nosuch" in r.stderr and not r.stdout, (r.stdout, r.stderr)
 
 
 # -- end to end: a real supervisor, two stand-in CLIs on PATH ------------------------------------

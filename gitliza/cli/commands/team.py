@@ -87,17 +87,19 @@ def team(env: Env, planners: int, coders: int, reviewers: int, prefix: str, cli:
         used = set()  # the CLIs the members run (their logins checked below)
         for m in crew:  # every member's CLI and model from the board, checked now
             chosen = teammodels.chain_for_member(models, m.role, m.agent)
-            for c, model in chosen:  # each CLI of a fallback list too
-                require(agentcli.with_model(agentcli.profile(c), model).executable)
-                used.add(agentcli.profile(c).name)
+            listed = [agentcli.with_model(agentcli.profile(c), model) for c, model in chosen]
+            for p in listed:  # each CLI of a fallback list too, once all are known names
+                require(p.executable)
+                used.add(p.name)
             if not chosen:
                 left.append(m)
         if left or not crew:
-            listed: tuple[tuple[str | None, str | None], ...] = \
-                teammodels.chain(cli) if cli and not command else ((cli, None),)
-            for name, _ in listed:  # `--cli claude,codex`: a fallback list
-                require(command[0] if command else agentcli.profile(name).executable)
-                used |= {agentcli.profile(name).name} if not command else set()
+            names: tuple[tuple[str | None, str | None], ...] = \
+                teammodels.chain(cli) if cli and not command else ((None, None),)
+            clis = [] if command else [agentcli.profile(name) for name, _ in names]
+            for program in [command[0]] if command else [p.executable for p in clis]:
+                require(program)  # `--cli claude,codex`: each, once all are known names
+            used |= {p.name for p in clis}
         from gitliza.services.lifecycle.locations import main_root
 
         def write(text: str) -> None:
