@@ -21,9 +21,10 @@ import pygit2
 
 from gitliza import agentcli
 from gitliza.agentcli import Profile
-from gitliza.core import teammodels
+from gitliza.core import teammodels, wake
 from gitliza.core.provider import HUMAN, End, Ending
 from gitliza.core.states import Role
+from gitliza.core.wake import Hold
 from gitliza.errors import LizaError
 from gitliza.services.api import Liza
 from gitliza.team import runner
@@ -52,7 +53,11 @@ class Fallback:
                  log: Callable[[str], None], stopping: Callable[[], bool], role: Role) -> None:
         self.liza, self.log, self.role = liza, log, role
         self.profiles = list(profiles)
-        self.waits = [ProviderWaits.of(liza, p, command, log, stopping) for p in self.profiles]
+        # A wait ends on the supervisor's stop and on the board's ABORT: a human who sees every
+        # CLI waiting (an hour, a week) may stop the team without signalling each supervisor.
+        def ends() -> bool:
+            return stopping() or wake.hold(liza.board()) == Hold.ABORT
+        self.waits = [ProviderWaits.of(liza, p, command, log, ends) for p in self.profiles]
         self.at = 0  # the CLI the next run uses
         self.faulted = False  # the last run ended on its provider's fault, its work not kept
 
@@ -78,8 +83,9 @@ class Fallback:
                             f"before the next with {new.cli}")
         self.faulted = False
         said = self._said(old, now)
-        self.log(f"{said}; next run with {new.cli}" if said else
-                 f"next run with {new.cli} (its wait is over)")
+        if not everyone:  # else the wait's own line says it ("all of claude, codex waiting")
+            self.log(f"{said}; next run with {new.cli}" if said else
+                     f"next run with {new.cli} (its wait is over)")
         self.at = i
         sessions.profile = self.profiles[i]
 

@@ -181,3 +181,30 @@ echo step > step.txt && git add -A && git commit -q -m "a step of $LIZA_TASK_ID"
     assert (tmp_path / "runs").read_text().strip() == "2", out
     task = json.loads(ok(liza(repo, "show", "t1", "--json", agent=None)))
     assert [r["cli"] for r in task["usage"]] == ["claude", "codex", "claude"], (task, out)
+
+
+@pytest.mark.slow
+def test_every_cli_waiting_is_the_provider_alarm(repo: Path, tmp_path: Path) -> None:
+    """Both CLIs refuse with an hour-long limit: each is launched once, then the supervisor
+    waits for the earliest reset, saying every CLI of its list waits, and `watch` has the
+    PROVIDER alarm at once (not after alarm_provider_down)."""
+    until = clock.from_epoch(time.time() + 3600)
+    refuses = REFUSES.replace("UNTIL", until).replace("AGAIN", "exit 3")
+    sup = _two_clis(repo, tmp_path, refuses, refuses.replace("{runs}", "{runs}-2"))
+    try:
+        sup.expect("(all of claude, codex waiting)")
+        w = liza(repo, "watch", "--once", "--json", agent=None)
+        alarms = [json.loads(x) for x in w.stdout.splitlines() if x.strip()]
+    finally:
+        ok(liza(repo, "abort", agent=None))
+        try:
+            sup.wait()
+        finally:
+            sup.kill()
+            print(sup.output())
+    got = [a for a in alarms if a["kind"] == "PROVIDER"]
+    assert got and "all of claude, codex waiting" in json.dumps(got), (alarms, sup.output())
+    assert (tmp_path / "runs").read_text().strip() == "1"
+    assert (tmp_path / "runs-2").read_text().strip() == "1", sup.output()
+    task = json.loads(ok(liza(repo, "show", "t1", "--json", agent=None)))
+    assert task["status"] == "CLAIMED" and not task.get("failed_by"), task
