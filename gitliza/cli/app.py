@@ -718,7 +718,7 @@ def _team() -> Any:
     return team
 
 
-CLI_HELP = agentcli.choices()  # the agent CLIs gitliza knows (gitliza/agentcli/)
+CLI_HELP = agentcli.choices() + "; A,B: an ordered fallback"  # the CLIs gitliza knows (agentcli/)
 PERMISSIONS_HELP = ("worktree (default: edit and run commands in the worktree, call gitliza; "
                     "nothing waits) | bypass (the CLI's approve-everything switch) | own (the "
                     "CLI's own configuration decides)")

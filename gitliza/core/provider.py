@@ -323,6 +323,7 @@ def parse_wait(text: str | None) -> Wait | None:
 
 
 WAITING = "WAITING FOR PROVIDER"
+ALL_WAITING = "all of"  # a wait's note "all of claude, codex waiting": every fallback spent
 
 
 def waiting(board: Board, agent: Agent, now: str) -> Wait | None:
@@ -354,7 +355,8 @@ def wait_line(board: Board, agent: Agent, now: str) -> str | None:
 
 def alarms(board: Board, down: int, now: str) -> list[tuple[str, str]]:
     """The PROVIDER alarms (core/alarms.py), one per CLI naming its waiting agents: at once when
-    a human must act (a refused login, a bad key), else once a wait is older than `down`
+    a human must act (a refused login, a bad key, every CLI of a member's fallback list
+    waiting: team/fallback.py), else once a wait is older than `down`
     seconds (`alarm_provider_down`). Resolved when their supervisors say it answers."""
     by_cli: dict[tuple[str, str], list[tuple[str, Wait]]] = {}
     for a in sorted(board.agents(), key=lambda a: a.id):
@@ -362,16 +364,18 @@ def alarms(board: Board, down: int, now: str) -> list[tuple[str, str]]:
         if w is None:
             continue
         human = w.end in HUMAN
-        if human or clock.to_epoch(now) - clock.to_epoch(w.since) > down:
-            by_cli.setdefault((w.cli, "human" if human else "down"), []).append((a.id, w))
+        spent = w.note.startswith(f"{ALL_WAITING} ")  # every CLI of its fallback list waits
+        if human or spent or clock.to_epoch(now) - clock.to_epoch(w.since) > down:
+            why = "human" if human else "spent" if spent else "down"
+            by_cli.setdefault((w.cli, why), []).append((a.id, w))
     out = []
     for (cli, why), waits in sorted(by_cli.items()):
         w = waits[0][1]
         who = ", ".join(agent for agent, _ in waits)
         since = min(x.since for _, x in waits)
         out.append((cli, f"PROVIDER: {cli} {WORDS[w.end]} for {who} since {since}"
-                    + (f" until {w.until}" if w.until and why == "down" else "")
-                    + f" \u2014 {w.note if why == 'human' and w.note else w.fix()}"))
+                    + (f" until {w.until}" if w.until and why != "human" else "")
+                    + f" \u2014 {w.note if why != 'down' and w.note else w.fix()}"))
     return out
 
 

@@ -68,12 +68,14 @@ def supervisor_argv(member: Member, cli: str | None, mcp: bool, no_sync: bool,
     CLI and model when the team names no `--cli` and no `-- COMMAND` (gitliza/core/teammodels.py).
     `sandbox`: the team's `--sandbox`, passed on as every other option is, as a flag."""
     argv = [*start_command(), "agent", member.role]  # -P: see start_command
-    chosen = teammodels.for_member(models, member.role, member.agent) \
-        if cli is None and not command else None
-    if chosen is not None:
-        cli = chosen[0]
-        if chosen[1]:
-            argv += ["--model", chosen[1]]
+    chosen = teammodels.chain_for_member(models, member.role, member.agent) \
+        if cli is None and not command else ()
+    if len(chosen) > 1:  # a fallback list: each CLI with its model (team/fallback.py)
+        cli = teammodels.chain_text(chosen)
+    elif chosen:
+        cli = chosen[0][0]
+        if chosen[0][1]:
+            argv += ["--model", chosen[0][1]]
     if takeover:
         argv.append("--takeover")
     if member.pool:

@@ -134,6 +134,7 @@ class ProviderWaits:
         self._stopping = stopping
         self._said: tuple[Any, ...] | None = None  # the wait last announced (once per wait)
         self._recorded: str | None = None  # what the board says of this agent now
+        self.all_waiting = ""  # "claude, codex": every CLI of a fallback list waits (fallback.py)
 
     @classmethod
     def of(cls, liza: Liza, profile: Profile, command: Sequence[str],
@@ -190,7 +191,7 @@ class ProviderWaits:
         except ValueError:
             end = End.RATE_LIMITED
         until = float(state.get("until", 0))
-        key = (end, int(until), state.get("attempt"))
+        key = (end, int(until), state.get("attempt"), self.all_waiting)
         if key == self._said:
             return
         self._said = key
@@ -206,6 +207,9 @@ class ProviderWaits:
         if human:
             note = fix(self.cli, ending.line, self.login)
             line += f" -- {note}"
+        if self.all_waiting:  # the PROVIDER alarm at once: no fallback is left (core/provider.py)
+            note = f"{provider.ALL_WAITING} {self.all_waiting} waiting" + (f"; {note}" if note else "")
+            line += f" ({provider.ALL_WAITING} {self.all_waiting} waiting)"
         self.log(line)
         since = clock.from_epoch(float(state.get("since") or time.time()))
         self._record(Wait(self.cli, end, since, clock.from_epoch(until),

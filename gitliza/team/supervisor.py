@@ -65,10 +65,9 @@ from gitliza.services.wait import min_timeout, seconds_until
 from gitliza.sandbox import treerun
 from gitliza.sandbox.box import Sandbox, limits
 from gitliza.sandbox.box import parse as sandbox_mode
-from gitliza.team import leftovers, orphans, runner, usage
+from gitliza.team import fallback, leftovers, orphans, runner, usage
 from gitliza.team.generation import Generation, StandDown
 from gitliza.team.heartbeat import Watchdog, lease_keeper, watchdog_tick
-from gitliza.team.provider import ProviderWaits
 from gitliza.team.sessions import Sessions
 from gitliza.team.stopping import StopSignal
 from gitliza.team.work import Job, WorkFinder, max_wait
@@ -120,10 +119,9 @@ class Supervisor:
         check_agent_id_for_role(self.agent, self.role.value, registered_role(self.liza, self.agent))
         # A wrong --cli or --permissions, or a missing agent executable, is an error now,
         # before the board changes.
-        profile = agentcli.with_model(agentcli.PLAIN if opts.command else
-                                      agentcli.profile(opts.cli), opts.model)
+        profiles = fallback.profiles(opts.cli, opts.model, opts.command)  # `--cli claude,codex`
+        profile = profiles[0]
         permissions = agentcli.parse_permissions(opts.permissions)
-        runner.require(opts.command[0] if opts.command else profile.executable)
         # The sandbox (issue 26): bubblewrap checked now (exit 5 naming the fix), or off.
         box = Sandbox(sandbox_mode(opts.sandbox))
         self.token = Generation(self.agent)
@@ -137,8 +135,9 @@ class Supervisor:
                                  watchdog=self.watchdog)
         self.sessions.check_dirs()  # a tracked or linked .liza/ refuses us before any claim
         # A provider's refusal is waited out, shared by this machine's supervisors of the CLI.
-        self.provider = ProviderWaits.of(self.liza, profile, opts.command, self.log,
-                                         lambda: self.stopping)
+        # A fallback list routes around it: the next run with the next CLI (team/fallback.py).
+        self.provider = fallback.Fallback(self.liza, profiles, opts.command, self.log,
+                                          lambda: self.stopping, self.role)
 
     # -- the loop -------------------------------------------------------------------------------
     def run(self) -> int:
@@ -189,6 +188,7 @@ class Supervisor:
                     return EXIT_VALIDATION
                 continue
             hold = functools.partial(self._sleep_holding, job)  # waits keep the work's lease
+            self.provider.route(job, self.sessions)  # a fallback CLI while the first waits
             if self.provider.before(hold):
                 break
             launches = [*launches[-cfg.max_launches_per_minute:], time.monotonic()]

@@ -549,6 +549,7 @@ class Trouble:
     count: int | None = None
     reset_in: int | None = None  # seconds from the refusal to the limit's reset (retry_after)
     refused: int = 0
+    dialect: str | None = None  # only this dialect's turns ("anthropic"): one provider in trouble
 
 
 def json_for_schema(schema: Any) -> Any:
@@ -734,7 +735,8 @@ class _Handler(BaseHTTPRequestHandler):
         """The provider in trouble: the turn is refused as that provider refuses it."""
         t = self.srv.trouble
         with self.srv._lock:
-            if t is None or (t.count is not None and t.refused >= t.count):
+            if t is None or (t.count is not None and t.refused >= t.count) or \
+                    t.dialect not in (None, e.dialect):
                 return False
             t.refused += 1
         reset = int(time.time()) + (t.reset_in if t.reset_in is not None else t.retry_after)

@@ -89,11 +89,12 @@ def team(env: Env, planners: int, coders: int, reviewers: int, prefix: str, cli:
         used = set()  # the CLIs the members run (their logins checked below)
         kinds: list[str | None] = []  # each reviewer's CLI or model, for review_diversity
         for m in crew:  # every member's CLI and model from the board, checked now
-            chosen = teammodels.for_member(models, m.role, m.agent)
-            if chosen is not None:
-                require(agentcli.with_model(agentcli.profile(chosen[0]), chosen[1]).executable)
-                used.add(agentcli.profile(chosen[0]).name)
-            else:
+            chosen = teammodels.chain_for_member(models, m.role, m.agent)
+            listed = [agentcli.with_model(agentcli.profile(c), model) for c, model in chosen]
+            for p in listed:  # each CLI of a fallback list too, once all are known names
+                require(p.executable)
+                used.add(p.name)
+            if not chosen:
                 left.append(m)
             if m.role == "code-reviewer" and not command:
                 picked = chosen or (agentcli.profile(cli).name, None)
@@ -103,8 +104,12 @@ def team(env: Env, planners: int, coders: int, reviewers: int, prefix: str, cli:
         if short:
             sys.stderr.write(short + "\n")
         if left or not crew:
-            require(command[0] if command else agentcli.profile(cli).executable)
-            used |= {agentcli.profile(cli).name} if not command else set()
+            names: tuple[tuple[str | None, str | None], ...] = \
+                teammodels.chain(cli) if cli and not command else ((None, None),)
+            clis = [] if command else [agentcli.profile(name) for name, _ in names]
+            for program in [command[0]] if command else [p.executable for p in clis]:
+                require(program)  # `--cli claude,codex`: each, once all are known names
+            used |= {p.name for p in clis}
         from gitliza.services.lifecycle.locations import main_root
 
         def write(text: str) -> None:
