@@ -87,3 +87,36 @@ def test_a_task_that_needs_gpu_goes_to_the_gpu_coder_only(repo: Path, tmp_path: 
             gpu.kill()
     finally:
         plain.kill()
+
+
+def test_team_labels_reach_every_member_and_its_coder_takes_the_gpu_task(
+        repo: Path, tmp_path: Path) -> None:
+    """`git liza team --labels gpu`: the labels go on each member's command line and token; its
+    coder claims the task that needs gpu and the team finishes by itself."""
+    import subprocess
+    import sys
+
+    from tests.team.procs import env_for
+    make_board(repo, coder_max_wait="3", reviewer_max_wait="3")  # idle 3 s: the team ends
+    ok(liza(repo, "add", "train", "--desc", "train it", "--spec-ref", "README.md", "--done-when",
+            "done", "--scope", "train", "--ready", "--needs", "gpu", agent=None))
+    agent = script(tmp_path, "agent.sh", """cat > /dev/null
+if [ "$LIZA_ROLE" = coder ]; then
+  echo x >> train.txt && git add train.txt && git commit -qm "$LIZA_TASK_ID: train"
+  git liza submit "$LIZA_TASK_ID"
+else
+  git liza verdict "$LIZA_TASK_ID" approve
+fi
+""")
+    bad = subprocess.run([sys.executable, "-m", "gitliza", "team", "--planners", "0",
+                          "--labels", "g p u", "--", str(agent)], cwd=repo, env=env_for(),
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 1 and "is not a label" in bad.stderr
+    r = subprocess.run([sys.executable, "-m", "gitliza", "team", "--planners", "0", "--coders",
+                        "1", "--labels", "gpu,cuda", "--", str(agent)], cwd=repo,
+                       env=env_for(), capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
+    shown = json.loads(ok(liza(repo, "show", "train", "--json", agent=None)))
+    assert shown["status"] == "MERGED"
+    assert any(h.get("event") == "claimed" and h.get("agent") == "coder-1"
+               for h in shown.get("history", [])), shown
