@@ -220,6 +220,9 @@ def add(task: Optional[str] = typer.Argument(None, help="The new task's id."),
         lock_scope: List[str] = typer.Option(
             [], "--lock-scope", help="A glob of the paths it writes (repeat): held as a lock "
                                      "while it is in flight (docs/locks.md)."),
+        needs: List[str] = typer.Option(
+            [], "--needs", help="A machine label its claimer's supervisor must offer (repeat, or "
+                                "gpu,macos; docs/multi-machine.md)."),
         agent: Optional[str] = AgentOpt, json: bool = JsonOpt, no_sync: bool = NoSyncOpt) -> None:
     """Add a DRAFT task (or UNCLAIMED with --ready: gates met, spec on the integration branch),
     or with --from FILE every task of a file, all or none."""
@@ -227,7 +230,7 @@ def add(task: Optional[str] = typer.Argument(None, help="The new task's id."),
          done_when=done_when, scope=scope, priority=priority, depends_on=depends_on, ready=ready,
          max_iterations=max_iterations, max_review_cycles=max_review_cycles,
          lease_duration_override=lease_duration_override, from_file=from_file,
-         budget_tokens=budget_tokens, labels=label, lock_scope=lock_scope)
+         budget_tokens=budget_tokens, labels=label, lock_scope=lock_scope, needs=needs)
 
 
 @app.command()
@@ -509,6 +512,24 @@ def machines(json: bool = JsonOpt) -> None:
 
 
 @app.command()
+def drain(machine: str = typer.Argument(..., help="A host name (or its `liza.machine`), as "
+                                                  "`git liza machines` lists it."),
+          reason: Optional[str] = typer.Option(None, "--reason"),
+          json: bool = JsonOpt, no_sync: bool = NoSyncOpt) -> None:
+    """Drain a machine: its supervisors finish their current task and take no new one."""
+    from gitliza.cli.commands import machines as m
+    _run(m.drain, None, json, no_sync, machine=machine, reason=reason)
+
+
+@app.command()
+def undrain(machine: str = typer.Argument(..., help="A drained machine."),
+            json: bool = JsonOpt, no_sync: bool = NoSyncOpt) -> None:
+    """Let a drained machine's supervisors take work again."""
+    from gitliza.cli.commands import machines as m
+    _run(m.undrain, None, json, no_sync, machine=machine)
+
+
+@app.command()
 def show(task: str, agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
          at: Optional[str] = AtOpt) -> None:
     """One task with its history."""
@@ -733,6 +754,11 @@ SandboxOpt = typer.Option(None, "--sandbox", envvar="LIZA_SANDBOX", show_envvar=
                                "| off (no sandbox; warned at every launch)")
 
 
+LabelsOpt: Any = typer.Option(
+    None, "--labels", help="What this machine offers tasks' `needs` (gpu,macos): only such a "
+                           "supervisor claims a task that needs them (docs/multi-machine.md).")
+
+
 @app.command()
 def agent(role: str = typer.Argument(..., help="planner | coder | code-reviewer"),
           command: Optional[List[str]] = typer.Argument(
@@ -757,12 +783,13 @@ def agent(role: str = typer.Argument(..., help="planner | coder | code-reviewer"
                                     "after pool_idle_exit seconds without work."),
           model: Optional[str] = typer.Option(None, "--model",
                                               help="The model the agent CLI runs (its --model)."),
+          labels: Optional[str] = LabelsOpt,
           agent: Optional[str] = AgentOpt, json: bool = JsonOpt,
           no_sync: bool = NoSyncOpt) -> None:
     """Supervise an agent: wait for work, claim it, run the agent, heartbeat, restart."""
     _run(_team().agent, agent, json, no_sync, role=role, cli=cli, interactive=interactive,
          command=command or [], resume_task=resume_task, once=once, takeover=takeover, mcp=mcp,
-         permissions=permissions, sandbox=sandbox, pool=pool, model=model)
+         permissions=permissions, sandbox=sandbox, pool=pool, model=model, labels=labels)
 
 
 @app.command("team")
@@ -789,12 +816,13 @@ def team_cmd(command: Optional[List[str]] = typer.Argument(
                  "exit after pool_idle_exit seconds idle)."),
              max_reviewers: int = typer.Option(
                  0, "--max-reviewers", help="Size the code reviewers to the work, up to N."),
+             labels: Optional[str] = LabelsOpt,
              json: bool = JsonOpt, no_sync: bool = NoSyncOpt) -> None:
     """Start a whole team: one `git liza agent` supervisor per member, output labelled."""
     _run(_team().team, None, json, no_sync, planners=planners, coders=coders,
          reviewers=reviewers, prefix=prefix, cli=cli, mcp=mcp, command=command or [], logs=logs,
          permissions=permissions, takeover=takeover, sandbox=sandbox, max_coders=max_coders,
-         max_reviewers=max_reviewers)
+         max_reviewers=max_reviewers, labels=labels)
 
 
 @app.command("wait")

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Callable, Collection, Iterable, Mapping
 
 from gitliza.core.quorum import required, room
-from gitliza.core import clock, lockscope
+from gitliza.core import clock, fleet, lockscope
 from gitliza.core.board import Board
 from gitliza.core.ids import is_valid_id, spec_ref_leaves
 from gitliza.core.metrics import asked_by
@@ -317,6 +317,8 @@ def is_claimable(board: Board, t: Task, now: str, coder: str | None = None,
                                    if expired is None else t.id in expired))
     if not ok_state or (coder is not None and coder in t.failed_by):
         return False
+    if coder is not None and not fleet.may_take(board, coder, t):
+        return False  # its machine is drained, or lacks a label the task needs (Claim refuses)
     chosen = reassigned_to(t)
     if coder is not None and chosen not in (None, coder) and board.agent(chosen) is not None:
         return False  # the human gave it to another coder (Claim refuses it too)
@@ -334,6 +336,8 @@ def is_claimable(board: Board, t: Task, now: str, coder: str | None = None,
 
 def reviewable(board: Board, now: str, reviewer: str | None = None) -> list[Task]:
     """READY_FOR_REVIEW tasks with no live review lease, oldest submission first."""
+    if reviewer is not None and fleet.drained_machine(board, reviewer) is not None:
+        return []  # a drained machine's reviewer takes no new review (ClaimReview refuses)
     out = [t for t in board.tasks() if t.status == S.READY_FOR_REVIEW
            and (not (t.reviewing_by and t.review_lease_expires and t.review_lease_expires > now)
                 or reviewer is not None and room(board.config, t, reviewer))

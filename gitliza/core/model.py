@@ -192,6 +192,8 @@ class Task:
     # Globs of the paths the task will write (core/lockscope.py): held as a lock while the task
     # is in flight, so no two tasks in flight write the same paths.
     lock_scope: tuple[str, ...] = since_v1(())
+    # Machine labels a claimer's supervisor must offer (`add --needs gpu`, core/fleet.py).
+    needs: tuple[str, ...] = since_v1(())
 
 
 @dataclass(frozen=True, slots=True)
@@ -553,6 +555,9 @@ class Control:
     resumed_at: str | None = None
     resume_decision: str | None = None
     resume_note: str | None = None
+    # Machines drained by the human (`git liza drain`, docs/multi-machine.md): their agents finish
+    # what they hold and claim nothing new. A name not seen on the board yet may be drained.
+    drained: tuple[str, ...] = since_v1(())
 
 
 @dataclass(frozen=True, slots=True)
@@ -572,6 +577,9 @@ class Supervisor:
     # A supervisor registered the agent (not the human): its clean end removes it, whichever
     # generation ends (one that ended holding a task left it registered for the next).
     registered: bool = since_v1(False)
+    # The labels its machine offers (`agent --labels`, `team --labels`): a task whose `needs` they
+    # do not cover is not this agent's to claim (core/fleet.py).
+    labels: tuple[str, ...] = since_v1(())
 
 
 Entity = (Task | Agent | Goal | Config | Sprint | CircuitBreaker | Discovery | Handoff | HumanNote

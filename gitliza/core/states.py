@@ -215,6 +215,10 @@ BOARD_OPS: dict[str, frozenset[Role]] = {
     "resume": PLANNING,
     "abort": PLANNING,
     "checkpoint": PLANNING,
+    # Which machines take work: the human's (an agent that drained its peers' machines would take
+    # the team's work for itself; docs/multi-machine.md).
+    "drain": HUMANS,
+    "undrain": HUMANS,
     # The agent's own supervisor taking, renewing or ending its generation token.
     "supervise": REGISTRABLE_ROLES | HUMANS,  # the human only frees a dead one's (`free`)
     # Its supervisor saying the agent waits for its model provider (core/provider.py).

@@ -169,8 +169,10 @@ def render(snap: Snapshot, now: str) -> Any:
         if line:
             notes.append(line)
 
-    parts: list[Any] = [head, tasks, agents] + [_plain(n) for n in notes] + \
-        [_alarms(snap.alarms)]
+    from gitliza.core.machines import label_lines
+    notes += label_lines(b, now)
+    parts: list[Any] = [head, tasks, agents, *_machines(b, now)] + \
+        [_plain(n) for n in notes] + [_alarms(snap.alarms)]
     recent = Table(title="last transitions", title_justify="left", expand=True)
     recent.add_column("state", no_wrap=True)
     recent.add_column("time", no_wrap=True)
@@ -180,6 +182,28 @@ def render(snap: Snapshot, now: str) -> Any:
                        _plain(e.get("summary", e.get("error", ""))))
     parts.append(recent)
     return Group(*parts)
+
+
+def _machines(b: Board, now: str) -> list[Any]:
+    """The machines the agents run on (core/machines.py), once there is more than one or one
+    is unreachable or drained: nothing for a one-machine team with no news."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from gitliza.core.machines import UNREACHABLE, machines
+    found = machines(b, now)
+    if len(found) < 2 and not any(m.status == UNREACHABLE or m.drain for m in found):
+        return []
+    table = Table(title="machines", title_justify="left", expand=True)
+    for col in ("machine", "state", "agents", "last seen", "holds", "labels"):
+        table.add_column(col, no_wrap=col != "agents")
+    for m in found:
+        word = m.status + (f" {m.drain}" if m.drain else "")
+        style = "bold red" if m.status == UNREACHABLE else "bold yellow" if m.drain else ""
+        table.add_row(_plain(m.host), Text(word, style=style), _plain(", ".join(m.agents)),
+                      ago(m.last_seen, now) if m.last_seen else "never",
+                      _plain(", ".join(m.tasks)), _plain(", ".join(m.labels)))
+    return [table]
 
 
 def _control(b: Board) -> list[tuple[str, str]]:

@@ -18,6 +18,7 @@ YAML (a list, or a mapping with `tasks:`):
           - get_orders retries 3 times   # an approval gives evidence for
           - the log names each retry
         lock_scope: [api/orders.py, CHANGELOG.md]   # the paths it writes (docs/locks.md)
+        needs: [gpu]                                # machine labels its claimer must offer
 
 Markdown (the heading is `## ID: description`; `key: value` lines below it; other lines are
 appended to the description):
@@ -48,7 +49,8 @@ _KEYS = {"id": "task", "task": "task", "description": "description", "desc": "de
          "max_review_cycles": "max_review_cycles", "max-review-cycles": "max_review_cycles",
          "lease_duration_override": "lease_duration_override",
          "lease-duration-override": "lease_duration_override", "labels": "labels",
-         "label": "labels", "lock_scope": "lock_scope", "lock-scope": "lock_scope"}
+         "label": "labels", "lock_scope": "lock_scope", "lock-scope": "lock_scope",
+         "needs": "needs"}
 _INTS = ("priority", "max_iterations", "max_review_cycles", "lease_duration_override")
 _TRUE, _FALSE = ("true", "yes", "1"), ("false", "no", "0")
 
@@ -105,7 +107,7 @@ def _value(field: str, value: Any, name: str, line: int) -> Any:
     if field == "done_when" and isinstance(value, list):
         # A list of acceptance criteria (issue 40): each one a line an approval gives evidence for.
         return tuple(str(x).strip() for x in value if str(x).strip())
-    if field in ("depends_on", "labels", "lock_scope"):
+    if field in ("depends_on", "labels", "lock_scope", "needs"):
         items = value if isinstance(value, list) else str(value).split(",")
         return tuple(str(x).strip() for x in items if str(x).strip())
     if field == "ready":

@@ -39,7 +39,7 @@ class Generation:
         self._lock = threading.Lock()
 
     def take(self, liza: Liza, role: Role, takeover: bool,
-             log: Callable[[str], None] = lambda _s: None) -> None:
+             log: Callable[[str], None] = lambda _s: None, labels: tuple[str, ...] = ()) -> None:
         """Register the agent if it is new, then take the token (`--takeover`: from a supervisor
         whose token is still live; without it, from one whose process is gone from this host,
         said in one line); `liza` writes with the new generation from then on."""
@@ -69,7 +69,7 @@ class Generation:
         pid = os.getpid()
         done = liza.do(Supervise, mode=mode, host=procinfo.host(liza.repo), pid=pid,
                        pid_start=procinfo.start_time(pid), replaces=replaces,
-                       registered=self.registered)
+                       registered=self.registered, labels=labels)
         sup = done.outcome.board.get("supervisors", self.agent)
         assert sup is not None
         self.gen = sup.generation

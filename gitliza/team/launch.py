@@ -63,7 +63,7 @@ def members(planners: int, coders: int, reviewers: int, prefix: str = "",
 def supervisor_argv(member: Member, cli: str | None, mcp: bool, no_sync: bool,
                     command: Sequence[str], permissions: str | None = None,
                     takeover: bool = False, models: str | None = None,
-                    sandbox: str | None = None) -> list[str]:
+                    sandbox: str | None = None, labels: str | None = None) -> list[str]:
     """The member's `git liza agent` command line. `models` (the board's config): the member's
     CLI and model when the team names no `--cli` and no `-- COMMAND` (gitliza/core/teammodels.py).
     `sandbox`: the team's `--sandbox`, passed on as every other option is, as a flag."""
@@ -90,6 +90,8 @@ def supervisor_argv(member: Member, cli: str | None, mcp: bool, no_sync: bool,
         argv.append("--no-sync")
     if sandbox is not None:
         argv += ["--sandbox", sandbox]
+    if labels:
+        argv += ["--labels", labels]
     if command:
         argv += ["--", *command]
     return argv
@@ -103,9 +105,10 @@ class Team:
                  write: Callable[[str], None], permissions: str | None = None,
                  takeover: bool = False, pool: dict[str, int] | None = None,
                  prefix: str = "", models: str | None = None,
-                 sandbox: str | None = None) -> None:
+                 sandbox: str | None = None, labels: str | None = None) -> None:
         self.repo, self.team, self.logs, self._write = repo, list(team), logs, write
-        self._how = (cli, mcp, no_sync, tuple(command), permissions, takeover, models, sandbox)
+        self._how = (cli, mcp, no_sync, tuple(command), permissions, takeover, models, sandbox,
+                     labels)
         self._argv = {m.agent: self._make_argv(m) for m in team}
         self.pool = dict(pool or {})  # role word -> at most this many running
         self.prefix = prefix
@@ -155,9 +158,9 @@ class Team:
         self._line(m.agent, f"started `git liza agent {m.role}` (pid {p.pid})")
 
     def _make_argv(self, m: Member) -> list[str]:
-        cli, mcp, no_sync, command, permissions, takeover, models, sandbox = self._how
+        cli, mcp, no_sync, command, permissions, takeover, models, sandbox, labels = self._how
         return supervisor_argv(m, cli, mcp, no_sync, command, permissions, takeover, models,
-                               sandbox)
+                               sandbox, labels)
 
     def add(self, m: Member) -> bool:
         """Start one more supervisor (the pool's); False once the team stops."""

@@ -87,6 +87,7 @@ class SupervisorOptions:
     sandbox: str | None = None  # on (default) | off: the OS sandbox (gitliza/sandbox/)
     pool: bool = False  # a member of a self-sizing team: exits after pool_idle_exit idle seconds
     model: str | None = None  # the model the CLI runs (the board's `models`, via `team`)
+    labels: tuple[str, ...] = ()  # what this machine offers a task's `needs` (core/fleet.py)
 
 
 # Seconds from SIGINT/SIGTERM to the process's end at the latest: the agent's grace
@@ -345,7 +346,7 @@ class Supervisor:
 
     # -- the generation token -------------------------------------------------------------------
     def _start(self) -> None:
-        self.token.take(self.liza, self.role, self.opts.takeover, self.log)
+        self.token.take(self.liza, self.role, self.opts.takeover, self.log, self.opts.labels)
         # Whatever an earlier generation of this id left running here (its supervisor was
         # killed, or we took over) must stop before an agent of ours works in the same places.
         orphans.stop_previous(self.sessions.liza_dir(), self.agent, self.token.gen, self.log)

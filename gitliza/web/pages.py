@@ -66,7 +66,7 @@ def board_body(data: dict[str, Any], done: dict[str, list[dict[str, Any]]], veri
     return (header(data, verify) + ("" if read_only else board_actions(data))
             + alarms_panel(data.get("alarms"))
             + earlier_goals(done) + columns(data["tasks"], done, data["now"])
-            + agents_panel(data["agents"])
+            + agents_panel(data["agents"]) + machines_panel(data.get("machines") or [])
             + '<div class="grid4">' + journal_panels(data) + '</div>'
             + recent_panel(data.get("recent", [])))
 
@@ -256,6 +256,23 @@ def agents_panel(agents: Sequence[dict[str, Any]]) -> str:
             '<th>role</th><th>status</th><th>task</th><th>heartbeat</th><th>lease</th>'
             f'<th>supervisor gen</th><th>model</th><th></th></tr></thead><tbody>{rows}</tbody>'
             f'</table>{notes}</section>')
+
+
+def machines_panel(machines: Sequence[dict[str, Any]]) -> str:
+    """The machines the agents run on (core/machines.py), once there are two or one is
+    unreachable or drained: a one-machine team with no news gets no panel."""
+    if len(machines) < 2 and not any(m["status"] == "unreachable" or m.get("drain")
+                                     for m in machines):
+        return ""
+    rows = "".join(
+        f'<tr data-machine="{e(m["host"])}"><td><b>{e(m["host"])}</b></td>'
+        f'<td>{e(m["status"])}{" " + e(m["drain"]) if m.get("drain") else ""}</td>'
+        f'<td>{e(", ".join(m["agents"]))}</td><td>{when(m.get("last_seen"), "since")}</td>'
+        f'<td>{e(", ".join(m["tasks"]))}</td><td>{e(", ".join(m.get("labels") or []))}</td></tr>'
+        for m in machines)
+    return ('<section class="panel"><h2>Machines</h2><table class="machines"><thead><tr>'
+            '<th>machine</th><th>state</th><th>agents</th><th>last seen</th><th>holds</th>'
+            f'<th>labels</th></tr></thead><tbody>{rows}</tbody></table></section>')
 
 
 def _liveness(a: dict[str, Any]) -> str:

@@ -160,3 +160,15 @@ def test_the_board_shows_each_agents_model(small: Path) -> None:
                                                         page, re.S)}
     assert "<td>codex:cheap-1</td>" in rows["c1"] and "<td>claude:sonnet</td>" in rows["r1"]
     assert "<td>codex" not in rows["p1"]
+
+
+def test_the_board_shows_the_machines_once_one_is_drained(small: Path) -> None:
+    with client(small) as c:
+        authed(c)
+        assert "<h2>Machines</h2>" not in c.get("/").text  # one machine, no news: no panel
+    cli(small, "drain", "machine-x")
+    with client(small) as c:
+        authed(c)
+        page = c.get("/").text
+    row = re.search(r'<tr data-machine="machine-x">.*?</tr>', page, re.S)
+    assert "<h2>Machines</h2>" in page and row is not None and "gone DRAINED" in row.group(0)

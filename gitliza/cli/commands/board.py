@@ -165,14 +165,14 @@ def add(env: Env, task: str | None, desc: str | None, spec_ref: str | None, done
         max_iterations: int | None, max_review_cycles: int | None,
         lease_duration_override: int | None = None, from_file: str | None = None,
         budget_tokens: int | None = None, labels: Sequence[str] = (),
-        lock_scope: Sequence[str] = ()) -> int:
+        lock_scope: Sequence[str] = (), needs: Sequence[str] = ()) -> int:
     from gitliza.core.ops.planning import Add
     from gitliza.core.quorum import criteria_of
 
     if from_file is not None:
-        if task is not None or desc is not None or lock_scope:
+        if task is not None or desc is not None or lock_scope or needs:
             raise ValidationError("add --from FILE takes its tasks from the file: no TASK or "
-                                  "--desc (nor --lock-scope)")
+                                  "--desc (nor --lock-scope, --needs)")
         return add_from(env, from_file)
     if task is None or desc is None:
         raise ValidationError("add needs a TASK id and --desc TEXT",
@@ -187,7 +187,8 @@ def add(env: Env, task: str | None, desc: str | None, spec_ref: str | None, done
                    max_review_cycles=max_review_cycles,
                    lease_duration_override=lease_duration_override,
                    budget_tokens=budget_tokens, labels=tuple(split_ids(labels)),
-                   criteria=criteria_of(done_when), lock_scope=tuple(lock_scope))
+                   criteria=criteria_of(done_when), lock_scope=tuple(lock_scope),
+                   needs=tuple(needs))
     return report(env, liza.apply(gated_by_specs(liza, make)))
 
 

@@ -34,8 +34,13 @@ def machines(env: Env) -> int:
         live = f"; live: {', '.join(m.live_agents)}" if m.live_agents and \
             m.live_agents != m.agents else ""
         held = f"; holds {', '.join(m.tasks)}" if m.tasks else ""
-        lines.append(f"{m.host}{mark}: {m.status}, last seen {m.last_seen or 'never'}; agents "
-                     f"{', '.join(m.agents)}{live}{held}")
+        drain = f" {m.drain}" if m.drain else ""
+        labels = f"; labels {', '.join(m.labels)}" if m.labels else ""
+        if not m.agents:  # drained before any of its supervisors started
+            lines.append(f"{m.host}{mark}:{drain}, not seen on this board yet")
+            continue
+        lines.append(f"{m.host}{mark}: {m.status}{drain}, last seen {m.last_seen or 'never'}; "
+                     f"agents {', '.join(m.agents)}{live}{held}{labels}")
     if not lines:
         lines.append("no machine has run a supervisor on this board yet")
     if contact is not None and contact.error is not None:
@@ -46,3 +51,16 @@ def machines(env: Env) -> int:
     data["pull_failed"] = unreached
     env.out.result(data, "\n".join(lines))
     return 0
+
+
+def drain(env: Env, machine: str, reason: str | None) -> int:
+    """`git liza drain MACHINE` (core/ops/control.py Drain)."""
+    from gitliza.cli.commands.board import report
+    from gitliza.core.ops.control import Drain
+    return report(env, env.liza().do(Drain, machine=machine, reason=reason))
+
+
+def undrain(env: Env, machine: str) -> int:
+    from gitliza.cli.commands.board import report
+    from gitliza.core.ops.control import Undrain
+    return report(env, env.liza().do(Undrain, machine=machine))

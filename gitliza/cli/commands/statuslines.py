@@ -50,6 +50,13 @@ def lock_lines(board: Board) -> list[str]:
             for tid, holder in sorted(invariants_mod().lock_waits(board).items())]
 
 
+def ready_lines(board: Board, kind: str, now: str, agent: str) -> list[str]:
+    """`ready`'s lines under its table: lock scopes a claimable task waits for, tasks waiting
+    for a label no live machine offers, and the asker's own drained machine (core/machines.py)."""
+    from gitliza.core.machines import label_lines
+    return (lock_lines(board) if kind == "claimable" else []) + label_lines(board, now, agent)
+
+
 def sprint_line(board: Board, m: Metrics) -> str:
     """sprint.metrics of the schema, computed from the tasks (never a stale stored copy)."""
     def pct(v: int | None) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
+from gitliza.core.fleet import check_labels
 from gitliza.cli.commands import Env
 from gitliza.cli.commands.board import report
 from gitliza.core.ops.control import AbortOp, Pause, Resume
@@ -34,13 +35,14 @@ def wait(env: Env, condition: str, task: str | None, status: str | None, since: 
 def agent(env: Env, role: str, cli: str | None, interactive: bool, command: Sequence[str],
           resume_task: str | None, once: bool, takeover: bool, mcp: bool = False,
           permissions: str | None = None, sandbox: str | None = None, pool: bool = False,
-          model: str | None = None) -> int:
+          model: str | None = None, labels: str | None = None) -> int:
     from gitliza.team import stopping
     from gitliza.team.supervisor import Supervisor, SupervisorOptions
     signals = stopping.for_process()  # installed already by the entry point, if it is ours
     opts = SupervisorOptions(role=role, cli=cli, interactive=interactive, command=tuple(command),
                              resume_task=resume_task, once=once, takeover=takeover, mcp=mcp,
-                             permissions=permissions, sandbox=sandbox, pool=pool, model=model)
+                             permissions=permissions, sandbox=sandbox, pool=pool, model=model,
+                             labels=check_labels([labels] if labels else []))
 
     def open_liza() -> Any:
         # A fresh handle per caller (the heartbeat thread has its own), with the same hooks.
@@ -57,7 +59,8 @@ def agent(env: Env, role: str, cli: str | None, interactive: bool, command: Sequ
 def team(env: Env, planners: int, coders: int, reviewers: int, prefix: str, cli: str | None,
          mcp: bool, command: Sequence[str], logs: Path | None,
          permissions: str | None = None, takeover: bool = False,
-         sandbox: str | None = None, max_coders: int = 0, max_reviewers: int = 0) -> int:
+         sandbox: str | None = None, max_coders: int = 0, max_reviewers: int = 0,
+         labels: str | None = None) -> int:
     """Start the supervisors, relay their output, stop them on SIGINT/SIGTERM; exit 0 when every
     supervisor did (the goal COMPLETED, an ABORT, or nothing left to wait for), 130 or 143 after
     a stop, a member's exit code when it failed at start (the others are stopped)."""
@@ -123,7 +126,8 @@ def team(env: Env, planners: int, coders: int, reviewers: int, prefix: str, cli:
             write(f"team: {line}\n")
         running = Team(main_root(env.liza().repo), crew, cli, mcp, env.no_sync, command, logs,
                        write, permissions, takeover, pool=sizes, prefix=prefix, models=models,
-                       sandbox=sandbox)
+                       sandbox=sandbox,
+                       labels=",".join(check_labels([labels] if labels else [])) or None)
 
         def on_stop(sig: signal.Signals) -> None:
             running.stop()  # first: the line may not get out

@@ -4,8 +4,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from gitliza.cli.commands import Env
-from gitliza.cli.commands.statuslines import (control_lines, invariants_mod, lock_lines,
-                                             queue_line, show_votes, sprint_line, status_cell)
+from gitliza.cli.commands.statuslines import (control_lines, invariants_mod,
+                                             queue_line, ready_lines, show_votes, sprint_line,
+                                             status_cell)
 from gitliza.core import codec, mergequeue, metrics, usage
 from gitliza.core.board import Board
 from gitliza.core.queries import notes_for
@@ -107,10 +108,12 @@ def _status(env: Env, at: str | None) -> int:
         if note:
             out.line(note)
     if at is None:  # the machines behind the agents (issue 48), when there is news
-        from gitliza.core.machines import status_line
+        from gitliza.core.machines import label_lines, status_line
         machines = status_line(board, now)
         if machines:
             out.line(machines)
+        for line in label_lines(board, now):  # tasks no live machine's labels cover
+            out.line(line)
     return 0
 
 
@@ -275,17 +278,14 @@ def ready(env: Env, at: str | None) -> int:
         if not board.initialized:
             raise NoBoard()
         env.out.line(why_nothing_ready(board, kind))
-        if kind == "claimable":
-            for line in lock_lines(board):
-                env.out.line(line)
+        for line in ready_lines(board, kind, liza.now(), liza.agent):
+            env.out.line(line)
         return 0
     env.out.table(kind,
                   ["task", "status", "pri", "description"],
                   [[t.id, t.status.value, t.priority, t.description[:60]] for t in tasks])
-    if kind == "claimable":
-        board, _ = liza.store.board(at)
-        for line in lock_lines(board):
-            env.out.line(line)
+    for line in ready_lines(liza.store.board(at)[0], kind, liza.now(), liza.agent):
+        env.out.line(line)
     return 0
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gitliza.core import clock
+from gitliza.core.fleet import check_labels, check_machine
 from gitliza.core.model import Control, SprintStatus, Supervisor
 from gitliza.core.ops.base import Ctx, Op, need_text, register_op, replace
 from gitliza.core.states import Role
@@ -126,6 +127,49 @@ class Checkpoint(Op):
 
 @register_op
 @dataclass(frozen=True, kw_only=True)
+class Drain(Op):
+    """The human drains a machine (docs/multi-machine.md): its agents finish the task they hold
+    and claim no new one (core/fleet.py; Claim and ClaimReview refuse). A machine not seen on the
+    board yet may be drained, so that it starts drained."""
+
+    NAME = "drain"
+    machine: str
+    reason: str | None = None
+
+    def run(self, ctx: Ctx) -> None:
+        ctx.allowed()
+        name = check_machine(self.machine)
+        c = _control(ctx)
+        if name in c.drained:
+            raise ValidationError(f"machine {name} is already drained",
+                                  hint=f"`git liza undrain {name}` lets it take work again")
+        ctx.put("control", "", replace(c, drained=tuple(sorted((*c.drained, name)))))
+        ctx.reason = self.reason
+        ctx.summary = f"drain {name} by {self.actor}" + (f": {self.reason}" if self.reason else "")
+        if not any(getattr(s, "host", None) == name for s in ctx.board.values("supervisors")):
+            ctx.notices.append(f"{name} has run no supervisor on this board yet: it will start "
+                               "drained")
+
+
+@register_op
+@dataclass(frozen=True, kw_only=True)
+class Undrain(Op):
+    NAME = "undrain"
+    machine: str
+
+    def run(self, ctx: Ctx) -> None:
+        ctx.allowed()
+        name = check_machine(self.machine)
+        c = _control(ctx)
+        if name not in c.drained:
+            raise ValidationError(f"machine {name} is not drained"
+                                  + (f" (drained: {', '.join(c.drained)})" if c.drained else ""))
+        ctx.put("control", "", replace(c, drained=tuple(n for n in c.drained if n != name)))
+        ctx.summary = f"undrain {name} by {self.actor}"
+
+
+@register_op
+@dataclass(frozen=True, kw_only=True)
 class Supervise(Op):
     """A supervisor for agent `actor`: `start` (refused while another supervisor's token is
     live), `takeover` (even so: the human's "I killed it" override), `renew`, `end`; and `free`,
@@ -148,6 +192,8 @@ class Supervise(Op):
     # With `start`/`takeover`: this supervisor registered the agent (kept on the token, and
     # inherited from a token that says so: see model.Supervisor.registered).
     registered: bool = False
+    # With `start`/`takeover`: the labels this supervisor's machine offers (core/fleet.py).
+    labels: tuple[str, ...] = ()
 
     def run(self, ctx: Ctx) -> None:
         ctx.allowed()
@@ -195,7 +241,8 @@ class Supervise(Op):
         ctx.put("supervisors", me.id, Supervisor(
             agent=me.id, generation=gen, started=self.time, expires=expires, host=self.host,
             pid=self.pid, pid_start=self.pid_start,
-            registered=self.registered or (cur is not None and cur.registered)))
+            registered=self.registered or (cur is not None and cur.registered),
+            labels=check_labels(self.labels)))
         if live:
             ctx.notices.append(f"supervisor generation {gen - 1} of {me.id} must stand down")
         ctx.summary = f"supervise {self.mode} {me.id} (generation {gen})"

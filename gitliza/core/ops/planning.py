@@ -9,6 +9,7 @@ from gitliza.core.config import CONFIG_MAX
 from gitliza.core.ids import check_id, check_spec_ref, spec_ref_leaves
 from gitliza.core.model import Alignment, Task
 from gitliza.core.quorum import check_criteria, criteria_of, reviewers
+from gitliza.core.fleet import check_labels
 from gitliza.core.ops.base import (Ctx, Op, free_agent, need_text, register_op, replace,
                                    require_goal_open)
 from gitliza.core.states import HUMAN_ACTOR, TaskState
@@ -95,6 +96,7 @@ class TaskFields:
     labels: tuple[str, ...] = ()  # issue 40: a quorum rule may raise the task's quorum by them
     criteria: tuple[str, ...] = ()  # issue 40: the acceptance criteria an approval gives evidence for
     lock_scope: tuple[str, ...] = ()  # globs of the paths it will write (core/lockscope.py)
+    needs: tuple[str, ...] = ()  # machine labels its claimer must offer (core/fleet.py)
 
 
 @register_op
@@ -130,7 +132,8 @@ def _add(ctx: Ctx, new: TaskFields, table_op: str) -> None:
                 max_iterations=new.max_iterations, max_review_cycles=new.max_review_cycles,
                 lease_duration_override=new.lease_duration_override,
                 budget_tokens=new.budget_tokens, labels=new.labels, criteria=new.criteria,
-                lock_scope=lockscope.check_scope(new.lock_scope))
+                lock_scope=lockscope.check_scope(new.lock_scope),
+                needs=check_labels(new.needs, "needs"))
     target = S.DRAFT
     if new.ready:
         gaps = definition_gaps(task)

@@ -10,6 +10,7 @@ from gitliza.core import clock, quorum
 from gitliza.core.model import Config, Evidence, ReviewVote, Task
 from gitliza.core.ops.base import (Ctx, Op, check_sha, free_agent, need_text, register_op,
                                    replace)
+from gitliza.core.ops.fleetrules import machine_rules
 from gitliza.core.ops.blocking import add_anomaly, block_fields, with_failed
 from gitliza.core.leasewatch import REVIEW
 from gitliza.core.ops.leases import (STAND_DOWN, drop_stale_review, holds_live, judge_takeover,
@@ -36,6 +37,8 @@ class ClaimReview(Op):
         me = ctx.require_agent()
         if me.id == t.assigned_to or me.id in t.failed_by:
             raise PermissionDenied(f"{me.id} wrote {t.id} and cannot review it")
+        if me.current_task != t.id:  # a review it holds already, it finishes
+            machine_rules(ctx, me.id, t, "claim-review", needs=False)
         if any(v.agent == me.id for v in quorum.votes_of(t)):
             raise ValidationError(f"{me.id} already approved {t.id} at "
                                   f"{str(t.review_commit)[:12]}: another reviewer must")

@@ -12,6 +12,7 @@ from gitliza.core.model import CBStatus, Handoff, Task
 from gitliza.core.invariants import reassigned_to
 from gitliza.core.ops.base import (Ctx, Op, check_sha, free_agent, need_text, register_op,
                                    replace, require_goal_open)
+from gitliza.core.ops.fleetrules import machine_rules
 from gitliza.core.ops.blocking import add_anomaly, block_fields, with_failed
 from gitliza.core.leasewatch import CLAIM
 from gitliza.core.ops.leases import (STAND_DOWN, holder_check, holds_live, judge_takeover,
@@ -85,6 +86,7 @@ class Claim(Op):
             raise AlreadyHeld(f"{t.id} is already claimed by {who} (lease until "
                               f"{t.lease_expires})", task=t.id, holder=str(t.assigned_to))
         ctx.transition(t, S.CLAIMED)
+        machine_rules(ctx, me.id, t, "claim")
         if me.current_task not in (None, t.id) and holds_live(ctx, me):
             raise ValidationError(f"{me.id} is {me.status} on {me.current_task}; "
                                   "finish or release it first")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
-from gitliza.core import codec, mergequeue, metrics, usage
+from gitliza.core import codec, machines, mergequeue, metrics, usage
 from gitliza.core.board import Board
 from gitliza.core.model import Metrics, Task
 from gitliza.core.queries import notes_for
@@ -54,6 +54,10 @@ def status_data(liza: Liza, at: str | None = None) -> dict[str, Any]:
         "control": codec.encode(board.control),
         "warnings": [w for w in (metrics.rubber_stamp_warning(m),) if w],
         "usage": usage.goal_totals(board).as_json(),
+        # The machines behind the agents, drained ones too, and tasks no machine's labels cover
+        # (core/machines.py: docs/multi-machine.md).
+        "machines": [m.to_json() for m in machines.machines(board, liza.now())],
+        "label_waits": machines.label_lines(board, liza.now()),
     }
 
 def _agent_row(board: Board, a: Any, now: str | None) -> dict[str, Any]:
@@ -80,6 +84,7 @@ def task_row(t: Task) -> dict[str, Any]:
             "review_lease_expires": t.review_lease_expires, "iteration": t.iteration,
             "blocked_reason": t.blocked_reason, "description": t.description,
             "lock_scope": list(t.lock_scope),
+            **({"needs": list(t.needs)} if t.needs else {}),
             **({"awaiting_human": True, "blocked_questions": list(t.blocked_questions)}
                if t.awaiting_human else {}),
             **({"approvals": [v.agent for v in t.review_votes if v.commit == t.review_commit]}
