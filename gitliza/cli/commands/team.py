@@ -100,8 +100,9 @@ def team(env: Env, planners: int, coders: int, reviewers: int, prefix: str, cli:
             if not chosen:
                 left.append(m)
             if m.role == "code-reviewer" and not command:
-                picked = chosen or (agentcli.profile(cli).name, None)
-                kinds.append(diversity_key(config, agentcli.profile(picked[0]).name, picked[1]))
+                # A fallback list's first CLI is the one it runs while that one is free.
+                first = chosen[0] if chosen else teammodels.chain(cli)[0] if cli else (None, None)
+                kinds.append(diversity_key(config, agentcli.profile(first[0]).name, first[1]))
         from gitliza.core.quorumreach import team_warning
         short = team_warning(config, max(reviewers, max_reviewers), kinds)
         if short:
