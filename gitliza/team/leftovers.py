@@ -28,11 +28,12 @@ WHY = "the restart of its supervisor"
 
 def tasks_of(liza: Liza, agent: str) -> list[str]:
     """The tasks an earlier session of `agent` here may have left work of: the one the board
-    says it holds, and those its snapshots here name (a task since taken over, a goal ended)."""
+    says it holds, and those its snapshots here name (a task since taken over, a goal ended: the
+    snapshot, or the mark a sync left when it dropped it, services/sync/wiprefs.py)."""
     me = liza.board().agent(agent)
     out = [me.current_task] if me is not None and me.current_task else []
-    for name in wip.mine(liza.repo):
-        p = wip.parse(name)
+    for name in [*wip.mine(liza.repo), *wip.mine(liza.repo, wip.LEFT)]:
+        p = wip.parse(name) or wip.parse(name, wip.LEFT)
         if p is not None and p[1] == agent and p[0] not in out:
             out.append(p[0])
     return out
@@ -48,7 +49,8 @@ def keep(liza: Liza, agent: str, log: Callable[[str], None]) -> None:
             # Its branch stays where the task is still its own (resumed: the commits are not lost,
             # nor kept twice, issue 49); else the commits the integration branch lacks go too.
             notes = keep_state(liza, task, WHY, branch_stays=held)
-            snap = liza.repo.references.get(wip.ref_name(task, agent))
+            snap = liza.repo.references.get(wip.ref_name(task, agent)) or \
+                liza.repo.references.get(wip.LEFT + f"{task}/{agent}")
             if not notes and snap is not None and not held:
                 c = liza.repo.get(snap.target)
                 if isinstance(c, pygit2.Commit) and c.parents and c.parents[0].tree_id != c.tree_id:
@@ -57,6 +59,9 @@ def keep(liza: Liza, agent: str, log: Callable[[str], None]) -> None:
             for note in notes:
                 log(f"{note} (a dead session's leftovers, kept before {WHY})")
             kept |= bool(notes)
+            mark = liza.repo.references.get(wip.LEFT + f"{task}/{agent}")
+            if mark is not None:  # told: a later restart has nothing more of it to keep
+                mark.delete()
             if not notes and held:  # its branch and worktree stay: the work is resumed, not lost
                 log(f"{task}: resumed ({t.status if t else '?'}; its branch and worktree as "
                     "they were)")

@@ -87,6 +87,28 @@ def test_a_killed_machines_uncommitted_edit_is_on_the_remote_and_the_takeover_re
               "the snapshot's attic entry never reached the remote")
         until(lambda: git(bare, "for-each-ref", "--format=%(refname)", ref) == "",
               "the dead coder's wip ref was never dropped")
+        # B comes back: before anything else its coder's supervisor keeps what the dead session
+        # left in B's worktree (t1 has left it: the commit and the uncommitted edits) and shares it.
+        second.signal(signal.SIGINT)
+        second.wait()
+        back = Sup(b, "coder", "coder-1", "--", str(script(tmp_path, "idle.sh", "exit 0\n")))
+        line = back.expect("a dead session's leftovers")
+        kept = [w.rstrip(",") for w in line.split() if w.startswith("refs/liza-attic/t1/")]
+        assert kept, line
+        shared = back.expect("pushed")  # the sync that shares them, before anything else
+        assert shared.split("] ")[-1].startswith("attic:"), shared
+        for k in kept:
+            assert _show(bare, f"{k}:README.md") == "an uncommitted edit", k  # on the remote
+            assert _show(bare, f"{k}:committed.txt") == "committed"
+        back.signal(signal.SIGINT)
+        back.wait()
+        # The goal gives t1 up: B's worktree, still dirty, is a leftover; doctor names the entry
+        # that holds it whole, and where.
+        ok(liza(a, "abandon", "t1", "--reason", "the goal changed", agent=None))
+        ok(liza(b, "sync", agent=None))
+        said = liza(b, "doctor", agent=None)
+        assert f"kept whole as {kept[-1]}" in said.stdout + said.stderr, said
+        assert "inspect and remove it by hand" not in said.stdout + said.stderr
     finally:
         ok(liza(a, "abort", agent=None))
         first.kill()

@@ -29,6 +29,10 @@ if TYPE_CHECKING:
     from gitliza.core.board import Board
 
 WIP = "refs/liza/wip/"
+# This clone's own snapshot of a task that left its coder while the worktree stays here: a local
+# mark (never fetched, pushed or judged) that tells a returning supervisor which tasks its dead
+# session worked (team/leftovers.py), since the board no longer says so.
+LEFT = "refs/liza-wip-left/"
 TRAILER = "Liza-Wip"
 _NAME = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)/([A-Za-z0-9][A-Za-z0-9._-]*)$")
 _TRAILER = re.compile(rf"^{TRAILER}: (\S+) (\S+)$", re.M)
@@ -105,11 +109,12 @@ def snapshot(repo: pygit2.Repository, task: str, agent: str, path: Path,
     return oid
 
 
-def mine(repo: pygit2.Repository) -> dict[str, str]:
-    """This clone's own wip refs (name -> oid): the snapshots its supervisors made."""
+def mine(repo: pygit2.Repository, prefix: str = WIP) -> dict[str, str]:
+    """This clone's own wip refs (name -> oid): the snapshots its supervisors made (under
+    `prefix`: LEFT, the marks of tasks that left them)."""
     out = {}
     for name in repo.references:
-        if name.startswith(WIP):
+        if name.startswith(prefix):
             t = repo.references[name].target
             if isinstance(t, pygit2.Oid):
                 out[name] = str(t)

@@ -8,7 +8,8 @@ services/lifecycle/wip.py).
 - **Drop**: once the board no longer gives the task to its agent (submitted, released, taken
   over), the snapshot has done its work: this clone's own copy is deleted here and on the remote
   (a separate push with a lease, best effort). A snapshot holding uncommitted work is kept in the
-  attic first (a name that never changes): the task's branch holds the rest. A remote copy this
+  attic first (a name that never changes): the task's branch holds the rest. Where the task's
+  worktree stays here, a local mark (wip.LEFT) tells a returning supervisor of it. A remote copy this
   clone never made (a dead machine's) is deleted only once its attic entry is on the remote too.
 """
 from __future__ import annotations
@@ -20,6 +21,7 @@ from gitliza.git.gitcmd import run_git
 from gitliza.git.remotes import transport
 from gitliza.git.store import Store
 from gitliza.services.lifecycle import attic, wip
+from gitliza.services.lifecycle.locations import task_dir
 
 
 def wip_updates(store: Store, prefix: str, tip: pygit2.Oid | None) -> list[transport.RefUpdate]:
@@ -59,6 +61,9 @@ def drop_stale(store: Store, path: str, arg: str, prefix: str, tip: pygit2.Oid |
         if name in own:
             if _uncommitted(repo, oid):
                 attic.to_attic(repo, parsed[0], pygit2.Oid(hex=oid), "the task left its coder")
+            if (task_dir(repo, parsed[0]) / ".git").exists():  # for a returning supervisor
+                repo.references.create(wip.LEFT + name[len(wip.WIP):], pygit2.Oid(hex=oid),
+                                       force=True)
             refdelete.delete(repo, name, oid)
             if name in tracked:
                 gone[name] = tracked[name]
