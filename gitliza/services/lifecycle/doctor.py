@@ -202,9 +202,11 @@ def _disposable(repo: Repository, path: Path | None, branch_tip: Oid | None,
             shown = "; ".join(problems[:3])
             kept = _kept_as(repo, path, task)
             if kept is not None:  # a restart (team/leftovers.py) or a teardown kept it whole
-                return True, (f"uncommitted changes: {shown}; kept whole as {kept.ref} "
-                              f"({kept.subject}); `git liza attic {task} --restore "
-                              f"{kept.oid[:12]}` brings it back")
+                # Still never removed by --fix: the person may be working in it.
+                return False, (f"uncommitted changes: {shown}; kept whole as {kept.ref} "
+                               f"({kept.subject}): `git liza attic {task} --restore "
+                               f"{kept.oid[:12]}` brings it back anywhere; remove this "
+                               "checkout by hand once it is not needed here")
             return False, f"uncommitted changes: {shown}; inspect and remove it by hand"
     if branch_tip is not None and (integ is None or not contains(repo, integ, branch_tip)):
         if task:
