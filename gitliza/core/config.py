@@ -25,7 +25,7 @@ CONFIG_MAX = {"lease_duration": 7 * 86400, "heartbeat_interval": 86400,
               "archive_after": 365 * 86400, "pool_idle_exit": 7 * 86400,
               "review_quorum": 9, "rca_after_rejections": 1000, "merge_batch": 100,
               "seal_every": 10**7, "attic_keep": 36500,
-              "follow_interval": 3600}
+              "follow_interval": 3600, "wip_snapshot_interval": 86400}
 # Budgets in tokens (gitliza/core/usage.py): at most a trillion, far beyond any real run.
 CONFIG_MAX.update(budget_tokens_per_task=10**12, budget_tokens_per_goal=10**12)
 # The sandbox's limits (gitliza/sandbox/seccomp.py): a million processes or a terabyte is no limit.

@@ -299,6 +299,9 @@ class Config:
     # Seconds between the remote follower's checks of the remote's board refs (one `ls-remote`,
     # a fetch only when they moved; gitliza/services/sync/follower.py), when a remote is set.
     follow_interval: int = since_v1(5)
+    # Seconds between two snapshots of a running coder's worktree (refs/liza/wip/<task>/<agent>,
+    # gitliza/services/lifecycle/wip.py), pushed with the renewals: a dead machine loses at most this.
+    wip_snapshot_interval: int = since_v1(60)
     # Signed board commits (docs/enforcement.md): off | warn | required, set only by the human,
     # whose own keys are kept here (the human is not an agent entity); see gitliza/core/keys.py.
     signatures: str = since_v1("off")

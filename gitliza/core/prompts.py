@@ -85,6 +85,17 @@ def attic_section(task: str, count: int, oid: str, ref: str, subject: str) -> st
             + quoted("ATTIC COMMIT SUBJECT", subject, f"an earlier coder of {task}"))
 
 
+def wip_section(task: str, agent: str, oid: str, ref: str, subject: str) -> str:
+    """The work in progress `agent` left of `task` (its supervisor's last snapshot, uncommitted
+    edits included: services/lifecycle/wip.py), for the coder taking the task over. The subject
+    of its last commit is that coder's words: quoted."""
+    return (f"\n\n{agent}, who held {task} before you, left work in progress (its supervisor's "
+            f"last snapshot, uncommitted edits included), kept as {ref}. `git liza attic {task} "
+            f"--restore {oid[:12]}` checks it out into a new worktree; `git diff HEAD {oid[:12]}` "
+            "shows what it holds that your branch lacks. Start from it where it helps.\n"
+            + quoted("ITS LAST COMMIT SUBJECT", subject, agent))
+
+
 def goal_spec(goal: Goal) -> str:
     """The goal's spec as liza-prompt-builders.sh reads it: `goal.spec_ref`, else the default."""
     return goal.spec_ref or DEFAULT_SPEC

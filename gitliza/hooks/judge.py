@@ -1,6 +1,7 @@
 """The rules every hook applies to a set of ref updates, client and server alike: refs/liza/state
 only moves to a continuation that replays commit by commit and is never deleted, a live ref
-(refs/liza/live/<agent>) only takes a newer renewal of its own agent (services/verify/live.py), the
+(refs/liza/live/<agent>) only takes a newer renewal of its own agent (services/verify/live.py), a
+wip ref (refs/liza/wip/<task>/<agent>) only a snapshot of that agent while it holds the task, the
 other refs/liza/* refs only fast-forward, and the integration branch only receives approved work, judged
 against the board the same updates produce. The server adds its own rules on the new state commits
 (gitliza/hooks/server.py) through `judge`'s `also`.
@@ -27,6 +28,7 @@ StateRule = Callable[["Store", Any, str], "str | None"]
 
 
 ATTIC_REFS = "refs/liza-attic/"
+WIP_REFS = "refs/liza/wip/"  # work-in-progress snapshots: services/lifecycle/wip.py
 
 
 def _check_attic(store: Store, old: Any, new: str, ref: str) -> str | None:
@@ -75,8 +77,8 @@ def judge(store: Store, updates: list[tuple[Any, str, str]], *, pending_merges: 
             if why:
                 refused.append((ref, why))
             continue
-        if not ref.startswith(LIZA_REFS):
-            continue
+        if not ref.startswith(LIZA_REFS) or ref.startswith(WIP_REFS):
+            continue  # a wip ref: judged below, against the board this push leaves
         if new == ZERO:
             refused.append((ref, f"deleting {ref} is never allowed"))
         elif ref == STATE_REF:
@@ -90,6 +92,12 @@ def judge(store: Store, updates: list[tuple[Any, str, str]], *, pending_merges: 
         elif old is not None and not repo.descendant_of(pygit2.Oid(hex=new), old):
             refused.append((ref, f"not a fast-forward of {str(old)[:12]}"))
     lives = [(o, n, r) for o, n, r in updates if r.startswith(LIVE_REFS) and n != ZERO]
+    wips = [(n, r) for _o, n, r in updates if r.startswith(WIP_REFS)]
+    if wips:
+        from gitliza.services.lifecycle import wip
+        after = board_at(store, state) if state is not None else None
+        refused += [(r, why) for n, r in wips
+                    if (why := wip.check(repo, after, r, n, n == ZERO)) is not None]
     if lives:
         from gitliza.services.verify.live import check_live
         after = board_at(store, state) if state is not None else None

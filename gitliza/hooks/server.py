@@ -77,11 +77,14 @@ def _unbound_pusher(store: Store, old: Any, new: str) -> str | None:
 
 def _unbound_live(repo: pygit2.Repository, updates: list[tuple[Any, str, str]]
                   ) -> list[tuple[str, str]]:
-    """Only the agent itself moves its live ref: under pusher bindings, a pusher may move
-    refs/liza/live/<agent> only for an agent it is bound to."""
+    """Only the agent itself moves its live ref and its wip refs: under pusher bindings, a pusher
+    may move refs/liza/live/<agent> and refs/liza/wip/<task>/<agent> only for an agent it is
+    bound to."""
     from gitliza.hooks import pushers
     from gitliza.hooks.repo import LIVE_REFS
+    from gitliza.services.lifecycle.wip import WIP, parse
     lives = [(n, r[len(LIVE_REFS):], r) for _o, n, r in updates if r.startswith(LIVE_REFS)]
+    lives += [(n, p[1], r) for _o, n, r in updates if (p := parse(r, WIP)) is not None]
     binding = pushers.bindings(repo.config) if lives else {}
     if not binding:
         return []

@@ -246,3 +246,17 @@ def import_branch(repo: pygit2.Repository, coder: CoderRepo) -> str | None:
     coder.base = tip
     _sync_index(coder)
     return tip
+
+
+def private_tip(repo: pygit2.Repository, coder: CoderRepo) -> str | None:
+    """The coder's latest commit in its own directory, fetched into gitliza's own store (the task
+    branch is not moved: that is `import_branch`'s), for a work-in-progress snapshot over it
+    (team/wipsnap.py); None when it has made none since the last import, or it cannot be read."""
+    tip = coder.tip()
+    if tip is None or tip == coder.base:
+        return None
+    try:
+        _fetch_in(repo, coder.common, coder.shadow, [tip])
+    except GitFailure:
+        return None
+    return tip

@@ -28,7 +28,7 @@ def prompt(liza: Liza, role: Role, board: Board, job: Job, resume: str | None) -
     if role == Role.CODER and t is not None:
         handoff = board.get("handoff", t.id) if carried_handoff(role, board, job) else None
         text += prompts.coder_section(t, str(job.worktree), _notes(board, t.id), handoff)
-        text += _attic_line(liza, t.id)
+        text += _wip_lines(liza, t.id) + _attic_line(liza, t.id)
     elif role == Role.CODE_REVIEWER and t is not None:
         text += prompts.reviewer_section(t, str(job.worktree), _notes(board, t.id))
     elif role == Role.PLANNER:
@@ -51,6 +51,34 @@ def _notes(board: Board, task: str | None) -> list[HumanNote]:
     if task is not None:
         return queries.notes_for(board, task)
     return [n for n in board.values("human_notes") if n.for_task is None]
+
+
+def _wip_lines(liza: Liza, task: str) -> str:
+    """The work in progress another coder of this task left (a dead machine's last snapshot,
+    fetched from the remote): kept in the attic now, a name that never changes and that sync
+    shares, and the coder taking over is told how to start from it."""
+    import pygit2
+
+    from gitliza.errors import LizaError
+    from gitliza.git.remotes import tracking_ref
+    from gitliza.git.repository import repo_path
+    from gitliza.services.lifecycle import wip
+    try:
+        remote = liza.sync_remote()
+        tracking = tracking_ref(repo_path(liza.repo), remote)[: -len("state")] + "wip/" \
+            if remote else None
+        kept = wip.to_entries(liza.repo, task, tracking, "a takeover of the task", but=liza.agent)
+    except (LizaError, pygit2.GitError, OSError):
+        return ""
+    out = ""
+    for agent, ref in kept:
+        oid = ref.rsplit("/", 1)[1]
+        c = liza.repo.get(oid)
+        parent = c.parents[0] if isinstance(c, pygit2.Commit) and c.parents else None
+        out += prompts.wip_section(task, agent, oid, ref,
+                                   parent.message.splitlines()[0] if parent and parent.message
+                                   else "")
+    return out
 
 
 def _attic_line(liza: Liza, task: str) -> str:

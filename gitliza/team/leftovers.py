@@ -1,11 +1,16 @@
-"""What a coder's earlier session left when its supervisor starts again.
+"""What a coder's earlier session left when its supervisor starts again (a returning machine).
 
-A coder's id that still holds a task when its supervisor starts: an earlier session ended without
-its supervisor's own teardown (killed, crashed). What it left in the task's worktree (uncommitted
-and untracked work, unmerged commits) goes to the attic before the new supervisor resumes,
-relaunches or rebuilds anything; the line names the ref. A clean worktree on a merged tip keeps
+A coder's id whose supervisor starts again: an earlier session may have ended without its
+supervisor's own teardown (killed, crashed, a machine cut off or powered down). Before the new
+supervisor resumes, relaunches or rebuilds anything, everything that session left here goes to
+the attic, whether the task is still the agent's or has since left it (taken over, the goal
+ended): the task worktree's uncommitted and untracked work, the branch's commits the integration
+branch lacks (unless the task is still the agent's: then its branch is resumed as it is), and the last work-in-progress snapshot (services/lifecycle/wip.py) where the
+worktree is gone. Then, with a remote, one sync shares those entries at once (the attic travels
+with sync: services/sync/atticshare.py). Each line names the refs; `doctor` then names the
+worktree's state as kept (services/lifecycle/doctor.py). A clean worktree on a merged tip keeps
 nothing, and work already on the board (its branch and worktree as they were) is said to be
-resumed, not kept.
+resumed.
 """
 from __future__ import annotations
 
@@ -15,23 +20,69 @@ import pygit2
 
 from gitliza.errors import LizaError
 from gitliza.services.api import Liza
+from gitliza.services.lifecycle import attic, wip
 from gitliza.services.lifecycle.cleanup import keep_state
 
 WHY = "the restart of its supervisor"
 
 
+def tasks_of(liza: Liza, agent: str) -> list[str]:
+    """The tasks an earlier session of `agent` here may have left work of: the one the board
+    says it holds, and those its snapshots here name (a task since taken over, a goal ended: the
+    snapshot, or the mark a sync left when it dropped it, services/sync/wiprefs.py)."""
+    me = liza.board().agent(agent)
+    out = [me.current_task] if me is not None and me.current_task else []
+    for name in [*wip.mine(liza.repo), *wip.mine(liza.repo, wip.LEFT)]:
+        p = wip.parse(name) or wip.parse(name, wip.LEFT)
+        if p is not None and p[1] == agent and p[0] not in out:
+            out.append(p[0])
+    return out
+
+
 def keep(liza: Liza, agent: str, log: Callable[[str], None]) -> None:
-    """Keep what `agent`'s dead session left of the task it still holds (if any), and say so."""
-    board = liza.board()
-    me = board.agent(agent)
-    t = board.task(me.current_task) if me is not None and me.current_task else None
-    if t is None or t.assigned_to != agent:
+    """Keep what `agent`'s dead session left (if anything), say so, and share it."""
+    kept = False
+    for task in tasks_of(liza, agent):
+        t = liza.board().task(task)
+        held = t is not None and t.assigned_to == agent
+        try:
+            # Its branch stays where the task is still its own (resumed: the commits are not lost,
+            # nor kept twice, issue 49); else the commits the integration branch lacks go too.
+            notes = keep_state(liza, task, WHY, branch_stays=held)
+            snap = liza.repo.references.get(wip.ref_name(task, agent)) or \
+                liza.repo.references.get(wip.LEFT + f"{task}/{agent}")
+            if not notes and snap is not None and not held:
+                c = liza.repo.get(snap.target)
+                if isinstance(c, pygit2.Commit) and c.parents and c.parents[0].tree_id != c.tree_id:
+                    ref = attic.to_attic(liza.repo, task, c.id, WHY + " (its last snapshot)")
+                    notes = [f"{task}: {attic.kept_line([ref])}"]
+            for note in notes:
+                log(f"{note} (a dead session's leftovers, kept before {WHY})")
+            kept |= bool(notes)
+            mark = liza.repo.references.get(wip.LEFT + f"{task}/{agent}")
+            if mark is not None:  # told: a later restart has nothing more of it to keep
+                mark.delete()
+            if not notes and held:  # its branch and worktree stay: the work is resumed, not lost
+                log(f"{task}: resumed ({t.status if t else '?'}; its branch and worktree as "
+                    "they were)")
+        except (LizaError, OSError, pygit2.GitError) as e:
+            log(f"{task}: cannot keep the dead session's leftovers in the attic: {e}")
+    if kept:
+        _share(liza, log)
+
+
+def _share(liza: Liza, log: Callable[[str], None]) -> None:
+    """One sync with the attic's exchange, so that what was kept is on the remote before this
+    supervisor does anything else; a failure is said (the next sync tries again)."""
+    remote = liza.sync_remote()
+    if remote is None:
         return
+    from gitliza.services.sync import engine
     try:
-        notes = keep_state(liza, t.id, WHY)
-        for note in notes:
-            log(f"{note} (a dead session's leftovers, kept before {WHY})")
-        if not notes:  # its branch and worktree stay: the work is resumed, not lost
-            log(f"{t.id}: resumed ({t.status}; its branch and worktree as they were)")
-    except (LizaError, OSError, pygit2.GitError) as e:
-        log(f"{t.id}: cannot keep the dead session's leftovers in the attic: {e}")
+        rep = engine.sync(liza.store, remote, attic=True)
+    except LizaError as e:
+        log(f"the kept work is not shared yet ({e}); the next sync shares it")
+        return
+    for n in rep.notices:
+        if n.startswith("attic"):
+            log(n)

@@ -27,6 +27,7 @@ from gitliza.services.api import AGENT_ENV, GEN_ENV, Liza
 from gitliza.team import briefing, orphans, prepare, runner, usage
 from gitliza.team.ending import Watch
 from gitliza.team.generation import Generation
+from gitliza.team import wipsnap
 from gitliza.team.heartbeat import Watchdog, lease_keeper, watchdog_tick
 from gitliza.team.work import Job
 from gitliza.core.ops.journal import AnomalyOp
@@ -178,11 +179,15 @@ class Sessions:
         self.watchdog.feed()
         hb = lease_keeper(self.liza, self.open_liza, self.token, self.role, job.task,
                           lambda why: proc.stop(why), self.log, watchdog=self.watchdog).start()
+        snaps = wipsnap.start(self.liza, self.open_liza, self.agent, self.role, job.task,
+                              box.coder if box is not None else None, self.log)
         tick = watchdog_tick(board.config)
         try:
             code = proc.wait(self.watchdog.feed, tick)
         finally:
             hb.stop()
+            if snaps is not None:
+                snaps.stop()
             self._proc = None
             orphans.forget(self.liza_dir(), self.agent, gen)
         def ended() -> str:  # once the output is all read (usage.record joins its reader)

@@ -157,3 +157,26 @@ def test_what_the_coders_own_dir_holds_unimported_goes_to_the_attic_before_a_reb
     assert git(repo, "show", f"{stash}:a.txt") == "stashed"
     # Nothing twice, nothing for what the repository has.
     assert gitview.keep_unimported(r, repo / ".git", shadow) == []
+
+
+def test_a_snapshot_holds_the_coders_private_commit_without_moving_its_branch(
+        repo: Path, task: tuple[pygit2.Repository, Path, gitview.CoderRepo]) -> None:
+    """Issue 48: a work-in-progress snapshot of a sandboxed coder is made over its latest commit,
+    still in its own directory (fetched into the own store): a dead machine's snapshot holds the
+    commit; the real branch stays where the supervisor's import left it."""
+    from gitliza.services.lifecycle import wip
+    r, shadow, coder = task
+    before = git(repo, "rev-parse", "liza/t1")
+    assert gitview.private_tip(r, coder) is None  # nothing of its own yet
+    tree = shadow_git(shadow, "rev-parse", "HEAD^{tree}")
+    new = shadow_git(shadow, "commit-tree", tree, "-p", before, "-m", "coder's private commit")
+    shadow_git(shadow, "update-ref", "refs/heads/liza/t1", new)
+    wt = repo / ".worktrees" / "t1"
+    (wt / "draft.txt").write_text("uncommitted\n")
+    tip = gitview.private_tip(r, coder)
+    assert tip == new
+    snap = wip.snapshot(pygit2.Repository(str(repo)), "t1", "coder-1", wt, tip)
+    assert snap is not None
+    assert git(repo, "rev-parse", f"{snap}^") == new
+    assert git(repo, "show", f"{snap}:draft.txt") == "uncommitted"
+    assert git(repo, "rev-parse", "liza/t1") == before  # the import's to move, not ours

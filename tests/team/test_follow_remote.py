@@ -26,7 +26,7 @@ pytestmark = pytest.mark.slow
 
 
 
-def _machines(tmp_path: Path, repo: Path) -> tuple[Path, Path, Path]:
+def _machines(tmp_path: Path, repo: Path, **config: str) -> tuple[Path, Path, Path]:
     """The bare remote (server hook), A (the board's maker, auto-sync on) and B (joined)."""
     bare = tmp_path / "remote.git"
     git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
@@ -34,7 +34,7 @@ def _machines(tmp_path: Path, repo: Path) -> tuple[Path, Path, Path]:
     git(repo, "remote", "add", "origin", str(bare))
     git(repo, "push", "-q", "origin", "main")
     git(repo, "config", "liza.remote", "origin")
-    make_board(repo, follow_interval="1")
+    make_board(repo, **{"follow_interval": "1", **config})
     b = tmp_path / "b"
     git(tmp_path, "clone", "-q", str(bare), str(b))
     ok(liza(b, "pull", agent=None))

@@ -73,13 +73,26 @@ def _snapshot(repo: Repository, path: Path, message: str) -> Oid:
     its HEAD, made by git with a throw-away index and its objects written into gitliza's own
     store (git/objects/ownstore.py): a user's `git prune` between their writing and the attic ref cannot
     take them (in objects/ it did: an attic ref then named a commit whose tree was gone)."""
-    env = {**ownstore.agent_env(repo), "GIT_AUTHOR_NAME": "gitliza",
-           "GIT_AUTHOR_EMAIL": "gitliza@liza.invalid", "GIT_COMMITTER_NAME": "gitliza",
-           "GIT_COMMITTER_EMAIL": "gitliza@liza.invalid"}
+    tree, parent = worktree_tree(repo, path)
+    return commit_tree(repo, path, tree, parent, message)
+
+
+def _env(repo: Repository) -> dict[str, str]:
+    return {**ownstore.agent_env(repo), "GIT_AUTHOR_NAME": "gitliza",
+            "GIT_AUTHOR_EMAIL": "gitliza@liza.invalid", "GIT_COMMITTER_NAME": "gitliza",
+            "GIT_COMMITTER_EMAIL": "gitliza@liza.invalid"}
+
+
+def worktree_tree(repo: Repository, path: Path, parent: str | None = None) -> tuple[str, str]:
+    """(tree, parent) of the worktree's files as they are, over `parent` (default its HEAD; ""
+    when it has none), written by git through a throw-away index: the worktree's own index and
+    files are never touched."""
+    env = _env(repo)
     with tempfile.TemporaryDirectory(prefix="liza-attic-") as tmp:
         env["GIT_INDEX_FILE"] = str(Path(tmp) / "index")
-        head = local_git(path, "rev-parse", "--verify", "-q", "HEAD^{commit}", env=env)
-        parent = head.stdout.strip() if head.returncode == 0 else ""
+        if parent is None:
+            head = local_git(path, "rev-parse", "--verify", "-q", "HEAD^{commit}", env=env)
+            parent = head.stdout.strip() if head.returncode == 0 else ""
         steps = [["read-tree", parent] if parent else ["read-tree", "--empty"],
                  ["-c", "core.hooksPath=/dev/null", "add", "-A"], ["write-tree"]]
         out = ""
@@ -88,10 +101,15 @@ def _snapshot(repo: Repository, path: Path, message: str) -> Oid:
             if run.returncode != 0:
                 raise GitFailure(f"cannot keep {path}'s work: {error_line(run.stderr)}")
             out = run.stdout.strip()
-        run = local_git(path, "commit-tree", out, *(["-p", parent] if parent else []),
-                        "-m", message, env=env)
-        if run.returncode != 0:
-            raise GitFailure(f"cannot keep {path}'s work: {error_line(run.stderr)}")
+    return out, parent
+
+
+def commit_tree(repo: Repository, path: Path, tree: str, parent: str, message: str) -> Oid:
+    """A commit of `tree` over `parent` (none when ""), into gitliza's own store."""
+    run = local_git(path, "commit-tree", tree, *(["-p", parent] if parent else []),
+                    "-m", message, env=_env(repo))
+    if run.returncode != 0:
+        raise GitFailure(f"cannot keep {path}'s work: {error_line(run.stderr)}")
     return Oid(hex=run.stdout.strip())
 
 

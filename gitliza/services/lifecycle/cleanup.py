@@ -94,11 +94,13 @@ def cleanup_after(liza: Liza, committed: Committed) -> list[str]:
     return notes
 
 
-def keep_state(liza: Liza, task: str, why: str, locked: bool = False) -> list[str]:
+def keep_state(liza: Liza, task: str, why: str, locked: bool = False,
+               branch_stays: bool = True) -> list[str]:
     """The attic before a teardown that leaves the worktree where it is (the human's release, a
     reassignment, a stand-down, a supervisor's stop, an agent's crash): its uncommitted work and
     the branch's commits the integration branch lacks. The notes naming what was kept.
-    `locked`: the caller holds the task lock already."""
+    `locked`: the caller holds the task lock already; `branch_stays=False`: the branch's
+    commits the integration branch lacks are kept too (a returning machine: team/leftovers.py)."""
     repo: Repository = liza.repo
     path = task_dir(repo, task)
     if not _has_git_side(repo, task):
@@ -108,8 +110,8 @@ def keep_state(liza: Liza, task: str, why: str, locked: bool = False) -> list[st
     except LizaError:
         merged_into = None
     if locked:
-        kept = save(repo, task, path, merged_into, why, branch_stays=True)
+        kept = save(repo, task, path, merged_into, why, branch_stays=branch_stays)
     else:
         with task_lock(repo, task):
-            kept = save(repo, task, path, merged_into, why, branch_stays=True)
+            kept = save(repo, task, path, merged_into, why, branch_stays=branch_stays)
     return [f"{task}: {kept_line(kept)}"] if kept else []

@@ -29,7 +29,7 @@ from gitliza.git import remotes
 from gitliza.git.remotes import branch_tracking_ref
 from gitliza.services import integrity, leftovers
 from gitliza.services.leftovers import Problem
-from gitliza.services.lifecycle.attic import ATTIC, save
+from gitliza.services.lifecycle.attic import ATTIC, Entry, save
 from gitliza.services.lifecycle.cleanup import drop_worktree, holds_worktree
 from gitliza.services.lifecycle.common import checkout_bounds, warn
 from gitliza.services.lifecycle.supervisors import attempt, examine as examine_supervisors
@@ -200,6 +200,13 @@ def _disposable(repo: Repository, path: Path | None, branch_tip: Oid | None,
             problems = [str(e)]
         if problems:
             shown = "; ".join(problems[:3])
+            kept = _kept_as(repo, path, task)
+            if kept is not None:  # a restart (team/leftovers.py) or a teardown kept it whole
+                # Still never removed by --fix: the person may be working in it.
+                return False, (f"uncommitted changes: {shown}; kept whole as {kept.ref} "
+                               f"({kept.subject}): `git liza attic {task} --restore "
+                               f"{kept.oid[:12]}` brings it back anywhere; remove this "
+                               "checkout by hand once it is not needed here")
             return False, f"uncommitted changes: {shown}; inspect and remove it by hand"
     if branch_tip is not None and (integ is None or not contains(repo, integ, branch_tip)):
         if task:
@@ -211,6 +218,23 @@ def _disposable(repo: Repository, path: Path | None, branch_tip: Oid | None,
         return False, (f"branch tip {str(branch_tip)[:12]} has commits outside the integration "
                        "branch; inspect and delete it by hand")
     return True, "holds no work"
+
+
+def _kept_as(repo: Repository, path: Path, task: str) -> Entry | None:
+    """The attic entry of `task` that holds the worktree's files exactly as they are now (its
+    commits and uncommitted edits), or None."""
+    from gitliza.services.lifecycle import attic
+    if not task:
+        return None
+    try:
+        tree, _parent = attic.worktree_tree(repo, path)
+    except LizaError:
+        return None
+    for e in attic.entries(repo, task):
+        c = repo.get(e.oid)
+        if c is not None and str(getattr(c, "tree_id", "")) == tree:
+            return e
+    return None
 
 
 def _record_merged(liza: Liza, task: str, integ: Oid, review: Oid) -> None:

@@ -25,6 +25,7 @@ from gitliza.services.sync.branches import (Branches, branch_updates, follow_int
                                             integration_branch, task_leases)
 from gitliza.services.sync.replay import commit_at, local_only, replay
 from gitliza.services.sync.liverefs import live_updates
+from gitliza.services.sync.wiprefs import drop_stale, wip_updates
 from gitliza.services.sync.rescue import rescue
 from gitliza.services.sync.report import (AHEAD, BEHIND, FAST_FORWARD, NO_BOARD, PUSHED, REPLAYED,
                                           UP_TO_DATE, Progress, SyncGaveUp, SyncReport)
@@ -297,7 +298,8 @@ def _push(store: Store, path: Path, remote: Remote, local: pygit2.Oid, r: pygit2
     if br is not None:
         updates += branch_updates(store, local, r, rep, br)
     prefix = remotes.tracking_of(remote, remotes.STATE_REF)[: -len("liza/state")]
-    updates += live_updates(store, prefix, local)
+    drop_stale(store, str(path), remotes.resolve(path, remote).arg, prefix, local, timeout)
+    updates += live_updates(store, prefix, local) + wip_updates(store, prefix, local)
     if not updates:
         return True
     say(f"pushing {', '.join(u.ref for u in updates)} to {rep.remote}")
@@ -316,6 +318,8 @@ def _push(store: Store, path: Path, remote: Remote, local: pygit2.Oid, r: pygit2
                 rep.remote_after = str(local)
             elif u.ref.startswith(liveref.LIVE_PREFIX):
                 rep.live_pushed += one.status == pushresults.PushStatus.OK
+            elif u.ref.startswith("refs/liza/wip/"):
+                pass  # a snapshot (wiprefs.py): push_refs moved its tracking ref
             elif one.status == pushresults.PushStatus.OK:
                 # (push_refs moved its tracking ref: the next sync knows it need not fetch)
                 rep.branches.append(f"pushed {u.ref[len('refs/heads/'):]} {u.local_oid[:12]}")

@@ -119,8 +119,10 @@ def check(store: Any, rem: Any, *, timeout: float = TIMEOUT) -> Any:
     prefix = tracking_of(rem, STATE_REF)[: -len("state")]  # refs/remotes/<ns>/liza/
     tracking = {"refs/liza/" + name[len(prefix):]: oid
                 for name, oid in refs_under(store.repo, prefix).items()}
-    if not moved(theirs, tracking, read_ref(path, STATE_REF), STATE_REF):
-        return None
+    from gitliza.services.lifecycle import wip
+    if not moved(theirs, tracking, read_ref(path, STATE_REF), STATE_REF) and all(
+            tracking.get(n) == o for n, o in wip.mine(store.repo).items()):
+        return None  # (a snapshot of ours the remote lacks is worth a sync: wiprefs.py)
     return engine.sync(store, rem, timeout=timeout)
 
 

@@ -1,0 +1,122 @@
+"""A machine that dies loses at most one snapshot interval (issue 48): two real clones of a real bare
+remote with the server hook, real supervisors, scripted agents, a real SIGKILL.
+
+B's coder commits, leaves an uncommitted edit and an untracked file, and works on; its supervisor
+snapshots the worktree every `wip_snapshot_interval` and its follower pushes the snapshot. B is
+SIGKILLed (supervisor and agent): the edit is on the remote under refs/liza/wip/t1/coder-1. A's
+coder takes t1 over once B's lease lapses: its prompt names the snapshot, now an attic entry, and
+`git liza attic t1 --restore` gives it back the dead coder's files, uncommitted ones included.
+"""
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from tests.cli.test_board import liza, ok
+from tests.conftest import git
+from tests.team.procs import Sup, add_task, script, task_of, until
+from tests.team.test_follow_remote import _machines
+
+pytestmark = pytest.mark.slow
+
+WORKS_ON = """test -n "$LIZA_TASK_ID"
+echo committed > committed.txt
+git add committed.txt
+git commit -q -m "first half of $LIZA_TASK_ID"
+echo "an uncommitted edit" > README.md
+echo "untracked" > new.txt
+echo $$ > {pid}
+exec sleep 600
+"""
+# The coder taking over: restores the snapshot its prompt names, takes its files, submits.
+TAKES_OVER = """test -n "$LIZA_TASK_ID"
+oid=$(sed -n 's/.*git liza attic t1 --restore \\([0-9a-f]*\\).*/\\1/p' "$LIZA_PROMPT_FILE" | head -1)
+test -n "$oid"
+git liza attic t1 --restore "$oid" --into {restored}
+cp {restored}/README.md {restored}/new.txt {restored}/committed.txt .
+git add -A
+git commit -q -m "finish $LIZA_TASK_ID from coder-1's work"
+git liza submit "$LIZA_TASK_ID"
+"""
+
+
+def _show(repo: Path, what: str) -> str | None:
+    out = git(repo, "show", what, check=False)
+    return None if "fatal" in out else out
+
+
+def test_a_killed_machines_uncommitted_edit_is_on_the_remote_and_the_takeover_restores_it(
+        repo: Path, tmp_path: Path) -> None:
+    bare, a, b = _machines(tmp_path, repo, wip_snapshot_interval="1")
+    pid, restored = tmp_path / "agent.pid", tmp_path / "restored"
+    first = Sup(b, "coder", "coder-1", "--",
+                str(script(tmp_path, "works.sh", WORKS_ON.format(pid=pid))))
+    second: Sup | None = None
+    ref = "refs/liza/wip/t1/coder-1"
+    try:
+        first.expect("supervising coder-1")
+        add_task(a, "t1")
+        until(pid.exists, "B's coder never started on t1")
+        # Within an interval or so the remote holds the uncommitted edit and the untracked file.
+        until(lambda: _show(bare, f"{ref}:README.md") == "an uncommitted edit" and
+              _show(bare, f"{ref}:new.txt") == "untracked", "the snapshot never reached the remote")
+        # The machine dies: its supervisor and its agent, no handler run.
+        first.kill()
+        os.kill(int(pid.read_text()), signal.SIGKILL)
+        snap = git(bare, "rev-parse", ref)
+        assert _show(bare, f"{snap}:committed.txt") == "committed"  # its commit too
+        # A's coder takes t1 over once B's lease lapses; its prompt names the snapshot.
+        second = Sup(a, "coder", "coder-2", "--",
+                     str(script(tmp_path, "takes.sh", TAKES_OVER.format(restored=restored))))
+        second.expect("agent completed")
+        t = task_of(a, "t1")
+        assert (t["status"], t["assigned_to"]) == ("READY_FOR_REVIEW", "coder-2"), t
+        assert (restored / "README.md").read_text() == "an uncommitted edit\n"
+        assert (restored / "new.txt").read_text() == "untracked\n"
+        prompt = next(Path(line.split("prompt ")[-1]) for line in second.lines
+                      if "started agent" in line and "prompt " in line)
+        text = prompt.read_text()
+        assert f"coder-1, who held t1 before you" in text and snap[:12] in text
+        assert "first half of t1" in text  # its last commit's subject, quoted
+        # The snapshot became an attic entry on the remote, and the wip ref was dropped there.
+        entry = f"refs/liza-attic/t1/{snap}"
+        until(lambda: git(bare, "for-each-ref", "--format=%(refname)", entry) == entry,
+              "the snapshot's attic entry never reached the remote")
+        until(lambda: git(bare, "for-each-ref", "--format=%(refname)", ref) == "",
+              "the dead coder's wip ref was never dropped")
+        # B comes back: before anything else its coder's supervisor keeps what the dead session
+        # left in B's worktree (t1 has left it: the commit and the uncommitted edits) and shares it.
+        second.signal(signal.SIGINT)
+        second.wait()
+        back = Sup(b, "coder", "coder-1", "--", str(script(tmp_path, "idle.sh", "exit 0\n")))
+        line = back.expect("a dead session's leftovers")
+        kept = [w.rstrip(",") for w in line.split() if w.startswith("refs/liza-attic/t1/")]
+        assert kept, line
+        shared = back.expect("pushed")  # the sync that shares them, before anything else
+        assert shared.split("] ")[-1].startswith("attic:"), shared
+        for k in kept:
+            assert _show(bare, f"{k}:README.md") == "an uncommitted edit", k  # on the remote
+            assert _show(bare, f"{k}:committed.txt") == "committed"
+        back.signal(signal.SIGINT)
+        back.wait()
+        # The goal gives t1 up: B's worktree, still dirty, is a leftover; doctor names the entry
+        # that holds it whole, and where.
+        ok(liza(a, "abandon", "t1", "--reason", "the goal changed", agent=None))
+        ok(liza(b, "sync", agent=None))
+        said = liza(b, "doctor", agent=None)
+        assert f"kept whole as {kept[-1]}" in said.stdout + said.stderr, said
+        assert "inspect and remove it by hand" not in said.stdout + said.stderr
+    finally:
+        ok(liza(a, "abort", agent=None))
+        first.kill()
+        if second is not None:
+            second.wait()
+            second.kill()
+        if pid.exists():
+            try:
+                os.kill(int(pid.read_text()), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
