@@ -141,6 +141,7 @@ class Link:
     def __init__(self, exe: str) -> None:
         self.exe = exe
         self.proc: subprocess.Popen[bytes] | None = None
+        self._exit_w: int | None = None
 
     def attach(self, pid: int) -> str | None:
         """Attach to the namespace of the sandbox started as `pid`; None, or why not."""
@@ -153,16 +154,22 @@ class Link:
             owner = owning_userns(target)
         except OSError as e:
             return f"the sandbox's network namespace: {e.strerror}"
+        # slirp4netns ends when the pipe's other end closes: with this process, however it ends
+        # (a SIGKILLed supervisor leaves no slirp4netns behind; its own session keeps it out of
+        # the agent's process group).
+        exit_r, self._exit_w = os.pipe()
         try:
             self.proc = subprocess.Popen(
                 [self.exe, "--configure", "--mtu=65520", "--disable-host-loopback",
-                 f"--userns-path=/proc/self/fd/{owner}", str(target), TAP],
+                 f"--userns-path=/proc/self/fd/{owner}", f"--exit-fd={exit_r}", str(target),
+                 TAP],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                start_new_session=True, pass_fds=(owner,))
+                start_new_session=True, pass_fds=(owner, exit_r))
         except OSError as e:
             return f"slirp4netns: {e.strerror}"
         finally:
             os.close(owner)
+            os.close(exit_r)
         return None
 
     def close(self) -> None:
@@ -170,3 +177,6 @@ class Link:
             self.proc.kill()
             self.proc.wait()
             self.proc = None
+        if self._exit_w is not None:
+            os.close(self._exit_w)
+            self._exit_w = None

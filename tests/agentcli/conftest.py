@@ -83,13 +83,13 @@ def make_board(path: Path, env: dict[str, str], vision: str = VISION) -> Path:
 
 
 def liza(repo: Path, env: dict[str, str], *args: str, check: bool = True,
-         agent: str | None = None) -> subprocess.CompletedProcess[str]:
+         agent: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     e = dict(env)
     e.pop("LIZA_AGENT_ID", None)
     if agent:
         e["LIZA_AGENT_ID"] = agent
     r = subprocess.run(["git", "liza", *args], cwd=repo, env=e, capture_output=True, text=True,
-                       timeout=120)
+                       timeout=timeout)
     if check and r.returncode != 0:
         raise AssertionError(f"git liza {' '.join(args)} failed ({r.returncode}): {r.stderr}")
     return r

@@ -110,8 +110,10 @@ def test_a_rate_limited_claude_launches_at_most_3_times_in_2_minutes_then_resume
         refused = sum(1 for e in server.log if str(e.answer).startswith("refused"))
         server.trouble = None  # the limit lifts
         resumed = time.monotonic()
+        # The next launch comes after the backoff in force when the limit lifted (up to 2x
+        # the last wait: minutes), not at once: `wait`'s own timeout, not the helper's 120 s.
         liza(board, agent_env, "wait", "status", "--task", "hello", "--status",
-             "READY_FOR_REVIEW", "--timeout", "600")
+             "READY_FOR_REVIEW", "--timeout", "600", timeout=660)
         print(f"claude under a rate limit: {launched} launches and {refused} refused requests "
               f"in the first 2+ minutes; done {time.monotonic() - resumed:.0f} s after it lifted")
     finally:
