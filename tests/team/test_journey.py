@@ -1,5 +1,5 @@
 """Issue 49's journey, the way a person drives it: a real `git liza team` of scripted agents,
-goals in a row on one board, `review_quorum 2` with two reviewers and then with one, a question
+six goals in a row on one board, `review_quorum 2` with two reviewers and then with one, a question
 for the human answered, a Ctrl-C and a restart over committed work. None of the problems the
 issue lists may show: no INVALID state, no "exited -15", no "went to nobody", no attic entry for
 work that was never at risk, the asker gets its answered task back."""
@@ -146,13 +146,16 @@ def test_the_journey(repo: Path, tmp_path: Path) -> None:
     assert "slow: resumed" in team.text(), team.text()[-4000:]
     attic = liza(repo, "attic", agent=None).stdout
     assert attic.strip() == "the attic is empty", attic
-    # Goal 3 in a row: the board carries on.
-    ok(liza(repo, "init", "goal three", agent=None))
-    add_task(repo, "three")
-    team = Team(repo, agent, reviewers=2)
-    until("goal 3's merge", lambda: task(repo, "three")["status"] == "MERGED")
-    ok(liza(repo, "complete-goal", agent=None))
-    assert team.end() == 0
-    clean(repo, team)
-    st = liza(repo, "status", agent=None).stdout
-    assert "Goal completed: 1 task(s) merged" in st and "three" in st
+    # Goals 3 to 6 in a row: the board carries on, each ended goal's status its own.
+    for n in ("three", "four", "five", "six"):
+        ok(liza(repo, "init", f"goal {n}", agent=None))
+        add_task(repo, n)
+        team = Team(repo, agent, reviewers=2)
+        until(f"goal {n}'s merge", lambda n=n: task(repo, n)["status"] == "MERGED")
+        ok(liza(repo, "complete-goal", agent=None))
+        assert team.end() == 0
+        clean(repo, team)
+        st = liza(repo, "status", agent=None).stdout
+        assert "Goal completed: 1 task(s) merged" in st and n in st, st
+    attic = liza(repo, "attic", agent=None).stdout
+    assert attic.strip() == "the attic is empty", attic
