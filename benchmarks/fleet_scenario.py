@@ -67,7 +67,7 @@ while [ $i -lt {work} ]; do
   if [ $i = 1 ]; then
     git add -A && git commit -qm "$LIZA_TASK_ID: first half by $LIZA_AGENT_ID" && log committed
   fi
-  sleep 1
+  sleep 1 & wait $!  # (a TERM runs the trap at once, not after the sleep: a precise end)
   i=$((i+1))
 done
 git add -A && git commit -qm "$LIZA_TASK_ID: done by $LIZA_AGENT_ID"
