@@ -21,7 +21,7 @@ from dataclasses import dataclass, fields, replace
 from enum import StrEnum
 from typing import Iterable, Iterator, Mapping
 
-from gitliza.core import clock, metrics, provider
+from gitliza.core import clock, forge, metrics, provider
 from gitliza.core.board import Board
 from gitliza.core.invariants import check_board
 from gitliza.core.model import Anomaly, Config, SprintStatus, Task, Urgency
@@ -290,6 +290,8 @@ def evaluate(board: Board, facts: Facts) -> list[Alert]:
     out.extend(_silent_supervisors(board, th, now))
     out.extend(Alert("PROVIDER", cli, Level.CRITICAL, text)  # core/provider.py says when
                for cli, text in provider.alarms(board, th["alarm_provider_down"], now))
+    out.extend(Alert("FORGE", tid, Level.WARNING, text)  # core/forge.py says when
+               for tid, text in forge.alarms(board, now))
     for d in sorted(board.values("discovered"), key=lambda d: d.id):
         if d.urgency == Urgency.IMMEDIATE and not d.converted_to_task:
             out.append(Alert("IMMEDIATE_DISCOVERY", d.id, Level.CRITICAL, f"IMMEDIATE DISCOVERY: "

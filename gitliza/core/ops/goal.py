@@ -157,7 +157,11 @@ class AbortGoal(Op):
 # team to another model or lower the bar its own work is held to would govern its own governor.
 REVIEW_KEYS = frozenset({"review_quorum", "quorum_rules", "review_diversity",
                          "rca_after_rejections"})
-HUMAN_ONLY = frozenset({"escalation_webhook", "models"}) | REVIEW_KEYS
+# The forge keys (core/forge.py): which checks gate a merge, and whether the forge merges, are the
+# review bar again; which repository mirrors the board is where the team's work is published.
+FORGE_KEYS = frozenset({"forge", "forge_repo", "forge_api_url", "forge_required_checks",
+                        "forge_merge", "forge_checks_timeout"})
+HUMAN_ONLY = frozenset({"escalation_webhook", "models"}) | REVIEW_KEYS | FORGE_KEYS
 
 
 @register_op
@@ -171,7 +175,8 @@ class ConfigSet(Op):
         ctx.allowed()
         if self.key in usage.HUMAN_KEYS or self.key in HUMAN_ONLY:
             doc = ("docs/usage.md" if self.key in usage.HUMAN_KEYS else "docs/review.md"
-                   if self.key in REVIEW_KEYS else "docs/governance.md")
+                   if self.key in REVIEW_KEYS else "docs/forge.md" if self.key in FORGE_KEYS
+                   else "docs/governance.md")
             ctx.allowed("config:human-key", f"config {self.key}", hint=f"the human's key: {doc}")
         v = coerce_config(self.key, self.value)
         if self.key == "integration_base":
