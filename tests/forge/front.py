@@ -48,7 +48,7 @@ class Exchange:
     query: str
     status: int
     violations: str = ""  # Prism's sl-violations header (JSON), when it sent one
-    problems: list[str] = field(default_factory=list)  # Prism's 500 VIOLATIONS body, one a line
+    problems: list[str] = field(default_factory=list)  # from Prism's problem body, one a line
     answered_by: str = "prism"  # "prism", "front" (refused here), "graphql" (the stand-in)
     request_headers: dict[str, str] = field(default_factory=dict)
     response_headers: dict[str, str] = field(default_factory=dict)
@@ -235,8 +235,9 @@ class Front:
 
 
 def _violations_problem(headers: dict[str, str], body: bytes) -> list[str]:
-    """The violations in Prism's `--errors` answer to an invalid response (its log says only
-    "Request/Response not valid"; the body says which)."""
+    """The violations in Prism's `--errors` answer to an invalid response, or the proxy's to an
+    invalid request (its log says only "Request/Response not valid" or "Invalid request"; the
+    problem's body says which)."""
     ctype = next((v for k, v in headers.items() if k.lower() == "content-type"), "")
     if "problem+json" not in ctype:
         return []
@@ -244,7 +245,8 @@ def _violations_problem(headers: dict[str, str], body: bytes) -> list[str]:
         problem = json.loads(body)
     except ValueError:
         return []
-    if not isinstance(problem, dict) or not str(problem.get("type", "")).endswith("VIOLATIONS"):
+    kinds = ("VIOLATIONS", "UNPROCESSABLE_ENTITY")  # an invalid response; an invalid request
+    if not isinstance(problem, dict) or not str(problem.get("type", "")).endswith(kinds):
         return []
     return [f"{'.'.join(map(str, v.get('location', [])))} {v.get('message', '')}"
             for v in problem.get("validation", []) if isinstance(v, dict)]

@@ -11,7 +11,8 @@ from pathlib import Path
 from tests.forge import tools
 from tests.forge.description import Description, load
 from tests.forge.front import Exchange, Front
-from tests.forge.prism import Prism, start_mock
+from tests.forge.prism import Prism, start_mock, start_proxy
+from tests.forge.standin import StandInServer
 
 _state: dict[str, object] = {}
 
@@ -90,6 +91,25 @@ def session_mock(tmp: Path) -> Prism | str:
     return mock
 
 
+def session_standin(tmp: Path) -> tuple[StandInServer, Prism] | str:
+    """The process's stand-in server and the Prism proxy in front of it, or why not."""
+    got = tools_or_skip_reason()
+    if isinstance(got, str):
+        return got
+    server, proxy = _state.get("standin"), _state.get("proxy")
+    if isinstance(server, StandInServer) and isinstance(proxy, Prism) and proxy.alive:
+        return server, proxy
+    if isinstance(proxy, Prism):
+        proxy.stop()
+    if not isinstance(server, StandInServer):
+        server = StandInServer()
+        _state["standin"] = server
+    prism, desc = got
+    proxy = start_proxy(prism, desc, server.url, tmp / "prism-proxy.log")
+    _state["proxy"] = proxy
+    return server, proxy
+
+
 def description() -> Description:
     path = tools.github_description()
     assert path is not None
@@ -101,3 +121,6 @@ def stop_all() -> None:
         p = _state.pop(key, None)
         if isinstance(p, Prism):
             p.stop()
+    server = _state.pop("standin", None)
+    if isinstance(server, StandInServer):
+        server.close()

@@ -22,9 +22,13 @@ import re
 import subprocess
 import threading
 import time
+import urllib.error
+import urllib.request
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+SYNC = "/__harness_sync/"
 START_TIMEOUT = 180.0  # the full description takes ~10 s on a quiet 2-core machine
 
 _LINE = re.compile(r"›\s+\[(?P<name>[A-Z ]+)\]\s*(?P<req>[a-z]+ \S+)?\s+\S+\s+"
@@ -104,12 +108,39 @@ class Prism:
         with self._cond:
             return list(self._lines[since:])
 
+    def sync(self) -> None:
+        """Wait until the log holds everything Prism logged for the requests answered so far.
+
+        Prism answers before its log line reaches us (through signale, a pipe and our reader
+        thread), so a test reading the log right after a response could miss that response's
+        violations. Prism logs in order in one process: we send it a request for a path the
+        description does not have and wait for its last line (the refusal); every earlier
+        request's lines came before it."""
+        token = f"{SYNC}{uuid.uuid4().hex}"
+        try:
+            urllib.request.urlopen(f"{self.url}{token}", timeout=60).close()
+        except urllib.error.HTTPError:
+            pass  # Prism's 404: the path is not in the description, as meant
+        deadline = time.monotonic() + 60
+        with self._cond:
+            while not any(token in x.request and x.level in ("error", "warning")
+                          for x in self._lines[-50:]):
+                left = deadline - time.monotonic()
+                if left <= 0 or self._proc.poll() is not None:
+                    raise PrismError(f"Prism's log did not show the sync request {token}")
+                self._cond.wait(min(left, 1.0))
+
     def errors(self, since: int = 0) -> list[str]:
-        """The log's lines at level error or fatal since `since`, one string each."""
-        return [str(x) for x in self.lines(since) if x.level in ("error", "fatal")]
+        """The log's lines at level error or fatal since `since`, one string each (after
+        `sync()`: complete for every request answered before the call)."""
+        self.sync()
+        return [str(x) for x in self.lines(since)
+                if x.level in ("error", "fatal") and SYNC not in x.request]
 
     def warnings(self, since: int = 0) -> list[str]:
-        return [str(x) for x in self.lines(since) if x.level == "warning"]
+        self.sync()
+        return [str(x) for x in self.lines(since)
+                if x.level == "warning" and SYNC not in x.request]
 
     @property
     def alive(self) -> bool:
