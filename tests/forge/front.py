@@ -1,7 +1,8 @@
 """The harness's tiny HTTP front: what the bridge talks to, in front of a real Prism.
 
     client -> Front (127.0.0.1, free port) -> Prism (mock, or proxy -> stand-in)
-                    \\-> /graphql, /api/graphql -> the stand-in directly (not in the REST description)
+                    \\-> /graphql, /api/graphql -> the stand-in directly (GraphQL: not in the
+                                                       REST description)
 
 It records every exchange (method, path, status, and Prism's `sl-violations` header, the
 violations of that very request as JSON), and does what a test asks of "the network":
@@ -82,7 +83,7 @@ class Front:
         self._serve()
         self.url = f"http://127.0.0.1:{self.port}"
 
-    # -- what a test asks -------------------------------------------------------------------------
+    # -- what a test asks --------------------------------------------------------------------------
 
     def prefer(self, code: int, n: int = 1, dynamic: bool = False) -> None:
         with self._lock:
@@ -138,7 +139,7 @@ class Front:
     def close(self) -> None:
         self.down()
 
-    # -- serving ----------------------------------------------------------------------------------
+    # -- serving -----------------------------------------------------------------------------------
 
     def _serve(self) -> None:
         front = self

@@ -1,8 +1,8 @@
-"""A stateful stand-in for GitHub's REST API: exactly the endpoints of the forge contract
-(/work/FORGE_CONTRACT.md; docs/forge.md "How this is tested"), with GitHub's semantics, over a real
-bare git repository.
+"""A stateful stand-in for GitHub's REST API: exactly the endpoints the forge bridge uses (listed
+in docs/forge.md, "How this is tested"), with GitHub's semantics, over a real bare git repository.
 
-    bridge -> front (front.py) -> real `prism proxy --errors` (GitHub's description) -> StandInServer
+    bridge -> front (front.py) -> real `prism proxy --errors` (GitHub's description)
+                                   -> StandInServer
                    \\-> /graphql -> StandInServer directly (GraphQL is not in the REST description)
 
 What it keeps and does, as github.com does:
@@ -127,7 +127,7 @@ class World:
         self.webhooks: list[tuple[str, str]] = []
         self.deliveries: list[tuple[str, int]] = []  # (event, status the receiver answered)
 
-    # -- small builders ---------------------------------------------------------------------------
+    # -- small builders ----------------------------------------------------------------------------
 
     def new_id(self) -> int:
         self._ids += 1
@@ -178,7 +178,7 @@ class World:
             "ssh_url": f"git@github.com:{self.owner}/{self.repo}.git",
             "clone_url": f"{html}.git", "svn_url": html, "mirror_url": None,
             "default_branch": "main", "created_at": iso(self.created),
-            "updated_at": iso(self.created), "pushed_at": iso(time.time()),
+            "updated_at": iso(self.created), "pushed_at": iso(self.created),
             "open_issues": open_prs, "open_issues_count": open_prs, "size": 1,
             "forks": 0, "forks_count": 0, "watchers": 0, "watchers_count": 0,
             "stargazers_count": 0, "has_issues": True, "has_projects": False,
@@ -196,7 +196,9 @@ class World:
                 "id": lid, "node_id": self.node_id("LA", lid),
                 "url": f"{self.api}/repos/{self.owner}/{self.repo}/labels/"
                        + quote(name, safe=""),
-                "name": name, "description": None,
+                # "" rather than GitHub's usual null: the description allows null in `label`
+                # but not in the labels of `pull-request-simple` (Prism's proxy said so)
+                "name": name, "description": "",
                 "color": hashlib.sha256(name.encode()).hexdigest()[:6], "default": False}
         return self.repo_labels[name]
 
@@ -220,7 +222,7 @@ class World:
             sha = r.stdout.strip()
         return sha
 
-    # -- pull requests ----------------------------------------------------------------------------
+    # -- pull requests -----------------------------------------------------------------------------
 
     def pr_view(self, n: int, schema: str = "pull-request") -> Json:
         p = self.prs[n]
@@ -530,7 +532,7 @@ class World:
                 if k in self.d.schema("minimal-repository").get("properties", {})}),
             "commit_url": f"{r}/commits/{sha}", "url": f"{r}/commits/{sha}/status"})
 
-    # -- webhooks ---------------------------------------------------------------------------------
+    # -- webhooks ----------------------------------------------------------------------------------
 
     def deliver(self, event: str, payload: Json) -> None:
         for url, secret in list(self.webhooks):
@@ -604,7 +606,8 @@ def _create_pull(w: World, m: re.Match[str], q: dict[str, str], body: Json, user
 
 @route("GET", _REPO + r"/pulls/(?P<n>\d+)")
 def _get_pull(w: World, m: re.Match[str], q: dict[str, str], body: Json, user: str) -> Reply:
-    return Reply(200, w.pr_view(int(m["n"])) if int(m["n"]) in w.prs else w.pr(int(m["n"])))
+    w.pr(int(m["n"]))  # 404 when there is none
+    return Reply(200, w.pr_view(int(m["n"])))
 
 
 @route("PATCH", _REPO + r"/pulls/(?P<n>\d+)")
@@ -873,7 +876,7 @@ class StandIn:
         self._server = server
         server.world = self.world
 
-    # -- the world acting ---------------------------------------------------------------------------
+    # -- the world acting --------------------------------------------------------------------------
 
     def add_check_run(self, sha: str, name: str, status: str = "completed",
                       conclusion: str | None = "success", details_url: str | None = None) -> Json:
@@ -919,7 +922,7 @@ class StandIn:
     def _common(self, sender: str = "ci-bot[bot]") -> Json:
         return {"repository": self.world.repository(), "sender": self.world.user(sender)}
 
-    # -- switches -----------------------------------------------------------------------------------
+    # -- switches ----------------------------------------------------------------------------------
 
     def rate_limited(self, n: int = 1, kind: str = "primary", *, reset_in: float = 60.0,
                      retry_after: int = 1) -> None:
@@ -936,7 +939,7 @@ class StandIn:
     def up(self) -> None:
         self.front.up()
 
-    # -- what happened ------------------------------------------------------------------------------
+    # -- what happened -----------------------------------------------------------------------------
 
     def pulls(self) -> list[Json]:
         with self.world.lock:

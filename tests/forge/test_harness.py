@@ -2,13 +2,21 @@
 switches do what they say, the stand-in keeps GitHub's semantics and validates."""
 from __future__ import annotations
 
+import hashlib
+import hmac
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
 
 from tests.conftest import git
-from tests.forge.harness import PrismGitHub
+from tests.forge.description import load
+from tests.forge.harness import PrismGitHub, tools_or_skip_reason
 from tests.forge.standin import StandIn, World
 
 HEADERS = {"Authorization": "Bearer t", "Accept": "application/vnd.github+json",
@@ -126,11 +134,14 @@ def test_standin_scripted_sequence_validates(github_standin: StandIn) -> None:
                                                                                 "open")
         assert [p["number"] for p in c.get(f"{repo}/pulls", params=by_head).json()] == [1]
         assert c.get(f"{repo}/pulls", params={**by_head, "head": f"{s.owner}:other"}).json() == []
-        labels = c.post(f"{repo}/issues/1/labels", json={"labels": ["liza:submitted", "x"]})
-        assert [x["name"] for x in labels.json()] == ["liza:submitted", "x"]
-        assert [x["name"] for x in c.delete(f"{repo}/issues/1/labels/x").json()] == [
-            "liza:submitted"]
-        assert c.delete(f"{repo}/issues/1/labels/x").status_code == 404
+        labels = c.post(f"{repo}/issues/1/labels", json={"labels": ["liza:submitted",
+                                                                     "liza: in review"]})
+        assert [x["name"] for x in labels.json()] == ["liza:submitted", "liza: in review"]
+        gone = c.delete(f"{repo}/issues/1/labels/{quote('liza: in review', safe='')}")
+        assert [x["name"] for x in gone.json()] == ["liza:submitted"]
+        assert c.delete(f"{repo}/issues/1/labels/liza:submitted").status_code == 200
+        assert c.delete(f"{repo}/issues/1/labels/liza:submitted").status_code == 404
+        assert c.get(f"{repo}/issues/1/labels").json() == []
         ready = c.post(s.graphql_url, json={
             "query": "mutation($id: ID!) { markPullRequestReadyForReview(input: "
                      "{pullRequestId: $id}) { pullRequest { isDraft } } }",
@@ -167,7 +178,9 @@ def test_standin_scripted_sequence_validates(github_standin: StandIn) -> None:
     assert s.validation_errors() == []
     statuses = [st for _, _, st in s.requests()]
     assert statuses.count(404) == 1 and all(st < 300 for st in statuses if st != 404), statuses
-    print("\n".join(s.validation_warnings()))
+    # the one answer whose status the description does not declare for its operation
+    assert [w for w in s.validation_warnings() if "Unable to match" in w] == [], \
+        s.validation_warnings()
 
 
 def test_standin_answer_that_violates_the_description_is_reported(
@@ -201,3 +214,199 @@ def test_standin_request_that_violates_the_description_is_reported(
     assert any("required property 'head'" in e for e in s.validation_errors()), \
         s.validation_errors()
     assert s.world.prs == {}  # Prism refused it: the stand-in never saw it
+
+
+def opened(s: StandIn, c: httpx.Client, branch: str = "liza/t-1") -> Any:
+    """main and `branch` pushed, and a draft PR opened for `branch`: its JSON."""
+    push_branch(s.bare, "main", {"README.md": "project\n"})
+    push_branch(s.bare, branch, {"a.txt": "a\n"}, base="main")
+    r = c.post(f"/repos/{s.owner}/{s.repo}/pulls", json={"title": "t", "head": branch,
+                                                         "base": "main", "draft": True})
+    assert r.status_code == 201, r.text
+    return r.json()
+
+
+def test_standin_etag_gives_304_until_the_pull_request_changes(github_standin: StandIn) -> None:
+    s = github_standin
+    with standin_client(s) as c:
+        opened(s, c)
+        url = f"/repos/{s.owner}/{s.repo}/pulls/1"
+        first = c.get(url)
+        etag = first.headers["etag"]
+        again = c.get(url, headers={"If-None-Match": etag})
+        assert again.status_code == 304 and again.content == b""
+        c.post(f"/repos/{s.owner}/{s.repo}/issues/1/labels", json={"labels": ["liza:review"]})
+        changed = c.get(url, headers={"If-None-Match": etag})
+        assert changed.status_code == 200 and changed.headers["etag"] != etag
+        assert [x["name"] for x in changed.json()["labels"]] == ["liza:review"]
+        listed = c.get(f"/repos/{s.owner}/{s.repo}/pulls", params={"state": "all"})
+        assert c.get(f"/repos/{s.owner}/{s.repo}/pulls", params={"state": "all"}, headers={
+            "If-None-Match": listed.headers["etag"]}).status_code == 304
+    assert s.validation_errors() == []
+
+
+@pytest.mark.parametrize("kind,status,header", [("primary", 403, "x-ratelimit-reset"),
+                                                ("secondary", 429, "retry-after")])
+def test_standin_rate_limit_switch(github_standin: StandIn, kind: str, status: int,
+                                   header: str) -> None:
+    s = github_standin
+    with standin_client(s) as c:
+        opened(s, c)
+        s.rate_limited(2, kind)
+        url = f"/repos/{s.owner}/{s.repo}/pulls"
+        for _ in range(2):
+            r = c.get(url, params={"state": "all"})
+            assert r.status_code == status
+            assert header in r.headers and "rate limit" in r.json()["message"]
+            if kind == "primary":
+                assert r.headers["x-ratelimit-remaining"] == "0"
+        ok = c.get(url, params={"state": "all"})
+        assert ok.status_code == 200 and int(ok.headers["x-ratelimit-remaining"]) > 0
+    # The refusals went through Prism's proxy: GET /pulls declares neither 403 nor 429, which
+    # Prism's proxy says as a warning (an undeclared 2xx would be an error).
+    assert s.validation_errors() == []
+    assert any("Unable to match the returned status code" in w
+               for w in s.validation_warnings()), s.validation_warnings()
+
+
+def test_standin_down_refuses_connections_and_comes_back(github_standin: StandIn) -> None:
+    s = github_standin
+    with standin_client(s) as c:
+        opened(s, c)
+        s.down()
+        with pytest.raises(httpx.ConnectError):
+            c.get(f"/repos/{s.owner}/{s.repo}/pulls/1")
+        with pytest.raises(httpx.ConnectError):
+            c.post(s.graphql_url, json={"query": "{ viewer { login } }"})
+        s.up()
+        assert c.get(f"/repos/{s.owner}/{s.repo}/pulls/1").status_code == 200
+        s.down(0.5)  # back by itself
+        for _ in range(600):
+            try:
+                r = c.get(f"/repos/{s.owner}/{s.repo}/pulls/1")
+                break
+            except httpx.ConnectError:
+                threading.Event().wait(0.1)
+        assert r.status_code == 200
+    assert s.validation_errors() == []
+
+
+def test_standin_refuses_what_github_refuses(github_standin: StandIn) -> None:
+    s = github_standin
+    pulls = f"/repos/{s.owner}/{s.repo}/pulls"
+    with standin_client(s) as c:
+        pr = opened(s, c)
+        missing = c.post(pulls, json={"title": "t", "head": "liza/nowhere", "base": "main"})
+        assert missing.status_code == 422
+        assert missing.json()["errors"][0]["field"] == "head"
+        twice = c.post(pulls, json={"title": "t", "head": "liza/t-1", "base": "main"})
+        assert twice.status_code == 422 and "already exists" in twice.text
+        assert c.put(f"{pulls}/1/merge", json={"sha": pr["head"]["sha"]}).status_code == 405
+        own = c.post(f"{pulls}/1/reviews", json={"event": "APPROVE", "body": "ok"})
+        assert own.status_code == 422
+        with httpx.Client(base_url=s.api_url, headers={**HEADERS,
+                          "Authorization": "Bearer wrong"}, timeout=60) as bad:
+            assert bad.get(f"/repos/{s.owner}/{s.repo}").status_code == 401
+        assert c.get(f"/repos/{s.owner}/other").status_code == 404
+    assert [n for n in s.world.prs] == [1]
+    assert s.validation_errors() == []
+
+
+def test_standin_merge_refuses_a_stale_sha_and_merges_the_head(github_standin: StandIn) -> None:
+    s = github_standin
+    pulls = f"/repos/{s.owner}/{s.repo}/pulls"
+    with standin_client(s) as c:
+        pr = opened(s, c)
+        old = str(pr["head"]["sha"])
+        ready = c.post(s.graphql_url, json={"query": 'mutation { markPullRequestReadyForReview('
+                                            f'input: {{pullRequestId: "{pr["node_id"]}"}}) '
+                                            "{ pullRequest { isDraft } } }"})
+        assert ready.json()["data"]["markPullRequestReadyForReview"]["pullRequest"] == {
+            "id": pr["node_id"], "number": 1, "isDraft": False}
+        new = push_branch(s.bare, "liza/t-1", {"b.txt": "b\n"}, base="liza/t-1")
+        assert c.get(f"{pulls}/1").json()["head"]["sha"] == new  # follows the branch
+        assert c.put(f"{pulls}/1/merge", json={"sha": old}).status_code == 409
+        r = c.put(f"{pulls}/1/merge", json={"sha": new, "merge_method": "squash"})
+        assert r.status_code == 200
+        assert git(s.bare, "rev-list", "--parents", "-n", "1", "main").split()[1:] == [
+            git(s.bare, "rev-parse", "main~1")]  # squash: one parent
+        assert git(s.bare, "show", "main:b.txt") == "b"
+        assert c.put(f"{pulls}/1/merge", json={"sha": new}).status_code == 405  # merged already
+        assert c.patch(f"{pulls}/1", json={"state": "open"}).status_code == 422
+    assert s.validation_errors() == []
+
+
+def test_standin_webhooks_are_signed(github_standin: StandIn) -> None:
+    s = github_standin
+    got: list[tuple[str, bytes, str]] = []
+
+    class Receiver(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers["content-length"]))
+            got.append((self.headers["x-github-event"], body,
+                        self.headers["x-hub-signature-256"]))
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        with standin_client(s) as c:
+            pr = opened(s, c)
+        s.webhook(f"http://127.0.0.1:{httpd.server_address[1]}/hook", "sekret")
+        sha = str(pr["head"]["sha"])
+        s.add_check_run(sha, "ci/test", conclusion="failure")
+        s.set_status(sha, "ci/lint", "error")
+        s.add_review(1, "CHANGES_REQUESTED", "no", comments=[("a.txt", 1, "why")])
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert [e for e, _, _ in got] == ["check_run", "status", "pull_request_review"]
+    for _, body, sig in got:
+        assert sig == "sha256=" + hmac.new(b"sekret", body, hashlib.sha256).hexdigest()
+    assert json.loads(got[2][1])["review"]["state"] == "CHANGES_REQUESTED"
+    assert s.world.deliveries == [("check_run", 204), ("status", 204),
+                                  ("pull_request_review", 204)]
+
+
+CONTRACT = [
+    ("get", "/repos/{owner}/{repo}"), ("get", "/rate_limit"),
+    ("get", "/repos/{owner}/{repo}/pulls"), ("post", "/repos/{owner}/{repo}/pulls"),
+    ("get", "/repos/{owner}/{repo}/pulls/{pull_number}"),
+    ("patch", "/repos/{owner}/{repo}/pulls/{pull_number}"),
+    ("put", "/repos/{owner}/{repo}/pulls/{pull_number}/merge"),
+    ("get", "/repos/{owner}/{repo}/issues/{issue_number}/labels"),
+    ("post", "/repos/{owner}/{repo}/issues/{issue_number}/labels"),
+    ("delete", "/repos/{owner}/{repo}/issues/{issue_number}/labels/{name}"),
+    ("get", "/repos/{owner}/{repo}/pulls/{pull_number}/reviews"),
+    ("post", "/repos/{owner}/{repo}/pulls/{pull_number}/reviews"),
+    ("get", "/repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}/comments"),
+    ("get", "/repos/{owner}/{repo}/commits/{ref}/check-runs"),
+    ("get", "/repos/{owner}/{repo}/commits/{ref}/status"),
+]
+
+
+def test_what_the_description_declares_for_rate_limits() -> None:
+    """Why the fronts add GitHub's rate-limit headers themselves: the description puts them on no
+    refusal of the contract's endpoints, and declares 429 on none of them (if a new
+    @octokit/openapi changes that, this test says so and front.py/ratelimit.py can lean on it)."""
+    got = tools_or_skip_reason()
+    if isinstance(got, str):
+        pytest.skip(got)
+    d = load(got[1])
+    ops = {(m, t): d.operation(m, t.replace("{", "x").replace("}", "")) for m, t in CONTRACT}
+    assert all(op is not None and op.template == t for (m, t), op in ops.items()), ops
+    declared = {t: op.responses for (m, t), op in ops.items() if op is not None}
+    assert not any("429" in r for r in declared.values())
+    assert not any("x-ratelimit-remaining" in h or "retry-after" in h
+                   for r in declared.values() for code, h in r.items() if code != "200")
+    assert "x-ratelimit-remaining" in declared["/rate_limit"]["200"]
+    with_403 = sorted(f"{m.upper()} {t}" for (m, t), op in ops.items()
+                      if op is not None and op.declares(403))
+    assert with_403 == ["GET /repos/{owner}/{repo}", "PATCH /repos/{owner}/{repo}/pulls/"
+                        "{pull_number}", "POST /repos/{owner}/{repo}/pulls", "POST /repos/"
+                        "{owner}/{repo}/pulls/{pull_number}/reviews", "PUT /repos/{owner}/"
+                        "{repo}/pulls/{pull_number}/merge"]

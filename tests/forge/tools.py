@@ -11,9 +11,10 @@ description:
   itself and starts from it in ~10 s on this machine, against ~13 s from the 73 MB
   dereferenced `api.github.com.deref.json`).
 
-The cache is `~/.cache/gitliza-forge-tools/forge-tools-<digest of the lock>/` (`$GITLIZA_FORGE_TOOLS_CACHE`
-overrides): a new lock is a new directory, an install is finished when `.complete` is there, and a
-lock file keeps parallel pytest-xdist workers (and CI) from installing twice.
+The cache is `~/.cache/gitliza-forge-tools/forge-tools-<digest of the lock>/`
+(`$GITLIZA_FORGE_TOOLS_CACHE` overrides): a new lock is a new directory, an install is finished
+when `.complete` is there, and a lock file keeps parallel pytest-xdist workers (and CI) from
+installing twice.
 """
 from __future__ import annotations
 
