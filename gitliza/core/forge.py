@@ -222,6 +222,12 @@ def alarms(board: Board, now: str) -> list[tuple[str, str]]:
     return out
 
 
+def merged_since(t: Task, since: str) -> bool:
+    """Whether `t` merged at or after `since` (an ISO time; empty: never)."""
+    merged = _last(t, ("merged",))
+    return bool(since) and merged is not None and merged >= since
+
+
 def _last(t: Task, events: tuple[str, ...]) -> str | None:
     for h in reversed(t.history):
         if h.event in events:

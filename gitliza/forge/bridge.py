@@ -71,6 +71,7 @@ class Bridge:
         self.paused_until = 0.0
         self.backoff = 0.0
         self.last_error: str | None = None
+        self.forge_since: str | None = None
 
     # -- the loop ----------------------------------------------------------------------------
     def step(self) -> Pass:
@@ -113,10 +114,29 @@ class Bridge:
         self.last_error, self.paused_until = text, until
 
     def _tasks(self, board: Board) -> list[Task]:
+        """The submitted live tasks, and the terminal ones whose pull request may still be
+        open, or that merged without one since the forge was set up (the forge was down or the
+        bridge stopped meanwhile: it catches up)."""
         live = [t for t in board.tasks() if t.review_commit]
-        done = [t for t in board.values("archive")
-                if t.forge_pr is not None and t.id not in self.closed]
+        done = [t for t in board.values("archive") if t.id not in self.closed and (
+            t.forge_pr is not None or t.status == S.MERGED and t.review_commit
+            and rules.merged_since(t, self._since()))]
         return sorted(live, key=lambda t: t.id) + sorted(done, key=lambda t: t.id)
+
+    def _since(self) -> str:
+        """When the board's forge was set (its newest `config forge`), found once."""
+        if self.forge_since is None:
+            from gitliza.core import record
+            self.forge_since = ""
+            for c in self.liza.store.history():
+                try:
+                    op = record.parse(c.message).op
+                except LizaError:
+                    continue
+                if op.NAME == "config" and getattr(op, "key", None) == "forge":
+                    self.forge_since = op.time
+                    break
+        return self.forge_since
 
     # -- one task ----------------------------------------------------------------------------
     def _task(self, board: Board, t: Task, out: Pass) -> None:
