@@ -5,9 +5,7 @@ board, and the FORGE alarms. The bridge (gitliza/forge/bridge.py) does the I/O; 
 takes about the board is made here, from the board and what the forge answered."""
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, NamedTuple
 
 from gitliza.core import clock
 from gitliza.core.board import Board
@@ -24,19 +22,24 @@ LABEL_PREFIX = "liza:"  # the labels the bridge owns (liza:ready_for_review ...)
 MARK = "<!-- liza:"  # the marker of what the bridge wrote on the forge (its verdict comments)
 LINK_LAG = 300  # seconds a submitted task may lack its pull request before the FORGE alarm
 REVIEW_NOTE = "forge review "  # the history note that records which forge review was taken in
-_REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}$")
-_URL = re.compile(r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[A-Za-z0-9._~/-]*)?$")
-_CHECK = re.compile(r"^[^\x00-\x1f\x7f,]{1,200}$")
+# Patterns compiled where a key is set (`status` loads this module for the merge queue's rule).
+_REPO = r"^[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}$"
+_URL = r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[A-Za-z0-9._~/-]*)?$"
+_CHECK = r"^[^\x00-\x1f\x7f,]{1,200}$"
 
 
 def coerce(key: str, value: str | int | bool | None) -> str | int | None:
     """One forge key's value checked (config.py hands them here): unset with none/off where the
     key may be unset; a URL with credentials is refused (the token never goes on the board)."""
+    import re  # only then: few commands set the forge
     text = "" if value is None else str(value).strip()
     if key == "forge_merge":
-        if text.lower() not in ("on", "off"):
+        if text.lower() == "on":  # the forge merging, the board recording its commit: not yet
+            raise ValidationError("config forge_merge on is not built yet: the board merges "
+                                  "(docs/forge.md)")
+        if text.lower() != "off":
             raise ValidationError(f"config forge_merge must be on or off, got {value!r}")
-        return text.lower()
+        return "off"
     if text.lower() in ("", "none", "null", "off"):
         return None
     if key == "forge":
@@ -44,18 +47,18 @@ def coerce(key: str, value: str | int | bool | None) -> str | int | None:
             raise ValidationError(f"config forge must be one of {', '.join(FORGES)}, got {value!r}")
         return text.lower()
     if key == "forge_repo":
-        if not _REPO.match(text) or text.endswith((".", "/")) or ".." in text:
+        if not re.match(_REPO, text) or text.endswith((".", "/")) or ".." in text:
             raise ValidationError(f"config forge_repo must be OWNER/NAME, got {value!r}")
         return text
     if key == "forge_api_url":
-        if not _URL.match(text):
+        if not re.match(_URL, text):
             raise ValidationError(f"config forge_api_url must be an http(s) URL without "
                                   f"credentials, got {value!r}",
                                   hint="e.g. https://github.example.com/api/v3; the token "
                                        "never goes on the board (docs/forge.md)")
         return text.rstrip("/")
     names = [n.strip() for n in text.split(",") if n.strip()]
-    bad = [n for n in names if not _CHECK.match(n)]
+    bad = [n for n in names if not re.match(_CHECK, n)]
     if not names or bad:
         raise ValidationError(f"config forge_required_checks must name checks separated by "
                               f"commas, got {(bad or [text])[0]!r}")
@@ -75,9 +78,9 @@ def waits_for_checks(config: Config, t: Task) -> bool:
     return bool(required(config)) and t.checks_passed != t.review_commit
 
 
-@dataclass(frozen=True)
-class Check:
-    """A check run or a commit status on the forge, as the bridge read it."""
+class Check(NamedTuple):
+    """A check run or a commit status on the forge, as the bridge read it (a NamedTuple, not a
+    dataclass: `status` loads this module, and a dataclass costs a millisecond to make)."""
 
     name: str
     status: str  # queued | in_progress | completed (a commit status: completed or pending)
@@ -88,8 +91,7 @@ class Check:
 PASS = frozenset({"success", "neutral", "skipped"})
 
 
-@dataclass(frozen=True)
-class Judged:
+class Judged(NamedTuple):
     state: str  # passed | failed | pending
     failed: Check | None = None
     missing: tuple[str, ...] = ()
