@@ -97,3 +97,18 @@ def test_the_bridge_waits_out_a_rate_limit_and_never_hammers(
     assert len(pulls_of(s, "liza/t1")) == 1
     assert s.validation_errors() == []
     assert any("rate limit" in line for line in lines)
+
+
+def test_polling_is_conditional_an_unchanged_pull_request_is_a_304(
+        repo: Path, tmp_path: Path, github_standin: StandIn) -> None:
+    s = github_standin
+    make_board(repo)
+    setup_forge(repo, s)
+    submitted(repo, tmp_path, "t1")
+    bridge = Bridge(Liza.open(repo, "human"),
+                    GitHubForge(f"{s.owner}/{s.repo}", s.token, s.api_url), print, remote="forge")
+    for _ in range(3):
+        assert bridge.step().error is None
+    gets = [st for m, p, st in s.requests() if m == "GET" and p.endswith("/pulls/1/reviews")]
+    assert gets[0] == 200 and gets[1:] == [304, 304], gets  # revalidated with its ETag
+    assert s.validation_errors() == []
