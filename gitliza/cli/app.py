@@ -724,6 +724,17 @@ def forge_sync(once: bool = typer.Option(False, "--once", help="One pass, then e
     _run(_forge().sync, None, once=once, interval=interval)
 
 
+@forge_app.command("serve")
+def forge_serve(host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on."),
+                port: int = typer.Option(8765, "--port", help="Port for GitHub's webhooks."),
+                interval: float = typer.Option(300.0, "--interval",
+                                               help="Seconds between passes without a webhook.")
+                ) -> None:
+    """The bridge with a webhook receiver (X-Hub-Signature-256 checked; the secret from
+    $LIZA_FORGE_WEBHOOK_SECRET or git config liza.forgeWebhookSecret): a delivery wakes a pass."""
+    _run(_forge().serve, None, host=host, port=port, interval=interval)
+
+
 @app.command("hook-impl", context_settings={"ignore_unknown_options": True,
                                             "allow_extra_args": True}, hidden=True)
 def hook_impl(ctx: typer.Context, hook: str) -> None:

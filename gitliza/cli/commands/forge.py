@@ -85,7 +85,46 @@ def status(env: Env) -> int:
 
 def sync(env: Env, once: bool, interval: float) -> int:
     """The bridge loop for this clone, as the human; until a signal (or one pass with --once)."""
+    return _loop(env, once, interval, None)
+
+
+def serve(env: Env, host: str, port: int, interval: float) -> int:
+    """The bridge loop with a webhook receiver: a signed delivery wakes the next pass at once.
+    The secret is the environment's LIZA_FORGE_WEBHOOK_SECRET or `git config
+    liza.forgeWebhookSecret` (never the board's)."""
     import os
+    import threading
+
+    from gitliza.errors import MissingDependency
+    from gitliza.forge.webhook import Receiver
+    from gitliza.git.gitcmd import local_git
+    secret = os.environ.get(SECRET_ENV, "").strip()
+    if not secret:
+        got = local_git(env.path, "config", "--get", "liza.forgeWebhookSecret")
+        secret = got.stdout.strip() if got.returncode == 0 else ""
+    if not secret:
+        raise MissingDependency(f"no webhook secret: set ${SECRET_ENV} or `git config "
+                                "liza.forgeWebhookSecret SECRET` (the one given to GitHub)")
+    wake = threading.Event()
+    receiver = Receiver(host, port, secret.encode(), wake, _say).start()
+    _say(f"forge: webhooks on {receiver.url} (events: pull_request_review, check_run, status)")
+    try:
+        return _loop(env, False, interval, wake)
+    finally:
+        receiver.stop()
+
+
+SECRET_ENV = "LIZA_FORGE_WEBHOOK_SECRET"
+
+
+def _say(text: str) -> None:
+    sys.stderr.write(f"{safe(text)}\n")
+    sys.stderr.flush()
+
+
+def _loop(env: Env, once: bool, interval: float, wake: object) -> int:
+    import os
+    import threading
 
     from gitliza.forge.bridge import Bridge, try_lock
     from gitliza.forge.setup import open_forge
@@ -97,16 +136,12 @@ def sync(env: Env, once: bool, interval: float) -> int:
     if fd is None:
         raise ValidationError("another `git liza forge sync` runs for this clone",
                               hint="one bridge per clone: stop it first")
-
-    def say(text: str) -> None:
-        sys.stderr.write(f"{safe(text)}\n")
-        sys.stderr.flush()
     try:
         forge, source = open_forge(liza.board().config, repo_path(liza.repo))
         remote = _remote(liza)
-        say(f"forge: bridge for {liza.board().config.forge_repo} (token from {source}, "
-            f"pushing heads to {remote})")
-        bridge = Bridge(liza, forge, say, remote=remote, web_url=_web_url(liza))
+        _say(f"forge: bridge for {liza.board().config.forge_repo} (token from {source}, "
+             f"pushing heads to {remote})")
+        bridge = Bridge(liza, forge, _say, remote=remote, web_url=_web_url(liza))
         while True:
             done = bridge.step()
             for tid in done.opened:
@@ -114,7 +149,11 @@ def sync(env: Env, once: bool, interval: float) -> int:
             sys.stdout.flush()
             if once:
                 return 0 if done.error is None else 3
-            time.sleep(interval)
+            if isinstance(wake, threading.Event):
+                wake.wait(interval)  # a webhook delivery wakes it early
+                wake.clear()
+            else:
+                time.sleep(interval)
     except KeyboardInterrupt:
         return 130
     finally:
