@@ -293,17 +293,7 @@ def read_status(repo: object) -> dict[str, object] | None:
 
 
 def try_lock(repo: object) -> int | None:
-    """The clone's bridge lock (one bridge per clone), or None when another process holds it."""
-    import fcntl
-    d = common_dir(repo) / "liza"  # type: ignore[arg-type]
-    try:
-        d.mkdir(parents=True, exist_ok=True)
-        fd = os.open(d / LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    except OSError:
-        return None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        return None
-    return fd
+    """The clone's bridge lock (one bridge per clone), or None when another process holds it:
+    the remote follower's kind of lock (the kernel drops a dead holder's)."""
+    from gitliza.services.sync.follower import try_lock as lock
+    return lock(common_dir(repo) / "liza", LOCK)  # type: ignore[arg-type]

@@ -16,8 +16,7 @@ from gitliza.forge.github.client import GitHubForge
 from gitliza.services.api import Liza
 from tests.forge.harness import PrismGitHub
 from tests.forge.standin import StandIn
-from tests.forge.test_bridge_standin import pulls_of, setup_forge, submitted
-from tests.team.procs import make_board
+from tests.forge.test_bridge_standin import forge_board, pulls_of
 
 SHA = "6dcb09b5b57875f334f61aebed695e2e4193db5e"
 
@@ -77,9 +76,7 @@ def test_a_long_rate_limit_is_raised_with_its_reset_not_slept_in_the_request(
 def test_the_bridge_waits_out_a_rate_limit_and_never_hammers(
         repo: Path, tmp_path: Path, github_standin: StandIn) -> None:
     s = github_standin
-    make_board(repo)
-    setup_forge(repo, s)
-    submitted(repo, tmp_path, "t1")
+    forge_board(repo, tmp_path, s, "t1")
     liza = Liza.open(repo, "human")
     lines: list[str] = []
     bridge = Bridge(liza, GitHubForge(f"{s.owner}/{s.repo}", s.token, s.api_url), lines.append,
@@ -102,9 +99,7 @@ def test_the_bridge_waits_out_a_rate_limit_and_never_hammers(
 def test_polling_is_conditional_an_unchanged_pull_request_is_a_304(
         repo: Path, tmp_path: Path, github_standin: StandIn) -> None:
     s = github_standin
-    make_board(repo)
-    setup_forge(repo, s)
-    submitted(repo, tmp_path, "t1")
+    forge_board(repo, tmp_path, s, "t1")
     bridge = Bridge(Liza.open(repo, "human"),
                     GitHubForge(f"{s.owner}/{s.repo}", s.token, s.api_url), print, remote="forge")
     for _ in range(3):

@@ -17,7 +17,7 @@ import pytest
 
 from gitliza.forge.webhook import signed
 from tests.forge.standin import StandIn
-from tests.forge.test_bridge_standin import forge_env, setup_forge, submitted
+from tests.forge.test_bridge_standin import forge_board, forge_env
 from tests.team.procs import BIN, env_for, task_of, until
 
 SECRET = "s3cret-for-the-hooks"
@@ -54,10 +54,7 @@ def test_the_signature_rule() -> None:
 def test_signed_deliveries_wake_the_bridge_and_forged_ones_change_nothing(
         repo: Path, tmp_path: Path, github_standin: StandIn) -> None:
     s = github_standin
-    from tests.team.procs import make_board
-    make_board(repo)
-    setup_forge(repo, s)
-    submitted(repo, tmp_path, "t1")
+    forge_board(repo, tmp_path, s, "t1")
     port = free_port()
     log = open(tmp_path / "serve.log", "w")
     proc = subprocess.Popen([str(BIN / "git-liza"), "forge", "serve", "--port", str(port),
