@@ -109,3 +109,19 @@ def test_request_changes_becomes_the_humans_rejection_quoted(
     ok(sync_once(repo, s))  # the same review is not taken twice
     assert [h["event"] for h in task_of(repo, "t1")["history"]].count("rejected") == 1
     assert s.validation_errors() == []
+
+
+def test_an_approving_human_review_is_the_humans_vote_and_takes_the_pr_out_of_draft(
+        repo: Path, tmp_path: Path, github_standin: StandIn) -> None:
+    s = github_standin
+    forge_board(repo, tmp_path, s, "t1")
+    ok(sync_once(repo, s))
+    n = task_of(repo, "t1")["forge_pr"]
+    s.add_review(n, "APPROVED", "Looks good to me.")
+    ok(sync_once(repo, s))  # the vote (review_quorum 1: approved)
+    t = task_of(repo, "t1")
+    assert t["status"] == "APPROVED" and t["approved_by"] == "human"
+    ok(sync_once(repo, s))  # the board's approval: ready for review, labelled
+    [pr] = pulls_of(s, "liza/t1")
+    assert pr["draft"] is False and {x["name"] for x in pr["labels"]} == {"liza:approved"}
+    assert s.validation_errors() == []

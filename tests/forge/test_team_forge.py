@@ -139,6 +139,7 @@ def test_a_team_with_the_bridge_checks_and_a_human_review(
     assert world.error is None, world.error
     heads = sorted(p["head"]["ref"] for p in s.pulls())
     assert heads == [f"liza/{t}" for t in TASKS], (heads, logs)  # exactly one each
+    assert all(not p["draft"] for p in s.pulls())  # each was approved: out of draft
     t2 = history(repo, "t2")
     failed = [h for h in t2 if h.event == "integration_failed"]
     assert len(failed) == 1 and "'ci/test'" in failed[0].reason and "failure" in failed[0].reason
