@@ -1,8 +1,9 @@
 """The harness's tiny HTTP front: what the bridge talks to, in front of a real Prism.
 
     client -> Front (127.0.0.1, free port) -> Prism (mock, or proxy -> stand-in)
-                    \\-> /graphql, /api/graphql -> the stand-in directly (GraphQL: not in the
-                                                       REST description)
+                    \\-> /graphql, /api/graphql -> the stand-in directly, or answered by the
+                                                 front for the mock (graphql.py: GraphQL is
+                                                 not in the REST description)
 
 It records every exchange (method, path, status, and Prism's `sl-violations` header, the
 violations of that very request as JSON), and does what a test asks of "the network":
@@ -50,7 +51,7 @@ class Exchange:
     status: int
     violations: str = ""  # Prism's sl-violations header (JSON), when it sent one
     problems: list[str] = field(default_factory=list)  # from Prism's problem body, one a line
-    answered_by: str = "prism"  # "prism", "front" (refused here), "graphql" (the stand-in)
+    answered_by: str = "prism"  # "prism", "front" (refused here), "graphql" (not Prism)
     request_headers: dict[str, str] = field(default_factory=dict)
     response_headers: dict[str, str] = field(default_factory=dict)
 
@@ -66,10 +67,13 @@ class _Injection:
 
 class Front:
     def __init__(self, target: str, *, graphql_target: str | None = None,
+                 graphql_answer: Callable[[bytes], tuple[int, dict[str, str], bytes]]
+                 | None = None,
                  description: Description | None = None, rewrite_accept: bool = False,
                  on_exchange: Callable[[Exchange], None] | None = None) -> None:
         self._target = urlsplit(target)
         self._graphql = urlsplit(graphql_target) if graphql_target else None
+        self._graphql_answer = graphql_answer
         self._description = description
         self._rewrite_accept = rewrite_accept
         self._on_exchange = on_exchange
@@ -181,7 +185,8 @@ class Front:
         body = h.rfile.read(length) if length else b""
         path, _, query = h.path.partition("?")
         headers = {k: v for k, v in h.headers.items() if k.lower() not in HOP}
-        graphql = self._graphql is not None and path in GRAPHQL_PATHS
+        graphql = path in GRAPHQL_PATHS and (self._graphql is not None
+                                             or self._graphql_answer is not None)
         inj: _Injection | None = None
         if not graphql:
             with self._lock:
@@ -192,6 +197,9 @@ class Front:
                                                       retry_after=inj.retry_after,
                                                       status=inj.code)
             ex.answered_by = "front"
+        elif graphql and self._graphql_answer is not None:
+            status, rheaders, rbody = self._graphql_answer(body)
+            ex.answered_by = "graphql"
         else:
             if inj is not None:
                 headers = {k: v for k, v in headers.items() if k.lower() != "prefer"}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.forge import tools
+from tests.forge import graphql, tools
 from tests.forge.description import Description, load
 from tests.forge.front import Exchange, Front
 from tests.forge.prism import Prism, start_mock, start_proxy
@@ -35,8 +35,10 @@ class PrismGitHub:
         self.prism = prism
         self.description = description
         self._mark = prism.mark()
-        self.front = Front(prism.url, description=description, rewrite_accept=True)
+        self.front = Front(prism.url, description=description, rewrite_accept=True,
+                           graphql_answer=graphql.mock_answer)
         self.api_url = self.front.url
+        self.graphql_url = f"{self.front.url}/graphql"  # answered by the front (graphql.py)
         self.token = "ghp_harness_mock_token"  # Prism's mock checks no token (the description has
         #                                        no security schemes); any Bearer passes
 

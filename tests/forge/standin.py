@@ -50,6 +50,8 @@ from urllib.parse import parse_qs, quote, unquote
 
 from tests.forge import ratelimit
 from tests.forge.description import Description
+from tests.forge.graphql import not_answered as graphql_not_answered
+from tests.forge.graphql import ready_for_review as graphql_ready
 from tests.forge.prism import Prism
 
 Json = Any
@@ -708,25 +710,11 @@ def _status(w: World, m: re.Match[str], q: dict[str, str], body: Json, user: str
     return Reply(200, w.combined_status(w.resolve_ref(unquote(m["ref"]))))
 
 
-_READY = re.compile(r"markPullRequestReadyForReview")
-_INLINE_ID = re.compile(r"pullRequestId\s*:\s*\"([^\"]+)\"")
-
-
 def graphql(w: World, body: Json, user: str) -> Reply:
     """POST /graphql: the one mutation the bridge uses (REST cannot take a PR out of draft)."""
-    query = str((body or {}).get("query", ""))
-    variables = (body or {}).get("variables") or {}
-    if not _READY.search(query):
-        return Reply(200, {"errors": [{"message": "the stand-in answers only the mutation "
-                                       "markPullRequestReadyForReview"}]})
-    found = _INLINE_ID.search(query)
-    node = found.group(1) if found else None
-    if node is None:  # input:{pullRequestId: $id} or input: $input
-        for v in variables.values():
-            if isinstance(v, str):
-                node = v
-            elif isinstance(v, dict) and isinstance(v.get("pullRequestId"), str):
-                node = v["pullRequestId"]
+    ready, node = graphql_ready(body)
+    if not ready:
+        return Reply(200, graphql_not_answered())
     pr = next((p for p in w.prs.values() if p["node_id"] == node), None)
     if pr is None:
         return Reply(200, {"data": {"markPullRequestReadyForReview": None}, "errors": [{

@@ -78,6 +78,21 @@ def test_mock_rate_limits_with_githubs_headers(prism_github: PrismGitHub, kind: 
     assert prism_github.validation_errors() == []
 
 
+def test_mock_answers_the_ready_for_review_mutation(prism_github: PrismGitHub) -> None:
+    """GraphQL is not in the description: the mock's front answers the one mutation itself, so a
+    bridge using it leaves nothing in Prism's log; anything else is a GraphQL error."""
+    with client(prism_github.api_url) as c:
+        r = c.post(prism_github.graphql_url, json={
+            "query": "mutation($input: MarkPullRequestReadyForReviewInput!) { "
+                     "markPullRequestReadyForReview(input: $input) { pullRequest { isDraft } } }",
+            "variables": {"input": {"pullRequestId": "PR_x"}}})
+        assert r.json()["data"]["markPullRequestReadyForReview"]["pullRequest"]["id"] == "PR_x"
+        assert "errors" in c.post(prism_github.graphql_url,
+                                  json={"query": "{ viewer { login } }"}).json()
+    assert prism_github.validation_errors() == []
+    assert [e.answered_by for e in prism_github.exchanges()] == ["graphql", "graphql"]
+
+
 def test_mock_down_refuses_connections_then_comes_back(prism_github: PrismGitHub) -> None:
     with client(prism_github.api_url) as c:
         assert c.get("/rate_limit").status_code == 200
