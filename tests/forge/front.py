@@ -61,7 +61,7 @@ class _Injection:
     code: int
     dynamic: bool = False
     rate_limit: str | None = None  # "primary"/"secondary": add GitHub's headers, or answer
-    reset_in: float = 60.0
+    reset_in: float = 3.0
     retry_after: int = 1
 
 
@@ -93,7 +93,7 @@ class Front:
         with self._lock:
             self._queue.extend(_Injection(code, dynamic) for _ in range(n))
 
-    def rate_limited(self, n: int = 1, kind: str = "primary", *, reset_in: float = 60.0,
+    def rate_limited(self, n: int = 1, kind: str = "primary", *, reset_in: float = 3.0,
                      retry_after: int = 1, status: int | None = None) -> None:
         code, _, _ = ratelimit.answer(kind, status=status)
         with self._lock:

@@ -56,7 +56,7 @@ class PrismGitHub:
         generated at random from the schema if `dynamic`."""
         self.front.prefer(code, n, dynamic)
 
-    def rate_limited(self, n: int = 1, kind: str = "primary", *, reset_in: float = 60.0,
+    def rate_limited(self, n: int = 1, kind: str = "primary", *, reset_in: float = 3.0,
                      retry_after: int = 1, status: int | None = None) -> None:
         """The next n requests get GitHub's rate-limit refusal (403 primary with
         x-ratelimit-remaining 0 and x-ratelimit-reset; 429 secondary with retry-after)."""

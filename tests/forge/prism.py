@@ -17,8 +17,10 @@ where in its "Prism is listening on http://127.0.0.1:PORT" line, which is also w
 """
 from __future__ import annotations
 
+import ctypes
 import os
 import re
+import signal
 import subprocess
 import threading
 import time
@@ -34,6 +36,13 @@ START_TIMEOUT = 180.0  # the full description takes ~10 s on a quiet 2-core mach
 _LINE = re.compile(r"›\s+\[(?P<name>[A-Z ]+)\]\s*(?P<req>[a-z]+ \S+)?\s+\S+\s+"
                    r"(?P<level>[a-z]+)\s+(?P<msg>.*)$")
 _LISTENING = re.compile(r"Prism is listening on (http://\S+)")
+
+
+def _die_with_parent() -> None:
+    """Prism ends when the pytest process that started it ends, however it ends (a killed
+    xdist worker would otherwise leave a 300 MB node process listening forever)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 @dataclass(frozen=True)
@@ -65,7 +74,7 @@ class Prism:
         self._proc = subprocess.Popen(
             [str(prism), *argv, "--host", "127.0.0.1", "--port", "0", "--errors"],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            env=env, start_new_session=True)
+            env=env, start_new_session=True, preexec_fn=_die_with_parent)
         self._reader = threading.Thread(target=self._read, daemon=True, name="prism-log")
         self._reader.start()
         deadline = time.monotonic() + START_TIMEOUT

@@ -2,7 +2,9 @@
 API", API version 2022-11-28), for the fronts and the stand-in to give when a test says so.
 
 - primary: 403 (GitHub may also say 429), `x-ratelimit-remaining: 0`, `x-ratelimit-reset` (epoch
-  seconds when the window resets), limit/used/resource; a client waits until the reset.
+  seconds when the window resets), limit/used/resource; a client waits until the reset. GitHub's
+  window resets within the hour; the harness's default is a few seconds (`reset_in`), so a test
+  of a client that waits does not wait long.
 - secondary: 429 (GitHub may also say 403), `retry-after` (seconds); a client waits that long.
 
 GitHub's OpenAPI description declares none of these headers on the contract's endpoints (only
@@ -18,7 +20,7 @@ DOCS = "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api"
 LIMIT = 5000
 
 
-def answer(kind: str, *, reset_in: float = 60.0, retry_after: int = 1, status: int | None = None,
+def answer(kind: str, *, reset_in: float = 3.0, retry_after: int = 1, status: int | None = None,
            now: float | None = None) -> tuple[int, dict[str, str], bytes]:
     """(status, headers, body) of GitHub's rate-limit refusal of `kind` ("primary"/"secondary")."""
     now = time.time() if now is None else now

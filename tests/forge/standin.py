@@ -115,6 +115,8 @@ class World:
         self.repo_id = 700000 + (int(hashlib.sha256(f"{owner}/{repo}".encode()).hexdigest(), 16)
                                  % 100000)
         self.created = time.time()
+        head = _git(bare, "symbolic-ref", "--short", "HEAD", check=False).stdout.strip()
+        self.default_branch = head or "main"
         self._ids = 1000
         self.next_number = 1
         self.prs: dict[int, dict[str, Json]] = {}
@@ -179,7 +181,7 @@ class World:
             "git_url": f"git://github.com/{self.owner}/{self.repo}.git",
             "ssh_url": f"git@github.com:{self.owner}/{self.repo}.git",
             "clone_url": f"{html}.git", "svn_url": html, "mirror_url": None,
-            "default_branch": "main", "created_at": iso(self.created),
+            "default_branch": self.default_branch, "created_at": iso(self.created),
             "updated_at": iso(self.created), "pushed_at": iso(self.created),
             "open_issues": open_prs, "open_issues_count": open_prs, "size": 1,
             "forks": 0, "forks_count": 0, "watchers": 0, "watchers_count": 0,
@@ -912,7 +914,7 @@ class StandIn:
 
     # -- switches ----------------------------------------------------------------------------------
 
-    def rate_limited(self, n: int = 1, kind: str = "primary", *, reset_in: float = 60.0,
+    def rate_limited(self, n: int = 1, kind: str = "primary", *, reset_in: float = 3.0,
                      retry_after: int = 1) -> None:
         """The next n requests that reach the stand-in are refused as GitHub's rate limiter
         refuses (403 + x-ratelimit-remaining 0 + x-ratelimit-reset; 429 + retry-after)."""
