@@ -15,6 +15,7 @@ violations of that very request as JSON), and does what a test asks of "the netw
   the front adds GitHub's rate-limit headers the description does not declare; elsewhere the front
   answers itself (Prism would only say the code is not in the document). Used with the mock; the
   stand-in refuses by itself, behind Prism's proxy;
+- `server_error(n, code)`: the same for a 5xx (Prism's where declared, else GitHub's JSON);
 - `down(seconds)` / `up()`: the listening socket is closed and open connections are cut, so a
   client gets "connection refused", as when the forge is unreachable.
 With `rewrite_accept` (the mock), GitHub's media type `application/vnd.github+json` (which GitHub
@@ -60,7 +61,7 @@ class Exchange:
 class _Injection:
     code: int
     dynamic: bool = False
-    rate_limit: str | None = None  # "primary"/"secondary": add GitHub's headers, or answer
+    kind: str | None = None  # "primary"/"secondary"/"server": GitHub's refusal (ratelimit.py)
     reset_in: float = 3.0
     retry_after: int = 1
 
@@ -99,6 +100,12 @@ class Front:
         with self._lock:
             self._queue.extend(_Injection(code, False, kind, reset_in, retry_after)
                                for _ in range(n))
+
+    def server_error(self, n: int = 1, code: int = 502) -> None:
+        """The next n requests fail with `code`: Prism's answer where the operation declares
+        it, else GitHub's JSON for a server error, from the front."""
+        with self._lock:
+            self._queue.extend(_Injection(code, False, "server") for _ in range(n))
 
     def down(self, seconds: float | None = None) -> None:
         """Refuse connections (for `seconds`, then up again by itself; None: until `up()`)."""
@@ -192,10 +199,10 @@ class Front:
             with self._lock:
                 inj = self._queue.popleft() if self._queue else None
         ex = Exchange(h.command, path, query, 0, request_headers=dict(headers))
-        if inj is not None and inj.rate_limit and not self._declared(h.command, path, inj.code):
-            status, rheaders, rbody = ratelimit.answer(inj.rate_limit, reset_in=inj.reset_in,
-                                                      retry_after=inj.retry_after,
-                                                      status=inj.code)
+        if inj is not None and inj.kind and not self._declared(h.command, path, inj.code):
+            status, rheaders, rbody = ratelimit.refusal(inj.kind, inj.code,
+                                                        reset_in=inj.reset_in,
+                                                        retry_after=inj.retry_after)
             ex.answered_by = "front"
         elif graphql and self._graphql_answer is not None:
             status, rheaders, rbody = self._graphql_answer(body)
@@ -211,9 +218,9 @@ class Front:
             status, rheaders, rbody = _forward(target, h.command, h.path, headers, body)
             if graphql:
                 ex.answered_by = "graphql"
-            if inj is not None and inj.rate_limit:
-                _, extra, _ = ratelimit.answer(inj.rate_limit, reset_in=inj.reset_in,
-                                               retry_after=inj.retry_after, status=inj.code)
+            if inj is not None and inj.kind in ("primary", "secondary"):
+                _, extra, _ = ratelimit.refusal(inj.kind, inj.code, reset_in=inj.reset_in,
+                                                retry_after=inj.retry_after)
                 extra.pop("content-type", None)
                 rheaders.update(extra)
         ex.status = status

@@ -63,6 +63,11 @@ class PrismGitHub:
         self.front.rate_limited(n, kind, reset_in=reset_in, retry_after=retry_after,
                                 status=status)
 
+    def server_error(self, n: int = 1, code: int = 502) -> None:
+        """The next n requests fail with `code` (Prism's declared answer, or GitHub's JSON for a
+        server error where the operation declares none)."""
+        self.front.server_error(n, code)
+
     def down(self, seconds: float | None = None) -> None:
         self.front.down(seconds)
 

@@ -48,6 +48,21 @@ def answer(kind: str, *, reset_in: float = 3.0, retry_after: int = 1, status: in
     return code, headers, body.encode()
 
 
+SERVER_MESSAGES = {500: "Server Error", 502: "Server Error", 503: "Service Unavailable",
+                   504: "We couldn't respond to your request in time. Sorry about that."}
+
+
+def refusal(kind: str, code: int, *, reset_in: float = 3.0,
+            retry_after: int = 1) -> tuple[int, dict[str, str], bytes]:
+    """A rate-limit refusal (`kind` primary/secondary) or, for kind "server", GitHub's JSON
+    answer for a server error `code` (its load balancers answer 5xx with {"message": ...})."""
+    if kind != "server":
+        return answer(kind, reset_in=reset_in, retry_after=retry_after, status=code)
+    body = json.dumps({"message": SERVER_MESSAGES.get(code, "Server Error"),
+                       "documentation_url": "https://docs.github.com/rest", "status": str(code)})
+    return code, {"content-type": "application/json; charset=utf-8"}, body.encode()
+
+
 def ok_headers(remaining: int = LIMIT - 1, now: float | None = None) -> dict[str, str]:
     """The x-ratelimit-* headers GitHub puts on every answer that was not refused."""
     now = time.time() if now is None else now

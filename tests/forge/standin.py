@@ -127,7 +127,7 @@ class World:
         self.check_runs: dict[str, list[Json]] = {}  # sha -> in order added
         self.statuses: dict[str, list[Json]] = {}
         self.remaining = ratelimit.LIMIT
-        self.refusals: deque[tuple[str, float, int]] = deque()
+        self.refusals: deque[tuple[str, int, float, int]] = deque()  # kind, code, reset, retry
         self.webhooks: list[tuple[str, str]] = []
         self.deliveries: list[tuple[str, int]] = []  # (event, status the receiver answered)
 
@@ -794,9 +794,9 @@ class StandInServer:
                                "Requires authentication", "documentation_url": DOCS,
                                "status": "401"})
         if w.refusals:
-            kind, reset_in, retry_after = w.refusals.popleft()
-            status, headers, refusal = ratelimit.answer(kind, reset_in=reset_in,
-                                                        retry_after=retry_after)
+            kind, code, reset_in, retry_after = w.refusals.popleft()
+            status, headers, refusal = ratelimit.refusal(kind, code, reset_in=reset_in,
+                                                         retry_after=retry_after)
             headers.pop("content-type", None)
             return Reply(status, json.loads(refusal), headers)
         try:
@@ -918,9 +918,14 @@ class StandIn:
                      retry_after: int = 1) -> None:
         """The next n requests that reach the stand-in are refused as GitHub's rate limiter
         refuses (403 + x-ratelimit-remaining 0 + x-ratelimit-reset; 429 + retry-after)."""
-        ratelimit.answer(kind)  # a wrong kind fails here, in the test
+        code, _, _ = ratelimit.answer(kind)  # a wrong kind fails here, in the test
         with self.world.lock:
-            self.world.refusals.extend((kind, reset_in, retry_after) for _ in range(n))
+            self.world.refusals.extend((kind, code, reset_in, retry_after) for _ in range(n))
+
+    def server_error(self, n: int = 1, code: int = 502) -> None:
+        """The next n requests that reach the stand-in fail with `code` and GitHub's JSON."""
+        with self.world.lock:
+            self.world.refusals.extend(("server", code, 0.0, 0) for _ in range(n))
 
     def down(self, seconds: float | None = None) -> None:
         """Connections to api_url/graphql_url are refused (for `seconds`; None: until up())."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import subprocess
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -76,6 +78,28 @@ def test_mock_rate_limits_with_githubs_headers(prism_github: PrismGitHub, kind: 
         assert c.get(path).status_code == 200
     assert prism_github.exchanges()[0].answered_by == by
     assert prism_github.validation_errors() == []
+
+
+@pytest.mark.parametrize("path,by", [("/repos/o/r/pulls/1", "prism"),  # declares 503
+                                     ("/repos/o/r/issues/1/labels", "front")])  # does not
+def test_mock_server_errors(prism_github: PrismGitHub, path: str, by: str) -> None:
+    prism_github.server_error(2, 503)
+    with client(prism_github.api_url) as c:
+        assert [c.get(path).status_code for _ in range(3)] == [503, 503, 200]
+    assert [e.answered_by for e in prism_github.exchanges()] == [by, by, "prism"]
+    assert prism_github.validation_errors() == []
+
+
+def test_tools_say_in_one_line_why_they_are_missing(tmp_path: Path) -> None:
+    """Without npm the install says why in one line and exits 0 (CI goes on; the forge tests
+    skip with that line)."""
+    env = {"PATH": str(tmp_path), "HOME": str(tmp_path),
+           "GITLIZA_FORGE_TOOLS_CACHE": str(tmp_path / "cache")}
+    r = subprocess.run([sys.executable, "-m", "tests.forge.tools"], env=env, text=True,
+                       capture_output=True, timeout=60, cwd=Path(__file__).parents[2])
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count("\n") == 1 and "needs node and npm" in r.stdout, r.stdout
+    assert "@stoplight/prism-cli 5.16.0" in r.stdout
 
 
 def test_mock_answers_the_ready_for_review_mutation(prism_github: PrismGitHub) -> None:
@@ -277,6 +301,9 @@ def test_standin_rate_limit_switch(github_standin: StandIn, kind: str, status: i
                 assert r.headers["x-ratelimit-remaining"] == "0"
         ok = c.get(url, params={"state": "all"})
         assert ok.status_code == 200 and int(ok.headers["x-ratelimit-remaining"]) > 0
+    s.server_error(1, 502)
+    with standin_client(s) as c:
+        assert c.get(f"/repos/{s.owner}/{s.repo}/pulls/1").status_code == 502
     # The refusals went through Prism's proxy: GET /pulls declares neither 403 nor 429, which
     # Prism's proxy says as a warning (an undeclared 2xx would be an error).
     assert s.validation_errors() == []
