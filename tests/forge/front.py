@@ -18,6 +18,8 @@ violations of that very request as JSON), and does what a test asks of "the netw
 - `server_error(n, code)`: the same for a 5xx (Prism's where declared, else GitHub's JSON);
 - `down(seconds)` / `up()`: the listening socket is closed and open connections are cut, so a
   client gets "connection refused", as when the forge is unreachable.
+It also serves GitHub Enterprise Server's layout (`ghes_url`: REST under /api/v3, GraphQL at
+/api/graphql), so a test can give a client a GHES-style base URL.
 With `rewrite_accept` (the mock), GitHub's media type `application/vnd.github+json` (which GitHub
 tells clients to send, and answers with `application/json`) is sent to Prism as
 `application/json`: the description declares only `application/json`, and Prism's mock answers
@@ -41,6 +43,7 @@ from tests.forge.description import Description
 HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer",
        "upgrade", "content-length", "host", "date", "server"}
 GRAPHQL_PATHS = ("/graphql", "/api/graphql")
+GHES_PREFIX = "/api/v3"
 FORWARD_TIMEOUT = 120.0
 
 
@@ -87,6 +90,7 @@ class Front:
         self.port = 0
         self._serve()
         self.url = f"http://127.0.0.1:{self.port}"
+        self.ghes_url = f"{self.url}{GHES_PREFIX}"
 
     # -- what a test asks --------------------------------------------------------------------------
 
@@ -190,7 +194,11 @@ class Front:
     def _handle(self, h: BaseHTTPRequestHandler) -> None:
         length = int(h.headers.get("content-length") or 0)
         body = h.rfile.read(length) if length else b""
-        path, _, query = h.path.partition("?")
+        target_path = h.path
+        if target_path.startswith(GHES_PREFIX + "/"):
+            # GitHub Enterprise Server's layout: REST under /api/v3, GraphQL at /api/graphql
+            target_path = target_path[len(GHES_PREFIX):]
+        path, _, query = target_path.partition("?")
         headers = {k: v for k, v in h.headers.items() if k.lower() not in HOP}
         graphql = path in GRAPHQL_PATHS and (self._graphql is not None
                                              or self._graphql_answer is not None)
@@ -215,7 +223,7 @@ class Front:
                 headers = {k: (_json_accept(v) if k.lower() == "accept" else v)
                            for k, v in headers.items()}
             target = self._graphql if graphql and self._graphql else self._target
-            status, rheaders, rbody = _forward(target, h.command, h.path, headers, body)
+            status, rheaders, rbody = _forward(target, h.command, target_path, headers, body)
             if graphql:
                 ex.answered_by = "graphql"
             if inj is not None and inj.kind in ("primary", "secondary"):

@@ -39,6 +39,7 @@ class PrismGitHub:
                            graphql_answer=graphql.mock_answer)
         self.api_url = self.front.url
         self.graphql_url = f"{self.front.url}/graphql"  # answered by the front (graphql.py)
+        self.ghes_api_url = self.front.ghes_url  # GHES's layout: REST /api/v3, /api/graphql
         self.token = "ghp_harness_mock_token"  # Prism's mock checks no token (the description has
         #                                        no security schemes); any Bearer passes
 

@@ -126,6 +126,7 @@ class Prism:
         description does not have and wait for its last line (the refusal); every earlier
         request's lines came before it."""
         token = f"{SYNC}{uuid.uuid4().hex}"
+        start = self.mark()
         try:
             urllib.request.urlopen(f"{self.url}{token}", timeout=60).close()
         except urllib.error.HTTPError:
@@ -133,7 +134,7 @@ class Prism:
         deadline = time.monotonic() + 60
         with self._cond:
             while not any(token in x.request and x.level in ("error", "warning")
-                          for x in self._lines[-50:]):
+                          for x in self._lines[start:]):
                 left = deadline - time.monotonic()
                 if left <= 0 or self._proc.poll() is not None:
                     raise PrismError(f"Prism's log did not show the sync request {token}")

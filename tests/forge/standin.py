@@ -860,6 +860,7 @@ class StandIn:
         self.front = Front(proxy.url, graphql_target=server.url)
         self.api_url = self.front.url
         self.graphql_url = f"{self.front.url}/graphql"
+        self.ghes_api_url = self.front.ghes_url  # GHES's layout: REST /api/v3, /api/graphql
         self.world = World(description, bare, owner, repo, token, self.api_url)
         if server.world is not None:
             raise RuntimeError("one github_standin at a time per pytest process")
