@@ -151,6 +151,19 @@ class Front:
         with self._lock:
             return list(self._exchanges)
 
+    def errors(self) -> list[str]:
+        """Per request, "METHOD /path: location message" for each violation of severity Error
+        Prism reported to the client (its `sl-violations` header and the problem body of its
+        422/500 answers): what Prism's log says, with the request named."""
+        out = []
+        for e in self.exchanges():
+            seen = set()
+            for v in _header_violations(e.violations) + e.problems:
+                if v not in seen:
+                    seen.add(v)
+                    out.append(f"{e.method} {e.path}: {v}")
+        return out
+
     def close(self) -> None:
         self.down()
 
@@ -258,6 +271,15 @@ class Front:
         return op is not None and op.declares(code)
 
 
+def _header_violations(header: str) -> list[str]:
+    try:
+        found = json.loads(header) if header.startswith("[") else []
+    except ValueError:
+        return []
+    return [f"{'.'.join(map(str, v.get('location', [])))} {v.get('message', '')}"
+            for v in found if isinstance(v, dict) and v.get("severity") == "Error"]
+
+
 def _violations_problem(headers: dict[str, str], body: bytes) -> list[str]:
     """The violations in Prism's `--errors` answer to an invalid response, or the proxy's to an
     invalid request (its log says only "Request/Response not valid" or "Invalid request"; the
@@ -272,8 +294,14 @@ def _violations_problem(headers: dict[str, str], body: bytes) -> list[str]:
     kinds = ("VIOLATIONS", "UNPROCESSABLE_ENTITY")  # an invalid response; an invalid request
     if not isinstance(problem, dict) or not str(problem.get("type", "")).endswith(kinds):
         return []
-    return [f"{'.'.join(map(str, v.get('location', [])))} {v.get('message', '')}"
-            for v in problem.get("validation", []) if isinstance(v, dict)]
+    out = []
+    for v in problem.get("validation", []):
+        if isinstance(v, dict):
+            where = [str(x) for x in v.get("location", [])]
+            if where[:1] not in (["request"], ["response"]):
+                where.insert(0, "request")  # the proxy's 422 leaves the side out
+            out.append(f"{'.'.join(where)} {v.get('message', '')}")
+    return out
 
 
 def _json_accept(value: str) -> str:

@@ -949,8 +949,7 @@ class StandIn:
     def validation_errors(self) -> list[str]:
         """Prism's log lines at level error since this stand-in began (request and response
         violations, requests Prism refused), with the details of its 500 VIOLATIONS answers."""
-        return self._prism.errors(self._mark) + [
-            f"{e.method} {e.path}: {p}" for e in self.front.exchanges() for p in e.problems]
+        return self._prism.errors(self._mark) + self.front.errors()
 
     def validation_warnings(self) -> list[str]:
         return list(self._prism.warnings(self._mark))

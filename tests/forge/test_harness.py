@@ -35,6 +35,8 @@ def test_mock_reports_a_request_that_violates_the_description(prism_github: Pris
     assert r.status_code == 422
     errors = prism_github.validation_errors()
     assert any("required property 'head'" in e for e in errors), errors
+    assert "POST /repos/o/r/pulls: request.body Request body must have required property " \
+           "'head'" in errors  # the request named
 
 
 def test_mock_answers_a_valid_request_without_errors(prism_github: PrismGitHub) -> None:
@@ -248,7 +250,8 @@ def test_standin_answer_that_violates_the_description_is_reported(
         r = c.post(f"/repos/{s.owner}/{s.repo}/pulls", json={"title": "t", "head": "liza/t-1",
                                                              "base": "main"})
     assert r.status_code == 500
-    assert any("node_id" in e for e in s.validation_errors()), s.validation_errors()
+    assert f"POST /repos/{s.owner}/{s.repo}/pulls: response.body Response body must have " \
+           "required property 'node_id'" in s.validation_errors(), s.validation_errors()
 
 
 def test_standin_request_that_violates_the_description_is_reported(
@@ -257,8 +260,8 @@ def test_standin_request_that_violates_the_description_is_reported(
     with standin_client(s) as c:
         r = c.post(f"/repos/{s.owner}/{s.repo}/pulls", json={"title": "t", "base": "main"})
     assert r.status_code == 422
-    assert any("required property 'head'" in e for e in s.validation_errors()), \
-        s.validation_errors()
+    assert f"POST /repos/{s.owner}/{s.repo}/pulls: request.body Request body must have " \
+           "required property 'head'" in s.validation_errors(), s.validation_errors()
     assert s.world.prs == {}  # Prism refused it: the stand-in never saw it
 
 
