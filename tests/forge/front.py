@@ -33,11 +33,12 @@ import socket
 import threading
 from collections import deque
 from dataclasses import dataclass, field
+from pathlib import Path
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
-from tests.forge import ratelimit
+from tests.forge import graphql, ratelimit
 from tests.forge.description import Description
 
 HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer",
@@ -58,6 +59,7 @@ class Exchange:
     answered_by: str = "prism"  # "prism", "front" (refused here), "graphql" (not Prism)
     request_headers: dict[str, str] = field(default_factory=dict)
     response_headers: dict[str, str] = field(default_factory=dict)
+    request_body: bytes = b""  # kept for GraphQL requests (checked against GitHub's schema)
 
 
 @dataclass
@@ -151,17 +153,23 @@ class Front:
         with self._lock:
             return list(self._exchanges)
 
-    def errors(self) -> list[str]:
+    def errors(self, npm_root: Path | None = None) -> list[str]:
         """Per request, "METHOD /path: location message" for each violation of severity Error
         Prism reported to the client (its `sl-violations` header and the problem body of its
-        422/500 answers): what Prism's log says, with the request named."""
+        422/500 answers): what Prism's log says, with the request named. With `npm_root`, also
+        what GitHub's GraphQL schema finds wrong in each GraphQL request."""
         out = []
-        for e in self.exchanges():
+        exchanges = self.exchanges()
+        for e in exchanges:
             seen = set()
             for v in _header_violations(e.violations) + e.problems:
                 if v not in seen:
                     seen.add(v)
                     out.append(f"{e.method} {e.path}: {v}")
+        if npm_root is not None:
+            asked = [e for e in exchanges if e.answered_by == "graphql"]
+            for e, found in zip(asked, graphql.check(npm_root, [e.request_body for e in asked])):
+                out.extend(f"{e.method} {e.path}: GraphQL: {msg}" for msg in found)
         return out
 
     def close(self) -> None:
@@ -219,7 +227,8 @@ class Front:
         if not graphql:
             with self._lock:
                 inj = self._queue.popleft() if self._queue else None
-        ex = Exchange(h.command, path, query, 0, request_headers=dict(headers))
+        ex = Exchange(h.command, path, query, 0, request_headers=dict(headers),
+                      request_body=body if graphql else b"")
         if inj is not None and inj.kind and not self._declared(h.command, path, inj.code):
             status, rheaders, rbody = ratelimit.refusal(inj.kind, inj.code,
                                                         reset_in=inj.reset_in,

@@ -46,7 +46,7 @@ class PrismGitHub:
     def validation_errors(self) -> list[str]:
         """Prism's log lines at level error since this test began: request/response violations
         and requests Prism refused. A test asserts this is empty."""
-        return self.prism.errors(self._mark) + self.front.errors()
+        return self.prism.errors(self._mark) + self.front.errors(tools.npm_root())
 
     def validation_warnings(self) -> list[str]:
         return self.prism.warnings(self._mark)

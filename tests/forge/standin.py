@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import parse_qs, quote, unquote
 
-from tests.forge import ratelimit
+from tests.forge import ratelimit, tools
 from tests.forge.description import Description
 from tests.forge.graphql import not_answered as graphql_not_answered
 from tests.forge.graphql import ready_for_review as graphql_ready
@@ -949,7 +949,7 @@ class StandIn:
     def validation_errors(self) -> list[str]:
         """Prism's log lines at level error since this stand-in began (request and response
         violations, requests Prism refused), with the details of its 500 VIOLATIONS answers."""
-        return self._prism.errors(self._mark) + self.front.errors()
+        return self._prism.errors(self._mark) + self.front.errors(tools.npm_root())
 
     def validation_warnings(self) -> list[str]:
         return list(self._prism.warnings(self._mark))

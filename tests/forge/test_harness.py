@@ -119,6 +119,26 @@ def test_mock_answers_the_ready_for_review_mutation(prism_github: PrismGitHub) -
     assert [e.answered_by for e in prism_github.exchanges()] == ["graphql", "graphql"]
 
 
+def test_graphql_requests_are_checked_against_githubs_schema(prism_github: PrismGitHub) -> None:
+    """Prism cannot check GraphQL; GitHub's published GraphQL schema can: a field PullRequest
+    does not have, or a variable of the wrong type, is a validation error."""
+    mutation = ("mutation($input: MarkPullRequestReadyForReviewInput!) { "
+                "markPullRequestReadyForReview(input: $input) { pullRequest { %s } } }")
+    with client(prism_github.api_url) as c:
+        c.post(prism_github.graphql_url, json={"query": mutation % "isDraft",
+                                              "variables": {"input": {"pullRequestId": "PR_1"}}})
+        assert prism_github.validation_errors() == []
+        c.post(prism_github.graphql_url, json={"query": mutation % "draft",
+                                              "variables": {"input": {"pullRequestId": "PR_1"}}})
+        c.post(prism_github.graphql_url, json={"query": mutation % "isDraft",
+                                              "variables": {"input": {"id": "PR_1"}}})
+    errors = prism_github.validation_errors()
+    assert all(e.startswith("POST /graphql: GraphQL: ") for e in errors), errors
+    assert 'Cannot query field "draft" on type "PullRequest"' in errors[0]
+    assert any('Field "id" is not defined by type "MarkPullRequestReadyForReviewInput"' in e
+               for e in errors[1:]), errors
+
+
 def test_mock_down_refuses_connections_then_comes_back(prism_github: PrismGitHub) -> None:
     with client(prism_github.api_url) as c:
         assert c.get("/rate_limit").status_code == 200
