@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SYNC = "/__harness_sync/"
+# Straight to 127.0.0.1 whatever http_proxy the environment sets (urllib would honour it).
+DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 START_TIMEOUT = 180.0  # the full description takes ~10 s on a quiet 2-core machine
 
 _LINE = re.compile(r"›\s+\[(?P<name>[A-Z ]+)\]\s*(?P<req>[a-z]+ \S+)?\s+\S+\s+"
@@ -128,7 +130,7 @@ class Prism:
         token = f"{SYNC}{uuid.uuid4().hex}"
         start = self.mark()
         try:
-            urllib.request.urlopen(f"{self.url}{token}", timeout=60).close()
+            DIRECT.open(f"{self.url}{token}", timeout=60).close()
         except urllib.error.HTTPError:
             pass  # Prism's 404: the path is not in the description, as meant
         deadline = time.monotonic() + 60

@@ -52,7 +52,7 @@ from tests.forge import ratelimit, tools
 from tests.forge.description import Description
 from tests.forge.graphql import not_answered as graphql_not_answered
 from tests.forge.graphql import ready_for_review as graphql_ready
-from tests.forge.prism import Prism
+from tests.forge.prism import DIRECT, Prism
 
 Json = Any
 DOCS = "https://docs.github.com/rest"
@@ -547,7 +547,7 @@ class World:
                 "X-GitHub-Event": event, "X-GitHub-Delivery": str(uuid.uuid4()),
                 "X-GitHub-Hook-ID": "1", "X-Hub-Signature-256": sig})
             try:
-                with urllib.request.urlopen(req, timeout=30) as resp:
+                with DIRECT.open(req, timeout=30) as resp:
                     code = resp.status
             except urllib.error.HTTPError as e:
                 code = e.code

@@ -26,7 +26,7 @@ HEADERS = {"Authorization": "Bearer t", "Accept": "application/vnd.github+json",
 
 
 def client(url: str) -> httpx.Client:
-    return httpx.Client(base_url=url, headers=HEADERS, timeout=60)
+    return httpx.Client(base_url=url, headers=HEADERS, timeout=60, trust_env=False)
 
 
 def test_mock_reports_a_request_that_violates_the_description(prism_github: PrismGitHub) -> None:
@@ -172,7 +172,7 @@ def push_branch(bare: Path, branch: str, files: dict[str, str], base: str | None
 
 
 def standin_client(s: StandIn) -> httpx.Client:
-    return httpx.Client(base_url=s.api_url, timeout=60, headers={**HEADERS,
+    return httpx.Client(base_url=s.api_url, timeout=60, trust_env=False, headers={**HEADERS,
                         "Authorization": f"Bearer {s.token}"})
 
 
@@ -377,7 +377,7 @@ def test_standin_refuses_what_github_refuses(github_standin: StandIn) -> None:
         own = c.post(f"{pulls}/1/reviews", json={"event": "APPROVE", "body": "ok"})
         assert own.status_code == 422
         with httpx.Client(base_url=s.api_url, headers={**HEADERS,
-                          "Authorization": "Bearer wrong"}, timeout=60) as bad:
+                          "Authorization": "Bearer wrong"}, timeout=60, trust_env=False) as bad:
             assert bad.get(f"/repos/{s.owner}/{s.repo}").status_code == 401
         assert c.get(f"/repos/{s.owner}/other").status_code == 404
     assert [n for n in s.world.prs] == [1]
