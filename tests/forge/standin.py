@@ -130,6 +130,7 @@ class World:
         self.refusals: deque[tuple[str, int, float, int]] = deque()  # kind, code, reset, retry
         self.webhooks: list[tuple[str, str]] = []
         self.deliveries: list[tuple[str, int]] = []  # (event, status the receiver answered)
+        self.sent: list[tuple[str, str, Json]] = []  # (event, its schema, payload)
 
     # -- small builders ----------------------------------------------------------------------------
 
@@ -141,8 +142,8 @@ class World:
         raw = f"{self.repo_id}:{n}".encode()
         return f"{prefix}_kwDO{base64.b64encode(raw).decode().rstrip('=')}"
 
-    def fill(self, schema: str, values: Json) -> Json:
-        return merge_into(self.d.sample(self.d.schema(schema)), values)
+    def fill(self, schema: str, values: Json, objects: bool = False) -> Json:
+        return merge_into(self.d.sample(self.d.schema(schema), objects=objects), values)
 
     def user(self, login: str) -> Json:
         uid = 1 + int(hashlib.sha256(login.encode()).hexdigest(), 16) % 10_000_000
@@ -210,6 +211,24 @@ class World:
         r = _git(self.bare, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}^{{commit}}",
                  check=False)
         return r.stdout.strip() if r.returncode == 0 else None
+
+    def commit_of(self, sha: str) -> Json:
+        """The commit as a webhook carries it (the `status` event's `commit`)."""
+        r = _git(self.bare, "log", "-1", "--format=%an%x00%ae%x00%aI%x00%cn%x00%ce%x00%cI%x00%T"
+                 "%x00%B", sha, check=False)
+        parts = r.stdout.split("\0") if r.returncode == 0 else []
+        if len(parts) < 8:
+            return {"sha": sha}
+        an, ae, ad, cn, ce, cd, tree, message = parts[:8]
+        url = f"{self.api}/repos/{self.owner}/{self.repo}"
+        return {"sha": sha, "node_id": self.node_id("C", int(sha[:7], 16)),
+                "url": f"{url}/commits/{sha}",
+                "html_url": f"https://github.com/{self.owner}/{self.repo}/commit/{sha}",
+                "commit": {"author": {"name": an, "email": ae, "date": ad},
+                           "committer": {"name": cn, "email": ce, "date": cd},
+                           "message": message.strip(), "tree": {"sha": tree,
+                                                                "url": f"{url}/git/trees/{tree}"},
+                           "url": f"{url}/git/commits/{sha}", "comment_count": 0}}
 
     def commit_exists(self, sha: str) -> bool:
         return _git(self.bare, "cat-file", "-e", f"{sha}^{{commit}}", check=False).returncode == 0
@@ -538,7 +557,12 @@ class World:
 
     # -- webhooks ----------------------------------------------------------------------------------
 
-    def deliver(self, event: str, payload: Json) -> None:
+    def deliver(self, event: str, schema: str, values: Json) -> None:
+        """POST event `event` to every webhook: `values` over a sample of the description's
+        schema for that payload (x-webhooks), so it carries every field GitHub's has."""
+        with self.lock:
+            payload = self.fill(schema, values, objects=True)
+            self.sent.append((event, schema, payload))
         for url, secret in list(self.webhooks):
             data = json.dumps(payload).encode()
             sig = "sha256=" + hmac.new(secret.encode(), data, hashlib.sha256).hexdigest()
@@ -875,7 +899,7 @@ class StandIn:
             run = self.world.check_run(sha, name, status, conclusion, details_url)
             payload = {"action": "completed" if status == "completed" else "created",
                        "check_run": run, **self._common()}
-        self.world.deliver("check_run", payload)
+        self.world.deliver("check_run", f"webhook-check-run-{payload['action']}", payload)
         return run
 
     def set_status(self, sha: str, context: str, state: str, target_url: str | None = None,
@@ -884,10 +908,10 @@ class StandIn:
             st = self.world.status(sha, context, state, target_url, description)
             payload = {"id": st["id"], "sha": sha, "name": f"{self.owner}/{self.repo}",
                        "target_url": target_url, "context": context, "description": description,
-                       "state": state, "commit": {"sha": sha}, "branches": [],
+                       "state": state, "commit": self.world.commit_of(sha), "branches": [],
                        "created_at": st["created_at"], "updated_at": st["updated_at"],
                        **self._common()}
-        self.world.deliver("status", payload)
+        self.world.deliver("status", "webhook-status", payload)
         return st
 
     def add_review(self, number: int, state: str = "COMMENTED", body: str = "",
@@ -897,10 +921,13 @@ class StandIn:
         COMMENTED; comments are (path, line, body) line comments."""
         with self.world.lock:
             rv = self.world.review(number, user, state, body, None, list(comments))
-            payload = {"action": "submitted", "review": rv,
+            # A webhook's review.state is lower case ("changes_requested"), the REST API's
+            # upper case ("CHANGES_REQUESTED"), as on github.com.
+            payload = {"action": "submitted", "review": {**rv, "state": rv["state"].lower()},
                        "pull_request": self.world.pr_view(number, "pull-request-simple"),
                        **self._common(user)}
-        self.world.deliver("pull_request_review", payload)
+        self.world.deliver("pull_request_review", "webhook-pull-request-review-submitted",
+                           payload)
         return rv
 
     def webhook(self, url: str, secret: str) -> None:
@@ -953,6 +980,14 @@ class StandIn:
 
     def validation_warnings(self) -> list[str]:
         return list(self._prism.warnings(self._mark))
+
+    def webhook_errors(self) -> list[str]:
+        """What the description's x-webhooks schemas find wrong in the payloads sent so far
+        (Prism never sees them): the harness's own check of its events."""
+        with self.world.lock:
+            sent = list(self.world.sent)
+        return [f"{event}: {e}" for event, schema, payload in sent
+                for e in self.world.d.errors(schema, payload)]
 
     def close(self) -> None:
         self.front.close()

@@ -439,7 +439,9 @@ def test_standin_webhooks_are_signed(github_standin: StandIn) -> None:
     assert [e for e, _, _ in got] == ["check_run", "status", "pull_request_review"]
     for _, body, sig in got:
         assert sig == "sha256=" + hmac.new(b"sekret", body, hashlib.sha256).hexdigest()
-    assert json.loads(got[2][1])["review"]["state"] == "CHANGES_REQUESTED"
+    assert json.loads(got[2][1])["review"]["state"] == "changes_requested"  # as webhooks say
+    assert json.loads(got[0][1])["check_run"]["conclusion"] == "failure"
+    assert s.webhook_errors() == []
     assert s.world.deliveries == [("check_run", 204), ("status", 204),
                                   ("pull_request_review", 204)]
 
