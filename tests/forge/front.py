@@ -1,8 +1,9 @@
 """The harness's tiny HTTP front: what the bridge talks to, in front of a real Prism.
 
     client -> Front (127.0.0.1, free port) -> Prism (mock, or proxy -> stand-in)
-                    \\-> /graphql, /api/graphql -> the stand-in directly (GraphQL: not in the
-                                                       REST description)
+                    \\-> /graphql, /api/graphql -> the stand-in directly, or answered by the
+                                                 front for the mock (graphql.py: GraphQL is
+                                                 not in the REST description)
 
 It records every exchange (method, path, status, and Prism's `sl-violations` header, the
 violations of that very request as JSON), and does what a test asks of "the network":
@@ -14,8 +15,11 @@ violations of that very request as JSON), and does what a test asks of "the netw
   the front adds GitHub's rate-limit headers the description does not declare; elsewhere the front
   answers itself (Prism would only say the code is not in the document). Used with the mock; the
   stand-in refuses by itself, behind Prism's proxy;
+- `server_error(n, code)`: the same for a 5xx (Prism's where declared, else GitHub's JSON);
 - `down(seconds)` / `up()`: the listening socket is closed and open connections are cut, so a
   client gets "connection refused", as when the forge is unreachable.
+It also serves GitHub Enterprise Server's layout (`ghes_url`: REST under /api/v3, GraphQL at
+/api/graphql), so a test can give a client a GHES-style base URL.
 With `rewrite_accept` (the mock), GitHub's media type `application/vnd.github+json` (which GitHub
 tells clients to send, and answers with `application/json`) is sent to Prism as
 `application/json`: the description declares only `application/json`, and Prism's mock answers
@@ -29,16 +33,18 @@ import socket
 import threading
 from collections import deque
 from dataclasses import dataclass, field
+from pathlib import Path
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
-from tests.forge import ratelimit
+from tests.forge import graphql, ratelimit
 from tests.forge.description import Description
 
 HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer",
        "upgrade", "content-length", "host", "date", "server"}
 GRAPHQL_PATHS = ("/graphql", "/api/graphql")
+GHES_PREFIX = "/api/v3"
 FORWARD_TIMEOUT = 120.0
 
 
@@ -50,26 +56,30 @@ class Exchange:
     status: int
     violations: str = ""  # Prism's sl-violations header (JSON), when it sent one
     problems: list[str] = field(default_factory=list)  # from Prism's problem body, one a line
-    answered_by: str = "prism"  # "prism", "front" (refused here), "graphql" (the stand-in)
+    answered_by: str = "prism"  # "prism", "front" (refused here), "graphql" (not Prism)
     request_headers: dict[str, str] = field(default_factory=dict)
     response_headers: dict[str, str] = field(default_factory=dict)
+    request_body: bytes = b""  # kept for GraphQL requests (checked against GitHub's schema)
 
 
 @dataclass
 class _Injection:
     code: int
     dynamic: bool = False
-    rate_limit: str | None = None  # "primary"/"secondary": add GitHub's headers, or answer
-    reset_in: float = 60.0
+    kind: str | None = None  # "primary"/"secondary"/"server": GitHub's refusal (ratelimit.py)
+    reset_in: float = 3.0
     retry_after: int = 1
 
 
 class Front:
     def __init__(self, target: str, *, graphql_target: str | None = None,
+                 graphql_answer: Callable[[bytes], tuple[int, dict[str, str], bytes]]
+                 | None = None,
                  description: Description | None = None, rewrite_accept: bool = False,
                  on_exchange: Callable[[Exchange], None] | None = None) -> None:
         self._target = urlsplit(target)
         self._graphql = urlsplit(graphql_target) if graphql_target else None
+        self._graphql_answer = graphql_answer
         self._description = description
         self._rewrite_accept = rewrite_accept
         self._on_exchange = on_exchange
@@ -82,6 +92,7 @@ class Front:
         self.port = 0
         self._serve()
         self.url = f"http://127.0.0.1:{self.port}"
+        self.ghes_url = f"{self.url}{GHES_PREFIX}"
 
     # -- what a test asks --------------------------------------------------------------------------
 
@@ -89,12 +100,18 @@ class Front:
         with self._lock:
             self._queue.extend(_Injection(code, dynamic) for _ in range(n))
 
-    def rate_limited(self, n: int = 1, kind: str = "primary", *, reset_in: float = 60.0,
+    def rate_limited(self, n: int = 1, kind: str = "primary", *, reset_in: float = 3.0,
                      retry_after: int = 1, status: int | None = None) -> None:
         code, _, _ = ratelimit.answer(kind, status=status)
         with self._lock:
             self._queue.extend(_Injection(code, False, kind, reset_in, retry_after)
                                for _ in range(n))
+
+    def server_error(self, n: int = 1, code: int = 502) -> None:
+        """The next n requests fail with `code`: Prism's answer where the operation declares
+        it, else GitHub's JSON for a server error, from the front."""
+        with self._lock:
+            self._queue.extend(_Injection(code, False, "server") for _ in range(n))
 
     def down(self, seconds: float | None = None) -> None:
         """Refuse connections (for `seconds`, then up again by itself; None: until `up()`)."""
@@ -135,6 +152,25 @@ class Front:
     def exchanges(self) -> list[Exchange]:
         with self._lock:
             return list(self._exchanges)
+
+    def errors(self, npm_root: Path | None = None) -> list[str]:
+        """Per request, "METHOD /path: location message" for each violation of severity Error
+        Prism reported to the client (its `sl-violations` header and the problem body of its
+        422/500 answers): what Prism's log says, with the request named. With `npm_root`, also
+        what GitHub's GraphQL schema finds wrong in each GraphQL request."""
+        out = []
+        exchanges = self.exchanges()
+        for e in exchanges:
+            seen = set()
+            for v in _header_violations(e.violations) + e.problems:
+                if v not in seen:
+                    seen.add(v)
+                    out.append(f"{e.method} {e.path}: {v}")
+        if npm_root is not None:
+            asked = [e for e in exchanges if e.answered_by == "graphql"]
+            for e, found in zip(asked, graphql.check(npm_root, [e.request_body for e in asked])):
+                out.extend(f"{e.method} {e.path}: GraphQL: {msg}" for msg in found)
+        return out
 
     def close(self) -> None:
         self.down()
@@ -179,19 +215,28 @@ class Front:
     def _handle(self, h: BaseHTTPRequestHandler) -> None:
         length = int(h.headers.get("content-length") or 0)
         body = h.rfile.read(length) if length else b""
-        path, _, query = h.path.partition("?")
+        target_path = h.path
+        if target_path.startswith(GHES_PREFIX + "/"):
+            # GitHub Enterprise Server's layout: REST under /api/v3, GraphQL at /api/graphql
+            target_path = target_path[len(GHES_PREFIX):]
+        path, _, query = target_path.partition("?")
         headers = {k: v for k, v in h.headers.items() if k.lower() not in HOP}
-        graphql = self._graphql is not None and path in GRAPHQL_PATHS
+        graphql = path in GRAPHQL_PATHS and (self._graphql is not None
+                                             or self._graphql_answer is not None)
         inj: _Injection | None = None
         if not graphql:
             with self._lock:
                 inj = self._queue.popleft() if self._queue else None
-        ex = Exchange(h.command, path, query, 0, request_headers=dict(headers))
-        if inj is not None and inj.rate_limit and not self._declared(h.command, path, inj.code):
-            status, rheaders, rbody = ratelimit.answer(inj.rate_limit, reset_in=inj.reset_in,
-                                                      retry_after=inj.retry_after,
-                                                      status=inj.code)
+        ex = Exchange(h.command, path, query, 0, request_headers=dict(headers),
+                      request_body=body if graphql else b"")
+        if inj is not None and inj.kind and not self._declared(h.command, path, inj.code):
+            status, rheaders, rbody = ratelimit.refusal(inj.kind, inj.code,
+                                                        reset_in=inj.reset_in,
+                                                        retry_after=inj.retry_after)
             ex.answered_by = "front"
+        elif graphql and self._graphql_answer is not None:
+            status, rheaders, rbody = self._graphql_answer(body)
+            ex.answered_by = "graphql"
         else:
             if inj is not None:
                 headers = {k: v for k, v in headers.items() if k.lower() != "prefer"}
@@ -200,12 +245,12 @@ class Front:
                 headers = {k: (_json_accept(v) if k.lower() == "accept" else v)
                            for k, v in headers.items()}
             target = self._graphql if graphql and self._graphql else self._target
-            status, rheaders, rbody = _forward(target, h.command, h.path, headers, body)
+            status, rheaders, rbody = _forward(target, h.command, target_path, headers, body)
             if graphql:
                 ex.answered_by = "graphql"
-            if inj is not None and inj.rate_limit:
-                _, extra, _ = ratelimit.answer(inj.rate_limit, reset_in=inj.reset_in,
-                                               retry_after=inj.retry_after, status=inj.code)
+            if inj is not None and inj.kind in ("primary", "secondary"):
+                _, extra, _ = ratelimit.refusal(inj.kind, inj.code, reset_in=inj.reset_in,
+                                                retry_after=inj.retry_after)
                 extra.pop("content-type", None)
                 rheaders.update(extra)
         ex.status = status
@@ -235,6 +280,15 @@ class Front:
         return op is not None and op.declares(code)
 
 
+def _header_violations(header: str) -> list[str]:
+    try:
+        found = json.loads(header) if header.startswith("[") else []
+    except ValueError:
+        return []
+    return [f"{'.'.join(map(str, v.get('location', [])))} {v.get('message', '')}"
+            for v in found if isinstance(v, dict) and v.get("severity") == "Error"]
+
+
 def _violations_problem(headers: dict[str, str], body: bytes) -> list[str]:
     """The violations in Prism's `--errors` answer to an invalid response, or the proxy's to an
     invalid request (its log says only "Request/Response not valid" or "Invalid request"; the
@@ -249,8 +303,14 @@ def _violations_problem(headers: dict[str, str], body: bytes) -> list[str]:
     kinds = ("VIOLATIONS", "UNPROCESSABLE_ENTITY")  # an invalid response; an invalid request
     if not isinstance(problem, dict) or not str(problem.get("type", "")).endswith(kinds):
         return []
-    return [f"{'.'.join(map(str, v.get('location', [])))} {v.get('message', '')}"
-            for v in problem.get("validation", []) if isinstance(v, dict)]
+    out = []
+    for v in problem.get("validation", []):
+        if isinstance(v, dict):
+            where = [str(x) for x in v.get("location", [])]
+            if where[:1] not in (["request"], ["response"]):
+                where.insert(0, "request")  # the proxy's 422 leaves the side out
+            out.append(f"{'.'.join(where)} {v.get('message', '')}")
+    return out
 
 
 def _json_accept(value: str) -> str:

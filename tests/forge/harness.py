@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.forge import tools
+from tests.forge import graphql, tools
 from tests.forge.description import Description, load
 from tests.forge.front import Exchange, Front
 from tests.forge.prism import Prism, start_mock, start_proxy
@@ -35,16 +35,18 @@ class PrismGitHub:
         self.prism = prism
         self.description = description
         self._mark = prism.mark()
-        self.front = Front(prism.url, description=description, rewrite_accept=True)
+        self.front = Front(prism.url, description=description, rewrite_accept=True,
+                           graphql_answer=graphql.mock_answer)
         self.api_url = self.front.url
+        self.graphql_url = f"{self.front.url}/graphql"  # answered by the front (graphql.py)
+        self.ghes_api_url = self.front.ghes_url  # GHES's layout: REST /api/v3, /api/graphql
         self.token = "ghp_harness_mock_token"  # Prism's mock checks no token (the description has
         #                                        no security schemes); any Bearer passes
 
     def validation_errors(self) -> list[str]:
         """Prism's log lines at level error since this test began: request/response violations
         and requests Prism refused. A test asserts this is empty."""
-        return self.prism.errors(self._mark) + [
-            f"{e.method} {e.path}: {p}" for e in self.front.exchanges() for p in e.problems]
+        return self.prism.errors(self._mark) + self.front.errors(tools.npm_root())
 
     def validation_warnings(self) -> list[str]:
         return self.prism.warnings(self._mark)
@@ -54,12 +56,17 @@ class PrismGitHub:
         generated at random from the schema if `dynamic`."""
         self.front.prefer(code, n, dynamic)
 
-    def rate_limited(self, n: int = 1, kind: str = "primary", *, reset_in: float = 60.0,
+    def rate_limited(self, n: int = 1, kind: str = "primary", *, reset_in: float = 3.0,
                      retry_after: int = 1, status: int | None = None) -> None:
         """The next n requests get GitHub's rate-limit refusal (403 primary with
         x-ratelimit-remaining 0 and x-ratelimit-reset; 429 secondary with retry-after)."""
         self.front.rate_limited(n, kind, reset_in=reset_in, retry_after=retry_after,
                                 status=status)
+
+    def server_error(self, n: int = 1, code: int = 502) -> None:
+        """The next n requests fail with `code` (Prism's declared answer, or GitHub's JSON for a
+        server error where the operation declares none)."""
+        self.front.server_error(n, code)
 
     def down(self, seconds: float | None = None) -> None:
         self.front.down(seconds)

@@ -17,8 +17,10 @@ where in its "Prism is listening on http://127.0.0.1:PORT" line, which is also w
 """
 from __future__ import annotations
 
+import ctypes
 import os
 import re
+import signal
 import subprocess
 import threading
 import time
@@ -29,11 +31,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SYNC = "/__harness_sync/"
+# Straight to 127.0.0.1 whatever http_proxy the environment sets (urllib would honour it).
+DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 START_TIMEOUT = 180.0  # the full description takes ~10 s on a quiet 2-core machine
 
 _LINE = re.compile(r"›\s+\[(?P<name>[A-Z ]+)\]\s*(?P<req>[a-z]+ \S+)?\s+\S+\s+"
                    r"(?P<level>[a-z]+)\s+(?P<msg>.*)$")
 _LISTENING = re.compile(r"Prism is listening on (http://\S+)")
+
+
+def _die_with_parent() -> None:
+    """Prism ends when the pytest process that started it ends, however it ends (a killed
+    xdist worker would otherwise leave a 300 MB node process listening forever)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 @dataclass(frozen=True)
@@ -65,7 +76,7 @@ class Prism:
         self._proc = subprocess.Popen(
             [str(prism), *argv, "--host", "127.0.0.1", "--port", "0", "--errors"],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            env=env, start_new_session=True)
+            env=env, start_new_session=True, preexec_fn=_die_with_parent)
         self._reader = threading.Thread(target=self._read, daemon=True, name="prism-log")
         self._reader.start()
         deadline = time.monotonic() + START_TIMEOUT
@@ -117,14 +128,15 @@ class Prism:
         description does not have and wait for its last line (the refusal); every earlier
         request's lines came before it."""
         token = f"{SYNC}{uuid.uuid4().hex}"
+        start = self.mark()
         try:
-            urllib.request.urlopen(f"{self.url}{token}", timeout=60).close()
+            DIRECT.open(f"{self.url}{token}", timeout=60).close()
         except urllib.error.HTTPError:
             pass  # Prism's 404: the path is not in the description, as meant
         deadline = time.monotonic() + 60
         with self._cond:
             while not any(token in x.request and x.level in ("error", "warning")
-                          for x in self._lines[-50:]):
+                          for x in self._lines[start:]):
                 left = deadline - time.monotonic()
                 if left <= 0 or self._proc.poll() is not None:
                     raise PrismError(f"Prism's log did not show the sync request {token}")

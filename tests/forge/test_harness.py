@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import subprocess
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -24,7 +26,7 @@ HEADERS = {"Authorization": "Bearer t", "Accept": "application/vnd.github+json",
 
 
 def client(url: str) -> httpx.Client:
-    return httpx.Client(base_url=url, headers=HEADERS, timeout=60)
+    return httpx.Client(base_url=url, headers=HEADERS, timeout=60, trust_env=False)
 
 
 def test_mock_reports_a_request_that_violates_the_description(prism_github: PrismGitHub) -> None:
@@ -33,6 +35,8 @@ def test_mock_reports_a_request_that_violates_the_description(prism_github: Pris
     assert r.status_code == 422
     errors = prism_github.validation_errors()
     assert any("required property 'head'" in e for e in errors), errors
+    assert "POST /repos/o/r/pulls: request.body Request body must have required property " \
+           "'head'" in errors  # the request named
 
 
 def test_mock_answers_a_valid_request_without_errors(prism_github: PrismGitHub) -> None:
@@ -78,6 +82,63 @@ def test_mock_rate_limits_with_githubs_headers(prism_github: PrismGitHub, kind: 
     assert prism_github.validation_errors() == []
 
 
+@pytest.mark.parametrize("path,by", [("/repos/o/r/pulls/1", "prism"),  # declares 503
+                                     ("/repos/o/r/issues/1/labels", "front")])  # does not
+def test_mock_server_errors(prism_github: PrismGitHub, path: str, by: str) -> None:
+    prism_github.server_error(2, 503)
+    with client(prism_github.api_url) as c:
+        assert [c.get(path).status_code for _ in range(3)] == [503, 503, 200]
+    assert [e.answered_by for e in prism_github.exchanges()] == [by, by, "prism"]
+    assert prism_github.validation_errors() == []
+
+
+def test_tools_say_in_one_line_why_they_are_missing(tmp_path: Path) -> None:
+    """Without npm the install says why in one line and exits 0 (CI goes on; the forge tests
+    skip with that line)."""
+    env = {"PATH": str(tmp_path), "HOME": str(tmp_path),
+           "GITLIZA_FORGE_TOOLS_CACHE": str(tmp_path / "cache")}
+    r = subprocess.run([sys.executable, "-m", "tests.forge.tools"], env=env, text=True,
+                       capture_output=True, timeout=60, cwd=Path(__file__).parents[2])
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count("\n") == 1 and "needs node and npm" in r.stdout, r.stdout
+    assert "@stoplight/prism-cli 5.16.0" in r.stdout
+
+
+def test_mock_answers_the_ready_for_review_mutation(prism_github: PrismGitHub) -> None:
+    """GraphQL is not in the description: the mock's front answers the one mutation itself, so a
+    bridge using it leaves nothing in Prism's log; anything else is a GraphQL error."""
+    with client(prism_github.api_url) as c:
+        r = c.post(prism_github.graphql_url, json={
+            "query": "mutation($input: MarkPullRequestReadyForReviewInput!) { "
+                     "markPullRequestReadyForReview(input: $input) { pullRequest { isDraft } } }",
+            "variables": {"input": {"pullRequestId": "PR_x"}}})
+        assert r.json()["data"]["markPullRequestReadyForReview"]["pullRequest"]["id"] == "PR_x"
+        assert "errors" in c.post(prism_github.graphql_url,
+                                  json={"query": "{ viewer { login } }"}).json()
+    assert prism_github.validation_errors() == []
+    assert [e.answered_by for e in prism_github.exchanges()] == ["graphql", "graphql"]
+
+
+def test_graphql_requests_are_checked_against_githubs_schema(prism_github: PrismGitHub) -> None:
+    """Prism cannot check GraphQL; GitHub's published GraphQL schema can: a field PullRequest
+    does not have, or a variable of the wrong type, is a validation error."""
+    mutation = ("mutation($input: MarkPullRequestReadyForReviewInput!) { "
+                "markPullRequestReadyForReview(input: $input) { pullRequest { %s } } }")
+    with client(prism_github.api_url) as c:
+        c.post(prism_github.graphql_url, json={"query": mutation % "isDraft",
+                                              "variables": {"input": {"pullRequestId": "PR_1"}}})
+        assert prism_github.validation_errors() == []
+        c.post(prism_github.graphql_url, json={"query": mutation % "draft",
+                                              "variables": {"input": {"pullRequestId": "PR_1"}}})
+        c.post(prism_github.graphql_url, json={"query": mutation % "isDraft",
+                                              "variables": {"input": {"id": "PR_1"}}})
+    errors = prism_github.validation_errors()
+    assert all(e.startswith("POST /graphql: GraphQL: ") for e in errors), errors
+    assert 'Cannot query field "draft" on type "PullRequest"' in errors[0]
+    assert any('Field "id" is not defined by type "MarkPullRequestReadyForReviewInput"' in e
+               for e in errors[1:]), errors
+
+
 def test_mock_down_refuses_connections_then_comes_back(prism_github: PrismGitHub) -> None:
     with client(prism_github.api_url) as c:
         assert c.get("/rate_limit").status_code == 200
@@ -111,7 +172,7 @@ def push_branch(bare: Path, branch: str, files: dict[str, str], base: str | None
 
 
 def standin_client(s: StandIn) -> httpx.Client:
-    return httpx.Client(base_url=s.api_url, timeout=60, headers={**HEADERS,
+    return httpx.Client(base_url=s.api_url, timeout=60, trust_env=False, headers={**HEADERS,
                         "Authorization": f"Bearer {s.token}"})
 
 
@@ -173,12 +234,19 @@ def test_standin_scripted_sequence_validates(github_standin: StandIn) -> None:
         after = c.get(f"{repo}/pulls/1").json()
         assert (after["merged"], after["state"], after["merge_commit_sha"]) == (True, "closed",
                                                                                  merge)
+        ghes = c.get(f"{s.ghes_api_url}{repo}/pulls/1")  # GHES's layout reaches the same
+        assert ghes.json()["merged"] is True
+        again = c.post(f"{s.ghes_api_url.removesuffix('/v3')}/graphql", json={
+            "query": f'mutation {{ markPullRequestReadyForReview(input: {{pullRequestId: '
+                     f'"{pr["node_id"]}"}}) {{ pullRequest {{ isDraft }} }} }}'})
+        assert again.json()["data"]["markPullRequestReadyForReview"]["pullRequest"][
+            "isDraft"] is False
     assert git(s.bare, "rev-parse", "main") == merge
     assert git(s.bare, "rev-list", "--parents", "-n", "1", merge).split()[2] == head
     assert s.validation_errors() == []
     statuses = [st for _, _, st in s.requests()]
     assert statuses.count(404) == 1 and all(st < 300 for st in statuses if st != 404), statuses
-    # the one answer whose status the description does not declare for its operation
+    # every status the stand-in answered is one the description declares for its operation
     assert [w for w in s.validation_warnings() if "Unable to match" in w] == [], \
         s.validation_warnings()
 
@@ -202,7 +270,8 @@ def test_standin_answer_that_violates_the_description_is_reported(
         r = c.post(f"/repos/{s.owner}/{s.repo}/pulls", json={"title": "t", "head": "liza/t-1",
                                                              "base": "main"})
     assert r.status_code == 500
-    assert any("node_id" in e for e in s.validation_errors()), s.validation_errors()
+    assert f"POST /repos/{s.owner}/{s.repo}/pulls: response.body Response body must have " \
+           "required property 'node_id'" in s.validation_errors(), s.validation_errors()
 
 
 def test_standin_request_that_violates_the_description_is_reported(
@@ -211,8 +280,8 @@ def test_standin_request_that_violates_the_description_is_reported(
     with standin_client(s) as c:
         r = c.post(f"/repos/{s.owner}/{s.repo}/pulls", json={"title": "t", "base": "main"})
     assert r.status_code == 422
-    assert any("required property 'head'" in e for e in s.validation_errors()), \
-        s.validation_errors()
+    assert f"POST /repos/{s.owner}/{s.repo}/pulls: request.body Request body must have " \
+           "required property 'head'" in s.validation_errors(), s.validation_errors()
     assert s.world.prs == {}  # Prism refused it: the stand-in never saw it
 
 
@@ -262,6 +331,9 @@ def test_standin_rate_limit_switch(github_standin: StandIn, kind: str, status: i
                 assert r.headers["x-ratelimit-remaining"] == "0"
         ok = c.get(url, params={"state": "all"})
         assert ok.status_code == 200 and int(ok.headers["x-ratelimit-remaining"]) > 0
+    s.server_error(1, 502)
+    with standin_client(s) as c:
+        assert c.get(f"/repos/{s.owner}/{s.repo}/pulls/1").status_code == 502
     # The refusals went through Prism's proxy: GET /pulls declares neither 403 nor 429, which
     # Prism's proxy says as a warning (an undeclared 2xx would be an error).
     assert s.validation_errors() == []
@@ -305,7 +377,7 @@ def test_standin_refuses_what_github_refuses(github_standin: StandIn) -> None:
         own = c.post(f"{pulls}/1/reviews", json={"event": "APPROVE", "body": "ok"})
         assert own.status_code == 422
         with httpx.Client(base_url=s.api_url, headers={**HEADERS,
-                          "Authorization": "Bearer wrong"}, timeout=60) as bad:
+                          "Authorization": "Bearer wrong"}, timeout=60, trust_env=False) as bad:
             assert bad.get(f"/repos/{s.owner}/{s.repo}").status_code == 401
         assert c.get(f"/repos/{s.owner}/other").status_code == 404
     assert [n for n in s.world.prs] == [1]
@@ -367,7 +439,9 @@ def test_standin_webhooks_are_signed(github_standin: StandIn) -> None:
     assert [e for e, _, _ in got] == ["check_run", "status", "pull_request_review"]
     for _, body, sig in got:
         assert sig == "sha256=" + hmac.new(b"sekret", body, hashlib.sha256).hexdigest()
-    assert json.loads(got[2][1])["review"]["state"] == "CHANGES_REQUESTED"
+    assert json.loads(got[2][1])["review"]["state"] == "changes_requested"  # as webhooks say
+    assert json.loads(got[0][1])["check_run"]["conclusion"] == "failure"
+    assert s.webhook_errors() == []
     assert s.world.deliveries == [("check_run", 204), ("status", 204),
                                   ("pull_request_review", 204)]
 

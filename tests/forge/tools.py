@@ -9,7 +9,9 @@ description:
 - `@octokit/openapi` (GitHub's published OpenAPI 3.0 descriptions; we use
   `generated/api.github.com.json`, the one for github.com, with `$ref`s: Prism resolves them
   itself and starts from it in ~10 s on this machine, against ~13 s from the 73 MB
-  dereferenced `api.github.com.deref.json`).
+  dereferenced `api.github.com.deref.json`),
+- `@octokit/graphql-schema` and `graphql` (GitHub's published GraphQL schema, and graphql-js to
+  check the bridge's one GraphQL request against it: tests/forge/graphql_check.cjs).
 
 The cache is `~/.cache/gitliza-forge-tools/forge-tools-<digest of the lock>/`
 (`$GITLIZA_FORGE_TOOLS_CACHE` overrides): a new lock is a new directory, an install is finished
@@ -32,7 +34,8 @@ CACHE = Path(os.environ.get("GITLIZA_FORGE_TOOLS_CACHE") or
 NPM_DIR = Path(__file__).resolve().parent / "npm"
 INSTALL_TIMEOUT = 900
 DESCRIPTION = "node_modules/@octokit/openapi/generated/api.github.com.json"
-WHY_MISSING = "Prism and GitHub's OpenAPI description are not installed " \
+GRAPHQL_SCHEMA = "node_modules/@octokit/graphql-schema/schema.graphql"
+WHY_MISSING = "Prism and GitHub's API descriptions are not installed " \
               "(python3 -m tests.forge.tools; CI installs them)"
 
 
@@ -50,7 +53,7 @@ def home() -> Path:
 
 def _installed(root: Path) -> bool:
     return ((root / ".complete").is_file() and (root / "node_modules/.bin/prism").exists()
-            and (root / DESCRIPTION).is_file())
+            and (root / DESCRIPTION).is_file() and (root / GRAPHQL_SCHEMA).is_file())
 
 
 def prism_bin() -> Path | None:
@@ -63,6 +66,12 @@ def github_description() -> Path | None:
     """GitHub's OpenAPI description of api.github.com (the installed file), or None."""
     root = home()
     return root / DESCRIPTION if _installed(root) else None
+
+
+def npm_root() -> Path | None:
+    """The installed npm prefix (node_modules/ inside), or None."""
+    root = home()
+    return root if _installed(root) else None
 
 
 def install() -> str | None:
@@ -92,8 +101,9 @@ def install() -> str | None:
             err = (r.stderr.strip() or r.stdout.strip()).splitlines()
             return ("cannot install Prism and @octokit/openapi from npm (registry "
                     f"unreachable?): {err[-1] if err else r.returncode}")
-        if not (root / DESCRIPTION).is_file():
-            return f"@octokit/openapi has no {DESCRIPTION.rsplit('/', 1)[-1]} any more"
+        for path in (DESCRIPTION, GRAPHQL_SCHEMA):
+            if not (root / path).is_file():
+                return f"the npm packages have no {path} any more"
         (root / ".complete").write_text(json.dumps(versions()) + "\n")
     return None
 
