@@ -107,3 +107,21 @@ def test_polling_is_conditional_an_unchanged_pull_request_is_a_304(
     gets = [st for m, p, st in s.requests() if m == "GET" and p.endswith("/pulls/1/reviews")]
     assert gets[0] == 200 and gets[1:] == [304, 304], gets  # revalidated with its ETag
     assert s.validation_errors() == []
+
+
+def test_github_enterprise_servers_layout(repo: Path, tmp_path: Path,
+                                          github_standin: StandIn) -> None:
+    """REST under /api/v3, GraphQL at /api/graphql (githubkit derives it from the REST base)."""
+    s = github_standin
+    forge_board(repo, tmp_path, s, "t1")
+    g = GitHubForge(f"{s.owner}/{s.repo}", s.token, s.ghes_api_url)
+    bridge = Bridge(Liza.open(repo, "human"), g, print, remote="forge")
+    assert bridge.step().opened == ["t1"]
+    [pr] = pulls_of(s, "liza/t1")
+    s.add_review(pr["number"], "APPROVED", "ok")
+    bridge.step()  # the human's approval
+    bridge.step()  # out of draft, through /api/graphql
+    [pr] = pulls_of(s, "liza/t1")
+    assert pr["draft"] is False
+    assert any(p.endswith("/api/graphql") for _m, p, _s in s.requests())
+    assert s.validation_errors() == []
