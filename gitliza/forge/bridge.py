@@ -68,6 +68,7 @@ class Bridge:
         self.seen: dict[str, tuple[object, ...]] = {}  # task -> what the last pass saw of it
         self.pushed: dict[str, str] = {}  # task -> the commit this process pushed to its head
         self.posted: dict[int, set[str]] = {}  # pull request -> verdict comments found there
+        self.labelled: dict[int, frozenset[str]] = {}  # pull request -> the labels it was given
         self.paused_until = 0.0
         self.backoff = 0.0
         self.last_error: str | None = None
@@ -140,9 +141,11 @@ class Bridge:
 
     # -- one task ----------------------------------------------------------------------------
     def _task(self, board: Board, t: Task, out: Pass) -> None:
-        key = (t.status, t.review_commit, len(t.history), t.forge_pr, t.checks_passed)
+        key = _key(t)
         watching = t.status in (S.READY_FOR_REVIEW, S.APPROVED)  # the forge's events matter
-        if self.seen.get(t.id) == key and not watching:
+        if self.seen.get(t.id) == key:
+            if watching and t.forge_pr is not None:  # mirrored already: only the forge's events
+                self._events(board, t, t.forge_pr, out)
             return
         if t.forge_pr is None:
             if t.status in TERMINAL and t.status != S.MERGED:
@@ -153,17 +156,21 @@ class Bridge:
             self._push(t)
             self._mirror(t, pr)
         self._verdicts(t, pr)
-        if t.status in (S.READY_FOR_REVIEW, S.APPROVED):
-            t = self._reviews(t, pr, out) or t
-        if t.status == S.APPROVED and rules.waits_for_checks(board.config, t):
-            self._checks(board, t, out)
         if t.status in TERMINAL:
             if pr.state == "open":
                 self.forge.edit_pull(pr.number, state="closed")
             self.closed.add(t.id)
-        fresh = self.liza.board().task(t.id) or t
-        self.seen[t.id] = (fresh.status, fresh.review_commit, len(fresh.history),
-                           fresh.forge_pr, fresh.checks_passed)
+        self._events(board, t, pr.number, out)
+
+    def _events(self, board: Board, t: Task, number: int, out: Pass) -> None:
+        """The human's reviews and the required checks of a task the forge may act on. The task
+        as mirrored is remembered: while the board shows it unchanged, the next pass asks only
+        this; an op recorded here changes it, so the next pass mirrors it again."""
+        self.seen[t.id] = _key(t)
+        if t.status in (S.READY_FOR_REVIEW, S.APPROVED):
+            t = self._reviews(t, number, out) or t
+        if t.status == S.APPROVED and rules.waits_for_checks(board.config, t):
+            self._checks(board, t, out)
 
     def _open(self, board: Board, t: Task, out: Pass) -> Task:
         """The task's pull request: found by its head branch first, else opened; its number on
@@ -206,12 +213,18 @@ class Bridge:
         title, body = rules.title(t), rules.body(t, self.web_url)
         if pr.title != title or pr.body != body:
             self.forge.edit_pull(pr.number, title=title, body=body)
-        have = self.forge.labels(pr.number)
         want = rules.labels(t)
+        if self.labelled.get(pr.number) == want:
+            return self._ready(t, pr)
+        have = self.forge.labels(pr.number)
         for stale in sorted(x for x in have - want if x.startswith(rules.LABEL_PREFIX)):
             self.forge.remove_label(pr.number, stale)
         if want - have:
             self.forge.add_labels(pr.number, sorted(want - have))
+        self.labelled[pr.number] = want  # asked again when the task's state changes
+        self._ready(t, pr)
+
+    def _ready(self, t: Task, pr: PullRequest) -> None:
         if pr.draft and t.status == S.APPROVED:
             self.forge.ready_for_review(pr)
 
@@ -230,25 +243,25 @@ class Bridge:
                 self.forge.comment(pr.number, str(commit), text)
                 posted.add(k)
 
-    def _reviews(self, t: Task, pr: PullRequest, out: Pass) -> Task | None:
+    def _reviews(self, t: Task, number: int, out: Pass) -> Task | None:
         """The human's reviews of the task's current commit, each taken in once."""
         from gitliza.core.ops.forge import HumanReview
-        for r in sorted(self.forge.reviews(pr.number), key=lambda r: r.id):
+        for r in sorted(self.forge.reviews(number), key=lambda r: r.id):
             if r.state not in ("CHANGES_REQUESTED", "APPROVED") or r.commit != t.review_commit \
                     or r.body.startswith(rules.MARK) or rules.taken(t, r.id):
                 continue
             if r.state == "APPROVED" and t.status != S.READY_FOR_REVIEW:
                 continue
             if r.state == "CHANGES_REQUESTED":
-                reason = rules.review_reason(r.body, self.forge.review_comments(pr.number, r.id))
+                reason = rules.review_reason(r.body, self.forge.review_comments(number, r.id))
                 self.liza.do(HumanReview, task=t.id, verdict="reject", commit=r.commit,
                              review=r.id, reason=reason)
                 self.log(f"forge: {t.id}: {r.user or 'a human'} requested changes on "
-                         f"#{pr.number}: rejected")
+                         f"#{number}: rejected")
             else:
                 self.liza.do(HumanReview, task=t.id, verdict="approve", commit=r.commit,
                              review=r.id)
-                self.log(f"forge: {t.id}: {r.user or 'a human'} approved #{pr.number}")
+                self.log(f"forge: {t.id}: {r.user or 'a human'} approved #{number}")
             out.recorded.append(t.id)
             return self.liza.board().task(t.id)  # one review per pass: the task moved
         return None
@@ -278,6 +291,11 @@ class Bridge:
             atomic.write(path.parent, path.name, (json.dumps(data) + "\n").encode())
         except OSError:
             pass  # the status is for show; the loop goes on
+
+
+def _key(t: Task) -> tuple[object, ...]:
+    """What of a task its pull request mirrors: a change of any of it is mirrored again."""
+    return (t.status, t.review_commit, len(t.history), t.forge_pr, t.checks_passed)
 
 
 def status_path(repo: object) -> Path:
