@@ -69,6 +69,7 @@ class GitSource:
         # the materializer) then finds each one without a path lookup, and a blob already decoded
         # in this process without reading it at all.
         self._ids: dict[tuple[str, str], pygit2.Oid] = {}
+        self._listed: dict[str, list[str]] = {}
 
     def has(self, coll: str, key: str = "") -> bool:
         """Whether the entity exists, without decoding it."""
@@ -124,20 +125,29 @@ class GitSource:
         self._tables.used[raw] = table
         return value
 
-    def keys(self, coll: str) -> Iterator[str]:
+    def keys(self, coll: str) -> list[str]:
+        # Listed once per source: the tree never changes, and a command reading the whole board
+        # (`status`: the task table, the metrics, the merge queue, the lock waits...) lists the
+        # tasks several times; each walk visited every leaf again (~6,000 at 1,000 tasks).
+        listed = self._listed.get(coll)
+        if listed is None:
+            listed = self._listed[coll] = self._list(coll)
+        return listed
+
+    def _list(self, coll: str) -> list[str]:
         if self._tree is None:
-            return
-        listed = set()
+            return []
+        listed = []
         if coll in self._tree:
-            for key in self._leaves(coll, self._tree[coll], layout.DEPTH[coll]):
-                listed.add(key)
-                yield key
+            listed = list(self._leaves(coll, self._tree[coll], layout.DEPTH[coll]))
         # Listed whole: a decoded entity of this collection that the tree no longer holds is dead
         # weight (a task moved to archive/ that this process never asks for by its key again: a
         # coder's supervisor kept the last live record of every task the team ever had, ~300
         # objects per task, up to the cache's 4,096 entries; issue 39).
         if coll not in HISTORY:
-            _DECODED.retain(lambda k: k[0] != coll or k[1] in listed)
+            present = set(listed)
+            _DECODED.retain(lambda k: k[0] != coll or k[1] in present)
+        return listed
 
     def _leaves(self, coll: str, tree: pygit2.Object, depth: int) -> Iterator[str]:
         assert isinstance(tree, pygit2.Tree)

@@ -44,6 +44,15 @@ def invariants_mod() -> Any:
     return invariants
 
 
+def lock_waits(board: Board, tasks: list[Task]) -> dict[str, str]:
+    """invariants.lock_waits; a board whose live `tasks` hold no lock scope waits for none, and
+    `status` then does not load the invariants (lock scopes are seldom used)."""
+    if not any(t.lock_scope for t in tasks):
+        return {}
+    waits: dict[str, str] = invariants_mod().lock_waits(board)
+    return waits
+
+
 def lock_lines(board: Board) -> list[str]:
     """One line per task that waits only for a lock scope held by a task in flight."""
     return [f"{tid} waits for the lock scope of {holder} (in flight)"

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from gitliza.cli.commands import Env
-from gitliza.cli.commands.statuslines import (control_lines, invariants_mod,
+from gitliza.cli.commands.statuslines import (control_lines, lock_waits,
                                              queue_line, ready_lines, show_votes, sprint_line,
                                              status_cell)
 from gitliza.core import codec, mergequeue, metrics, usage
@@ -38,6 +38,7 @@ def _status(env: Env, at: str | None) -> int:
     board, commit = _board(env, at)
     goal = board.goal
     live, archived, m = tasks_in_order(board)
+    tasks = live  # the live tasks (the table of an ended goal adds its archived ones)
     agents = list(board.agents())
     out = env.out
     out.line(f"goal {goal.id} [{goal.status}]: {goal.description}")
@@ -79,7 +80,7 @@ def _status(env: Env, at: str | None) -> int:
         if t.awaiting_human:
             out.line(f"AWAITING HUMAN: {t.id}: {' / '.join(t.blocked_questions)}  "
                      f"(`git liza unblock {t.id} --answer TEXT`)")
-    waits = invariants_mod().lock_waits(board)
+    waits = lock_waits(board, tasks)
     out.table("tasks", ["task", "status", "pri", "assigned", "lease/review", "depends on"],
               [[t.id, "AWAITING HUMAN" if t.awaiting_human else status_cell(board, t),
                 t.priority, t.assigned_to or "",
@@ -92,10 +93,14 @@ def _status(env: Env, at: str | None) -> int:
     if at is None:
         from gitliza.core.supervision import of_agent
         sups = {a.id: of_agent(board, a, now) for a in agents}
-    from gitliza.core import provider
+    # A wait for a provider (core/provider.py) is seldom on the board: its module is loaded then.
+    waiting = [a for a in agents if a.provider_wait] if at is None else []
+    if waiting:
+        from gitliza.core import provider
     out.table("agents", ["agent", "role", "status", "task", "lease", "supervisor"],
               [[a.id, a.role.value,
-                provider.status_word(board, a, now) if at is None else a.status.value,
+                provider.status_word(board, a, now) if a.provider_wait and at is None
+                else a.status.value,
                 a.current_task or "", a.lease_expires or "",
                 sups[a.id].state.value if a.id in sups else ""]
                for a in agents])
@@ -103,7 +108,7 @@ def _status(env: Env, at: str | None) -> int:
         note = sup.line(now)
         if note:
             out.line(note)
-    for a in agents if at is None else ():
+    for a in waiting:
         note = provider.wait_line(board, a, now)
         if note:
             out.line(note)
