@@ -26,9 +26,11 @@ def _board(env: Env, at: str | None) -> tuple[Board, Any]:
 
 
 def status(env: Env, at: str | None) -> int:
-    from gitliza.git import tablecache
-    with tablecache.reading(env.liza().store):
-        return _status(env, at)
+    from gitliza.cli.gcpause import paused
+    with paused():  # pygit2's import, a whole board decoded: objects that live, no garbage
+        from gitliza.git import tablecache
+        with tablecache.reading(env.liza().store):
+            return _status(env, at)
 
 
 def _status(env: Env, at: str | None) -> int:
@@ -38,7 +40,7 @@ def _status(env: Env, at: str | None) -> int:
     board, commit = _board(env, at)
     goal = board.goal
     live, archived, m = tasks_in_order(board)
-    tasks = live  # the live tasks (the table of an ended goal adds its archived ones)
+    waits = lock_waits(board, live)  # the live tasks' (an ended goal's table adds archived ones)
     agents = list(board.agents())
     out = env.out
     out.line(f"goal {goal.id} [{goal.status}]: {goal.description}")
@@ -80,7 +82,6 @@ def _status(env: Env, at: str | None) -> int:
         if t.awaiting_human:
             out.line(f"AWAITING HUMAN: {t.id}: {' / '.join(t.blocked_questions)}  "
                      f"(`git liza unblock {t.id} --answer TEXT`)")
-    waits = lock_waits(board, tasks)
     out.table("tasks", ["task", "status", "pri", "assigned", "lease/review", "depends on"],
               [[t.id, "AWAITING HUMAN" if t.awaiting_human else status_cell(board, t),
                 t.priority, t.assigned_to or "",
@@ -99,8 +100,7 @@ def _status(env: Env, at: str | None) -> int:
         from gitliza.core import provider
     out.table("agents", ["agent", "role", "status", "task", "lease", "supervisor"],
               [[a.id, a.role.value,
-                provider.status_word(board, a, now) if a.provider_wait and at is None
-                else a.status.value,
+                provider.status_word(board, a, now) if a in waiting else a.status.value,
                 a.current_task or "", a.lease_expires or "",
                 sups[a.id].state.value if a.id in sups else ""]
                for a in agents])
