@@ -9,7 +9,7 @@ read (newer than its own: gitliza/core/formats.py); the format of a tree read is
 """
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any
 
 import pygit2
 
@@ -137,9 +137,9 @@ class GitSource:
     def _list(self, coll: str) -> list[str]:
         if self._tree is None:
             return []
-        listed = []
+        listed: list[str] = []
         if coll in self._tree:
-            listed = list(self._leaves(coll, self._tree[coll], layout.DEPTH[coll]))
+            self._leaves(coll, self._tree[coll], layout.DEPTH[coll], listed)
         # Listed whole: a decoded entity of this collection that the tree no longer holds is dead
         # weight (a task moved to archive/ that this process never asks for by its key again: a
         # coder's supervisor kept the last live record of every task the team ever had, ~300
@@ -149,16 +149,21 @@ class GitSource:
             _DECODED.retain(lambda k: k[0] != coll or k[1] in present)
         return listed
 
-    def _leaves(self, coll: str, tree: pygit2.Object, depth: int) -> Iterator[str]:
+    def _leaves(self, coll: str, tree: pygit2.Object, depth: int, out: list[str]) -> None:
+        """The keys under `tree` (`depth` levels of fan-out above the entity files) into `out`,
+        in tree order, and each one's blob id into `_ids`."""
         assert isinstance(tree, pygit2.Tree)
+        if depth:
+            for entry in tree:
+                self._leaves(coll, self._repo[entry.id], depth - 1, out)
+            return
+        ids, suffix, cut = self._ids, layout.SUFFIX, -len(layout.SUFFIX)
         for entry in tree:
             name = entry.name or ""
-            if depth:
-                yield from self._leaves(coll, self._repo[entry.id], depth - 1)
-            elif name.endswith(layout.SUFFIX):
-                key = name[: -len(layout.SUFFIX)]
-                self._ids[(coll, key)] = entry.id
-                yield key
+            if name.endswith(suffix):
+                key = name[:cut]
+                ids[(coll, key)] = entry.id
+                out.append(key)
 
 
 def _ident(coll: str, entity: Any) -> Any:
