@@ -25,8 +25,10 @@ from gitliza.git.objects import ownstore
 from gitliza.git.gitcmd import error_line, local_git
 from gitliza.git.reflocks import retrying
 from gitliza.git.checkouts import clean_sync_problems
-from gitliza.git.repository import ref_oid
+from gitliza.git.repository import main_repository, ref_oid
 from gitliza.git.worktrees import task_branch
+from gitliza.git.worktrees.admin import worktree_mutex
+from gitliza.git.worktrees.detached import checkout_detached
 from gitliza.services import leftovers
 
 ATTIC = "refs/liza-attic"
@@ -255,9 +257,10 @@ def restore(repo: Repository, task: str, which: str, into: Path) -> Entry:
     if into.exists():
         raise ValidationError(f"{into} exists: restore into a new directory",
                               hint="name another with --into")
-    run = local_git(Path(repo.path), "worktree", "add", "--detach", "-q", str(into),
-                    found[0].oid)
-    if run.returncode != 0:
-        raise GitFailure(f"cannot restore {found[0].ref}: {error_line(run.stderr)}")
+    try:
+        with worktree_mutex(repo):
+            checkout_detached(main_repository(repo), into.name, into, Oid(hex=found[0].oid))
+    except GitFailure as e:
+        raise GitFailure(f"cannot restore {found[0].ref}: {e}") from e
     return found[0]
 
