@@ -120,20 +120,13 @@ def _status(env: Env, at: str | None) -> int:
 def _ended_goal(env: Env, board: Board, live: list[Any], archived: list[Any]) -> list[Any]:
     """The summary line of an ended goal, and the rows its task table shows: the goal's own
     tasks, archived ones included (the goal's end archives them; the table was empty)."""
-    import re
-
     from gitliza.core.queries import of_current_goal
     mine = live + sorted((t for t in archived if of_current_goal(board, t)),
                          key=lambda t: (t.priority, t.id))
     ends = [a for a in board.goal.alignment_history
             if a.event in ("goal_completed", "goal_aborted")]
     if ends:
-        text = ends[-1].summary
-        if re.fullmatch(r"Goal completed: \d+ task\(s\) merged", text):
-            # complete-goal's default counts every goal's merges (kept as recorded: replay
-            # re-derives it); this goal's own count is what the human asks.
-            text = f"Goal completed: {sum(t.status == 'MERGED' for t in mine)} task(s) merged"
-        env.out.line(f"summary ({ends[-1].timestamp}): {text}")
+        env.out.line(f"summary ({ends[-1].timestamp}): {ends[-1].summary}")
     return mine
 
 

@@ -39,7 +39,7 @@ from gitliza.git.evidence import evidence_gaps
 from gitliza.git.source import GitSource, check_format, decode_blob, format_of
 from gitliza.git.store import Store
 from gitliza.services.verify.importcommit import replay_import
-from gitliza.services.verify.legacy import legacy_anomaly
+from gitliza.services.verify.legacy import legacy_tree
 
 ZERO = "0" * 40
 NOT_FETCHED = ("the history before it is not in this clone (it joined at a seal, "
@@ -224,8 +224,8 @@ def verify_commit(store: Store, parent: pygit2.Commit | None, commit: pygit2.Com
                             changes, write=False)
     except (LizaError, pygit2.GitError, OSError, KeyError) as e:
         raise VerifyFailure(oid, op.NAME, f"cannot rebuild the tree: {e}") from None
-    if built.tree != commit.tree_id and op.NAME == "anomaly":
-        older = legacy_anomaly(store.repo, parent, commit, changes)
+    if built.tree != commit.tree_id:
+        older = legacy_tree(store.repo, parent, commit, board, op, changes)
         if older is not None:
             changes, built = older
             if legacy is not None:
