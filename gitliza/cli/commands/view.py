@@ -58,7 +58,7 @@ def _status(env: Env, at: str | None) -> int:
     over = usage.goal_over_budget(board)
     if over:
         out.line(f"BUDGET: {over}: no agent run starts until it is raised")
-    from gitliza.core.quorumreach import shortfalls  # issue 49: a quorum nobody can meet
+    from gitliza.core.quorumreach import shortfalls  # a quorum nobody can meet
     for _tid, line in shortfalls(board):
         out.line(line)
     if at is None and commit is not None and board.config.seal_every:
@@ -73,7 +73,7 @@ def _status(env: Env, at: str | None) -> int:
         edit = view_edit(env.liza().store)
         if edit is not None:
             out.line(f"WARNING: {edit.message()}")
-    if goal.status != "IN_PROGRESS":  # an ended goal: its summary, and its tasks (issue 49)
+    if goal.status != "IN_PROGRESS":  # an ended goal: its summary, and its tasks
         live = _ended_goal(env, board, live, archived)
     for t in live:
         if t.awaiting_human:
@@ -107,7 +107,7 @@ def _status(env: Env, at: str | None) -> int:
         note = provider.wait_line(board, a, now)
         if note:
             out.line(note)
-    if at is None:  # the machines behind the agents (issue 48), when there is news
+    if at is None:  # the machines behind the agents, when there is news
         from gitliza.core.machines import label_lines, status_line
         machines = status_line(board, now)
         if machines:

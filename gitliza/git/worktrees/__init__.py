@@ -139,7 +139,7 @@ def add_task_worktree(repo: Repository, task_id: str, base: Oid, *, fresh: bool 
     which removes every leftover first (the spec's `wt-create.sh --fresh`).
 
     A tree whose checkout would write past `bounds` (bytes, files; default: core/treerules.py's)
-    is refused (CheckoutTooLarge) before anything is written, leftovers included (issue 46).
+    is refused (CheckoutTooLarge) before anything is written, leftovers included.
     """
     lay = task_layout(repo)
     path = lay.task_path(task_id)

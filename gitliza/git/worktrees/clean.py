@@ -1,4 +1,4 @@
-"""A clean checkout of exactly one commit (issue 46): what a reviewer reviews, so that what it
+"""A clean checkout of exactly one commit: what a reviewer reviews, so that what it
 tests is the commit, not the bytes a coder's worktree holds beside it.
 
 A coder's worktree passes Clean Sync with ignored files in it (a `__pycache__` built from other

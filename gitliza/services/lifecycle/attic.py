@@ -57,7 +57,7 @@ def save(repo: Repository, task: str, path: Path, contained_in: Oid | None,
     the server hook own; `git liza attic` lists and restores its entries. The refs made (none
     when there was nothing to keep), for the line that reports the teardown.
     `branch_stays`: the teardown leaves `liza/<task>` where it is (a stop, a restart, a release
-    that keeps the worktree), so its commits are not lost and are not kept twice (issue 49):
+    that keeps the worktree), so its commits are not lost and are not kept twice:
     only uncommitted work is; the next fresh claim keeps the branch's commits before replacing it."""
     keep: list[Oid] = []
     if path.is_dir() and (path / ".git").exists() and not leftovers.cut_short(path) \
