@@ -1,4 +1,4 @@
-"""Machines as the board sees them (issue 48): each host its supervisors ran on, its agents, when
+"""Machines as the board sees them: each host its supervisors ran on, its agents, when
 it was last seen and whether it is live.
 
 A supervisor records its host with its generation token (the `supervise` op) and renews the token

@@ -122,7 +122,7 @@ def is_seal_message(message: str) -> bool:
 
 
 # Rows that say how the team ran, not what happened to the work: a supervisor's start and end,
-# an agent run's usage. `log` and the web timeline show them when asked (issue 36: they were
+# an agent run's usage. `log` and the web timeline show them when asked (they were
 # nearly half of a small team's commits).
 BOOKKEEPING = frozenset({"supervise", "usage"})
 

@@ -24,7 +24,7 @@ from gitliza.git.memo import Generations
 # benchmarks) parses each entity version once. One version per entity: the version a transition
 # replaced goes as soon as the new one is read. (Keyed by blob oid, every replaced version stayed
 # until 4,096 newer ones had pushed it out: a process beating every second held thousands of
-# dead agent records, +2 MB of RSS between its 1,000th and 4,000th transition, issue 28.) A
+# dead agent records, +2 MB of RSS between its 1,000th and 4,000th transition.) A
 # process comparing two states decodes an entity that changed between them each time it
 # alternates, which none does in a loop. Two generations (memo.py) bound the entities kept.
 _DECODED: Generations[tuple[str, str], tuple[pygit2.Oid, Any]] = Generations(2_048)
@@ -32,7 +32,7 @@ _DECODED: Generations[tuple[str, str], tuple[pygit2.Oid, Any]] = Generations(2_0
 # per journal entry) have a cache of their own, small: a supervisor reads such a record once or
 # twice (the task it merged, the totals its run adds to) and never again, and in the cache of the
 # live board each stayed until 4,096 newer entities had come: +3.4 KB per task merged, a
-# supervisor's memory growing with the team's history (issue 39). A process that reads the whole
+# supervisor's memory growing with the team's history. A process that reads the whole
 # archive again and again decodes it at each read once it is larger than this: time for a reader
 # of all of history, rather than memory for every process that ever touched a record.
 # Two generations of 16: of 64, a reviewer's filled over its first 128 merges (an archived task
@@ -143,7 +143,7 @@ class GitSource:
         # Listed whole: a decoded entity of this collection that the tree no longer holds is dead
         # weight (a task moved to archive/ that this process never asks for by its key again: a
         # coder's supervisor kept the last live record of every task the team ever had, ~300
-        # objects per task, up to the cache's 4,096 entries; issue 39).
+        # objects per task, up to the cache's 4,096 entries).
         if coll not in HISTORY:
             present = set(listed)
             _DECODED.retain(lambda k: k[0] != coll or k[1] in present)

@@ -61,7 +61,7 @@ def _status(env: Env, at: str | None) -> int:
     over = usage.goal_over_budget(board)
     if over:
         out.line(f"BUDGET: {over}: no agent run starts until it is raised")
-    from gitliza.core.quorumreach import shortfalls  # issue 49: a quorum nobody can meet
+    from gitliza.core.quorumreach import shortfalls  # a quorum nobody can meet
     for _tid, line in shortfalls(board):
         out.line(line)
     if at is None and commit is not None and board.config.seal_every:
@@ -76,7 +76,7 @@ def _status(env: Env, at: str | None) -> int:
         edit = view_edit(env.liza().store)
         if edit is not None:
             out.line(f"WARNING: {edit.message()}")
-    if goal.status != "IN_PROGRESS":  # an ended goal: its summary, and its tasks (issue 49)
+    if goal.status != "IN_PROGRESS":  # an ended goal: its summary, and its tasks
         live = _ended_goal(env, board, live, archived)
     for t in live:
         if t.awaiting_human:
@@ -112,7 +112,7 @@ def _status(env: Env, at: str | None) -> int:
         note = provider.wait_line(board, a, now)
         if note:
             out.line(note)
-    if at is None:  # the machines behind the agents (issue 48), when there is news
+    if at is None:  # the machines behind the agents, when there is news
         from gitliza.core.machines import label_lines, status_line
         machines = status_line(board, now)
         if machines:
@@ -125,20 +125,13 @@ def _status(env: Env, at: str | None) -> int:
 def _ended_goal(env: Env, board: Board, live: list[Any], archived: list[Any]) -> list[Any]:
     """The summary line of an ended goal, and the rows its task table shows: the goal's own
     tasks, archived ones included (the goal's end archives them; the table was empty)."""
-    import re
-
     from gitliza.core.queries import of_current_goal
     mine = live + sorted((t for t in archived if of_current_goal(board, t)),
                          key=lambda t: (t.priority, t.id))
     ends = [a for a in board.goal.alignment_history
             if a.event in ("goal_completed", "goal_aborted")]
     if ends:
-        text = ends[-1].summary
-        if re.fullmatch(r"Goal completed: \d+ task\(s\) merged", text):
-            # complete-goal's default counts every goal's merges (kept as recorded: replay
-            # re-derives it); this goal's own count is what the human asks.
-            text = f"Goal completed: {sum(t.status == 'MERGED' for t in mine)} task(s) merged"
-        env.out.line(f"summary ({ends[-1].timestamp}): {text}")
+        env.out.line(f"summary ({ends[-1].timestamp}): {ends[-1].summary}")
     return mine
 
 
