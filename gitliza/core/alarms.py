@@ -311,7 +311,7 @@ def evaluate(board: Board, facts: Facts) -> list[Alert]:
     warning = metrics.rubber_stamp_warning(
         metrics.compute(board.all_tasks(), sprint_started=board.sprint.timeline.started))
     if warning:
-        warning += rubber_stamp_fix(board.config)  # the warning becomes an action (issue 40)
+        warning += rubber_stamp_fix(board.config)  # the warning becomes an action
         out.append(Alert("HIGH_APPROVAL_RATE", "", Level.WARNING, warning))
     out += [Alert("QUORUM_UNREACHABLE", tid, Level.WARNING, ln) for tid, ln in shortfalls(board)]
     if _working(board) and facts.last_change is not None:

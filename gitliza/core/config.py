@@ -68,7 +68,7 @@ def coerce_config(key: str, value: ConfigValue | None) -> ConfigValue | None:
             n = int(value) if not isinstance(value, bool) else None  # type: ignore[arg-type]
         except (TypeError, ValueError):
             n = None
-        if n is None or n <= 0 or n > CONFIG_MAX[key]:  # the key's rule, whole (issue 49)
+        if n is None or n <= 0 or n > CONFIG_MAX[key]:  # the key's rule, whole
             raise ValidationError(f"config {key} must be a positive integer, at most "
                                   f"{CONFIG_MAX[key]}, got {value!r}")
         return n

@@ -46,7 +46,7 @@ def waited(t: Task, now: str) -> int:
 
 
 def figures(board: Board, now: str) -> dict[str, float | int | None]:
-    """The flow figures of the board (issue 37): integration conflicts per 10 merged tasks,
+    """The flow figures of the board: integration conflicts per 10 merged tasks,
     reviews (verdicts) spent per merged task, and time in the merge queue (seconds: the mean
     and the longest of the merged tasks, and the longest wait of a task still queued)."""
     merged = conflicts = verdicts = 0

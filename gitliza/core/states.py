@@ -149,7 +149,7 @@ TASK_TRANSITIONS: tuple[Transition, ...] = tuple(
 )
 
 # A BLOCKED task whose questions are the human's (`block --for-human`, AWAITING HUMAN) belongs to
-# the human (issue 49): of every row above that starts from BLOCKED (unblock, root-cause, rescope,
+# the human: of every row above that starts from BLOCKED (unblock, root-cause, rescope,
 # abandon), only the human's moves it; a planner answering the human's question is refused.
 AWAITING_HUMAN_ROLES = HUMANS
 

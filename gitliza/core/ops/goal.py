@@ -10,6 +10,7 @@ from gitliza.core.ids import check_id, check_spec_ref
 from gitliza.core.model import (Agent, Alignment, CircuitBreaker, Config, Goal, GoalStatus,
                                 SigningKey, Sprint, SprintStatus, SprintTimeline)
 from gitliza.core.ops.base import Ctx, Op, need_text, register_op, replace
+from gitliza.core.queries import goal_tasks
 from gitliza.core.states import (HUMAN_ACTOR, REGISTRABLE_ROLES, TERMINAL, AgentState,
                                  Role, TaskState)
 from gitliza.errors import ValidationError
@@ -115,6 +116,11 @@ def _end_goal(ctx: Ctx, status: GoalStatus, sprint_status: SprintStatus, event: 
                                   timeline=replace(sp.timeline, ended=t)))
 
 
+def completed_summary(merged: int) -> str:
+    """complete-goal's summary when none is given."""
+    return f"Goal completed: {merged} task(s) merged"
+
+
 @register_op
 @dataclass(frozen=True, kw_only=True)
 class CompleteGoal(Op):
@@ -131,9 +137,10 @@ class CompleteGoal(Op):
             more = f" and {len(open_tasks) - 5} more" if len(open_tasks) > 5 else ""
             raise ValidationError(f"goal cannot complete: task(s) not terminal: {shown}{more}",
                                   hint="merge, abandon or rescope them, or `git liza abort-goal`")
-        done = sum(1 for t in ctx.board.all_tasks() if t.status == TaskState.MERGED)
+        # This goal's merges: the archive keeps every earlier goal's tasks too.
+        done = sum(1 for t in goal_tasks(ctx.board) if t.status == TaskState.MERGED)
         _end_goal(ctx, GoalStatus.COMPLETED, SprintStatus.COMPLETED, "goal_completed",
-                  self.summary or f"Goal completed: {done} task(s) merged")
+                  self.summary or completed_summary(done))
         ctx.summary = f"complete-goal {ctx.board.goal.id} by {self.actor}"
 
 

@@ -1,4 +1,4 @@
-"""The remote follower (issue 48): every long-lived process that acts on the board (a supervisor,
+"""The remote follower: every long-lived process that acts on the board (a supervisor,
 `team`, `watch`, `web`) learns of the remote's changes within seconds, with no cron.
 
 Every `follow_interval` seconds (board config, default 5; each wait drawn from 0.75-1.25 of it, so
