@@ -14,7 +14,6 @@ client's time of a quiet check (ls-remote only) and of a check that fetched.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import tempfile
 import threading
@@ -28,13 +27,9 @@ import pygit2  # noqa: E402
 from gitliza.core.ops import Add, ConfigSet, Init  # noqa: E402
 from gitliza.git.remotes import resolve  # noqa: E402
 from gitliza.git.store import Store  # noqa: E402
+from benchutil import git, remote_and_seed  # noqa: E402
 from gitliza.services.api import Liza  # noqa: E402
 from gitliza.services.sync import engine, follower  # noqa: E402
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
-                          text=True).stdout.strip()
 
 
 def wrapper(tmp: Path, name: str, log: Path) -> Path:
@@ -54,16 +49,7 @@ def main(argv: list[str]) -> None:
         os.environ.update(GIT_CONFIG_GLOBAL=str(tmp / "gitconfig"), GIT_CONFIG_NOSYSTEM="1",
                           GIT_AUTHOR_NAME="b", GIT_AUTHOR_EMAIL="b@x", GIT_COMMITTER_NAME="b",
                           GIT_COMMITTER_EMAIL="b@x")
-        bare = tmp / "remote.git"
-        git(tmp, "init", "-q", "--bare", "-b", "main", str(bare))
-        seed = tmp / "seed"
-        seed.mkdir()
-        git(seed, "init", "-q", "-b", "main")
-        (seed / "README").write_text("x\n")
-        git(seed, "add", "README")
-        git(seed, "commit", "-q", "-m", "initial")
-        git(seed, "remote", "add", "origin", str(bare))
-        git(seed, "push", "-q", "origin", "main")
+        bare, seed = remote_and_seed(tmp)
         h = Liza.open(seed, "human")
         h.do(Init, goal="bench")
         h.do(ConfigSet, key="follow_interval", value=str(interval))

@@ -13,7 +13,6 @@ Everything runs in a temporary directory with an isolated git configuration.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,13 +28,9 @@ from gitliza.services.api import Liza  # noqa: E402
 from gitliza.core import clock  # noqa: E402
 from gitliza.core.ops import Add, Claim, Init, Note, Register  # noqa: E402
 from gitliza.git.store import Store  # noqa: E402
+from benchutil import git, remote_and_seed  # noqa: E402
 
 T0 = clock.to_epoch("2030-01-01T00:00:00Z")
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
-                          text=True).stdout.strip()
 
 
 def ticker(offset: int) -> Callable[[], str]:
@@ -48,16 +43,7 @@ def ticker(offset: int) -> Callable[[], str]:
 
 
 def setup(tmp: Path, claims: int) -> tuple[Path, Path, Path, str]:
-    bare = tmp / "remote.git"
-    git(tmp, "init", "-q", "--bare", "-b", "main", str(bare))
-    seed = tmp / "seed"
-    seed.mkdir()
-    git(seed, "init", "-q", "-b", "main")
-    (seed / "README").write_text("x\n")
-    git(seed, "add", "README")
-    git(seed, "commit", "-q", "-m", "initial")
-    git(seed, "remote", "add", "origin", str(bare))
-    git(seed, "push", "-q", "origin", "main")
+    bare, seed = remote_and_seed(tmp)
     h = Liza.open(seed, "human", now=ticker(0))
     h.do(Init, goal="bench")
     for side in ("a", "b"):

@@ -17,6 +17,21 @@ def git(cwd: Path, *args: str) -> str:
                           env={**os.environ, **GIT_ENV}).stdout.strip()
 
 
+def remote_and_seed(tmp: Path) -> tuple[Path, Path]:
+    """A bare remote `tmp/remote.git` and its first clone `tmp/seed`, one commit on `main`
+    pushed: where the sync benchmarks put their board."""
+    bare, seed = tmp / "remote.git", tmp / "seed"
+    git(tmp, "init", "-q", "--bare", "-b", "main", str(bare))
+    seed.mkdir()
+    git(seed, "init", "-q", "-b", "main")
+    (seed / "README").write_text("x\n")
+    git(seed, "add", "README")
+    git(seed, "commit", "-q", "-m", "initial")
+    git(seed, "remote", "add", "origin", str(bare))
+    git(seed, "push", "-q", "origin", "main")
+    return bare, seed
+
+
 def project(repo: Path, files: dict[str, str] | None = None) -> Any:
     """A small project (50 source files: checkout cost is part of a claim, plus `files`) with a
     board on it: returns the human's `Liza`, the integration branch made."""

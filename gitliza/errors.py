@@ -7,8 +7,6 @@ bug) to the code, exit code and line that the CLI, the MCP server and the web bo
 """
 from __future__ import annotations
 
-from typing import NamedTuple
-
 OK = 0
 EXIT_VALIDATION = 1
 EXIT_CONFLICT = 2
@@ -128,15 +126,34 @@ CODE_GIT_FAILURE = GitFailure.code
 CODE_INTERNAL = "INTERNAL"  # a bug: please report it
 
 
-class Failure(NamedTuple):
+class Failure:
     """What every front end says of a failure: the error code, the exit code, one line. The CLI
     prints the line (and, with --json, the three as a document), the MCP server returns them as a
-    tool error, the web board as its status and headers: `classify` decides, they only render."""
+    tool error, the web board as its status and headers: `classify` decides, they only render.
 
-    code: str
-    exit_code: int
-    line: str
-    bug: bool = False  # not foreseen: LIZA_DEBUG=1 shows its traceback instead
+    A plain class, not a `typing.NamedTuple`: a named tuple's class is compiled with `exec` when
+    it is defined, ~1 ms of every command's start (this module is the first gitliza loads)."""
+
+    __slots__ = ("code", "exit_code", "line", "bug")
+
+    def __init__(self, code: str, exit_code: int, line: str, bug: bool = False) -> None:
+        self.code = code
+        self.exit_code = exit_code
+        self.line = line
+        self.bug = bug  # not foreseen: LIZA_DEBUG=1 shows its traceback instead
+
+    def _key(self) -> tuple[str, int, str, bool]:
+        return (self.code, self.exit_code, self.line, self.bug)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Failure) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return (f"Failure(code={self.code!r}, exit_code={self.exit_code!r}, line={self.line!r}, "
+                f"bug={self.bug!r})")
 
     def to_json(self) -> dict[str, object]:
         return {"code": self.code, "exit_code": self.exit_code, "message": self.line}

@@ -96,7 +96,7 @@ class Counted:
     def at_least(self, input: int, output: int, cached: int, cost: int | None = None) -> None:
         """Never less than what was counted before: a `result` event a tool forged into the CLI's
         output (any process of the agent can write there) can raise the count, never lower it
-        below what the CLI emitted (issue 35)."""
+        below what the CLI emitted."""
         self.input, self.output = max(self.input, input), max(self.output, output)
         self.cached = max(self.cached, cached)
         if cost is not None:

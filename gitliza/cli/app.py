@@ -34,6 +34,9 @@ app.add_typer(hooks_app, name="hooks")
 usage_app = typer.Typer(help="What the team's agent runs used and cost; an agent's own report.",
                         invoke_without_command=True, rich_markup_mode=None)
 app.add_typer(usage_app, name="usage")
+forge_app = typer.Typer(help="The forge bridge: a pull request per task, checks and reviews back.",
+                        no_args_is_help=True, rich_markup_mode=None)
+app.add_typer(forge_app, name="forge")
 
 
 def _version(value: bool) -> None:
@@ -690,6 +693,46 @@ def hooks_uninstall(json: bool = JsonOpt) -> None:
 def hooks_status(json: bool = JsonOpt) -> None:
     """Which hooks are installed, at which version."""
     _run(_trust().hooks_status, None, json)
+
+
+def _forge() -> Any:
+    from gitliza.cli.commands import forge
+    return forge
+
+
+@forge_app.command("github")
+def forge_github(repo: str = typer.Option(..., "--repo", help="The repository, OWNER/NAME."),
+                 api_url: Optional[str] = typer.Option(
+                     None, "--api-url", help="GitHub Enterprise Server's (or a test server's) "
+                     "API base URL; default https://api.github.com.")) -> None:
+    """Mirror the board's tasks as pull requests on GitHub (the human's config; the token stays
+    off the board: $GITHUB_TOKEN, `gh auth token` or git config liza.forgeToken)."""
+    _run(_forge().github, None, repo=repo, api_url=api_url)
+
+
+@forge_app.command("status")
+def forge_status(json: bool = JsonOpt) -> None:
+    """The board's forge, its pull requests, the bridge's last pass and the token's access."""
+    _run(_forge().status, None, json)
+
+
+@forge_app.command("sync")
+def forge_sync(once: bool = typer.Option(False, "--once", help="One pass, then exit."),
+               interval: float = typer.Option(15.0, "--interval",
+                                              help="Seconds between passes.")) -> None:
+    """Run the bridge for this clone: pull requests kept in step, checks and reviews back."""
+    _run(_forge().sync, None, once=once, interval=interval)
+
+
+@forge_app.command("serve")
+def forge_serve(host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on."),
+                port: int = typer.Option(8765, "--port", help="Port for GitHub's webhooks."),
+                interval: float = typer.Option(300.0, "--interval",
+                                               help="Seconds between passes without a webhook.")
+                ) -> None:
+    """The bridge with a webhook receiver (X-Hub-Signature-256 checked; the secret from
+    $LIZA_FORGE_WEBHOOK_SECRET or git config liza.forgeWebhookSecret): a delivery wakes a pass."""
+    _run(_forge().serve, None, host=host, port=port, interval=interval)
 
 
 @app.command("hook-impl", context_settings={"ignore_unknown_options": True,

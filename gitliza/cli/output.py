@@ -55,9 +55,10 @@ class Out:
         # Each cell made text once, the lines written as one string (`status` on a big board
         # prints thousands of rows).
         cells = [["" if v is None else str(v) for v in r] for r in rows]
-        if not is_safe_line("".join(c for r in cells for c in r)):  # one search for the lot
+        if not is_safe_line("".join(map("".join, cells))):  # one search for the lot
             cells = [[safe_line(c) for c in r] for r in cells]
-        widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
+        widths = [max(len(c), *map(len, col)) if col else len(c)
+                  for c, col in zip(columns, list(zip(*cells)) or [()] * len(columns))]
         fmt = "  ".join(f"{{:<{w}}}" for w in widths)
         lines = [fmt.format(*columns).rstrip()]
         lines += [fmt.format(*r).rstrip() for r in cells]

@@ -21,7 +21,7 @@ from dataclasses import dataclass, fields, replace
 from enum import StrEnum
 from typing import Iterable, Iterator, Mapping
 
-from gitliza.core import clock, metrics, provider
+from gitliza.core import clock, forge, metrics, provider
 from gitliza.core.board import Board
 from gitliza.core.invariants import check_board
 from gitliza.core.model import Anomaly, Config, SprintStatus, Task, Urgency
@@ -290,6 +290,8 @@ def evaluate(board: Board, facts: Facts) -> list[Alert]:
     out.extend(_silent_supervisors(board, th, now))
     out.extend(Alert("PROVIDER", cli, Level.CRITICAL, text)  # core/provider.py says when
                for cli, text in provider.alarms(board, th["alarm_provider_down"], now))
+    out.extend(Alert("FORGE", tid, Level.WARNING, text)  # core/forge.py says when
+               for tid, text in forge.alarms(board, now))
     for d in sorted(board.values("discovered"), key=lambda d: d.id):
         if d.urgency == Urgency.IMMEDIATE and not d.converted_to_task:
             out.append(Alert("IMMEDIATE_DISCOVERY", d.id, Level.CRITICAL, f"IMMEDIATE DISCOVERY: "
@@ -309,7 +311,7 @@ def evaluate(board: Board, facts: Facts) -> list[Alert]:
     warning = metrics.rubber_stamp_warning(
         metrics.compute(board.all_tasks(), sprint_started=board.sprint.timeline.started))
     if warning:
-        warning += rubber_stamp_fix(board.config)  # the warning becomes an action (issue 40)
+        warning += rubber_stamp_fix(board.config)  # the warning becomes an action
         out.append(Alert("HIGH_APPROVAL_RATE", "", Level.WARNING, warning))
     out += [Alert("QUORUM_UNREACHABLE", tid, Level.WARNING, ln) for tid, ln in shortfalls(board)]
     if _working(board) and facts.last_change is not None:

@@ -63,11 +63,16 @@ EMPTY = MemorySource()
 
 
 class Board:
-    __slots__ = ("_src", "_over")
+    __slots__ = ("_src", "_over", "_keys", "_values")
 
     def __init__(self, source: Source = EMPTY, overlay: Mapping[Key, Any] | None = None) -> None:
         self._src = source
         self._over: dict[Key, Any] = dict(overlay or {})
+        # A board never changes (a write makes a new one: `with_changes`), so a collection's keys
+        # are listed once: `status` reads the tasks in several passes (its table, the metrics,
+        # the merge queue, the flow figures...).
+        self._keys: dict[str, list[str]] = {}
+        self._values: dict[str, list[Any]] = {}  # a collection read whole, for the next pass
 
     # -- reading -------------------------------------------------------------------------------
     def get(self, coll: str, key: str = "") -> Any | None:
@@ -77,6 +82,12 @@ class Board:
         return self._src.get(coll, key)
 
     def keys(self, coll: str) -> list[str]:
+        listed = self._keys.get(coll)
+        if listed is None:
+            listed = self._keys[coll] = self._list(coll)
+        return list(listed)  # the caller's to change
+
+    def _list(self, coll: str) -> list[str]:
         found = set(self._src.keys(coll))
         for (c, k), v in self._over.items():
             if c == coll:
@@ -87,10 +98,19 @@ class Board:
         return sorted(found)
 
     def values(self, coll: str) -> Iterator[Any]:
+        # Lazy (a reader that stops early decodes no more than it read); a pass read to its end
+        # is kept, and the next pass walks that list instead of looking each key up again.
+        done = self._values.get(coll)
+        if done is not None:
+            yield from done
+            return
+        found = []
         for k in self.keys(coll):
             v = self.get(coll, k)
             if v is not None:
+                found.append(v)
                 yield v
+        self._values[coll] = found
 
     @property
     def initialized(self) -> bool:

@@ -25,7 +25,8 @@ CONFIG_MAX = {"lease_duration": 7 * 86400, "heartbeat_interval": 86400,
               "archive_after": 365 * 86400, "pool_idle_exit": 7 * 86400,
               "review_quorum": 9, "rca_after_rejections": 1000, "merge_batch": 100,
               "seal_every": 10**7, "attic_keep": 36500,
-              "follow_interval": 3600, "wip_snapshot_interval": 86400}
+              "follow_interval": 3600, "wip_snapshot_interval": 86400,
+              "forge_checks_timeout": 7 * 86400}
 # Budgets in tokens (gitliza/core/usage.py): at most a trillion, far beyond any real run.
 CONFIG_MAX.update(budget_tokens_per_task=10**12, budget_tokens_per_goal=10**12)
 # The sandbox's limits (gitliza/sandbox/seccomp.py): a million processes or a terabyte is no limit.
@@ -56,6 +57,10 @@ def coerce_config(key: str, value: ConfigValue | None) -> ConfigValue | None:
         from gitliza.core import quorum  # only then: few commands set the review rules
         return quorum.canonical_rules(value) if key == "quorum_rules" else \
             quorum.check_diversity(value)
+    if key.startswith("forge"):
+        from gitliza.core import forge  # only then: few commands set the forge
+        if key in forge.KEYS and key != "forge_checks_timeout":
+            return forge.coerce(key, value)
     if key == "seal_every" and str(value).strip().lower() in ("off", "0"):
         return 0  # never by itself (services/autoseal.py)
     if key in CONFIG_MAX:  # the integer settings (alarm thresholds included), each bounded
@@ -63,7 +68,7 @@ def coerce_config(key: str, value: ConfigValue | None) -> ConfigValue | None:
             n = int(value) if not isinstance(value, bool) else None  # type: ignore[arg-type]
         except (TypeError, ValueError):
             n = None
-        if n is None or n <= 0 or n > CONFIG_MAX[key]:  # the key's rule, whole (issue 49)
+        if n is None or n <= 0 or n > CONFIG_MAX[key]:  # the key's rule, whole
             raise ValidationError(f"config {key} must be a positive integer, at most "
                                   f"{CONFIG_MAX[key]}, got {value!r}")
         return n

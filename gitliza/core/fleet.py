@@ -1,4 +1,4 @@
-"""Which work an agent may take given the machine it runs on (issue 48): a drained machine's agents
+"""Which work an agent may take given the machine it runs on: a drained machine's agents
 finish what they hold and take nothing new (`git liza drain`), and a task that `needs` labels goes
 only to an agent whose supervisor offers them all (`team --labels gpu`, `add --needs gpu`).
 

@@ -79,7 +79,7 @@ def _nothing(board: Board) -> Changes:
 
 
 # From version -> what changes. 1 -> 2: leases and supervisor tokens may be renewed on
-# refs/liza/live/<agent> (issue 28 item 2), read together with the board's own records. The tree
+# refs/liza/live/<agent>, read together with the board's own records. The tree
 # keeps every entity as it is: a format-1 board is a format-2 board with no live refs yet, so the
 # only change is the `format` blob, which is what stops a format-1 gitliza (it would not see a
 # live renewal and judge the lease expired). The seam: a later need of `live` (an entity to

@@ -229,7 +229,7 @@ def check_board(board: Board, now: str,
 
 def holder_problems(board: Board, tasks: Mapping[str, Task],
                     holders: Mapping[tuple[Role, str], list[str]]) -> list[Violation]:
-    """Who may hold one task at once (issue 49): one agent of each role, but under a review
+    """Who may hold one task at once: one agent of each role, but under a review
     quorum (core/quorum.py) up to `required` code reviewers review one commit side by side, so
     what is illegal is named: two coders (or planners) on one task, a reviewer on its own task,
     more reviewers than the quorum allows."""
@@ -296,7 +296,7 @@ def claimable(board: Board, now: str, coder: str | None = None,
                 lockscope.holder(locked, t.id, t.lock_scope) is not None:
             continue  # its lock scope is held (Claim refuses it too)
         out.append(t)
-    # Within a priority, the coder who asked the human about a task gets it back first (issue 49).
+    # Within a priority, the coder who asked the human about a task gets it back first.
     out.sort(key=lambda t: (t.priority, coder is None or asked_by(t) != coder, t.created, t.id))
     return out
 

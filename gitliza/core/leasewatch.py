@@ -1,4 +1,4 @@
-"""Lease expiry judged by the observer's own clock (issue 29 item 3), as etcd's and Consul's leases
+"""Lease expiry judged by the observer's own clock, as etcd's and Consul's leases
 are: timestamps written by another machine are never compared with this machine's clock.
 
 A lease is seen as a *mark*: the effective `lease_expires` value of an agent on a task (any

@@ -1,4 +1,4 @@
-"""Machines as the board sees them (issue 48): each host its supervisors ran on, its agents, when
+"""Machines as the board sees them: each host its supervisors ran on, its agents, when
 it was last seen and whether it is live.
 
 A supervisor records its host with its generation token (the `supervise` op) and renews the token
@@ -105,9 +105,13 @@ def label_lines(board: Board, now: str, agent: str | None = None) -> list[str]:
     """`ready`'s and `status`'s lines on work no machine takes: a claimable task that needs a
     label no live supervisor on an undrained machine offers, and, for `agent`, that its own
     machine is drained."""
-    from gitliza.core.invariants import claimable
     out = []
-    for t, missing in fleet.label_waits(board, now, claimable(board, now)):
+    # Only a task that needs a label can wait for one: without any, the claimable tasks (a pass
+    # over the board, and the invariants module) are not needed.
+    needy = any(t.needs for t in board.tasks())
+    if needy:
+        from gitliza.core.invariants import claimable
+    for t, missing in fleet.label_waits(board, now, claimable(board, now) if needy else []):
         out.append(f"{t.id} waits for label {', '.join(missing)}: no live, undrained machine "
                    f"offers it (`git liza team --labels {','.join(missing)}` on one that has it)")
     host = fleet.drained_machine(board, agent) if agent is not None else None

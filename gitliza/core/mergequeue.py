@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from gitliza.core import clock
 from gitliza.core.board import Board
+from gitliza.core.forge import waits_for_checks
 from gitliza.core.model import Task
 from gitliza.core.states import TaskState
 
@@ -32,9 +33,11 @@ def rank(t: Task) -> str:
 
 
 def queue(board: Board) -> list[Task]:
-    """The APPROVED tasks, the next to merge first."""
-    return sorted((t for t in board.tasks() if t.status == TaskState.APPROVED),
-                  key=lambda t: (rank(t), t.id))
+    """The APPROVED tasks, the next to merge first; a task whose forge checks are required and
+    have not passed on its approved commit waits out of it (core/forge.py)."""
+    config = board.config
+    return sorted((t for t in board.tasks() if t.status == TaskState.APPROVED
+                   and not waits_for_checks(config, t)), key=lambda t: (rank(t), t.id))
 
 
 def waited(t: Task, now: str) -> int:
@@ -43,7 +46,7 @@ def waited(t: Task, now: str) -> int:
 
 
 def figures(board: Board, now: str) -> dict[str, float | int | None]:
-    """The flow figures of the board (issue 37): integration conflicts per 10 merged tasks,
+    """The flow figures of the board: integration conflicts per 10 merged tasks,
     reviews (verdicts) spent per merged task, and time in the merge queue (seconds: the mean
     and the longest of the merged tasks, and the longest wait of a task still queued)."""
     merged = conflicts = verdicts = 0

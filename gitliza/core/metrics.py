@@ -83,7 +83,7 @@ AWAITING_NOTE = "awaiting human"  # the note of a `block --for-human` history en
 def asked_by(t: Task) -> str | None:
     """The coder whose question for the human (`block --for-human`) the human answered last,
     while the task waits for a coder again: the claim prefers it (it has the context), and the
-    question was no failure of its (issue 49). None for any other task."""
+    question was no failure of its. None for any other task."""
     if t.status != TaskState.UNCLAIMED or len(t.history) < 2 or t.history[-1].event != "unblocked":
         return None
     asked = t.history[-2]

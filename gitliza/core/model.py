@@ -194,6 +194,10 @@ class Task:
     lock_scope: tuple[str, ...] = since_v1(())
     # Machine labels a claimer's supervisor must offer (`add --needs gpu`, core/fleet.py).
     needs: tuple[str, ...] = since_v1(())
+    # The forge bridge (docs/forge.md): the task's pull request on the forge, and the commit whose
+    # required checks (config forge_required_checks) all passed there.
+    forge_pr: int | None = since_v1(None)
+    checks_passed: str | None = since_v1(None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -350,6 +354,17 @@ class Config:
     sandbox_host_ports: str | None = since_v1(None)
     sandbox_checkout_max_mb: int | None = since_v1(None)
     sandbox_checkout_max_files: int | None = since_v1(None)
+    # The forge bridge (gitliza/forge/, docs/forge.md), the human's keys: which forge mirrors
+    # the tasks as pull requests (github), its repository (OWNER/NAME) and API base URL (unset:
+    # the forge's public one), the names of the check runs or statuses an approved commit must
+    # pass before it merges (by spaces or commas), whether the forge merges (on) or the board
+    # (off), and how long an approved task waits for its checks before the FORGE alarm.
+    forge: str | None = since_v1(None)
+    forge_repo: str | None = since_v1(None)
+    forge_api_url: str | None = since_v1(None)
+    forge_required_checks: str | None = since_v1(None)
+    forge_merge: str = since_v1("off")
+    forge_checks_timeout: int = since_v1(3600)
 
 
 @dataclass(frozen=True, slots=True)

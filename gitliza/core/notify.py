@@ -41,7 +41,7 @@ _CAUSE_OPS: dict[str, frozenset[str]] = {
 }
 # kind -> the state a task alarm's condition began with: its cause is the newest commit that
 # moved the task there (`Liza-To`), not any later commit naming the task (a supervisor's anomaly
-# after its block made one BLOCKED event two deliveries under two ids, issue 47).
+# after its block made one BLOCKED event two deliveries under two ids).
 _CAUSE_STATES: dict[str, str] = {"BLOCKED": "BLOCKED", "AWAITING_HUMAN": "BLOCKED",
                                  "INTEGRATION_FAILED": "INTEGRATION_FAILED"}
 # kind -> the op that recorded a task alarm's condition (a supervisor's anomaly)

@@ -56,7 +56,7 @@ def quoted(label: str, text: str | None, author: str | None = None) -> str:
     QUOTE and a control character left in a line (a raw ESC, C1, a bidirectional override) is
     shown escaped, never raw. At most QUOTE_MAX characters of it: one agent's text cannot crowd
     the prompt's own out of a model's context. The one way anything another agent wrote reaches
-    a prompt (issue 46)."""
+    a prompt."""
     body = text or ""
     more = len(body) - QUOTE_MAX
     lines = safe(body[:QUOTE_MAX]).splitlines() or [""]
@@ -192,7 +192,7 @@ ITERATION: {iteration}
         out += "\n=== PRIOR REJECTION FEEDBACK (MUST ADDRESS) ===\n" + \
             quoted("REJECTION", t.rejection_reason, author(t, "rejected"))
     if t.root_cause:
-        # The root-cause gate (issue 40): why the task kept failing review, as the planner or
+        # The root-cause gate: why the task kept failing review, as the planner or
         # the human found it; the next attempt starts from it.
         out += f"\n=== ROOT CAUSE OF {t.root_cause_at} REJECTIONS (MUST ADDRESS) ===\n" + \
             quoted("ROOT CAUSE", t.root_cause, author(t, "root_cause"))
@@ -222,7 +222,7 @@ INSTRUCTIONS:
 
 def _votes_and_criteria(t: Task) -> str:
     """The approvals of this commit so far (the review quorum) and the acceptance criteria the
-    approval must give evidence for (issue 40, core/quorum.py); nothing when there are none."""
+    approval must give evidence for (core/quorum.py); nothing when there are none."""
     out = ""
     votes = [v.agent for v in t.review_votes if v.commit == t.review_commit]
     if votes:

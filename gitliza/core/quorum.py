@@ -1,11 +1,11 @@
-"""Review worth trusting (issue 40): the review quorum, its rules by impact, the diversity of the
+"""Review worth trusting: the review quorum, its rules by impact, the diversity of the
 approvers, and acceptance evidence. Pure: the verdict op (ops/review.py) asks it, and so does
 every reader that shows the votes.
 
 - **Quorum.** A task needs `required(config, task)` approvals of one review commit: the board's
   `review_quorum`, raised by the first matching rules of `quorum_rules` ("label:security=2
   scope:migrations/**=2"; the highest one that matches wins). A `scope:` rule matches the task's
-  lock scope, `Task.lock_scope` (issue 37's field); on a board without that field no scope rule
+  lock scope, `Task.lock_scope` (the lock-scope field); on a board without that field no scope rule
   matches, so the rule is accepted now and bites when the field exists.
 - **Diversity.** `review_diversity` = cli | model: the approvals of one commit come from
   distinct agent CLIs (or models), as the reviewer's supervisor recorded them on each verdict.
@@ -118,7 +118,7 @@ def review_lease(task: Task, agent: str) -> str | None:
 
 def with_review_lease(task: Task, agent: str, expires: str | None) -> Task:
     """The task with `agent`'s review lease set to `expires` (None: dropped). The first lease is
-    `reviewing_by`, as on every board before issue 40; a second goes to `co_reviews`."""
+    `reviewing_by`, as on every board before review quorums; a second goes to `co_reviews`."""
     from dataclasses import replace
     if task.reviewing_by == agent or task.reviewing_by is None and expires is not None and \
             not any(r.agent == agent for r in task.co_reviews):

@@ -1,4 +1,4 @@
-"""A review quorum the registered reviewers cannot meet (issue 49): a task under review needing
+"""A review quorum the registered reviewers cannot meet: a task under review needing
 more approvals than the code reviewers who may still give one (registered, not its coder, not
 already approving this commit) would wait for ever at 1/2. Said as a warning when `team` starts,
 and as the QUORUM_UNREACHABLE alarm of `watch`, `status`, `top` and the web board, naming the

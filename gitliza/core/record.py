@@ -16,11 +16,13 @@ JSON with ASCII escapes, so it is always one line whatever the op's text contain
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gitliza.core.ops.base import Event, Op, op_from_record
 from gitliza.core.terminal import safe
 from gitliza.errors import ValidationError
+
+if TYPE_CHECKING:  # the ops load where a record is parsed: `status` asks `is_seal_message` only
+    from gitliza.core.ops.base import Event, Op
 
 TRAILER_KEYS = ("Liza-Op", "Liza-Actor", "Liza-Task", "Liza-From", "Liza-To", "Liza-Time",
                 "Liza-Args")
@@ -93,6 +95,7 @@ def parse(msg: str) -> Record:
         args = json.loads(trailers["Liza-Args"])
     except json.JSONDecodeError as e:
         raise ValidationError(f"Liza-Args is not JSON: {e}") from None
+    from gitliza.core.ops.base import op_from_record
     op = op_from_record(trailers["Liza-Op"], trailers["Liza-Actor"], trailers["Liza-Time"], args)
     return Record(op=op, trailers=trailers, subject=paragraphs[0].strip())
 
@@ -119,7 +122,7 @@ def is_seal_message(message: str) -> bool:
 
 
 # Rows that say how the team ran, not what happened to the work: a supervisor's start and end,
-# an agent run's usage. `log` and the web timeline show them when asked (issue 36: they were
+# an agent run's usage. `log` and the web timeline show them when asked (they were
 # nearly half of a small team's commits).
 BOOKKEEPING = frozenset({"supervise", "usage"})
 

@@ -130,6 +130,13 @@ TASK_TRANSITIONS: tuple[Transition, ...] = tuple(
          "before a review or a merge is spent on it")
     + _t("carry-approval", (S.READY_FOR_REVIEW,), S.APPROVED, MERGERS,
          "an integration fix that is git's clean merge of its approved commit: no second review")
+    # The forge bridge (docs/forge.md): the human's review on the task's pull request.
+    + _t("human-review", (S.READY_FOR_REVIEW, S.APPROVED), S.REJECTED, HUMANS,
+         "the human requests changes on the pull request")
+    + _t("human-review", (S.READY_FOR_REVIEW,), S.APPROVED, HUMANS,
+         "the human's approval on the pull request reaches the review quorum")
+    + _t("human-review", (S.READY_FOR_REVIEW,), S.READY_FOR_REVIEW, HUMANS,
+         "the human's approval, a vote below the review quorum")
     + _t("unblock", (S.BLOCKED,), S.UNCLAIMED, PLANNING, "keeps failed_by")
     + _t("root-cause", (S.BLOCKED,), S.UNCLAIMED, PLANNING,
          "the root-cause note after repeated rejections; the next coder reads it")
@@ -142,7 +149,7 @@ TASK_TRANSITIONS: tuple[Transition, ...] = tuple(
 )
 
 # A BLOCKED task whose questions are the human's (`block --for-human`, AWAITING HUMAN) belongs to
-# the human (issue 49): of every row above that starts from BLOCKED (unblock, root-cause, rescope,
+# the human: of every row above that starts from BLOCKED (unblock, root-cause, rescope,
 # abandon), only the human's moves it; a planner answering the human's question is refused.
 AWAITING_HUMAN_ROLES = HUMANS
 
@@ -243,6 +250,10 @@ BOARD_OPS: dict[str, frozenset[Role]] = {
     # only the human speaks for them.
     "rekey": HUMANS,
     "seal": HUMANS,
+    # The forge bridge runs as the human who set it up (docs/forge.md): a task's pull request
+    # number, and its required checks passed on the approved commit (which lets it merge).
+    "forge-link": HUMANS,
+    "forge-checks": HUMANS,
 }
 
 # Who logs which anomaly (blackboard-schema.md "Anomaly Types"); the human may log any.

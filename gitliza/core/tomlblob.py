@@ -129,7 +129,7 @@ def _inline_table(t: dict[str, Any]) -> str:
 # gitliza/git/memo.py's: what is rendered again (the history of a task in flight) stays, the
 # entries of tasks no longer written go. (One dict emptied at 20,000 entries held the history of
 # every task a long-lived process had written: ~0.65 KB per entry, 15 KB per task a supervisor
-# wrote, ~13 MB before its first emptying; issue 39.)
+# wrote, ~13 MB before its first emptying.)
 _ITEMS: dict[int, tuple[Any, str, str | None]] = {}  # the young generation
 _ITEMS_OLD: dict[int, tuple[Any, str, str | None]] = {}
 _ITEMS_MAX = 512  # entries per generation: a few tasks' histories

@@ -1,5 +1,5 @@
 """What a task's tree may not hold, and how large a tree may be before it is checked out (pure:
-the git layer reads the names and sizes, gitliza/git/treecheck.py; issue 46).
+the git layer reads the names and sizes, gitliza/git/treecheck.py).
 
 `.liza/` is gitliza's own directory in the main worktree (the materialized board, PAUSE, ABORT,
 the agents' logs and prompts). A task tree holding a top-level `.liza` entry would, once merged,

@@ -1,5 +1,5 @@
 """What a hand edit of the materialized `.liza/state.yaml` changed, and the command that makes
-that change on the board (issue 27).
+that change on the board.
 
 The view is written from refs/liza/state and rewritten after every transition: an edit of the file
 changes nothing on the board. Comparing the file a person edited with the view the board renders

@@ -67,7 +67,7 @@ class SprintState:
     hypothesis_exhausted: int = 0
     immediate_discoveries: int = 0
     # BLOCKED on a question for the human (AWAITING HUMAN): the human's to answer, not the
-    # planner's, so not counted as blocked (issue 49).
+    # planner's, so not counted as blocked.
     awaiting_human: tuple[str, ...] = ()
 
 

@@ -2,7 +2,7 @@
 server: git/longlived.py).
 
 Left to its defaults, glibc's allocator grew a busy supervisor's heap by ~40 KB per task it
-worked on, most of it free memory it kept (issue 39: the free part of the arenas went from 1-2 MB
+worked on, most of it free memory it kept (the free part of the arenas went from 1-2 MB
 to 5-7 MB over 200 tasks, the part in use moved little). Two defaults do it: the threshold above
 which a block is mapped on its own (and given back when freed) rises with every such block freed,
 up to 32 MB, so the large buffers of each task (a subprocess's output, a pack read, a merge's trees)

@@ -1,4 +1,4 @@
-"""Acceptance evidence read from the reviewed commit (issue 40, core/quorum.py): a path an
+"""Acceptance evidence read from the reviewed commit (core/quorum.py): a path an
 approval names must be a file of that commit, and its line a line of that file. The verdict
 checks it before writing; `verify`, the client hooks and the server hook check it again on
 replay (services/verify/engine.py), so a vote whose evidence points at nothing is refused

@@ -5,7 +5,7 @@ are written. Written loose into `objects/` (until 2026-11), they raced the user'
 way git documents: a `git prune --expire=now` (or `gc --prune=now`) that listed the refs before
 the live ref moved deleted them after it, and the ref named missing objects until the next
 renewal; every `git gc` and `git repack` of the user failed meanwhile ("bad object
-refs/liza/live/<agent>", issue 38). Writing them again after the move only narrowed the window:
+refs/liza/live/<agent>"). Writing them again after the move only narrowed the window:
 the prune's deletion can come after the second write as well.
 
 So they go where no user maintenance deletes anything: gitliza's own store (git/objects/ownstore.py),
@@ -59,7 +59,7 @@ def store(repo: pygit2.Repository) -> tuple[str, pygit2.Odb] | None:
     database, kept for the life of the process, never let one go. The board's packs are merged and
     removed a few seconds after they appear, so a supervisor mapped one more deleted index per
     pack the team wrote: 2,600 mappings and 12 MB of RSS after 17 minutes of a busy team, seen
-    in no count of open files (issue 39). A renewal's objects are new by construction (a
+    in no count of open files. A renewal's objects are new by construction (a
     renewal carries its time): nothing is lost by not looking in the packs for them."""
     own = ownstore.target(repo)
     if own is None:

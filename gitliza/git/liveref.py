@@ -38,7 +38,7 @@ REMOTES = "refs/remotes/"
 # Live commit id -> its renewal (a commit never changes). Every renewal is a new commit, so a
 # process reading the board (a supervisor, every second at heartbeat_interval 1) met a new id per
 # agent per beat: a dict emptied at 4,096 entries grew by ~3 MB over 20 minutes of a three-agent
-# team before its first emptying (issue 39). Two generations of 256 hold every live ref a board
+# team before its first emptying. Two generations of 256 hold every live ref a board
 # read meets (one per agent) and drop the replaced renewals.
 _decoded: Generations[str, tuple[Renewal | None]] = Generations(256)
 
@@ -88,7 +88,7 @@ def tips(repo: pygit2.Repository) -> dict[str, str]:
     out: dict[str, str] = {}
     for name in repo.references:
         # Interned, as ref_of: a board read lists the names afresh, and every name looked up was
-        # one string kept (issue 39: a few per board read, a supervisor reads it many times a task).
+        # one string kept (a few per board read, a supervisor reads it many times a task).
         name = sys.intern(name)
         if name.startswith(LIVE_PREFIX) or (name.startswith(REMOTES) and "/liza/live/" in name):
             try:

@@ -13,8 +13,8 @@ for.
   8 GB are mapped: a process that reads the board's history (the web board's columns of ended
   tasks, `log` through the MCP server, `verify`) keeps every page it ever read of every pack
   resident, for the life of the pack, and the packs grow with the history. In a busy team the web
-  board's and the MCP server's resident pack pages grew 8 and 7 MB within 400 tasks, and on
-  (issue 39). Windows of WINDOW bytes, at most MAPPED bytes mapped: past it libgit2 unmaps the
+  board's and the MCP server's resident pack pages grew 8 and 7 MB within 400 tasks, and on.
+  Windows of WINDOW bytes, at most MAPPED bytes mapped: past it libgit2 unmaps the
   least recently used windows no read is using. What a reader reads again soon stays mapped;
   the cost is a mapping now and then (a window is one mmap call).
 """

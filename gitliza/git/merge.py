@@ -151,7 +151,7 @@ def merge_commit_into(
     worktree); it runs only if it exists in the merged tree, inside a temporary detached checkout
     of the merged commit, output captured.
 
-    The merged tree is judged before anything checks it out (issue 46; TreeRefused, the branch
+    The merged tree is judged before anything checks it out (TreeRefused, the branch
     untouched): no top-level `.liza` entry, and no more than `bounds` (bytes, files; default
     core/treerules.py's) for the scratch checkout and the worktrees that follow the branch.
     """
@@ -220,7 +220,7 @@ def _merged_commit(
 
 
 def _keep(repo: Repository, new: Oid, base: Oid) -> bool:
-    """(issue 29) Copy merge commit `new`, and the objects its tree adds to `base`'s, into gitliza's
+    """Copy merge commit `new`, and the objects its tree adds to `base`'s, into gitliza's
     own store (gitliza/git/objects/ownstore.py) as one pack. libgit2 wrote them as loose objects into
     objects/, unreferenced until the branch moves, which may be minutes away (the integration
     test runs in between): a user's `git prune` would delete them. False when they are already

@@ -1,4 +1,4 @@
-"""Deleting a ref: by git's own `update-ref -d`, never by libgit2 (issue 38).
+"""Deleting a ref: by git's own `update-ref -d`, never by libgit2.
 
 libgit2 (1.9, `refdb_fs.c`'s `packed_delete`) deletes a packed ref by reading `packed-refs`,
 dropping the entry, and only then taking `packed-refs.lock` to write back what it read. A `git

@@ -4,7 +4,7 @@
 references` and `references.delete` all go through it) takes a reference to `name` and never gives
 it back: every name a lookup was given stays in memory for the life of the process. A long-lived
 process looks refs up by names it builds (`f"refs/heads/{branch}"`, a task's branch, an attic
-ref): a supervisor kept one string per lookup, thousands per task (issue 39; 20,000 lookups of a
+ref): a supervisor kept one string per lookup, thousands per task (20,000 lookups of a
 built name: 20,000 strings kept, ~1.5 MB). Interning the names (as liveref.py did first) keeps one
 string per distinct name instead, still one per task that ever was.
 

@@ -9,7 +9,7 @@ read (newer than its own: gitliza/core/formats.py); the format of a tree read is
 """
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any
 
 import pygit2
 
@@ -24,7 +24,7 @@ from gitliza.git.memo import Generations
 # benchmarks) parses each entity version once. One version per entity: the version a transition
 # replaced goes as soon as the new one is read. (Keyed by blob oid, every replaced version stayed
 # until 4,096 newer ones had pushed it out: a process beating every second held thousands of
-# dead agent records, +2 MB of RSS between its 1,000th and 4,000th transition, issue 28.) A
+# dead agent records, +2 MB of RSS between its 1,000th and 4,000th transition.) A
 # process comparing two states decodes an entity that changed between them each time it
 # alternates, which none does in a loop. Two generations (memo.py) bound the entities kept.
 _DECODED: Generations[tuple[str, str], tuple[pygit2.Oid, Any]] = Generations(2_048)
@@ -32,7 +32,7 @@ _DECODED: Generations[tuple[str, str], tuple[pygit2.Oid, Any]] = Generations(2_0
 # per journal entry) have a cache of their own, small: a supervisor reads such a record once or
 # twice (the task it merged, the totals its run adds to) and never again, and in the cache of the
 # live board each stayed until 4,096 newer entities had come: +3.4 KB per task merged, a
-# supervisor's memory growing with the team's history (issue 39). A process that reads the whole
+# supervisor's memory growing with the team's history. A process that reads the whole
 # archive again and again decodes it at each read once it is larger than this: time for a reader
 # of all of history, rather than memory for every process that ever touched a record.
 # Two generations of 16: of 64, a reviewer's filled over its first 128 merges (an archived task
@@ -69,6 +69,7 @@ class GitSource:
         # the materializer) then finds each one without a path lookup, and a blob already decoded
         # in this process without reading it at all.
         self._ids: dict[tuple[str, str], pygit2.Oid] = {}
+        self._listed: dict[str, list[str]] = {}
 
     def has(self, coll: str, key: str = "") -> bool:
         """Whether the entity exists, without decoding it."""
@@ -124,31 +125,45 @@ class GitSource:
         self._tables.used[raw] = table
         return value
 
-    def keys(self, coll: str) -> Iterator[str]:
+    def keys(self, coll: str) -> list[str]:
+        # Listed once per source: the tree never changes, and a command reading the whole board
+        # (`status`: the task table, the metrics, the merge queue, the lock waits...) lists the
+        # tasks several times; each walk visited every leaf again (~6,000 at 1,000 tasks).
+        listed = self._listed.get(coll)
+        if listed is None:
+            listed = self._listed[coll] = self._list(coll)
+        return listed
+
+    def _list(self, coll: str) -> list[str]:
         if self._tree is None:
-            return
-        listed = set()
+            return []
+        listed: list[str] = []
         if coll in self._tree:
-            for key in self._leaves(coll, self._tree[coll], layout.DEPTH[coll]):
-                listed.add(key)
-                yield key
+            self._leaves(coll, self._tree[coll], layout.DEPTH[coll], listed)
         # Listed whole: a decoded entity of this collection that the tree no longer holds is dead
         # weight (a task moved to archive/ that this process never asks for by its key again: a
         # coder's supervisor kept the last live record of every task the team ever had, ~300
-        # objects per task, up to the cache's 4,096 entries; issue 39).
+        # objects per task, up to the cache's 4,096 entries).
         if coll not in HISTORY:
-            _DECODED.retain(lambda k: k[0] != coll or k[1] in listed)
+            present = set(listed)
+            _DECODED.retain(lambda k: k[0] != coll or k[1] in present)
+        return listed
 
-    def _leaves(self, coll: str, tree: pygit2.Object, depth: int) -> Iterator[str]:
+    def _leaves(self, coll: str, tree: pygit2.Object, depth: int, out: list[str]) -> None:
+        """The keys under `tree` (`depth` levels of fan-out above the entity files) into `out`,
+        in tree order, and each one's blob id into `_ids`."""
         assert isinstance(tree, pygit2.Tree)
+        if depth:
+            for entry in tree:
+                self._leaves(coll, self._repo[entry.id], depth - 1, out)
+            return
+        ids, suffix, cut = self._ids, layout.SUFFIX, -len(layout.SUFFIX)
         for entry in tree:
             name = entry.name or ""
-            if depth:
-                yield from self._leaves(coll, self._repo[entry.id], depth - 1)
-            elif name.endswith(layout.SUFFIX):
-                key = name[: -len(layout.SUFFIX)]
-                self._ids[(coll, key)] = entry.id
-                yield key
+            if name.endswith(suffix):
+                key = name[:cut]
+                ids[(coll, key)] = entry.id
+                out.append(key)
 
 
 def _ident(coll: str, entity: Any) -> Any:

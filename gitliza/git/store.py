@@ -71,7 +71,7 @@ def _older(board: Board) -> bool:
 
 class Store:
     def __init__(self, repo: pygit2.Repository, ref: str = STATE_REF) -> None:
-        # (issue 29) gitliza's own object store listed before anything is read through `repo`.
+        # gitliza's own object store listed before anything is read through `repo`.
         ownstore.prepare(repo)
         self.repo = repo
         self.ref = ref
@@ -127,7 +127,7 @@ class Store:
     def commit(self, oid: pygit2.Oid | str) -> pygit2.Commit:
         try:
             c = self.repo[oid]
-        except KeyError:  # (issue 29) deleted under the ref: say so in one line, not a KeyError
+        except KeyError:  # deleted under the ref: say so in one line, not a KeyError
             raise InconsistentState(f"state commit {str(oid)[:12]} is missing from the object "
                                     "store", hint="`git liza doctor` says how to recover "
                                                   "(docs/maintenance.md)") from None

@@ -1,4 +1,4 @@
-"""A commit's tree judged before anyone checks it out (issue 46; the rules are core/treerules.py):
+"""A commit's tree judged before anyone checks it out (the rules are core/treerules.py):
 whether it holds a top-level `.liza` entry, and whether its checkout would write more than the
 human's bounds allow.
 

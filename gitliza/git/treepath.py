@@ -5,7 +5,7 @@ pygit2 (1.21 and before) keeps one reference to every string it is given as a tr
 `PyOS_FSPath` returned), so every path string a process ever looked up stays in memory. Interned,
 as the board's reads did first, a path is one string however often it is looked up, but still one
 per entity that ever was: a task's live and archived paths, each run's usage record, each merge's
-script path (issue 39: ~400 bytes per task, for ever, in every supervisor).
+script path (~400 bytes per task, for ever, in every supervisor).
 
 In a long-lived process (git/reflookup.py's `install`, which has ctypes) each path goes in as a
 copy of its own, and the reference pygit2 kept on that copy, if it kept one, is given back, so the

@@ -1,4 +1,4 @@
-"""What `git liza watch` says besides its alarms (issue 49): a goal that starts or ends (a line
+"""What `git liza watch` says besides its alarms: a goal that starts or ends (a line
 at once, its summary with it), and a heartbeat, a one-line state of the board, when the watch
 starts and then at most every `EVERY` seconds while nothing else was printed, so a quiet board
 reads as watched, not as a hung watcher. `watch --quiet` leaves both out. Times come in; the

@@ -157,7 +157,7 @@ def _check_integration(repo: pygit2.Repository, board: Board, ref: str, old: Any
         if old != new_oid and not rewind_ok and not repo.descendant_of(new_oid, old):
             return f"not a fast-forward of {str(old)[:12]}: merged work would be dropped"
         hide = [old]
-    if old != new_oid:  # issue 46: a `.liza` at its top would land in the main worktree's .liza/
+    if old != new_oid:  # a `.liza` at its top would land in the main worktree's .liza/
         from gitliza.core import treerules
         from gitliza.git.treecheck import liza_entry
         name = liza_entry(repo, new_oid)

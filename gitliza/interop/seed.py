@@ -58,7 +58,7 @@ class Seed:
 
 
 # -- the document -----------------------------------------------------------------------------------
-# What one board file may bring (issue 26: a 23 MB state.yaml of 100,000 tasks imported, then
+# What one board file may bring (a 23 MB state.yaml of 100,000 tasks imported, then
 # `status` took 38.6 s and `materialize` 93.7 s in 1.8 GB). Far above any board a team works
 # (the reference's boards hold tens of tasks), far below what makes every read slow. Counted before
 # an entity is decoded; one line, exit 1.

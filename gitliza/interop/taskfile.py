@@ -1,4 +1,4 @@
-"""A file of tasks for `git liza add --from FILE` (issue 27): YAML, or Markdown with one `##`
+"""A file of tasks for `git liza add --from FILE`: YAML, or Markdown with one `##`
 heading per task. Each task remembers its line, so that every error names the place in the file.
 
 YAML (a list, or a mapping with `tasks:`):
@@ -105,7 +105,7 @@ def _value(field: str, value: Any, name: str, line: int) -> Any:
     if value is None:
         return None
     if field == "done_when" and isinstance(value, list):
-        # A list of acceptance criteria (issue 40): each one a line an approval gives evidence for.
+        # A list of acceptance criteria: each one a line an approval gives evidence for.
         return tuple(str(x).strip() for x in value if str(x).strip())
     if field in ("depends_on", "labels", "lock_scope", "needs"):
         items = value if isinstance(value, list) else str(value).split(",")

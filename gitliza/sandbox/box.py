@@ -166,7 +166,7 @@ class Box:
         if self.link is not None:
             model = net.allowed(s.cli, s.env, net.config_urls(s.cli, Path(
                 s.env.get("HOME") or user_home())))
-            self.forwarded = sorted({*net.loopback_ports(model), *s.host_ports})
+            self.forwarded = self._forwardable([*net.loopback_ports(model), *s.host_ports])
             if self.forwarded:
                 self.gate = net.Gate(self.broker.dir / net.SOCKET, frozenset(
                     ("127.0.0.1", p) for p in self.forwarded), 0,
@@ -174,10 +174,18 @@ class Box:
         elif s.network == "model":
             allow = net.allowed(s.cli, s.env, net.config_urls(s.cli, Path(
                 s.env.get("HOME") or user_home())))
-            self.forwarded = net.loopback_ports(allow)
+            self.forwarded = self._forwardable(net.loopback_ports(allow))
             proxy = net.proxy_port(self.forwarded)
             self.gate = net.Gate(self.broker.dir / net.SOCKET, allow, proxy,
                                  lambda line: s.refused(line, False))
+
+    def _forwardable(self, ports: Sequence[int]) -> list[int]:
+        """`ports` but those the sandbox cannot listen on, each said once a session: the
+        forwarder inside is never asked for one (net.forwardable)."""
+        kept, dropped = net.forwardable(ports)
+        for port in dropped:
+            self.s.refused(net.unforwardable_line(port), False)
+        return kept
 
     @property
     def gitliza_inside(self) -> tuple[str, ...]:

@@ -14,13 +14,13 @@ a common dir of its own, `<common>/liza/sandboxes/<agent>/git`, which holds:
   (`<agent>/wt`, its index and logs), with HEAD, commondir, gitdir and config.worktree
   read-only. Private, not the real admin dir: the coder's index and HEAD reflog name objects
   that only its own store holds, and the user's `git gc`/`repack` count every worktree's index
-  and reflog as reachable: they failed on "bad tree object" while a coder worked (issue 38).
+  and reflog as reachable: they failed on "bad tree object" while a coder worked.
 
 The supervisor brings the coder's work back (`import_branch`): before it applies a brokered
 `git liza` command of the coder and when the agent exits. It fetches the task branch's tip from
 that directory (git checks the objects and their connectivity) into gitliza's own object store
 (git/objects/ownstore.py), which no maintenance command prunes: a `git prune` between the fetch and the
-branch's move deleted the fetched commits when they landed in objects/ (issue 38). It then
+branch's move deleted the fetched commits when they landed in objects/. It then
 moves the real task branch with a compare-and-swap and resets the real index to the new tip (the
 worktree's files untouched), so that the index git sees outside names only objects it can read.
 Before the directory is rebuilt (the next launch) and when the session ends, what the coder made

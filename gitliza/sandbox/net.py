@@ -96,6 +96,27 @@ def loopback_ports(allow: Iterable[Endpoint]) -> list[int]:
     return sorted({port for host, port in allow if host in LOOPBACK})
 
 
+# The first port a process of the sandbox can listen on: bubblewrap drops every capability
+# (CAP_NET_BIND_SERVICE among them) and the sandbox's own network namespace starts with
+# net.ipv4.ip_unprivileged_port_start at its default, 1024.
+FIRST_FORWARDABLE = 1024
+
+
+def forwardable(ports: Iterable[int]) -> tuple[list[int], list[int]]:
+    """The loopback ports the sandbox can listen on as the same port inside, and those it cannot
+    (below FIRST_FORWARDABLE: nothing is forwarded there, the agent's connections are refused,
+    as to a server that is down)."""
+    ports = sorted(set(ports))
+    return ([p for p in ports if p >= FIRST_FORWARDABLE],
+            [p for p in ports if p < FIRST_FORWARDABLE])
+
+
+def unforwardable_line(port: int) -> str:
+    return (f"sandbox: 127.0.0.1:{port} is not forwarded inside (a port below "
+            f"{FIRST_FORWARDABLE}, which no process of the sandbox may listen on); the agent's "
+            "connections to it are refused")
+
+
 def proxy_port(forwarded: Iterable[int]) -> int:
     taken = set(forwarded)
     return next(p for p in range(PROXY_PORT, 65536) if p not in taken)

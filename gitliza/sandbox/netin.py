@@ -82,13 +82,11 @@ def main(argv: list[str]) -> int:
         try:
             s.bind(("127.0.0.1", port))
         except OSError as e:
-            # Not the launch's end: a port below 1024 needs a capability the sandbox does not
-            # have. The agent's connections to it are refused, as to a server that is down (its
-            # CLI then says so, and its run ends "unreachable": core/provider.py).
-            sys.stderr.write(f"gitliza sandbox: cannot forward 127.0.0.1:{port} inside "
-                             f"({e.strerror}); connections to it are refused\n")
-            s.close()
-            continue
+            # Never a port the sandbox cannot listen on (box.py leaves those out, net.forwardable,
+            # and says so): whatever else fails here is the launch's end.
+            sys.stderr.write(f"gitliza sandbox: cannot listen on 127.0.0.1:{port} inside "
+                             f"({e.strerror})\n")
+            return 5
         s.listen(64)
         listeners.append((s, port))
     # The relay in a grandchild (threads only after the forks), so that it is the sandbox's

@@ -131,7 +131,7 @@ def bwrap_argv(bwrap: str, view: View, command: list[str]) -> list[str]:
     for e in sorted(view.common_entries):
         if e not in HIDDEN_GIT:
             # -try: an entry may be gone by the launch (the user's gc removes its gc.pid, a lock
-            # file goes): bubblewrap refused to start the agent over it (issue 38).
+            # file goes): bubblewrap refused to start the agent over it.
             a += ["--ro-bind-try", str(view.common / e), str(view.common / e)]
     g = view.coder_git
     if view.role == CODER and g is not None:

@@ -3,7 +3,7 @@ read-only, and nothing around it (docs/security.md "The home stays hidden").
 
 A launch needs the Python gitliza runs on and gitliza itself, the agent's executable and its
 installation (a CLI's own install tree, a venv and the interpreter it was made from), PATH's
-directories and the launch's own files. Round 3 (issue 46): these used to be "the parent of
+directories and the launch's own files. These used to be "the parent of
 every `bin/`", so `~/bin` on PATH, or an agent started as `-- ~/agent.sh`, showed the whole
 home (`~/.ssh`, `~/.aws`, shell history), and `~/.cargo/bin` or `~/.local/bin` showed
 `~/.cargo/credentials.toml` or `~/.local/share`. Now each wanted directory is tried from the

@@ -1,4 +1,4 @@
-"""Sealing as the team runs (issue 36): a board's history stays cheap to join only where someone
+"""Sealing as the team runs: a board's history stays cheap to join only where someone
 seals it (docs/multi-machine.md, "Joining a long board"), and nobody remembers to. `git liza team`
 and `git liza watch` run as the human, so they seal whenever the newest seal is `seal_every`
 commits or more below the tip, where the human's key is at hand (or signatures are off: a seal

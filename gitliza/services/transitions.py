@@ -53,7 +53,7 @@ def do_op(liza: Liza, cls: type[Op], **args: Any) -> Committed:
     args = {**args, **FIXED_ARGS.get(cls.NAME, {})}
     if cls.NAME in MOVING_OPS and isinstance(args.get("task"), str):
         # The holder's worktree stays where it is for the next coder, its state in the attic
-        # first (issue 38: one safety net before every teardown).
+        # first (one safety net before every teardown).
         from gitliza.services.lifecycle.cleanup import keep_state
         from gitliza.services.lifecycle.common import warn
         for note in keep_state(liza, args["task"], f"{cls.NAME} moved the claim"):

@@ -34,7 +34,7 @@ class Generation:
         self.gen = 0
         self.renew_at = ""
         # Whether this supervisor registered the agent (it was new): only then does `end` remove
-        # it; an agent the person registered by hand stays registered (issue 27).
+        # it; an agent the person registered by hand stays registered.
         self.registered = False
         self._lock = threading.Lock()
 
@@ -58,7 +58,7 @@ class Generation:
         cur = board.get("supervisors", self.agent)
         if me is not None and cur is not None and cur.registered:
             # An earlier supervisor registered it and ended holding a task (so it stayed):
-            # this one removes it at its clean end, as it would have (agents alike, issue 36).
+            # this one removes it at its clean end, as it would have (agents alike).
             self.registered = True
         if not takeover and cur is not None and cur.expires is not None and \
                 cur.expires > liza.now() and \

@@ -10,7 +10,7 @@ thread ends. `lease_keeper` builds the thread for a supervisor's agent: what it 
 
 The keeper renews only for a live supervisor: the supervisor's main loop feeds a `Watchdog` while it
 waits for its agent, and once the stamp is older than half a lease the keeper stops renewing (the
-task lease and the token), saying so once. A wedged supervisor (the one of issue 27 hung in a
+task lease and the token), saying so once. A wedged supervisor (one was seen hung in a
 futex wait) then loses its lease and its token the way a dead one does, and the watcher raises its
 SUPERVISOR SILENT alarm (gitliza/core/alarms.py); should the loop move again, renewing resumes.
 """

@@ -47,7 +47,7 @@ def keep(liza: Liza, agent: str, log: Callable[[str], None]) -> None:
         held = t is not None and t.assigned_to == agent
         try:
             # Its branch stays where the task is still its own (resumed: the commits are not lost,
-            # nor kept twice, issue 49); else the commits the integration branch lacks go too.
+            # nor kept twice); else the commits the integration branch lacks go too.
             notes = keep_state(liza, task, WHY, branch_stays=held)
             snap = liza.repo.references.get(wip.ref_name(task, agent)) or \
                 liza.repo.references.get(wip.LEFT + f"{task}/{agent}")

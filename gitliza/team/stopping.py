@@ -2,8 +2,8 @@
 
 Python runs a signal handler in the main thread, between two bytecodes of whatever the main
 thread was doing. A handler that takes a lock the main thread already holds (an agent process's
-lock, a threading.Event's condition, stdout's buffer) hangs the process for good: the supervisor
-of issue 27 sat in a futex wait with a zombie child. So the Python handler here does nothing at
+lock, a threading.Event's condition, stdout's buffer) hangs the process for good: a supervisor
+was seen sitting in a futex wait with a zombie child. So the Python handler here does nothing at
 all. The interpreter's C-level handler writes the signal number to a wakeup pipe
 (`signal.set_wakeup_fd`, async-signal-safe), and a relay thread, an ordinary thread free to take
 locks, log and signal children, reads it and calls `on_stop` once. The main thread is woken by

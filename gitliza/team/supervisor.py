@@ -123,7 +123,7 @@ class Supervisor:
         profiles = fallback.profiles(opts.cli, opts.model, opts.command)  # `--cli claude,codex`
         profile = profiles[0]
         permissions = agentcli.parse_permissions(opts.permissions)
-        # The sandbox (issue 26): bubblewrap checked now (exit 5 naming the fix), or off.
+        # The sandbox: bubblewrap checked now (exit 5 naming the fix), or off.
         box = Sandbox(sandbox_mode(opts.sandbox))
         self.token = Generation(self.agent)
         # The integration test of what this reviewer merges runs in a sandbox of its own too.

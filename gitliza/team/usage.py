@@ -33,12 +33,12 @@ RUN_ENV = "LIZA_RUN_ID"
 REPORTS_DIR = "agent-usage"
 JOIN_GRACE = 5.0  # seconds to wait for the output reader after the agent's group is gone
 # The agents this process already told that a `-- COMMAND` agent reports its own usage: once per
-# agent, not once per run (issue 36: every scripted run printed it).
+# agent, not once per run (every scripted run printed it).
 _TOLD_NONE: set[str] = set()
 # What an agent's own reports (`git liza usage report`) may add to a run, together: a report past
 # it is one no run could make (no model reads 100,000 tokens a second for a whole run, nor costs
 # ten cents a second), refused and raised as an anomaly; the run is recorded without it, rather
-# than voided or charged to the goal (issue 35).
+# than voided or charged to the goal.
 REPORT_TOKENS_BASE, REPORT_TOKENS_PER_SECOND = 1_000_000, 100_000
 REPORT_MICROS_BASE, REPORT_MICROS_PER_SECOND = 1_000_000, 100_000
 

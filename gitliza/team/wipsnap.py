@@ -1,4 +1,4 @@
-"""The supervisor's work-in-progress snapshots (issue 48; services/lifecycle/wip.py): while a
+"""The supervisor's work-in-progress snapshots (services/lifecycle/wip.py): while a
 coder's agent runs, every `wip_snapshot_interval` seconds its worktree (the coder's commits, its
 uncommitted and untracked-not-ignored edits) becomes `refs/liza/wip/<task>/<agent>`, which the
 clone's next sync pushes with the renewals (the remote follower syncs when a snapshot of ours is

@@ -111,7 +111,7 @@ class WorkFinder:
             res = claim(self.liza)
         except LeaseLost:
             raise
-        except AlreadyHeld as e:  # a lost race: one short line (issue 49), wait for the next change
+        except AlreadyHeld as e:  # a lost race: one short line, wait for the next change
             self.log(f"claim: {e.task} went to {e.holder} first")
             return None
         except LizaError as e:
@@ -202,8 +202,8 @@ class WorkFinder:
                                review_commit=rt.review_commit))
 
     def _clean(self, job: Job) -> Job | None:
-        """The review runs in this reviewer's clean checkout of exactly review_commit (issue 46:
-        services/lifecycle/reviewtree.py), made anew before each session: never in the coder's
+        """The review runs in this reviewer's clean checkout of exactly review_commit
+        (services/lifecycle/reviewtree.py), made anew before each session: never in the coder's
         worktree, whose ignored files would be tested with it."""
         if job.task is None or job.review_commit is None:
             return job

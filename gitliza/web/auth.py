@@ -119,7 +119,7 @@ class Guarded:
         await self.app(scope, receive, with_headers)
 
 
-# The board's own scripts, styles, images and connections only (issue 46): no external image,
+# The board's own scripts, styles, images and connections only: no external image,
 # script, frame or form target, whatever a task's text or a spec names; no inline script or
 # style attribute either (the pages use none: the legend's swatches are SVG presentation).
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "

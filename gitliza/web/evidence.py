@@ -1,5 +1,5 @@
 """A task's acceptance criteria as a list, and each approval's evidence per criterion, on its web
-page (issue 49): a `path[:line]` evidence links into the commit the vote approved
+page: a `path[:line]` evidence links into the commit the vote approved
 (`/task/ID/file/COMMIT/PATH#L12`, that file at that commit, lines numbered), a test or a
 command (with its output's digest) is shown as given. The file view serves only commits the
 task's votes or review name (no other object of the repository through it)."""

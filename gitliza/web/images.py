@@ -1,4 +1,4 @@
-"""Images in task content (a spec's Markdown) on the web board (issue 46): shown only when they
+"""Images in task content (a spec's Markdown) on the web board: shown only when they
 are files of the repository, served by the board itself from the integration branch
 (`/repo/PATH`, raster images only); any other (`http://...?leak=...`, `data:`, a path out of the
 repository) is shown as text, never fetched. With the Content-Security-Policy every response

@@ -219,7 +219,7 @@ async def log_stream(path: Any, offset: int, closing: asyncio.Event | None = Non
                 done, _ = await asyncio.wait(waits, timeout=KEEPALIVE,
                                              return_when=asyncio.FIRST_COMPLETED)
             finally:  # also when the stream is cancelled (a Ctrl-C of `web`): no task left
-                for w in waits:  # pending at the loop's close ("Task was destroyed", issue 49)
+                for w in waits:  # pending at the loop's close ("Task was destroyed")
                     w.cancel()
             if not done:
                 yield ": keepalive\n\n"

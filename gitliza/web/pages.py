@@ -195,7 +195,7 @@ def card(t: dict[str, Any]) -> str:
     bits = [f'<span class="pri p{e(t.get("priority"))}">P{e(t.get("priority"))}</span>']
     if t.get("iteration"):
         bits.append(f'<span class="it" title="iteration">#{e(t["iteration"])}</span>')
-    if t.get("approvals"):  # the review quorum's votes so far (issue 40)
+    if t.get("approvals"):  # the review quorum's votes so far
         voters = ", ".join(t["approvals"])
         bits.append(f'<span class="votes" title="approved by {e(voters)}">'
                     f'&#10003;{len(t["approvals"])}</span>')

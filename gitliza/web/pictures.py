@@ -98,8 +98,8 @@ def progress(entries: Iterable[dict[str, Any]]) -> list[tuple[int, int, int]]:
     for e in entries:
         if "error" in e:
             continue
-        if e["op"] == "init":  # a new goal starts the count, and the chart, afresh (issue 36:
-            status.clear()     # goals overlaid on one axis read as one)
+        if e["op"] == "init":  # a new goal starts the count, and the chart, afresh:
+            status.clear()     # goals overlaid on one axis read as one
             merged = 0
             points.clear()
         task, to = e.get("task"), e.get("to")

@@ -203,7 +203,7 @@ def diff_panel(files: list[FileDiff], why: str | None, caption: str = "") -> str
 
 
 def runs_panel(runs: Sequence[dict[str, Any]]) -> str:
-    """The task's agent runs (their usage records) and how each ended (issue 47)."""
+    """The task's agent runs (their usage records) and how each ended."""
     if not runs:
         return ""
     rows = "".join(

@@ -191,3 +191,76 @@ def test_the_next_goals_init_brings_mains_new_commits_to_integration(board: Path
     assert r.returncode == 0 and git(board, "rev-parse", "integration") == integ
     [line] = [x for x in r.stderr.splitlines() if "cannot fast-forward" in x]
     assert "`git merge integration` on main" in line
+
+
+def _two_goals_merged(repo: Path) -> Liza:
+    """goal-1 merged t1 and completed; goal-2 merged t2 and is ready to complete. The human's
+    `Liza`, its clock ten seconds an op."""
+    import itertools
+
+    from gitliza.core import clock
+    from gitliza.core.ops import Add, Claim, ClaimReview, Init, Merge, Register, Submit, Verdict
+    from gitliza.core.ops.goal import CompleteGoal
+    ticks = itertools.count()
+    start = clock.to_epoch("2025-01-17T14:00:00Z")
+
+    def now() -> str:
+        return clock.from_epoch(start + 10 * next(ticks))
+    sha = git(repo, "rev-parse", "HEAD")
+    human, planner, coder, reviewer = (Liza.open(repo, a, now=now, sync=False)
+                                       for a in ("human", "planner-1", "coder-1", "rev-1"))
+    human.do(Init, goal="first")
+    for agent, role in (("planner-1", "planner"), ("coder-1", "coder"), ("rev-1", "code_reviewer")):
+        human.do(Register, agent=agent, role=role)
+    for goal, task in ((1, "t1"), (2, "t2")):
+        if goal == 2:
+            human.do(CompleteGoal)
+            human.do(Init, goal="second", goal_id="goal-2", sprint_id="sprint-2")
+        planner.do(Add, task=task, description="d", spec_ref="README.md", done_when="done",
+                   scope="s", ready=True)
+        coder.do(Claim, task=task, worktree=f".worktrees/{task}", base_commit=sha)
+        coder.do(Submit, task=task, commit=sha)
+        reviewer.do(ClaimReview, task=task)
+        reviewer.do(Verdict, task=task, verdict="approve", commit=sha)
+        reviewer.do(Merge, task=task, result="merged", merge_commit=sha)
+    return human
+
+
+def _legacy_complete_goal(repo: Path, merged: int) -> str:
+    """A complete-goal commit whose default summary says `merged` (gitliza before the fix wrote
+    every goal's merges there), on the state ref's tip."""
+    from gitliza.core.model import Alignment
+    from gitliza.core.ops.goal import CompleteGoal
+    human = _two_goals_merged(repo)
+    store = human.store
+    parent = store.commit(store.tip())
+    op = CompleteGoal(actor="human", time=human.now())
+    outcome = apply(store.board_at(parent), op)
+    goal = outcome.changes[("goal", "")]
+    last = goal.alignment_history[-1]
+    assert last.summary == "Goal completed: 1 task(s) merged"  # what gitliza writes now
+    old = dataclasses.replace(goal, alignment_history=goal.alignment_history[:-1] + (
+        Alignment(last.timestamp, last.event, f"Goal completed: {merged} task(s) merged"),))
+    written = dataclasses.replace(outcome, changes={**outcome.changes, ("goal", ""): old})
+    oid = store.write_commit(parent, written, op)
+    git(repo, "update-ref", "refs/liza/state", str(oid), str(parent.id))
+    return str(oid)
+
+
+def test_a_goal_summary_counting_every_goals_merges_verifies_as_legacy(repo: Path) -> None:
+    """Older gitliza's complete-goal counted every goal's merges (2 here, for a goal that merged
+    one): such a commit no longer replays byte for byte, and verify accepts it by name."""
+    legacy = _legacy_complete_goal(repo, merged=2)
+    r = liza(repo, "verify", agent=None)
+    assert r.returncode == 0, r.stderr
+    assert f"state commit {legacy[:12]} (complete-goal) accepted in a legacy encoding" in r.stderr
+    assert "every goal's merges" in r.stderr
+    assert json.loads(ok(liza(repo, "verify", "--json", agent=None)))["legacy"] == [legacy]
+    # `status` shows what was recorded
+    assert "Goal completed: 2 task(s) merged" in ok(liza(repo, "status", agent=None))
+
+
+def test_a_goal_summary_with_any_other_count_still_fails(repo: Path) -> None:
+    bad = _legacy_complete_goal(repo, merged=5)
+    r = liza(repo, "verify", agent=None)
+    assert r.returncode == 4 and bad[:12] in r.stderr

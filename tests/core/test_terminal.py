@@ -30,3 +30,20 @@ def test_safe_json_is_the_same_value_and_inert(value: dict[str, str]) -> None:
     doc = safe_json(json.dumps(value, ensure_ascii=False))
     assert json.loads(doc) == value
     assert safe_line(doc.replace("\n", "")) == doc.replace("\n", "")
+
+
+def test_printable_ascii_skips_the_search_and_nothing_else_does() -> None:
+    """`safe` answers printable ASCII without a regular expression (compiled on first need):
+    every ASCII character, alone and inside text, comes out as the character classes say."""
+    import re
+
+    from gitliza.core.terminal import _UNSAFE_CLASS, _UNSAFE_LINE_CLASS
+    for n in range(0x80):
+        for text in (chr(n), f"ab{chr(n)}cd"):
+            assert safe(text) == re.sub(_UNSAFE_CLASS, lambda m: f"\\x{ord(m.group()):02x}",
+                                        text)
+            assert safe_line(text) == re.sub(_UNSAFE_LINE_CLASS,
+                                             lambda m: f"\\x{ord(m.group()):02x}", text)
+            assert is_safe_line(text) == (re.search(_UNSAFE_LINE_CLASS, text) is None)
+    plain = "task-1   UNCLAIMED  3"
+    assert safe(plain) is plain and safe_line(plain) is plain

@@ -9,6 +9,7 @@ import pytest
 from gitliza.core.ops import (Abandon, Add, Block, CarryApproval, Claim, ClaimReview, ConfigSet,
                               Conflict, Edit, Finalize, Merge, Reassign, Release, Rescope,
                               RootCause, Submit, Unblock, Verdict, apply)
+from gitliza.core.ops.forge import HumanReview
 from gitliza.core.states import (FORBIDDEN, TASK_TRANSITIONS, TERMINAL, TaskState, Transition,
                                  is_legal)
 from gitliza.errors import IllegalTransition, LizaError, PermissionDenied
@@ -37,6 +38,8 @@ OPS: dict[str, Callable[[Runner], Any]] = {
     "root-cause": lambda r: r.do(RootCause, "planner-1", task="task-1", note="the spec was vague"),
     "rescope": lambda r: r.do(Rescope, "planner-1", task="task-1", into=("task-9",), reason="r"),
     "abandon": lambda r: r.do(Abandon, "planner-1", task="task-1", reason="r"),
+    "human-review": lambda r: r.do(HumanReview, "human", task="task-1", verdict="reject",
+                                   commit=C1, review=1, reason="changes requested"),
 }
 
 
@@ -93,6 +96,10 @@ def _perform(tr: Transition) -> TaskState:
         r.do(Verdict, "reviewer-2", task="task-1", verdict="approve", commit=C1, counted=True)
     elif special == ("verdict", S.READY_FOR_REVIEW, S.APPROVED):
         verdict(r, "approve", reviewer="reviewer-2")
+    elif tr.op == "human-review" and tr.target != S.REJECTED:  # the human's approval: a vote
+        if tr.target == S.READY_FOR_REVIEW:
+            r.do(ConfigSet, "human", key="review_quorum", value="2")
+        r.do(HumanReview, "human", task="task-1", verdict="approve", commit=C1, review=2)
     elif special == ("merge", S.APPROVED, S.INTEGRATION_FAILED):
         r.do(Merge, "reviewer-1", task="task-1", result="failed", reason="tests fail")
     elif tr.op == "carry-approval":  # an integration fix: approved at C1, failed, fixed at C2

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from tests.cli.test_board import liza, ok
 
@@ -115,6 +115,23 @@ class Sup:
             self.proc.wait(10)
 
 
+def commits_then_hangs(tell: str, subject: str = "wip on $LIZA_TASK_ID",
+                       edits: bool = True) -> str:
+    """An agent script that commits once (committed.txt, `subject`), leaves an uncommitted edit of
+    README.md and an untracked new.txt (with `edits`), runs `tell` (how the test learns it got
+    there) and hangs until it is killed: a session that dies with work in its worktree."""
+    work = f"""test -n "$LIZA_TASK_ID"
+echo committed > committed.txt
+git add committed.txt
+git commit -q -m "{subject}"
+"""
+    if edits:
+        work += """echo "an uncommitted edit" > README.md
+echo "untracked" > new.txt
+"""
+    return f"{work}{tell}\nexec sleep 600\n"
+
+
 def board_json(repo: Path) -> Any:
     import json
     return json.loads(ok(liza(repo, "status", "--json", agent=None)))
@@ -137,10 +154,17 @@ def wait_status(repo: Path, task: str, status: str) -> None:
             agent=None))
 
 
-def until(cond: Any, what: str, timeout: float = WAIT) -> None:
-    """Wait until `cond()` holds (polling; fails after `timeout`, never a timing assertion)."""
+def until(cond: Callable[[], object], what: str | Callable[[], str],
+          timeout: float = WAIT) -> None:
+    """Wait for `cond()` to hold, looking again every 50 ms. `timeout` bounds a hang and measures
+    nothing: it is generous, and a condition that has not come by then, not even at one last look,
+    fails the test as "never came: `what`" (`what()` when it needs the moment's details)."""
     import time
-    end = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < end, what
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return
         time.sleep(0.05)
+    if not cond():
+        raise AssertionError(f"never came: {what() if callable(what) else what} "
+                             f"(looked for {timeout:.0f} s)")

@@ -11,20 +11,12 @@ import pygit2
 import pytest
 
 from tests.conftest import git
-from tests.team.procs import Sup, add_task, make_board, script
+from tests.team.procs import Sup, add_task, commits_then_hangs, make_board, script
 
 pytestmark = pytest.mark.slow
 
 # Commits once, leaves an uncommitted edit and an untracked file, says so through the FIFO, hangs.
-DIRTY = """test -n "$LIZA_TASK_ID"
-echo committed > committed.txt
-git add committed.txt
-git commit -q -m "wip on $LIZA_TASK_ID"
-echo "an uncommitted edit" > README.md
-echo "untracked" > new.txt
-echo ready > {fifo}
-exec sleep 600
-"""
+DIRTY = commits_then_hangs("echo ready > {fifo}")
 DONE = """test -n "$LIZA_TASK_ID"
 git checkout -q -- README.md
 rm -f new.txt
@@ -74,13 +66,7 @@ def test_a_restart_keeps_the_killed_sessions_work_before_it_resumes(repo: Path,
     assert _attic(repo) == refs
 
 
-COMMITTED = """test -n "$LIZA_TASK_ID"
-echo committed > committed.txt
-git add committed.txt
-git commit -q -m "wip on $LIZA_TASK_ID"
-echo ready > {fifo}
-exec sleep 600
-"""
+COMMITTED = commits_then_hangs("echo ready > {fifo}", edits=False)
 
 
 def test_a_restart_over_committed_work_resumes_and_keeps_nothing(repo: Path,

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pygit2
@@ -23,7 +25,6 @@ from tests.team.procs import Sup, add_task, make_board, script, task_of, until
 from tests.team.test_supervisor import SUBMIT
 
 pytestmark = pytest.mark.slow
-
 
 
 def _machines(tmp_path: Path, repo: Path, **config: str) -> tuple[Path, Path, Path]:
@@ -49,17 +50,35 @@ def _idle_coder_on_b(tmp_path: Path, repo: Path) -> tuple[Path, Path, Path, Sup]
     return bare, a, b, sup
 
 
+def _cut(b: Path, tmp_path: Path) -> None:
+    git(b, "remote", "set-url", "origin", str(tmp_path / "nowhere.git"))
+
+
+def _heal(b: Path, bare: Path) -> None:
+    git(b, "remote", "set-url", "origin", str(bare))
+
+
+@contextmanager
+def _ending(sup: Sup, a: Path, b: Path, bare: Path) -> Iterator[None]:
+    """The test's body; whatever becomes of it, B is healed and the team ended (abort on A)."""
+    try:
+        yield
+    finally:
+        _heal(b, bare)
+        ok(liza(a, "abort", agent=None))
+        sup.wait()
+        sup.kill()
+
+
 def _remote_ops(bare: Path) -> list[str]:
     return git(bare, "log", "--format=%(trailers:key=Liza-Op,valueonly)%(trailers:key=Liza-Task,"
                      "valueonly)%(trailers:key=Liza-Actor,valueonly)", "refs/liza/state").split()
 
 
-
-
 def test_an_idle_machine_claims_work_added_on_another_without_a_sync(
         repo: Path, tmp_path: Path) -> None:
     bare, a, b, sup = _idle_coder_on_b(tmp_path, repo)
-    try:
+    with _ending(sup, a, b, bare):
         add_task(a, "t1")  # on A, shared by A's auto-sync; B is told nothing
         sup.expect("agent completed")
         assert task_of(b, "t1")["status"] == "READY_FOR_REVIEW"
@@ -69,17 +88,13 @@ def test_an_idle_machine_claims_work_added_on_another_without_a_sync(
                "submit" in " ".join(_remote_ops(bare)), "B's submit never reached the remote")
         ops = _remote_ops(bare)
         assert any(o.startswith("claim") for o in ops), ops
-    finally:
-        ok(liza(a, "abort", agent=None))
-        sup.wait()
-        sup.kill()
 
 
 def test_a_cut_off_machine_claims_nothing_until_the_remote_answers(
         repo: Path, tmp_path: Path) -> None:
     bare, a, b, sup = _idle_coder_on_b(tmp_path, repo)
-    try:
-        git(b, "remote", "set-url", "origin", str(tmp_path / "nowhere.git"))  # the cut
+    with _ending(sup, a, b, bare):
+        _cut(b, tmp_path)  # the cut
         sup.expect("follower: cannot reach origin")
         repo_b = pygit2.Repository(str(b))
         lease = 5  # procs.FAST
@@ -95,18 +110,13 @@ def test_a_cut_off_machine_claims_nothing_until_the_remote_answers(
         line = sup.expect("cut off from origin")
         assert "not claiming" in line and "waiting" in line
         assert task_of(b, "t2")["status"] == "UNCLAIMED"
-        git(b, "remote", "set-url", "origin", str(bare))  # healed
+        _heal(b, bare)  # healed
         sup.expect("follower: origin answers again")
         sup.expect("agent completed")
         assert task_of(b, "t2")["status"] == "READY_FOR_REVIEW"
         # The add made while cut off reached the remote (the follower pushes what it lacks).
         until(lambda: "t2" in " ".join(_remote_ops(bare)), "t2 never reached the remote")
         assert sup.output().count("cut off from origin") == 1  # said once, not per wake-up
-    finally:
-        git(b, "remote", "set-url", "origin", str(bare))
-        ok(liza(a, "abort", agent=None))
-        sup.wait()
-        sup.kill()
 
 
 def test_a_cut_off_machine_stops_its_working_agent_and_resumes_once_healed(
@@ -122,16 +132,16 @@ echo $((n+1)) > {tmp_path}/runs
 if [ "$n" = 0 ]; then while [ ! -e {gate} ]; do sleep 0.2; done; fi
 """ + SUBMIT)
     sup = Sup(b, "coder", "coder-1", "--", str(agent))
-    try:
+    with _ending(sup, a, b, bare):
         sup.expect("supervising coder-1")
         add_task(a, "t1")
         sup.expect("started agent")
-        git(b, "remote", "set-url", "origin", str(tmp_path / "nowhere.git"))  # the cut
+        _cut(b, tmp_path)  # the cut
         line = sup.expect("agent stopped (cut off from origin")
         assert "stopping the agent on t1" in line
         sup.expect("cut off from origin")  # and it waits, claiming nothing
         assert task_of(b, "t1")["assigned_to"] == "coder-1"  # its claim is kept
-        git(b, "remote", "set-url", "origin", str(bare))  # healed
+        _heal(b, bare)  # healed
         # (With this test's 5 s lease, the claim may have lapsed during the wait: then the same
         # supervisor claims t1 again, its stopped session's work kept in the attic.)
         try:
@@ -140,11 +150,6 @@ if [ "$n" = 0 ]; then while [ ! -e {gate} ]; do sleep 0.2; done; fi
             raise AssertionError(sup.output()) from None
         assert task_of(b, "t1")["assigned_to"] == "coder-1"
         assert not gate.exists()  # the first session never went on: it was stopped
-    finally:
-        git(b, "remote", "set-url", "origin", str(bare))
-        ok(liza(a, "abort", agent=None))
-        sup.wait()
-        sup.kill()
 
 
 def test_machines_names_each_machine_live_then_unreachable_then_gone(

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from pathlib import Path
 
 import pytest
 
 from gitliza.core import clock
 from tests.cli.test_board import liza, ok
-from tests.team.procs import Sup, add_task, board_json, make_board, ops, script, task_of
+from tests.team.procs import (Sup, add_task, board_json, make_board, ops, script, task_of,
+                              until)
 
 pytestmark = pytest.mark.slow
 
@@ -24,14 +24,15 @@ CAP = {"max_no_progress_runs": "2"}  # without the waits, 2 refused runs give up
 
 
 def _reaches(repo: Path, task: str, status: str, seconds: float = 300) -> None:
-    """Wait (bounded by `seconds`, no clock asserted) for `task` to reach `status`."""
-    deadline = time.monotonic() + seconds
-    while True:
+    """Wait for `task` to reach `status` (`git liza wait`, again while `seconds` last)."""
+    said: list[str] = []
+
+    def reached() -> bool:
         r = liza(repo, "wait", "status", "--task", task, "--status", status, "--timeout", "45",
                  agent=None)
-        if r.returncode == 0:
-            return
-        assert time.monotonic() < deadline, f"{task} never {status}: {r.stderr}"
+        said[:] = [r.stderr.strip()]
+        return r.returncode == 0
+    until(reached, lambda: f"{task} {status} ({said[-1] if said else ''})", seconds)
 
 
 def _limited_then_done(tmp: Path, name: str, limited: int, ahead: int = 3) -> Path:
@@ -58,13 +59,15 @@ def test_a_rate_limited_run_waits_for_the_reset_and_is_never_counted(
     line = sup.expect("agent.sh rate limited until")
     assert "(5-hour limit); waiting" in line, line
     # While it waits: its agent is WAITING FOR PROVIDER on the board, the task still its own.
-    seen = None
-    deadline = time.monotonic() + 60
-    while seen is None and time.monotonic() < deadline:
-        for a in board_json(repo)["agents"]:
-            if a["id"] == "coder-1" and a.get("status") == "WAITING FOR PROVIDER":
-                seen = a
-    assert seen is not None and "rate limited" in seen["provider_note"], seen
+    # (It waits the backoff, 30 s at least: a window, not a moment.)
+    seen: list[dict[str, str]] = []
+
+    def waiting() -> bool:
+        seen[:] = [a for a in board_json(repo)["agents"]
+                   if a["id"] == "coder-1" and a.get("status") == "WAITING FOR PROVIDER"]
+        return bool(seen)
+    until(waiting, "coder-1 WAITING FOR PROVIDER on the board")
+    assert "rate limited" in seen[0]["provider_note"], seen
     assert "WAITING FOR PROVIDER" in ok(liza(repo, "status", agent=None))
     # The waits: the backoff (30 s, 60 s, +-20%), the provider's reset being sooner.
     _reaches(repo, "t1", "READY_FOR_REVIEW")

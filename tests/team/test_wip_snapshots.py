@@ -17,20 +17,12 @@ import pytest
 
 from tests.cli.test_board import liza, ok
 from tests.conftest import git
-from tests.team.procs import Sup, add_task, script, task_of, until
+from tests.team.procs import Sup, add_task, commits_then_hangs, script, task_of, until
 from tests.team.test_follow_remote import _machines
 
 pytestmark = pytest.mark.slow
 
-WORKS_ON = """test -n "$LIZA_TASK_ID"
-echo committed > committed.txt
-git add committed.txt
-git commit -q -m "first half of $LIZA_TASK_ID"
-echo "an uncommitted edit" > README.md
-echo "untracked" > new.txt
-echo $$ > {pid}
-exec sleep 600
-"""
+WORKS_ON = commits_then_hangs("echo $$ > {pid}", subject="first half of $LIZA_TASK_ID")
 # The coder taking over: restores the snapshot its prompt names, takes its files, submits.
 TAKES_OVER = """test -n "$LIZA_TASK_ID"
 oid=$(sed -n 's/.*git liza attic t1 --restore \\([0-9a-f]*\\).*/\\1/p' "$LIZA_PROMPT_FILE" | head -1)

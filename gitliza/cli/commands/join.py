@@ -1,4 +1,4 @@
-"""`git liza join URL [DIRECTORY]`: a new machine joins a team in one command (issue 48).
+"""`git liza join URL [DIRECTORY]`: a new machine joins a team in one command.
 
 Clone URL (or, run inside a repository without DIRECTORY, use it: the remote whose URL is URL,
 else one added as `team`), make it the clone's sync remote (`liza.remote`: auto-sync and the

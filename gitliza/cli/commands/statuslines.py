@@ -8,6 +8,7 @@ from typing import Any
 from gitliza.core import mergequeue
 from gitliza.core.board import Board
 from gitliza.core.model import Metrics, Task
+from gitliza.core.states import TaskState
 
 
 def show_votes(out: Any, board: Board, t: Task) -> None:
@@ -23,9 +24,10 @@ def show_votes(out: Any, board: Board, t: Task) -> None:
 
 def status_cell(board: Board, t: Task) -> str:
     """The task's state; a review under a quorum shows its approvals so far (`1/2`)."""
+    if t.status is not TaskState.READY_FOR_REVIEW:  # most rows: the board's config not read
+        return t.status.value
     cfg = board.config
-    if t.status.value != "READY_FOR_REVIEW" or not (t.review_votes or cfg.review_quorum > 1
-                                                    or cfg.quorum_rules):
+    if not (t.review_votes or cfg.review_quorum > 1 or cfg.quorum_rules):
         return t.status.value
     from gitliza.core import quorum  # only then: status loads what it shows
     votes = quorum.votes_of(t)
@@ -42,6 +44,15 @@ def queue_line(board: Board) -> str:
 def invariants_mod() -> Any:
     from gitliza.core import invariants
     return invariants
+
+
+def lock_waits(board: Board, tasks: list[Task]) -> dict[str, str]:
+    """invariants.lock_waits; a board whose live `tasks` hold no lock scope waits for none, and
+    `status` then does not load the invariants (lock scopes are seldom used)."""
+    if not any(t.lock_scope for t in tasks):
+        return {}
+    waits: dict[str, str] = invariants_mod().lock_waits(board)
+    return waits
 
 
 def lock_lines(board: Board) -> list[str]:

@@ -180,7 +180,7 @@ def team(env: Env, planners: int, coders: int, reviewers: int, prefix: str, cli:
 
 
 def ended(code: int) -> str:
-    """How a supervisor ended, in words (issue 49): SIGTERM or SIGINT, whether it died of the
+    """How a supervisor ended, in words: SIGTERM or SIGINT, whether it died of the
     signal (-15) or its handler exited 128+N (143), is a stop, not a failure."""
     import signal
     sig = -code if code < 0 else code - 128 if code > 128 else 0

@@ -51,11 +51,11 @@ def verify(env: Env, since: str | None, at: str | None, remote: str | None = Non
                        "word (the human's signature where signatures are on); "
                        "`git liza verify --full` replays it too")
     if report.legacy and not env.json:
-        from gitliza.services.verify.legacy import LEGACY_ANOMALY, LEGACY_SUBJECT
+        from gitliza.services.verify.legacy import legacy_name
         for oid in report.legacy:
             op = report.op_of.get(oid, "anomaly")
             env.out.notice(f"state commit {oid[:12]} ({op}) accepted in a legacy encoding: "
-                           f"{LEGACY_ANOMALY if op == 'anomaly' else LEGACY_SUBJECT}")
+                           f"{legacy_name(op)}")
     if report.evidence_unread and not env.json:
         env.out.notice(f"{len(report.evidence_unread)} verdict(s) name evidence in a commit this "
                        f"clone lacks (first: state commit {report.evidence_unread[0][:12]}): "

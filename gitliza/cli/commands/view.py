@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from gitliza.cli.commands import Env
-from gitliza.cli.commands.statuslines import (control_lines, invariants_mod,
+from gitliza.cli.commands.statuslines import (control_lines, lock_waits,
                                              queue_line, ready_lines, show_votes, sprint_line,
                                              status_cell)
 from gitliza.core import codec, mergequeue, metrics, usage
@@ -26,9 +26,11 @@ def _board(env: Env, at: str | None) -> tuple[Board, Any]:
 
 
 def status(env: Env, at: str | None) -> int:
-    from gitliza.git import tablecache
-    with tablecache.reading(env.liza().store):
-        return _status(env, at)
+    from gitliza.cli.gcpause import paused
+    with paused():  # pygit2's import, a whole board decoded: objects that live, no garbage
+        from gitliza.git import tablecache
+        with tablecache.reading(env.liza().store):
+            return _status(env, at)
 
 
 def _status(env: Env, at: str | None) -> int:
@@ -38,6 +40,7 @@ def _status(env: Env, at: str | None) -> int:
     board, commit = _board(env, at)
     goal = board.goal
     live, archived, m = tasks_in_order(board)
+    waits = lock_waits(board, live)  # the live tasks' (an ended goal's table adds archived ones)
     agents = list(board.agents())
     out = env.out
     out.line(f"goal {goal.id} [{goal.status}]: {goal.description}")
@@ -58,7 +61,7 @@ def _status(env: Env, at: str | None) -> int:
     over = usage.goal_over_budget(board)
     if over:
         out.line(f"BUDGET: {over}: no agent run starts until it is raised")
-    from gitliza.core.quorumreach import shortfalls  # issue 49: a quorum nobody can meet
+    from gitliza.core.quorumreach import shortfalls  # a quorum nobody can meet
     for _tid, line in shortfalls(board):
         out.line(line)
     if at is None and commit is not None and board.config.seal_every:
@@ -73,13 +76,12 @@ def _status(env: Env, at: str | None) -> int:
         edit = view_edit(env.liza().store)
         if edit is not None:
             out.line(f"WARNING: {edit.message()}")
-    if goal.status != "IN_PROGRESS":  # an ended goal: its summary, and its tasks (issue 49)
+    if goal.status != "IN_PROGRESS":  # an ended goal: its summary, and its tasks
         live = _ended_goal(env, board, live, archived)
     for t in live:
         if t.awaiting_human:
             out.line(f"AWAITING HUMAN: {t.id}: {' / '.join(t.blocked_questions)}  "
                      f"(`git liza unblock {t.id} --answer TEXT`)")
-    waits = invariants_mod().lock_waits(board)
     out.table("tasks", ["task", "status", "pri", "assigned", "lease/review", "depends on"],
               [[t.id, "AWAITING HUMAN" if t.awaiting_human else status_cell(board, t),
                 t.priority, t.assigned_to or "",
@@ -92,10 +94,13 @@ def _status(env: Env, at: str | None) -> int:
     if at is None:
         from gitliza.core.supervision import of_agent
         sups = {a.id: of_agent(board, a, now) for a in agents}
-    from gitliza.core import provider
+    # A wait for a provider (core/provider.py) is seldom on the board: its module is loaded then.
+    waiting = [a for a in agents if a.provider_wait] if at is None else []
+    if waiting:
+        from gitliza.core import provider
     out.table("agents", ["agent", "role", "status", "task", "lease", "supervisor"],
               [[a.id, a.role.value,
-                provider.status_word(board, a, now) if at is None else a.status.value,
+                provider.status_word(board, a, now) if a in waiting else a.status.value,
                 a.current_task or "", a.lease_expires or "",
                 sups[a.id].state.value if a.id in sups else ""]
                for a in agents])
@@ -103,11 +108,11 @@ def _status(env: Env, at: str | None) -> int:
         note = sup.line(now)
         if note:
             out.line(note)
-    for a in agents if at is None else ():
+    for a in waiting:
         note = provider.wait_line(board, a, now)
         if note:
             out.line(note)
-    if at is None:  # the machines behind the agents (issue 48), when there is news
+    if at is None:  # the machines behind the agents, when there is news
         from gitliza.core.machines import label_lines, status_line
         machines = status_line(board, now)
         if machines:
@@ -120,20 +125,13 @@ def _status(env: Env, at: str | None) -> int:
 def _ended_goal(env: Env, board: Board, live: list[Any], archived: list[Any]) -> list[Any]:
     """The summary line of an ended goal, and the rows its task table shows: the goal's own
     tasks, archived ones included (the goal's end archives them; the table was empty)."""
-    import re
-
     from gitliza.core.queries import of_current_goal
     mine = live + sorted((t for t in archived if of_current_goal(board, t)),
                          key=lambda t: (t.priority, t.id))
     ends = [a for a in board.goal.alignment_history
             if a.event in ("goal_completed", "goal_aborted")]
     if ends:
-        text = ends[-1].summary
-        if re.fullmatch(r"Goal completed: \d+ task\(s\) merged", text):
-            # complete-goal's default counts every goal's merges (kept as recorded: replay
-            # re-derives it); this goal's own count is what the human asks.
-            text = f"Goal completed: {sum(t.status == 'MERGED' for t in mine)} task(s) merged"
-        env.out.line(f"summary ({ends[-1].timestamp}): {text}")
+        env.out.line(f"summary ({ends[-1].timestamp}): {ends[-1].summary}")
     return mine
 
 

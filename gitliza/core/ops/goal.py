@@ -10,6 +10,7 @@ from gitliza.core.ids import check_id, check_spec_ref
 from gitliza.core.model import (Agent, Alignment, CircuitBreaker, Config, Goal, GoalStatus,
                                 SigningKey, Sprint, SprintStatus, SprintTimeline)
 from gitliza.core.ops.base import Ctx, Op, need_text, register_op, replace
+from gitliza.core.queries import goal_tasks
 from gitliza.core.states import (HUMAN_ACTOR, REGISTRABLE_ROLES, TERMINAL, AgentState,
                                  Role, TaskState)
 from gitliza.errors import ValidationError
@@ -115,6 +116,11 @@ def _end_goal(ctx: Ctx, status: GoalStatus, sprint_status: SprintStatus, event: 
                                   timeline=replace(sp.timeline, ended=t)))
 
 
+def completed_summary(merged: int) -> str:
+    """complete-goal's summary when none is given."""
+    return f"Goal completed: {merged} task(s) merged"
+
+
 @register_op
 @dataclass(frozen=True, kw_only=True)
 class CompleteGoal(Op):
@@ -131,9 +137,10 @@ class CompleteGoal(Op):
             more = f" and {len(open_tasks) - 5} more" if len(open_tasks) > 5 else ""
             raise ValidationError(f"goal cannot complete: task(s) not terminal: {shown}{more}",
                                   hint="merge, abandon or rescope them, or `git liza abort-goal`")
-        done = sum(1 for t in ctx.board.all_tasks() if t.status == TaskState.MERGED)
+        # This goal's merges: the archive keeps every earlier goal's tasks too.
+        done = sum(1 for t in goal_tasks(ctx.board) if t.status == TaskState.MERGED)
         _end_goal(ctx, GoalStatus.COMPLETED, SprintStatus.COMPLETED, "goal_completed",
-                  self.summary or f"Goal completed: {done} task(s) merged")
+                  self.summary or completed_summary(done))
         ctx.summary = f"complete-goal {ctx.board.goal.id} by {self.actor}"
 
 
@@ -157,7 +164,11 @@ class AbortGoal(Op):
 # team to another model or lower the bar its own work is held to would govern its own governor.
 REVIEW_KEYS = frozenset({"review_quorum", "quorum_rules", "review_diversity",
                          "rca_after_rejections"})
-HUMAN_ONLY = frozenset({"escalation_webhook", "models"}) | REVIEW_KEYS
+# The forge keys (core/forge.py): which checks gate a merge, and whether the forge merges, are the
+# review bar again; which repository mirrors the board is where the team's work is published.
+FORGE_KEYS = frozenset({"forge", "forge_repo", "forge_api_url", "forge_required_checks",
+                        "forge_merge", "forge_checks_timeout"})
+HUMAN_ONLY = frozenset({"escalation_webhook", "models"}) | REVIEW_KEYS | FORGE_KEYS
 
 
 @register_op
@@ -171,7 +182,8 @@ class ConfigSet(Op):
         ctx.allowed()
         if self.key in usage.HUMAN_KEYS or self.key in HUMAN_ONLY:
             doc = ("docs/usage.md" if self.key in usage.HUMAN_KEYS else "docs/review.md"
-                   if self.key in REVIEW_KEYS else "docs/governance.md")
+                   if self.key in REVIEW_KEYS else "docs/forge.md" if self.key in FORGE_KEYS
+                   else "docs/governance.md")
             ctx.allowed("config:human-key", f"config {self.key}", hint=f"the human's key: {doc}")
         v = coerce_config(self.key, self.value)
         if self.key == "integration_base":

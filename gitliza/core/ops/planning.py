@@ -93,8 +93,8 @@ class TaskFields:
     max_review_cycles: int | None = None
     lease_duration_override: int | None = None
     budget_tokens: int | None = None  # per-task token budget (gitliza/core/usage.py)
-    labels: tuple[str, ...] = ()  # issue 40: a quorum rule may raise the task's quorum by them
-    criteria: tuple[str, ...] = ()  # issue 40: the acceptance criteria an approval gives evidence for
+    labels: tuple[str, ...] = ()  # a quorum rule may raise the task's quorum by them
+    criteria: tuple[str, ...] = ()  # the acceptance criteria an approval gives evidence for
     lock_scope: tuple[str, ...] = ()  # globs of the paths it will write (core/lockscope.py)
     needs: tuple[str, ...] = ()  # machine labels its claimer must offer (core/fleet.py)
 

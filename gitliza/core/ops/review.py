@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gitliza.core import clock, quorum
+from gitliza.core.forge import waits_for_checks
 from gitliza.core.model import Config, Evidence, ReviewVote, Task
 from gitliza.core.ops.base import (Ctx, Op, check_sha, free_agent, need_text, register_op,
                                    replace)
@@ -258,6 +259,10 @@ class Merge(Op):
         ctx.transition(t, S.MERGED if merged else S.INTEGRATION_FAILED, reason=self.reason)
         if merged:
             check_sha(self.merge_commit, "merge commit")
+            if waits_for_checks(ctx.board.config, t):  # the forge's gate (docs/forge.md)
+                raise ValidationError(f"{t.id} waits for the forge's required checks "
+                                      f"({ctx.board.config.forge_required_checks}) on "
+                                      f"{str(t.review_commit)[:12]}")
             ctx.put_task(replace(t, status=S.MERGED, merge_commit=self.merge_commit,
                                  worktree=None, integration_failure=None,
                                  history=ctx.history(t, "merged", agent=self.actor,

@@ -56,7 +56,7 @@ class Claim(Op):
     # lease), or the evidence that the holder's lease expired for it. Absent in format 1's claims,
     # which keep their rule: the op's time against the recorded expiry.
     takeover: str | None = None
-    # Whether a takeover leaves the previous coder out of failed_by (issue 38: a crash, a kill,
+    # Whether a takeover leaves the previous coder out of failed_by (a crash, a kill,
     # a stand-down and the human's release are no coder's failure). False is format 1's
     # behaviour (the previous coder counted), which replay of older boards needs; every claim
     # gitliza makes records True.
@@ -320,7 +320,7 @@ class Block(Op):
         failed = t.failed_by
         if ctx.role() == Role.CODER:
             me = holder_check(ctx, t, "block it")
-            # A question for the human is nobody's failure (issue 49): the asker may claim the
+            # A question for the human is nobody's failure: the asker may claim the
             # task again once answered, and no hypothesis exhaustion counts it.
             failed = t.failed_by if self.for_human else with_failed(t, me.id)
         free_agent(ctx, t, t.assigned_to)

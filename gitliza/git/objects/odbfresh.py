@@ -20,8 +20,8 @@ valid (they hold their own data and the repository, not the database).
 Every object directory the handle reads is watched, not only the repository's own `objects/`:
 gitliza's own store (`liza-objects/`, git/objects/ownstore.py), where the board's packs are written and
 merged, and every alternate the repository lists (a `--reference` clone's, an agent's redirected
-directory). A busy team's supervisor otherwise held 90 to 200 deleted packs of the own store
-(issue 39). Two signs that packs were removed, a few system calls:
+directory). A busy team's supervisor otherwise held 90 to 200 deleted packs of the own store.
+Two signs that packs were removed, a few system calls:
 - the mtime of packs.py's marks directory: a merge marks the packs it copied there, and packs.py
   removes a merged pack together with its mark, so every removal by gitliza (in any process, of
   the own store's packs too: its marks are kept in the same directory) changes that directory,

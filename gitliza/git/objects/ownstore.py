@@ -1,5 +1,5 @@
 """gitliza's own object store: where the objects gitliza writes itself live, out of reach of the
-user's git maintenance (issue 29).
+user's git maintenance.
 
 A transition writes its objects (a pack, gitliza/git/objects/packs.py) and only then moves
 refs/liza/state onto them. Between the two the objects are referenced by nothing, and git's

@@ -40,7 +40,7 @@ def temp_paths(pack_dir: str, tag: str) -> tuple[str, str]:
     `git gc` (so `maintenance run`) deletes every `<name>.idx` without a `<name>.pack` in each
     pack directory it reads, alternates included, since it takes one for a leftover of a deleted
     pack. A temporary index named `tmp_<x>.idx`, written and not yet renamed, was deleted under
-    the writer, whose rename then failed with ENOENT (issue 29: a transition failed with "cannot
+    the writer, whose rename then failed with ENOENT (a transition failed with "cannot
     write objects to .git/liza-objects"). Only the final names carry .pack and .idx, and a
     .pack without its .idx, the state while a pack is written, is never deleted by git."""
     own = f"{tag}_{os.getpid()}_{threading.get_ident()}"

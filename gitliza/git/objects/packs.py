@@ -63,7 +63,7 @@ LOOK_EVERY = 12
 # Past PACK_BUDGET, the marked packs younger than MIN_GRACE_SECONDS are kept too, but no more than
 # this many (the newest: those of the last merge, which a reader may have listed just before it).
 # A time alone did not bound the count: packs pile up by the merges made within the grace, which
-# a busy machine's writers (slow writes, late looks) made up to 80 of (issue 38). A merge marks at
+# a busy machine's writers (slow writes, late looks) made up to 80 of. A merge marks at
 # most the packs one look finds unmerged: PACK_LIMIT, and the writes made since the last look.
 KEEP_YOUNG = PACK_LIMIT + LOOK_EVERY
 

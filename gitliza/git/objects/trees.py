@@ -51,13 +51,13 @@ PARSED_ENTRIES = 4_096  # per generation of the cache below
 # there with all its subtrees. Two generations (memo.py): the trees a process keeps editing stay,
 # the ones transitions replaced go. Counted in entries (~250 bytes each parsed), not trees: 2 x 1,024
 # trees held 3.2 MB in a coder at the 300th task of a busy team and more as the archive's leaves
-# fill (issue 39); a transition edits the trees on the paths it changes, ~100 entries.
+# fill; a transition edits the trees on the paths it changes, ~100 entries.
 _PARSED: Generations[bytes, Entries] = Generations(PARSED_ENTRIES, weight=len)
 
 
 # layout.path_of hashes the key (sha1) for its fan-out; verify asks for the same few paths on every
 # commit (the tasks an op reads and writes), so they are remembered: the recent ones. Every task a
-# long-lived process ever touched stayed up to 65,536 entries (~15 MB; issue 39), then up to
+# long-lived process ever touched stayed up to 65,536 entries (~15 MB), then up to
 # 4,096 (two per task: a supervisor's grew with every task for its first 2,000).
 path_of = functools.lru_cache(maxsize=1 << 9)(layout.path_of)
 

@@ -196,7 +196,7 @@ def tree_objects(src: pygit2.Repository, new: bytes, old: bytes | None,
     the trees are the board's, parsed through the process's shared cache (the next replay reads
     them); False for any other tree (a merge of the user's code): parsed and let go, so that a
     merge does not keep a parsed copy of the project's trees, whose size grows with the project
-    (issue 39: a reviewer's cache held every recent version of a root tree with one file per merged
+    (a reviewer's cache held every recent version of a root tree with one file per merged
     task, 1.9 MB at the 300th task and growing)."""
     if new == old or new in out:
         return

@@ -21,14 +21,14 @@ from pygit2 import Oid, Repository
 from gitliza.core import treerules
 from gitliza.errors import GitFailure, NotFound, ValidationError, hint_for
 from gitliza.git import reflocks, refdelete, treecheck
-from gitliza.git.checkouts import clean_sync_problems, open_checkout, worktree_head
+from gitliza.git.checkouts import clean_sync_problems, worktree_head
 from gitliza.git.repository import common_dir, ensure_excluded, main_repository, ref_oid
 from gitliza.git.worktrees.admin import (AdminEntry, admin_entries, drop_admin, rmtree,
                                         worktree_mutex)
+from gitliza.git.worktrees.detached import add_detached
 
 WORKTREES_DIR = ".worktrees"
 BRANCH_PREFIX = "liza/"
-_TEMP_BRANCH_PREFIX = "refs/heads/liza-tmp/"
 
 
 # --------------------------------------------------------------------------- paths
@@ -139,7 +139,7 @@ def add_task_worktree(repo: Repository, task_id: str, base: Oid, *, fresh: bool 
     which removes every leftover first (the spec's `wt-create.sh --fresh`).
 
     A tree whose checkout would write past `bounds` (bytes, files; default: core/treerules.py's)
-    is refused (CheckoutTooLarge) before anything is written, leftovers included (issue 46).
+    is refused (CheckoutTooLarge) before anything is written, leftovers included.
     """
     lay = task_layout(repo)
     path = lay.task_path(task_id)
@@ -313,7 +313,7 @@ def temporary_checkout(repo: Repository, commit: Oid,
     name = holder.name
     try:
         with worktree_mutex(repo):
-            _add_detached(main, name, holder / "checkout", commit)
+            name = add_detached(main, name, holder / "checkout", commit).name
         yield holder / "checkout"
     finally:
         with worktree_mutex(repo):
@@ -321,15 +321,3 @@ def temporary_checkout(repo: Repository, commit: Oid,
                 if entry.name == name:
                     drop_admin(entry)
         rmtree(holder)
-
-
-def _add_detached(main: Repository, name: str, path: Path, commit: Oid) -> None:
-    # libgit2 can only add a worktree on a branch: check out a scratch branch, detach, drop it.
-    scratch = main.references.create(f"{_TEMP_BRANCH_PREFIX}{name}", commit, force=True)
-    try:
-        main.add_worktree(name, str(path), scratch)
-        open_checkout(path).set_head(commit)
-    except (pygit2.GitError, OSError) as e:
-        raise GitFailure(f"could not create a temporary checkout of {commit}: {e}") from e
-    finally:
-        refdelete.delete(main, scratch.name)

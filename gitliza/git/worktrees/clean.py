@@ -1,4 +1,4 @@
-"""A clean checkout of exactly one commit (issue 46): what a reviewer reviews, so that what it
+"""A clean checkout of exactly one commit: what a reviewer reviews, so that what it
 tests is the commit, not the bytes a coder's worktree holds beside it.
 
 A coder's worktree passes Clean Sync with ignored files in it (a `__pycache__` built from other
@@ -8,6 +8,10 @@ to the next and made clean each time as `actions/checkout` does (`checkout --for
 then `clean -ffdx`: every change, untracked and ignored file, nested repository included, goes).
 The coder's worktree is left as it was. Git's hooks do not run for it (`core.hooksPath` off):
 what the repository's hooks directory holds is not the reviewer's to run.
+
+It is added as git/worktrees/detached.py adds one, never by `git worktree add`, whose placeholder
+HEAD made the user's `git repack -ad` beside a reviewer fail on "bad object
+worktrees/<agent>/HEAD".
 """
 from __future__ import annotations
 
@@ -21,10 +25,7 @@ from gitliza.git import treecheck
 from gitliza.git.gitcmd import error_line, run_git
 from gitliza.git.repository import common_dir, main_repository
 from gitliza.git.worktrees.admin import admin_entries, drop_admin, rmtree, worktree_mutex
-
-# A checkout of a large project's tree takes its time; local all the same.
-_TIMEOUT = 600.0
-_NO_HOOKS = ("-c", "core.hooksPath=/dev/null")
+from gitliza.git.worktrees.detached import NO_HOOKS, TIMEOUT, checkout_detached
 
 
 def clean_checkout(repo: Repository, path: Path, commit: Oid,
@@ -35,16 +36,14 @@ def clean_checkout(repo: Repository, path: Path, commit: Oid,
     treecheck.refuse_large(main, commit, bounds or treerules.checkout_bounds(None, None), what)
     with worktree_mutex(repo):
         if _registered(repo, path):
-            _git(path, *_NO_HOOKS, "checkout", "-q", "--force", "--detach", str(commit))
+            _git(path, *NO_HOOKS, "checkout", "-q", "--force", "--detach", str(commit))
         else:
             for entry in admin_entries(common_dir(repo)):
                 if entry.checkout == path.resolve() or (entry.checkout is None
                                                          and entry.name == path.name):
                     drop_admin(entry)
             rmtree(path)
-            root = Path(main.workdir or main.path)
-            _git(root, *_NO_HOOKS, "worktree", "add", "-q", "--force", "--detach", str(path),
-                 str(commit))
+            checkout_detached(main, path.name, path, commit)
         _git(path, "clean", "-ffdxq")
         head = _git(path, "rev-parse", "HEAD").strip()
     if head != str(commit):
@@ -60,8 +59,8 @@ def _registered(repo: Repository, path: Path) -> bool:
 
 
 def _git(cwd: Path, *args: str) -> str:
-    r = run_git(cwd, list(args), timeout=_TIMEOUT)
+    r = run_git(cwd, list(args), timeout=TIMEOUT)
     if r.returncode != 0:
-        raise GitFailure(f"git {args[len(_NO_HOOKS) if args[:2] == _NO_HOOKS else 0]} in "
+        raise GitFailure(f"git {args[len(NO_HOOKS) if args[:2] == NO_HOOKS else 0]} in "
                          f"{cwd}: {error_line(r.stderr)}")
     return r.stdout

@@ -25,8 +25,10 @@ from gitliza.git.objects import ownstore
 from gitliza.git.gitcmd import error_line, local_git
 from gitliza.git.reflocks import retrying
 from gitliza.git.checkouts import clean_sync_problems
-from gitliza.git.repository import ref_oid
+from gitliza.git.repository import main_repository, ref_oid
 from gitliza.git.worktrees import task_branch
+from gitliza.git.worktrees.admin import worktree_mutex
+from gitliza.git.worktrees.detached import checkout_detached
 from gitliza.services import leftovers
 
 ATTIC = "refs/liza-attic"
@@ -55,7 +57,7 @@ def save(repo: Repository, task: str, path: Path, contained_in: Oid | None,
     the server hook own; `git liza attic` lists and restores its entries. The refs made (none
     when there was nothing to keep), for the line that reports the teardown.
     `branch_stays`: the teardown leaves `liza/<task>` where it is (a stop, a restart, a release
-    that keeps the worktree), so its commits are not lost and are not kept twice (issue 49):
+    that keeps the worktree), so its commits are not lost and are not kept twice:
     only uncommitted work is; the next fresh claim keeps the branch's commits before replacing it."""
     keep: list[Oid] = []
     if path.is_dir() and (path / ".git").exists() and not leftovers.cut_short(path) \
@@ -255,9 +257,10 @@ def restore(repo: Repository, task: str, which: str, into: Path) -> Entry:
     if into.exists():
         raise ValidationError(f"{into} exists: restore into a new directory",
                               hint="name another with --into")
-    run = local_git(Path(repo.path), "worktree", "add", "--detach", "-q", str(into),
-                    found[0].oid)
-    if run.returncode != 0:
-        raise GitFailure(f"cannot restore {found[0].ref}: {error_line(run.stderr)}")
+    try:
+        with worktree_mutex(repo):
+            checkout_detached(main_repository(repo), into.name, into, Oid(hex=found[0].oid))
+    except GitFailure as e:
+        raise GitFailure(f"cannot restore {found[0].ref}: {e}") from e
     return found[0]
 

@@ -78,7 +78,7 @@ def submit(liza: Liza, task: str, commit: str | None = None) -> Done:
             raise ValidationError(f"{task}: HEAD {head[:12]} does not descend from base_commit "
                                   f"{t.base_commit[:12]}",
                                   hint="rebase or merge onto the base instead of replacing it")
-    # No task tree may hold gitliza's own `.liza` (issue 46): once merged it would be checked out
+    # No task tree may hold gitliza's own `.liza`: once merged it would be checked out
     # into the main worktree's `.liza/`.
     treecheck.refuse_liza_entry(repo, head, task)
     try:  # every reviewer and the merge would check it out: past the bounds, none does

@@ -1,4 +1,4 @@
-"""Where a reviewer reviews (issue 46): its own clean checkout of exactly review_commit,
+"""Where a reviewer reviews: its own clean checkout of exactly review_commit,
 `.liza/reviews/<agent>` in the main worktree (git/worktrees/clean.py), made before its agent
 starts, never the coder's worktree (whose ignored files a review would otherwise test). Outside
 `.worktrees/`, so it is never taken for a task's worktree; under `.liza/`, which `git status`

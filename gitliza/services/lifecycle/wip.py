@@ -1,4 +1,4 @@
-"""Work-in-progress snapshots (issue 48): `refs/liza/wip/<task>/<agent>`, one ref per task and
+"""Work-in-progress snapshots: `refs/liza/wip/<task>/<agent>`, one ref per task and
 coder, replaced by each snapshot, so that a machine that dies loses at most one
 `wip_snapshot_interval` of a coder's work.
 

@@ -1,4 +1,4 @@
-"""The attic travels with sync (issue 38): `refs/liza-attic/<task>/<oid>` entries go to the team
+"""The attic travels with sync: `refs/liza-attic/<task>/<oid>` entries go to the team
 remote and come back from it, so that a machine that dies does not take the work it kept along.
 
 - **Fetch**: the remote's entries are mirrored into `refs/remotes/<ns>/liza-attic/*` (git's fetch,

@@ -1,4 +1,4 @@
-"""The clone's record of local ops a sync dropped (issue 48): acknowledged work is never dropped
+"""The clone's record of local ops a sync dropped: acknowledged work is never dropped
 silently.
 
 A sync that replays this clone's ops on the remote's board drops those that no longer apply (a

@@ -1,4 +1,4 @@
-"""The remote follower (issue 48): every long-lived process that acts on the board (a supervisor,
+"""The remote follower: every long-lived process that acts on the board (a supervisor,
 `team`, `watch`, `web`) learns of the remote's changes within seconds, with no cron.
 
 Every `follow_interval` seconds (board config, default 5; each wait drawn from 0.75-1.25 of it, so
@@ -196,7 +196,7 @@ class RemoteFollower:
                 pass
             if self._lock_fd is None:
                 self.tries += 1
-                self._lock_fd = _try_lock(_dir(store.repo))
+                self._lock_fd = try_lock(_dir(store.repo))
             if self._lock_fd is not None:
                 rem = remotes.resolve(repo_path(store.repo), self.remote)
                 failing = self._check(store, rem, failing)
@@ -260,12 +260,13 @@ class RemoteFollower:
             self._log(f"follower: {n}")
 
 
-def _try_lock(d: Path) -> int | None:
-    """The clone's follower lock, or None when another process (or thread) holds it."""
+def try_lock(d: Path, name: str = LOCK) -> int | None:
+    """The clone's lock `name` in `d` (the follower's; the forge bridge's too), or None when
+    another process (or thread) holds it."""
     import fcntl
     try:
         d.mkdir(parents=True, exist_ok=True)
-        fd = os.open(d / LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = os.open(d / name, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
     except OSError:
         return None
     try:

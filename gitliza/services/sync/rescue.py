@@ -1,5 +1,5 @@
 """After a sync dropped local ops (a healed partition: another machine did the same work first),
-nothing dropped stays where the team builds (issue 29, item 2).
+nothing dropped stays where the team builds.
 
 The board no longer records the dropped ops, but the branches they moved still carry their work:
 an unreviewed merge on the local integration branch, a task branch with commits nobody will

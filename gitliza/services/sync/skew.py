@@ -1,4 +1,4 @@
-"""Clock skew at sync (issue 29 item 3): named in one line, never silently accepted, and the lease
+"""Clock skew at sync: named in one line, never silently accepted, and the lease
 sightings refreshed (gitliza/services/liveness/leasewatch.py).
 
 Two measures, each of a real clock: a fetched board whose newest op is dated ahead of this clock

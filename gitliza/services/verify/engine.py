@@ -39,7 +39,7 @@ from gitliza.git.evidence import evidence_gaps
 from gitliza.git.source import GitSource, check_format, decode_blob, format_of
 from gitliza.git.store import Store
 from gitliza.services.verify.importcommit import replay_import
-from gitliza.services.verify.legacy import legacy_anomaly
+from gitliza.services.verify.legacy import legacy_tree
 
 ZERO = "0" * 40
 NOT_FETCHED = ("the history before it is not in this clone (it joined at a seal, "
@@ -204,13 +204,13 @@ def verify_commit(store: Store, parent: pygit2.Commit | None, commit: pygit2.Com
     if bad:
         raise VerifyFailure(oid, op.NAME, f"breaks an invariant: {bad[0]}")
     if isinstance(op, Verdict) and op.evidence:
-        # Acceptance evidence (issue 40): every path it names is in the reviewed commit.
+        # Acceptance evidence: every path it names is in the reviewed commit.
         gaps = evidence_gaps(store.repo, op.commit, op.evidence)
         if gaps:
             raise VerifyFailure(oid, op.NAME, f"evidence {gaps[0]}")
         if gaps is None and report is not None:
             report.evidence_unread.append(oid)
-    forbidden = treecheck.op_liza_entry(store.repo, op)  # issue 46: no `.liza` in a task tree
+    forbidden = treecheck.op_liza_entry(store.repo, op)  # no `.liza` in a task tree
     if forbidden is not None:
         raise VerifyFailure(oid, op.NAME, forbidden)
     changes = outcome.changes
@@ -224,8 +224,8 @@ def verify_commit(store: Store, parent: pygit2.Commit | None, commit: pygit2.Com
                             changes, write=False)
     except (LizaError, pygit2.GitError, OSError, KeyError) as e:
         raise VerifyFailure(oid, op.NAME, f"cannot rebuild the tree: {e}") from None
-    if built.tree != commit.tree_id and op.NAME == "anomaly":
-        older = legacy_anomaly(store.repo, parent, commit, changes)
+    if built.tree != commit.tree_id:
+        older = legacy_tree(store.repo, parent, commit, board, op, changes)
         if older is not None:
             changes, built = older
             if legacy is not None:
@@ -236,7 +236,7 @@ def verify_commit(store: Store, parent: pygit2.Commit | None, commit: pygit2.Com
     # The rest of the commit: a reworded subject or an author other than the actor misleads anyone
     # reading `git log`, so it is refused like a forged tree.
     if commit.message != record.message(op, outcome.event):
-        # Before subjects were escaped (issue 26), one with a control character was written raw:
+        # Before subjects were escaped, one with a control character was written raw:
         # the one other message accepted, reported as legacy.
         if commit.message != record.message(op, outcome.event, legacy_subject=True):
             raise VerifyFailure(oid, op.NAME, "commit message differs from the one the op produces")

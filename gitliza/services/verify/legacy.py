@@ -1,16 +1,20 @@
-"""The one legacy encoding verify accepts, named and not hidden: older gitliza wrote an anomaly's
-details in the order they were typed. `legacy_anomaly` recognises exactly that encoding of a commit
+"""The legacy encodings verify accepts, named and not hidden. Older gitliza wrote an anomaly's
+details in the order they were typed: `legacy_anomaly` recognises exactly that encoding of a commit
 (verify reports it), `legacy_anomalies` lists the anomalies a board still holds in it (doctor
-explains them)."""
+explains them). Older gitliza's complete-goal counted every goal's merges in its default summary:
+`legacy_goal_count`. A subject written raw is record.message's (`legacy_subject`)."""
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pygit2
 
 from gitliza.core import layout
 from gitliza.core.board import Board, Changes, journal_key
+from gitliza.core.ops.goal import completed_summary
 from gitliza.core.ops.journal import canonical_details
+from gitliza.core.states import TaskState
 from gitliza.errors import LizaError
 from gitliza.git.objects import trees
 from gitliza.git.source import decode_blob
@@ -19,6 +23,49 @@ LEGACY_ANOMALY = ("anomaly details in the order they were typed (gitliza before 
                   "order, docs/lifecycle.md \"Anomaly details\")")
 LEGACY_SUBJECT = ("a subject with raw control characters (gitliza before subjects were escaped, "
                   "docs/security.md \"Hostile input\")")
+LEGACY_GOAL_COUNT = ("a default goal summary counting every goal's merges (gitliza before it "
+                     "counted the goal's own, docs/lifecycle.md \"Goals\")")
+_NAMED = {"anomaly": LEGACY_ANOMALY, "complete-goal": LEGACY_GOAL_COUNT}
+
+
+def legacy_name(op: str) -> str:
+    """What the legacy encoding of a commit of `op` is, in words."""
+    return _NAMED.get(op, LEGACY_SUBJECT)
+
+
+def legacy_tree(repo: pygit2.Repository, parent: pygit2.Commit | None, commit: pygit2.Commit,
+                board: Board, op: Any, changes: Changes) -> tuple[Changes, trees.Built] | None:
+    """The changes and tree of the legacy encoding that `commit` (whose tree is not what `op`
+    writes on `board`, its parent's) is in, if it is in one; else None."""
+    if op.NAME == "anomaly":
+        return legacy_anomaly(repo, parent, commit, changes)
+    if op.NAME == "complete-goal" and op.summary is None:
+        return legacy_goal_count(repo, parent, commit, board, changes)
+    return None
+
+
+def legacy_goal_count(repo: pygit2.Repository, parent: pygit2.Commit | None,
+                      commit: pygit2.Commit, board: Board,
+                      changes: Changes) -> tuple[Changes, trees.Built] | None:
+    """complete-goal without a summary once wrote "Goal completed: N task(s) merged" with N the
+    merges of every goal (the archive keeps earlier goals' tasks). Accepted when that count is the
+    commit's one difference: the tree rebuilt with the goal's last entry saying it is the
+    commit's tree."""
+    goal = changes.get(("goal", ""))
+    if parent is None or goal is None or not goal.alignment_history:
+        return None
+    every = sum(1 for t in board.all_tasks() if t.status == TaskState.MERGED)
+    last = goal.alignment_history[-1]
+    old = dataclasses.replace(goal, alignment_history=goal.alignment_history[:-1] + (
+        dataclasses.replace(last, summary=completed_summary(every)),))
+    if old == goal:
+        return None
+    older: Changes = {**changes, ("goal", ""): old}
+    try:
+        built = trees.build(repo, parent.tree_id, older, write=False)
+    except (LizaError, pygit2.GitError, OSError, KeyError):
+        return None
+    return (older, built) if built.tree == commit.tree_id else None
 
 
 def legacy_anomaly(repo: pygit2.Repository, parent: pygit2.Commit | None, commit: pygit2.Commit,

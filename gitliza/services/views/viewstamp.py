@@ -1,5 +1,5 @@
 """The materialized view's stamp (`.liza/.materialized`: the state commit `.liza/state.yaml`
-reflects, and the file as written), and what a hand edit of the view changed (issue 27).
+reflects, and the file as written), and what a hand edit of the view changed.
 
 Kept apart from materialize.py, which imports ruamel.yaml to render: `status` and `doctor` ask
 whether the view was edited on every run, which costs two small reads (the stamp and a stat) unless
