@@ -310,6 +310,8 @@ class Supervisor:
                 job = self.work.find(board, now)
             if job is not None:
                 return job
+            if self.work.pending is not None:  # a claim the remote has not acknowledged yet
+                idle_since = time.monotonic()
             cfg = board.config
             most = max_wait(cfg, self.role)
             why = "max wait"
@@ -328,7 +330,8 @@ class Supervisor:
                                                        *leasewatch.deadlines(self.liza.repo, board,
                                                                              now)])
             w.wait(min_timeout(left, seconds_until(deadline, now),
-                               cfg.follow_interval if cut is not None else None))
+                               cfg.follow_interval if cut is not None
+                               or self.work.pending is not None else None))
             self.token.renew_if_due(self.liza)
         return 0
 

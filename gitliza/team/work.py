@@ -25,6 +25,7 @@ from gitliza.services.lifecycle.claim import claim
 from gitliza.services.lifecycle.locations import main_root, task_dir
 from gitliza.services.lifecycle.merge import MergeFailed, merge
 from gitliza.services.lifecycle.review import claim_review
+from gitliza.services.sync import acked
 from gitliza.services.lifecycle.reviewtree import review_checkout
 from gitliza.services.api import Liza
 
@@ -64,6 +65,9 @@ class WorkFinder:
         self.role = role
         self.log = log
         self.answered: tuple[Any, ...] = ()
+        # A claim made here that the remote has not acknowledged yet (services/sync/acked.py):
+        # (task, why), said once; the supervisor looks again every follow_interval.
+        self.pending: tuple[str, str] | None = None
 
     def find(self, board: Board, now: str) -> Job | int | None:
         """A job, an exit code (the goal is complete), or None (nothing to do now)."""
@@ -101,8 +105,8 @@ class WorkFinder:
         held = wake.holder_of(board, self.agent)
         if held is not None and held.status == S.CLAIMED and held.assigned_to == self.agent \
                 and held.lease_expires is not None and held.lease_expires > now:
-            return Job(task=held.id, worktree=task_dir(self.liza.repo, held.id),
-                       resume=True)
+            return self._acknowledged(Job(task=held.id, worktree=task_dir(self.liza.repo,
+                                                                          held.id), resume=True))
         # A lease someone else holds is judged by this clone's own clock (services/liveness/leasewatch.py).
         if not wake.work_for(board, Role.CODER, self.agent, now,
                              leasewatch.expired_here(self.liza.repo, board, now)):
@@ -122,7 +126,29 @@ class WorkFinder:
         if res.status != S.CLAIMED or res.worktree is None:
             return None
         self.log(f"claimed {res.task} in {res.worktree}")
-        return Job(task=res.task, worktree=res.worktree)
+        return self._acknowledged(Job(task=res.task, worktree=res.worktree))
+
+    def _acknowledged(self, job: Job) -> Job | None:
+        """`job`, once the remote's board holds its claim; None (and one line) until then: an
+        agent started on a claim only this clone knows of may work a task that a machine on the
+        other side of a cut works too (issue 48)."""
+        assert job.task is not None
+        why = acked.unacknowledged(self.liza, job.task)
+        if why is None:
+            if self.pending is not None:
+                self.log(f"claim of {job.task} acknowledged by the remote; starting the agent")
+            self.pending = None
+            return job
+        t = self.liza.board().task(job.task)
+        if t is None or t.status != S.CLAIMED or t.assigned_to != self.agent:
+            self.log(f"claim of {job.task} given up: {why}")
+            self.pending = None
+            return None
+        if self.pending != (job.task, why):
+            self.log(f"claim of {job.task} not started: it is not on the remote's board ({why}); "
+                     "trying again every follow_interval")
+        self.pending = (job.task, why)
+        return None
 
     def merge_approved(self, board: Board) -> bool:
         """A reviewer merges the merge queue (core/mergequeue.py: approval order, integration

@@ -188,3 +188,38 @@ def test_machines_names_each_machine_live_then_unreachable_then_gone(
     finally:
         sup_a.kill()
         sup_b.kill()
+
+
+def test_a_claim_the_remote_has_not_acknowledged_starts_no_agent(
+        repo: Path, tmp_path: Path) -> None:
+    """B claims a task while it cannot reach the remote (not yet long enough to count as cut
+    off): the claim is committed on B's board only, and B's agent must not start on it, since a
+    machine on the other side may be working the same task. Healed, the claim reaches the remote
+    first, then the agent starts (it records what the remote's board held when it started)."""
+    bare, a, b = _machines(tmp_path, repo, lease_duration="60")  # cut off only after 30 s
+    seen = tmp_path / "seen"
+    agent = script(tmp_path, "agent.sh", f"""git --git-dir={bare} log \
+--format='%(trailers:key=Liza-Op,valueonly) %(trailers:key=Liza-Task,valueonly)' \
+refs/liza/state > {seen}.tmp
+mv {seen}.tmp {seen}
+""" + SUBMIT)
+    sup = Sup(b, "coder", "coder-1", "--", str(agent))
+    with _ending(sup, a, b, bare):
+        sup.expect("supervising coder-1")
+        _cut(b, tmp_path)
+        ok(liza(b, "add", "t2", "--desc", "do t2", "--spec-ref", "README.md", "--done-when",
+                "done", "--scope", "t2", "--ready", "--no-sync", agent=None))
+        sup.expect("claimed t2")
+        line = sup.expect("claim of t2 not started")
+        assert "not on the remote's board" in line and "origin" in line, line
+        assert task_of(b, "t2")["status"] == "CLAIMED"  # claimed here, on B's board only
+        assert "claim" not in " ".join(_remote_ops(bare))
+        assert not seen.exists(), "the agent started on a claim only B knew of"
+        _heal(b, bare)
+        sup.expect("claim of t2 acknowledged by the remote; starting the agent")
+        sup.expect("started agent")
+        until(seen.exists, "the agent never started once healed")
+        assert "claim t2" in " ".join(seen.read_text().split()), seen.read_text()
+        sup.expect("agent completed")
+        assert task_of(b, "t2")["status"] == "READY_FOR_REVIEW"
+        assert sup.output().count("claim of t2 not started") == 1  # said once, not per look
