@@ -12,9 +12,12 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from gitliza.errors import LizaError, MissingDependency
+
+if TYPE_CHECKING:
+    from gitliza.forge.bridge import Bridge
 
 DEFAULT_INTERVAL = 15.0  # seconds between two passes: `git config liza.forgeInterval` changes it
 RESTART_MAX = 300.0
@@ -66,6 +69,8 @@ class TeamBridge:
         self.restarts = 0
         self._stop = threading.Event()
         self._fd: int | None = None
+        self._said_other = False
+        self._bridge: Bridge | None = None
         self._thread = threading.Thread(target=self._run, name="liza-forge-bridge", daemon=True)
 
     @property
@@ -94,48 +99,48 @@ class TeamBridge:
                 self._fd = None
 
     def _lead(self, liza: object) -> None:
-        from gitliza.forge.bridge import Bridge, try_lock
-        from gitliza.forge.setup import open_forge
-        from gitliza.git.repository import repo_path
         every = interval(self.root)
-        said_other = False
         backoff = 0.0
-        bridge: Bridge | None = None
         while not self._stop.is_set():
-            config = liza.board().config  # type: ignore[attr-defined]
-            if not config.forge or not config.forge_repo:
-                self._stop.wait(every)
-                continue
-            if self._fd is None:
-                self._fd = try_lock(liza.repo)  # type: ignore[attr-defined]
-                if self._fd is None:
-                    if not said_other:
-                        self.log("forge: another bridge runs for this clone; this team's takes "
-                                 "over when it stops")
-                        said_other = True
-                    self._stop.wait(every)
-                    continue
-            if bridge is None:
-                try:
-                    forge, source = open_forge(config, repo_path(liza.repo))  # type: ignore[attr-defined]
-                except MissingDependency as e:  # githubkit or the token: one line, no bridge
-                    self.log(f"forge: {e}; the team goes on without the bridge")
-                    return
-                to = remote(liza)
-                self.log(f"forge: bridge for {config.forge_repo} (token from {source}, "
-                         f"pushing heads to {to})")
-                bridge = Bridge(liza, forge, self.log, remote=to,  # type: ignore[arg-type]
-                                web_url=web_url(liza))
             try:
-                bridge.step()
-                self.passes += 1
+                wait = self._turn(liza, every)
                 backoff = 0.0
+            except MissingDependency as e:  # githubkit or the token: one line, no bridge
+                self.log(f"forge: {e}; the team goes on without the bridge")
+                return
             except Exception as e:  # noqa: BLE001 - a dead bridge is built again
                 backoff = min(RESTART_MAX, max(every, backoff * 2))
                 self.restarts += 1
                 self.log(f"forge: the bridge died ({type(e).__name__}: {e}); "
                          f"restarting in {int(backoff)}s")
-                bridge = None
-                self._stop.wait(backoff)
-                continue
-            self._stop.wait(every)
+                self._bridge = None
+                wait = backoff
+            self._stop.wait(wait)
+
+    def _turn(self, liza: object, every: float) -> float:
+        """One turn of the candidate: wait for a forge and the lock, build the bridge, one pass;
+        the seconds until the next turn."""
+        from gitliza.forge.bridge import Bridge, try_lock
+        from gitliza.forge.setup import open_forge
+        from gitliza.git.repository import repo_path
+        config = liza.board().config  # type: ignore[attr-defined]
+        if not config.forge or not config.forge_repo:
+            return every
+        if self._fd is None:
+            self._fd = try_lock(liza.repo)  # type: ignore[attr-defined]
+            if self._fd is None:
+                if not self._said_other:
+                    self.log("forge: another bridge runs for this clone; this team's takes "
+                             "over when it stops")
+                    self._said_other = True
+                return every
+        if self._bridge is None:
+            forge, source = open_forge(config, repo_path(liza.repo))  # type: ignore[attr-defined]
+            to = remote(liza)
+            self.log(f"forge: bridge for {config.forge_repo} (token from {source}, "
+                     f"pushing heads to {to})")
+            self._bridge = Bridge(liza, forge, self.log, remote=to,  # type: ignore[arg-type]
+                                  web_url=web_url(liza))
+        self._bridge.step()
+        self.passes += 1
+        return every
