@@ -79,7 +79,7 @@ def status(env: Env) -> int:
                          f"{bridge.get('requests')} requests"
                          f"{', ' + safe(str(bridge['error'])) if bridge.get('error') else ''}\n")
     else:
-        sys.stdout.write("bridge: never ran here (`git liza forge sync`)\n")
+        sys.stdout.write("bridge: never ran here (`git liza team` runs it, or `git liza forge sync`)\n")
     return _check(liza, c)
 
 
