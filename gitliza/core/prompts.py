@@ -91,8 +91,10 @@ def wip_section(task: str, agent: str, oid: str, ref: str, subject: str) -> str:
     of its last commit is that coder's words: quoted."""
     return (f"\n\n{agent}, who held {task} before you, left work in progress (its supervisor's "
             f"last snapshot, uncommitted edits included), kept as {ref}. `git liza attic {task} "
-            f"--restore {oid[:12]}` checks it out into a new worktree; `git diff HEAD {oid[:12]}` "
-            "shows what it holds that your branch lacks. Start from it where it helps.\n"
+            f"--restore {oid[:12]}` checks it out into a new worktree (not in a sandbox: there, "
+            f"`git checkout {oid[:12]} -- .` brings its files into your worktree); "
+            f"`git diff HEAD {oid[:12]}` shows what it holds that your branch lacks. Start from "
+            "it where it helps.\n"
             + quoted("ITS LAST COMMIT SUBJECT", subject, agent))
 
 

@@ -2,7 +2,9 @@
 
 An agent reaches the board only through its supervisor (broker.py), which applies a call as that
 agent and refuses what its role may not do:
-- everyone reads: status, show, ready, log, wait, usage (and reports its run's usage);
+- everyone reads: status, show, ready, log, wait, usage (and reports its run's usage), attic
+  (the list: `attic --restore` makes a worktree outside the sandbox, where the agent could not
+  see it; `git checkout COMMIT -- .` brings an entry's files into its own worktree instead);
 - each role writes what its MCP tools (gitliza/access/tools.py, supervised) offer it: a coder
   submit, block, release, handoff, discover, anomaly; a reviewer verdict, discover, anomaly; a
   planner add, edit, finalize, rescope, abandon, unblock, block, spec-change, note, ...;
@@ -22,7 +24,7 @@ from gitliza.core.states import Role
 # `usage` reads the totals, and `usage report` adds to this run's own usage file: the broker runs
 # it with the run id its supervisor set (team/usage.py RUN_ENV), so an agent reports only into
 # its own run, and the supervisor records the run (not the agent) when it ends.
-READS = frozenset({"status", "show", "ready", "log", "wait", "usage"})
+READS = frozenset({"status", "show", "ready", "log", "wait", "usage", "attic"})
 # The human's and the supervisor's, whatever a role's tool list says.
 NEVER = frozenset({"merge", "pause", "resume", "abort", "abort-goal", "complete-goal", "config",
                    "register", "rekey", "seal", "claim", "claim-review", "heartbeat", "init",
@@ -70,6 +72,11 @@ def check_command(role: Role, agent: str, argv: Sequence[str]) -> Verdict:
         # view and relays the content as `--from -` (client.py); a path never leaves it.
         return Verdict(False, "`--from FILE` names a file for the supervisor to read outside "
                               "your sandbox: your `git liza` relays its content (use it)")
+    if word == "attic" and any(a == "--restore" or a.startswith("--restore=") for a in argv):
+        # (A takeover's prompt names the entry; its objects are readable inside the sandbox.)
+        return Verdict(False, "`attic --restore` makes a new worktree outside your sandbox, "
+                              "where you cannot see it: `git checkout COMMIT -- .` brings the "
+                              "entry's files (uncommitted ones included) into your worktree")
     if word in allowed(role):
         return Verdict(True)
     what = ("the supervisor's or the human's" if word in NEVER else

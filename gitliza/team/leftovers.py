@@ -59,6 +59,8 @@ def keep(liza: Liza, agent: str, log: Callable[[str], None]) -> None:
             for note in notes:
                 log(f"{note} (a dead session's leftovers, kept before {WHY})")
             kept |= bool(notes)
+            if notes and not held:
+                _clear(liza, task, agent, log)
             mark = liza.repo.references.get(wip.LEFT + f"{task}/{agent}")
             if mark is not None:  # told: a later restart has nothing more of it to keep
                 mark.delete()
@@ -69,6 +71,30 @@ def keep(liza: Liza, agent: str, log: Callable[[str], None]) -> None:
             log(f"{task}: cannot keep the dead session's leftovers in the attic: {e}")
     if kept:
         _share(liza, log)
+
+
+def _clear(liza: Liza, task: str, agent: str, log: Callable[[str], None]) -> None:
+    """The task has left `agent` and what its dead session left of it is in the attic: the
+    task's worktree and branch here go, so that this machine's next claim or review of the task
+    starts from the board's. Left in place, the dead coder's dirty checkout stood in the way: a
+    reviewer of this machine given the task's review found its HEAD, not the submitted commit,
+    and gave up (issue 48's fleet scenario). Not when an agent of this machine holds the task
+    now (its worktree is the same directory)."""
+    from gitliza.core.fleet import machine_of
+    from gitliza.git import worktrees
+    from gitliza.git.tasklocks import task_lock
+    board = liza.board()
+    t = board.task(task)
+    me = machine_of(board, agent)
+    for other in filter(None, [t.assigned_to if t else None, t.reviewing_by if t else None]):
+        if other != agent and (me is None or machine_of(board, other) == me):
+            return
+    with task_lock(liza.repo, task, timeout=0) as got:
+        if not got:
+            return  # a command of this clone works on the task right now: not touched
+        worktrees.remove_task_worktree(liza.repo, task)
+    log(f"{task}: its worktree and branch here removed (kept whole in the attic above; the "
+        f"task is no longer {agent}'s)")
 
 
 def _share(liza: Liza, log: Callable[[str], None]) -> None:

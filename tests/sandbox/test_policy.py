@@ -145,3 +145,13 @@ def test_on_with_its_own_network_unshares_it_and_names_its_dns() -> None:
     assert "--unshare-net" in argv
     assert (str(ours), str(host)) in pairs(argv, "--ro-bind")
     assert "--unshare-net" not in policy.bwrap_argv("bwrap", view(policy.CODER, CG), ["agent"])
+
+
+def test_the_attic_is_listed_in_a_sandbox_and_restored_by_git_checkout() -> None:
+    """A takeover's prompt names a snapshot; `attic --restore` would make a worktree outside the
+    sandbox's view, so it is refused with the way that works there (issue 48)."""
+    for role in (Role.CODER, Role.CODE_REVIEWER, Role.PLANNER):
+        assert rules.check_command(role, "x-1", ["attic", "t1"]).ok
+    for argv in (["attic", "t1", "--restore", "abc123"], ["attic", "t1", "--restore=abc123"]):
+        v = rules.check_command(Role.CODER, "coder-1", argv)
+        assert not v.ok and "git checkout COMMIT -- ." in v.rule, argv

@@ -149,3 +149,31 @@ def test_dropped_ops_are_said_by_the_follower_raised_as_an_alarm_and_sent(
         assert [d["event"] for d in docs] == ["DROPPED_OPS"] and "task-9" in docs[0]["line"]
     # A day later the alarm has ended; an entry whose rescue ref the human deleted too.
     assert droplog.alerts(repo_a, time.time() + droplog.WINDOW + 1) == []
+
+
+def test_a_remote_that_answers_but_takes_no_push_is_not_a_cut(tmp_path: Path) -> None:
+    """A remote that answers the check but whose push does not go through (here its hook refuses
+    everything; on a busy fleet, every round of the sync losing the race to other machines'
+    pushes) is busy, not silent: the contact record says it answers, and the clone's supervisors
+    go on claiming and working. Recorded as silence, the partition rule stopped every agent of a
+    loaded fleet (issue 48's scenario: 'cut off from origin for 84s' while it answered)."""
+    bare, _seed = seed(tmp_path)
+    b = clone(bare, tmp_path / "b")
+    hook = bare / "hooks" / "pre-receive"
+    hook.parent.mkdir(exist_ok=True)
+    hook.write_text("#!/bin/sh\necho 'no pushes today' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    h = liza(b)  # in process: no auto-sync; the follower must push it
+    h.do(Add, task="task-local", description="local", spec_ref="spec.md", done_when="tests",
+         scope="src", ready=True)
+    repo = pygit2.Repository(str(b))
+    lines: list[str] = []
+    f = follower.RemoteFollower(lambda: Store(pygit2.Repository(str(b))), "origin", lines.append)
+    store, rem = Store.discover(b), resolve(b, "origin")
+    assert not f._check(store, rem, False) and not f._check(store, rem, False)
+    c = follower.read_contact(repo)
+    assert c is not None and c.error is None, c
+    assert follower.cut_off(repo, "origin", 20, 1, time.time() + 1000) is None
+    said = [ln for ln in lines if "answers, but the sync did not finish" in ln]
+    assert len(said) == 1 and "no pushes today" in said[0], lines  # once per streak
+    assert tip(b) != tip(bare)  # still not shared: the next check tries again

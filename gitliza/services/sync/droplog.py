@@ -32,14 +32,21 @@ def _path(repo: Any) -> Path:
 
 
 def record(repo: Any, remote: str, dropped: Iterable[Any], rescued: str | None,
-           now: float) -> None:
-    """Append one sync's drops (`Dropped` records); a write failure loses only the record."""
+           now: float, supersedes: str | None = None) -> str | None:
+    """Append one sync's drops (`Dropped` records); a write failure loses only the record.
+    Returns the entry's id (None: nothing dropped). The sync records its drops as soon as the
+    board has moved, then once more with the rescue ref that keeps their work, `supersedes`
+    naming the first record: only the newer one is said and alarmed."""
     ops = [{"op": d.op, "actor": d.actor, "task": d.task, "time": d.time,
             "original": d.original, "reason": d.reason} for d in dropped]
     if not ops:
-        return
-    line = json.dumps({"at": now, "remote": remote, "rescued": rescued, "ops": ops},
-                      sort_keys=True) + "\n"
+        return None
+    ident = f"{now:.6f}-{ops[0]['original'][:12]}"
+    entry: dict[str, Any] = {"id": ident, "at": now, "remote": remote, "rescued": rescued,
+                             "ops": ops}
+    if supersedes:
+        entry["supersedes"] = supersedes
+    line = json.dumps(entry, sort_keys=True) + "\n"
     path = _path(repo)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -50,6 +57,7 @@ def record(repo: Any, remote: str, dropped: Iterable[Any], rescued: str | None,
             os.close(fd)
     except OSError:
         pass
+    return ident
 
 
 def size(repo: Any) -> int:
@@ -80,6 +88,12 @@ def read(repo: Any, offset: int = 0) -> tuple[list[dict[str, Any]], int]:
     return out, offset + end
 
 
+def current(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The entries no later one supersedes (the record a sync rewrote with its rescue ref)."""
+    gone = {e.get("supersedes") for e in entries} - {None}
+    return [e for e in entries if e.get("id") is None or e.get("id") not in gone]
+
+
 def describe(entry: dict[str, Any]) -> str:
     """One line: what was dropped, at which sync, and where its work is kept."""
     ops = entry["ops"]
@@ -103,7 +117,7 @@ def active(repo: Any, now: float) -> tuple[tuple[str, str], ...]:
     """(subject, text) of the entries that still raise the DROPPED_OPS alarm."""
     entries, _ = read(repo)
     out: list[tuple[str, str]] = []
-    for e in entries:
+    for e in current(entries):
         try:
             if now - float(e["at"]) > WINDOW:
                 continue

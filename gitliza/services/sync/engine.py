@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import pygit2
 
-from gitliza.errors import ConcurrencyConflict, ValidationError
+from gitliza.errors import ConcurrencyConflict, LizaError, ValidationError
 from gitliza.git import liveref, remotes
 from gitliza.git.remotes import pushresults
 from gitliza.git.remotes import transport
@@ -219,18 +219,17 @@ def _sync(store: Store, remote: Remote | str | None, *, mode: str, rounds: int,
         rep.replayed = rebuilt.replayed
         rep.local_after = str(new_tip)
         rep.action = REPLAYED
+        # Never silently: recorded for the team's output and the DROPPED_OPS alarm at once,
+        # before the stand-downs (which remove worktrees) and the rescue (which writes refs): a
+        # process killed or failing from here on has still said what left the board.
+        said = droplog.record(repo, rep.remote, [d for d, _op in rebuilt.dropped], None,
+                              time.time())
         for d, op in rebuilt.dropped:
             d = with_stand_down(store, d, op, rebuilt, cleanup)
             rep.dropped.append(d)
             say(d.describe())
         if rebuilt.dropped:
-            # The branches the dropped ops moved go back to the remote's, their work kept on one
-            # rescue ref (rescue.py): nothing dropped stays where the team builds.
-            rep.rescued = rescue(store, integ, prefix, rebuilt.dropped, rebuilt.board, local,
-                                 rep) or rep.rescued
-            # Never silently: recorded for the team's output and the DROPPED_OPS alarm.
-            droplog.record(repo, rep.remote, rep.dropped[-len(rebuilt.dropped):], rep.rescued,
-                           time.time())
+            _rescue(store, integ, prefix, rebuilt, local, rep, said)
         for r_ in rebuilt.replayed:
             rep.notices.extend(r_.notices)
         if _finish(store, path, rem, new_tip, r, rep, say, timeout, br):
@@ -238,6 +237,24 @@ def _sync(store: Store, remote: Remote | str | None, *, mode: str, rounds: int,
     raise SyncGaveUp(f"sync with {rep.remote} lost the race {rounds} times (the boards kept "
                      "moving); the local board keeps every local op that was not dropped",
                      rep, hint="retry with backoff: `git liza sync`")
+
+
+def _rescue(store: Store, integ: str | None, prefix: str, rebuilt: Any, old_board: pygit2.Oid,
+            rep: SyncReport, said: str | None) -> None:
+    """The branches the dropped ops moved go back to the remote's, their work kept on one rescue
+    ref (rescue.py): nothing dropped stays where the team builds. The drop record then names the
+    ref (a record that supersedes the one `said` wrote). A rescue that fails (a ref that cannot
+    be written) is a notice: the ops are recorded already, with their original commits."""
+    try:
+        made = rescue(store, integ, prefix, rebuilt.dropped, rebuilt.board, old_board, rep)
+    except (pygit2.GitError, LizaError, OSError) as e:
+        rep.notices.append(f"the dropped ops' branch work could not be kept on a rescue ref: {e};"
+                           " their records stay in the reflog of the local board")
+        return
+    rep.rescued = made or rep.rescued
+    if made:
+        droplog.record(store.repo, rep.remote, rep.dropped[-len(rebuilt.dropped):], made,
+                       time.time(), supersedes=said)
 
 
 def pull_branches(store: Store, remote: Remote | str | None = None, *,

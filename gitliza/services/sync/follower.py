@@ -123,7 +123,20 @@ def check(store: Any, rem: Any, *, timeout: float = TIMEOUT) -> Any:
     if not moved(theirs, tracking, read_ref(path, STATE_REF), STATE_REF) and all(
             tracking.get(n) == o for n, o in wip.mine(store.repo).items()):
         return None  # (a snapshot of ours the remote lacks is worth a sync: wiprefs.py)
-    return engine.sync(store, rem, timeout=timeout)
+    from gitliza.errors import ConcurrencyConflict
+    from gitliza.git.remotes.pushresults import PushRejected
+    try:
+        return engine.sync(store, rem, timeout=timeout)
+    except (ConcurrencyConflict, PushRejected) as e:
+        raise Busy(str(e)) from e
+
+
+class Busy(Exception):
+    """The remote answered the check, and the sync that followed did not finish for a reason of
+    the remote's that is no silence: every round lost the race to other machines' pushes, or its
+    hook refused. A busy remote is not a cut one: this clone's supervisors go on claiming and
+    working (a fleet on a loaded machine loses races for minutes; stopping every agent then
+    would be the partition rule firing without a partition)."""
 
 
 class RemoteFollower:
@@ -141,6 +154,7 @@ class RemoteFollower:
         self.tries = 0  # attempts at the lock while not leading
         self.checks = 0  # checks made while leading (tests and benchmarks count them)
         self.syncs = 0
+        self._busy = False  # the last check's sync lost every race (said once per streak)
         self._thread = threading.Thread(target=self._run, name="liza-remote-follower",
                                         daemon=True)
 
@@ -198,6 +212,17 @@ class RemoteFollower:
         self.checks += 1
         try:
             report = check(store, rem)
+        except Busy as e:
+            since = before.since if before is not None and before.error is None and \
+                before.remote == self.remote else now
+            _write_contact(store.repo, Contact(self.remote, now, now, since))
+            if failing:
+                self._log(f"follower: {self.remote} answers again")
+            if not self._busy:
+                self._log(f"follower: {self.remote} answers, but the sync did not finish: {e} "
+                          "(the next check syncs again)")
+            self._busy = True
+            return False
         except (LizaError, OSError) as e:
             since = before.since if before is not None and before.error is not None and \
                 before.remote == self.remote else now
@@ -211,6 +236,7 @@ class RemoteFollower:
         _write_contact(store.repo, Contact(self.remote, now, now, since))
         if failing:
             self._log(f"follower: {self.remote} answers again")
+        self._busy = False
         if report is not None:
             self.syncs += 1
             self._say(report)
@@ -221,7 +247,7 @@ class RemoteFollower:
         process ran the sync (an agent's auto-sync too): one line each, with the rescue ref."""
         from gitliza.services.sync import droplog
         entries, self._drop_offset = droplog.read(repo, self._drop_offset or 0)
-        for e in entries:
+        for e in droplog.current(entries):
             self._log(f"follower: DROPPED OPS: {droplog.describe(e)}")
 
     def _say(self, report: Any) -> None:
