@@ -44,6 +44,10 @@ def test_the_token_comes_from_outside_the_board_and_never_onto_it(repo: Path) ->
     assert "ghp_from_git_config_123" not in r.stderr + r.stdout
     assert "ghp_from_git_config_123" not in git(repo, "log", "-p", "refs/liza/state")
     assert "acme/app" in ok(liza(repo, "forge", "status", "--json", agent=None, env=env))
+    # Nothing listens on port 9: the line names the refusal, not the client library's wrapper.
+    said = r.stderr + r.stdout
+    assert "GitHub unreachable (GET repository)" in said and "refused" in said.lower(), said
+    assert "RequestError" not in said
 
 
 def test_without_githubkit_the_forge_is_exit_5_naming_the_extra(repo: Path) -> None:

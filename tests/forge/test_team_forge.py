@@ -22,7 +22,7 @@ import pytest
 from gitliza.services.api import Liza
 from tests.cli.test_board import liza, ok
 from tests.forge.standin import StandIn
-from tests.forge.test_bridge_standin import forge_env, setup_forge
+from tests.forge.test_bridge_standin import forge_env, setup_forge, sync_once
 from tests.team.procs import BIN, Sup, add_task, env_for, make_board, script, until
 
 pytestmark = pytest.mark.slow
@@ -183,3 +183,129 @@ def test_the_forge_down_for_a_minute_stops_nothing(
     assert sorted(board.get("archive", t).forge_pr for t in TASKS) == \
         sorted(p["number"] for p in s.pulls())
     assert s.validation_errors() == [], s.validation_errors()
+
+
+class TeamProc:
+    """`git liza team` as the only process: its members and, the board naming a forge, the
+    bridge (gitliza/forge/run.py)."""
+
+    def __init__(self, repo: Path, tmp_path: Path, env: dict[str, str]) -> None:
+        role = script(tmp_path, "role.sh", 'case "$LIZA_ROLE" in\ncoder)\n' + WORK +
+                      ';;\ncode-reviewer)\n' + APPROVE + ';;\n*) exit 1 ;;\nesac\n')
+        self.log = repo.parent / f"team-{time.monotonic_ns()}.log"
+        self.out = open(self.log, "w")
+        self.proc = subprocess.Popen(
+            [str(BIN / "git-liza"), "team", "--planners", "0", "--coders", "2", "--reviewers", "1",
+             "--", "sh", str(role)], cwd=repo, env={**env_for(None), **env},
+            stdout=self.out, stderr=subprocess.STDOUT, text=True)
+
+    def text(self) -> str:
+        return self.log.read_text()
+
+    def stop(self) -> str:
+        import signal
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(30)
+        self.out.close()
+        return self.text()
+
+
+def test_the_team_runs_the_bridge_itself(
+        repo: Path, tmp_path: Path, github_standin: StandIn) -> None:
+    """Only `git liza team` is started: the pull requests come all the same, one per task, the
+    required check gating each merge; while it runs, a `forge sync` of the same clone is refused
+    (one bridge per clone); with the team stopped, the clone's lock is free again."""
+    s = github_standin
+    make_board(repo)
+    setup_forge(repo, s, forge_required_checks="ci/test")
+    subprocess.run(["git", "config", "liza.forgeInterval", "1"], cwd=repo, check=True)
+    for t in TASKS:
+        add_task(repo, t)
+    passed: set[str] = set()
+
+    def act(board: Any) -> None:  # CI: the check passes on each approved commit
+        for t in board.tasks():
+            if t.status == "APPROVED" and t.forge_pr is not None and \
+                    str(t.review_commit) not in passed:
+                s.add_check_run(str(t.review_commit), "ci/test", conclusion="success")
+                passed.add(str(t.review_commit))
+    world = World(repo, act)
+    team_ = TeamProc(repo, tmp_path, forge_env(s))
+    world.start()
+    second = None
+    try:
+        until(lambda: len(s.pulls()) >= 1, lambda: "a first pull request: " + team_.text(),
+              TEAM_WAIT)
+        second = liza(repo, "forge", "sync", "--once", agent=None, env=forge_env(s))
+        until(lambda: all_merged(repo) or world.error is not None,
+              lambda: "every task merged: " + team_.text(), TEAM_WAIT)
+        until(lambda: all(p["state"] == "closed" for p in s.pulls()),
+              lambda: "the PRs closed: " + team_.text(), TEAM_WAIT)
+    finally:
+        world.stop.set()
+        out = team_.stop()
+    assert world.error is None, world.error
+    assert second.returncode == 1 and "another bridge runs" in second.stderr, second
+    heads = sorted(p["head"]["ref"] for p in s.pulls())
+    assert heads == [f"liza/{t}" for t in TASKS], (heads, out)  # exactly one each
+    assert "team: forge: bridge for" in out and "opened pull request" in out, out
+    board = Liza.open(repo).board()
+    assert all(board.get("archive", t).checks_passed for t in TASKS)  # the check gated each
+    assert s.validation_errors() == [], s.validation_errors()
+    # The team stopped: its bridge let the clone's lock go.
+    assert sync_once(repo, s).returncode == 0
+
+
+def test_the_team_waits_for_a_running_bridge_and_takes_over(
+        repo: Path, tmp_path: Path, github_standin: StandIn) -> None:
+    """A `forge sync` already runs: the team starts no second bridge (says so once); when that
+    one stops, the team's takes over and every task still gets exactly one pull request."""
+    s = github_standin
+    make_board(repo)
+    setup_forge(repo, s)
+    subprocess.run(["git", "config", "liza.forgeInterval", "1"], cwd=repo, check=True)
+    for t in TASKS:
+        add_task(repo, t)
+    bridge = Bridge(repo, s)
+    until(lambda: "bridge for" in bridge.log.read_text(), "the bridge started", TEAM_WAIT)
+    team_ = TeamProc(repo, tmp_path, forge_env(s))
+    try:
+        until(lambda: "another bridge runs" in team_.text(), lambda: team_.text(), TEAM_WAIT)
+        until(lambda: len(s.pulls()) >= 1, "a first pull request", TEAM_WAIT)
+        first = bridge.kill()
+        until(lambda: all_merged(repo), lambda: "every task merged: " + team_.text(), TEAM_WAIT)
+        until(lambda: len(s.pulls()) == len(TASKS) and
+              all(p["state"] == "closed" for p in s.pulls()),
+              lambda: "the team's bridge caught up: " + team_.text(), TEAM_WAIT)
+    finally:
+        bridge.kill() if not bridge.out.closed else None
+        out = team_.stop()
+    assert out.count("another bridge runs") == 1, out
+    assert "team: forge: bridge for" in out, (first, out)  # took over
+    heads = sorted(p["head"]["ref"] for p in s.pulls())
+    assert heads == [f"liza/{t}" for t in TASKS], (heads, first, out)
+    assert s.validation_errors() == [], s.validation_errors()
+
+
+def test_the_team_goes_on_without_a_token(repo: Path, tmp_path: Path,
+                                          github_standin: StandIn) -> None:
+    """No token anywhere: one line in the team's output, and the team merges everything."""
+    s = github_standin
+    make_board(repo)
+    setup_forge(repo, s)
+    for t in TASKS:
+        add_task(repo, t)
+    env = {k: v for k, v in forge_env(s).items() if k != "GITHUB_TOKEN"}
+    team_ = TeamProc(repo, tmp_path, {**env, "GITHUB_TOKEN": ""})
+    try:
+        until(lambda: all_merged(repo), lambda: "every task merged: " + team_.text(), TEAM_WAIT)
+    finally:
+        out = team_.stop()
+    lines = [x for x in out.splitlines() if "without the bridge" in x]
+    assert len(lines) == 1 and "no forge token" in lines[0], out
+    assert s.pulls() == []

@@ -79,7 +79,7 @@ def status(env: Env) -> int:
                          f"{bridge.get('requests')} requests"
                          f"{', ' + safe(str(bridge['error'])) if bridge.get('error') else ''}\n")
     else:
-        sys.stdout.write("bridge: never ran here (`git liza forge sync`)\n")
+        sys.stdout.write("bridge: never ran here (`git liza team` runs it, or `git liza forge sync`)\n")
     return _check(liza, c)
 
 
@@ -126,6 +126,7 @@ def _loop(env: Env, once: bool, interval: float, wake: object) -> int:
     import os
     import threading
 
+    from gitliza.forge import run
     from gitliza.forge.bridge import Bridge, try_lock
     from gitliza.forge.setup import open_forge
     from gitliza.git.repository import repo_path
@@ -134,14 +135,15 @@ def _loop(env: Env, once: bool, interval: float, wake: object) -> int:
     liza = _human(env).liza()
     fd = try_lock(liza.repo)
     if fd is None:
-        raise ValidationError("another `git liza forge sync` runs for this clone",
+        raise ValidationError("another bridge runs for this clone (`git liza forge sync`, "
+                              "`forge serve` or a `git liza team`)",
                               hint="one bridge per clone: stop it first")
     try:
         forge, source = open_forge(liza.board().config, repo_path(liza.repo))
-        remote = _remote(liza)
+        remote = run.remote(liza)
         _say(f"forge: bridge for {liza.board().config.forge_repo} (token from {source}, "
              f"pushing heads to {remote})")
-        bridge = Bridge(liza, forge, _say, remote=remote, web_url=_web_url(liza))
+        bridge = Bridge(liza, forge, _say, remote=remote, web_url=run.web_url(liza))
         while True:
             done = bridge.step()
             for tid in done.opened:
@@ -158,27 +160,3 @@ def _loop(env: Env, once: bool, interval: float, wake: object) -> int:
         return 130
     finally:
         os.close(fd)
-
-
-def _remote(liza: object) -> str:
-    """The git remote backing the forge's repository: `git config liza.forgeRemote`, else the
-    board's sync remote, else origin."""
-    from gitliza.git.gitcmd import local_git
-    from gitliza.git.repository import repo_path
-    path = repo_path(liza.repo)  # type: ignore[attr-defined]
-    got = local_git(path, "config", "--get", "liza.forgeRemote")
-    if got.returncode == 0 and got.stdout.strip():
-        return got.stdout.strip()
-    try:
-        remote = liza.sync_remote()  # type: ignore[attr-defined]
-    except LizaError:
-        remote = None
-    return str(remote or "origin")
-
-
-def _web_url(liza: object) -> str | None:
-    """`git config liza.webUrl`: where the pull request's body links the web board's task page."""
-    from gitliza.git.gitcmd import local_git
-    from gitliza.git.repository import repo_path
-    got = local_git(repo_path(liza.repo), "config", "--get", "liza.webUrl")  # type: ignore[attr-defined]
-    return got.stdout.strip() or None if got.returncode == 0 else None

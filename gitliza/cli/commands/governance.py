@@ -1,11 +1,13 @@
 """The human's governance commands: watch, analyze, checkpoint (docs/governance.md)."""
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from gitliza.cli.commands import Env
 from gitliza.cli.commands.board import report
-from gitliza.errors import EXIT_INTERRUPTED
+
+STOP_DEADLINE = 30.0  # seconds from a stop signal to the end, stuck or not (webhooks drain in 5)
 
 
 def watch(env: Env, once: bool, quiet: bool = False) -> int:
@@ -45,17 +47,26 @@ def watch(env: Env, once: bool, quiet: bool = False) -> int:
             env.out.line("watch: no alarms")
         w.close(drain=15.0)  # cron's watcher: what fired goes out before it exits
         return 1 if w.active else 0
+    # A stop is a flag the loop reads between two looks, never a KeyboardInterrupt raised
+    # wherever the main thread happens to be: one raised inside a threading.Event's wait or the
+    # ref watcher's observer left `watch` hung for good after Ctrl-C on a loaded machine
+    # (team/stopping.py says why). The deadline ends a loop that is stuck anyway.
+    from gitliza.team import stopping
+    signals = stopping.for_process()
+    signals.deadline = STOP_DEADLINE
+    signals.attach(lambda _sig: w.stop(), lambda _sig: os._exit(signals.exit_code()))
     from gitliza.services.sync import follower  # the clone's remote follower: a candidate
     remote = follower.start_for(env.liza(), lambda s: env.out.notice(f"watch: {s}"))
     try:
         w.run()
-    except KeyboardInterrupt:
-        w.close(drain=5.0)
-        return EXIT_INTERRUPTED
     finally:
         if remote is not None:
             remote.stop()
-    w.close(drain=5.0)
+        w.close(drain=5.0)
+        signals.close()
+    if signals.stopping:
+        stopping.nudge_git_parent(signals.signum)
+        return signals.exit_code()
     return 0
 
 

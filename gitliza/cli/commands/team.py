@@ -73,6 +73,7 @@ def team(env: Env, planners: int, coders: int, reviewers: int, prefix: str, cli:
     from gitliza.team.runner import require
     signals = stopping.for_process()  # installed already by the entry point, if it is ours
     follower = None
+    bridge = None
     try:
         from gitliza.team.pool import check_pool
         sizes = check_pool(coders, reviewers, max_coders, max_reviewers)
@@ -143,6 +144,7 @@ def team(env: Env, planners: int, coders: int, reviewers: int, prefix: str, cli:
         signals.attach(on_stop, on_deadline)
         from gitliza.team.follow import Follower
         follower = Follower(main_root(env.liza().repo), write).start()
+        bridge = _team_bridge(env, main_root(env.liza().repo), write)
         watcher = _team_watcher(env, write)
         scaler = None
         try:
@@ -159,6 +161,8 @@ def team(env: Env, planners: int, coders: int, reviewers: int, prefix: str, cli:
     finally:
         if follower is not None:
             follower.stop()
+        if bridge is not None:
+            bridge.stop()
         signals.close()
     if signals.stopping:
         env.out.result({"exit_codes": codes, "signal": signals.signum and signals.signum.name},
@@ -190,6 +194,15 @@ def ended(code: int) -> str:
         return f"killed by {signal.Signals(sig).name}" if sig in signal.valid_signals() \
             else f"killed by signal {sig}"
     return f"exited {code}"
+
+
+def _team_bridge(env: Env, root: Any, write: Any) -> Any:
+    """The board's forge bridge, run by the team while its forge is set (gitliza/forge/run.py:
+    one per clone, a candidate like the remote follower; restarted when it dies)."""
+    from gitliza.core.terminal import safe_line
+    from gitliza.forge.run import TeamBridge
+    return TeamBridge(root, lambda s: write(f"team: {safe_line(s)}\n"),
+                      sync=not env.no_sync).start()
 
 
 def _team_watcher(env: Env, write: Any) -> Any:

@@ -77,8 +77,7 @@ class GitHubForge:
         except GraphQLFailed as e:
             raise ForgeRefused(f"GitHub refused {what}: {_gql_message(e)}") from None
         except (GitHubException, httpx.HTTPError, ValueError) as e:  # ValueError: not JSON
-            raise ForgeUnreachable(f"GitHub unreachable ({what}): "
-                                   f"{type(e).__name__}") from None
+            raise ForgeUnreachable(f"GitHub unreachable ({what}): {_cause(e)}") from None
 
     # -- the interface -----------------------------------------------------------------------
     def access(self) -> str:
@@ -199,3 +198,12 @@ def _message(e: RequestFailed) -> str:
 def _gql_message(e: GraphQLFailed) -> str:
     errs = getattr(e.response, "errors", None) or []
     return " ".join(str(getattr(errs[0], "message", errs[0])).split())[:200] if errs else "error"
+
+
+def _cause(e: BaseException) -> str:
+    """The innermost reason (githubkit wraps httpx's error, whose text names the refusal: the
+    user needs "connection refused", not "RequestError")."""
+    while e.__cause__ is not None or e.__context__ is not None:
+        e = e.__cause__ or e.__context__  # type: ignore[assignment]
+    text = str(e).strip()
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
