@@ -13,10 +13,12 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
 from tests.cli.test_board import liza, ok
+from tests.team import procs
 from tests.team.procs import WAIT, add_task, env_for, make_board, script
 
 pytestmark = pytest.mark.slow
@@ -81,12 +83,10 @@ def status(repo: Path) -> dict:  # type: ignore[type-arg]
 SHOWN: list[Team] = []  # the team running, whose output a failed wait shows
 
 
-def until(what: str, check: object) -> None:
-    deadline = time.monotonic() + 4 * WAIT
-    while not check():  # type: ignore[operator]
-        assert time.monotonic() < deadline, \
-            f"waited for {what}:\n" + "\n".join(SHOWN[-1].out[-80:] if SHOWN else [])
-        time.sleep(0.3)
+def until(what: str, check: Callable[[], object]) -> None:
+    """procs.until, failing with the running team's last output."""
+    procs.until(check, lambda: f"{what}:\n" + "\n".join(SHOWN[-1].out[-80:] if SHOWN else []),
+                timeout=4 * WAIT)
 
 
 def task(repo: Path, tid: str) -> dict:  # type: ignore[type-arg]
