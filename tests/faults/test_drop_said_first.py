@@ -8,6 +8,7 @@ output. Now the ops are recorded with their original commits, and the sync still
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 
 import pygit2
@@ -27,6 +28,12 @@ def test_ops_dropped_by_a_sync_whose_rescue_fails_are_still_recorded(tmp_path: P
     tm, a, b, _c = make_team(tmp_path, bare, str(bare))
     git(b, "remote", "set-url", "origin", str(tmp_path / "unreachable.git"))  # B cut off
     _lifecycle(tm, b, "--no-sync")  # five ops, each acknowledged (exit 0)
+    # Commits are content-addressed to the second: A's claim made in the second of B's, from the
+    # same board, would be B's claim commit itself, already shared and rightly not dropped (CI saw
+    # "4 acknowledged op(s)" so). A's ops start in a later second, as a peer's would.
+    last_b = int(git(b, "log", "-1", "--format=%ct", "refs/liza/state"))
+    while int(time.time()) <= last_b:
+        time.sleep(0.05)
     _lifecycle(tm, a)  # the same task done on A and shared
     git(b, "remote", "set-url", "origin", str(bare))  # healed
     # No rescue ref can be made: a ref stands where their directory goes.
