@@ -48,7 +48,7 @@ from gitliza import agentcli
 from gitliza.core import alarms, pool, runs, wake
 from gitliza.core.board import Board
 from gitliza.core.ids import check_agent_id_for_role
-from gitliza.services.views import registered_role
+from gitliza.services.views.data import registered_role
 from gitliza.core.ops.journal import AnomalyOp
 from gitliza.core.ops.work import Block
 from gitliza.core.states import HUMAN_ACTOR, Role
@@ -58,7 +58,7 @@ from gitliza.errors import EXIT_VALIDATION, LeaseLost, LizaError, ValidationErro
 from gitliza.git import longlived, worktrees
 from gitliza.git.objects import odbfresh
 from gitliza.git.refwatch import RefWatcher
-from gitliza.services.liveness import leasewatch
+from gitliza.services import leasewatch
 from gitliza.services.sync import follower
 from gitliza.services.api import Liza
 from gitliza.services.wait import min_timeout, seconds_until
@@ -324,7 +324,7 @@ class Supervisor:
             if left <= 0:
                 self.log(f"no work for {most}s ({why}); exiting")
                 return 0
-            # A lease expires for this clone on its own clock (services/liveness/leasewatch.py), which may
+            # A lease expires for this clone on its own clock (services/leasewatch.py), which may
             # be later than the recorded expiry: wake up for that too.
             deadline = wake.next_deadline(board, now, [self.token.renew_at,
                                                        *leasewatch.deadlines(self.liza.repo, board,

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from gitliza.core import clock, codec
 from gitliza.core.ops.leases import lease_live
-from gitliza.services.views import log_entries, status_data
+from gitliza.services.views.data import log_entries, status_data
 
 if TYPE_CHECKING:
     from gitliza.services.api import Liza

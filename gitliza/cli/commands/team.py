@@ -115,7 +115,7 @@ def team(env: Env, planners: int, coders: int, reviewers: int, prefix: str, cli:
             for program in [command[0]] if command else [p.executable for p in clis]:
                 require(program)  # `--cli claude,codex`: each, once all are known names
             used |= {p.name for p in clis}
-        from gitliza.services.lifecycle.locations import main_root
+        from gitliza.services.locations import main_root
 
         def write(text: str) -> None:
             try:
