@@ -226,8 +226,11 @@ BOARD_OPS: dict[str, frozenset[Role]] = {
     # the team's work for itself; docs/multi-machine.md).
     "drain": HUMANS,
     "undrain": HUMANS,
-    # The agent's own supervisor taking, renewing or ending its generation token.
-    "supervise": REGISTRABLE_ROLES | HUMANS,  # the human only frees a dead one's (`free`)
+    # The agent's own supervisor taking, renewing or ending its generation token (`start`,
+    # `takeover`, `renew`, `end`): an agent's, never the human's, who has no supervisor ...
+    "supervise": REGISTRABLE_ROLES,
+    # ... but who ends the token of one found dead (`supervise free`, what `doctor --fix` runs).
+    "supervise:free": HUMANS,
     # Its supervisor saying the agent waits for its model provider (core/provider.py).
     "provider-wait": REGISTRABLE_ROLES,
     # The board's frame.
