@@ -78,6 +78,14 @@ def waits_for_checks(config: Config, t: Task) -> bool:
     return bool(required(config)) and t.checks_passed != t.review_commit
 
 
+def judges_checks(config: Config, t: Task) -> bool:
+    """Whether the bridge reads `t`'s required checks: in review (a failing one sends it back
+    before a review is spent on it) or approved and waiting for them."""
+    if t.status == S.READY_FOR_REVIEW:
+        return bool(required(config)) and t.review_commit is not None
+    return t.status == S.APPROVED and waits_for_checks(config, t)
+
+
 class Check(NamedTuple):
     """A check run or a commit status on the forge, as the bridge read it (a NamedTuple, not a
     dataclass: `status` loads this module, and a dataclass costs a millisecond to make)."""

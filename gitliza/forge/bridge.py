@@ -10,8 +10,8 @@ pull request in step:
 - title, body and labels from the task; out of draft once approved; every verdict a review
   comment; closed when the board merged (or dropped) the task;
 - the forge's events back, through the board's own ops as the human: a required check that failed
-  on the approved commit is `merge --result failed` (the integration test's path, counted as
-  one), all of them passed is `forge-checks`; a human's "request changes" is `human-review
+  on the task's commit, in review or approved, is `merge --result failed` (the integration test's
+  path, counted as one), all of them passed on the approved commit is `forge-checks`; a human's "request changes" is `human-review
   reject` with the review's text and line comments, an approval `human-review approve`.
 
 The forge unreachable or rate limited ends the pass (the next one waits for the forge's reset,
@@ -169,7 +169,7 @@ class Bridge:
         self.seen[t.id] = _key(t)
         if t.status in (S.READY_FOR_REVIEW, S.APPROVED):
             t = self._reviews(t, number, out) or t
-        if t.status == S.APPROVED and rules.waits_for_checks(board.config, t):
+        if rules.judges_checks(board.config, t):
             self._checks(board, t, out)
 
     def _open(self, board: Board, t: Task, out: Pass) -> Task:
@@ -271,7 +271,7 @@ class Bridge:
         from gitliza.core.ops.review import Merge
         assert t.review_commit is not None
         got = rules.judge(rules.required(board.config), self.forge.checks(t.review_commit))
-        if got.state == "passed":
+        if got.state == "passed" and t.status == S.APPROVED:
             self.liza.do(ForgeChecks, task=t.id, commit=t.review_commit)
             self.log(f"forge: {t.id}: required checks passed on {t.review_commit[:12]}")
             out.recorded.append(t.id)
@@ -285,7 +285,8 @@ class Bridge:
     def _write_status(self, out: Pass) -> None:
         data = {"pid": os.getpid(), "time": time.time(), "error": out.error,
                 "paused_until": self.paused_until if out.error else None,
-                "requests": getattr(self.forge, "requests", None)}
+                "requests": getattr(self.forge, "requests", None),
+                "not_modified": getattr(self.forge, "not_modified", None)}
         try:
             path = status_path(self.liza.repo)
             atomic.write(path.parent, path.name, (json.dumps(data) + "\n").encode())

@@ -269,6 +269,9 @@ class Merge(Op):
                                                      commit=self.merge_commit)))
         else:
             need_text(self.reason, "an integration failure reason")
+            for agent in quorum.reviewers(t):  # in review (a forge check failed): no review left
+                free_agent(ctx, t, agent)
             ctx.put_task(replace(t, status=S.INTEGRATION_FAILED, integration_failure=self.reason,
+                                 reviewing_by=None, review_lease_expires=None, co_reviews=(),
                                  history=ctx.history(t, "integration_failed", agent=self.actor,
                                                      reason=self.reason)))
