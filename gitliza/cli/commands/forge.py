@@ -150,8 +150,8 @@ def _loop(env: Env, once: bool, interval: float, wake: object) -> int:
             for tid in done.opened:
                 sys.stdout.write(f"opened a pull request for {tid}\n")
             sys.stdout.flush()
-            if once:
-                return 0 if done.error is None else 3
+            if once:  # 4: a forge merge the board refused (its anomaly is on the board)
+                return 4 if done.anomalies else 0 if done.error is None else 3
             if isinstance(wake, threading.Event):
                 wake.wait(interval)  # a webhook delivery wakes it early
                 wake.clear()
