@@ -125,6 +125,8 @@ TASK_TRANSITIONS: tuple[Transition, ...] = tuple(
          "a rejection that reaches max_review_cycles: review deadlock")
     + _t("merge", (S.APPROVED,), S.MERGED, MERGERS, "exactly review_commit merged")
     + _t("merge", (S.APPROVED,), S.INTEGRATION_FAILED, MERGERS, "conflict or failing test")
+    + _t("merge", (S.READY_FOR_REVIEW,), S.INTEGRATION_FAILED, HUMANS,
+         "a required forge check failed on the commit in review (the bridge, docs/forge.md)")
     + _t("conflict", (S.READY_FOR_REVIEW, S.APPROVED), S.INTEGRATION_FAILED,
          MERGERS, "no longer merges with the integration branch: back to its coder "
          "before a review or a merge is spent on it")
