@@ -25,13 +25,12 @@ def share(liza: Liza, done: Renewal, lease_seconds: int) -> None:
     ref). Should the lease not hold (the remote has a copy this clone never saw), a full sync
     fetches it and pushes what is newer. A failure is said, never fatal: the renewal stands here
     and the next one shares it."""
-    name = liza.sync_remote()
-    if name is None:
-        return
     path = repo_path(liza.repo)
     ref = liveref.ref_of(done.agent)
     try:
-        remote = remotes.resolve(path, name)
+        remote = liza.sync_target()  # resolved once per Liza (an unknown name: said, below)
+        if remote is None:
+            return
         theirs = liveref.target(liza.repo, remotes.tracking_of(remote, ref))
         shared = liveref.read(liza.repo, theirs) if theirs is not None else None
         if not liveness.push_due(shared, done.heartbeat, lease_seconds):
