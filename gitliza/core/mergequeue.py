@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from gitliza.core import clock
 from gitliza.core.board import Board
-from gitliza.core.forge import waits_for_checks
+from gitliza.core.forgerules import waits_for_checks
 from gitliza.core.model import Task
 from gitliza.core.states import TaskState
 
@@ -34,7 +34,7 @@ def rank(t: Task) -> str:
 
 def queue(board: Board) -> list[Task]:
     """The APPROVED tasks, the next to merge first; a task whose forge checks are required and
-    have not passed on its approved commit waits out of it (core/forge.py)."""
+    have not passed on its approved commit waits out of it (core/forgerules.py)."""
     config = board.config
     return sorted((t for t in board.tasks() if t.status == TaskState.APPROVED
                    and not waits_for_checks(config, t)), key=lambda t: (rank(t), t.id))

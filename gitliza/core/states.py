@@ -228,7 +228,7 @@ BOARD_OPS: dict[str, frozenset[Role]] = {
     "undrain": HUMANS,
     # The agent's own supervisor taking, renewing or ending its generation token.
     "supervise": REGISTRABLE_ROLES | HUMANS,  # the human only frees a dead one's (`free`)
-    # Its supervisor saying the agent waits for its model provider (core/provider.py).
+    # Its supervisor saying the agent waits for its model provider (core/agents/faults.py).
     "provider-wait": REGISTRABLE_ROLES,
     # The board's frame.
     "init": PLANNING,  # a new goal once the last one ended (the first init has no board to ask)

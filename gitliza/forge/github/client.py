@@ -14,7 +14,7 @@ import time
 from datetime import timedelta
 from typing import Any, Callable, Literal
 
-from gitliza.core.forge import Check
+from gitliza.core.forgerules import Check
 from gitliza.errors import MissingDependency
 from gitliza.forge import ForgeRateLimited, ForgeRefused, ForgeUnreachable, PullRequest, Review
 
