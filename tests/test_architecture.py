@@ -196,3 +196,45 @@ def test_the_page_names_every_module() -> None:
                 or re.search(rf"`(\w+/)*{re.escape(stem)}\.py`", text)):
             missing.append(str(path.relative_to(ROOT)))
     assert missing == []
+
+
+CORE_LOOSE_LIMIT = 20  # modules at the root of gitliza/core/; the rest live in its rooms
+
+
+def name_clashes(pkg: Path) -> list[str]:
+    """The modules of core/ (its rooms included) named like a module or package of another layer:
+    `usage` in core/ and in team/ made every reader ask which one. Two kinds of name are the
+    vocabulary of their folder and are left out: the op modules (core/ops/, one per op subject, read
+    as `ops.review`) and the command modules (cli/commands/, one per `git liza` command)."""
+    def name(path: Path) -> str:
+        return path.parent.name if path.name == "__init__.py" else path.stem
+    core: dict[str, Path] = {}
+    other: dict[str, list[Path]] = {}
+    for path in modules(pkg).values():
+        rel = path.relative_to(pkg).parts
+        if len(rel) < 2 or path == pkg / "core" / "__init__.py":
+            continue
+        if rel[0] == "core" and rel[1] != "ops":
+            core[name(path)] = path
+        elif rel[0] != "core" and rel[:2] != ("cli", "commands"):
+            other.setdefault(name(path), []).append(path)
+    def rel(path: Path) -> str:
+        return str(path.relative_to(pkg.parent))
+    return sorted(f"{rel(core[n])} and {', '.join(map(rel, other[n]))}" for n in core.keys() & other.keys())
+
+
+def test_core_has_rooms_and_no_name_of_another_layer() -> None:
+    core = ROOT / "gitliza" / "core"
+    loose = sorted(p.name for p in core.glob("*.py") if p.name != "__init__.py")
+    assert len(loose) <= CORE_LOOSE_LIMIT, loose
+    assert name_clashes(ROOT / "gitliza") == []
+
+
+def test_the_clash_check_catches_a_core_module_named_like_a_team_one(tmp_path: Path) -> None:
+    pkg = tmp_path / "gitliza"
+    for rel in ("core/__init__.py", "core/agents/__init__.py", "core/agents/usage.py",
+                "core/ops/__init__.py", "core/ops/work.py", "team/__init__.py", "team/usage.py",
+                "team/work.py", "cli/__init__.py", "cli/commands/__init__.py", "cli/commands/agents.py"):
+        (pkg / rel).parent.mkdir(parents=True, exist_ok=True)
+        (pkg / rel).write_text("")
+    assert name_clashes(pkg) == ["gitliza/core/agents/usage.py and gitliza/team/usage.py"]

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import IO, Callable, Sequence
 
 from gitliza import atomic, start_command
-from gitliza.core import teammodels
+from gitliza.core.agents import teammodels
 from gitliza.core.ids import check_id
 from gitliza.errors import ValidationError
 from gitliza.services import procinfo
@@ -65,7 +65,7 @@ def supervisor_argv(member: Member, cli: str | None, mcp: bool, no_sync: bool,
                     takeover: bool = False, models: str | None = None,
                     sandbox: str | None = None, labels: str | None = None) -> list[str]:
     """The member's `git liza agent` command line. `models` (the board's config): the member's
-    CLI and model when the team names no `--cli` and no `-- COMMAND` (gitliza/core/teammodels.py).
+    CLI and model when the team names no `--cli` and no `-- COMMAND` (core/agents/teammodels.py).
     `sandbox`: the team's `--sandbox`, passed on as every other option is, as a flag."""
     argv = [*start_command(), "agent", member.role]  # -P: see start_command
     chosen = teammodels.chain_for_member(models, member.role, member.agent) \

@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from gitliza.core.fleet import check_labels
+from gitliza.core.presence.placement import check_labels
 from gitliza.cli.commands import Env
 from gitliza.cli.commands.board import report
 from gitliza.core.ops.control import AbortOp, Pause, Resume
@@ -87,7 +87,7 @@ def team(env: Env, planners: int, coders: int, reviewers: int, prefix: str, cli:
         Sandbox(parse(sandbox))
         config = env.liza().board().config
         models = config.models if cli is None and not command else None
-        from gitliza.core import teammodels
+        from gitliza.core.agents import teammodels
         from gitliza.core.quorum import diversity_key
         left = []  # the members the board names no CLI for: --cli's (default claude)
         used = set()  # the CLIs the members run (their logins checked below)
