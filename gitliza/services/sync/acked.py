@@ -29,11 +29,9 @@ def _same_claim(mine: Task, theirs: Task | None) -> bool:
             == (mine.assigned_to, mine.base_commit, mine.iteration, mine.worktree))
 
 
-def seen_on_remote(liza: Liza, remote: str, mine: Task) -> bool:
+def seen_on_remote(liza: Liza, remote: remotes.Remote, mine: Task) -> bool:
     """Whether the remote's board, as this clone last fetched or pushed it, holds `mine`."""
-    path = repo_path(liza.repo)
-    tip = remotes.read_ref(path, remotes.tracking_of(remotes.resolve(path, remote),
-                                                     remotes.STATE_REF))
+    tip = remotes.read_ref(repo_path(liza.repo), remotes.tracking_of(remote, remotes.STATE_REF))
     if tip is None:
         return False
     board = liza.store.board_at(liza.store.commit(tip))
@@ -45,7 +43,7 @@ def unacknowledged(liza: Liza, task: str) -> str | None:
     remote, or the remote's board holds the claim (after one sync if it did not yet). Otherwise
     why not, in a few words: the remote cannot be reached, the sync lost its races, or the claim
     is not this coder's any more (the sync dropped it: another machine got there first)."""
-    remote = liza.sync_remote()
+    remote = liza.sync_target()
     if remote is None:
         return None
     mine = liza.board().task(task)
@@ -56,10 +54,10 @@ def unacknowledged(liza: Liza, task: str) -> str | None:
     try:
         engine.sync(liza.store, remote)
     except (LizaError, OSError) as e:
-        return f"{remote} did not take it: {getattr(e, 'message', e)}"
+        return f"{remote.arg} did not take it: {getattr(e, 'message', e)}"
     mine = liza.board().task(task)
     if mine is None or mine.status != TaskState.CLAIMED or mine.assigned_to != liza.agent:
-        return f"the sync with {remote} dropped the claim (another machine got there first)"
+        return f"the sync with {remote.arg} dropped the claim (another machine got there first)"
     if seen_on_remote(liza, remote, mine):
         return None
-    return f"{remote}'s board does not show it yet"
+    return f"{remote.arg}'s board does not show it yet"
