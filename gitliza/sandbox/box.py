@@ -24,6 +24,7 @@ import pygit2
 from gitliza import agentcli
 from gitliza.core.board import Board
 from gitliza.core.states import Role
+from gitliza.git.repository import open_repository, reopened
 from gitliza.sandbox import (bwrap, cgroup, diskwatch, gitview, net, policy, reexpose, seccomp,
                              usernet)
 from gitliza.sandbox.broker import Broker, client_command
@@ -142,7 +143,7 @@ class Box:
         self.coder: gitview.CoderRepo | None = None
         self.coder_git: policy.CoderGit | None = None
         if s.role == Role.CODER and s.task is not None:
-            admin = Path(pygit2.Repository(str(s.worktree)).path).resolve()
+            admin = Path(open_repository(s.worktree).path).resolve()
             self.coder_git, self.coder = gitview.build(s.repo, s.common, s.agent, s.task, admin)
         self.shim = base / "git-liza"
         self.shim.write_text("#!/bin/sh\nexec " + " ".join(map(shlex.quote, self.gitliza_inside))
@@ -257,7 +258,7 @@ class Box:
         one at a time: the broker's threads and the session's end may race)."""
         if self.coder is not None:
             with self._importing:
-                gitview.import_branch(pygit2.Repository(self.s.repo.path), self.coder)
+                gitview.import_branch(reopened(self.s.repo), self.coder)
 
     def close(self) -> None:
         if self.watch is not None:
@@ -275,7 +276,7 @@ class Box:
                                    f"{', '.join(hits)} (config sandbox_*)", False)
                 self.cgroup.close()
             if self.coder is not None:  # what could not come in: the attic (gitview.py)
-                kept = gitview.keep_unimported(pygit2.Repository(self.s.repo.path),
+                kept = gitview.keep_unimported(reopened(self.s.repo),
                                                self.s.common, self.coder.shadow)
                 if kept:
                     self.s.refused(f"the coder's own git dir held work its task branch lacks: "
