@@ -28,7 +28,7 @@ from gitliza.git.repository import open_repository, reopened
 from gitliza.sandbox import (bwrap, cgroup, diskwatch, gitview, net, policy, reexpose, seccomp,
                              usernet)
 from gitliza.sandbox.broker import Broker, client_command
-from gitliza.sandbox.policy import BROKER_INSIDE
+from gitliza.sandbox.policy import BROKER_INSIDE, SandboxMode
 from gitliza.services.agentlog import LOGS_DIR, PROMPTS_DIR
 
 
@@ -123,7 +123,7 @@ class Session:
     gitliza: tuple[str, ...]  # the command that runs gitliza outside
     mcp: Mapping[str, Any] | None  # the real MCP server entry (run by the broker)
     refused: Callable[[str, bool], None]
-    network: str = "on"  # the sandbox mode's network: on, model, offline
+    network: SandboxMode = SandboxMode.ON  # the sandbox mode's network: on, model, offline
     limits: policy.Limits = policy.Limits()
     host_ports: tuple[int, ...] = ()  # `on`: the host's loopback ports forwarded (usernet.py)
 
@@ -295,10 +295,10 @@ class Sandbox:
     reaches nothing but its supervisor's socket) or `off` (the human's explicit choice, warned
     at every launch)."""
 
-    def __init__(self, mode: str) -> None:
+    def __init__(self, mode: SandboxMode) -> None:
         self.mode = mode
-        self.on = mode != "off"
-        if mode == "model":
+        self.on = mode != SandboxMode.OFF
+        if mode == SandboxMode.MODEL:
             net.check_allow(os.environ)
         self.exe = bwrap.require() if self.on else ""
 
@@ -308,16 +308,7 @@ class Sandbox:
         return Box(self.exe, replace(s, network=self.mode))
 
 
-MODES = ("on", "model", "offline", "off")
-
-
-def parse(text: str | None) -> str:
-    """`--sandbox on|model|offline|off` (default on)."""
-    from gitliza.errors import ValidationError
-    value = (text or "on").strip().lower()
-    if value not in MODES:
-        raise ValidationError(f"--sandbox must be one of {', '.join(MODES)}, got {text!r}")
-    return value
+parse = SandboxMode.parse  # `--sandbox` text -> SandboxMode, once (policy.py)
 
 
 def _login_source(cli: str | None, src: Path, rel: str, env: Mapping[str, str]) -> Path:
