@@ -16,13 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 from gitliza.core import pool, wake
 from gitliza.core.ids import check_id
-from gitliza.errors import LizaError, ValidationError
+from gitliza.errors import LizaError
 from gitliza.team.launch import Member, Team
 from gitliza.team.options import POOL_WORDS
 
 if TYPE_CHECKING:
     from gitliza.services.api import Liza
-
 
 
 class Scaler:
