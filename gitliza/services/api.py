@@ -22,6 +22,8 @@ from gitliza.core.terminal import safe
 from gitliza.git.store import Committed, Store
 
 if TYPE_CHECKING:  # the op records load with the write path (git/store.py), not for a read
+    import pygit2
+
     from gitliza.core.ops.base import Op
     from gitliza.git.remotes import Remote
 
@@ -61,7 +63,10 @@ class Liza:
         return cls(Store.discover(path), agent, **kw)
 
     @property
-    def repo(self) -> Any:
+    def repo(self) -> pygit2.Repository:
+        """The open repository, handed down to what reads or writes git (never reopened from a
+        path). pygit2 is named for the type checker only: this module loads for `status`, whose
+        imports stay lazy (tests/cli/test_status_imports.py)."""
         return self.store.repo
 
     def sync_remote(self) -> str | None:

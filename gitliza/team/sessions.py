@@ -35,6 +35,7 @@ from gitliza.errors import LizaError
 from gitliza.git.repository import common_dir
 from gitliza.sandbox.box import OFF_WARNING, Box, Sandbox, host_ports, limits, secret_env
 from gitliza.sandbox.box import Session as BoxSession
+from gitliza.sandbox.policy import SandboxMode
 
 
 class Sessions:
@@ -57,7 +58,7 @@ class Sessions:
         self._grace = runner.STOP_GRACE
         self._proc: runner.AgentProcess | None = None
         self._prompts: Path | None = None
-        self.sandbox = sandbox if sandbox is not None else Sandbox("off")
+        self.sandbox = sandbox if sandbox is not None else Sandbox(SandboxMode.OFF)
         self._log_file: Path | None = None
         self._job: Job | None = None
         self.ending: Ending | None = None  # why the last session ended (team/ending.py)

@@ -65,7 +65,7 @@ from gitliza.services.api import Liza
 from gitliza.services.wait import min_timeout, seconds_until
 from gitliza.sandbox import treerun
 from gitliza.sandbox.box import Sandbox, limits
-from gitliza.sandbox.box import parse as sandbox_mode
+from gitliza.sandbox.policy import SandboxMode
 from gitliza.team import fallback, leftovers, orphans, runner, usage
 from gitliza.team.generation import Generation, StandDown
 from gitliza.team.heartbeat import Watchdog, lease_keeper, watchdog_tick
@@ -85,7 +85,7 @@ class SupervisorOptions:
     takeover: bool = False  # take the id from a supervisor whose token is still live
     mcp: bool = False  # give the agent `git liza mcp`, wired through its CLI's configuration
     permissions: str | None = None  # worktree (default) | bypass | own (gitliza/agentcli/launch.py)
-    sandbox: str | None = None  # on (default) | off: the OS sandbox (gitliza/sandbox/)
+    sandbox: SandboxMode = SandboxMode.ON  # the OS sandbox (gitliza/sandbox/), parsed by the CLI
     pool: bool = False  # a member of a self-sizing team: exits after pool_idle_exit idle seconds
     model: str | None = None  # the model the CLI runs (the board's `models`, via `team`)
     labels: tuple[str, ...] = ()  # what this machine offers a task's `needs` (core/presence/placement.py)
@@ -125,7 +125,7 @@ class Supervisor:
         profile = profiles[0]
         permissions = agentcli.parse_permissions(opts.permissions)
         # The sandbox: bubblewrap checked now (exit 5 naming the fix), or off.
-        box = Sandbox(sandbox_mode(opts.sandbox))
+        box = Sandbox(opts.sandbox)
         self.token = Generation(self.agent)
         # The integration test of what this reviewer merges runs in a sandbox of its own too.
         self.work = WorkFinder(self.liza, self.role, self.log,

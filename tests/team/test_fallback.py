@@ -17,7 +17,7 @@ from gitliza.core import clock
 from gitliza.core.agents import faults, teammodels
 from gitliza.core.agents.faults import End, Wait
 from gitliza.errors import ValidationError
-from gitliza.team.launch import Member, supervisor_argv
+from gitliza.team.launch import Member, TeamOptions, supervisor_argv
 from tests.cli.test_board import liza, ok
 from tests.team.procs import BIN, WAIT, Sup, add_task, env_for, make_board, script, wait_status
 from tests.team.test_supervisor import SUBMIT
@@ -49,8 +49,8 @@ def test_the_next_free_cli_runs_and_the_first_is_back_after_its_reset() -> None:
 
 
 def test_a_team_member_gets_its_list_on_its_command_line() -> None:
-    argv = supervisor_argv(Member("coder", "coder-1"), None, False, False, (),
-                           models="coder=claude:opus,codex:m2")
+    argv = supervisor_argv(Member("coder", "coder-1"),
+                           TeamOptions(models="coder=claude:opus,codex:m2"))
     assert argv[argv.index("--cli") + 1] == "claude:opus,codex:m2" and "--model" not in argv
 
 

@@ -189,7 +189,7 @@ def _undo_merge(liza: Liza, branch: str, outcome: MergeOutcome, task: str, merge
     tip = store.tip()
     if tip is None:
         return False
-    commit = liza.repo[tip]
+    commit = store.commit(tip)
     try:
         op = record.parse(commit.message).op
     except LizaError:
