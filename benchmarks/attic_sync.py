@@ -28,7 +28,7 @@ import pygit2  # noqa: E402
 from gitliza.git.store import Store  # noqa: E402
 from gitliza.services.lifecycle import attic  # noqa: E402
 from gitliza.services.sync import engine  # noqa: E402
-from tests.conftest import IDENTITY, git  # noqa: E402
+from tests.conftest import IDENTITY, git, remote_of  # noqa: E402
 from tests.services.test_sync import seed  # noqa: E402
 
 
@@ -52,13 +52,13 @@ def main(runs: int, entries: int) -> None:
     for n in range(entries):
         _entry(work, n)
     store = Store.discover(work)
-    engine.sync(store, "origin", attic=True)
+    engine.sync(store, remote_of(store, "origin"), attic=True)
     plain, exchange, new = [], [], []
     for i in range(runs):
-        exchange.append(_ms(lambda: engine.sync(store, "origin", attic=True)))
-        plain.append(_ms(lambda: engine.sync(store, "origin")))
+        exchange.append(_ms(lambda: engine.sync(store, remote_of(store, "origin"), attic=True)))
+        plain.append(_ms(lambda: engine.sync(store, remote_of(store, "origin"))))
         _entry(work, entries + i)
-        new.append(_ms(lambda: engine.sync(store, "origin")))
+        new.append(_ms(lambda: engine.sync(store, remote_of(store, "origin"))))
     for name, xs in (("plain", plain), ("exchange", exchange), ("one new", new)):
         print(f"{name:9} median {statistics.median(xs):7.1f} ms  (min {min(xs):.1f}, "
               f"max {max(xs):.1f}, {len(xs)} runs, {entries}+ entries)")

@@ -27,6 +27,7 @@ from gitliza.core import clock  # noqa: E402
 from gitliza.core.ops import Add, Claim, Init, Note, Register  # noqa: E402
 from gitliza.git.store import Store  # noqa: E402
 from gitliza.services.verify.engine import replay  # noqa: E402
+from benchutil import remote_of  # noqa: E402
 
 SHA = "a" * 40
 
@@ -96,7 +97,7 @@ def first_pull(tmp: Path, commits: int) -> dict[str, float]:
     git(tmp, "init", "-q", str(fresh))
     git(fresh, "remote", "add", "origin", str(bare))
     t0 = time.perf_counter()
-    rep = engine.pull(Store.discover(fresh), "origin")
+    rep = engine.pull(Store.discover(fresh), remote_of(Store.discover(fresh), "origin"))
     out["pull"] = time.perf_counter() - t0
     out["verified"] = float(rep.verified)
     floor = tmp / "floor"

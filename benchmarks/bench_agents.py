@@ -75,6 +75,7 @@ sys.path.insert(0, str(HERE.parent))
 from gitliza.core import clock  # noqa: E402
 from gitliza.core.model import Agent, Config, Supervisor, Task  # noqa: E402
 from gitliza.core.states import AgentState, Role, TaskState  # noqa: E402
+from benchutil import remote_of  # noqa: E402
 
 TASK_MINUTES = 10  # the spec gives no typical task duration: an assumption, stated in the report
 REVIEW_MINUTES = 5
@@ -236,7 +237,7 @@ def do_op(store: Any, kind: str, actor: str, task: str | None, integ: str,
     if not shared:
         return "ok", done.attempts, None
     try:
-        rep = engine.sync(store, REMOTE)
+        rep = engine.sync(store, remote_of(store, REMOTE))
     except (ConcurrencyConflict, GitFailure) as e:
         return "unshared", 0, str(e)
     if fate_of(store, done.commit, done.op, rep) is not None:
@@ -511,7 +512,7 @@ def run_step(root: Path, n: int, seconds: float, writers: int, *, shared: bool,
             from gitliza.services.sync import engine
             from gitliza.git.store import Store
             for c in clones:  # what a later sync shares: ops committed locally, not yet pushed
-                engine.sync(Store.discover(c), REMOTE)
+                engine.sync(Store.discover(c), remote_of(Store.discover(c), REMOTE))
         step.board, step.since = str(bare if shared else seedrepo), start_tip
         step.landed = _count(Path(step.board), start_tip)
     finally:
@@ -578,7 +579,7 @@ def _shared_remote(base: Path, seed: Path) -> tuple[Any, Path, list[Path]]:
         # refuse it (gitliza/services/adopt.py). Each clone takes it as its trusted starting point, as if
         # it had written it; every later sync checks what it fetches from there.
         git(c, "fetch", "-q", REMOTE, "refs/liza/state:refs/liza/state")
-        engine.pull(Store.discover(c), REMOTE)
+        engine.pull(Store.discover(c), remote_of(Store.discover(c), REMOTE))
         clones.append(c)
     return daemon, bare, clones
 

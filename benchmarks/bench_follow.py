@@ -30,6 +30,7 @@ from gitliza.git.store import Store  # noqa: E402
 from benchutil import git, remote_and_seed  # noqa: E402
 from gitliza.services.api import Liza  # noqa: E402
 from gitliza.services.sync import engine, follower  # noqa: E402
+from benchutil import remote_of  # noqa: E402
 
 
 def wrapper(tmp: Path, name: str, log: Path) -> Path:
@@ -53,14 +54,14 @@ def main(argv: list[str]) -> None:
         h = Liza.open(seed, "human")
         h.do(Init, goal="bench")
         h.do(ConfigSet, key="follow_interval", value=str(interval))
-        engine.sync(h.store, "origin")
+        engine.sync(h.store, remote_of(h.store, "origin"))
         log = tmp / "requests.log"
         up, rp = wrapper(tmp, "git-upload-pack", log), wrapper(tmp, "git-receive-pack", log)
         clones = []
         for i in range(machines):
             c = tmp / f"m{i}"
             git(tmp, "clone", "-q", str(bare), str(c))
-            engine.pull(Store.discover(c), "origin")
+            engine.pull(Store.discover(c), remote_of(Store.discover(c), "origin"))
             git(c, "config", "remote.origin.uploadpack", str(up))
             git(c, "config", "remote.origin.receivepack", str(rp))
             clones.append(c)
@@ -75,7 +76,7 @@ def main(argv: list[str]) -> None:
         for k in range(5):
             h.do(Add, task=f"pre-{k}", description="x", spec_ref="README", done_when="x",
                  scope="src")
-            engine.sync(h.store, "origin")
+            engine.sync(h.store, remote_of(h.store, "origin"))
             t = time.perf_counter()
             follower.check(s0, rem)
             moved_ms += (time.perf_counter() - t) * 200
@@ -90,7 +91,7 @@ def main(argv: list[str]) -> None:
                 writes[0] += 1
                 h.do(Add, task=f"t-{writes[0]}", description="x", spec_ref="README",
                      done_when="x", scope="src")
-                engine.sync(h.store, "origin")  # through the plain path: not counted
+                engine.sync(h.store, remote_of(h.store, "origin"))  # through the plain path: not counted
         wt = threading.Thread(target=writer, daemon=True)
         started = time.monotonic()
         wt.start()

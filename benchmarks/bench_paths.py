@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pygit2
+from benchutil import remote_of  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 BIN = Path(sys.executable).parent
@@ -131,17 +132,17 @@ def bench_sync(root: Path, open_tasks: int, runs: int, daemon: bool = False) -> 
         git(base, "clone", "-q", str(bare), str(c))
         if server is not None:
             git(c, "remote", "set-url", "origin", server.url("remote.git"))
-        engine.pull(Store.discover(c), "origin")
+        engine.pull(Store.discover(c), remote_of(Store.discover(c), "origin"))
     ha, hb = Liza.open(a, "planner-1"), Liza.open(b, "planner-1")
     k = [0]
 
     def one_sync() -> None:
         k[0] += 1
         hb.do(Note, message=f"b{k[0]}")
-        engine.sync(hb.store, "origin")
+        engine.sync(hb.store, remote_of(hb.store, "origin"))
         ha.do(Note, message=f"a{k[0]}")
         t0 = time.perf_counter()
-        engine.sync(ha.store, "origin")  # brings b's op, replays a's, pushes
+        engine.sync(ha.store, remote_of(ha.store, "origin"))  # brings b's op, replays a's, pushes
         spent[0] += time.perf_counter() - t0
 
     def bare_git() -> None:

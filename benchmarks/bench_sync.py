@@ -29,6 +29,7 @@ from gitliza.core import clock  # noqa: E402
 from gitliza.core.ops import Add, Claim, Init, Note, Register  # noqa: E402
 from gitliza.git.store import Store  # noqa: E402
 from benchutil import git, remote_and_seed  # noqa: E402
+from benchutil import remote_of  # noqa: E402
 
 T0 = clock.to_epoch("2030-01-01T00:00:00Z")
 
@@ -52,12 +53,12 @@ def setup(tmp: Path, claims: int) -> tuple[Path, Path, Path, str]:
     for i in range(2 * claims):
         h.do(Add, task=f"task-{i}", description="t", spec_ref="s", done_when="d", scope="x",
              ready=True)
-    engine.sync(h.store, "origin")
+    engine.sync(h.store, remote_of(h.store, "origin"))
     clones = []
     for name in ("a", "b"):
         path = tmp / name
         git(tmp, "clone", "-q", str(bare), str(path))
-        engine.pull(Store.discover(path), "origin")
+        engine.pull(Store.discover(path), remote_of(Store.discover(path), "origin"))
         clones.append(path)
     return bare, clones[0], clones[1], git(clones[0], "rev-parse", "HEAD")
 
@@ -80,7 +81,7 @@ def run(n: int, m: int) -> None:
         tmp = Path(d)
         bare, a, b, base = setup(tmp, claims)
         make_ops(b, "b", m, claims, claims // 2, 2000, base)
-        engine.sync(Store.discover(b))
+        engine.sync(Store.discover(b), remote_of(Store.discover(b)))
         make_ops(a, "a", n, claims, 0, 1000, base)
         store = Store.discover(a)
         # Time the replay inside the sync (objects written, no ref moved); the rest is git's
@@ -96,7 +97,7 @@ def run(n: int, m: int) -> None:
         engine.replay = timed
         try:
             t = time.perf_counter()
-            rep = engine.sync(store)
+            rep = engine.sync(store, remote_of(store))
             sync_s = time.perf_counter() - t
         finally:
             engine.replay = real

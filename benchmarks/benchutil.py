@@ -62,3 +62,13 @@ def show(name: str, ms: list[float], digits: int = 1) -> float:
     print(f"{name:<44} n={len(ms):<4} median {med:7.{d}f} ms   p90 {p90:7.{d}f} ms   "
           f"max {ms[-1]:7.{d}f} ms")
     return med
+
+
+def remote_of(where: Any, name: Any = None) -> Any:
+    """As a command line does before it syncs: `name` (None: the configured remote, else origin)
+    resolved once in the repository `where` (a path or a Store); sync is handed the `Remote`."""
+    from gitliza.git.remotes import Remote, resolve
+    from gitliza.git.repository import repo_path
+    if isinstance(name, Remote):
+        return name
+    return resolve(where if isinstance(where, (str, os.PathLike)) else repo_path(where.repo), name)

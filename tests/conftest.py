@@ -4,9 +4,12 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 import pytest
+
+if TYPE_CHECKING:
+    from gitliza.git.remotes import Remote
 
 IDENTITY = {
     "GIT_AUTHOR_NAME": "Liza Test",
@@ -86,3 +89,16 @@ def bare(tmp_path: Path) -> Path:
     path = tmp_path / "remote.git"
     git(tmp_path, "init", "-q", "--bare", "-b", "main", str(path))
     return path
+
+
+def remote_of(where: object, name: object = None) -> "Remote":
+    """What a command line does before it syncs: `name` (None: the configured remote, else
+    origin) resolved once (git/remotes `resolve`) in the repository `where` (a path, or a Store);
+    the services and the transport below are handed the `Remote`. A `Remote` passes as it is."""
+    from gitliza.git.remotes import Remote, resolve
+    from gitliza.git.repository import repo_path
+    if isinstance(name, Remote):
+        return name
+    path = where if isinstance(where, (str, os.PathLike)) else repo_path(where.repo)  # type: ignore[attr-defined]
+    assert name is None or isinstance(name, str)
+    return resolve(path, name)

@@ -1,6 +1,6 @@
 """`git liza hook-impl <hook> [args...]`: what the installed hook shims run. This module turns the
-hook's name into its handler, reads the hook's stdin once, traces the run and maps an unreadable
-board to a one-line refusal.
+hook's name into its handler, reads the hook's stdin once, traces the run and maps any failure (an
+unreadable board, a bug) to one line and its exit code through errors.classify.
 
 Kept light on purpose: it runs on every commit, merge, ref update and push in a repository with the
 hooks installed, so it imports nothing it does not need (not the CLI, not the installer); pygit2,
@@ -21,7 +21,7 @@ import os
 import sys
 from typing import Callable
 
-from gitliza.errors import LizaError
+from gitliza.errors import classify
 from gitliza.hooks.client import pre_commit, pre_merge_commit, pre_push, reference_transaction
 from gitliza.hooks.server import pre_receive
 
@@ -60,11 +60,16 @@ def main(args: list[str]) -> int:
             f.write(" ".join([hook, *rest, f"stdin={digest}"]) + "\n")
     try:
         return handler(rest, stdin)
-    except LizaError as err:
-        # A board the hook cannot read (malformed blob, unknown format) is a refusal too: one line.
+    except Exception as e:
+        # A board the hook cannot read (malformed blob, unknown format) is a refusal too, and so is
+        # a bug: one line and the exit code errors.classify gives it, as the CLI, MCP and the web
+        # board say it; never a Python traceback relayed through git (LIZA_DEBUG=1 shows a bug's).
+        failure = classify(e)
+        if failure.bug and os.environ.get("LIZA_DEBUG"):
+            raise
         from gitliza.core.terminal import safe_line  # board text in it: escaped (git relays it)
-        print(f"gitliza {hook}: {safe_line(str(err))}", file=sys.stderr)
-        return err.exit_code
+        print(f"gitliza {hook}: {safe_line(failure.line)}", file=sys.stderr)
+        return failure.exit_code
 
 
 def _read_stdin() -> bytes:

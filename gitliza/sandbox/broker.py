@@ -14,6 +14,10 @@ of `add --from FILE`, read by the client inside the sandbox, so no path of the a
 opened here); {"mcp": true} starts the agent's MCP server (`git liza mcp` as this agent
 and role) and relays its newline-delimited JSON-RPC both ways, answering a `tools/call` of a tool
 no agent may call with an error instead of passing it on.
+
+Every failure the agent is answered with (a malformed request, a refusal, the coder's commits
+that could not be brought in, a command that could not start) is rendered by `failed` through
+errors.classify, as the CLI renders its own: one line and its exit code.
 """
 from __future__ import annotations
 
@@ -28,7 +32,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from gitliza.core.states import Role
-from gitliza.errors import LizaError
+from gitliza.core.terminal import safe_line
+from gitliza.errors import PermissionDenied, ValidationError, classify
 from gitliza.sandbox import rules
 from gitliza.services import procinfo
 from gitliza.sandbox.policy import BROKER_INSIDE
@@ -87,7 +92,7 @@ class Broker:
         stdin = req.get("stdin") if isinstance(req, dict) else None
         if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv) \
                 or not isinstance(stdin, (str, type(None))):
-            answer = {"out": "", "err": "gitliza sandbox: a malformed request\n", "exit": 1}
+            answer = failed(ValidationError("a malformed request to the sandbox broker"))
         else:
             answer = self.run(argv, stdin)
         try:
@@ -100,15 +105,18 @@ class Broker:
         """`git liza ARGV` as this agent (`stdin` its standard input), or its refusal."""
         v = rules.check_command(self.role, self.agent, argv)
         if not v.ok:
-            return {"out": "", "err": self._refuse(f"`git liza {' '.join(argv)[:200]}`", v.rule)
-                    + "\n", "exit": 1}
+            return failed(self._refuse(f"`git liza {' '.join(argv)[:200]}`", v.rule))
         argv = _without_agent(argv)
         env = {**self.env, "LIZA_AGENT_ID": self.agent}
-        with self._write_lock(argv[0] in rules.writes(self.role)) as failed:
-            if failed is not None:
-                return {"out": "", "err": f"gitliza: error: {failed}\n", "exit": failed.exit_code}
-            out, err, code = self._child([*self.gitliza, *argv], env,
-                                         None if stdin is None else stdin.encode())
+        with self._write_lock(argv[0] in rules.writes(self.role)) as error:
+            if error is not None:
+                return failed(error)
+            try:
+                out, err, code = self._child([*self.gitliza, *argv], env,
+                                             None if stdin is None else stdin.encode())
+            except Exception as e:  # could not start it (out of memory, processes): one line
+                self._said(e)
+                return failed(e)
         return {"out": out.decode("utf-8", "replace"), "err": err.decode("utf-8", "replace"),
                 "exit": code}
 
@@ -133,28 +141,37 @@ class Broker:
         return out, err, proc.returncode
 
     @contextmanager
-    def _write_lock(self, write: bool) -> Iterator[LizaError | None]:
+    def _write_lock(self, write: bool) -> Iterator[Exception | None]:
         """Around a call that changes the board: one at a time, the coder's commits brought in
-        first (so that `submit` sees them); yields the error that prevented that, if any."""
+        first (so that `submit` sees them); yields the error that prevented that, if any: any
+        exception, not only a LizaError, so that the agent is answered and the channel lives."""
         if not write:
             yield None
             return
         with self._lock:
             try:
                 self.before_write()
-            except LizaError as e:
+            except Exception as e:
+                self._said(e)
                 yield e
                 return
             yield None
 
-    def _refuse(self, what: str, rule: str) -> str:
+    def _said(self, e: Exception) -> None:
+        """A bug (not a refusal, not the environment) goes to the supervisor's log as well."""
+        failure = classify(e)
+        if failure.bug:
+            sys.stderr.write(f"[{self.agent}] {safe_line(failure.line)}\n")
+
+    def _refuse(self, what: str, rule: str) -> PermissionDenied:
+        """The refusal (recorded here) the agent is answered with."""
         self.refusals += 1
-        line = f"gitliza sandbox: refused {what} for {self.agent}: {rule}"
+        refusal = PermissionDenied(f"sandbox: refused {what} for {self.agent}: {rule}")
         try:
-            self.refused(line, self.refusals <= MAX_ANOMALIES)
+            self.refused(f"gitliza {refusal}", self.refusals <= MAX_ANOMALIES)
         except Exception as e:  # recording must not take the channel down
             sys.stderr.write(f"[{self.agent}] cannot record a refusal: {e}\n")
-        return line
+        return refusal
 
     # -- MCP ------------------------------------------------------------------------------------
     def _relay_mcp(self, f: Any) -> None:
@@ -192,10 +209,10 @@ class Broker:
                         f.write(error)
                         f.flush()
                     continue
-                with self._write_lock(write) as failed:
-                    if failed is not None:
+                with self._write_lock(write) as failure:
+                    if failure is not None:
                         with out_lock:
-                            f.write(_tool_error(line, str(failed)))
+                            f.write(_tool_error(line, classify(failure).line))
                             f.flush()
                         continue
                     proc.stdin.write(line)
@@ -237,7 +254,15 @@ class Broker:
             rule = f"identity is bound by the supervisor: you act as {self.agent}"
         if rule is None:
             return None, name.replace("_", "-") in rules.writes(self.role)
-        return _tool_error(line, self._refuse(f"MCP tool {name}", rule)), False
+        return _tool_error(line, classify(self._refuse(f"MCP tool {name}", rule)).line), False
+
+
+def failed(e: Exception) -> dict[str, Any]:
+    """The answer to a request that failed: errors.classify's line and exit code, the line as
+    the CLI prints it (`gitliza: error: ...`), so an agent reads the same inside the sandbox."""
+    failure = classify(e)
+    return {"out": "", "err": f"gitliza: error: {safe_line(failure.line)}\n",
+            "exit": failure.exit_code}
 
 
 def _tool_error(line: bytes, text: str) -> bytes:

@@ -21,6 +21,7 @@ from gitliza.git.store import Committed, Store
 
 if TYPE_CHECKING:  # the op records load with the write path (git/store.py), not for a read
     from gitliza.core.ops.base import Op
+    from gitliza.git.remotes import Remote
 
 AGENT_ENV = "LIZA_AGENT_ID"
 # Set by `git liza agent` for itself and the agent it starts: every op then carries the supervisor
@@ -50,6 +51,7 @@ class Liza:
         self.sync = sync
         self.after_commit: list[AfterCommit] = []
         self.gen: int | None = _env_gen() if self.agent == os.environ.get(AGENT_ENV) else None
+        self._target: tuple[str, Remote] | None = None  # sync_target's, for the name it had
 
     @classmethod
     def open(cls, path: str | os.PathLike[str] = ".", agent: str | None = None,
@@ -68,6 +70,19 @@ class Liza:
             return None
         from gitliza.git.remotes import configured
         return configured(self.repo)
+
+    def sync_target(self) -> Remote | None:
+        """`sync_remote` resolved (git/remotes `resolve`: validated, its tracking namespace), once
+        for this Liza: the `Remote` that sync and the transport are handed. None as
+        `sync_remote`; an unknown remote name is the ValidationError `resolve` raises."""
+        name = self.sync_remote()
+        if name is None:
+            return None
+        if self._target is None or self._target[0] != name:
+            from gitliza.git.remotes import resolve
+            from gitliza.git.repository import repo_path
+            self._target = (name, resolve(repo_path(self.repo), name))
+        return self._target[1]
 
     def now(self) -> str:
         if self._now is not None:

@@ -47,7 +47,7 @@ class OpDropped(IllegalTransition):
 def after_commit(liza: Liza, committed: Committed) -> Committed | None:
     """Auto-sync: share the op just committed; fail the command if the sync dropped it."""
     store = liza.store
-    remote = liza.sync_remote()
+    remote = liza.sync_target()
     if remote is None:
         return None
     report: SyncReport | None
@@ -67,7 +67,7 @@ def after_commit(liza: Liza, committed: Committed) -> Committed | None:
         liza.notice(f"committed locally but not shared yet: {e}")
     except (ConcurrencyConflict, GitFailure) as e:
         report = None
-        liza.notice(f"committed locally but not shared with {remote}: {e} "
+        liza.notice(f"committed locally but not shared with {remote.arg}: {e} "
                    "(`git liza sync` shares it later)")
     mine = fate_of(store, committed.commit, committed.op, report)
     if report is not None:
@@ -86,7 +86,7 @@ def after_commit(liza: Liza, committed: Committed) -> Committed | None:
             else ""
         raise OpDropped(
             f"{mine.op}{' ' + mine.task if mine.task else ''} was committed locally, then "
-            f"dropped when syncing with {remote}: {mine.reason}{extra}{where}", mine,
+            f"dropped when syncing with {remote.arg}: {mine.reason}{extra}{where}", mine,
             hint="another machine changed the board first; re-read it (`git liza status`)")
     moved = [r for r in (report.replayed if report is not None else [])
              if r.original == committed.commit]

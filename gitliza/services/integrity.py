@@ -144,15 +144,15 @@ class Restored:
                 "moved": self.moved, "still": [p.subject for p in self.still]}
 
 
-def restore(store: Store, remote: str | None) -> Restored:
-    """Bring back from `remote` (None: the configured one, else origin) every object the board and
+def restore(store: Store, remote: Remote) -> Restored:
+    """Bring back from `remote` (resolved: git/remotes `resolve`) every object the board and
     the branches name and lack; a ref whose objects the remote lacks too moves to the remote's
     (when it has that ref, complete)."""
     from gitliza.git import remotes
     from gitliza.git.repository import repo_path
     repo = store.repo
     path = repo_path(repo)
-    rem = remotes.resolve(path, remote or None)
+    rem = remote
     out = Restored(rem.arg)
     before = missing_objects(repo, rem.arg)
     if not before:

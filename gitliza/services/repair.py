@@ -128,10 +128,10 @@ def rebuild(store: Store, tip: pygit2.Oid) -> RepairReport:
                         dropped=[d for d, _op in rebuilt.dropped])
 
 
-def repair(store: Store, remote: str | None, *, here: bool = False) -> RepairReport:
-    """Repair `remote`'s board (None: the configured remote, else origin), or with `here` this
-    repository's own refs/liza/state."""
-    if here:
+def repair(store: Store, remote: remotes.Remote | None) -> RepairReport:
+    """Repair `remote`'s board (resolved by the caller: git/remotes `resolve`), or with None
+    (`--here`) this repository's own refs/liza/state."""
+    if remote is None:
         tip = store.tip()
         if tip is None:
             raise ValidationError(f"no board here ({store.ref} does not exist)")
@@ -146,7 +146,7 @@ def repair(store: Store, remote: str | None, *, here: bool = False) -> RepairRep
         rep.moved = True
         return rep
     path = repo_path(store.repo)
-    rem = remotes.resolve(path, remote or None)
+    rem = remote
     name = rem.arg
     fetched = transport.fetch_board(path, rem)
     if fetched.new_oid is None:

@@ -61,12 +61,10 @@ def _wip_lines(liza: Liza, task: str) -> str:
 
     from gitliza.errors import LizaError
     from gitliza.git.remotes import tracking_ref
-    from gitliza.git.repository import repo_path
     from gitliza.services.lifecycle import wip
     try:
-        remote = liza.sync_remote()
-        tracking = tracking_ref(repo_path(liza.repo), remote)[: -len("state")] + "wip/" \
-            if remote else None
+        remote = liza.sync_target()
+        tracking = tracking_ref(remote)[: -len("state")] + "wip/" if remote else None
         kept = wip.to_entries(liza.repo, task, tracking, "a takeover of the task", but=liza.agent)
     except (LizaError, pygit2.GitError, OSError):
         return ""

@@ -100,11 +100,11 @@ def _clear(liza: Liza, task: str, agent: str, log: Callable[[str], None]) -> Non
 def _share(liza: Liza, log: Callable[[str], None]) -> None:
     """One sync with the attic's exchange, so that what was kept is on the remote before this
     supervisor does anything else; a failure is said (the next sync tries again)."""
-    remote = liza.sync_remote()
-    if remote is None:
-        return
     from gitliza.services.sync import engine
     try:
+        remote = liza.sync_target()
+        if remote is None:
+            return
         rep = engine.sync(liza.store, remote, attic=True)
     except LizaError as e:
         log(f"the kept work is not shared yet ({e}); the next sync shares it")

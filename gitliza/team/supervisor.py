@@ -250,6 +250,9 @@ class Supervisor:
         back, records the anomaly and exits, leaving its review lease to expire for another
         reviewer; a planner waits until its triggers change. None: go on looking for work."""
         last = "exit 0" if code == 0 else f"exit {code}"
+        said = self.sessions.ending.line if self.sessions.ending is not None else ""
+        if said:  # the agent's own last words ("can't open file ..."): the why, for the human
+            last += f": {said[:200]}"
         pattern = f"{runs_in_a_row} agent runs in a row without board progress (last: {last})"
         if job.task is not None and self.role == Role.CODER:
             try:

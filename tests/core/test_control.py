@@ -109,7 +109,8 @@ def test_a_takeover_of_a_dead_generation_is_refused_once_the_id_changed_hands() 
 def test_the_human_frees_a_dead_supervisors_token_and_nothing_else() -> None:
     r = team()
     r.do(Supervise, "coder-1", host="h", pid=1)
-    with pytest.raises(PermissionDenied, match="free is the human's"):
+    with pytest.raises(PermissionDenied, match="supervise free is not allowed for coder-2 "
+                                               "\\(role coder\\); allowed: human$"):
         r.do(Supervise, "coder-2", mode="free", agent="coder-1", replaces=1)
     with pytest.raises(ValidationError, match="generation 1 holds it now"):
         r.do(Supervise, "human", mode="free", agent="coder-1", replaces=7)

@@ -15,7 +15,7 @@ import gitliza.core.ops as ops
 from gitliza.core import states
 from gitliza.core.ops import load_all
 from gitliza.core.ops.base import Op, op_modules
-from gitliza.core.ops.control import Pause
+from gitliza.core.ops.control import Pause, Supervise
 from gitliza.core.ops.goal import AbortGoal, CompleteGoal, ConfigSet, Init, Register
 from gitliza.core.ops.governance import Circuit
 from gitliza.core.ops.journal import Convert, Discover, SpecChangeOp
@@ -128,3 +128,32 @@ def test_the_tables_are_whole() -> None:
     for name in ("complete-goal", "abort-goal", "config", "circuit", "convert", "spec-change",
                  "sprint-scope", "pause", "resume", "abort", "checkpoint"):
         assert tools[name.replace("-", "_")].roles == BOARD_OPS[name], name
+
+
+def test_supervise_free_is_a_row_of_the_table() -> None:
+    """`supervise free` (doctor --fix ending a dead supervisor's token) is the human's by its row,
+    the other modes the agents' own supervisors' by theirs: refused with the table's message, and
+    a row widened (or narrowed) changes who may, with no copy of the rule in the op."""
+    assert BOARD_OPS["supervise:free"] == HUMANS
+    assert Role.HUMAN not in BOARD_OPS["supervise"]
+    r = team()
+    r.do(Supervise, "coder-1", host="h", pid=1)
+    before = r.board
+    with pytest.raises(PermissionDenied, match="^supervise free is not allowed for planner-1 "
+                                               "\\(role planner\\); allowed: human$"):
+        r.do(Supervise, "planner-1", mode="free", agent="coder-1", replaces=1)
+    with pytest.raises(PermissionDenied, match="^supervise start is not allowed for human "
+                                               "\\(role human\\); allowed: code_reviewer"):
+        r.do(Supervise, "human", mode="start")
+    assert r.board is before
+
+
+def test_supervise_free_reads_the_table_not_a_copy(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(BOARD_OPS, "supervise:free", HUMANS | {Role.PLANNER})
+    r = team()
+    r.do(Supervise, "coder-1", host="h", pid=1)
+    r.do(Supervise, "planner-1", mode="free", agent="coder-1", replaces=1)
+    assert r.board.get("supervisors", "coder-1").expires is None
+    monkeypatch.setitem(BOARD_OPS, "supervise:free", frozenset())
+    with pytest.raises(PermissionDenied, match="for human \\(role human\\); allowed:$"):
+        r.do(Supervise, "human", mode="free", agent="coder-1")

@@ -18,7 +18,7 @@ from gitliza.git.remotes import direct
 from gitliza.git.remotes import pushresults
 from gitliza.git.remotes import transport
 from gitliza.git.store import STATE_REF, Store
-from tests.conftest import git
+from tests.conftest import git, remote_of
 from tests.services.test_sync import clone, liza, seed
 
 
@@ -57,11 +57,11 @@ def test_a_sync_with_a_plain_bare_remote_runs_no_git(tmp_path: Path,
     a, b = clone(bare, tmp_path / "a"), clone(bare, tmp_path / "b")
     hb = liza(b, agent="b1")
     hb.do(Note, message="from b")
-    engine.sync(hb.store, "origin")
+    engine.sync(hb.store, remote_of(hb.store, "origin"))
     ha = liza(a, agent="a1")
     ha.do(Note, message="from a")
     trace = _traced(monkeypatch, tmp_path)
-    rep = engine.sync(ha.store, "origin")
+    rep = engine.sync(ha.store, remote_of(ha.store, "origin"))
     assert (rep.action, rep.fetched, rep.pushed, len(rep.replayed)) == ("replayed", 1, True, 1)
     assert not trace.exists()  # fetch, replay and push, all in process
     monkeypatch.delenv("GIT_TRACE2_EVENT")
@@ -85,7 +85,7 @@ def test_a_remote_with_a_receive_hook_is_reached_through_git_and_its_hook_runs(
     ha = liza(a, agent="a1")
     ha.do(Note, message="from a")
     trace = _traced(monkeypatch, tmp_path)
-    rep = engine.sync(ha.store, "origin")
+    rep = engine.sync(ha.store, remote_of(ha.store, "origin"))
     assert rep.pushed and trace.exists()
     assert log.read_text() == "ran\n"
     assert git(bare, "rev-parse", STATE_REF) == git(a, "rev-parse", STATE_REF)
@@ -99,7 +99,7 @@ def test_a_hook_that_refuses_still_refuses(tmp_path: Path) -> None:
     ha = liza(a, agent="a1")
     ha.do(Note, message="refused")
     with pytest.raises(pushresults.PushRejected, match="no board changes today"):
-        engine.sync(ha.store, "origin")
+        engine.sync(ha.store, remote_of(ha.store, "origin"))
     assert git(bare, "rev-parse", STATE_REF) == before
 
 
@@ -149,12 +149,12 @@ def test_a_sync_with_nothing_to_send_runs_no_push(tmp_path: Path) -> None:
     log = _hook(bare, "pre-receive")  # git's push runs it: it logs every push that reaches us
     hb = liza(b, agent="b1")
     hb.do(Note, message="from b")
-    engine.sync(hb.store, "origin")
+    engine.sync(hb.store, remote_of(hb.store, "origin"))
     assert log.read_text() == "ran\n"
-    rep = engine.sync(Store.discover(a), "origin")
+    rep = engine.sync(Store.discover(a), remote_of(Store.discover(a), "origin"))
     assert (rep.action, rep.pushed) == ("fast-forward", False)
     assert log.read_text() == "ran\n"  # no second push
-    rep = engine.sync(Store.discover(a), "origin")
+    rep = engine.sync(Store.discover(a), remote_of(Store.discover(a), "origin"))
     assert (rep.action, rep.pushed) == ("up-to-date", False)
     assert log.read_text() == "ran\n"
     assert git(a, "rev-parse", STATE_REF) == git(bare, "rev-parse", STATE_REF)
@@ -166,18 +166,18 @@ def test_a_task_branch_the_remote_pruned_loses_its_tracking_ref(tmp_path: Path,
     bare, work, a = _seeded(tmp_path, hooked)
     for t in ("task-1", "task-2"):
         git(work, "push", "-q", "origin", f"main:refs/heads/liza/{t}")
-    got = transport.fetch_board(a, "origin", integration="main", task_branches=True)
+    got = transport.fetch_board(a, remote_of(a, "origin"), integration="main", task_branches=True)
     assert sorted(got.branches) == ["refs/heads/liza/task-1", "refs/heads/liza/task-2",
                                     "refs/heads/main"]
     git(bare, "update-ref", "-d", "refs/heads/liza/task-2")
-    got = transport.fetch_board(a, "origin", integration="main", task_branches=True)
+    got = transport.fetch_board(a, remote_of(a, "origin"), integration="main", task_branches=True)
     assert sorted(got.branches) == ["refs/heads/liza/task-1", "refs/heads/main"]
     assert git(a, "for-each-ref", "--format=%(refname)", "refs/remotes/origin/liza-tasks/") \
         == "refs/remotes/origin/liza-tasks/task-1"
     # and a sync afterwards is an ordinary one
     h = liza(a, agent="a1")
     h.do(Note, message="after the prune")
-    assert engine.sync(h.store, "origin").pushed
+    assert engine.sync(h.store, remote_of(h.store, "origin")).pushed
     assert git(bare, "rev-parse", STATE_REF) == git(a, "rev-parse", STATE_REF)
 
 
@@ -190,7 +190,7 @@ def test_a_branch_with_objects_this_clone_lacks_is_fetched_by_git(
     git(work, "commit", "-q", "-m", "work")
     git(work, "push", "-q", "origin", "main")
     trace = _traced(monkeypatch, tmp_path)
-    got = transport.fetch_board(a, "origin", integration="main")
+    got = transport.fetch_board(a, remote_of(a, "origin"), integration="main")
     assert trace.exists()  # code objects: git's fetch, not the board's copy
     head = git(work, "rev-parse", "main")
     assert got.branches["refs/heads/main"] == head
@@ -208,11 +208,11 @@ def test_a_locked_remote_ref_is_a_lost_race_and_nothing_moves(tmp_path: Path) ->
     lock.parent.mkdir(parents=True, exist_ok=True)
     lock.write_text("")  # another push holds the ref
     mine = git(a, "rev-parse", STATE_REF)
-    res = transport.push_board(a, "origin", mine, before)
+    res = transport.push_board(a, remote_of(a, "origin"), mine, before)
     assert res.status == pushresults.PushStatus.STALE and res.needs_replay
     assert git(bare, "rev-parse", STATE_REF) == before
     lock.unlink()
-    assert transport.push_board(a, "origin", mine, before).status == pushresults.PushStatus.OK
+    assert transport.push_board(a, remote_of(a, "origin"), mine, before).status == pushresults.PushStatus.OK
     assert git(bare, "rev-parse", STATE_REF) == mine
     _whole(bare)
 
@@ -222,13 +222,13 @@ def test_a_first_push_copies_the_whole_board(tmp_path: Path) -> None:
     empty = tmp_path / "empty.git"
     git(tmp_path, "init", "-q", "--bare", "-b", "main", str(empty))
     tip = git(work, "rev-parse", STATE_REF)
-    res = transport.push_board(work, str(empty), tip, None)
+    res = transport.push_board(work, remote_of(work, str(empty)), tip, None)
     assert res.status == pushresults.PushStatus.OK and res.summary == "[new reference]"
     assert git(empty, "rev-parse", STATE_REF) == tip
     _whole(empty)
     fresh = tmp_path / "fresh"
     git(tmp_path, "init", "-q", "-b", "main", str(fresh))
-    got = transport.fetch_board(fresh, str(empty))
+    got = transport.fetch_board(fresh, remote_of(fresh, str(empty)))
     assert got.new_oid == tip
     _whole(fresh)
 
@@ -239,7 +239,7 @@ def test_a_pruned_tracking_ref_frees_its_name_for_the_board(tmp_path: Path, hook
     head = git(a, "rev-parse", "HEAD")
     git(a, "update-ref", "-d", "refs/remotes/origin/liza/state")
     git(a, "update-ref", "refs/remotes/origin/liza/state/old", head)  # a stale ref in the way
-    got = transport.fetch_board(a, "origin")
+    got = transport.fetch_board(a, remote_of(a, "origin"))
     assert got.new_oid == git(bare, "rev-parse", STATE_REF) == git(work, "rev-parse", STATE_REF)
     assert git(a, "for-each-ref", "--format=%(refname)", "refs/remotes/origin/liza/") \
         == "refs/remotes/origin/liza/state"
@@ -250,13 +250,13 @@ def test_a_locked_tracking_ref_fails_the_fetch_as_a_race(tmp_path: Path, hooked:
     bare, _work, a = _seeded(tmp_path, hooked)
     hb = liza(clone(bare, tmp_path / "b"), agent="b1")
     hb.do(Note, message="news")
-    engine.sync(hb.store, "origin")
+    engine.sync(hb.store, remote_of(hb.store, "origin"))
     before = git(a, "rev-parse", "refs/remotes/origin/liza/state")
     lock = a / ".git" / "refs" / "remotes" / "origin" / "liza" / "state.lock"
     lock.parent.mkdir(parents=True, exist_ok=True)
     lock.write_text("")  # another process is writing it, and never finishes
     with pytest.raises(ConcurrencyConflict):
-        transport.fetch_board(a, "origin")
+        transport.fetch_board(a, remote_of(a, "origin"))
     lock.unlink()
     assert git(a, "rev-parse", "refs/remotes/origin/liza/state") == before
-    assert transport.fetch_board(a, "origin").new_oid == git(bare, "rev-parse", STATE_REF)
+    assert transport.fetch_board(a, remote_of(a, "origin")).new_oid == git(bare, "rev-parse", STATE_REF)

@@ -11,7 +11,7 @@ from gitliza.core.ops import Init, Note
 from gitliza.git.remotes import shallow
 from gitliza.git.store import STATE_REF, Store
 from gitliza.services.api import Liza
-from tests.conftest import git
+from tests.conftest import git, remote_of
 
 
 @pytest.fixture
@@ -32,7 +32,7 @@ def test_depth_longer_depth_unshallow(tmp_path: Path, bare: Path, remote: list[s
     git(tmp_path, "init", "-q", "-b", "main", str(dest))
     git(dest, "remote", "add", "origin", str(bare))
     store = Store.discover(dest)
-    assert shallow.fetch(dest, "origin", 3, 60) == "refs/remotes/origin/liza/state"
+    assert shallow.fetch(dest, remote_of(dest, "origin"), 3, 60) == "refs/remotes/origin/liza/state"
     tracking = "refs/remotes/origin/liza/state"
     assert git(dest, "rev-parse", tracking) == remote[0]
     assert shallow.points(store.repo) == {remote[2]}
@@ -43,11 +43,11 @@ def test_depth_longer_depth_unshallow(tmp_path: Path, bare: Path, remote: list[s
     assert shallow.is_boundary(store.repo, remote[2]) and not shallow.is_boundary(store.repo, tip)
     assert shallow.boundary_below(store.repo, tip) == remote[2]
     assert remote[2][:12] in (shallow.note(store.repo, tip) or "")
-    shallow.fetch(dest, "origin", 7, 60)  # a longer depth reaches further back
+    shallow.fetch(dest, remote_of(dest, "origin"), 7, 60)  # a longer depth reaches further back
     store.reopen()
     assert shallow.points(store.repo) == {remote[6]}
     assert len(list(store.history(tracking))) == 7
-    shallow.unshallow(dest, "origin", 60)
+    shallow.unshallow(dest, remote_of(dest, "origin"), 60)
     store.reopen()
     assert shallow.points(store.repo) == frozenset()
     assert shallow.note(store.repo, tip) is None
@@ -58,5 +58,5 @@ def test_a_remote_without_a_board_is_nothing_to_fetch(tmp_path: Path, bare: Path
     dest = tmp_path / "dest"
     git(tmp_path, "init", "-q", "-b", "main", str(dest))
     git(dest, "remote", "add", "origin", str(bare))
-    assert shallow.fetch(dest, "origin", 3, 60) is None
+    assert shallow.fetch(dest, remote_of(dest, "origin"), 3, 60) is None
     assert shallow.points(Store.discover(dest).repo) == frozenset()

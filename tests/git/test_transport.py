@@ -18,7 +18,7 @@ from gitliza.git.gitcmd import print_progress
 from gitliza.git.remotes.pushresults import PushRejected, PushResult, PushStatus
 from gitliza.git.remotes import configured, resolve, tracking_ref
 from gitliza.git.remotes.transport import fetch_board, ls_remote_state, push_board
-from tests.conftest import git
+from tests.conftest import git, remote_of
 from tests.gitdaemon import GitDaemon, git_daemon  # noqa: F401  (git_daemon is a fixture)
 
 STATE = "refs/liza/state"
@@ -73,7 +73,7 @@ def board_commit(repo: Path, parent: str | None = None) -> str:
 def published(repo: Path) -> str:
     """A first board commit in `repo`, pushed to its origin (which had no board)."""
     oid = board_commit(repo)
-    assert push_board(repo, None, oid, None).status is PushStatus.OK
+    assert push_board(repo, remote_of(repo), oid, None).status is PushStatus.OK
     return oid
 
 
@@ -99,10 +99,10 @@ def closed_port() -> int:
 
 
 def test_fetch_from_a_remote_without_a_board_succeeds_and_reports_none(repo: Path, origin: Remote) -> None:
-    result = fetch_board(repo)
+    result = fetch_board(repo, remote_of(repo))
     assert (result.remote, result.old_oid, result.new_oid, result.changed) == ("origin", None, None, False)
     assert result.tracking_ref == "refs/remotes/origin/liza/state"
-    assert ls_remote_state(repo) is None
+    assert ls_remote_state(repo, remote_of(repo)) is None
 
 
 def test_fetch_reports_what_another_clone_pushed_and_prunes(
@@ -110,29 +110,29 @@ def test_fetch_reports_what_another_clone_pushed_and_prunes(
 ) -> None:
     other = clone(tmp_path, "other", origin.url)
     first = board_commit(other)
-    assert push_board(other, None, first, None).status is PushStatus.OK
+    assert push_board(other, remote_of(other), first, None).status is PushStatus.OK
 
-    fetched = fetch_board(repo)
+    fetched = fetch_board(repo, remote_of(repo))
     assert (fetched.old_oid, fetched.new_oid, fetched.changed) == (None, first, True)
     git(repo, "cat-file", "-e", f"{first}^{{commit}}")  # the objects came along
 
     second = board_commit(other, first)
-    push_board(other, None, second, first)
-    moved = fetch_board(repo)
+    push_board(other, remote_of(other), second, first)
+    moved = fetch_board(repo, remote_of(repo))
     assert (moved.old_oid, moved.new_oid, moved.changed) == (first, second, True)
-    assert fetch_board(repo).changed is False
+    assert fetch_board(repo, remote_of(repo)).changed is False
 
     git(origin.bare, "update-ref", "-d", STATE)  # the board disappears on the server
-    gone = fetch_board(repo)
+    gone = fetch_board(repo, remote_of(repo))
     assert (gone.old_oid, gone.new_oid, gone.changed) == (second, None, True)
 
 
 def test_fetch_takes_only_the_board_not_tags_nor_fetch_head(repo: Path, origin: Remote) -> None:
     git(repo, "push", "-q", origin.url, "main")
     git(origin.bare, "tag", "v1", "main")
-    push_board(repo, None, board_commit(repo), None)
+    push_board(repo, remote_of(repo), board_commit(repo), None)
     git(repo, "tag", "-d", "v1", check=False)
-    fetch_board(repo)
+    fetch_board(repo, remote_of(repo))
     assert git(repo, "tag") == ""
     assert not (repo / ".git" / "FETCH_HEAD").exists()
 
@@ -143,19 +143,19 @@ def test_fetch_takes_only_the_board_not_tags_nor_fetch_head(repo: Path, origin: 
 
 def test_push_to_a_remote_without_a_board_creates_it(repo: Path, origin: Remote) -> None:
     oid = board_commit(repo)
-    result = push_board(repo, None, oid, None)
+    result = push_board(repo, remote_of(repo), oid, None)
     assert (result.status, result.ok, result.needs_replay) == (PushStatus.OK, True, False)
     assert tip(origin.bare) == oid
     assert tip(repo, "refs/remotes/origin/liza/state") == oid  # tracking ref follows the push
-    assert ls_remote_state(repo) == oid
-    assert fetch_board(repo).changed is False
+    assert ls_remote_state(repo, remote_of(repo)) == oid
+    assert fetch_board(repo, remote_of(repo)).changed is False
 
 
 def test_push_fast_forward_and_up_to_date(repo: Path, origin: Remote) -> None:
     first = published(repo)
     second = board_commit(repo, first)
-    assert push_board(repo, None, second, first).status is PushStatus.OK
-    again = push_board(repo, None, second, second)
+    assert push_board(repo, remote_of(repo), second, first).status is PushStatus.OK
+    again = push_board(repo, remote_of(repo), second, second)
     assert (again.status, again.ok) == (PushStatus.UP_TO_DATE, True)
     assert tip(origin.bare) == second
 
@@ -165,12 +165,12 @@ def test_push_with_a_stale_expectation_is_reported_and_the_remote_is_unchanged(
 ) -> None:
     first = published(repo)
     other = clone(tmp_path, "other", origin.url)
-    assert fetch_board(other).new_oid == first
+    assert fetch_board(other, remote_of(other)).new_oid == first
     second = board_commit(repo, first)
-    push_board(repo, None, second, first)  # the remote moves on behind `other`'s back
+    push_board(repo, remote_of(repo), second, first)  # the remote moves on behind `other`'s back
 
     mine = board_commit(other, first)
-    result = push_board(other, None, mine, first)
+    result = push_board(other, remote_of(other), mine, first)
     assert (result.status, result.ok, result.needs_replay) == (PushStatus.STALE, False, True)
     assert "stale info" in result.summary
     assert tip(origin.bare) == second
@@ -182,7 +182,7 @@ def test_push_expecting_no_board_when_there_is_one_is_stale(
 ) -> None:
     first = published(repo)
     other = clone(tmp_path, "other", origin.url)
-    assert push_board(other, None, board_commit(other), None).status is PushStatus.STALE
+    assert push_board(other, remote_of(other), board_commit(other), None).status is PushStatus.STALE
     assert tip(origin.bare) == first
 
 
@@ -192,7 +192,7 @@ def test_non_fast_forward_push_is_refused_and_the_remote_is_unchanged(repo: Path
     # before git runs, because `unrelated` does not descend from `first`.
     first = published(repo)
     unrelated = board_commit(repo)
-    result = push_board(repo, None, unrelated, first)
+    result = push_board(repo, remote_of(repo), unrelated, first)
     assert (result.status, result.needs_replay) == (PushStatus.NON_FAST_FORWARD, True)
     assert tip(origin.bare) == first
 
@@ -202,7 +202,7 @@ def test_expected_tip_unknown_locally_means_non_fast_forward(
 ) -> None:
     first = published(repo)
     other = clone(tmp_path, "other", origin.url)  # never fetched: does not have `first`
-    result = push_board(other, None, board_commit(other), first)
+    result = push_board(other, remote_of(other), board_commit(other), first)
     assert result.status is PushStatus.NON_FAST_FORWARD
     assert tip(origin.bare) == first
 
@@ -212,7 +212,7 @@ def test_two_clones_racing_on_the_same_expected_value_exactly_one_wins(
 ) -> None:
     base = published(repo)
     other = clone(tmp_path, "other", origin.url)
-    fetch_board(other)
+    fetch_board(other, remote_of(other))
     # Both pushes get past the advertisement and the pre-receive hook before either updates the
     # ref, so the race is decided at the server's ref lock, not by the client-side lease check.
     barrier = tmp_path / "barrier"
@@ -227,7 +227,7 @@ while [ "$(ls "{barrier}" | wc -l)" -lt 2 ] && [ $i -lt 200 ]; do sleep 0.05; i=
 
     def push(clone_path: Path) -> None:
         try:
-            results[clone_path] = push_board(clone_path, None, candidates[clone_path], base, timeout=30)
+            results[clone_path] = push_board(clone_path, remote_of(clone_path), candidates[clone_path], base, timeout=30)
         except BaseException as exc:  # reported by the assertions below
             results[clone_path] = exc
 
@@ -256,7 +256,7 @@ def test_pre_receive_refusal_carries_the_hook_reason_and_leaves_the_remote_uncha
     hook = "echo 'board frozen: release in progress'\necho 'see #ops' >&2\nexit 1\n"
     write_hook(origin.bare, "pre-receive", hook)
     with pytest.raises(PushRejected) as info:
-        push_board(repo, None, board_commit(repo, first), first)
+        push_board(repo, remote_of(repo), board_commit(repo, first), first)
     err = info.value
     assert err.remote_lines == ("board frozen: release in progress", "see #ops")
     assert err.reason == "board frozen: release in progress; see #ops"
@@ -270,7 +270,7 @@ def test_progress_callback_sees_git_stderr_and_refusals_are_still_parsed(repo: P
     write_hook(origin.bare, "pre-receive", "echo 'no boards here'\nexit 1\n")
     lines: list[str] = []
     with pytest.raises(PushRejected) as info:
-        push_board(repo, None, board_commit(repo), None, progress=lines.append)
+        push_board(repo, remote_of(repo), board_commit(repo), None, progress=lines.append)
     assert info.value.reason == "no boards here"
     assert any(line.startswith("remote: no boards here") for line in lines)
     assert tip(origin.bare) is None
@@ -281,8 +281,8 @@ def test_a_failing_progress_callback_does_not_break_the_push(repo: Path, origin:
         raise RuntimeError(line)
 
     oid = board_commit(repo)
-    assert push_board(repo, None, oid, None, progress=broken).ok
-    assert fetch_board(repo, progress=broken).new_oid == oid
+    assert push_board(repo, remote_of(repo), oid, None, progress=broken).ok
+    assert fetch_board(repo, remote_of(repo), progress=broken).new_oid == oid
 
 
 def test_print_progress_writes_lines_to_stderr(capsys: pytest.CaptureFixture[str]) -> None:
@@ -293,7 +293,7 @@ def test_print_progress_writes_lines_to_stderr(capsys: pytest.CaptureFixture[str
 def test_local_pre_push_hook_does_not_run_for_board_pushes(repo: Path, origin: Remote) -> None:
     write_hook(repo / ".git", "pre-push", "echo 'running the whole test suite...' >&2\nexit 1\n")
     oid = board_commit(repo)
-    assert push_board(repo, None, oid, None).ok
+    assert push_board(repo, remote_of(repo), oid, None).ok
     assert tip(origin.bare) == oid
 
 
@@ -303,22 +303,22 @@ def test_local_pre_push_hook_does_not_run_for_board_pushes(repo: Path, origin: R
 
 def test_remote_given_as_a_url_gets_its_own_tracking_namespace(repo: Path, remote: Remote) -> None:
     oid = board_commit(repo)
-    pushed = push_board(repo, remote.url, oid, None)
+    pushed = push_board(repo, remote_of(repo, remote.url), oid, None)
     assert (pushed.remote, pushed.status) == (remote.url, PushStatus.OK)
-    tracking = tracking_ref(repo, remote.url)
+    tracking = tracking_ref(remote_of(repo, remote.url))
     assert tracking.startswith("refs/remotes/liza-url-") and tracking.endswith("/liza/state")
     assert tip(repo, tracking) == oid
-    assert fetch_board(repo, remote.url).new_oid == oid
-    assert ls_remote_state(repo, remote.url) == oid
+    assert fetch_board(repo, remote_of(repo, remote.url)).new_oid == oid
+    assert ls_remote_state(repo, remote_of(repo, remote.url)) == oid
 
 
 def test_a_relative_path_is_the_same_remote_as_its_absolute_path(repo: Path, bare: Path) -> None:
     relative = "../remote.git"  # `repo` and `bare` are siblings in tmp_path
     assert resolve(repo, relative).arg == str(bare.resolve())
-    assert tracking_ref(repo, relative) == tracking_ref(repo, str(bare))
+    assert tracking_ref(remote_of(repo, relative)) == tracking_ref(remote_of(repo, str(bare)))
     oid = board_commit(repo)
-    push_board(repo, relative, oid, None)
-    assert fetch_board(repo, str(bare)).changed is False
+    push_board(repo, remote_of(repo, relative), oid, None)
+    assert fetch_board(repo, remote_of(repo, str(bare))).changed is False
 
 
 def test_liza_remote_config_is_honoured_and_an_argument_overrides_it(
@@ -332,9 +332,9 @@ def test_liza_remote_config_is_honoured_and_an_argument_overrides_it(
     assert resolve(repo).arg == "team"
     assert resolve(repo, "origin").arg == "origin"
     oid = board_commit(repo)
-    assert push_board(repo, None, oid, None).remote == "team"
+    assert push_board(repo, remote_of(repo), oid, None).remote == "team"
     assert tip(bare) == oid and tip(other) is None
-    assert fetch_board(repo).tracking_ref == "refs/remotes/team/liza/state"
+    assert fetch_board(repo, remote_of(repo)).tracking_ref == "refs/remotes/team/liza/state"
 
 
 def test_one_answer_to_which_remote_argument_liza_remote_sync_remote_then_origin(
@@ -373,9 +373,9 @@ def test_a_resolved_remote_is_carried_down_not_resolved_again(
     git(repo, "remote", "add", "other", str(other))
     git(repo, "config", "liza.remote", "other")
     oid = board_commit(repo)
-    assert push_board(repo, rem, oid, None).remote == "team"
+    assert push_board(repo, remote_of(repo, rem), oid, None).remote == "team"
     assert tip(bare) == oid and tip(other) is None
-    assert fetch_board(repo, rem).tracking_ref == tracking_ref(repo, rem) == \
+    assert fetch_board(repo, remote_of(repo, rem)).tracking_ref == tracking_ref(remote_of(repo, rem)) == \
         "refs/remotes/team/liza/state"
 
 
@@ -390,7 +390,7 @@ def test_unknown_remote_is_a_one_line_validation_error(repo: Path, name: str) ->
         resolve(repo, name)
     assert "unknown remote" in str(info.value) and "\n" not in str(info.value)
     with pytest.raises(ValidationError):
-        fetch_board(repo, name)
+        fetch_board(repo, remote_of(repo, name))
 
 
 def test_no_remote_at_all_and_a_bad_config_say_where_the_name_came_from(repo: Path) -> None:
@@ -398,7 +398,7 @@ def test_no_remote_at_all_and_a_bad_config_say_where_the_name_came_from(repo: Pa
         resolve(repo)
     git(repo, "config", "liza.remote", "ghost")
     with pytest.raises(ValidationError, match="'ghost' \\(from git config liza.remote\\)"):
-        push_board(repo, None, board_commit(repo), None)
+        push_board(repo, remote_of(repo), board_commit(repo), None)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -408,17 +408,17 @@ def test_no_remote_at_all_and_a_bad_config_say_where_the_name_came_from(repo: Pa
 def test_unreachable_remote_is_a_git_failure(repo: Path) -> None:
     url = f"git://127.0.0.1:{closed_port()}/remote.git"
     with pytest.raises(GitFailure) as info:
-        fetch_board(repo, url)
+        fetch_board(repo, remote_of(repo, url))
     assert info.value.exit_code == 3 and "\n" not in str(info.value)
     with pytest.raises(GitFailure):
-        push_board(repo, url, board_commit(repo), None)
+        push_board(repo, remote_of(repo, url), board_commit(repo), None)
     with pytest.raises(GitFailure):
-        ls_remote_state(repo, url)
+        ls_remote_state(repo, remote_of(repo, url))
 
 
 def test_repository_missing_on_the_daemon_is_a_git_failure(repo: Path, git_daemon: GitDaemon) -> None:
     with pytest.raises(GitFailure, match="no such repository"):
-        fetch_board(repo, git_daemon.url("nothing-here.git"))
+        fetch_board(repo, remote_of(repo, git_daemon.url("nothing-here.git")))
 
 
 def test_a_silent_server_cannot_hang_us(repo: Path) -> None:
@@ -427,7 +427,7 @@ def test_a_silent_server_cannot_hang_us(repo: Path) -> None:
         server.listen(4)
         url = f"git://127.0.0.1:{server.getsockname()[1]}/remote.git"
         with pytest.raises(GitFailure, match="timed out"):
-            fetch_board(repo, url, timeout=1.0)
+            fetch_board(repo, remote_of(repo, url), timeout=1.0)
 
 
 def test_missing_git_executable_is_a_missing_dependency(
@@ -437,7 +437,7 @@ def test_missing_git_executable_is_a_missing_dependency(
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
     with pytest.raises(MissingDependency) as info:
-        fetch_board(repo, "origin")
+        fetch_board(repo, remote_of(repo, "origin"))
     assert info.value.exit_code == 5
 
 
@@ -445,11 +445,11 @@ def test_invalid_push_arguments_are_validation_errors(repo: Path, bare: Path) ->
     git(repo, "remote", "add", "origin", str(bare))
     oid = board_commit(repo)
     with pytest.raises(ValidationError, match="not a board ref"):
-        push_board(repo, None, oid, None, ref="refs/heads/main")
+        push_board(repo, remote_of(repo), oid, None, ref="refs/heads/main")
     with pytest.raises(ValidationError, match="not a full hex object id"):
-        push_board(repo, None, "abc123", None)
+        push_board(repo, remote_of(repo), "abc123", None)
     with pytest.raises(ValidationError, match="not a commit"):
-        push_board(repo, None, "1" * 40, None)
+        push_board(repo, remote_of(repo), "1" * 40, None)
     assert tip(bare) is None
 
 
@@ -457,7 +457,7 @@ def test_ls_remote_matches_the_exact_ref_name(repo: Path, bare: Path) -> None:
     git(repo, "remote", "add", "origin", str(bare))
     oid = board_commit(repo)
     git(repo, "push", "-q", "origin", f"{oid}:refs/liza/archive/refs/liza/state")  # tail-matches
-    assert ls_remote_state(repo) is None
+    assert ls_remote_state(repo, remote_of(repo)) is None
 
 
 # --------------------------------------------------------------------------------------------------

@@ -213,3 +213,40 @@ def test_mcp_relay_refuses_what_no_agent_may_call(
     assert "identity is bound" in out["other"].content[0].text
     assert not out["status"].is_error
     assert len(refused) == 3
+
+
+def test_a_failure_before_a_write_is_answered_in_one_line_and_the_channel_lives(
+        repo: Path, tmp_path: Path) -> None:
+    """Bringing the coder's commits in fails with what no one foresaw (a file gone, a bug): the
+    agent is answered as the CLI answers, errors.classify's one line and exit code, nothing is
+    written, and its next command is served (before, the serving thread died: the agent read
+    "no answer from the supervisor", exit 5)."""
+    from gitliza.errors import EXIT_GIT, EXIT_INCONSISTENT
+    setup_board(repo)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LIZA_")}
+    faults: list[BaseException] = [FileNotFoundError(2, "No such file or directory",
+                                                     str(tmp_path / "gone")),
+                                   RuntimeError("the\nimport broke")]
+
+    def before_write() -> None:
+        if faults:
+            raise faults.pop(0)
+
+    b = Broker("c1", Role.CODER, env, repo, (PY, "-m", "gitliza"), None, before_write,
+               lambda line, anomaly: None)
+    try:
+        state = git(repo, "rev-parse", "refs/liza/state")
+        for code, words in ((EXIT_GIT, "git operation failed: FileNotFoundError"),
+                            (EXIT_INCONSISTENT, "internal error: RuntimeError: the import broke")):
+            r = client(b, "discover", "flaky clock", "--severity", "low", "--urgency", "deferred")
+            assert r.returncode == code, r.stderr
+            assert r.stderr.count("\n") == 1 and r.stderr.startswith(f"gitliza: error: {words}")
+        assert git(repo, "rev-parse", "refs/liza/state") == state
+        r = client(b, "discover", "flaky clock", "--severity", "low", "--urgency", "deferred")
+        assert r.returncode == 0, r.stderr
+        # A refusal goes the same way: one line, the CLI's form, exit 1.
+        r = client(b, "verdict", "t1", "approve")
+        assert r.returncode == 1 and r.stderr.count("\n") == 1
+        assert r.stderr.startswith("gitliza: error: sandbox: refused `git liza verdict t1 approve`")
+    finally:
+        b.close()

@@ -21,7 +21,7 @@ from gitliza.git.store import Store
 from gitliza.governance.watch import Watcher
 from gitliza.services.sync import droplog, engine, follower
 from tests.governance.receiver import Receiver
-from tests.conftest import git
+from tests.conftest import git, remote_of
 from tests.team.procs import until
 from tests.services.test_sync import Clock, clone, liza, seed, tip
 
@@ -38,7 +38,7 @@ def test_a_check_syncs_only_when_the_remote_moved(tmp_path: Path) -> None:
     ha = liza(a)
     ha.do(Add, task="task-new", description="added on A", spec_ref="spec.md",
           done_when="tests", scope="src", ready=True)
-    engine.sync(ha.store, "origin")  # A shares it
+    engine.sync(ha.store, remote_of(ha.store, "origin"))  # A shares it
     assert tip(b) != tip(bare)
     report = follower.check(sb, rem)
     assert report is not None and tip(b) == tip(bare)
@@ -123,7 +123,7 @@ def test_dropped_ops_are_said_by_the_follower_raised_as_an_alarm_and_sent(
         hb.do(ConfigSet, key="escalation_webhook", value=rx.url)
         hb.do(Add, task="task-9", description="from b", spec_ref="spec.md", done_when="tests",
               scope="src", ready=True)
-        engine.sync(hb.store, "origin")
+        engine.sync(hb.store, remote_of(hb.store, "origin"))
         lines: list[str] = []
         repo_a = pygit2.Repository(str(a))
         f = follower.RemoteFollower(lambda: Store(repo_a), "origin", lines.append)
@@ -131,7 +131,7 @@ def test_dropped_ops_are_said_by_the_follower_raised_as_an_alarm_and_sent(
         ha = liza(a, now=Clock(offset=10))
         ha.do(Add, task="task-9", description="from a", spec_ref="spec.md", done_when="tests",
               scope="src", ready=True)  # acknowledged here
-        rep = engine.sync(Store.discover(a), "origin")  # e.g. an agent's auto-sync
+        rep = engine.sync(Store.discover(a), remote_of(Store.discover(a), "origin"))  # e.g. an agent's auto-sync
         assert [d.op for d in rep.dropped] == ["add"]
         f._drops(repo_a)
         [said] = lines

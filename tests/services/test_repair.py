@@ -16,7 +16,7 @@ from gitliza.services.sync import engine
 from gitliza.core.ops import Note
 from gitliza.git.store import STATE_REF, Store
 from gitliza.hooks.install import install
-from tests.conftest import git
+from tests.conftest import git, remote_of
 from tests.forgery import forge, push_forgery
 from tests.services.test_sync import cli, clone, liza, seed, tip
 
@@ -58,9 +58,9 @@ def test_repair_rebuilds_and_every_clone_converges(tmp_path: Path) -> None:
     a, b, c, d = (clone(bare, tmp_path / n) for n in ("a", "b", "c", "d"))
     install(d, python=sys.executable)  # D has the client hooks
     liza(a).do(Note, message="before the forgery")
-    engine.sync(Store.discover(a), "origin")
+    engine.sync(Store.discover(a), remote_of(Store.discover(a), "origin"))
     for m in (b, c, d):
-        engine.sync(Store.discover(m), "origin")
+        engine.sync(Store.discover(m), remote_of(Store.discover(m), "origin"))
     forged, junk = poison(bare, b)
     adopt_blindly(d)  # D took the forgery (and the rest) before this fix...
     liza(d).do(Note, message="D's own, after adopting the forgery")  # ...and worked on top

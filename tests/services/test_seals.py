@@ -27,7 +27,7 @@ from gitliza.services.adopt import RemoteRefused
 from gitliza.services.sync import engine
 from gitliza.services.verify import seals
 from gitliza.services.verify.engine import VerifyFailure
-from tests.conftest import git
+from tests.conftest import git, remote_of
 from tests.gitdaemon import GitDaemon, git_daemon  # noqa: F401  (the fixture)
 from tests.services.test_sync import Clock, cli, liza, seed, tip
 
@@ -54,7 +54,7 @@ def join(url: str, dest: Path, depth: int | None = 8) -> tuple[Path, engine.Sync
     git(dest.parent, "clone", "-q", url, str(dest))
     if depth is not None:
         git(dest, "config", "liza.joinDepth", str(depth))
-    return dest, engine.pull(Store.discover(dest), "origin")
+    return dest, engine.pull(Store.discover(dest), remote_of(Store.discover(dest), "origin"))
 
 
 def held(path: Path) -> int:
@@ -112,7 +112,7 @@ def test_the_joined_clone_works_on_and_its_ops_reach_a_guarded_remote(tmp_path: 
     assert tip(bare) == tip(fresh)  # auto-sync pushed it, the hook accepted it
     other = tmp_path / "other"
     git(tmp_path, "clone", "-q", str(bare), str(other))
-    engine.pull(Store.discover(other), "origin")
+    engine.pull(Store.discover(other), remote_of(Store.discover(other), "origin"))
     assert tip(other) == tip(bare)
 
 
@@ -143,7 +143,7 @@ def test_a_shallow_checkout_of_the_project_joins_and_verifies_the_whole_board(
     code_cut = shallow.points(Store.discover(dest).repo)
     assert code_cut  # the checkout is shallow before gitliza does anything
     git(dest, "config", "liza.joinDepth", "8")
-    rep = engine.pull(Store.discover(dest), "origin")
+    rep = engine.pull(Store.discover(dest), remote_of(Store.discover(dest), "origin"))
     assert rep.verified == total == held(dest) and tip(dest) == tip(bare)
     assert shallow.boundary_below(Store.discover(dest).repo, Store.discover(dest).tip()) is None
     full = cli(dest, "verify", "--full")
@@ -207,7 +207,7 @@ def test_a_forged_seal_is_refused_by_the_hook_and_by_every_synced_clone(
     install(guarded, server=True, python=PY)
     a = tmp_path / "a"
     git(tmp_path, "clone", "-q", str(bare), str(a))
-    engine.pull(Store.discover(a), "origin")
+    engine.pull(Store.discover(a), remote_of(Store.discover(a), "origin"))
     before = tip(bare)
     forged = _forged_seal(work, actor="a1" if forgery == "by an agent" else "human",
                           tree_edit=forgery == "tree edited")
@@ -220,7 +220,7 @@ def test_a_forged_seal_is_refused_by_the_hook_and_by_every_synced_clone(
     # A hookless remote takes it; a clone that has the board replays it and refuses it.
     git(work, "push", "-q", "--no-verify", "origin", f"+{forged}:{STATE_REF}")
     with pytest.raises(RemoteRefused) as err:
-        engine.pull(Store.discover(a), "origin")
+        engine.pull(Store.discover(a), remote_of(Store.discover(a), "origin"))
     assert forged[:12] in str(err.value)
     assert tip(a) == before
 
@@ -334,7 +334,7 @@ def test_where_signatures_are_required_an_unsigned_seal_is_refused_and_a_signed_
     git(tmp_path, "clone", "-q", str(hookless), str(dest))
     git(dest, "config", "liza.joinDepth", "8")
     with pytest.raises(RemoteRefused) as err:
-        engine.pull(Store.discover(dest), "origin")
+        engine.pull(Store.discover(dest), remote_of(Store.discover(dest), "origin"))
     assert forged[:12] in str(err.value) and "unsigned" in str(err.value)
     assert tip(dest) is None and tip(dest, "refs/remotes/origin/liza/state") is None
     r = cli(dest, "pull")
@@ -369,10 +369,10 @@ def test_a_pinned_human_key_refuses_a_seal_whose_board_turned_signatures_off(
         if pinned is not None:
             git(dest, "config", "liza.humanKey", pinned)
             with pytest.raises(RemoteRefused) as err:
-                engine.pull(Store.discover(dest), "origin")
+                engine.pull(Store.discover(dest), remote_of(Store.discover(dest), "origin"))
             assert "pins the human's key" in str(err.value) and tip(dest) is None
         else:
-            engine.pull(Store.discover(dest), "origin")  # trusted on first use, as documented
+            engine.pull(Store.discover(dest), remote_of(Store.discover(dest), "origin"))  # trusted on first use, as documented
             assert tip(dest) == tip(hookless)
     # The real board's signed seal passes the same pin, by fingerprint too.
     h = liza(seed_, now=Clock(offset=100))
@@ -383,7 +383,7 @@ def test_a_pinned_human_key_refuses_a_seal_whose_board_turned_signatures_off(
     git(tmp_path, "init", "-q", "-b", "main", str(dest))
     git(dest, "remote", "add", "origin", str(bare))
     git(dest, "config", "liza.humanKey", parse_public(key_line).fingerprint)
-    engine.pull(Store.discover(dest), "origin")
+    engine.pull(Store.discover(dest), remote_of(Store.discover(dest), "origin"))
     assert tip(dest) == tip(bare)
 
 

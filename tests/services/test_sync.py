@@ -31,7 +31,7 @@ from gitliza.git.remotes import pushresults
 from gitliza.git.remotes import transport
 from gitliza.git.worktrees import listing as worktree_list
 from gitliza.git.store import STATE_REF, Store
-from tests.conftest import git
+from tests.conftest import git, remote_of
 from tests.gitdaemon import GitDaemon, git_daemon  # noqa: F401  (the fixture)
 
 T0 = "2030-01-01T00:00:00Z"
@@ -72,13 +72,13 @@ def seed(tmp: Path, tasks: int = 4, agents: tuple[str, ...] = ("a1", "b1"),
     for i in range(1, tasks + 1):
         h.do(Add, task=f"task-{i}", description=f"do {i}", spec_ref="spec.md", done_when="tests",
              scope="src", ready=True)
-    engine.sync(h.store, "origin")
+    engine.sync(h.store, remote_of(h.store, "origin"))
     return bare, work
 
 
 def clone(bare: Path | str, dest: Path, configure: bool = True) -> Path:
     git(dest.parent, "clone", "-q", str(bare), str(dest))
-    engine.pull(Store.discover(dest), "origin")
+    engine.pull(Store.discover(dest), remote_of(Store.discover(dest), "origin"))
     if configure:
         git(dest, "config", "liza.remote", "origin")
     return dest
@@ -125,12 +125,12 @@ def test_remote_without_a_board_receives_ours_then_up_to_date(tmp_path: Path) ->
     git(work, "init", "-q", "-b", "main")
     git(work, "remote", "add", "origin", str(bare))
     store = Store.discover(work)
-    assert engine.sync(store).action == NO_BOARD
+    assert engine.sync(store, remote_of(store)).action == NO_BOARD
     liza(work).do(Init, goal="g")
-    rep = engine.sync(store)
+    rep = engine.sync(store, remote_of(store))
     assert rep.action == PUSHED and rep.pushed and rep.remote_before is None
     assert tip(bare) == tip(work) == rep.remote_after
-    again = engine.sync(store)
+    again = engine.sync(store, remote_of(store))
     assert again.action == UP_TO_DATE and not again.pushed
 
 
@@ -140,9 +140,9 @@ def test_clone_fast_forwards_then_pushes(tmp_path: Path) -> None:
     assert tip(a) == tip(bare)
     b = clone(bare, tmp_path / "b")
     liza(a, now=Clock(offset=100)).do(Note, message="from a")
-    rep = engine.sync(Store.discover(a))
+    rep = engine.sync(Store.discover(a), remote_of(Store.discover(a)))
     assert rep.action == PUSHED and tip(bare) == tip(a)
-    rep = engine.pull(Store.discover(b))
+    rep = engine.pull(Store.discover(b), remote_of(Store.discover(b)))
     assert rep.action == FAST_FORWARD and rep.fetched == 1 and tip(b) == tip(bare)
 
 
@@ -151,18 +151,18 @@ def test_pull_never_pushes_and_push_never_rewrites(tmp_path: Path) -> None:
     a = clone(bare, tmp_path / "a")
     b = clone(bare, tmp_path / "b")
     liza(a, now=Clock(offset=100)).do(Note, message="a")
-    assert engine.pull(Store.discover(a)).action == AHEAD
-    assert engine.push(Store.discover(a)).action == PUSHED
+    assert engine.pull(Store.discover(a), remote_of(Store.discover(a))).action == AHEAD
+    assert engine.push(Store.discover(a), remote_of(Store.discover(a))).action == PUSHED
     liza(b, now=Clock(offset=200)).do(Note, message="b")
     before = tip(b)
     with pytest.raises(ConcurrencyConflict):
-        engine.push(Store.discover(b))  # diverged: push alone refuses, nothing moves
+        engine.push(Store.discover(b), remote_of(Store.discover(b)))  # diverged: push alone refuses, nothing moves
     assert tip(b) == before and tip(bare) == tip(a)
-    rep = engine.pull(Store.discover(b))  # replays locally, does not push
+    rep = engine.pull(Store.discover(b), remote_of(Store.discover(b)))  # replays locally, does not push
     assert rep.action == REPLAYED and not rep.pushed and tip(bare) == tip(a)
     assert [r.op for r in rep.replayed] == ["note"] and rep.replayed[0].original == before
-    assert engine.push(Store.discover(b)).action == PUSHED and tip(bare) == tip(b)
-    assert engine.push(Store.discover(a)).action == BEHIND
+    assert engine.push(Store.discover(b), remote_of(Store.discover(b))).action == PUSHED and tip(bare) == tip(b)
+    assert engine.push(Store.discover(a), remote_of(Store.discover(a))).action == BEHIND
 
 
 def test_unrelated_boards_are_refused(tmp_path: Path) -> None:
@@ -174,7 +174,7 @@ def test_unrelated_boards_are_refused(tmp_path: Path) -> None:
     liza(other).do(Init, goal="another goal")
     before = tip(other)
     with pytest.raises(ValidationError, match="share no history"):
-        engine.sync(Store.discover(other))
+        engine.sync(Store.discover(other), remote_of(Store.discover(other)))
     assert tip(other) == before
 
 
@@ -197,7 +197,7 @@ def test_diverged_by_300_ops_each_reconcile_into_one_linear_history(tmp_path: Pa
     hb = liza(b, now=cb)
     for i in range(290):
         hb.do(Note, message=f"b note {i}")
-    assert engine.sync(Store.discover(b)).action == PUSHED
+    assert engine.sync(Store.discover(b), remote_of(Store.discover(b))).action == PUSHED
     for i in range(1, 11):  # a1..a10 claim task-1..10: task-6..10 collide with B
         liza(a, f"a{i}", ca).do(Claim, task=f"task-{i}", worktree=f".worktrees/task-{i}",
                                 base_commit=base)
@@ -205,7 +205,7 @@ def test_diverged_by_300_ops_each_reconcile_into_one_linear_history(tmp_path: Pa
     for i in range(290):
         ha.do(Note, message=f"a note {i}")
     a_before = tip(a)
-    rep = engine.sync(Store.discover(a))
+    rep = engine.sync(Store.discover(a), remote_of(Store.discover(a)))
     assert rep.action == REPLAYED and rep.pushed and rep.fetched == 300
     assert len(rep.replayed) == 295
     dropped = {(d.op, d.actor, d.task) for d in rep.dropped}
@@ -230,7 +230,7 @@ def test_diverged_by_300_ops_each_reconcile_into_one_linear_history(tmp_path: Pa
     # A's lost claims were made 100 s BEFORE B's: the remote's order won, not the clock.
     assert all(d.time < "2030-01-01T00:18:20Z" for d in rep.dropped)
     # B catches up by a fast-forward: one history everywhere.
-    assert engine.sync(Store.discover(b)).action == FAST_FORWARD and tip(b) == tip(a)
+    assert engine.sync(Store.discover(b), remote_of(Store.discover(b))).action == FAST_FORWARD and tip(b) == tip(a)
 
 
 def lose_a_claim(tmp_path: Path) -> tuple[Path, worktrees.TaskWorktree]:
@@ -241,7 +241,7 @@ def lose_a_claim(tmp_path: Path) -> tuple[Path, worktrees.TaskWorktree]:
     base = head(a)
     liza(b, "b1", Clock(offset=50)).do(Claim, task="task-1", worktree=".worktrees/task-1",
                                        base_commit=base)
-    engine.sync(Store.discover(b))
+    engine.sync(Store.discover(b), remote_of(Store.discover(b)))
     wt = worktrees.add_task_worktree(pygit2.Repository(str(a)), "task-1", pygit2.Oid(hex=base))
     liza(a, "a1", Clock(offset=60)).do(Claim, task="task-1", worktree=".worktrees/task-1",
                                        base_commit=base)
@@ -251,7 +251,7 @@ def lose_a_claim(tmp_path: Path) -> tuple[Path, worktrees.TaskWorktree]:
 def test_a_lost_claim_stands_down_and_its_clean_worktree_goes(tmp_path: Path) -> None:
     a, wt = lose_a_claim(tmp_path)
     repo_a = pygit2.Repository(str(a))
-    rep = engine.sync(Store.discover(a))
+    rep = engine.sync(Store.discover(a), remote_of(Store.discover(a)))
     [d] = rep.dropped
     assert d.stand_down and d.actor == "a1" and d.worktree and d.worktree.startswith("removed")
     assert not wt.path.exists() and "task-1" not in worktree_list.list_task_branches(repo_a)
@@ -261,7 +261,7 @@ def test_a_lost_claim_stands_down_and_its_clean_worktree_goes(tmp_path: Path) ->
 def test_a_lost_claim_with_work_in_its_worktree_is_flagged_not_removed(tmp_path: Path) -> None:
     a, wt = lose_a_claim(tmp_path)
     (wt.path / "work.py").write_text("unsaved work\n")
-    [d] = engine.sync(Store.discover(a)).dropped
+    [d] = engine.sync(Store.discover(a), remote_of(Store.discover(a))).dropped
     assert d.stand_down and d.worktree and d.worktree.startswith("kept") and "dirty" in d.worktree
     assert (wt.path / "work.py").exists()
 
@@ -271,12 +271,12 @@ def test_ops_depending_on_a_dropped_op_are_dropped_too(tmp_path: Path) -> None:
     a = clone(bare, tmp_path / "a")
     b = clone(bare, tmp_path / "b")
     liza(b, now=Clock(offset=50)).do(Add, task="task-9", description="from b")
-    engine.sync(Store.discover(b))
+    engine.sync(Store.discover(b), remote_of(Store.discover(b)))
     ha = liza(a, now=Clock(offset=10))
     ha.do(Add, task="task-9", description="from a")
     ha.do(Note, message="about 9", for_task="task-9")  # applies: task-9 exists (B's)
     ha.do(Note, message="unrelated")
-    rep = engine.sync(Store.discover(a))
+    rep = engine.sync(Store.discover(a), remote_of(Store.discover(a)))
     assert [(d.op, d.code) for d in rep.dropped] == [("add", "VALIDATION")]
     assert "task task-9 already exists" in rep.dropped[0].reason
     assert [r.op for r in rep.replayed] == ["note", "note"]
@@ -295,7 +295,7 @@ def behind_by_one_note(tmp_path: Path) -> tuple[Path, Path]:
     a = clone(bare, tmp_path / "a")
     b = clone(bare, tmp_path / "b")
     liza(b, now=Clock(offset=50)).do(Note, message="b")
-    engine.sync(Store.discover(b))
+    engine.sync(Store.discover(b), remote_of(Store.discover(b)))
     return bare, a
 
 
@@ -309,13 +309,13 @@ def test_a_failure_midway_leaves_the_local_ref_alone(tmp_path: Path,
         raise GitFailure("disk on fire")
     monkeypatch.setattr(Store, "stage_commit", boom)
     with pytest.raises(GitFailure):
-        engine.sync(Store.discover(a))
+        engine.sync(Store.discover(a), remote_of(Store.discover(a)))
     assert tip(a) == before
     monkeypatch.undo()
     # Unreachable remote: nothing moves either.
     git(a, "remote", "set-url", "origin", str(tmp_path / "nowhere.git"))
     with pytest.raises(GitFailure):
-        engine.sync(Store.discover(a))
+        engine.sync(Store.discover(a), remote_of(Store.discover(a)))
     assert tip(a) == before
 
 
@@ -334,7 +334,7 @@ def test_a_local_commit_during_the_replay_is_kept(tmp_path: Path,
         calls.append(1)
         return out
     monkeypatch.setattr(engine, "replay", racing)
-    rep = engine.sync(Store.discover(a), sleep=lambda _s: None)
+    rep = engine.sync(Store.discover(a), remote_of(Store.discover(a)), sleep=lambda _s: None)
     assert rep.rounds == 2 and len(calls) == 2
     messages = [record.parse(c.message).op for c in chain(a)[:2]]
     assert [getattr(m, "message") for m in messages] == ["a2 (committed while the sync replayed)",
@@ -356,7 +356,7 @@ def test_a_fetch_that_loses_the_tracking_ref_to_another_sync_is_a_lost_round(
     def other_sync_done(seconds: float) -> None:
         rounds.append(seconds)
         lock.unlink()
-    rep = engine.sync(Store.discover(a), sleep=other_sync_done)
+    rep = engine.sync(Store.discover(a), remote_of(Store.discover(a)), sleep=other_sync_done)
     assert len(rounds) == 1 and rep.rounds == 2
     assert rep.pushed and tip(bare) == tip(a)
 
@@ -373,7 +373,7 @@ def test_gives_up_after_the_bounded_rounds_with_exit_2(tmp_path: Path,
                                       expected, "[rejected] (stale info)")
     monkeypatch.setattr(transport, "push_board", stale)
     with pytest.raises(SyncGaveUp) as info:
-        engine.sync(Store.discover(a), rounds=3, sleep=lambda _s: None)
+        engine.sync(Store.discover(a), remote_of(Store.discover(a)), rounds=3, sleep=lambda _s: None)
     assert info.value.exit_code == 2 and info.value.report.rounds == 3
 
 
@@ -493,7 +493,7 @@ def test_offline_clone_reconnects_over_git_daemon(tmp_path: Path, git_daemon: Gi
     git(a, "remote", "set-url", "origin", str(remote))
     liza(a, "a1", Clock(offset=200)).do(Claim, task="task-1", worktree=".worktrees/task-1",
                                         base_commit=base)
-    assert engine.sync(Store.discover(a)).pushed
+    assert engine.sync(Store.discover(a), remote_of(Store.discover(a))).pushed
     # c reconnects (the daemon comes back, on another port).
     git_daemon.start()
     git(c, "remote", "set-url", "origin", git_daemon.url("board.git"))
@@ -509,6 +509,7 @@ def test_offline_clone_reconnects_over_git_daemon(tmp_path: Path, git_daemon: Gi
 
 WORKER = textwrap.dedent("""
     import json, sys, time
+    from gitliza.git.remotes import resolve
     from gitliza.services.sync import engine
     from gitliza.services.api import Liza
     from gitliza.services.autosync import OpDropped, after_commit
@@ -526,7 +527,7 @@ WORKER = textwrap.dedent("""
 
     def synced():
         try:
-            engine.sync(store)
+            engine.sync(store, resolve(clone))
             return True
         except LizaError:
             stats["sync_failures"] += 1
@@ -575,9 +576,9 @@ def test_concurrent_agents_in_three_clones_claim_each_task_exactly_once(tmp_path
         stats[name] = json.loads(out.strip().splitlines()[-1])
     print("claim stats per clone:", stats)  # contention seen (dropped/refused), for -s runs
     for path in clones.values():  # everyone converges on one board
-        engine.sync(Store.discover(path))
+        engine.sync(Store.discover(path), remote_of(Store.discover(path)))
     for path in clones.values():
-        engine.sync(Store.discover(path))
+        engine.sync(Store.discover(path), remote_of(Store.discover(path)))
     tips = {tip(path) for path in clones.values()}
     assert tips == {tip(bare)}
     x = clones["x"]
@@ -608,7 +609,7 @@ def test_cli_claim_lost_to_another_machine_moves_on_to_the_next_task(tmp_path: P
     r = cli(a, "claim", "--json", agent="a1")  # the best candidate, after the fresh sync
     assert r.returncode == 0, r.stderr
     assert tip(a) == tip(bare)
-    engine.pull(Store.discover(b))
+    engine.pull(Store.discover(b), remote_of(Store.discover(b)))
     board = liza(b).board()
     t1, t2 = board.task("task-1"), board.task("task-2")
     assert t1 is not None and t1.assigned_to == "b1" and t2 is not None and t2.assigned_to == "a1"

@@ -16,7 +16,7 @@ from gitliza.services.adopt import IntegrationRefused, RemoteRefused
 from gitliza.core.ops import Claim, Note
 from gitliza.git import remotes
 from gitliza.git.store import STATE_REF, Store
-from tests.conftest import git
+from tests.conftest import git, remote_of
 from tests.forgery import forge, push_forgery
 from tests.gitdaemon import GitDaemon, git_daemon  # noqa: F401  (the fixture)
 from tests.services.test_sync import cli, clone, liza, seed, tip
@@ -45,10 +45,10 @@ def test_forged_board_is_refused_local_board_and_work_kept(
     forged = forge(b, "task-1")
     push_forgery(b, forged)
     assert tip(bare) == forged
-    tracking = remotes.tracking_ref(a, "origin")
+    tracking = remotes.tracking_ref(remote_of(a, "origin"))
     tracking_before = tip(a, tracking)
     with pytest.raises(RemoteRefused) as err:
-        engine.sync(Store.discover(a), "origin")
+        engine.sync(Store.discover(a), remote_of(Store.discover(a), "origin"))
     text = str(err.value)
     assert forged[:12] in text and "(note)" in text and "task-1.toml changed" in text
     assert tip(a) == mine  # the local board stayed, with the local op
@@ -78,19 +78,19 @@ def test_first_pull_of_a_new_clone_checks_the_whole_chain(remote: tuple[str, Pat
                                                           tmp_path: Path) -> None:
     url, bare, work = remote
     good = clone(url, tmp_path / "good")
-    rep = engine.pull(Store.discover(tmp_path / "good"))
+    rep = engine.pull(Store.discover(tmp_path / "good"), remote_of(Store.discover(tmp_path / "good")))
     assert rep.verified == 0  # nothing new: nothing checked
     total = sum(1 for _ in Store.discover(good).history())
     fresh = tmp_path / "fresh"
     git(tmp_path, "clone", "-q", url, str(fresh))
-    rep = engine.pull(Store.discover(fresh), "origin")
+    rep = engine.pull(Store.discover(fresh), remote_of(Store.discover(fresh), "origin"))
     assert rep.verified == total  # the whole chain, once
     # One more op on the remote: the next pull checks that one commit only.
     h = liza(work)
-    engine.pull(h.store, "origin")
+    engine.pull(h.store, remote_of(h.store, "origin"))
     h.do(Note, message="one more")
-    engine.sync(h.store, "origin")
-    assert engine.pull(Store.discover(fresh), "origin").verified == 1
+    engine.sync(h.store, remote_of(h.store, "origin"))
+    assert engine.pull(Store.discover(fresh), remote_of(Store.discover(fresh), "origin")).verified == 1
     # A forgery deep in the chain: a new clone refuses it and has no board at all.
     forged = forge(good, "task-3")
     liza(good).do(Note, message="after the forgery")
@@ -130,7 +130,7 @@ def test_claim_does_not_follow_a_forged_board_or_unapproved_integration(
     git(work, "commit", "-q", "-m", "sneak it in")
     git(work, "push", "-q", "--no-verify", "origin", integ)
     with pytest.raises(IntegrationRefused) as err:
-        engine.pull_branches(Store.discover(a), "origin")
+        engine.pull_branches(Store.discover(a), remote_of(Store.discover(a), "origin"))
     assert "never approved" in str(err.value)
     assert git(a, "rev-parse", f"refs/heads/{integ}") == before
     r = cli(a, "sync")
@@ -144,14 +144,14 @@ def test_forged_board_refused_before_claim_moves_anything(remote: tuple[str, Pat
     a, b = clone(url, tmp_path / "a"), clone(url, tmp_path / "b")
     push_forgery(b, forge(b, "task-4"))
     with pytest.raises(RemoteRefused):
-        engine.pull_branches(Store.discover(a), "origin")
+        engine.pull_branches(Store.discover(a), remote_of(Store.discover(a), "origin"))
     before = tip(a)
     r = cli(a, "claim", "task-2", agent="a1")
     # The claim pulls the team's integration branch first: refused there, before anything moved.
     assert r.returncode == 4 and "refusing origin's board" in r.stderr, r.stderr
     assert tip(a) == before and liza(a).board().task("task-2").status.value == "UNCLAIMED"
     assert not (a / ".worktrees" / "task-2").exists()
-    assert tip(a, remotes.tracking_ref(a, "origin")) != git(b, "rev-parse", STATE_REF)
+    assert tip(a, remotes.tracking_ref(remote_of(a, "origin"))) != git(b, "rev-parse", STATE_REF)
 
 
 def test_repeated_ops_of_a_rebuilt_remote_are_not_applied_twice(tmp_path: Path) -> None:
@@ -165,14 +165,14 @@ def test_repeated_ops_of_a_rebuilt_remote_are_not_applied_twice(tmp_path: Path) 
     note = h.do(Note, message="twice?")
     # The remote gets the same two ops in other commits (on top of another op).
     w = liza(work)
-    engine.pull(w.store, "origin")
+    engine.pull(w.store, remote_of(w.store, "origin"))
     w.do(Note, message="first on the remote")
     repo = pygit2.Repository(str(a))
     ops = [record.parse(repo[pygit2.Oid(hex=x)].message).op for x in (c.commit, note.commit)]
     for op in ops:
         w.apply(lambda _b, _now, op=op: op)
-    engine.sync(w.store, "origin")
-    rep = engine.sync(h.store, "origin")
+    engine.sync(w.store, remote_of(w.store, "origin"))
+    rep = engine.sync(h.store, remote_of(h.store, "origin"))
     assert rep.action == UP_TO_DATE or rep.replayed == []
     notes = [x for x in liza(a).board().values("human_notes") if x.message == "twice?"]
     assert len(notes) == 1
@@ -188,7 +188,7 @@ def test_first_pull_on_a_terminal_shows_a_bar(tmp_path: Path) -> None:
     h = liza(work)
     for i in range(300):  # above adopt.BAR_FROM
         h.do(Note, message=f"n{i}")
-    engine.sync(h.store, "origin")
+    engine.sync(h.store, remote_of(h.store, "origin"))
     fresh = tmp_path / "fresh"
     git(tmp_path, "clone", "-q", str(bare), str(fresh))
     pid, fd = pty.fork()

@@ -10,7 +10,7 @@ from gitliza.services.sync import engine
 from gitliza.services.sync.branches import task_leases
 from gitliza.core.ops import Note
 from gitliza.git.store import Store
-from tests.conftest import git
+from tests.conftest import git, remote_of
 from tests.services.test_sync import clone, liza, seed
 
 
@@ -28,7 +28,7 @@ def test_a_sync_does_not_fetch_the_remotes_task_branches(tmp_path: Path) -> None
         git(mine, "update-ref", "-d", ref)
     h = liza(mine, agent="a1")
     h.do(Note, message="one op to share")
-    rep = engine.sync(h.store, "origin")
+    rep = engine.sync(h.store, remote_of(h.store, "origin"))
     assert rep.pushed and _task_tracking(mine) == []  # the op went, the branches did not come
     assert git(bare, "rev-parse", "refs/liza/state") == git(mine, "rev-parse", "refs/liza/state")
 
@@ -44,7 +44,7 @@ def test_a_submitted_branch_is_pushed_once_and_remembered(tmp_path: Path) -> Non
     git(wt, "add", "f.txt")
     git(wt, "commit", "-q", "-m", "work")
     submit(h, "task-1")
-    engine.sync(Store.discover(mine), "origin")
+    engine.sync(Store.discover(mine), remote_of(Store.discover(mine), "origin"))
     head = git(mine, "rev-parse", "refs/heads/liza/task-1")
     assert git(bare, "rev-parse", "refs/heads/liza/task-1") == head
     assert git(mine, "rev-parse", "refs/remotes/origin/liza-tasks/task-1") == head

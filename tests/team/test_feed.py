@@ -10,6 +10,7 @@ from gitliza.services.sync import engine
 from gitliza.team.follow import Follower
 from tests.team.procs import until
 from tests.services.test_sync import Clock, clone, liza, seed
+from tests.conftest import remote_of
 
 
 
@@ -32,8 +33,8 @@ def test_a_replaying_sync_shows_the_remote_ops_once_and_nothing_again(tmp_path: 
         until(lambda: any("task-b" in ln for ln in out), "the local op was never shown")
         ha = liza(a, now=Clock(offset=200))
         _add(ha, "task-a")
-        engine.sync(ha.store, "origin")
-        rep = engine.sync(hb.store, "origin")  # task-b replayed on top of task-a: a new commit
+        engine.sync(ha.store, remote_of(ha.store, "origin"))
+        rep = engine.sync(hb.store, remote_of(hb.store, "origin"))  # task-b replayed on top of task-a: a new commit
         assert [r.op for r in rep.replayed] == ["add"]
         until(lambda: any("task-a" in ln for ln in out), "the remote's op was never shown")
     finally:

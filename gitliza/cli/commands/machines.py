@@ -18,7 +18,9 @@ def machines(env: Env) -> int:
     if remote is not None:  # a clone nobody follows from may be old: the remote's word first
         from gitliza.services.sync import engine
         try:
-            engine.pull(liza.store, remote)
+            target = liza.sync_target()  # resolved here, once (a name in liza.remote)
+            if target is not None:
+                engine.pull(liza.store, target)
         except LizaError as e:
             unreached = f"could not pull from {remote} ({e}): this clone's board may be old"
     found = rows(liza.board(), liza.now())

@@ -19,6 +19,8 @@ from gitliza.services.sync.report import (AHEAD, BEHIND, FAST_FORWARD, NO_BOARD,
                                           UP_TO_DATE, Progress, SyncGaveUp, SyncReport)
 
 if TYPE_CHECKING:
+    from gitliza.git.remotes import Remote
+    from gitliza.git.store import Store
     from gitliza.services.integrity import Restored
 
 
@@ -33,10 +35,18 @@ def _progress(env: Env) -> Progress | None:
     return show
 
 
+def _resolved(store: Store, remote: str | None) -> Remote:
+    """The command line's REMOTE (None: the configured one, else origin), resolved here, once:
+    the services below are handed the `Remote`."""
+    from gitliza.git.remotes import resolve
+    from gitliza.git.repository import repo_path
+    return resolve(repo_path(store.repo), remote)
+
+
 def _run(env: Env, remote: str | None, mode: str) -> int:
     store = env.liza().store
     try:
-        rep = engine.sync(store, remote, mode=mode, progress=_progress(env), attic=True)
+        rep = engine.sync(store, _resolved(store, remote), mode=mode, progress=_progress(env), attic=True)
     except SyncGaveUp as e:
         _print(env, e.report, error=str(e))
         raise
@@ -99,13 +109,14 @@ def repair(env: Env, remote: str | None = None, here: bool = False) -> int:
     from gitliza.errors import ValidationError
     store = Store.discover(env.path)
     restored = None
-    if not here:  # objects first: nothing else can be judged on a board that cannot be read
+    rem = None if here else _resolved(store, remote)
+    if rem is not None:  # objects first: nothing else can be judged on a board that cannot be read
         from gitliza.services.integrity import restore
-        restored = restore(store, remote)
+        restored = restore(store, rem)
         if not env.json:
             _print_restored(env, restored)
     try:
-        rep = run(store, remote, here=here)
+        rep = run(store, rem)
     except ValidationError as e:
         if restored is None or not restored.refetched or "nothing to repair" not in e.message:
             raise
@@ -113,8 +124,8 @@ def repair(env: Env, remote: str | None = None, here: bool = False) -> int:
             env.out.json({"restored": restored.to_json(), "sync": None})
         return EXIT_INCONSISTENT if restored.still else 0
     synced: SyncReport | None = None
-    if not here:
-        synced = engine.sync(store, remote)
+    if rem is not None:
+        synced = engine.sync(store, rem)
     if env.json:
         data = rep.to_json()
         data["sync"] = None if synced is None else synced.to_json()

@@ -72,7 +72,8 @@ def _fetch_remote_board(store: Any, remote: str) -> str:
     from gitliza.git import remotes
     from gitliza.git.remotes import transport
     from gitliza.git.repository import repo_path
-    fetched = transport.fetch_board(repo_path(store.repo), remote)
+    path = repo_path(store.repo)
+    fetched = transport.fetch_board(path, remotes.resolve(path, remote))
     if fetched.new_oid is None:
         raise ValidationError(f"{fetched.remote} has no board ({remotes.STATE_REF}): nothing "
                               "to verify")

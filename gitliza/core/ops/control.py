@@ -18,8 +18,7 @@ from gitliza.core import clock
 from gitliza.core.fleet import check_labels, check_machine
 from gitliza.core.model import Control, SprintStatus, Supervisor
 from gitliza.core.ops.base import Ctx, Op, need_text, register_op, replace
-from gitliza.core.states import Role
-from gitliza.errors import PermissionDenied, ValidationError
+from gitliza.errors import ValidationError
 
 CHECKPOINT_TRIGGERS = ("manual", "circuit_breaker", "deadline", "analyze", "sprint_end")
 SUPERVISE_MODES = ("start", "takeover", "renew", "end", "free")
@@ -196,13 +195,13 @@ class Supervise(Op):
     labels: tuple[str, ...] = ()
 
     def run(self, ctx: Ctx) -> None:
-        ctx.allowed()
         if self.mode not in SUPERVISE_MODES:
             raise ValidationError(f"supervise mode {self.mode!r} is not one of: "
                                   + ", ".join(SUPERVISE_MODES))
-        if (self.mode == "free") != (ctx.role() == Role.HUMAN):
-            raise PermissionDenied("supervise free is the human's (doctor --fix), and the only "
-                                   "mode the human uses")
+        # Who may run which mode is the role table's (core/states.py BOARD_OPS): `free` is a row
+        # of its own, the human's; the other modes are the agent's own supervisor's.
+        ctx.allowed("supervise:free" if self.mode == "free" else "supervise",
+                    what=f"supervise {self.mode}")
         if self.mode == "free":
             self._free(ctx)
             return

@@ -122,11 +122,10 @@ def resolve(repo_path: Path | str, remote: Remote | str | None = None) -> Remote
     )
 
 
-def tracking_ref(repo_path: Path | str, remote: Remote | str | None = None,
-                 ref: str = STATE_REF) -> str:
-    """The local ref that mirrors the remote's `ref` (e.g. refs/remotes/origin/liza/state)."""
+def tracking_ref(remote: Remote, ref: str = STATE_REF) -> str:
+    """The local ref that mirrors the remote's board `ref` (e.g. refs/remotes/origin/liza/state)."""
     check_board_ref(ref)
-    return tracking_of(resolve(repo_path, remote), ref)
+    return tracking_of(remote, ref)
 
 
 def tracking_of(remote: Remote, ref: str) -> str:
@@ -167,8 +166,8 @@ def check_integration_name(branch: str) -> None:
                               "branch name outside liza/ and liza-tasks/")
 
 
-def branch_tracking_ref(repo_path: Path | str, remote: Remote | str | None, branch: str) -> str:
+def branch_tracking_ref(remote: Remote, branch: str) -> str:
     """The local ref mirroring the remote's branch: refs/remotes/<ns>/<branch> for the integration
     branch, refs/remotes/<ns>/liza-tasks/<task> for a task branch liza/<task>."""
     ref = branch if branch.startswith(HEADS) else HEADS + branch
-    return tracking_of(resolve(repo_path, remote), ref)
+    return tracking_of(remote, ref)

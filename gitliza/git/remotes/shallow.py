@@ -22,7 +22,7 @@ import pygit2
 
 from gitliza.errors import GitFailure
 from gitliza.git.gitcmd import error_line, run_git
-from gitliza.git.remotes import STATE_REF, Remote, resolve, tracking_of
+from gitliza.git.remotes import STATE_REF, Remote, tracking_of
 from gitliza.git.repository import common_dir
 
 SHALLOW = "shallow"  # the file git keeps the boundary commits in, in the common dir
@@ -42,8 +42,7 @@ def is_boundary(repo: pygit2.Repository, oid: pygit2.Oid | str) -> bool:
     return str(oid) in points(repo)
 
 
-def _fetch(path: Path, remote: Remote | str | None, depth_args: list[str], timeout: float) -> str | None:
-    rem = resolve(path, remote)
+def _fetch(path: Path, rem: Remote, depth_args: list[str], timeout: float) -> str | None:
     tracking = tracking_of(rem, STATE_REF)
     run = run_git(path, ["fetch", "--no-tags", "--no-write-fetch-head", *depth_args, "--",
                          rem.arg, f"+{STATE_REF}:{tracking}"], timeout=timeout)
@@ -55,18 +54,17 @@ def _fetch(path: Path, remote: Remote | str | None, depth_args: list[str], timeo
     return tracking
 
 
-def fetch(path: Path, remote: Remote | str | None, depth: int, timeout: float) -> str | None:
+def fetch(path: Path, remote: Remote, depth: int, timeout: float) -> str | None:
     """The remote's newest `depth` state commits into the tracking ref (returned; None: the
     remote has no board). Only for a clone that has none of the board yet: git cuts the chain
     `depth` commits below the tip."""
     return _fetch(path, remote, [f"--depth={depth}"], timeout)
 
 
-def unshallow(path: Path, remote: Remote | str | None, timeout: float) -> None:
+def unshallow(path: Path, rem: Remote, timeout: float) -> None:
     """The rest of the chain: the repository is complete again (git drops its shallow file).
     Objects only: no ref moves, so a remote tip newer than the local board is not taken for
     the remote's word before a sync has checked it."""
-    rem = resolve(path, remote)
     run = run_git(path, ["fetch", "--no-tags", "--no-write-fetch-head", "--unshallow", "--",
                          rem.arg, STATE_REF], timeout=timeout)
     if run.returncode != 0:

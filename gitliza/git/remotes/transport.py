@@ -29,7 +29,7 @@ from gitliza.git.remotes.pushresults import (MultiPushResult, PushResult, PushSt
                                      push_summary, remote_rejection, server_notes, status_of)
 from gitliza.git.remotes import (BOARD_PREFIX, HEADS, STATE_REF, TASK_BRANCHES, TASKS_NAMESPACE,
                                  Remote, check_board_ref, check_integration_name, local_repo,
-                                 read_ref, resolve, tracking_of)
+                                 read_ref, tracking_of)
 
 # pygit2 and direct.py (with the tree builder and the object writer) are imported in the
 # functions that use them, for start-up: importing the transport for its names costs neither.
@@ -58,7 +58,7 @@ class FetchResult:
 
 def fetch_board(
     repo_path: Path | str,
-    remote: Remote | str | None = None,
+    remote: Remote,
     *,
     integration: str | None = None,
     task_branches: bool = False,
@@ -71,7 +71,7 @@ def fetch_board(
     refs/remotes/<remote>/<integration>; `task_branches` mirrors refs/heads/liza/* into
     refs/remotes/<remote>/liza-tasks/*. One fetch, so one round trip and one pack.
     """
-    rem = resolve(repo_path, remote)
+    rem = remote
     tracking = tracking_of(rem, STATE_REF)
     old = read_ref(repo_path, tracking)
     if integration is not None:
@@ -169,14 +169,14 @@ def _raise_fetch_failure(remote: str, stderr: str) -> None:
 
 def ls_remote_state(
     repo_path: Path | str,
-    remote: Remote | str | None = None,
+    remote: Remote,
     *,
     ref: str = STATE_REF,
     timeout: float = DEFAULT_TIMEOUT,
 ) -> str | None:
     """The remote's current oid of `ref` (None: no board there), without fetching objects."""
     check_board_ref(ref)
-    return _ls_remote(repo_path, resolve(repo_path, remote).arg, ref, timeout)
+    return _ls_remote(repo_path, remote.arg, ref, timeout)
 
 
 def _ls_remote(repo_path: Path | str, remote: str, ref: str, timeout: float) -> str | None:
@@ -201,7 +201,7 @@ def _check_oid(oid: str, what: str) -> None:
 
 def push_board(
     repo_path: Path | str,
-    remote: Remote | str | None,
+    remote: Remote,
     local_oid: str,
     expected_remote_oid: str | None,
     ref: str = STATE_REF,
@@ -218,7 +218,7 @@ def push_board(
     _check_oid(local_oid, "local oid")
     if expected_remote_oid is not None:
         _check_oid(expected_remote_oid, "expected remote oid")
-    rem = resolve(repo_path, remote)
+    rem = remote
 
     def result(status: PushStatus, summary: str) -> PushResult:
         return PushResult(status, rem.arg, ref, local_oid, expected_remote_oid, summary)
@@ -281,7 +281,7 @@ class RefUpdate:
 
 def push_refs(
     repo_path: Path | str,
-    remote: Remote | str | None,
+    remote: Remote,
     updates: Sequence[RefUpdate],
     *,
     timeout: float = DEFAULT_TIMEOUT,
@@ -296,7 +296,7 @@ def push_refs(
     """
     if not updates:
         raise ValueError("push_refs: nothing to push")
-    rem = resolve(repo_path, remote)
+    rem = remote
     for u in updates:
         if not u.ref.startswith((BOARD_PREFIX, HEADS)) or u.ref in (BOARD_PREFIX, HEADS):
             raise ValidationError(f"not a pushable ref: {u.ref!r}")

@@ -81,8 +81,8 @@ def doctor(liza: Liza, fix: bool = False) -> DoctorReport:
     report.problems += _expired_attic(liza, board.config.attic_keep, fix)
     branch = board.config.integration_branch
     report.problems += integrity.diverged_integration(
-        repo, branch, remote, None if remote is None else branch_tracking_ref(repo_path(repo),
-                                                                              remote, branch))
+        repo, branch, remote, None if remote is None else branch_tracking_ref(
+            remotes.resolve(repo_path(repo), remote), branch))
     # Listed once (listing reads every admin entry); each task is then judged under its lock
     # against a fresh board, which is what matters: a claim that finished since the listing has
     # committed CLAIMED, and paths are re-checked on disk.

@@ -26,7 +26,7 @@ def pull_first(liza: Liza, why: str, *, strict: bool = False, board: bool = True
     its op is reconciled by the auto-sync after it is committed, like every op. `strict` (merge):
     a failed pull fails the command; otherwise a warning, and the command works on the local view
     (offline)."""
-    remote = liza.sync_remote()
+    remote = liza.sync_target()
     if remote is None:
         return
     from gitliza.services.sync import engine
@@ -35,11 +35,11 @@ def pull_first(liza: Liza, why: str, *, strict: bool = False, board: bool = True
                else engine.pull_branches(liza.store, remote))
     except (ConcurrencyConflict, GitFailure) as e:
         if not strict:
-            warn(f"could not pull from {remote} before {why}: {e}; using the local board")
+            warn(f"could not pull from {remote.arg} before {why}: {e}; using the local board")
             return
         cls = ConcurrencyConflict if isinstance(e, ConcurrencyConflict) else GitFailure
         raise cls(f"{why}: could not bring the board and the integration branch up to date from "
-                  f"{remote}: {e}", hint="retry; `--no-sync` works on the local view") from e
+                  f"{remote.arg}: {e}", hint="retry; `--no-sync` works on the local view") from e
     for d in rep.dropped:
         warn(d.describe())
     for n in rep.notices:
@@ -55,18 +55,19 @@ def shared_integration_tip(liza: Liza, branch: str, local: Oid) -> Oid:
     from gitliza.git import remotes
     from gitliza.git.repository import repo_path
     repo: Repository = liza.repo
-    remote = remotes.configured(repo)
-    if remote is None:
+    name = remotes.configured(repo)
+    if name is None:
         return local
     try:
-        found = repo.references.get(remotes.branch_tracking_ref(repo_path(repo), remote, branch))
+        remote = remotes.resolve(repo_path(repo), name)
+        found = repo.references.get(remotes.branch_tracking_ref(remote, branch))
         theirs = found.resolve().target if found is not None else None
     except (ValidationError, GitFailure, KeyError, ValueError, pygit2.GitError):
         return local
     if not isinstance(theirs, Oid) or theirs == local or theirs not in repo:
         return local
     if local != theirs:
-        warn(f"claim starts from {remote}'s {branch} {str(theirs)[:12]}, not the local "
+        warn(f"claim starts from {remote.arg}'s {branch} {str(theirs)[:12]}, not the local "
              f"{branch} {str(local)[:12]}" + ("" if repo.descendant_of(theirs, local) else
                                                " (it holds work the team's lacks)"))
     return theirs
@@ -78,14 +79,14 @@ def ensure_commit(liza: Liza, oid: str, what: str) -> None:
     repo: Repository = liza.repo
     if _has_commit(repo, oid):
         return
-    remote = liza.sync_remote()
+    remote = liza.sync_target()
     if remote is not None:
         from gitliza.git.remotes import transport
         from gitliza.git.repository import repo_path
         transport.fetch_board(repo_path(repo), remote, task_branches=True)
         if _has_commit(repo, oid):
             return
-    where = f"nor on {remote}" if remote else "and no team remote is configured (liza.remote)"
+    where = f"nor on {remote.arg}" if remote else "and no team remote is configured (liza.remote)"
     raise ValidationError(f"{what} {oid[:12]} is not in this clone, {where}",
                           hint="the coder's machine shares it with `git liza sync`")
 

@@ -53,11 +53,10 @@ def _same_claim(mine: Task, theirs: Task | None, agent: str, role: Role) -> bool
             == (mine.assigned_to, mine.base_commit, mine.iteration, mine.worktree))
 
 
-def seen_on_remote(liza: Liza, remote: str, mine: Task, role: Role = Role.CODER) -> bool:
+def seen_on_remote(liza: Liza, remote: remotes.Remote, mine: Task,
+                   role: Role = Role.CODER) -> bool:
     """Whether the remote's board, as this clone last fetched or pushed it, holds `mine`."""
-    path = repo_path(liza.repo)
-    tip = remotes.read_ref(path, remotes.tracking_of(remotes.resolve(path, remote),
-                                                     remotes.STATE_REF))
+    tip = remotes.read_ref(repo_path(liza.repo), remotes.tracking_of(remote, remotes.STATE_REF))
     if tip is None:
         return False
     board = liza.store.board_at(liza.store.commit(tip))
@@ -70,7 +69,7 @@ def unacknowledged(liza: Liza, task: str, role: Role = Role.CODER) -> str | None
     Otherwise why not, in a few words: the remote cannot be reached, the sync lost its races, or
     the claim is not this agent's any more (the sync dropped it: another machine got there
     first)."""
-    remote = liza.sync_remote()
+    remote = liza.sync_target()
     if remote is None:
         return None
     mine = holds(liza.board(), liza.agent, task, role)
@@ -81,10 +80,10 @@ def unacknowledged(liza: Liza, task: str, role: Role = Role.CODER) -> str | None
     try:
         engine.sync(liza.store, remote)
     except (LizaError, OSError) as e:
-        return f"{remote} did not take it: {getattr(e, 'message', e)}"
+        return f"{remote.arg} did not take it: {getattr(e, 'message', e)}"
     mine = holds(liza.board(), liza.agent, task, role)
     if mine is None:
-        return f"the sync with {remote} dropped the claim (another machine got there first)"
+        return f"the sync with {remote.arg} dropped the claim (another machine got there first)"
     if seen_on_remote(liza, remote, mine, role):
         return None
-    return f"{remote}'s board does not show it yet"
+    return f"{remote.arg}'s board does not show it yet"

@@ -38,7 +38,7 @@ STAMP = "attic-shared"  # in <common dir>/liza/: when this clone last exchanged
 REMOTE_ATTIC = "refs/liza-attic/"
 
 
-def due(store: Store, path: Path, remote: remotes.Remote | str | None, now: float) -> bool:
+def due(store: Store, path: Path, remote: remotes.Remote, now: float) -> bool:
     """Whether a sync should exchange the attic now: a local entry the remote's mirror lacks, or
     the last exchange SHARE_EVERY ago."""
     stamp = common_dir(store.repo) / "liza" / STAMP
@@ -47,19 +47,19 @@ def due(store: Store, path: Path, remote: remotes.Remote | str | None, now: floa
             return True
     except FileNotFoundError:
         return True
-    mirror = _mirror_prefix(path, remote)
+    mirror = _mirror_prefix(remote)
     theirs = {n[len(mirror):] for n in store.repo.references if n.startswith(mirror)}
     return any(e.ref[len(REMOTE_ATTIC):] not in theirs for e in attic.entries(store.repo))
 
 
-def share(store: Store, path: Path, remote: remotes.Remote | str | None, keep_days: int, rep: SyncReport,
+def share(store: Store, path: Path, remote: remotes.Remote, keep_days: int, rep: SyncReport,
           now: float, timeout: float) -> None:
     """Fetch, check and adopt the remote's entries, drop the expired ones here and there, push
     ours; what it did goes to `rep.notices` (one line). A failure is said, never fatal: the
     board's sync is done."""
     repo = store.repo
-    rem = remotes.resolve(path, remote)
-    mirror = _mirror_prefix(path, remote)
+    rem = remote
+    mirror = _mirror_prefix(remote)
     if _nothing_either_side(repo, path, rem.arg, mirror):
         return
     try:
@@ -118,8 +118,8 @@ def _nothing_either_side(repo: pygit2.Repository, path: Path, remote: str, mirro
     return there is not None and not direct.ref_names(there, REMOTE_ATTIC)
 
 
-def _mirror_prefix(path: Path, remote: remotes.Remote | str | None) -> str:
-    return remotes.tracking_ref(path, remote)[: -len("liza/state")] + "liza-attic/"
+def _mirror_prefix(remote: remotes.Remote) -> str:
+    return remotes.tracking_ref(remote)[: -len("liza/state")] + "liza-attic/"
 
 
 def _fetch(repo: pygit2.Repository, path: Path, arg: str, mirror: str, timeout: float) -> None:

@@ -71,12 +71,13 @@ def _count(store: Store, tip: pygit2.Oid | None, stop: pygit2.Oid | None) -> int
     return len(local_only(store, tip, stop))
 
 
-def sync(store: Store, remote: Remote | str | None = None, *, mode: str = "sync",
+def sync(store: Store, remote: Remote, *, mode: str = "sync",
          rounds: int = MAX_ROUNDS, progress: Progress | None = None, cleanup: bool = True,
          timeout: float = transport.DEFAULT_TIMEOUT,
          sleep: Callable[[float], None] = time.sleep, attic: bool = False) -> SyncReport:
-    """Reconcile the local board with `remote` (None: the configured remote, else origin;
-    git/remotes/ `resolve`, once: the `Remote` travels down to the transport).
+    """Reconcile the local board with `remote`, resolved by the caller where the name entered
+    (git/remotes `resolve`, once: the command line, `Liza.sync_target`); it travels down to the
+    attic's exchange and the transport as it is.
 
     mode "sync": both ways; "pull": fetch and bring the local board up to date (replaying local
     ops if needed), never push; "push": push only if the remote is an ancestor of the local board.
@@ -91,21 +92,21 @@ def sync(store: Store, remote: Remote | str | None = None, *, mode: str = "sync"
     if mode == "sync" and rep.action != NO_BOARD:
         from gitliza.services.sync import atticshare
         path, now = repo_path(store.repo), time.time()
-        rem = remotes.resolve(path, remote or None)
+        rem = remote
         if attic or atticshare.due(store, path, rem, now):
             atticshare.share(store, path, rem, store.board()[0].config.attic_keep, rep, now,
                              timeout)
     return rep
 
 
-def _sync(store: Store, remote: Remote | str | None, *, mode: str, rounds: int,
+def _sync(store: Store, remote: Remote, *, mode: str, rounds: int,
           progress: Progress | None, cleanup: bool, timeout: float,
           sleep: Callable[[float], None]) -> SyncReport:
     if mode not in ("sync", "pull", "push"):
         raise ValueError(mode)
     repo = store.repo
     path = repo_path(repo)
-    rem = remotes.resolve(path, remote or None)
+    rem = remote
     rep = SyncReport(mode=mode)
     rep.remote = rem.arg
     say = progress or (lambda _line: None)
@@ -257,14 +258,14 @@ def _rescue(store: Store, integ: str | None, prefix: str, rebuilt: Any, old_boar
                        time.time(), supersedes=said)
 
 
-def pull_branches(store: Store, remote: Remote | str | None = None, *,
+def pull_branches(store: Store, remote: Remote, *,
                   timeout: float = transport.DEFAULT_TIMEOUT) -> SyncReport:
     """Fetch (board tracking ref and branches) and bring the local integration branch up to the
     remote's, without touching the local board: what a claim needs (it branches from the
     integration tip; its own op is reconciled by the auto-sync after it is committed)."""
     repo = store.repo
     path = repo_path(repo)
-    rem = remotes.resolve(path, remote or None)
+    rem = remote
     rep = SyncReport(mode="pull", remote=rem.arg, rounds=1)
     integ = integration_branch(store, store.tip())
     fetched = _fetch(path, rem, integ, timeout, None)
@@ -315,7 +316,7 @@ def _push(store: Store, path: Path, remote: Remote, local: pygit2.Oid, r: pygit2
     if br is not None:
         updates += branch_updates(store, local, r, rep, br)
     prefix = remotes.tracking_of(remote, remotes.STATE_REF)[: -len("liza/state")]
-    drop_stale(store, str(path), remotes.resolve(path, remote).arg, prefix, local, timeout)
+    drop_stale(store, str(path), remote.arg, prefix, local, timeout)
     updates += live_updates(store, prefix, local) + wip_updates(store, prefix, local)
     if not updates:
         return True
@@ -344,9 +345,9 @@ def _push(store: Store, path: Path, remote: Remote, local: pygit2.Oid, r: pygit2
     return False  # STALE / NON_FAST_FORWARD: the remote moved on; fetch and replay again
 
 
-def pull(store: Store, remote: Remote | str | None = None, **kw: Any) -> SyncReport:
+def pull(store: Store, remote: Remote, **kw: Any) -> SyncReport:
     return sync(store, remote, mode="pull", **kw)
 
 
-def push(store: Store, remote: Remote | str | None = None, **kw: Any) -> SyncReport:
+def push(store: Store, remote: Remote, **kw: Any) -> SyncReport:
     return sync(store, remote, mode="push", **kw)

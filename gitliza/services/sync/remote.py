@@ -24,7 +24,8 @@ def remote_board(path: Path) -> tuple[str, str] | None:
         name = remotes.configured(repo) or remotes.DEFAULT_REMOTE
         if name == remotes.DEFAULT_REMOTE and name not in repo.remotes.names():
             return None
-        oid = transport.ls_remote_state(repo_path(repo), name, timeout=20)
+        path = repo_path(repo)
+        oid = transport.ls_remote_state(path, remotes.resolve(path, name), timeout=20)
     except (LizaError, pygit2.GitError, OSError):
         return None
     return None if oid is None else (name, oid)

@@ -32,11 +32,10 @@ def share(liza: Liza, task: str, agent: str, oid: pygit2.Oid) -> str | None:
     """Push the snapshot `oid` of `agent` on `task` to the clone's sync remote. None when the
     remote holds it now (or there is no remote to share with: no auto-sync); else why not, in a
     few words (the follower's next sync shares it then). Raises what the transport raises."""
-    name = liza.sync_remote()
-    if name is None:
+    remote = liza.sync_target()
+    if remote is None:
         return None
     path = repo_path(liza.repo)
-    remote = remotes.resolve(path, name)
     ref = wip.ref_name(task, agent)
     tracked = liza.repo.references.get(remotes.tracking_of(remote, ref))
     theirs = str(tracked.target) if tracked is not None and \

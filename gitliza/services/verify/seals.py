@@ -154,8 +154,10 @@ def verify(store: Store, at: str | None = None, since: str | None = None, *, ful
                                 hint="run `git liza init GOAL` first")
     if full and shallow.boundary_below(store.repo, tip.id) is not None:
         # Only where the board's own chain is cut (a project checkout may be shallow too).
+        from gitliza.git.remotes import resolve
         from gitliza.git.repository import repo_path
-        shallow.unshallow(repo_path(store.repo), remote, timeout)
+        path = repo_path(store.repo)
+        shallow.unshallow(path, resolve(path, remote), timeout)
         store.reopen()
     if full or since is not None:
         return engine.verify(store, at=at, since=since)
