@@ -1,4 +1,4 @@
-"""Renewing an agent's liveness off the audit chain (core/liveness.py, git/liveref.py).
+"""Renewing an agent's liveness off the audit chain (core/presence/renewals.py, git/liveref.py).
 
 `renew` is what a heartbeat and a supervisor token renewal do now: check against the board (with
 the effective leases) that the agent still holds what it renews, exactly as the heartbeat op
@@ -10,7 +10,7 @@ that already expired is renewed by the `supervise renew` op (a renewal off the c
 revives an expired lease or token: `effective` ignores it).
 
 With a sync remote, the renewal is pushed (its ref alone, no fetch) when the remote's copy is
-older than a third of a lease (sync/renewals.py): a working agent pushes about every other
+older than a third of a lease (sync/renewalpush.py): a working agent pushes about every other
 heartbeat, its token renewals riding along, not a fetch and a push per heartbeat and per renewal.
 """
 from __future__ import annotations
@@ -18,9 +18,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gitliza.core.quorum import review_lease
-from gitliza.core import clock, liveness
+from gitliza.core import clock
 from gitliza.core.board import Board
-from gitliza.core.liveness import Renewal
+from gitliza.core.presence import renewals
+from gitliza.core.presence.renewals import Renewal
 from gitliza.core.model import Agent, FORMAT_VERSION
 from gitliza.core.states import AgentState, TaskState
 from gitliza.errors import LeaseLost, NotFound
@@ -92,11 +93,11 @@ def renew(liza: Liza, *, task: str | None = None, extend_task: bool = True,
         # This clone saw the new mark now, as after a board write (Liza.apply): the wait before
         # anyone here may take the lease over starts at the renewal, not at the next look.
         from gitliza.services import leasewatch
-        renewed = liveness.overlay(board, [done]).task(tid)
+        renewed = renewals.overlay(board, [done]).task(tid)
         if renewed is not None:
             leasewatch.observe_tasks(liza.repo, [renewed], now)
     if liza.sync_remote() is not None:  # a clone that works alone loads no transport
-        from gitliza.services.sync.renewals import share
+        from gitliza.services.sync.renewalpush import share
         share(liza, done, int(board.config.lease_duration))
     _view(liza)
     return done

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import pygit2
 
 from gitliza.core.states import TERMINAL
+from gitliza.git.repository import reopened
 
 if TYPE_CHECKING:
     from gitliza.core.board import Board
@@ -104,7 +105,7 @@ def snapshot(repo: pygit2.Repository, task: str, agent: str, path: Path,
     oid = commit_tree(repo, path, tree, base,
                       f"gitliza: work in progress of {agent} on {task}\n\n"
                       f"{TRAILER}: {task} {agent}\n")
-    repo = pygit2.Repository(repo.path)  # sees the commit just written into the own store
+    repo = reopened(repo)  # sees the commit just written into the own store
     repo.references.create(name, oid, force=True)
     return oid
 

@@ -282,12 +282,12 @@ def start_for(liza: Any, log: Callable[[str], None]) -> RemoteFollower | None:
     remote = liza.sync_remote()
     if remote is None:
         return None
+    from gitliza.git.repository import open_repository
     from gitliza.git.store import Store
     path = liza.repo.path
 
     def open_store() -> Any:
-        import pygit2
-        return Store(pygit2.Repository(path))  # its own handle: pygit2 objects stay per thread
+        return Store(open_repository(path))  # its own handle: pygit2 objects stay per thread
     return RemoteFollower(open_store, remote, log).start()
 
 

@@ -18,7 +18,7 @@ def remote_board(path: Path) -> tuple[str, str] | None:
     from gitliza.git.remotes import transport
     from gitliza.git.repository import repo_path
     try:
-        repo = pygit2.Repository(str(path))
+        repo = remotes.local_repo(path)
         if repo.references.get(remotes.STATE_REF) is not None:
             return None
         name = remotes.configured(repo) or remotes.DEFAULT_REMOTE

@@ -1,13 +1,13 @@
 """A renewal off the audit chain shared (services/liveness.py writes it): the agent's live ref
-pushed alone when the remote's copy is older than a third of a lease (`core.liveness.push_due`),
-else nothing; a push the remote refuses (it holds a copy this clone never saw) falls back to a
-full sync round."""
+pushed alone when the remote's copy is older than a third of a lease (`push_due`,
+core/presence/renewals.py), else nothing; a push the remote refuses (it holds a copy this clone
+never saw) falls back to a full sync round."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gitliza.core import liveness
-from gitliza.core.liveness import Renewal
+from gitliza.core.presence import renewals
+from gitliza.core.presence.renewals import Renewal
 from gitliza.errors import LizaError
 from gitliza.git import liveref, remotes
 from gitliza.git.remotes import transport
@@ -33,7 +33,7 @@ def share(liza: Liza, done: Renewal, lease_seconds: int) -> None:
             return
         theirs = liveref.target(liza.repo, remotes.tracking_of(remote, ref))
         shared = liveref.read(liza.repo, theirs) if theirs is not None else None
-        if not liveness.push_due(shared, done.heartbeat, lease_seconds):
+        if not renewals.push_due(shared, done.heartbeat, lease_seconds):
             return
         assert done.commit is not None
         res = transport.push_refs(path, remote, [transport.RefUpdate(
