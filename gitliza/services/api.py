@@ -20,6 +20,7 @@ from gitliza.core.presence.renewals import Renewal
 from gitliza.core.states import HUMAN_ACTOR
 from gitliza.core.terminal import safe
 from gitliza.git.store import Committed, Store
+from gitliza.git.repository import repo_path
 
 if TYPE_CHECKING:  # the op records load with the write path (git/store.py), not for a read
     import pygit2
@@ -87,7 +88,6 @@ class Liza:
             return None
         if self._target is None or self._target[0] != name:
             from gitliza.git.remotes import resolve
-            from gitliza.git.repository import repo_path
             self._target = (name, resolve(repo_path(self.repo), name))
         return self._target[1]
 

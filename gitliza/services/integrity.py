@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import pygit2
 
 from gitliza.errors import GitFailure, LizaError
-from gitliza.git.repository import ref_oid
+from gitliza.git.repository import ref_oid, repo_path
 from gitliza.git.store import STATE_REF, Store
 from gitliza.services.leftovers import Problem
 from gitliza.git.gitcmd import error_line, run_git
@@ -150,7 +150,6 @@ def restore(store: Store, remote: Remote) -> Restored:
     the branches name and lack; a ref whose objects the remote lacks too moves to the remote's
     (when it has that ref, complete)."""
     from gitliza.git import remotes
-    from gitliza.git.repository import repo_path
     repo = store.repo
     path = repo_path(repo)
     rem = remote

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from gitliza import atomic
-from gitliza.git.repository import common_dir
+from gitliza.git.repository import common_dir, open_repository, repo_path
 from gitliza.errors import ConcurrencyConflict, LizaError
 
 CONTACT = "remote-contact.json"
@@ -113,7 +113,6 @@ def check(store: Any, rem: Any, *, timeout: float = TIMEOUT) -> Any:
     from gitliza.git.remotes import STATE_REF, read_ref, tracking_of
     from gitliza.git.remotes.direct import refs_under
     from gitliza.git.remotes.lsremote import board_refs
-    from gitliza.git.repository import repo_path
     from gitliza.services.sync import engine
     path = repo_path(store.repo)
     theirs = board_refs(path, rem, timeout=timeout)
@@ -186,7 +185,6 @@ class RemoteFollower:
 
     def _follow(self, store: Any) -> None:
         from gitliza.git import remotes
-        from gitliza.git.repository import repo_path
         interval = 5.0
         failing = False
         while not self._stop.is_set():
@@ -282,7 +280,6 @@ def start_for(liza: Any, log: Callable[[str], None]) -> RemoteFollower | None:
     remote = liza.sync_remote()
     if remote is None:
         return None
-    from gitliza.git.repository import open_repository
     from gitliza.git.store import Store
     path = liza.repo.path
 
