@@ -27,7 +27,7 @@ from gitliza.core.encoding import record
 from gitliza.core.ops import Add, Claim, Init, Note, Register
 from gitliza.core.states import TaskState
 from gitliza.errors import ConcurrencyConflict, GitFailure, ValidationError
-from gitliza.git import worktrees
+from gitliza.git.worktrees import tasktrees as worktrees
 from gitliza.git.remotes import pushresults
 from gitliza.git.remotes import transport
 from gitliza.git.worktrees import listing as worktree_list

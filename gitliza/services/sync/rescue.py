@@ -34,7 +34,7 @@ from gitliza.git.repository import ref_oid
 from gitliza.git.store import Store
 from gitliza.git.objects.trees import Batch
 from gitliza.git.worktrees.listing import checkouts_of_branch
-from gitliza.git.worktrees import task_branch
+from gitliza.git.worktrees.tasktrees import task_branch
 from gitliza.services.sync.report import Dropped, SyncReport
 
 RESCUE_PREFIX = "refs/liza-rescue/"
