@@ -188,7 +188,7 @@ def _build() -> dict[str, Tool]:
     from gitliza.services.lifecycle import merge as merging
     from gitliza.services.lifecycle import review as reviewing
     from gitliza.services import transitions as tr
-    from gitliza.services import views as view
+    from gitliza.services.views import data as view
     from gitliza.core.ops import base, load_all
 
     ops = load_all()

@@ -304,7 +304,7 @@ class Config:
     # a fetch only when they moved; gitliza/services/sync/follower.py), when a remote is set.
     follow_interval: int = since_v1(5)
     # Seconds between two snapshots of a running coder's worktree (refs/liza/wip/<task>/<agent>,
-    # gitliza/services/lifecycle/wip.py), pushed with the renewals: a dead machine loses at most this.
+    # gitliza/services/wip.py), pushed with the renewals: a dead machine loses at most this.
     wip_snapshot_interval: int = since_v1(60)
     # Signed board commits (docs/enforcement.md): off | warn | required, set only by the human,
     # whose own keys are kept here (the human is not an agent entity); see core/keyring/signers.py.

@@ -70,7 +70,7 @@ class Snapshot:
 
 
 def snapshot(liza: Liza, alarm_source: AlarmSource | None = watcher_alarms) -> Snapshot:
-    from gitliza.services.views import log_entries
+    from gitliza.services.views.data import log_entries
     board, commit = liza.store.board()
     snap = Snapshot(board, str(commit.id) if commit is not None else None,
                     log_entries(liza, RECENT))

@@ -82,7 +82,7 @@ def _unbound_live(repo: pygit2.Repository, updates: list[tuple[Any, str, str]]
     bound to."""
     from gitliza.hooks import pushers
     from gitliza.hooks.repo import LIVE_REFS
-    from gitliza.services.lifecycle.wip import WIP, parse
+    from gitliza.services.wip import WIP, parse
     lives = [(n, r[len(LIVE_REFS):], r) for _o, n, r in updates if r.startswith(LIVE_REFS)]
     lives += [(n, p[1], r) for _o, n, r in updates if (p := parse(r, WIP)) is not None]
     binding = pushers.bindings(repo.config) if lives else {}

@@ -182,7 +182,7 @@ def keep_unimported(repo: pygit2.Repository, common: Path, shadow: Path) -> list
             wanted.append(oid)
     if not wanted:
         return []
-    from gitliza.services.lifecycle.attic import ATTIC, to_attic
+    from gitliza.services.attic import ATTIC, to_attic
     try:
         _fetch_in(repo, common, shadow, wanted)
     except GitFailure:

@@ -129,10 +129,10 @@ class Liza:
 
 def _observe_write(liza: Liza, done: Committed) -> None:
     """This clone saw the leases its own write set (a claim, a renewal) when it wrote them: the
-    wait before anyone here may take them over starts now (gitliza/services/liveness/leasewatch.py)."""
+    wait before anyone here may take them over starts now (gitliza/services/leasewatch.py)."""
     tasks = [v for (kind, _key), v in done.outcome.changes.items() if kind == "tasks" and v]
     if tasks:
-        from gitliza.services.liveness import leasewatch
+        from gitliza.services import leasewatch
         leasewatch.observe_tasks(liza.repo, tasks, done.op.time)
 
 

@@ -12,7 +12,7 @@ from gitliza.core.reports import queries
 from gitliza.core.board import Board
 from gitliza.core.model import HumanNote
 from gitliza.core.states import Role
-from gitliza.services.lifecycle.locations import main_root
+from gitliza.services.locations import main_root
 from gitliza.services.api import Liza
 from gitliza.team.work import Job
 
@@ -63,7 +63,7 @@ def _wip_lines(liza: Liza, task: str) -> str:
 
     from gitliza.errors import LizaError
     from gitliza.git.remotes import tracking_ref
-    from gitliza.services.lifecycle import wip
+    from gitliza.services import wip
     try:
         remote = liza.sync_target()
         tracking = tracking_ref(remote)[: -len("state")] + "wip/" if remote else None
@@ -83,7 +83,7 @@ def _wip_lines(liza: Liza, task: str) -> str:
 
 def _attic_line(liza: Liza, task: str) -> str:
     """What an earlier coder left of this task in the attic: the next one is told."""
-    from gitliza.services.lifecycle.attic import entries
+    from gitliza.services.attic import entries
     found = entries(liza.repo, task)
     if not found:
         return ""

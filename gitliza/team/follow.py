@@ -67,7 +67,7 @@ class Follower:
         self._commits: OrderedDict[str, None] = OrderedDict()  # walked: the walk stops there
         self._shown: OrderedDict[tuple[str, ...], None] = OrderedDict()  # transitions shown
         if self._seen is not None:
-            from gitliza.services.views import log_entry
+            from gitliza.services.views.data import log_entry
             for n, c in enumerate(self._liza.store.history(self._seen)):
                 if n >= CATCH_UP:
                     break
@@ -105,7 +105,7 @@ class Follower:
 
     def _show_new(self) -> None:
         from gitliza.core.encoding import record
-        from gitliza.services.views import log_entry
+        from gitliza.services.views.data import log_entry
         tip = self._watcher.tip()
         if tip is None or tip == self._seen:
             return

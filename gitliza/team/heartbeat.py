@@ -1,6 +1,6 @@
 """The lease keeper: a background thread that runs while the agent works.
 
-Every `interval` seconds it calls `beat`: one renewal off the audit chain (services/liveness/,
+Every `interval` seconds it calls `beat`: one renewal off the audit chain (services/liveness.py,
 on refs/liza/live/<agent>) that extends the task lease (for a reviewer, the review lease) and,
 when due, the supervisor token; no commit on refs/liza/state. Between beats it sleeps on the board ref
 (RefWatcher), and on every change calls `check`, which reads the board: a takeover, an abandon or

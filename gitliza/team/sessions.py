@@ -21,7 +21,7 @@ from gitliza.core.terminal import safe
 from gitliza.git.objects import ownstore
 from gitliza.git.repository import LIZA_DIR, common_dir, ensure_excluded, liza_dir
 from gitliza.services import agentlog
-from gitliza.services.lifecycle.locations import main_root
+from gitliza.services.locations import main_root
 from gitliza.services.lifecycle.review import CLI_ENV
 from gitliza.services.api import AGENT_ENV, GEN_ENV, Liza
 from gitliza.team import briefing, orphans, prepare, runner, usage

@@ -49,7 +49,7 @@ from gitliza.core.agents import sizing as pool, runs, wake
 from gitliza.core.reports import alarms
 from gitliza.core.board import Board
 from gitliza.core.ids import check_agent_id_for_role
-from gitliza.services.views import registered_role
+from gitliza.services.views.data import registered_role
 from gitliza.core.ops.journal import AnomalyOp
 from gitliza.core.ops.work import Block
 from gitliza.core.states import HUMAN_ACTOR, Role
@@ -59,7 +59,7 @@ from gitliza.errors import EXIT_VALIDATION, LeaseLost, LizaError, ValidationErro
 from gitliza.git import longlived, worktrees
 from gitliza.git.objects import odbfresh
 from gitliza.git.refwatch import RefWatcher
-from gitliza.services.liveness import leasewatch
+from gitliza.services import leasewatch
 from gitliza.services.sync import follower
 from gitliza.services.api import Liza
 from gitliza.services.wait import min_timeout, seconds_until
@@ -328,7 +328,7 @@ class Supervisor:
             if left <= 0:
                 self.log(f"no work for {most}s ({why}); exiting")
                 return 0
-            # A lease expires for this clone on its own clock (services/liveness/leasewatch.py), which may
+            # A lease expires for this clone on its own clock (services/leasewatch.py), which may
             # be later than the recorded expiry: wake up for that too.
             deadline = wake.next_deadline(board, now, [self.token.renew_at,
                                                        *leasewatch.deadlines(self.liza.repo, board,

@@ -10,7 +10,7 @@ from gitliza.core import clock
 
 from gitliza.core.encoding import codec
 from gitliza.core.ops.leases import lease_live
-from gitliza.services.views import log_entries, status_data
+from gitliza.services.views.data import log_entries, status_data
 
 if TYPE_CHECKING:
     from gitliza.services.api import Liza

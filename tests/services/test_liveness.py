@@ -1,4 +1,4 @@
-"""Liveness off the audit chain (core/presence/renewals.py, git/liveref.py, services/liveness/): a
+"""Liveness off the audit chain (core/presence/renewals.py, git/liveref.py, services/liveness.py): a
 heartbeat is a renewal on refs/liza/live/<agent>, never a commit on refs/liza/state, and every
 lease rule still holds: a renewed lease blocks a reclaim, an unrenewed one expires and is taken
 over (the reclaim records the renewal it judged, and verify replays it), the coder who lost it

@@ -147,7 +147,7 @@ def test_a_quorum_one_reviewer_cannot_meet_is_said_with_its_fix(repo: Path) -> N
 def test_the_attic_keeps_only_what_would_be_lost_and_marks_merged_work(repo: Path) -> None:
     import pygit2
 
-    from gitliza.services.lifecycle.attic import to_attic
+    from gitliza.services.attic import to_attic
     setup_board(repo, tasks=("t1",))
     wt = Path(claimed(repo, "t1", "c1")["worktree"])
     sha = commit_file(wt, "a.txt", "a\n")

@@ -277,7 +277,7 @@ def block(env: Env, task: str, reason: str, questions: Sequence[str],
 
 
 def heartbeat(env: Env, task: str | None = None) -> int:
-    """A renewal off the audit chain (refs/liza/live/<agent>, services/liveness/): no
+    """A renewal off the audit chain (refs/liza/live/<agent>, services/liveness.py): no
     commit on refs/liza/state."""
     from gitliza.services import liveness
     r = liveness.renew(env.liza(), task=task)

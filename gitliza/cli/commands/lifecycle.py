@@ -166,8 +166,8 @@ def _legacy_notes(env: Env) -> list[str]:
 
 def attic(env: Env, task: str | None, restore: str | None, into: str | None) -> int:
     """List the attic's entries (of TASK), or restore one into a new worktree."""
-    from gitliza.services.lifecycle import attic as kept
-    from gitliza.services.lifecycle.locations import main_root
+    from gitliza.services import attic as kept
+    from gitliza.services.locations import main_root
     liza = env.liza()
     if restore is not None:
         if task is None:

@@ -75,7 +75,7 @@ def team(env: Env, planners: int, coders: int, reviewers: int, prefix: str, cli:
     import sys
 
     from gitliza.sandbox.box import Sandbox
-    from gitliza.services.lifecycle.locations import main_root
+    from gitliza.services.locations import main_root
     from gitliza.team import stopping
     from gitliza.team.launch import KILL_AFTER, Team, TeamOptions
     from gitliza.team.logins import not_ready

@@ -15,7 +15,7 @@ from gitliza.core.board import Board
 from gitliza.core.reports.queries import notes_for
 from gitliza.core.states import TERMINAL
 from gitliza.errors import InconsistentState, NoBoard, ValidationError
-from gitliza.services.views import (agent_logs, find_task, history_log, ready_tasks, show_data,
+from gitliza.services.views.data import (agent_logs, find_task, history_log, ready_tasks, show_data,
                                     status_data, task_row, tasks_in_order)
 
 if TYPE_CHECKING:
@@ -188,7 +188,7 @@ def show(env: Env, task: str, at: str | None) -> int:
                      f"{'/' + u.model if u.model else ''}  in {u.input_tokens:,} out "
                      f"{u.output_tokens:,} cached {u.cached_tokens:,}  {cost}  {u.duration}s"
                      + (f"  ended: {u.end}" if u.end else ""))
-    from gitliza.services.lifecycle.attic import entries
+    from gitliza.services.attic import entries
     kept = entries(env.liza().repo, t.id)
     if kept:
         out.line(f"  attic (work kept before a teardown: `git liza attic {t.id} --restore "

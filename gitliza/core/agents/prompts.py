@@ -87,7 +87,7 @@ def attic_section(task: str, count: int, oid: str, ref: str, subject: str) -> st
 
 def wip_section(task: str, agent: str, oid: str, ref: str, subject: str) -> str:
     """The work in progress `agent` left of `task` (its supervisor's last snapshot, uncommitted
-    edits included: services/lifecycle/wip.py), for the coder taking the task over. The subject
+    edits included: services/wip.py), for the coder taking the task over. The subject
     of its last commit is that coder's words: quoted."""
     return (f"\n\n{agent}, who held {task} before you, left work in progress (its supervisor's "
             f"last snapshot, uncommitted edits included), kept as {ref}. `git liza attic {task} "

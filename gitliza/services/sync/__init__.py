@@ -43,7 +43,8 @@ The package, one job per module:
 - standdown.py: the worktree clean-up of a claim another machine won;
 - boardref.py: moving the local board ref by compare-and-swap (and taking back an unshared op);
 - report.py: what a sync did (SyncReport, Replayed, Dropped, the actions);
-- remote.py: which remote a clone shares with, and where git runs for it.
+- remote.py: which remote a clone shares with, and where git runs for it;
+- renewalpush.py: one renewal off the audit chain shared (its live ref pushed alone).
 Nothing is re-exported here: every lifecycle command imports remote.py to learn whether a remote
 is configured, and a clone that works alone must not pay for loading the engine.
 """

@@ -30,7 +30,7 @@ from gitliza.git.objects import ownstore
 from gitliza.git.gitcmd import error_line, run_git
 from gitliza.git.repository import common_dir, reopened
 from gitliza.git.store import Store
-from gitliza.services.lifecycle import attic
+from gitliza.services import attic
 from gitliza.services.sync.report import SyncReport
 
 SHARE_EVERY = 300.0  # seconds between two exchanges when this clone has nothing new

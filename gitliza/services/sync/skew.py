@@ -1,5 +1,5 @@
 """Clock skew at sync: named in one line, never silently accepted, and the lease
-sightings refreshed (gitliza/services/liveness/leasewatch.py).
+sightings refreshed (gitliza/services/leasewatch.py).
 
 Two measures, each of a real clock: a fetched board whose newest op is dated ahead of this clock
 means this clock is behind the machine that wrote it ("this machine's clock is N s behind
@@ -13,9 +13,10 @@ from __future__ import annotations
 import pygit2
 
 from gitliza.core import clock
-
 from gitliza.core.presence import leasemarks
 from gitliza.git.store import Store
+from gitliza.services import leasewatch as seen
+from gitliza.services.api import now_utc
 from gitliza.services.sync.report import SyncReport
 
 
@@ -34,7 +35,6 @@ def op_time(commit: pygit2.Commit) -> str | None:
 def behind_origin(store: Store, remote_tip: pygit2.Oid, rep: SyncReport) -> None:
     """A notice when the fetched board's newest op is dated more than WARN_SKEW after this
     machine's clock: no op is made in the future, so this clock is behind its writer's."""
-    from gitliza.services.api import now_utc
     when = op_time(store.commit(remote_tip))
     if when is None:
         return
@@ -50,8 +50,6 @@ def behind_origin(store: Store, remote_tip: pygit2.Oid, rep: SyncReport) -> None
 def after_sync(store: Store) -> None:
     """Refresh this clone's lease sightings from the board the sync left: the leases its agents
     hold (found through the agents, not every task: core/presence/leasemarks.held_leases)."""
-    from gitliza.services.liveness import leasewatch as seen
-    from gitliza.services.api import now_utc
     if store.tip() is None:
         return
     board = store.board()[0]

@@ -26,10 +26,12 @@ from gitliza.core.encoding import record
 
 from gitliza.core.keyring import signers
 from gitliza.core.board import Board
-from gitliza.errors import LizaError, ValidationError
+from gitliza.errors import InconsistentState, LizaError, ValidationError
 from gitliza.git.source import GitSource, check_format
 from gitliza.git.store import Store
 from gitliza.services.verify.engine import Report, VerifyFailure, read_signer
+from gitliza.git.remotes import shallow
+from gitliza.services.verify import engine
 
 PIN_KEY = "liza.humanKey"
 
@@ -147,9 +149,6 @@ def verify(store: Store, at: str | None = None, since: str | None = None, *, ful
     """`git liza verify`: from the newest seal (checked) to the tip, else from the root; with
     `since`, from there (trusted); with `full`, the whole chain from the root, fetching first what
     a shallow join left on `remote` (None: liza.remote, else origin)."""
-    from gitliza.errors import InconsistentState
-    from gitliza.git.remotes import shallow
-    from gitliza.services.verify import engine
     tip = store.resolve(at)
     if tip is None:
         raise InconsistentState(f"{store.ref} does not exist: nothing to verify",

@@ -15,6 +15,7 @@ from typing import Any
 
 from gitliza.git.repository import LIZA_DIR, main_worktree
 from gitliza.git.store import Store
+from gitliza.errors import LizaError
 
 STATE_FILE = "state.yaml"
 STAMP_FILE = ".materialized"
@@ -130,7 +131,6 @@ def _changes(store: Store, stamp: Stamp, data: bytes) -> list[str]:
 
     from gitliza.core.encoding import yamlview
     from gitliza.core.encoding.viewedits import view_edits
-    from gitliza.errors import LizaError
     try:
         found: Any = YAML(typ="safe").load(data.decode("utf-8"))
     except (YAMLError, UnicodeDecodeError, ValueError) as e:
