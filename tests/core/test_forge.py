@@ -218,11 +218,11 @@ def test_with_forge_merge_on_the_queue_stands_aside_and_only_the_bridge_records_
     approved(r)
     r.do(ForgeLink, "human", task="task-1", number=3)
     t = r.board.task("task-1")
-    assert t is not None and forge.merges_by_forge(r.board, t)
+    assert t is not None and forgerules.merges_by_forge(r.board, t)
     assert mergequeue.queue(r.board) == []  # the forge merges: no second merge here
     unchanged(r, lambda: r.do(Merge, "reviewer-1", task="task-1", result="merged",
                               merge_commit=MERGE_C), ValidationError, "merged by the forge")
-    [(tid, text)] = forge.alarms(r.board, at(r.minute + 11))  # the forge never merged it
+    [(tid, text)] = forgerules.alarms(r.board, at(r.minute + 11))  # the forge never merged it
     assert tid == "task-1" and "waits for the forge to merge it" in text
     r.do(Merge, "human", task="task-1", result="merged", merge_commit=MERGE_C)  # the bridge's
     assert r.board.get("archive", "task-1").status == S.MERGED
@@ -234,8 +234,8 @@ def test_a_forge_merge_the_board_refused_stops_the_next_and_raises_the_alarm() -
     approved(r)
     r.do(ForgeLink, "human", task="task-1", number=3)
     r.do(AnomalyOp, "human", type="assumption_violated", task="task-1", ordered=True,
-         details=(("assumption", "a"), ("reality", "b"), (forge.MISMATCH, "d" * 40)))
+         details=(("assumption", "a"), ("reality", "b"), (forgerules.MISMATCH, "d" * 40)))
     t = r.board.task("task-1")
-    assert t is not None and not forge.merges_by_forge(r.board, t)
-    [(tid, text)] = forge.alarms(r.board, r.now())
+    assert t is not None and not forgerules.merges_by_forge(r.board, t)
+    [(tid, text)] = forgerules.alarms(r.board, r.now())
     assert tid == "task-1" and "dddddddddddd" in text and "human must look" in text
