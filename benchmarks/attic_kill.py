@@ -24,9 +24,7 @@ import random
 import re
 import signal
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -37,7 +35,7 @@ import pygit2  # noqa: E402
 
 from gitliza.services.lifecycle.attic import save  # noqa: E402
 from tests.cli.test_board import liza  # noqa: E402
-from tests.team.procs import Sup, add_task, env_for, make_board, script  # noqa: E402
+from tests.team.procs import Sup, add_task, new_board_repo, script  # noqa: E402
 
 IDENTITY = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.invalid",
             "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.invalid"}
@@ -52,11 +50,6 @@ done
 """
 ATTIC_REF = re.compile(r"refs/liza-attic/[\w.-]+/[0-9a-f]{40}")
 STARTED = re.compile(r"started agent \(pid (\d+)\) on ([\w.-]+)")
-
-
-def git(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True,
-                          env=env_for())
 
 
 def files(wt: Path) -> dict[str, bytes]:
@@ -134,14 +127,7 @@ def one(repo: Path, tmp: Path, n: int, mode: str) -> dict[str, object]:
 
 def main(runs: int, modes: list[str]) -> None:
     os.environ.update(IDENTITY)
-    tmp = Path(tempfile.mkdtemp(prefix="attic-kill-"))
-    repo = tmp / "repo"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    (repo / "README.md").write_text("project\n")
-    git(repo, "add", "README.md")
-    git(repo, "commit", "-q", "-m", "initial")
-    make_board(repo, lease_duration="30")
+    tmp, repo = new_board_repo("attic-kill-", lease_duration="30")
     results = []
     n = 0
     for mode in modes:

@@ -21,7 +21,6 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -30,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, os.environ.get("PYTHONPATH", "").split(os.pathsep)[0] or str(ROOT))
 
 from tests.cli.test_board import liza  # noqa: E402
-from tests.team.procs import Sup, add_task, env_for, make_board, script, task_of  # noqa: E402
+from tests.team.procs import Sup, add_task, env_for, new_board_repo, script, task_of  # noqa: E402
 
 IDENTITY = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.invalid",
             "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.invalid"}
@@ -57,14 +56,7 @@ def git(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def one_run(seconds: float) -> dict[str, int]:
-    tmp = Path(tempfile.mkdtemp(prefix="sandbox-maint-"))
-    repo = tmp / "repo"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    (repo / "README.md").write_text("project\n")
-    git(repo, "add", "README.md")
-    git(repo, "commit", "-q", "-m", "initial")
-    make_board(repo, lease_duration="30", reviewer_max_wait="600")
+    tmp, repo = new_board_repo("sandbox-maint-", lease_duration="30", reviewer_max_wait="600")
     for i in range(TASKS):
         add_task(repo, f"t{i}")
     coder = script(tmp, "coder.sh", CODER)

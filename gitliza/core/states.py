@@ -125,6 +125,8 @@ TASK_TRANSITIONS: tuple[Transition, ...] = tuple(
          "a rejection that reaches max_review_cycles: review deadlock")
     + _t("merge", (S.APPROVED,), S.MERGED, MERGERS, "exactly review_commit merged")
     + _t("merge", (S.APPROVED,), S.INTEGRATION_FAILED, MERGERS, "conflict or failing test")
+    + _t("merge", (S.READY_FOR_REVIEW,), S.INTEGRATION_FAILED, HUMANS,
+         "a required forge check failed on the commit in review (the bridge, docs/forge.md)")
     + _t("conflict", (S.READY_FOR_REVIEW, S.APPROVED), S.INTEGRATION_FAILED,
          MERGERS, "no longer merges with the integration branch: back to its coder "
          "before a review or a merge is spent on it")
@@ -231,7 +233,7 @@ BOARD_OPS: dict[str, frozenset[Role]] = {
     "supervise": REGISTRABLE_ROLES,
     # ... but who ends the token of one found dead (`supervise free`, what `doctor --fix` runs).
     "supervise:free": HUMANS,
-    # Its supervisor saying the agent waits for its model provider (core/provider.py).
+    # Its supervisor saying the agent waits for its model provider (core/agents/faults.py).
     "provider-wait": REGISTRABLE_ROLES,
     # The board's frame.
     "init": PLANNING,  # a new goal once the last one ended (the first init has no board to ask)

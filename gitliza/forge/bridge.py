@@ -10,13 +10,13 @@ pull request in step:
 - title, body and labels from the task; out of draft once approved; every verdict a review
   comment; closed when the board merged (or dropped) the task;
 - the forge's events back, through the board's own ops as the human: a required check that failed
-  on the approved commit is `merge --result failed` (the integration test's path, counted as
-  one), all of them passed is `forge-checks`; a human's "request changes" is `human-review
+  on the task's commit, in review or approved, is `merge --result failed` (the integration test's
+  path, counted as one), all of them passed on the approved commit is `forge-checks`; a human's "request changes" is `human-review
   reject` with the review's text and line comments, an approval `human-review approve`.
 
 The forge unreachable or rate limited ends the pass (the next one waits for the forge's reset,
 with a growing backoff); the board never waits for the forge, and the next pass catches up. A
-decision about the board is made in core/forge.py; this module does the I/O."""
+decision about the board is made in core/forgerules.py; this module does the I/O."""
 from __future__ import annotations
 
 import json
@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from gitliza import atomic
-from gitliza.core import forge as rules
+from gitliza.core import forgerules as rules
 from gitliza.core.model import Task
 from gitliza.core.states import TERMINAL, TaskState
-from gitliza.errors import GitFailure, LizaError
+from gitliza.errors import ConcurrencyConflict, GitFailure, LizaError
 from gitliza.forge import Forge, ForgeRateLimited, ForgeRefused, ForgeUnreachable, PullRequest
 from gitliza.git.gitcmd import run_git
 from gitliza.git.repository import common_dir, repo_path
@@ -53,6 +53,7 @@ class Pass:
     opened: list[str] = field(default_factory=list)
     linked: list[str] = field(default_factory=list)
     recorded: list[str] = field(default_factory=list)  # board ops the forge's events made
+    anomalies: list[str] = field(default_factory=list)  # forge merges the board refused
     error: str | None = None
 
 
@@ -127,7 +128,7 @@ class Bridge:
     def _since(self) -> str:
         """When the board's forge was set (its newest `config forge`), found once."""
         if self.forge_since is None:
-            from gitliza.core import record
+            from gitliza.core.encoding import record
             self.forge_since = ""
             for c in self.liza.store.history():
                 try:
@@ -169,8 +170,10 @@ class Bridge:
         self.seen[t.id] = _key(t)
         if t.status in (S.READY_FOR_REVIEW, S.APPROVED):
             t = self._reviews(t, number, out) or t
-        if t.status == S.APPROVED and rules.waits_for_checks(board.config, t):
-            self._checks(board, t, out)
+        if rules.judges_checks(board.config, t):
+            t = self._checks(board, t, out) or t
+        if t.forge_pr is not None and rules.merges_by_forge(board, t):
+            self._merge(t, out)
 
     def _open(self, board: Board, t: Task, out: Pass) -> Task:
         """The task's pull request: found by its head branch first, else opened; its number on
@@ -266,26 +269,52 @@ class Bridge:
             return self.liza.board().task(t.id)  # one review per pass: the task moved
         return None
 
-    def _checks(self, board: Board, t: Task, out: Pass) -> None:
+    def _checks(self, board: Board, t: Task, out: Pass) -> Task | None:
         from gitliza.core.ops.forge import ForgeChecks
         from gitliza.core.ops.review import Merge
         assert t.review_commit is not None
         got = rules.judge(rules.required(board.config), self.forge.checks(t.review_commit))
-        if got.state == "passed":
+        if got.state == "passed" and t.status == S.APPROVED:
             self.liza.do(ForgeChecks, task=t.id, commit=t.review_commit)
             self.log(f"forge: {t.id}: required checks passed on {t.review_commit[:12]}")
             out.recorded.append(t.id)
+            return self.liza.board().task(t.id)
         elif got.state == "failed" and got.failed is not None:
             reason = rules.failure_reason(got.failed)
             self.liza.do(Merge, task=t.id, result="failed", reason=reason)
             self.log(f"forge: {t.id}: {reason}: back to its coder (INTEGRATION_FAILED)")
+            out.recorded.append(t.id)
+        return None
+
+    def _merge(self, t: Task, out: Pass) -> None:
+        """forge_merge on: the forge merges the approved task, the board records its merge
+        commit once checked (forge/merging.py); a mismatch is an anomaly, nothing recorded."""
+        from gitliza.core.ops.journal import AnomalyOp
+        from gitliza.forge import merging
+        try:
+            got = merging.merge(self.liza, self.forge, t, self.remote,
+                                lambda line: self.log(f"forge: {t.id}: {line}"))
+        except merging.ForgeMergeMismatch as e:
+            self.log(f"forge: {t.id}: {e}")
+            self.liza.do(AnomalyOp, type="assumption_violated", task=t.id, ordered=True,
+                         details=(("assumption", "the forge merges exactly the approved commit "
+                                   "into the integration tip the board knows"),
+                                  ("reality", str(e)[:1000]), (rules.MISMATCH, e.commit)))
+            out.anomalies.append(t.id)
+            return
+        except (GitFailure, ConcurrencyConflict) as e:  # the clone's side: the next pass again
+            self.log(f"forge: {t.id}: the forge's merge waits: {e}")
+            return
+        if got is not None:
+            self.log(f"forge: {t.id}: merged by the forge as {got[:12]}, recorded")
             out.recorded.append(t.id)
 
     # -- what `forge status` reads -----------------------------------------------------------
     def _write_status(self, out: Pass) -> None:
         data = {"pid": os.getpid(), "time": time.time(), "error": out.error,
                 "paused_until": self.paused_until if out.error else None,
-                "requests": getattr(self.forge, "requests", None)}
+                "requests": getattr(self.forge, "requests", None),
+                "not_modified": getattr(self.forge, "not_modified", None)}
         try:
             path = status_path(self.liza.repo)
             atomic.write(path.parent, path.name, (json.dumps(data) + "\n").encode())

@@ -17,6 +17,12 @@ for.
   Windows of WINDOW bytes, at most MAPPED bytes mapped: past it libgit2 unmaps the
   least recently used windows no read is using. What a reader reads again soon stays mapped;
   the cost is a mapping now and then (a window is one mmap call).
+- libgit2's object cache. Every commit and tree of 4 KB or less that a process reads stays in it,
+  up to 256 MB by default: a reader of the board reads each new board commit and its trees, so a
+  `git liza watch` beside a busy team grew ~19 KB of anonymous memory per merged task (~2.9 KB per
+  board commit read) for hours, the web board ~16 KB, a supervisor likewise (400 tasks: +7 MB,
+  linear; benchmarks/busyteam.py). Bounded at CACHE bytes: what is read again soon (the tip's
+  trees) stays; past the bound libgit2 lets entries go.
 """
 from __future__ import annotations
 
@@ -26,6 +32,9 @@ from __future__ import annotations
 # the web board's resident pack pages double its own memory before libgit2 unmapped any.
 WINDOW = 1 << 20  # bytes of a pack mapped at once
 MAPPED = 8 << 20  # bytes of packs mapped at most (libgit2 may pass it while windows are in use)
+# A board commit and its trees are ~3 KB in the cache: 4 MB holds a thousand or more of them, far
+# more than a loop reads again (the tip, the commits since its last look).
+CACHE = 4 << 20  # bytes of libgit2's object cache
 
 _done = False
 
@@ -42,4 +51,5 @@ def install() -> None:
     reflookup.install()
     pygit2.settings.mwindow_size = WINDOW
     pygit2.settings.mwindow_mapped_limit = MAPPED
+    pygit2.settings.cache_max_size(CACHE)
     _done = True

@@ -3,9 +3,9 @@ read-only, and nothing around it (docs/security.md "The home stays hidden").
 
 A launch needs the Python gitliza runs on and gitliza itself, the agent's executable and its
 installation (a CLI's own install tree, a venv and the interpreter it was made from), PATH's
-directories and the launch's own files. These used to be "the parent of
-every `bin/`", so `~/bin` on PATH, or an agent started as `-- ~/agent.sh`, showed the whole
-home (`~/.ssh`, `~/.aws`, shell history), and `~/.cargo/bin` or `~/.local/bin` showed
+directories, the launch's own files and the files its command names (an agent's script).
+These used to be "the parent of every `bin/`", so `~/bin` on PATH, or an agent started as
+`-- ~/agent.sh`, showed the whole home (`~/.ssh`, `~/.aws`, shell history), and `~/.cargo/bin` or `~/.local/bin` showed
 `~/.cargo/credentials.toml` or `~/.local/share`. Now each wanted directory is tried from the
 widest to the narrowest (an installation's prefix, then the directory itself, then the file
 itself) and the first that is safe is taken (what was named exactly, a PATH entry or a file, needs only the
@@ -113,7 +113,11 @@ def needed(argv: Sequence[str], env: Mapping[str, str], files: Sequence[Path],
                 out.append(got)
             elif any(h == Path(entry) or h in Path(entry).parents for h in hidden):
                 dropped.append(entry)  # the home itself on PATH (or a link into it): not shown
-    for f in files:
+    # The command's own files: `python3 /tmp/clone/examples/agents/planner.py` names its script
+    # (and the script's directory holds what it imports), which a hidden /tmp would otherwise
+    # take away, leaving the agent to die at once ("can't open file").
+    named = [Path(a) for a in argv[1:] if os.path.isabs(a) and os.path.isfile(a)]
+    for f in [*files, *named]:
         got = _pick([f.parent, f], hidden)
         if got is not None:
             out.append(got)

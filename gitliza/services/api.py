@@ -12,9 +12,11 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
-from gitliza.core import clock, liveness
+from gitliza.core import clock
+
+from gitliza.core.presence import renewals as liveness
 from gitliza.core.board import Board
-from gitliza.core.liveness import Renewal
+from gitliza.core.presence.renewals import Renewal
 from gitliza.core.states import HUMAN_ACTOR
 from gitliza.core.terminal import safe
 from gitliza.git.store import Committed, Store
@@ -101,7 +103,7 @@ class Liza:
 
     def board(self, at: str | None = None) -> Board:
         """The board at the tip (or at `at`, as it was recorded). The tip is read with the
-        effective leases: the renewals on refs/liza/live/* laid over it (core/liveness.py)."""
+        effective leases: the renewals on refs/liza/live/* laid over it (core/presence/renewals.py)."""
         return self.store.board(at)[0]
 
     def renewals(self) -> list[Renewal]:

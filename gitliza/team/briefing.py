@@ -1,4 +1,4 @@
-"""The prompt of one agent session: the core's texts (gitliza/core/prompts.py) filled in from the
+"""The prompt of one agent session: the core's texts (core/agents/prompts.py) filled in from the
 board: the role's bootstrap, then the coder's task (with the human notes for it and a pending
 handoff, which the prompt then carries: `carried_handoff` names it, for the session to mark it
 given), the reviewer's task, or the planner's wake trigger and sprint; and a resume line for a
@@ -6,7 +6,9 @@ session that picks up held work. Building a prompt reads; it writes nothing on t
 """
 from __future__ import annotations
 
-from gitliza.core import prompts, queries, wake
+from gitliza.core.agents import prompts, wake
+
+from gitliza.core.reports import queries
 from gitliza.core.board import Board
 from gitliza.core.model import HumanNote
 from gitliza.core.states import Role

@@ -1,7 +1,7 @@
 """What `git liza team` prints besides its supervisors' lines: the board's transitions as they land
 (as `python3 dev.py example` does), with the reason of a rejection, a block or a failed merge, so
 the human sees a verdict and why without `git liza show`. Bookkeeping (supervise, usage, liveness:
-core/record.py) is left out; `git liza log --all` has it. After each change it seals the history
+core/encoding/record.py) is left out; `git liza log --all` has it. After each change it seals the history
 when a seal is due (services/autoseal.py): the team runs as the human."""
 from __future__ import annotations
 
@@ -104,7 +104,7 @@ class Follower:
             self._watcher.wait(5)
 
     def _show_new(self) -> None:
-        from gitliza.core import record
+        from gitliza.core.encoding import record
         from gitliza.services.views import log_entry
         tip = self._watcher.tip()
         if tip is None or tip == self._seen:

@@ -23,7 +23,7 @@ from typing import IO, Callable
 
 from gitliza import atomic, start_command
 from gitliza.agentcli.base import DEFAULT_PERMISSIONS
-from gitliza.core import teammodels
+from gitliza.core.agents import teammodels
 from gitliza.sandbox.policy import SandboxMode
 from gitliza.services import procinfo
 from gitliza.team import orphans
@@ -41,7 +41,7 @@ def supervisor_argv(member: Member, opts: TeamOptions) -> list[str]:
     """The member's `git liza agent` command line, rendered from the team's options record (each
     option as a flag, a default left out). The board's `models` (in the record when the team
     names no `--cli` and no `-- COMMAND`) give the member's CLI and model
-    (gitliza/core/teammodels.py)."""
+    (gitliza/core/agents/teammodels.py)."""
     argv = [*start_command(), "agent", member.role]  # -P: see start_command
     cli = opts.cli
     chosen = teammodels.chain_for_member(opts.models, member.role, member.agent) \

@@ -80,7 +80,7 @@ def _clear(liza: Liza, task: str, agent: str, log: Callable[[str], None]) -> Non
     reviewer of this machine given the task's review found its HEAD, not the submitted commit,
     and gave up (issue 48's fleet scenario). Not when an agent of this machine holds the task
     now (its worktree is the same directory)."""
-    from gitliza.core.fleet import machine_of
+    from gitliza.core.presence.placement import machine_of
     from gitliza.git import worktrees
     from gitliza.git.tasklocks import task_lock
     board = liza.board()

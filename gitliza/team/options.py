@@ -16,7 +16,7 @@ from typing import Sequence
 
 from gitliza.agentcli.base import DEFAULT_PERMISSIONS, Permissions
 from gitliza.agentcli.launch import parse_permissions
-from gitliza.core.fleet import check_labels
+from gitliza.core.presence.placement import check_labels
 from gitliza.core.ids import check_id
 from gitliza.errors import ValidationError
 from gitliza.sandbox.policy import SandboxMode
@@ -83,7 +83,7 @@ class TeamOptions:
     mcp: bool = False
     permissions: Permissions = DEFAULT_PERMISSIONS
     sandbox: SandboxMode = SandboxMode.ON
-    labels: tuple[str, ...] = ()  # what this machine offers a task's `needs` (core/fleet.py)
+    labels: tuple[str, ...] = ()  # what this machine offers a `needs` (core/presence/placement.py)
     takeover: bool = False  # take every member's id from a supervisor that is gone
     no_sync: bool = False
     logs: Path | None = None  # also each supervisor's log, one file per member

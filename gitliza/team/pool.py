@@ -1,5 +1,5 @@
 """A team that sizes itself: `git liza team --max-coders N --max-reviewers M` (upstream Liza's
-ADR-0163). The decision is pure (gitliza/core/pool.py); this module watches the board and starts
+ADR-0163). The decision is pure (core/agents/sizing.py); this module watches the board and starts
 the supervisors, as members of the running `Team` (gitliza/team/launch.py), so they are on the
 board, labelled in the output and stopped with the team as every other member.
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
-from gitliza.core import pool, wake
+from gitliza.core.agents import sizing as pool, wake
 from gitliza.core.ids import check_id
 from gitliza.errors import LizaError
 from gitliza.team.launch import Member, Team

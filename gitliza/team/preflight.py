@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Callable
 
 from gitliza import agentcli
-from gitliza.core import teammodels
+from gitliza.core.agents import teammodels
 from gitliza.core.model import Config
 from gitliza.team.options import TeamOptions
 from gitliza.team.runner import require

@@ -13,8 +13,8 @@ from typing import IO, Callable
 
 from gitliza import agentcli, atomic
 from gitliza.access import mcp_config
-from gitliza.core import prompts
-from gitliza.core.provider import PROVIDER_STOP, Ending, Sign
+from gitliza.core.agents import prompts
+from gitliza.core.agents.faults import PROVIDER_STOP, Ending, Sign
 from gitliza.core.board import Board
 from gitliza.core.states import Role
 from gitliza.core.terminal import safe

@@ -5,7 +5,7 @@
     wait, or when the goal is over); a coder claims its task (worktree and all), a reviewer takes
     the review lease, a planner picks the wake trigger; build and save the prompt; run the agent
     with a heartbeat thread, its output in `.liza/agent-logs/`; then judge the run by the board
-    (gitliza/core/runs.py): exit 0 with the work done -> more work; a run that leaves the work
+    (core/agents/runs.py): exit 0 with the work done -> more work; a run that leaves the work
     held and the board unmoved (whatever its exit code) is a no-progress run -> restart after a
     backoff, and after max_no_progress_runs in a row give the work up (block the task, record a
     retry_loop anomaly: the watcher's GAVE_UP alarm); 42 -> restart after restart_delay; a crash
@@ -45,7 +45,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from gitliza import agentcli
-from gitliza.core import alarms, pool, runs, wake
+from gitliza.core.agents import sizing as pool, runs, wake
+from gitliza.core.reports import alarms
 from gitliza.core.board import Board
 from gitliza.core.ids import check_agent_id_for_role
 from gitliza.services.views import registered_role
@@ -53,7 +54,7 @@ from gitliza.core.ops.journal import AnomalyOp
 from gitliza.core.ops.work import Block
 from gitliza.core.states import HUMAN_ACTOR, Role
 from gitliza.core.terminal import safe
-from gitliza.core.wake import Hold
+from gitliza.core.agents.wake import Hold
 from gitliza.errors import EXIT_VALIDATION, LeaseLost, LizaError, ValidationError
 from gitliza.git import longlived, worktrees
 from gitliza.git.objects import odbfresh
@@ -87,7 +88,7 @@ class SupervisorOptions:
     sandbox: SandboxMode = SandboxMode.ON  # the OS sandbox (gitliza/sandbox/), parsed by the CLI
     pool: bool = False  # a member of a self-sizing team: exits after pool_idle_exit idle seconds
     model: str | None = None  # the model the CLI runs (the board's `models`, via `team`)
-    labels: tuple[str, ...] = ()  # what this machine offers a task's `needs` (core/fleet.py)
+    labels: tuple[str, ...] = ()  # what this machine offers a task's `needs` (core/presence/placement.py)
 
 
 # Seconds from SIGINT/SIGTERM to the process's end at the latest: the agent's grace
@@ -250,6 +251,9 @@ class Supervisor:
         back, records the anomaly and exits, leaving its review lease to expire for another
         reviewer; a planner waits until its triggers change. None: go on looking for work."""
         last = "exit 0" if code == 0 else f"exit {code}"
+        said = self.sessions.ending.line if self.sessions.ending is not None else ""
+        if said:  # the agent's own last words ("can't open file ..."): the why, for the human
+            last += f": {said[:200]}"
         pattern = f"{runs_in_a_row} agent runs in a row without board progress (last: {last})"
         if job.task is not None and self.role == Role.CODER:
             try:

@@ -11,13 +11,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from gitliza.core.quorum import review_lease
-from gitliza.core import mergequeue, wake
+from gitliza.core import mergequeue
+from gitliza.core.agents import wake
 from gitliza.core.board import Board
 from gitliza.core.invariants import reviewable
 from gitliza.core.model import Config
 from gitliza.core.ops.goal import CompleteGoal
 from gitliza.core.states import Role, TaskState
-from gitliza.core.wake import WakeTrigger
+from gitliza.core.agents.wake import WakeTrigger
 from gitliza.errors import AlreadyHeld, LeaseLost, LizaError
 from gitliza.services.liveness import leasewatch
 from gitliza.services.lifecycle.batch import merge_batch

@@ -81,7 +81,7 @@ class Board:
         """The terminal columns: the current goal's archived tasks (every goal's with
         `every_goal`), the latest first; `#earlier`: how many earlier goals' tasks were left
         out, and the previous goal's line (its alignment history's first entry)."""
-        from gitliza.core.queries import of_current_goal
+        from gitliza.core.reports.queries import of_current_goal
         from gitliza.services.views import task_row
         if state is None:
             return {}

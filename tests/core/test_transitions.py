@@ -100,6 +100,12 @@ def _perform(tr: Transition) -> TaskState:
         if tr.target == S.READY_FOR_REVIEW:
             r.do(ConfigSet, "human", key="review_quorum", value="2")
         r.do(HumanReview, "human", task="task-1", verdict="approve", commit=C1, review=2)
+    elif special == ("merge", S.READY_FOR_REVIEW, S.INTEGRATION_FAILED):  # a forge check
+        r.do(ClaimReview, "reviewer-2", task="task-1")
+        r.do(Merge, "human", task="task-1", result="failed", reason="forge check 'ci': failure")
+        t = r.board.task("task-1")
+        assert t is not None and t.reviewing_by is None  # the review ends with it
+        assert r.board.agent("reviewer-2").current_task is None  # type: ignore[union-attr]
     elif special == ("merge", S.APPROVED, S.INTEGRATION_FAILED):
         r.do(Merge, "reviewer-1", task="task-1", result="failed", reason="tests fail")
     elif tr.op == "carry-approval":  # an integration fix: approved at C1, failed, fixed at C2

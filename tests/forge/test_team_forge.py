@@ -6,7 +6,7 @@ through Prism's validating proxy, the test acting as the world (CI's checks, a h
   in Prism's log), the bridge killed and started again in the middle of the run;
 - a failing required check sends its task back to its coder as an integration failure carrying
   the check's name, conclusion and log URL; a human's "request changes" is a rejection by the
-  human; the team then merges every task;
+  human; the team then merges every task, and the goal completes;
 - the forge unreachable for a minute stops nothing: the team merges everything meanwhile, and the
   bridge catches up when the forge is back (one pull request per task, closed)."""
 from __future__ import annotations
@@ -150,6 +150,8 @@ def test_a_team_with_the_bridge_checks_and_a_human_review(
     assert "Please say hello too." in rejected[0].reason and "t3.txt:1" in rejected[0].reason
     assert s.validation_errors() == [], s.validation_errors()
     ok(liza(repo, "verify", agent=None))
+    ok(liza(repo, "complete-goal", agent=None))  # every task merged: the goal completes
+    assert Liza.open(repo).board().goal.status == "COMPLETED"
     n = len(s.requests())
     print(f"requests: {n} for {len(TASKS)} tasks ({n / len(TASKS):.1f} per task)")
 

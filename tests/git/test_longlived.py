@@ -1,5 +1,6 @@
 """What a long-lived process sets up once (gitliza/git/longlived.py): libgit2's pack windows
-bounded, so that the pages of the packs it reads do not stay resident for the life of the pack."""
+bounded, so that the pages of the packs it reads do not stay resident for the life of the pack;
+libgit2's object cache bounded, so that every commit and tree it reads does not stay in memory."""
 from __future__ import annotations
 
 import os
@@ -75,3 +76,39 @@ def test_without_it_every_page_read_stays_resident(big_pack: tuple[Path, list[st
     repo, oids = big_pack
     kb, _limit = _resident_pack_kb(repo, "one-shot", oids)
     assert kb * 1024 >= BLOBS * (1 << 20) * 0.9, kb
+
+
+CACHE_READER = """
+import sys
+import pygit2
+if sys.argv[2] == "long-lived":
+    from gitliza.git.refwatch import RefWatcher
+    RefWatcher(sys.argv[1])
+repo = pygit2.Repository(sys.argv[1])
+sig = pygit2.Signature("t", "t@t.invalid")
+parent = []
+for i in range(int(sys.argv[3])):  # a board's life: a commit per op, each with its trees read
+    blob = repo.create_blob(b"task %d\\n" % i * 40)
+    tree = repo.TreeBuilder()
+    for j in range(30):
+        tree.insert("t%d" % j, blob, pygit2.enums.FileMode.BLOB)
+    c = repo.create_commit(None, sig, sig, "op %d" % i, tree.write(), parent)
+    parent = [c]
+    [e.id for e in repo[c].tree]
+print(*pygit2.settings.cached_memory)
+"""
+
+
+@pytest.mark.parametrize("mode", ["long-lived", "one-shot"])
+def test_the_object_cache_of_a_long_lived_reader_is_bounded(tmp_path: Path, mode: str) -> None:
+    """Thousands of board commits read: a long-lived process keeps at most CACHE of them; the
+    control (libgit2's default, fine for a command that exits) keeps them all."""
+    repo = tmp_path / "repo"
+    git(tmp_path, "init", "-q", str(repo))
+    out = subprocess.run([sys.executable, "-c", CACHE_READER, str(repo), mode, "10000"],
+                         check=True, capture_output=True, text=True, timeout=300).stdout.split()
+    cached, allowed = int(out[0]), int(out[1])
+    if mode == "long-lived":
+        assert allowed == longlived.CACHE and cached <= longlived.CACHE, (cached, allowed)
+    else:
+        assert cached > 2 * longlived.CACHE, cached  # ~11 MB, and growing: what the bound saves

@@ -65,3 +65,21 @@ def test_a_path_entry_that_links_into_the_home_shows_nothing_of_it(tmp_path: Pat
     assert dropped == [f"{home}/bin", f"{home}/keys"]
     assert not {home, home / "bin", home / "keys", home / ".ssh"} & set(shown), shown
     assert home / ".local/bin" in shown
+
+
+def test_a_script_the_command_names_is_shown_with_its_directory(tmp_path: Path) -> None:
+    """`python3 /tmp/clone/examples/agents/planner.py` under a hidden /tmp: the script and the
+    modules beside it are shown (the example's agents died at once without), nothing wider; a
+    script straight in the home is shown alone, and a directory named is not shown at all."""
+    tmp, home = tmp_path / "tmp", tmp_path / "home"
+    script = _exe(tmp / "clone/examples/agents/planner.py")
+    _exe(home / "agent.py")
+    _exe(home / ".ssh/id_ed25519")
+    shown, _ = reexpose.needed(["python3", str(script), "--flag", "rel/x.py"], {"PATH": ""}, [],
+                               [tmp, home])
+    assert script.parent in shown, shown
+    assert not {tmp, tmp / "clone", tmp / "clone/examples"} & set(shown), shown
+    shown, _ = reexpose.needed(["python3", str(home / "agent.py"), str(home / ".ssh")],
+                               {"PATH": ""}, [], [tmp, home])
+    under = {p for p in shown if home == p or home in p.parents}
+    assert under == {home / "agent.py"}, shown

@@ -41,6 +41,20 @@ def make_board(repo: Path, **config: str) -> Path:
     return repo
 
 
+def new_board_repo(prefix: str, **config: str) -> tuple[Path, Path]:
+    """A throw-away directory and in it `repo`: one commit on main and a board (make_board), for
+    the scripts that run outside pytest (benchmarks/) and so have no `repo` fixture."""
+    import tempfile
+    tmp = Path(tempfile.mkdtemp(prefix=prefix))
+    repo = tmp / "repo"
+    repo.mkdir()
+    (repo / "README.md").write_text("project\n")
+    for args in (("init", "-q", "-b", "main"), ("add", "README.md"),
+                 ("commit", "-q", "-m", "initial")):
+        subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, env=env_for())
+    return tmp, make_board(repo, **config)
+
+
 def add_task(repo: Path, task: str, *deps: str) -> None:
     args = ["add", task, "--desc", f"do {task}", "--spec-ref", "README.md", "--done-when", "done",
             "--scope", task, "--ready"]

@@ -4,19 +4,38 @@ supervisor processes with the scripted agents, and checks the result itself (eve
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.fixture(params=["checkout", "under-tmp"])
+def examples(request: pytest.FixtureRequest) -> Iterator[Path]:
+    """examples/ where it is, and in a clone under /tmp: the sandbox gives every agent a /tmp of
+    its own, so the agents' scripts (named on their command line) must be shown again there;
+    a fresh clone in /tmp once had every agent die at once with "can't open file"."""
+    if request.param == "checkout":
+        yield ROOT / "examples"
+        return
+    d = Path(tempfile.mkdtemp(prefix="gitliza-clone-", dir="/tmp"))
+    try:
+        shutil.copytree(ROOT / "examples", d / "examples")
+        yield d / "examples"
+    finally:
+        shutil.rmtree(d)
+
+
 @pytest.mark.slow
-def test_the_team_builds_the_hello_cli_end_to_end(tmp_path: Path) -> None:
+def test_the_team_builds_the_hello_cli_end_to_end(tmp_path: Path, examples: Path) -> None:
     env = dict(os.environ, TMPDIR=str(tmp_path))
-    r = subprocess.run([sys.executable, str(ROOT / "examples" / "team.py")], env=env,
+    r = subprocess.run([sys.executable, str(examples / "team.py")], env=env,
                        capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
     out = r.stdout

@@ -5,6 +5,7 @@ issue lists may show: no INVALID state, no "exited -15", no "went to nobody", no
 work that was never at risk, the asker gets its answered task back."""
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -13,7 +14,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import pytest
 
@@ -76,8 +77,13 @@ class Team:
         return "\n".join(self.out)
 
 
-def status(repo: Path) -> dict:  # type: ignore[type-arg]
-    return json.loads(ok(liza(repo, "status", "--json", agent=None)))
+def status(repo: Path) -> dict[str, Any]:
+    got: dict[str, Any] = json.loads(ok(liza(repo, "status", "--json", agent=None)))
+    return got
+
+
+def merged(repo: Path, tid: str) -> bool:
+    return bool(task(repo, tid)["status"] == "MERGED")
 
 
 SHOWN: list[Team] = []  # the team running, whose output a failed wait shows
@@ -89,8 +95,9 @@ def until(what: str, check: Callable[[], object]) -> None:
                 timeout=4 * WAIT)
 
 
-def task(repo: Path, tid: str) -> dict:  # type: ignore[type-arg]
-    return json.loads(ok(liza(repo, "show", tid, "--json", agent=None)))
+def task(repo: Path, tid: str) -> dict[str, Any]:
+    got: dict[str, Any] = json.loads(ok(liza(repo, "show", tid, "--json", agent=None)))
+    return got
 
 
 def clean(repo: Path, team: Team) -> None:
@@ -151,7 +158,7 @@ def test_the_journey(repo: Path, tmp_path: Path) -> None:
         ok(liza(repo, "init", f"goal {n}", agent=None))
         add_task(repo, n)
         team = Team(repo, agent, reviewers=2)
-        until(f"goal {n}'s merge", lambda n=n: task(repo, n)["status"] == "MERGED")
+        until(f"goal {n}'s merge", functools.partial(merged, repo, n))
         ok(liza(repo, "complete-goal", agent=None))
         assert team.end() == 0
         clean(repo, team)

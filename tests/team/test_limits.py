@@ -39,7 +39,8 @@ def _gave_up(repo: Path, sup: Sup, task: str) -> None:
      "restarting in 1s", "(no progress 2/3); restarting in 2s"),
     ("exit 42\n", "exited 42 (graceful) (no progress 1/3); restarting in 1s",
      "exited 42 (graceful) (no progress 2/3); restarting in 2s"),
-    ("exit 3\n", "crashed (exit 3, 1 in a row) (no progress 1/3); restarting in 1s",
+    ("echo \"agent.sh: can't open file 'planner.py'\" >&2\nexit 3\n",
+     "crashed (exit 3, 1 in a row) (no progress 1/3); restarting in 1s",
      "crashed (exit 3, 2 in a row) (no progress 2/3); restarting in 2s"),
 ], ids=["exit0-held", "always-42", "always-crash"])
 def test_a_run_without_progress_backs_off_then_the_task_is_given_up(
@@ -50,6 +51,9 @@ def test_a_run_without_progress_backs_off_then_the_task_is_given_up(
     sup.expect(first)
     sup.expect(second)
     _gave_up(repo, sup, "t1")
+    if "can't open" in body:  # the human is told why: the agent's own last words
+        gave = liza(repo, "watch", "--once", "--json", agent=None).stdout
+        assert "(last: exit 3: agent.sh: can't open file 'planner.py')" in gave, gave
     # The supervisor goes on: the blocked task is not claimed again, nothing else is relaunched.
     ok(liza(repo, "abort", agent=None))
     assert sup.wait() == 0

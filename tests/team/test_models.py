@@ -1,4 +1,4 @@
-"""A model per role: the board's `models` config (gitliza/core/teammodels.py) names each role's
+"""A model per role: the board's `models` config (core/agents/teammodels.py) names each role's
 CLI and model, each reviewer slot its own; `git liza team` starts every member on it, the CLI gets
 its --model, and the run's usage records the model."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gitliza.core import teammodels
+from gitliza.core.agents import teammodels
 from gitliza.errors import ValidationError
 from gitliza import agentcli
 from gitliza.team.launch import Member, TeamOptions, supervisor_argv

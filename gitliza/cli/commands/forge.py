@@ -20,7 +20,7 @@ def _human(env: Env) -> Env:
 def github(env: Env, repo: str, api_url: str | None) -> int:
     """Set forge=github, forge_repo and forge_api_url (as the human: an agent may not), then check
     that the token (never on the board) reaches the repository."""
-    from gitliza.core.forge import coerce
+    from gitliza.core.forgerules import coerce
     from gitliza.core.ops.goal import ConfigSet
     coerce("forge_repo", repo)  # one clear line before anything is written
     if api_url:
@@ -77,6 +77,7 @@ def status(env: Env) -> int:
         age = int(time.time() - float(bridge.get("time") or 0))  # type: ignore[arg-type]
         sys.stdout.write(f"bridge: last pass {age}s ago (pid {bridge.get('pid')}), "
                          f"{bridge.get('requests')} requests"
+                         f"{_not_modified(bridge)}"
                          f"{', ' + safe(str(bridge['error'])) if bridge.get('error') else ''}\n")
     else:
         sys.stdout.write("bridge: never ran here (`git liza team` runs it, or `git liza forge sync`)\n")
@@ -149,8 +150,8 @@ def _loop(env: Env, once: bool, interval: float, wake: object) -> int:
             for tid in done.opened:
                 sys.stdout.write(f"opened a pull request for {tid}\n")
             sys.stdout.flush()
-            if once:
-                return 0 if done.error is None else 3
+            if once:  # 4: a forge merge the board refused (its anomaly is on the board)
+                return 4 if done.anomalies else 0 if done.error is None else 3
             if isinstance(wake, threading.Event):
                 wake.wait(interval)  # a webhook delivery wakes it early
                 wake.clear()
@@ -160,3 +161,8 @@ def _loop(env: Env, once: bool, interval: float, wake: object) -> int:
         return 130
     finally:
         os.close(fd)
+
+
+def _not_modified(bridge: dict[str, object]) -> str:
+    n = bridge.get("not_modified")
+    return f" ({n} answered 304)" if isinstance(n, int) else ""

@@ -136,7 +136,7 @@ def _held_by_stopped(env: Env) -> list[str]:
     """Tasks still held by an agent whose supervisor stopped or is gone: board and disk agree,
     but nobody works on them until the lease ends or the supervisor is started again (a note,
     not a problem: restarting resumes the task)."""
-    from gitliza.core.supervision import of_board
+    from gitliza.core.presence.supervision import of_board
     liza = env.liza()
     now = liza.now()
     return [line for s in of_board(liza.board(), now) if (line := s.line(now))]

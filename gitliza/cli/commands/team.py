@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from gitliza.core.fleet import check_labels
+from gitliza.core.presence.placement import check_labels
 from gitliza.cli.commands import Env
 from gitliza.cli.commands.board import report
 from gitliza.core.ops.control import AbortOp, Pause, Resume

@@ -7,7 +7,7 @@ import re
 
 from gitliza.cli.commands import Env
 from gitliza.core import clock
-from gitliza.core import usage as core_usage
+from gitliza.core.agents import costs as core_usage
 from gitliza.errors import ValidationError
 
 _AGO = re.compile(r"^([0-9]{1,6})([mhd])$")

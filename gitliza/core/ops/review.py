@@ -7,16 +7,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gitliza.core import clock, quorum
-from gitliza.core.forge import waits_for_checks
+from gitliza.core.forgerules import forge_merges, waits_for_checks
 from gitliza.core.model import Config, Evidence, ReviewVote, Task
 from gitliza.core.ops.base import (Ctx, Op, check_sha, free_agent, need_text, register_op,
                                    replace)
 from gitliza.core.ops.fleetrules import machine_rules
 from gitliza.core.ops.blocking import add_anomaly, block_fields, with_failed
-from gitliza.core.leasewatch import REVIEW
+from gitliza.core.presence.leasemarks import REVIEW
 from gitliza.core.ops.leases import (STAND_DOWN, drop_stale_review, holds_live, judge_takeover,
                                      lease_live, lease_seconds)
-from gitliza.core.states import AgentState, TaskState
+from gitliza.core.states import HUMAN_ACTOR, AgentState, TaskState
 from gitliza.errors import (AlreadyHeld, IllegalTransition, LeaseLost, PermissionDenied,
                             ValidationError)
 
@@ -29,7 +29,7 @@ A = AgentState
 class ClaimReview(Op):
     NAME = "claim-review"
     task: str
-    # As Claim.takeover, for the review lease (core/leasewatch.py).
+    # As Claim.takeover, for the review lease (core/presence/leasemarks.py).
     takeover: str | None = None
 
     def run(self, ctx: Ctx) -> None:
@@ -263,12 +263,18 @@ class Merge(Op):
                 raise ValidationError(f"{t.id} waits for the forge's required checks "
                                       f"({ctx.board.config.forge_required_checks}) on "
                                       f"{str(t.review_commit)[:12]}")
+            if forge_merges(ctx.board.config) and self.actor != HUMAN_ACTOR:
+                raise ValidationError(f"{t.id} is merged by the forge (forge_merge on): the "
+                                      "bridge records the forge's merge commit")
             ctx.put_task(replace(t, status=S.MERGED, merge_commit=self.merge_commit,
                                  worktree=None, integration_failure=None,
                                  history=ctx.history(t, "merged", agent=self.actor,
                                                      commit=self.merge_commit)))
         else:
             need_text(self.reason, "an integration failure reason")
+            for agent in quorum.reviewers(t):  # in review (a forge check failed): no review left
+                free_agent(ctx, t, agent)
             ctx.put_task(replace(t, status=S.INTEGRATION_FAILED, integration_failure=self.reason,
+                                 reviewing_by=None, review_lease_expires=None, co_reviews=(),
                                  history=ctx.history(t, "integration_failed", agent=self.actor,
                                                      reason=self.reason)))

@@ -14,7 +14,7 @@ from pygit2 import Oid, Repository
 
 from gitliza.core.board import Board
 from gitliza.core.invariants import claimable
-from gitliza.core.leasewatch import CLAIM
+from gitliza.core.presence.leasemarks import CLAIM
 from gitliza.core.model import Task
 from gitliza.core.ops import Op, apply as core_apply
 from gitliza.core.ops.work import Claim, Release

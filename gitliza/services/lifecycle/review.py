@@ -14,8 +14,8 @@ from gitliza.core import quorum
 from gitliza.core.board import Board
 from gitliza.core.model import Evidence
 from gitliza.core.invariants import reviewable
-from gitliza.core import leasewatch as leasewatch_core
-from gitliza.core.leasewatch import REVIEW
+from gitliza.core.presence import leasemarks
+from gitliza.core.presence.leasemarks import REVIEW
 from gitliza.core.ops import Op
 from gitliza.core.ops.review import ClaimReview, Verdict
 from gitliza.core.ops.work import Submit
@@ -188,7 +188,7 @@ def _takeover(liza: Liza, board: Board, task: str, now: str) -> str | None:
     t = board.task(task)
     if t is not None and t.reviewing_by not in (None, liza.agent) and \
             quorum.room(board.config, t, liza.agent):
-        return leasewatch_core.NOBODY
+        return leasemarks.NOBODY
     return leasewatch.takeover(liza.repo, board, task, REVIEW, liza.agent, now)
 
 

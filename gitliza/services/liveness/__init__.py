@@ -1,4 +1,4 @@
-"""Renewing an agent's liveness off the audit chain (core/liveness.py, git/liveref.py).
+"""Renewing an agent's liveness off the audit chain (core/presence/renewals.py, git/liveref.py).
 
 `renew` is what a heartbeat and a supervisor token renewal do now: check against the board (with
 the effective leases) that the agent still holds what it renews, exactly as the heartbeat op
@@ -18,8 +18,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gitliza.core.quorum import review_lease
-from gitliza.core import clock, liveness
-from gitliza.core.liveness import Renewal
+from gitliza.core import clock
+from gitliza.core.presence import renewals
+from gitliza.core.presence.renewals import Renewal
 from gitliza.core.model import FORMAT_VERSION
 from gitliza.core.states import AgentState, TaskState
 from gitliza.errors import LeaseLost, LizaError, NotFound
@@ -91,7 +92,7 @@ def renew(liza: Liza, *, task: str | None = None, extend_task: bool = True,
         # This clone saw the new mark now, as after a board write (Liza.apply): the wait before
         # anyone here may take the lease over starts at the renewal, not at the next look.
         from gitliza.services.liveness import leasewatch
-        renewed = liveness.overlay(board, [done]).task(tid)
+        renewed = renewals.overlay(board, [done]).task(tid)
         if renewed is not None:
             leasewatch.observe_tasks(liza.repo, [renewed], now)
     _share(liza, done, int(board.config.lease_duration))
@@ -168,7 +169,7 @@ def _share(liza: Liza, done: Renewal, lease_seconds: int) -> None:
         remote = remotes.resolve(path, name)
         theirs = liveref.target(liza.repo, remotes.tracking_of(remote, ref))
         shared = liveref.read(liza.repo, theirs) if theirs is not None else None
-        if not liveness.push_due(shared, done.heartbeat, lease_seconds):
+        if not renewals.push_due(shared, done.heartbeat, lease_seconds):
             return
         assert done.commit is not None
         res = transport.push_refs(path, remote, [transport.RefUpdate(

@@ -20,7 +20,7 @@ A lost race anywhere (a local writer moved L, another machine moved R) starts a 
 `rounds` rounds the sync gives up with ConcurrencyConflict (exit 2). The remote's order always
 wins and nothing is ordered by wall clock: replayed ops keep their recorded Liza-Time. A replayed
 claim takes over nobody's lease unless its own evidence (judged on its clock when it was made)
-still holds on the remote's board (core/leasewatch.py); skew.py names a skewed clock and refreshes
+still holds on the remote's board (core/presence/leasemarks.py); skew.py names a skewed clock and refreshes
 this clone's lease sightings after every sync.
 
 Branches (docs/multi-machine.md): the same fetch mirrors the remote's integration branch and task

@@ -5,14 +5,16 @@ Two measures, each of a real clock: a fetched board whose newest op is dated ahe
 means this clock is behind the machine that wrote it ("this machine's clock is N s behind
 origin's"); the server hook, which has origin's own clock, says so for a push dated ahead of it
 ("this machine's clock is N s ahead of origin's", relayed from the push, engine._push). Up to
-core/leasewatch.MAX_SKEW a skew is tolerated (leases are judged by each observer's own clock);
+core/presence/leasemarks.MAX_SKEW a skew is tolerated (leases are judged by each observer's own clock);
 beyond it the server refuses the push.
 """
 from __future__ import annotations
 
 import pygit2
 
-from gitliza.core import clock, leasewatch
+from gitliza.core import clock
+
+from gitliza.core.presence import leasemarks
 from gitliza.git.store import Store
 from gitliza.services.sync.report import SyncReport
 
@@ -38,19 +40,19 @@ def behind_origin(store: Store, remote_tip: pygit2.Oid, rep: SyncReport) -> None
         return
     now = now_utc()
     ahead = clock.to_epoch(when) - clock.to_epoch(now)
-    if ahead > leasewatch.WARN_SKEW:
+    if ahead > leasemarks.WARN_SKEW:
         rep.notices.append(
             f"this machine's clock is {ahead} s behind origin's (its board's newest op is dated "
             f"{when}, this clock says {now}); leases are judged by each clone's own clock, but "
-            f"fix it: beyond {leasewatch.MAX_SKEW} s the server refuses the ops")
+            f"fix it: beyond {leasemarks.MAX_SKEW} s the server refuses the ops")
 
 
 def after_sync(store: Store) -> None:
     """Refresh this clone's lease sightings from the board the sync left: the leases its agents
-    hold (found through the agents, not every task: core/leasewatch.held_leases)."""
+    hold (found through the agents, not every task: core/presence/leasemarks.held_leases)."""
     from gitliza.services.liveness import leasewatch as seen
     from gitliza.services.api import now_utc
     if store.tip() is None:
         return
     board = store.board()[0]
-    seen.observe(store.repo, leasewatch.held_leases(board), now_utc(), whole=False)
+    seen.observe(store.repo, leasemarks.held_leases(board), now_utc(), whole=False)

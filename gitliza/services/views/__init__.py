@@ -5,10 +5,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
-from gitliza.core import codec, machines, mergequeue, metrics, usage
+from gitliza.core import mergequeue
+
+from gitliza.core.agents import costs
+
+from gitliza.core.encoding import codec
+
+from gitliza.core.presence import hosts
+
+from gitliza.core.reports import metrics
 from gitliza.core.board import Board
 from gitliza.core.model import Metrics, Task
-from gitliza.core.queries import notes_for
+from gitliza.core.reports.queries import notes_for
 from gitliza.core.states import TaskState
 from gitliza.errors import LizaError, NotFound
 
@@ -53,11 +61,11 @@ def status_data(liza: Liza, at: str | None = None) -> dict[str, Any]:
         "discovered": [codec.encode(d) for d in board.values("discovered")],
         "control": codec.encode(board.control),
         "warnings": [w for w in (metrics.rubber_stamp_warning(m),) if w],
-        "usage": usage.goal_totals(board).as_json(),
+        "usage": costs.goal_totals(board).as_json(),
         # The machines behind the agents, drained ones too, and tasks no machine's labels cover
-        # (core/machines.py: docs/multi-machine.md).
-        "machines": [m.to_json() for m in machines.machines(board, liza.now())],
-        "label_waits": machines.label_lines(board, liza.now()),
+        # (core/presence/hosts.py: docs/multi-machine.md).
+        "machines": [m.to_json() for m in hosts.machines(board, liza.now())],
+        "label_waits": hosts.label_lines(board, liza.now()),
     }
 
 def _agent_row(board: Board, a: Any, now: str | None) -> dict[str, Any]:
@@ -65,16 +73,16 @@ def _agent_row(board: Board, a: Any, now: str | None) -> dict[str, Any]:
     at the tip (`now`; None for a past state, whose supervisors cannot be judged now)."""
     row = codec.encode(a)
     if now is not None:
-        from gitliza.core.supervision import of_agent
+        from gitliza.core.presence.supervision import of_agent
         sup = of_agent(board, a, now)
         row["supervisor"] = sup.state.value
         line = sup.line(now)
         if line:
             row["supervisor_note"] = line
-        from gitliza.core import provider
-        waits = provider.wait_line(board, a, now)
+        from gitliza.core.agents import faults
+        waits = faults.wait_line(board, a, now)
         if waits:  # its supervisor waits for the model provider (status, top, the web board)
-            row["status"], row["provider_note"] = provider.WAITING, waits
+            row["status"], row["provider_note"] = faults.WAITING, waits
     return row
 
 def task_row(t: Task) -> dict[str, Any]:
@@ -107,7 +115,7 @@ def show_data(liza: Liza, task: str, at: str | None = None) -> dict[str, Any]:
             "approvals": [v.agent for v in quorum.votes_of(t)],
             "human_notes": [codec.encode(n) for n in notes_for(board, t.id)],
             "agent_logs": [str(p) for p in agent_logs(liza, t.id)],
-            "usage": [codec.encode(u) for u in usage.iter_runs(board, t.id)],
+            "usage": [codec.encode(u) for u in costs.iter_runs(board, t.id)],
             **({"handoff": codec.encode(handoff)} if handoff is not None else {})}
 
 def usage_data(liza: Liza, since: str | None = None, task: str | None = None,
@@ -116,15 +124,15 @@ def usage_data(liza: Liza, since: str | None = None, task: str | None = None,
     """`usage --json` (and the MCP `usage` tool): totals by agent, task, role, model and goal,
     of the current goal's runs (every goal's with `all_goals`), and the budgets."""
     board = liza.store.board(at)[0]
-    flt = usage.Filter(goal=None if all_goals or not board.initialized else board.goal.id,
+    flt = costs.Filter(goal=None if all_goals or not board.initialized else board.goal.id,
                        task=task, agent=agent, since=since)
     cfg = board.config
-    return {**usage.report(board, flt).as_json(),
+    return {**costs.report(board, flt).as_json(),
             "budgets": {"tokens_per_task": cfg.budget_tokens_per_task,
                         "tokens_per_goal": cfg.budget_tokens_per_goal,
                         "usd_per_goal": cfg.budget_usd_per_goal,
-                        "goal_over": usage.goal_over_budget(board) if board.initialized else None},
-            "runs": [codec.encode(u) for u in usage.entries(board, flt)]}
+                        "goal_over": costs.goal_over_budget(board) if board.initialized else None},
+            "runs": [codec.encode(u) for u in costs.entries(board, flt)]}
 
 def agent_logs(liza: Liza, task: str) -> list[Any]:
     """The agent runs' logs for `task` kept on this machine (`.liza/agent-logs/`)."""
@@ -136,7 +144,7 @@ def log_entry(commit: Any) -> dict[str, Any]:
     """One state commit as a log entry (`log --json`, `events`, the MCP log)."""
     import json as _json  # here, not at the top: `status` never reads the trail
 
-    from gitliza.core import record
+    from gitliza.core.encoding import record
     try:
         rec = record.parse(commit.message)
     except LizaError as bad:
@@ -168,7 +176,7 @@ def history_log(liza: Liza, *, n: int | None = None, task: str | None = None,
     message cannot be read is always shown (its error)."""
     if bookkeeping is None:
         bookkeeping = liveness
-    from gitliza.core import record
+    from gitliza.core.encoding import record
 
     wanted = set(ops)
     shown = 0

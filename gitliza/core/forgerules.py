@@ -34,12 +34,9 @@ def coerce(key: str, value: str | int | bool | None) -> str | int | None:
     import re  # only then: few commands set the forge
     text = "" if value is None else str(value).strip()
     if key == "forge_merge":
-        if text.lower() == "on":  # the forge merging, the board recording its commit: not yet
-            raise ValidationError("config forge_merge on is not built yet: the board merges "
-                                  "(docs/forge.md)")
-        if text.lower() != "off":
+        if text.lower() not in ("on", "off"):
             raise ValidationError(f"config forge_merge must be on or off, got {value!r}")
-        return "off"
+        return text.lower()
     if text.lower() in ("", "none", "null", "off"):
         return None
     if key == "forge":
@@ -76,6 +73,45 @@ def waits_for_checks(config: Config, t: Task) -> bool:
     """Whether approved `t` may not merge yet: checks are required and have not passed on its
     approved commit (the merge queue leaves it out; the merge op refuses it)."""
     return bool(required(config)) and t.checks_passed != t.review_commit
+
+
+def forge_merges(config: Config) -> bool:
+    """`forge_merge on`: the forge merges approved tasks (the pull request's merge), the board
+    records the forge's merge commit once it is checked; the merge queue stands aside."""
+    return bool(config.forge) and config.forge_merge == "on"
+
+
+def merges_by_forge(board: Board, t: Task) -> bool:
+    """Whether the bridge asks the forge to merge `t` now: approved, its required checks (if
+    any) passed on its approved commit, forge_merge on, and no forge merge of it since its
+    approval that the board refused (a mismatch waits for the human)."""
+    config = board.config
+    return (t.status == S.APPROVED and forge_merges(config) and not waits_for_checks(config, t)
+            and mismatch(board, t) is None)
+
+
+MISMATCH = "forge_merge_commit"  # the anomaly detail naming the forge's merge the board refused
+
+
+def mismatch(board: Board, t: Task) -> str | None:
+    """The forge's merge commit of `t` that the board refused (the bridge's
+    `assumption_violated` anomaly, logged since the task's last approval), if any."""
+    approved = _last(t, ("approved", "approval_carried")) or ""
+    for a in board.values("anomalies"):
+        if a.task != t.id or a.type != "assumption_violated" or a.timestamp < approved:
+            continue
+        found = dict(a.details).get(MISMATCH)
+        if isinstance(found, str):
+            return found
+    return None
+
+
+def judges_checks(config: Config, t: Task) -> bool:
+    """Whether the bridge reads `t`'s required checks: in review (a failing one sends it back
+    before a review is spent on it) or approved and waiting for them."""
+    if t.status == S.READY_FOR_REVIEW:
+        return bool(required(config)) and t.review_commit is not None
+    return t.status == S.APPROVED and waits_for_checks(config, t)
 
 
 class Check(NamedTuple):
@@ -185,7 +221,7 @@ def taken(t: Task, review_id: int) -> bool:
 def review_reason(text: str, comments: Iterable[tuple[str, int | None, str]]) -> str:
     """A human's "request changes" as the rejection's reason: the review's text, then its line
     comments as review notes (path:line: text). Quoted as the human's words wherever it is shown
-    (core/prompts.py quoted)."""
+    (core/agents/prompts.py quoted)."""
     out = text.strip() or "changes requested on the pull request"
     notes = [f"{path}:{line or '-'}: {' '.join(c.split())}" for path, line, c in comments]
     if notes:
@@ -200,8 +236,9 @@ def one_line(text: str) -> str:
 def alarms(board: Board, now: str) -> list[tuple[str, str]]:
     """(task, text) of the FORGE alarms: a submitted task still without its pull request
     LINK_LAG seconds after its submit (the forge unreachable or the bridge not running: the
-    board goes on, the forge catches up), and an approved task waiting for its required checks
-    longer than forge_checks_timeout."""
+    board goes on, the forge catches up), an approved task waiting for its required checks, or
+    (forge_merge on) for the forge's merge, longer than forge_checks_timeout, and a forge merge
+    the board refused."""
     config = board.config
     if not config.forge:
         return []
@@ -215,6 +252,15 @@ def alarms(board: Board, now: str) -> list[tuple[str, str]]:
                 out.append((t.id, f"FORGE: {t.id} submitted {_age(since, now) // 60} min ago has "
                             "no pull request yet (forge unreachable or `git liza forge sync` "
                             "not running)"))
+        elif t.status == S.APPROVED and (refused := mismatch(board, t)) is not None:
+            out.append((t.id, f"FORGE: the forge merged {t.id} as {refused[:12]}, which is not "
+                        "the merge of the board's integration tip and its approved commit: "
+                        "nothing was recorded; the human must look (docs/forge.md)"))
+        elif t.status == S.APPROVED and forge_merges(config) and not waits_for_checks(config, t):
+            since = _last(t, ("checks_passed", "approved", "approval_carried"))
+            if since and _age(since, now) > config.forge_checks_timeout:
+                out.append((t.id, f"FORGE: {t.id} waits for the forge to merge it since {since} "
+                            f"(forge_merge on; forge_checks_timeout {config.forge_checks_timeout}s)"))
         elif t.status == S.APPROVED and waits_for_checks(config, t):
             since = _last(t, ("approved", "approval_carried"))
             if since and _age(since, now) > config.forge_checks_timeout:

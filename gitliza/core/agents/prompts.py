@@ -23,7 +23,7 @@ from typing import Sequence
 from gitliza.core.model import Goal, Handoff, HumanNote, Task
 from gitliza.core.states import Role
 from gitliza.core.terminal import safe
-from gitliza.core.wake import SprintState, WakeTrigger
+from gitliza.core.agents.wake import SprintState, WakeTrigger
 
 ROLE_WORDS = {Role.PLANNER: "planner", Role.CODER: "coder", Role.CODE_REVIEWER: "code-reviewer"}
 DEFAULT_SPEC = "specs/vision.md"
