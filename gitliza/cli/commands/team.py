@@ -119,7 +119,7 @@ def _run(env: Env, running: Team, write: Callable[[str], None], signals: StopSig
     supervisor's exit code."""
     import signal
 
-    from gitliza.services.lifecycle.locations import main_root
+    from gitliza.services.locations import main_root
     from gitliza.team.follow import Follower
     from gitliza.team.launch import KILL_AFTER
 
