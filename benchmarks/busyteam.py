@@ -201,9 +201,8 @@ class Team:
                     stdout=out, stderr=subprocess.STDOUT)
 
     def watch(self, port: int, steady: bool = False) -> None:
-        """The readers that live beside a team: `git liza events --follow`, `git liza watch` and
-        `git liza web` (a reader of its event stream kept connected, its board page fetched by
-        `poke`). With
+        """The readers that live beside a team: `git liza events --follow` and `git liza web`
+        (a reader of its event stream kept connected, its board page fetched by `poke`). With
         `steady`, the pages are fetched the whole time (a thread, `web_reads` counts them) and
         the events printed are counted (`event_lines`, the merges apart in `event_merges`)."""
         import threading
@@ -218,10 +217,6 @@ class Team:
             [str(BIN / "git-liza"), "web", "--port", str(port), "--no-open", "--read-only"],
             cwd=self.repo, env=self.env, stdout=open(logs / "web.log", "ab"),
             stderr=subprocess.STDOUT)
-        # `git liza watch`, the governance loop a human leaves running beside the team.
-        self.sups["watch"] = subprocess.Popen(
-            [str(BIN / "git-liza"), "watch"], cwd=self.repo, env=self.env,
-            stdout=open(logs / "watch.log", "ab"), stderr=subprocess.STDOUT)
         self.port = port
         # The board asks for the token `web` prints with its URL (a request without it is a 401);
         # a script sends it as a bearer token (`?token=` sets a cookie and redirects).
@@ -365,7 +360,7 @@ class Team:
             liza(self.repo, "abort", env=self.env)
         except RuntimeError:
             pass
-        for name in ("events", "web", "mcp", "watch"):
+        for name in ("events", "web", "mcp"):
             if name in self.sups and self.sups[name].poll() is None:
                 self.sups[name].terminate()
         for p in self.sups.values():

@@ -37,3 +37,27 @@ def test_liza_repo_is_typed() -> None:
     from gitliza.services.api import Liza
     assert Liza.repo.fget is not None
     assert Liza.repo.fget.__annotations__["return"] == "pygit2.Repository"
+
+
+def test_the_auto_sync_remote_is_resolved_once_per_liza(repo: Path, tmp_path: Path) -> None:
+    """`Liza.sync_target()`: the configured remote resolved once (the same `Remote` handed to
+    every sync of this Liza), None without one, and a name that is no remote one line, exit 1."""
+    import pytest
+
+    from gitliza.errors import ValidationError
+    from gitliza.git.remotes import Remote
+    from gitliza.services.api import Liza
+    from tests.conftest import git
+    liza = Liza.open(repo)
+    assert liza.sync_remote() is None and liza.sync_target() is None
+    bare = tmp_path / "team.git"
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    git(repo, "remote", "add", "team", str(bare))
+    git(repo, "config", "liza.remote", "team")
+    first = liza.sync_target()
+    assert first == Remote("team", "team") and liza.sync_target() is first
+    assert Liza.open(repo, sync=False).sync_target() is None  # --no-sync
+    git(repo, "config", "liza.remote", "nowhere")
+    with pytest.raises(ValidationError, match="unknown remote 'nowhere'") as e:
+        liza.sync_target()
+    assert e.value.exit_code == 1 and "\n" not in str(e.value)

@@ -70,6 +70,7 @@ class Bridge:
         self.pushed: dict[str, str] = {}  # task -> the commit this process pushed to its head
         self.posted: dict[int, set[str]] = {}  # pull request -> verdict comments found there
         self.labelled: dict[int, frozenset[str]] = {}  # pull request -> the labels it was given
+        self.merge_waits: dict[str, str] = {}  # task -> why the forge's merge waits (said once)
         self.paused_until = 0.0
         self.backoff = 0.0
         self.last_error: str | None = None
@@ -302,9 +303,13 @@ class Bridge:
                                   ("reality", str(e)[:1000]), (rules.MISMATCH, e.commit)))
             out.anomalies.append(t.id)
             return
-        except (GitFailure, ConcurrencyConflict) as e:  # the clone's side: the next pass again
-            self.log(f"forge: {t.id}: the forge's merge waits: {e}")
+        except (GitFailure, ConcurrencyConflict, ForgeRefused, merging.MergeWaits) as e:
+            text = f"forge: {t.id}: the forge's merge waits: {e}"
+            if self.merge_waits.get(t.id) != text:  # said once, not at every pass
+                self.log(text)
+                self.merge_waits[t.id] = text
             return
+        self.merge_waits.pop(t.id, None)
         if got is not None:
             self.log(f"forge: {t.id}: merged by the forge as {got[:12]}, recorded")
             out.recorded.append(t.id)

@@ -83,7 +83,7 @@ class TeamOptions:
     mcp: bool = False
     permissions: Permissions = DEFAULT_PERMISSIONS
     sandbox: SandboxMode = SandboxMode.ON
-    labels: tuple[str, ...] = ()  # what this machine offers a task's `needs` (core/presence/placement.py)
+    labels: tuple[str, ...] = ()  # what this machine offers a `needs` (core/presence/placement.py)
     takeover: bool = False  # take every member's id from a supervisor that is gone
     no_sync: bool = False
     logs: Path | None = None  # also each supervisor's log, one file per member

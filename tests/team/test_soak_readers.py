@@ -1,7 +1,6 @@
-"""Soak of the readers that live beside a busy team: `git liza mcp` held by an agent's
+"""Soak of the readers that live beside a busy team (issue 39): `git liza mcp` held by an agent's
 session (the SDK's own stdio client calling `status` and `log` the whole time), `git liza events
---follow` (every event printed, read and counted), `git liza watch` (the governance loop; it
-reads the board at every transition) and `git liza web` (its board page and JSON
+--follow` (every event printed, read and counted) and `git liza web` (its board page and JSON
 fetched over HTTP the whole time, its event stream kept connected), while two coders and a
 reviewer (benchmarks/busyteam.py: instant scripted agents, real supervisors) claim, submit,
 review and merge. After a warm-up, sampled at counts of merged tasks, not at times: each reader's
@@ -27,7 +26,7 @@ from busyteam import TEAM, Proc, Team, proc  # noqa: E402
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc (Linux)")]
 
-READERS = ("events", "web", "mcp", "watch")
+READERS = ("events", "web", "mcp")
 WARM_UP = 40  # merged tasks before the first sample: the readers' caches filled
 SAMPLES = 4  # then one sample every EVERY merged tasks
 EVERY = 30
@@ -54,7 +53,7 @@ def test_readers_beside_a_busy_team_hold_nothing_more_per_task(tmp_path: Path) -
             if merged >= due:
                 got = {name: proc(team.sups[name].pid) for name in READERS}
                 assert all(got.values()), ([n for n in got if got[n] is None],
-                                           [team.log_tail(n) for n in ("events", "web", "watch")])
+                                           [team.log_tail(n) for n in ("events", "web")])
                 samples.append({n: p for n, p in got.items() if p is not None})
                 counts.append((team.mcp_calls, team.web_reads, team.event_lines))
                 due += EVERY

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from gitliza.core.presence.placement import check_labels
 from gitliza.cli.commands import Env
@@ -71,18 +71,15 @@ def team(env: Env, planners: int, coders: int, reviewers: int, prefix: str, cli:
     """Start the supervisors, relay their output, stop them on SIGINT/SIGTERM; exit 0 when every
     supervisor did (the goal COMPLETED, an ABORT, or nothing left to wait for), 130 or 143 after
     a stop, a member's exit code when it failed at start (the others are stopped)."""
-    import signal
     import sys
 
     from gitliza.sandbox.box import Sandbox
     from gitliza.services.locations import main_root
     from gitliza.team import stopping
-    from gitliza.team.launch import KILL_AFTER, Team, TeamOptions
+    from gitliza.team.launch import Team, TeamOptions
     from gitliza.team.logins import not_ready
     from gitliza.team.preflight import preflight
     signals = stopping.for_process()  # installed already by the entry point, if it is ours
-    follower = None
-    bridge = None
     try:
         # Every flag parsed and checked once, into the record the team runs on: bad input is
         # one line before anything starts.
@@ -109,30 +106,47 @@ def team(env: Env, planners: int, coders: int, reviewers: int, prefix: str, cli:
         for line in not_ready(used):  # said before any start; its members wait for the login
             write(f"team: {line}\n")
         running = Team(main_root(env.liza().repo), opts, write)
+        codes = _run(env, running, write, signals)
+    finally:
+        signals.close()
+    return _ended(env, signals, running, codes)
 
-        def on_stop(sig: signal.Signals) -> None:
-            running.stop()  # first: the line may not get out
-            write(f"team: {sig.name}: stopping every supervisor\n")
 
-        def on_deadline(sig: signal.Signals) -> None:
-            killed = running.kill_rest()
-            if killed:
-                write(f"team: {', '.join(killed)} still running {KILL_AFTER}s after "
-                      f"{sig.name}: killed\n")
-        signals.deadline = KILL_AFTER
-        signals.attach(on_stop, on_deadline)
-        from gitliza.team.follow import Follower
+def _run(env: Env, running: Team, write: Callable[[str], None], signals: StopSignal
+         ) -> dict[str, int]:
+    """Run the team beside its live follower, its forge bridge and its watcher, the pool sizing
+    it if asked; a stop signal stops every supervisor (SIGKILL after KILL_AFTER). Every
+    supervisor's exit code."""
+    import signal
+
+    from gitliza.services.locations import main_root
+    from gitliza.team.follow import Follower
+    from gitliza.team.launch import KILL_AFTER
+
+    def on_stop(sig: signal.Signals) -> None:
+        running.stop()  # first: the line may not get out
+        write(f"team: {sig.name}: stopping every supervisor\n")
+
+    def on_deadline(sig: signal.Signals) -> None:
+        killed = running.kill_rest()
+        if killed:
+            write(f"team: {', '.join(killed)} still running {KILL_AFTER}s after "
+                  f"{sig.name}: killed\n")
+    signals.deadline = KILL_AFTER
+    signals.attach(on_stop, on_deadline)
+    follower = bridge = None
+    try:
         follower = Follower(main_root(env.liza().repo), write).start()
         bridge = _team_bridge(env, main_root(env.liza().repo), write)
         watcher = _team_watcher(env, write)
         scaler = None
         try:
             running.start()
-            if opts.pool:
+            if running.opts.pool:
                 from gitliza.team.pool import Scaler
                 own = Env(path=env.path, agent=env.agent, no_sync=True).liza()
-                scaler = Scaler(own, running, opts.pool_sizes()).start()
-            codes = running.wait()
+                scaler = Scaler(own, running, running.opts.pool_sizes()).start()
+            return running.wait()
         finally:
             if scaler is not None:
                 scaler.stop()
@@ -142,8 +156,6 @@ def team(env: Env, planners: int, coders: int, reviewers: int, prefix: str, cli:
             follower.stop()
         if bridge is not None:
             bridge.stop()
-        signals.close()
-    return _ended(env, signals, running, codes)
 
 
 def _ended(env: Env, signals: StopSignal, running: Team, codes: dict[str, int]) -> int:

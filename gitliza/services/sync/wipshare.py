@@ -20,6 +20,7 @@ import pygit2
 
 from gitliza.git import remotes
 from gitliza.git.remotes import transport
+from gitliza.git.remotes.lsremote import board_refs
 from gitliza.git.remotes.pushresults import PushStatus
 from gitliza.git.repository import repo_path
 from gitliza.services import wip
@@ -45,5 +46,9 @@ def share(liza: Liza, task: str, agent: str, oid: pygit2.Oid) -> str | None:
     res = transport.push_refs(path, remote, [transport.RefUpdate(
         ref, str(oid), theirs, fast_forward=False)])
     if res.status in (PushStatus.OK, PushStatus.UP_TO_DATE):
+        return None
+    # A lost lease is most often the follower's sync pushing the same snapshot at the same moment
+    # (it saw a snapshot of ours the remote lacked): then the remote holds it all the same.
+    if board_refs(path, remote, timeout=transport.DEFAULT_TIMEOUT).get(ref) == str(oid):
         return None
     return f"{res.status.value}: {res.results[0].summary if res.results else ''}".rstrip(": ")
