@@ -510,7 +510,7 @@ def test_offline_clone_reconnects_over_git_daemon(tmp_path: Path, git_daemon: Gi
 
 WORKER = textwrap.dedent("""
     import json, sys, time
-    from gitliza.git.remotes import resolve
+    from gitliza.git.remotes.remote import resolve
     from gitliza.services.sync import engine
     from gitliza.services.api import Liza
     from gitliza.services.autosync import OpDropped, after_commit

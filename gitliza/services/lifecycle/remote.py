@@ -53,7 +53,7 @@ def shared_integration_tip(liza: Liza, branch: str, local: Oid) -> Oid:
     remote's branch as last fetched, whenever the local one holds commits it lacks (a merge
     made offline, unreviewed by the team, or dropped by a sync) or lags behind it (a fast-forward
     held back by a dirty checkout). Work must start from what the team builds on."""
-    from gitliza.git import remotes
+    from gitliza.git.remotes import remote as remotes
     repo: Repository = liza.repo
     name = remotes.configured(repo)
     if name is None:

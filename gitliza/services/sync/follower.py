@@ -110,7 +110,7 @@ def moved(remote_refs: dict[str, str], tracking: dict[str, str], local_state: st
 def check(store: Any, rem: Any, *, timeout: float = TIMEOUT) -> Any:
     """One check: ls-remote, and a sync only when something moved. The SyncReport, or None when
     nothing had moved; raises what the transport or the sync raise."""
-    from gitliza.git.remotes import STATE_REF, read_ref, tracking_of
+    from gitliza.git.remotes.remote import STATE_REF, read_ref, tracking_of
     from gitliza.git.remotes.direct import refs_under
     from gitliza.git.remotes.lsremote import board_refs
     from gitliza.services.sync import engine
@@ -184,7 +184,7 @@ class RemoteFollower:
                 free()
 
     def _follow(self, store: Any) -> None:
-        from gitliza.git import remotes
+        from gitliza.git.remotes import remote as remotes
         interval = 5.0
         failing = False
         while not self._stop.is_set():

@@ -29,7 +29,8 @@ from gitliza.core.board import Board
 from gitliza.core.ops.base import Op
 from gitliza.core.states import TaskState
 from gitliza.errors import GitFailure, LizaError
-from gitliza.git import refdelete, remotes
+from gitliza.git import refdelete
+from gitliza.git.remotes import remote as remotes
 from gitliza.git.repository import ref_oid
 from gitliza.git.store import Store
 from gitliza.git.objects.trees import Batch

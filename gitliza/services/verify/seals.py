@@ -30,7 +30,8 @@ from gitliza.errors import InconsistentState, LizaError, ValidationError
 from gitliza.git.source import GitSource, check_format
 from gitliza.git.store import Store
 from gitliza.services.verify.engine import Report, VerifyFailure, read_signer
-from gitliza.git.remotes import resolve, shallow
+from gitliza.git.remotes import shallow
+from gitliza.git.remotes.remote import resolve
 from gitliza.services.verify import engine
 from gitliza.git.repository import repo_path
 
