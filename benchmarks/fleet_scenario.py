@@ -313,8 +313,9 @@ class Machine:
         assert proc.stdout is not None
         with open(self.path.parent / f"{self.name}.out", "a") as keep:  # to read while it runs
             for line in proc.stdout:
-                self.out.append((time.time(), line.rstrip("\n")))
-                keep.write(line)
+                now = time.time()
+                self.out.append((now, line.rstrip("\n")))
+                keep.write(f"{now:.1f} {line}")  # (the time: to line it up with agents.log)
                 keep.flush()
 
     def text(self) -> str:
@@ -419,6 +420,7 @@ class Result:
     checks: dict[str, Any] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     outputs: dict[str, str] = field(default_factory=dict)
+    stopped: str | None = None  # the wait that never came, when the run stopped early
 
 
 def until(what: str, cond: Callable[[], Any], timeout: float, res: Result,
@@ -735,6 +737,9 @@ def run(workdir: Path, *, net: str = "auto", work: int = 8, lease: int = 30, cut
                                                            else None)
         res.figures["cut"] = {"for_s": cut_for, "task": c_task}
         res.figures["run_s"] = round(time.time() - start, 1)
+    except TimeoutError as e:  # a wait that never came: said, with every machine's output
+        res.stopped = f"{e}, {time.time() - t0:.0f}s into the run"
+        say(f"fleet: stopped early: {res.stopped}")
     finally:
         watcher_stop.set()
         for mach in ms.values():
@@ -752,6 +757,8 @@ def run(workdir: Path, *, net: str = "auto", work: int = 8, lease: int = 30, cut
 def problems(res: Result) -> list[str]:
     """What the issue's "Done when" promises, checked; empty when all holds."""
     c, f = res.checks, res.figures
+    if res.stopped is not None:  # the checks below would read a run that never ended
+        return [f"stopped early: {res.stopped}"]
     out = []
     if c.get("merged") != c.get("tasks"):
         out.append(f"merged {c.get('merged')} of {c.get('tasks')} tasks")
@@ -804,7 +811,8 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(work, ignore_errors=True)
     if args.json:
         print(json.dumps({"net": res.net, "seconds": res.seconds, "figures": res.figures,
-                          "checks": res.checks, "problems": res.problems}, indent=2, default=str))
+                          "checks": res.checks, "problems": res.problems,
+                          "stopped": res.stopped}, indent=2, default=str))
     else:
         f = res.figures
         print(f"fleet scenario ({res.net}), {res.seconds:.0f}s")
@@ -821,6 +829,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  PROBLEM: {pr}")
         if args.keep:
             print(f"  kept: {work}")
+    if res.problems:  # each machine's team output, last lines first to read
+        for m, out in res.outputs.items():
+            print(f"--- machine {m}, its team's last lines:", file=sys.stderr)
+            print("\n".join(out.splitlines()[-60:]), file=sys.stderr)
     return 1 if res.problems else 0
 
 

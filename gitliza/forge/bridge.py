@@ -16,7 +16,7 @@ pull request in step:
 
 The forge unreachable or rate limited ends the pass (the next one waits for the forge's reset,
 with a growing backoff); the board never waits for the forge, and the next pass catches up. A
-decision about the board is made in core/forge.py; this module does the I/O."""
+decision about the board is made in core/forgerules.py; this module does the I/O."""
 from __future__ import annotations
 
 import json
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from gitliza import atomic
-from gitliza.core import forge as rules
+from gitliza.core import forgerules as rules
 from gitliza.core.model import Task
 from gitliza.core.states import TERMINAL, TaskState
 from gitliza.errors import ConcurrencyConflict, GitFailure, LizaError
@@ -129,7 +129,7 @@ class Bridge:
     def _since(self) -> str:
         """When the board's forge was set (its newest `config forge`), found once."""
         if self.forge_since is None:
-            from gitliza.core import record
+            from gitliza.core.encoding import record
             self.forge_since = ""
             for c in self.liza.store.history():
                 try:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Callable
 import pygit2
 from pygit2 import Oid
 
-from gitliza.core import forge as rules
+from gitliza.core import forgerules as rules
 from gitliza.errors import GitFailure, InconsistentState, LizaError
 from gitliza.forge import Forge
 from gitliza.git.gitcmd import run_git

@@ -1,8 +1,9 @@
-"""The supervisor's work-in-progress snapshots (services/lifecycle/wip.py): while a
+"""The supervisor's work-in-progress snapshots (services/wip.py): while a
 coder's agent runs, every `wip_snapshot_interval` seconds its worktree (the coder's commits, its
-uncommitted and untracked-not-ignored edits) becomes `refs/liza/wip/<task>/<agent>`, which the
-clone's next sync pushes with the renewals (the remote follower syncs when a snapshot of ours is
-new: services/sync/follower.py). Unchanged work makes no snapshot.
+uncommitted and untracked-not-ignored edits) becomes `refs/liza/wip/<task>/<agent>`, pushed to
+the remote at once, that ref alone (services/sync/wipshare.py); should that push fail, the
+clone's remote follower shares it with its next sync (it syncs when a snapshot of ours is new:
+services/sync/follower.py). Unchanged work makes no snapshot.
 
 A sandboxed coder's commits live in its own git directory until the supervisor brings them in
 (sandbox/gitview.py): the snapshot is made over its private tip, fetched into gitliza's own store
@@ -21,8 +22,9 @@ from gitliza.core.states import Role
 from gitliza.errors import LizaError
 from gitliza.sandbox import gitview
 from gitliza.services.api import Liza
-from gitliza.services.lifecycle import wip
-from gitliza.services.lifecycle.locations import task_dir
+from gitliza.services import wip
+from gitliza.services.locations import task_dir
+from gitliza.services.sync import wipshare
 
 
 class Snapshots:
@@ -34,6 +36,7 @@ class Snapshots:
         self._stop = threading.Event()
         self.made = 0  # snapshots written (tests count them)
         self._failing = False
+        self._unshared = False  # the last snapshot's own push failed (said once per streak)
         self._thread = threading.Thread(target=self._run, name="liza-wip-snapshots", daemon=True)
 
     def start(self) -> Snapshots:
@@ -70,7 +73,21 @@ class Snapshots:
             return None
         self._failing = False
         self.made += made is not None
+        if made is not None:
+            self._share(liza, made)
         return made
+
+    def _share(self, liza: Liza, made: pygit2.Oid) -> None:
+        """The new snapshot to the remote at once; a failure is said once (until a push
+        succeeds again), never fatal: the follower's next sync shares it."""
+        try:
+            why = wipshare.share(liza, self.task, self.agent, made)
+        except (LizaError, OSError, pygit2.GitError) as e:
+            why = str(e)
+        if why is not None and not self._unshared:
+            self._log(f"snapshot of {self.task} kept here, not pushed yet ({why}): the "
+                      "follower's next sync shares it")
+        self._unshared = why is not None
 
 
 def start(liza: Liza, open_liza: Callable[[], Liza], agent: str, role: Role, task: str | None,

@@ -11,18 +11,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from gitliza.core.quorum import review_lease
-from gitliza.core import mergequeue, wake
+from gitliza.core import mergequeue
+from gitliza.core.agents import wake
 from gitliza.core.board import Board
 from gitliza.core.invariants import reviewable
 from gitliza.core.model import Config
 from gitliza.core.ops.goal import CompleteGoal
 from gitliza.core.states import Role, TaskState
-from gitliza.core.wake import WakeTrigger
+from gitliza.core.agents.wake import WakeTrigger
 from gitliza.errors import AlreadyHeld, LeaseLost, LizaError
-from gitliza.services.liveness import leasewatch
+from gitliza.services import leasewatch
 from gitliza.services.lifecycle.batch import merge_batch
 from gitliza.services.lifecycle.claim import claim
-from gitliza.services.lifecycle.locations import main_root, task_dir
+from gitliza.services.locations import main_root, task_dir
 from gitliza.services.lifecycle.merge import MergeFailed, merge
 from gitliza.services.lifecycle.review import claim_review
 from gitliza.services.sync import acked
@@ -68,6 +69,9 @@ class WorkFinder:
         # A claim made here that the remote has not acknowledged yet (services/sync/acked.py):
         # (task, why), said once; the supervisor looks again every follow_interval.
         self.pending: tuple[str, str] | None = None
+        # The pending claim was made by this supervisor (not resumed): once acknowledged, its
+        # agent's first session is no resume, though the loop then finds the claim held.
+        self._fresh: str | None = None
 
     def find(self, board: Board, now: str) -> Job | int | None:
         """A job, an exit code (the goal is complete), or None (nothing to do now)."""
@@ -107,7 +111,7 @@ class WorkFinder:
                 and held.lease_expires is not None and held.lease_expires > now:
             return self._acknowledged(Job(task=held.id, worktree=task_dir(self.liza.repo,
                                                                           held.id), resume=True))
-        # A lease someone else holds is judged by this clone's own clock (services/liveness/leasewatch.py).
+        # A lease someone else holds is judged by this clone's own clock (services/leasewatch.py).
         if not wake.work_for(board, Role.CODER, self.agent, now,
                              leasewatch.expired_here(self.liza.repo, board, now)):
             return None
@@ -129,25 +133,31 @@ class WorkFinder:
         return self._acknowledged(Job(task=res.task, worktree=res.worktree))
 
     def _acknowledged(self, job: Job) -> Job | None:
-        """`job`, once the remote's board holds its claim; None (and one line) until then: an
-        agent started on a claim only this clone knows of may work a task that a machine on the
-        other side of a cut works too (issue 48)."""
-        assert job.task is not None
-        why = acked.unacknowledged(self.liza, job.task)
+        """`job`, once the remote's board holds its claim (a coder's claim, a reviewer's review
+        lease); None (and one line) until then: an agent started on a claim only this clone knows
+        of may work or review a task that a machine on the other side of a cut works or reviews
+        too (issue 48)."""
+        task = job.task
+        assert task is not None
+        what = "review lease" if self.role == Role.CODE_REVIEWER else "claim"
+        why = acked.unacknowledged(self.liza, task, self.role)
         if why is None:
             if self.pending is not None:
-                self.log(f"claim of {job.task} acknowledged by the remote; starting the agent")
-            self.pending = None
+                self.log(f"{what} of {task} acknowledged by the remote; starting the agent")
+                if self._fresh == task:
+                    job = dataclasses.replace(job, resume=False)
+            self.pending = self._fresh = None
             return job
-        t = self.liza.board().task(job.task)
-        if t is None or t.status != S.CLAIMED or t.assigned_to != self.agent:
-            self.log(f"claim of {job.task} given up: {why}")
-            self.pending = None
+        if acked.holds(self.liza.board(), self.agent, task, self.role) is None:
+            self.log(f"{what} of {task} given up: {why}")
+            self.pending = self._fresh = None
             return None
-        if self.pending != (job.task, why):
-            self.log(f"claim of {job.task} not started: it is not on the remote's board ({why}); "
+        if self.pending != (task, why):
+            self.log(f"{what} of {task} not started: it is not on the remote's board ({why}); "
                      "trying again every follow_interval")
-        self.pending = (job.task, why)
+        if self.pending is None or self.pending[0] != task:
+            self._fresh = None if job.resume else task
+        self.pending = (task, why)
         return None
 
     def merge_approved(self, board: Board) -> bool:
@@ -205,8 +215,9 @@ class WorkFinder:
         held = wake.holder_of(board, self.agent)
         if held is not None and wake.still_holds(board, self.agent, held.id, self.role) and \
                 (review_lease(held, self.agent) or "") > now:
-            return self._clean(Job(task=held.id, worktree=task_dir(self.liza.repo, held.id),
-                                   review_commit=held.review_commit, resume=True))
+            return self._clean(self._acknowledged(Job(
+                task=held.id, worktree=task_dir(self.liza.repo, held.id),
+                review_commit=held.review_commit, resume=True)))
         if not wake.work_for(board, Role.CODE_REVIEWER, self.agent, now):
             return None
         try:
@@ -224,14 +235,14 @@ class WorkFinder:
         if rt is None or done.worktree is None:
             return None
         self.log(f"reviewing {rt.id} at {str(rt.review_commit)[:12]}")
-        return self._clean(Job(task=rt.id, worktree=done.worktree,
-                               review_commit=rt.review_commit))
+        return self._clean(self._acknowledged(Job(task=rt.id, worktree=done.worktree,
+                                                  review_commit=rt.review_commit)))
 
-    def _clean(self, job: Job) -> Job | None:
+    def _clean(self, job: Job | None) -> Job | None:
         """The review runs in this reviewer's clean checkout of exactly review_commit
         (services/lifecycle/reviewtree.py), made anew before each session: never in the coder's
         worktree, whose ignored files would be tested with it."""
-        if job.task is None or job.review_commit is None:
+        if job is None or job.task is None or job.review_commit is None:
             return job
         try:
             path = review_checkout(self.liza, job.task, job.review_commit)

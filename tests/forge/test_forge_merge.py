@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from gitliza.core import clock
-from gitliza.core import forge as rules
+from gitliza.core import forgerules as rules
 from gitliza.services.api import Liza
 from tests.cli.test_board import liza, ok
 from tests.conftest import git

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pygit2
 
-from gitliza.services.lifecycle import wip
+from gitliza.services import wip
 from tests.conftest import git
 from tests.services.test_lifecycle import claimed, ok
 from tests.services.test_liveness import clones  # noqa: F401
@@ -86,3 +86,36 @@ def test_the_server_hook_refuses_another_agent_replacing_your_snapshot(
     nxt = _snap(a, wt, "t1", "c1")
     ok(a, "sync")
     assert _remote(bare, ref) == nxt
+
+
+def test_a_new_snapshot_is_pushed_alone_and_a_lost_lease_is_said_then_synced(
+        clones: tuple[Path, Path, Path]) -> None:
+    """services/sync/wipshare.py: the snapshot thread's own push of one wip ref. It lands (the
+    tracking ref follows); the same snapshot already pushed by the follower's sync is no failure;
+    a lease lost to another value is said (the snapshot stays here) and the next sync pushes it."""
+    from gitliza.services.api import Liza
+    from gitliza.services.sync import wipshare
+    bare, a, _b = clones
+    wt = Path(claimed(a, "t1", "c1")["worktree"])
+    liza_a = Liza.open(a, "c1")
+    ref = wip.ref_name("t1", "c1")
+    tracking = "refs/remotes/origin/liza/wip/t1/c1"
+    (wt / "edit.txt").write_text("one\n")
+    first = _snap(a, wt, "t1", "c1")
+    assert wipshare.share(liza_a, "t1", "c1", pygit2.Oid(hex=first)) is None
+    assert _remote(bare, ref) == first and git(a, "rev-parse", tracking) == first
+    # The follower's sync pushed the next snapshot first; this clone's tracking ref lags.
+    (wt / "edit.txt").write_text("two\n")
+    second = _snap(a, wt, "t1", "c1")
+    git(a, "push", "-q", "--force", "origin", f"{second}:{ref}")
+    git(a, "update-ref", tracking, first)
+    assert wipshare.share(liza_a, "t1", "c1", pygit2.Oid(hex=second)) is None
+    # A third, with the lease on `first` while the remote holds `second`: not pushed, said.
+    git(a, "update-ref", tracking, first)
+    (wt / "edit.txt").write_text("three\n")
+    third = _snap(a, wt, "t1", "c1")
+    why = wipshare.share(liza_a, "t1", "c1", pygit2.Oid(hex=third))
+    assert why is not None and why.startswith("stale"), why
+    assert _remote(bare, ref) == second
+    ok(a, "sync")  # the follower's next sync shares it
+    assert _remote(bare, ref) == third

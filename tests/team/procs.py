@@ -97,16 +97,23 @@ class Sup:
         for line in self.lines:
             if text in line:
                 return line
+        return self.first_of(text, timeout=timeout)
+
+    def first_of(self, *texts: str, timeout: float = WAIT) -> str:
+        """The first line, from the next one read on, that contains one of `texts` (fails on EOF
+        or after `timeout` without a new line): which of several outcomes came first."""
         while True:
             try:
                 line = self._q.get(timeout=timeout)
             except queue.Empty:
-                raise AssertionError(f"no {text!r} in:\n" + "\n".join(self.lines)) from None
+                shown = f"no {texts[0]!r}" if len(texts) == 1 else f"none of {texts!r}"
+                raise AssertionError(f"{shown} in:\n" + "\n".join(self.lines)) from None
             if line is None:
                 self._q.put(None)
-                raise AssertionError(f"exited before {text!r}:\n" + "\n".join(self.lines))
+                shown = texts[0] if len(texts) == 1 else texts
+                raise AssertionError(f"exited before {shown!r}:\n" + "\n".join(self.lines))
             self.lines.append(line)
-            if text in line:
+            if any(t in line for t in texts):
                 return line
 
     def wait(self, timeout: float = WAIT) -> int:

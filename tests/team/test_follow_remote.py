@@ -190,6 +190,31 @@ def test_machines_names_each_machine_live_then_unreachable_then_gone(
         sup_b.kill()
 
 
+def _records_the_remote(bare: Path, seen: Path) -> str:
+    """An agent script's first lines: it writes down the remote's board ops when it starts."""
+    return f"""git --git-dir={bare} log \\
+--format='%(trailers:key=Liza-Op,valueonly) %(trailers:key=Liza-Task,valueonly)' \\
+refs/liza/state > {seen}.tmp
+mv {seen}.tmp {seen}
+"""
+
+
+def _held_back_until_healed(sup: Sup, b: Path, bare: Path, what: str, op: str,
+                            seen: Path) -> None:
+    """B's `what` of t2 (its op `op`) is on B's board only: its agent does not start, saying why
+    once; healed, the op reaches the remote first, then the agent starts (`seen`: what the
+    remote's board held when it did)."""
+    line = sup.first_of(f"{what} of t2 not started", "started agent")
+    assert "not on the remote's board" in line and "origin" in line, line
+    assert f"{op} t2" not in " ".join(_remote_ops(bare))
+    assert not seen.exists(), f"the agent started on a {what} only B knew of"
+    _heal(b, bare)
+    sup.expect(f"{what} of t2 acknowledged by the remote; starting the agent")
+    sup.expect("started agent")
+    until(seen.exists, "the agent never started once healed")
+    assert f"{op} t2" in " ".join(seen.read_text().split()), seen.read_text()
+
+
 def test_a_claim_the_remote_has_not_acknowledged_starts_no_agent(
         repo: Path, tmp_path: Path) -> None:
     """B claims a task while it cannot reach the remote (not yet long enough to count as cut
@@ -198,11 +223,7 @@ def test_a_claim_the_remote_has_not_acknowledged_starts_no_agent(
     first, then the agent starts (it records what the remote's board held when it started)."""
     bare, a, b = _machines(tmp_path, repo, lease_duration="60")  # cut off only after 30 s
     seen = tmp_path / "seen"
-    agent = script(tmp_path, "agent.sh", f"""git --git-dir={bare} log \
---format='%(trailers:key=Liza-Op,valueonly) %(trailers:key=Liza-Task,valueonly)' \
-refs/liza/state > {seen}.tmp
-mv {seen}.tmp {seen}
-""" + SUBMIT)
+    agent = script(tmp_path, "agent.sh", _records_the_remote(bare, seen) + SUBMIT)
     sup = Sup(b, "coder", "coder-1", "--", str(agent))
     with _ending(sup, a, b, bare):
         sup.expect("supervising coder-1")
@@ -210,16 +231,52 @@ mv {seen}.tmp {seen}
         ok(liza(b, "add", "t2", "--desc", "do t2", "--spec-ref", "README.md", "--done-when",
                 "done", "--scope", "t2", "--ready", "--no-sync", agent=None))
         sup.expect("claimed t2")
-        line = sup.expect("claim of t2 not started")
-        assert "not on the remote's board" in line and "origin" in line, line
         assert task_of(b, "t2")["status"] == "CLAIMED"  # claimed here, on B's board only
-        assert "claim" not in " ".join(_remote_ops(bare))
-        assert not seen.exists(), "the agent started on a claim only B knew of"
-        _heal(b, bare)
-        sup.expect("claim of t2 acknowledged by the remote; starting the agent")
-        sup.expect("started agent")
-        until(seen.exists, "the agent never started once healed")
-        assert "claim t2" in " ".join(seen.read_text().split()), seen.read_text()
+        _held_back_until_healed(sup, b, bare, "claim", "claim", seen)
         sup.expect("agent completed")
         assert task_of(b, "t2")["status"] == "READY_FOR_REVIEW"
         assert sup.output().count("claim of t2 not started") == 1  # said once, not per look
+
+def _ready_for_review_on_b_only(b: Path, task: str) -> None:
+    """`task` added, claimed by coder-9, committed and submitted on B while B is cut off: READY
+    FOR REVIEW on B's board only (each op's auto-sync failed: "committed locally")."""
+    import json
+    import subprocess
+    from tests.team.procs import env_for
+    ok(liza(b, "add", task, "--desc", f"do {task}", "--spec-ref", "README.md", "--done-when",
+            "done", "--scope", task, "--ready", "--no-sync", agent=None))
+    ok(liza(b, "register", "coder-9", "--role", "coder", agent=None))
+    wt = json.loads(ok(liza(b, "claim", task, "--json", agent="coder-9")))["worktree"]
+    (Path(wt) / f"{task}.txt").write_text(f"{task}\n")
+    for argv in (["git", "add", f"{task}.txt"], ["git", "commit", "-qm", task]):
+        subprocess.run(argv, cwd=wt, check=True, env=env_for("coder-9"))
+    ok(liza(b, "submit", task, agent="coder-9"))
+
+
+def test_a_review_lease_the_remote_has_not_acknowledged_starts_no_reviewer(
+        repo: Path, tmp_path: Path) -> None:
+    """The acknowledged-claim rule for reviewers: B's reviewer takes a review lease while B cannot
+    reach the remote (not yet long enough to count as cut off). A reviewer on the other side of
+    the cut may take the same review meanwhile, so B's reviewer agent must not start until the
+    remote's board holds B's lease; healed, it starts, with claim-review on the remote's board."""
+    bare, a, b = _machines(tmp_path, repo, lease_duration="60")  # cut off only after 30 s
+    seen = tmp_path / "seen"
+    reviewer = script(tmp_path, "r.sh", _records_the_remote(bare, seen) + """\
+test "$(git rev-parse HEAD)" = "$LIZA_REVIEW_COMMIT"
+git liza verdict "$LIZA_TASK_ID" approve --commit "$LIZA_REVIEW_COMMIT"
+""")
+    _cut(b, tmp_path)
+    _ready_for_review_on_b_only(b, "t2")
+    assert "t2" not in " ".join(_remote_ops(bare))
+    sup = Sup(b, "code-reviewer", "reviewer-1", "--", str(reviewer))
+    with _ending(sup, a, b, bare):
+        sup.expect("supervising reviewer-1")
+        sup.expect("reviewing t2")
+        assert task_of(b, "t2")["reviewing_by"] == "reviewer-1"  # taken here, on B's board only
+        _held_back_until_healed(sup, b, bare, "review lease", "claim-review", seen)
+        sup.expect("merged t2")
+        assert task_of(b, "t2")["status"] == "MERGED"
+        assert sup.output().count("review lease of t2 not started") == 1  # said once
+        # Its first session is the review's start, not a resume of it.
+        prompts = sorted((b / ".liza" / "agent-prompts").glob("reviewer-1-*.txt"))
+        assert prompts and "RESUME" not in prompts[0].read_text()

@@ -35,6 +35,16 @@ git liza submit "$LIZA_TASK_ID"
 """
 
 
+def _kill_agent(pid: Path) -> None:
+    """The scripted agent whose pid is written in `pid`, if it started (it outlives a killed
+    supervisor)."""
+    if pid.exists():
+        try:
+            os.kill(int(pid.read_text()), signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 def _show(repo: Path, what: str) -> str | None:
     out = git(repo, "show", what, check=False)
     return None if "fatal" in out else out
@@ -110,8 +120,36 @@ def test_a_killed_machines_uncommitted_edit_is_on_the_remote_and_the_takeover_re
         if second is not None:
             second.wait()
             second.kill()
-        if pid.exists():
-            try:
-                os.kill(int(pid.read_text()), signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        _kill_agent(pid)
+
+
+def test_a_new_snapshot_reaches_the_remote_without_waiting_for_the_followers_sync(
+        repo: Path, tmp_path: Path) -> None:
+    """The snapshot thread pushes each new snapshot itself (services/sync/wipshare.py): with a
+    follower that checks the remote only every 600 s (its first check at its start, the next
+    450 s or more later), B's first snapshot still reaches the remote within seconds of the work.
+    Before, it waited for the follower's next check and its whole sync (on a loaded machine the
+    fleet scenario's B had no snapshot on the remote 5.5 s into its work)."""
+    bare, a, b = _machines(tmp_path, repo, wip_snapshot_interval="1", follow_interval="600")
+    pid = tmp_path / "agent.pid"
+    sup = Sup(b, "coder", "coder-1", "--",
+              str(script(tmp_path, "works.sh", WORKS_ON.format(pid=pid))))
+    ref = "refs/liza/wip/t1/coder-1"
+    try:
+        sup.expect("supervising coder-1")
+        add_task(b, "t1")  # on B, shared by B's own add: B's follower need not hear of it
+        until(pid.exists, "B's coder never started on t1")
+        until(lambda: _show(bare, f"{ref}:README.md") == "an uncommitted edit" and
+              _show(bare, f"{ref}:new.txt") == "untracked", lambda: "the snapshot never reached "
+              "the remote (no follower sync in 450 s or more):\n" + sup.output())
+        snap = git(bare, "rev-parse", ref)
+        assert _show(bare, f"{snap}:committed.txt") == "committed"  # its commit too
+        # The clone knows the remote holds it (its tracking ref moves once the push returns): the
+        # follower's next check has no snapshot of ours to sync for.
+        until(lambda: git(b, "for-each-ref", "--format=%(objectname)",
+                          "refs/remotes/origin/liza/wip/t1/coder-1") == git(b, "rev-parse", ref),
+              "B's tracking ref of its snapshot never moved")
+        assert "not pushed yet" not in sup.output()
+    finally:  # (an ABORT waits for the session to end: the agent here never does)
+        sup.kill()
+        _kill_agent(pid)
