@@ -18,6 +18,7 @@ library's class. Installed by classcache.install(), so by the CLI entry point on
 """
 from __future__ import annotations
 
+import _thread
 import abc
 import dataclasses as dc
 import sys
@@ -34,6 +35,7 @@ _original: Callable[..., Any] | None = None
 _exec: Callable[..., None] = exec  # classcache's caching exec, set by install()
 _recipes: dict[str, dict[Any, Any]] = {}  # module -> key -> recipe
 _dirty: set[str] = set()
+_RECORDING = _thread.allocate_lock()
 
 
 def install(cached_exec: Callable[..., None]) -> None:
@@ -67,15 +69,18 @@ def _process(cls: type, *params: Any) -> type:
     if _sound(recipe):
         return _build(cls, params, recipe)
     sources: list[str] = []
+    me = _thread.get_ident()
 
     def recording(source: Any, globals_: Any = None, locals_: Any = None, /) -> None:
-        sources.append(source)
+        if _thread.get_ident() == me:  # another thread's class is not this one's recipe
+            sources.append(source)
         _exec(source, globals_, locals_)
-    dc.exec = recording  # type: ignore[attr-defined]
-    try:
-        built: type = _original(cls, *params)
-    finally:
-        dc.exec = _exec  # type: ignore[attr-defined]
+    with _RECORDING:  # one recording at a time (a supervisor's threads may import at once)
+        dc.exec = recording  # type: ignore[attr-defined]
+        try:
+            built: type = _original(cls, *params)
+        finally:
+            dc.exec = _exec  # type: ignore[attr-defined]
     found = _recipe(built, params, sources)
     if found is not None:
         recipes[key] = found
@@ -122,7 +127,10 @@ def _recipe(built: type, params: tuple[Any, ...], sources: list[Any]) -> Any:
     if not all(isinstance(s, str) for s in sources):
         return None
     names = [_name(s) for s in sources]
-    if len(set(names)) != len(names) or not all(n in built.__dict__ for n in names):
+    made = {"__init__", "__repr__", "__eq__"} | (
+        {"__setattr__", "__delattr__"} if params[5] else set()) | (
+        {"__hash__"} if callable(built.__dict__.get("__hash__")) else set())
+    if sorted(names) != sorted(made):  # exactly the methods dataclasses made, each once
         return None
     hash_none = "__hash__" not in names and built.__dict__.get("__hash__", 0) is None
     match = built.__dict__.get("__match_args__") if params[6] else None
