@@ -20,7 +20,7 @@ from typing import Any
 
 from gitliza.cli import caches
 
-_STEM = "dataclass-code"
+_STEM = "dataclass-code-v2"  # v2: compiled without this module's __future__ flags
 _LIMIT = 400  # entries kept per module before its file is pruned to what the last run used
 _modules: dict[str, dict[str, bytes]] = {}  # module -> source -> marshalled code
 _used: dict[str, set[str]] = {}
@@ -28,10 +28,7 @@ _dirty: set[str] = set()
 
 
 def _entries(module: str) -> dict[str, bytes]:
-    found = _modules.get(module)
-    if found is None:
-        saved = caches.read_cache(f"{_STEM}.{module}")
-        found = _modules[module] = saved if isinstance(saved, dict) else {}
+    found: dict[str, bytes] = caches.of_module(_modules, _STEM, module)
     return found
 
 
@@ -41,7 +38,10 @@ def _exec(source: Any, globals_: Any = None, locals_: Any = None, /) -> None:
         entries = _entries(module)
         saved = entries.get(source)
         if saved is None:
-            code = compile(source, "<string>", "exec")
+            # dont_inherit: this module's `from __future__ import annotations` must not reach the
+            # code dataclasses writes (its `__init__` annotations would be the names of its
+            # locals, `'_type_x'`, not the field types, and a docstring-less class's __doc__ too)
+            code = compile(source, "<string>", "exec", dont_inherit=True)
             entries[source] = marshal.dumps(code)
             _dirty.add(module)
         else:
@@ -56,13 +56,18 @@ def install() -> None:
     import atexit
     import dataclasses
 
+    from gitliza.cli import classreplay
+
     if getattr(dataclasses, "exec", None) is _exec:
         return
     dataclasses.exec = _exec  # type: ignore[attr-defined]  # shadows the builtin in that module
+    classreplay.install(_exec)  # and the analysis around that code: classreplay.py
     atexit.register(save)
 
 
 def save() -> None:
+    from gitliza.cli import classreplay
+    classreplay.save()
     for module in sorted(_dirty):
         entries = _modules[module]
         if len(entries) > _LIMIT:

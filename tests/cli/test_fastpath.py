@@ -293,13 +293,13 @@ def test_output_is_complete_and_atexit_work_is_done_before_the_quick_exit(repo: 
     code = ("import gitliza.cli.caches as c, sys; d = sys.argv.pop(1); c.cache_dirs = lambda: [d]; "
             "from gitliza.__main__ import main; main()")
     for start in ("first", "second"):
-        for p in cache.glob("dataclass-code.*"):
+        for p in cache.glob("dataclass-*"):
             p.unlink()
         r = subprocess.run([sys.executable, "-c", code, str(cache), "status"], cwd=repo,
                            capture_output=True, text=True, timeout=60)
         assert r.returncode == 0, (start, r.stderr)
         assert (cache / caches.cache_name("cli-spec")).exists()
-        assert (cache / caches.cache_name("dataclass-code.gitliza.core.model")).exists(), start
+        assert (cache / caches.cache_name("dataclass-code-v2.gitliza.core.model")).exists(), start
 
 
 def test_a_reader_that_goes_away_ends_the_command_quietly(repo: Path) -> None:

@@ -60,3 +60,39 @@ def test_status_at_1000_tasks_loads_none_of_what_it_seldom_shows(board: Path) ->
     assert "gitliza.cli.commands.view" in mods and "pygit2" in mods  # the listing works
     loaded = {m: why for m, why in HEAVY.items() if m in mods}
     assert not loaded, f"status imported what it seldom shows: {loaded}"
+
+
+# `git liza status` with the CLI's caches in a folder of the test's, printing at its exit the
+# gitliza dataclasses that went through dataclasses' own analysis (cli/classreplay.py keeps none
+# for a class without a docstring, with a base class, its own dunders...).
+ANALYSED = """
+import atexit, os, runpy, sys
+from gitliza.cli import caches, classreplay
+folder = sys.argv.pop(1)
+caches.cache_dirs = lambda: [folder]
+seen = []
+install = classreplay.install
+def counting(cached_exec):
+    install(cached_exec)
+    real = classreplay._original
+    classreplay._original = lambda cls, *a: seen.append(cls.__qualname__) or real(cls, *a)
+classreplay.install = counting
+atexit.register(lambda: os.write(2, ("ANALYSED " + " ".join(
+    s for s in seen if s != "MergeFileResult")).encode()))  # pygit2's own, not gitliza's
+runpy.run_module("gitliza", run_name="__main__", alter_sys=True)
+"""
+
+
+def test_status_builds_every_dataclass_it_imports_from_a_kept_recipe(board: Path) -> None:  # noqa: F811
+    """The second start of `status` analyses no dataclass of gitliza's: a class added to the
+    status path without a docstring (or outside classreplay.py's plain case) fails here."""
+    cache = board.parent / "cli-cache"
+    env = dict(os.environ, LIZA_AGENT_ID="planner-1")
+    for start in ("first", "second"):
+        r = subprocess.run([sys.executable, "-c", ANALYSED, str(cache), "status"], cwd=board,
+                           capture_output=True, text=True, env=env, timeout=300)
+        assert r.returncode == 0, r.stderr[-2000:]
+        analysed = r.stderr.rsplit("ANALYSED", 1)[1].split()
+        if start == "first":
+            assert "Task" in analysed  # nothing kept yet: the counting works
+    assert analysed == [], f"status analysed these dataclasses at each start: {analysed}"

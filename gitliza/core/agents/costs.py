@@ -143,6 +143,8 @@ def price_of(prices: str | None, model: str | None, cli: str, input_tokens: int,
 # -- totals -------------------------------------------------------------------------------------
 @dataclass
 class Totals:
+    """The sum of some agent runs' usage records: runs, tokens, cost, seconds."""
+
     runs: int = 0
     input: int = 0
     output: int = 0
@@ -193,6 +195,8 @@ class Totals:
 
 @dataclass(frozen=True)
 class Filter:
+    """Which usage records a total counts: by goal, task, agent, and ended since when."""
+
     goal: str | None = None
     task: str | None = None
     agent: str | None = None

@@ -31,6 +31,8 @@ DRAINING, DRAINED = "DRAINING", "DRAINED"
 
 @dataclass
 class Machine:
+    """A machine behind the agents: its state, agents, tasks, drain and labels."""
+
     host: str
     status: str = GONE
     agents: list[str] = field(default_factory=list)

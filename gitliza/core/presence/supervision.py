@@ -27,6 +27,8 @@ class SupState(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Supervision:
+    """An agent's supervisor as the board shows it, and the task and lease it holds."""
+
     agent: str
     state: SupState
     generation: int | None = None

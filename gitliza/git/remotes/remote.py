@@ -33,6 +33,8 @@ DEFAULT_REMOTE = "origin"
 
 @dataclass(frozen=True)
 class Remote:
+    """A sync remote resolved once: what git is given, and where its tracking refs live."""
+
     arg: str  # what git gets on its command line
     namespace: str  # refs/remotes/<namespace>/liza/* holds its tracking refs
 
