@@ -508,20 +508,20 @@ def name_clashes(pkg: Path) -> list[str]:
     as `ops.review`) and the command modules (cli/commands/, one per `git liza` command)."""
     def name(path: Path) -> str:
         return path.parent.name if path.name == "__init__.py" else path.stem
-    core: dict[str, Path] = {}
+    mine: dict[str, Path] = {}  # not `core`: `core.keys()` reads like the old module path
     other: dict[str, list[Path]] = {}
     for path in modules(pkg).values():
         rel = path.relative_to(pkg).parts
         if len(rel) < 2 or path == pkg / "core" / "__init__.py":
             continue
         if rel[0] == "core" and rel[1] != "ops":
-            core[name(path)] = path
+            mine[name(path)] = path
         elif rel[0] != "core" and rel[:2] != ("cli", "commands"):
             other.setdefault(name(path), []).append(path)
     def rel(path: Path) -> str:
         return str(path.relative_to(pkg.parent))
-    return sorted(f"{rel(core[n])} and {', '.join(map(rel, other[n]))}"
-                  for n in core.keys() & other.keys())
+    return sorted(f"{rel(mine[n])} and {', '.join(map(rel, other[n]))}"
+                  for n in mine.keys() & other.keys())
 
 
 def test_core_has_rooms_and_no_name_of_another_layer() -> None:

@@ -4,7 +4,7 @@ builds from gitliza/cli/app/ (passed in: only that folder imports typer) and the
 A command is fast when its body is the usual single call `_run(_helper().fn, <args>)` (or
 `_run(alias.fn, ...)` after a local `from ... import ... as alias`), each argument being one of the
 command's parameters or a literal, and every parameter of a plain type. A helper is a module-level
-`def _x(): from M import N; return N` of any module of the folder (app/base.py holds the shared
+`def _x(): from M import N; return N` of any module of the folder (app/shared.py holds the shared
 ones). For such a command the spec records the target function and how the call maps parameters
 to arguments; typer's parsing is mirrored by fastpath. Anything else is recorded as not fast and
 always goes through typer.

@@ -75,7 +75,7 @@ def run(args: list[str]) -> int | None:
 
 def plan(args: list[str]) -> Any:
     """What running ARGS means: an exit code when it is already answered (--version, help), the
-    call `(fn, [agent, json, no_sync], kwargs)` that app/base.py's `_run` would make, or None (typer)."""
+    call `(fn, [agent, json, no_sync], kwargs)` that app/shared.py's `_run` would make, or None (typer)."""
     if "_GIT_LIZA_COMPLETE" in os.environ:
         return None  # a shell-completion request: typer's machinery answers
     spec = load()

@@ -155,8 +155,8 @@ def test_spec_is_rebuilt_when_cli_changes(tmp_path: Path, monkeypatch: pytest.Mo
         caches.write_cache("cli-spec", {"key": fastpath.spec_key(), "commands": {}})
         assert fastpath.load() is not None
     fresh()
-    planning = copy / "planning.py"
-    planning.write_text(planning.read_text() + "\n# a new command\n")
+    group = copy / "planboard.py"
+    group.write_text(group.read_text() + "\n# a new command\n")
     assert fastpath.load() is None  # stale: the next typer start rebuilds it
     fresh()
     (copy / "newgroup.py").write_text("# a new group of commands\n")

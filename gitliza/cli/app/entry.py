@@ -14,7 +14,7 @@ from typing import Any, List, Optional
 
 import typer
 
-from gitliza.cli.app.base import _run, app
+from gitliza.cli.app.shared import _run, app
 
 
 @app.command("help")

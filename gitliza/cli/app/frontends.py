@@ -6,7 +6,7 @@ from typing import Any, Optional
 
 import typer
 
-from gitliza.cli.app.base import AgentOpt, app, _run
+from gitliza.cli.app.shared import AgentOpt, app, _run
 
 
 def _access() -> Any:

@@ -6,7 +6,8 @@ from typing import Any, List, Optional
 
 import typer
 
-from gitliza.cli.app.base import AgentOpt, AtOpt, JsonOpt, NoSyncOpt, app, usage_app, _run, _trust, _view
+from gitliza.cli.app.shared import (AgentOpt, AtOpt, JsonOpt, NoSyncOpt, app, usage_app, _run,
+                                    _trust, _view)
 
 
 @app.command()

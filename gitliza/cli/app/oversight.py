@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from gitliza.cli.app.base import AgentOpt, AtOpt, JsonOpt, NoSyncOpt, app, _run
+from gitliza.cli.app.shared import AgentOpt, AtOpt, JsonOpt, NoSyncOpt, app, _run
 
 
 @app.command()

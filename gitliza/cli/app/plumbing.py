@@ -6,7 +6,7 @@ from typing import Any, Optional
 
 import typer
 
-from gitliza.cli.app.base import AgentOpt, JsonOpt, app, forge_app, hooks_app, _run, _sync, _trust
+from gitliza.cli.app.shared import AgentOpt, JsonOpt, app, forge_app, hooks_app, _run, _sync, _trust
 
 
 @hooks_app.command("install")

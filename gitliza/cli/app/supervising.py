@@ -7,7 +7,7 @@ from typing import Any, List, Optional
 import typer
 
 from gitliza import agentcli
-from gitliza.cli.app.base import AgentOpt, JsonOpt, NoSyncOpt, app, _run
+from gitliza.cli.app.shared import AgentOpt, JsonOpt, NoSyncOpt, app, _run
 
 
 def _team() -> Any:

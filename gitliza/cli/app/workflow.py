@@ -6,7 +6,8 @@ from typing import Optional
 
 import typer
 
-from gitliza.cli.app.base import AgentOpt, AtOpt, JsonOpt, NoSyncOpt, app, _board, _life, _run, _view
+from gitliza.cli.app.shared import (AgentOpt, AtOpt, JsonOpt, NoSyncOpt, app, _board, _life, _run,
+                                    _view)
 
 
 @app.command()

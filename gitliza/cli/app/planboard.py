@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from gitliza.cli.app.base import AgentOpt, AtOpt, JsonOpt, NoSyncOpt, app, _board, _keys, _run
+from gitliza.cli.app.shared import AgentOpt, AtOpt, JsonOpt, NoSyncOpt, app, _board, _keys, _run
 
 
 @app.command()
