@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 import pygit2  # noqa: E402
 
-from gitliza.services.lifecycle.attic import save  # noqa: E402
+from gitliza.services.attic import save  # noqa: E402
 from tests.cli.test_board import liza  # noqa: E402
 from tests.team.procs import Sup, add_task, new_board_repo, script  # noqa: E402
 

@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 import pygit2  # noqa: E402
 
 from gitliza.git.store import Store  # noqa: E402
-from gitliza.services.lifecycle import attic  # noqa: E402
+from gitliza.services import attic  # noqa: E402
 from gitliza.services.sync import engine  # noqa: E402
 from tests.conftest import IDENTITY, git, remote_of  # noqa: E402
 from tests.services.test_sync import seed  # noqa: E402

@@ -4,7 +4,7 @@
 
 Builds a throw-away repository with a board (a planner, a coder, ready tasks), then times:
 - `status` through MCP (the SDK's client over stdio to `git liza mcp`), the same read in process
-  (`gitliza.services.views.status_data`), and `git liza status --json` as a process;
+  (`gitliza.services.views.data.status_data`), and `git liza status --json` as a process;
 - `claim` the same three ways (each claim is followed by an untimed release, so every round
   claims the same task into a fresh worktree);
 - events: `git liza events --follow --json` running; an op is committed in process and the time
@@ -31,7 +31,7 @@ import anyio  # noqa: E402
 from gitliza.services.lifecycle import claim as claiming  # noqa: E402
 from gitliza.access import mcp_config  # noqa: E402
 from gitliza.services.api import Liza  # noqa: E402
-from gitliza.services import views as view  # noqa: E402
+from gitliza.services.views import data as view  # noqa: E402
 from gitliza.core.ops import Add, Note, Register  # noqa: E402
 import benchutil  # noqa: E402
 

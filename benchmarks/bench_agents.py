@@ -8,7 +8,7 @@ lease_duration 300 s), per agent of a team of coders and reviewers 2:1:
 
 - a heartbeat every heartbeat_interval (the supervisor's heartbeat thread, while its agent works);
 - a supervisor token renewal every lease_duration / 2 (team/generation.py `renew_if_due`);
-  both are renewals off the audit chain (services/liveness/ `renew`: a commit on the agent's
+  both are renewals off the audit chain (services/liveness.py `renew`: a commit on the agent's
   own refs/liza/live/<agent>, pushed alone when the remote's copy is a third of a lease old),
   not board commits;
 - per coding task of TASK_MINUTES: claim and submit by the coder, then claim-review, verdict
@@ -247,7 +247,7 @@ def do_op(store: Any, kind: str, actor: str, task: str | None, integ: str,
 
 def _renew(liza: Any, kind: str, task: str | None) -> tuple[str, int, str | None]:
     """A heartbeat or a token renewal as the supervisor makes it now: a renewal off the audit
-    chain (services/liveness/: refs/liza/live/<agent>), pushed alone when the remote's copy is a
+    chain (services/liveness.py: refs/liza/live/<agent>), pushed alone when the remote's copy is a
     third of a lease old (shared remote), never a board commit."""
     from gitliza.errors import ConcurrencyConflict, LizaError
     from gitliza.services import liveness

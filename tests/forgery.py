@@ -25,7 +25,7 @@ def forge(clone: Path, task: str, *, garbage: bool = False, agent: str = "human"
     repo = pygit2.Repository(str(clone))
     c = repo[pygit2.Oid(hex=legit)]
     assert isinstance(c, pygit2.Commit)
-    from gitliza.core.layout import path_of
+    from gitliza.core.encoding.layout import path_of
     path = path_of("tasks", task)
     blob = c.tree[path]
     assert isinstance(blob, pygit2.Blob)

@@ -25,7 +25,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from gitliza.services.api import Liza
-from gitliza.core import clock, record
+from gitliza.core import clock
+from gitliza.core.encoding import record
 from gitliza.core.invariants import check_board
 from gitliza.core.model import ANOMALY_TYPES, Config
 from gitliza.core.ops.base import Op, load_all

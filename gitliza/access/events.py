@@ -36,7 +36,7 @@ def new_commits(repo: pygit2.Repository, tip: pygit2.Oid | None,
 
 def event(commit: pygit2.Commit) -> dict[str, Any]:
     """One transition: what `log --json` says about the commit, plus its parent."""
-    from gitliza.services.views import log_entry
+    from gitliza.services.views.data import log_entry
     data = log_entry(commit)
     data["parent"] = str(commit.parent_ids[0]) if commit.parent_ids else None
     return data

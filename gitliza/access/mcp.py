@@ -83,7 +83,7 @@ class Session:
         return True, data if isinstance(data, dict) else {"result": data}
 
     def read(self, uri: str) -> Any:
-        from gitliza.services import views as view
+        from gitliza.services.views import data as view
         with self.lock:
             if uri == BOARD_URI:
                 return view.status_data(self.liza)

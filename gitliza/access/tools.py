@@ -84,7 +84,7 @@ class ToolRefused(ValidationError):
 
 # -- schema generation ----------------------------------------------------------------------------
 def json_type(hint: Any) -> dict[str, Any]:
-    """The JSON schema of one field type of an op record (the types gitliza/core/codec.py knows)."""
+    """The JSON schema of one field type of an op record (the types core/encoding/codec.py knows)."""
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (typing.Union, types.UnionType):
         inner = [a for a in args if a is not type(None)]
@@ -188,7 +188,7 @@ def _build() -> dict[str, Tool]:
     from gitliza.services.lifecycle import merge as merging
     from gitliza.services.lifecycle import review as reviewing
     from gitliza.services import transitions as tr
-    from gitliza.services import views as view
+    from gitliza.services.views import data as view
     from gitliza.core.ops import base, load_all
 
     ops = load_all()
@@ -371,7 +371,7 @@ def resolve_role(board: Any, agent: str, role: str | None) -> Role:
         return Role.HUMAN
     registered = board.agent(agent)
     if role is not None:
-        from gitliza.core.wake import parse_role
+        from gitliza.core.agents.wake import parse_role
         parsed = parse_role(role) or (Role.HUMAN if role == Role.HUMAN.value else None)
         if parsed is None:
             raise ValidationError(f"unknown role {role!r}",

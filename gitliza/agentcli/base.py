@@ -13,8 +13,8 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from gitliza.core import provider
-from gitliza.core.provider import End, Sign
+from gitliza.core.agents import faults
+from gitliza.core.agents.faults import End, Sign
 
 SERVER_NAME = "gitliza"  # gitliza's MCP server's name in every CLI's configuration
 COMMON_MCP_FILE = ".mcp.json"  # the `mcpServers` JSON many programs read (the fallback format)
@@ -130,10 +130,10 @@ def count(v: Any) -> int:
 
 def cost(v: Any) -> int | None:
     """A cost in USD as micro-dollars."""
-    # Here: the command table lists the CLIs (`--cli`'s help), and core.usage loads the model.
+    # Here: the command table lists the CLIs (`--cli`'s help), and core.agents.costs loads the model.
     from decimal import Decimal
 
-    from gitliza.core import usage as core_usage
+    from gitliza.core.agents import costs as core_usage
     if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0:
         return int((Decimal(str(v)) * core_usage.MICRO).to_integral_value())
     return None
@@ -160,7 +160,7 @@ class Export:
     parse: Callable[[str], Counted]
 
 
-# -- why a run ended: one line of the CLI's output read into a sign (gitliza/core/provider.py) -----
+# -- why a run ended: one line of the CLI's output read into a sign (core/agents/faults.py) -----
 # (the line's JSON event or None, its text, the time now in epoch seconds) -> a sign or None.
 Reader = Callable[[dict[str, Any] | None, str, float], Sign | None]
 
@@ -171,7 +171,7 @@ def plain_reads(event: dict[str, Any] | None, text: str, now: float) -> Sign | N
     module's to read."""
     if event is not None:
         return None
-    return provider.command_sign(text) or provider.text_sign(text, now)
+    return faults.command_sign(text) or faults.text_sign(text, now)
 
 
 def status_sign(status: Any, message: str, now: float, reset: int | None = None) -> Sign | None:
@@ -184,7 +184,7 @@ def status_sign(status: Any, message: str, now: float, reset: int | None = None)
         end = End.OVERLOADED
     if end is None:
         return None
-    said = provider.text_sign(message, now)
+    said = faults.text_sign(message, now)
     if end == End.RATE_LIMITED and said is not None and said.end == End.QUOTA:
         end = End.QUOTA  # OpenAI's insufficient_quota is a 429 too
     return Sign(end, " ".join(message.split())[:300] or f"HTTP {status}",
@@ -273,7 +273,7 @@ class Profile:
     # Where it keeps its own transcript of a run (services/agentlog.py): from the environment,
     # the home and the working directory.
     transcript: Callable[[Mapping[str, str], str, Path], str] | None = None
-    # Why a run ended (core/provider.py): one line of its output read into a sign; a CLI reads
+    # Why a run ended (core/agents/faults.py): one line of its output read into a sign; a CLI reads
     # its own JSON events, and plain text as any program's.
     reads: Reader = plain_reads
     exits: Mapping[int, End] = field(default_factory=dict)  # its own exit codes' meaning

@@ -22,8 +22,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 from gitliza.agentcli import base as b
 from gitliza.agentcli.base import Context, Launch, Permissions, Profile, Prompt
-from gitliza.core import provider
-from gitliza.core.provider import End, Sign
+from gitliza.core.agents import faults
+from gitliza.core.agents.faults import End, Sign
 
 
 def _wire(launch: Launch, perms: Permissions, ctx: Context, _cmd: Sequence[str]) -> Launch:
@@ -129,19 +129,19 @@ def reads(e: dict[str, Any] | None, text: str, now: float) -> Sign | None:
             return Sign(End.NETWORK, f"API unreachable ({error or 'no status'}), retry "
                         f"{e.get('attempt', '?')}/{e.get('max_retries', '?')}", reset)
         return b.status_sign(e.get("error_status"), error, now, reset) or \
-            provider.text_sign(error, now)
+            faults.text_sign(error, now)
     if kind == "rate_limit_event":
         info = b.table(e, "rate_limit_info")
         if info.get("status") != "rejected":
             return None
         window = _WINDOWS.get(str(info.get("rateLimitType")), info.get("rateLimitType"))
         return Sign(End.RATE_LIMITED, f"Claude usage limit reached ({window})",
-                    provider.parse_time(info.get("resetsAt")),
+                    faults.parse_time(info.get("resetsAt")),
                     str(window) if window else None)
     if kind == "result" and e.get("is_error"):
         message = str(e.get("result") or e.get("subtype") or "error")
         s = b.status_sign(e.get("api_error_status"), message, now) or \
-            provider.text_sign(message, now) or Sign(End.AGENT_ERROR, message[:300])
+            faults.text_sign(message, now) or Sign(End.AGENT_ERROR, message[:300])
         return Sign(s.end, s.line, s.reset, s.window, final=True)
     return None
 

@@ -22,8 +22,8 @@ from typing import Any, Callable, Mapping, Sequence
 from gitliza.agentcli import base as b
 from gitliza.agentcli.base import Context, Launch, Permissions, Profile, Prompt
 from gitliza.agentcli.launch import writable_git_roots
-from gitliza.core import provider
-from gitliza.core.provider import End, Sign
+from gitliza.core.agents import faults
+from gitliza.core.agents.faults import End, Sign
 
 
 def _tmpdir(launch: Launch, ctx: Context) -> Launch:
@@ -127,7 +127,7 @@ def reads(e: dict[str, Any] | None, text: str, now: float) -> Sign | None:
     if kind not in ("error", "turn.failed"):
         return None
     message = str((b.table(e, "error") or e).get("message") or "")
-    s = provider.text_sign(message, now)
+    s = faults.text_sign(message, now)
     if s is None and _MISSING_KEY.search(message):
         s = Sign(End.NOT_LOGGED_IN, message)
     if kind == "turn.failed":

@@ -25,8 +25,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 from gitliza.agentcli import base as b
 from gitliza.agentcli.base import Context, Launch, Permissions, Profile, Prompt
-from gitliza.core import provider
-from gitliza.core.provider import End, Sign
+from gitliza.core.agents import faults
+from gitliza.core.agents.faults import End, Sign
 
 POLICY = """# gitliza --permissions worktree: the shell is allowed (headless, a tool that would ask is
 # denied); --approval-mode auto_edit approves the edit tools, which stay inside the workspace.
@@ -141,7 +141,7 @@ def reads(e: dict[str, Any] | None, text: str, now: float) -> Sign | None:
     kind = e.get("type")
     if kind == "error" or (kind == "result" and e.get("status") == "error"):
         message = str(b.table(e, "error").get("message") or e.get("message") or "")
-        s = provider.text_sign(message, now) or Sign(End.AGENT_ERROR, message[:300] or "error")
+        s = faults.text_sign(message, now) or Sign(End.AGENT_ERROR, message[:300] or "error")
         return Sign(s.end, s.line, s.reset, s.window, final=kind == "result")
     return None
 

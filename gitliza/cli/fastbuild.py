@@ -1,15 +1,18 @@
 """Build the spec that gitliza/cli/fastpath.py runs commands from, out of the click command that typer
-builds from gitliza/cli/app.py (passed in: only app.py imports typer) and app.py's own source.
+builds from gitliza/cli/app/ (passed in: only that folder imports typer) and the folder's sources.
 
 A command is fast when its body is the usual single call `_run(_helper().fn, <args>)` (or
 `_run(alias.fn, ...)` after a local `from ... import ... as alias`), each argument being one of the
-command's parameters or a literal, and every parameter of a plain type. For such a command the spec
-records the target function and how the call maps parameters to arguments; typer's parsing is
-mirrored by fastpath. Anything else is recorded as not fast and always goes through typer.
+command's parameters or a literal, and every parameter of a plain type. A helper is a module-level
+`def _x(): from M import N; return N` of any module of the folder (app/base.py holds the shared
+ones). For such a command the spec records the target function and how the call maps parameters
+to arguments; typer's parsing is mirrored by fastpath. Anything else is recorded as not fast and
+always goes through typer.
 """
 from __future__ import annotations
 
 import ast
+import os
 from typing import Any
 
 from gitliza import __version__
@@ -19,10 +22,29 @@ from gitliza.cli import fastpath
 _TYPES = {"StringParamType": "str", "IntParamType": "int", "TyperPath": "path", "Path": "path"}
 
 
-def build(group: Any, source: str) -> fastpath.Spec:
-    tree = ast.parse(source)
-    helpers = _helpers(tree)
-    funcs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+def sources() -> dict[str, str]:
+    """The source of each module of gitliza/cli/app/, by dotted name (what `build` reads)."""
+    out = {}
+    for name in sorted(os.listdir(fastpath._CLI)):
+        if name.endswith(".py"):
+            stem = name[:-3]
+            module = "gitliza.cli.app" + ("" if stem == "__init__" else f".{stem}")
+            with open(os.path.join(fastpath._CLI, name), encoding="utf-8") as f:
+                out[module] = f.read()
+    return out
+
+
+def build(group: Any, sources: dict[str, str]) -> fastpath.Spec:
+    """The spec of the click `group`, whose commands' callbacks are defined in `sources` (module
+    name -> source)."""
+    helpers: dict[str, str] = {}
+    funcs: dict[tuple[str, str], ast.FunctionDef] = {}
+    for module, source in sources.items():
+        tree = ast.parse(source)
+        for name, target in _helpers(tree).items():
+            if helpers.setdefault(name, target) != target:  # the same loader name, two targets
+                raise ValueError(f"{module}: {name}() loads {target}, elsewhere {helpers[name]}")
+        funcs.update(((module, n.name), n) for n in tree.body if isinstance(n, ast.FunctionDef))
     spec: fastpath.Spec = {"key": fastpath.spec_key(), "version": f"git-liza version {__version__}",
                           "groups": {}, "commands": {}, "help": {}}
     root = group.context_class(group, info_name="git liza", terminal_width=78,
@@ -32,8 +54,8 @@ def build(group: Any, source: str) -> fastpath.Spec:
     return spec
 
 
-def _walk(spec: fastpath.Spec, group: Any, parent: Any, prefix: str, funcs: dict[str, ast.FunctionDef],
-          helpers: dict[str, str]) -> None:
+def _walk(spec: fastpath.Spec, group: Any, parent: Any, prefix: str,
+          funcs: dict[tuple[str, str], ast.FunctionDef], helpers: dict[str, str]) -> None:
     for name, cmd in group.commands.items():
         path = f"{prefix} {name}".strip()
         ctx = cmd.context_class(cmd, info_name=name, parent=parent, **cmd.context_settings)
@@ -45,11 +67,12 @@ def _walk(spec: fastpath.Spec, group: Any, parent: Any, prefix: str, funcs: dict
         spec["commands"][path] = _command(cmd, funcs, helpers)
 
 
-def _command(cmd: Any, funcs: dict[str, ast.FunctionDef], helpers: dict[str, str]) -> fastpath.Spec:
+def _command(cmd: Any, funcs: dict[tuple[str, str], ast.FunctionDef],
+             helpers: dict[str, str]) -> fastpath.Spec:
     params = [_param(p) for p in cmd.params]
     out: fastpath.Spec = {"fast": False, "params": [p for p in params if p is not None]}
     callback = getattr(cmd.callback, "__wrapped__", cmd.callback)
-    fdef = funcs.get(getattr(callback, "__name__", ""))
+    fdef = funcs.get((getattr(callback, "__module__", ""), getattr(callback, "__name__", "")))
     if None in params or fdef is None or cmd.context_settings:
         return out
     call = _run_call(fdef, helpers, {p["name"] for p in out["params"]})

@@ -1,11 +1,12 @@
 """The command line's fast path: run a command from a cached spec of the typer app, without
 importing typer.
 
-typer stays the one definition of the CLI (gitliza/cli/app.py). Importing typer and building its click
+typer stays the one definition of the CLI (gitliza/cli/app/). Importing typer and building its click
 command costs more per start than gitliza's own work for most commands, so the spec that
 typer builds is saved once (`build`, called by the typer path whenever the saved one is stale) and
-read here by a small parser. The spec is keyed by app.py's size and mtime, so a new or changed
-command needs no registration step: the next start sees a stale key and rebuilds it.
+read here by a small parser. The spec is keyed by the name, size and mtime of every module of
+gitliza/cli/app/, so a new or changed command (or a new group module) needs no registration step:
+the next start sees a stale key and rebuilds it.
 
 Only what the parser understands for sure is run here: a command whose body is the usual single
 `_run(_module().fn, ...)` call, options and arguments of the plain types (str, int, path, flags,
@@ -23,24 +24,27 @@ from typing import Any, Sequence
 from gitliza.cli.caches import read_cache
 
 CACHE_FORMAT = 1
-_CLI = os.path.join(os.path.dirname(os.path.abspath(__file__)), "app.py")
-# `--cli`'s help lists the agent CLIs the registry finds in this folder (app.py's CLI_HELP): a
-# module added there or changed makes the saved spec stale as app.py's own change does.
+_CLI = os.path.join(os.path.dirname(os.path.abspath(__file__)), "app")
+# `--cli`'s help lists the agent CLIs the registry finds in this folder (app/supervising.py's
+# CLI_HELP): a module added there or changed makes the saved spec stale as app/'s own change does.
 _AGENTCLI = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "agentcli")
 
 Spec = dict[str, Any]
 
 
-def spec_key() -> tuple[Any, ...]:
-    st = os.stat(_CLI)
-    with os.scandir(_AGENTCLI) as found:
-        clis = tuple(sorted((e.name, e.stat().st_size, e.stat().st_mtime_ns) for e in found
+def _modules(folder: str) -> tuple[tuple[str, int, int], ...]:
+    """Each module of `folder`: its name, size and mtime (what a change of the folder changes)."""
+    with os.scandir(folder) as found:
+        return tuple(sorted((e.name, e.stat().st_size, e.stat().st_mtime_ns) for e in found
                             if e.name.endswith(".py")))
-    return (CACHE_FORMAT, _CLI, st.st_size, st.st_mtime_ns, sys.version, clis)
+
+
+def spec_key() -> tuple[Any, ...]:
+    return (CACHE_FORMAT, _CLI, _modules(_CLI), sys.version, _modules(_AGENTCLI))
 
 
 def load() -> Spec | None:
-    """The saved spec if it was built from this app.py, else None."""
+    """The saved spec if it was built from this gitliza/cli/app/, else None."""
     try:
         key = spec_key()
     except OSError:
@@ -71,7 +75,7 @@ def run(args: list[str]) -> int | None:
 
 def plan(args: list[str]) -> Any:
     """What running ARGS means: an exit code when it is already answered (--version, help), the
-    call `(fn, [agent, json, no_sync], kwargs)` that app.py's `_run` would make, or None (typer)."""
+    call `(fn, [agent, json, no_sync], kwargs)` that app/base.py's `_run` would make, or None (typer)."""
     if "_GIT_LIZA_COMPLETE" in os.environ:
         return None  # a shell-completion request: typer's machinery answers
     spec = load()

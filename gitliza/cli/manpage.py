@@ -1,5 +1,5 @@
 """The manual page git-liza(1), generated from the CLI itself (the click command typer builds from
-gitliza/cli/app.py), so that it never lists a command or option the CLI does not have.
+gitliza/cli/app/), so that it never lists a command or option the CLI does not have.
 
 git hands `git liza --help` to `git help liza`, which shows the man page `git-liza`: `man` finds it
 in <prefix>/share/man/man1 next to the <prefix>/bin on PATH (man-db derives its search path from

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Iterator, Mapping, Protocol
 
-from gitliza.core import tomlblob
+from gitliza.core.encoding import tomlblob
 from gitliza.core.hashing import sha1
 from gitliza.core.model import (Agent, Anomaly, CircuitBreaker, Config, Control, Discovery, Goal,
                                 Handoff, HumanNote, SpecChange, Sprint, Supervisor, Task,
@@ -28,7 +28,7 @@ COLLECTIONS: dict[str, type] = {
     "spec_changes": SpecChange,
     "human_notes": HumanNote,
     "supervisors": Supervisor,  # generation tokens of `git liza agent` supervisors
-    "usage": Usage,         # one entry per agent run, append-only (gitliza/core/usage.py)
+    "usage": Usage,         # one entry per agent run, append-only (gitliza/core/agents/costs.py)
     "usage_totals": UsageTotal,  # the running totals of each goal and task (`goal.ID`, `task.ID`)
 }
 JOURNALS = ("anomalies", "spec_changes", "human_notes")
@@ -36,7 +36,7 @@ ENTITY_TYPES: dict[str, type] = {**SINGLETONS, **COLLECTIONS}
 
 Key = tuple[str, str]  # (collection, key); singletons use key ""
 # The state tree's `format` blob, addressed like an entity (its value: the version, an int) so
-# that an `upgrade` op changes it as ops change entities (gitliza/core/formats.py).
+# that an `upgrade` op changes it as ops change entities (gitliza/core/encoding/versions.py).
 FORMAT_KEY: Key = ("format", "")
 Changes = dict[Key, Any]  # value None: delete
 
@@ -121,7 +121,7 @@ class Board:
 
     @property
     def format_version(self) -> int | None:
-        """The storage format of the state tree this board reads (gitliza/core/formats.py), as
+        """The storage format of the state tree this board reads (core/encoding/versions.py), as
         an upgrade op changed it; None for a board not read from a tree (the empty board)."""
         v: int | None = self.get(*FORMAT_KEY)
         return v

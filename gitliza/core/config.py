@@ -27,7 +27,7 @@ CONFIG_MAX = {"lease_duration": 7 * 86400, "heartbeat_interval": 86400,
               "seal_every": 10**7, "attic_keep": 36500,
               "follow_interval": 3600, "wip_snapshot_interval": 86400,
               "forge_checks_timeout": 7 * 86400}
-# Budgets in tokens (gitliza/core/usage.py): at most a trillion, far beyond any real run.
+# Budgets in tokens (gitliza/core/agents/costs.py): at most a trillion, far beyond any real run.
 CONFIG_MAX.update(budget_tokens_per_task=10**12, budget_tokens_per_goal=10**12)
 # The sandbox's limits (gitliza/sandbox/seccomp.py): a million processes or a terabyte is no limit.
 CONFIG_MAX.update(sandbox_pids_max=10**6, sandbox_memory_max_mb=10**6, sandbox_tmp_max_mb=10**6,
@@ -38,7 +38,7 @@ UNSETTABLE = frozenset({"budget_tokens_per_task", "budget_tokens_per_goal", "bud
                         "sandbox_pids_max", "sandbox_memory_max_mb",
                         "sandbox_tmp_max_mb", "sandbox_secret_env", "sandbox_host_ports",
                         "sandbox_checkout_max_mb", "sandbox_checkout_max_files"})
-# Watcher thresholds (optional: unset means the seed's value, see gitliza/core/alarms.py).
+# Watcher thresholds (optional: unset means the seed's value, see gitliza/core/reports/alarms.py).
 CONFIG_MAX.update({k: 30 * 86400 for k in _CONFIG_TYPES if k.startswith("alarm_")})
 
 
@@ -50,17 +50,17 @@ def coerce_config(key: str, value: ConfigValue | None) -> ConfigValue | None:
                                                                               "off")):
         return None
     if key in ("budget_usd_per_goal", "prices"):
-        from gitliza.core import usage  # only then: few commands set a budget
-        return usage.canonical_usd(value, key) if key == "budget_usd_per_goal" else \
-            usage.canonical_prices(str(value))
+        from gitliza.core.agents import costs  # only then: few commands set a budget
+        return costs.canonical_usd(value, key) if key == "budget_usd_per_goal" else \
+            costs.canonical_prices(str(value))
     if key in ("quorum_rules", "review_diversity"):
         from gitliza.core import quorum  # only then: few commands set the review rules
         return quorum.canonical_rules(value) if key == "quorum_rules" else \
             quorum.check_diversity(value)
     if key.startswith("forge"):
-        from gitliza.core import forge  # only then: few commands set the forge
-        if key in forge.KEYS and key != "forge_checks_timeout":
-            return forge.coerce(key, value)
+        from gitliza.core import forgerules  # only then: few commands set the forge
+        if key in forgerules.KEYS and key != "forge_checks_timeout":
+            return forgerules.coerce(key, value)
     if key == "seal_every" and str(value).strip().lower() in ("off", "0"):
         return 0  # never by itself (services/autoseal.py)
     if key in CONFIG_MAX:  # the integer settings (alarm thresholds included), each bounded
@@ -73,7 +73,7 @@ def coerce_config(key: str, value: ConfigValue | None) -> ConfigValue | None:
                                   f"{CONFIG_MAX[key]}, got {value!r}")
         return n
     if key == "models":
-        from gitliza.core.teammodels import canonical  # only then: few commands set it
+        from gitliza.core.agents.teammodels import canonical  # only then: few commands set it
         return canonical(None if value is None else str(value))
     if key == "sandbox_secret_env":
         return _variable_names(value)
@@ -84,7 +84,7 @@ def coerce_config(key: str, value: ConfigValue | None) -> ConfigValue | None:
     if key == "integration_base":
         return _commit_id(value)
     if key == "signatures":
-        from gitliza.core.keys import check_policy_word  # only then: few commands need keys.py
+        from gitliza.core.keyring.signers import check_policy_word  # only then: few commands need signers.py
         return check_policy_word(value)
     if value is None or str(value) == "":
         raise ValidationError(f"config {key} must not be empty")

@@ -11,12 +11,13 @@ from dataclasses import dataclass
 from typing import Callable, Collection, Iterable, Mapping
 
 from gitliza.core.quorum import required, room
-from gitliza.core import clock, fleet, lockscope
+from gitliza.core import clock, lockscope
+from gitliza.core.presence import placement
 from gitliza.core.board import Board
 from gitliza.core.ids import is_valid_id, spec_ref_leaves
-from gitliza.core.metrics import asked_by
+from gitliza.core.reports.metrics import asked_by
 from gitliza.core.model import ANOMALY_REQUIRED, Agent, Anomaly, Task, Usage
-from gitliza.core.usage import totals_problems
+from gitliza.core.agents.costs import totals_problems
 from gitliza.core.states import TERMINAL, AgentState, Role, TaskState
 from gitliza.errors import ValidationError
 
@@ -284,7 +285,7 @@ def claimable(board: Board, now: str, coder: str | None = None,
     """Claimable tasks, best first (priority, then age). The spec's rule: UNCLAIMED, REJECTED or
     INTEGRATION_FAILED with every dependency MERGED; gitliza adds CLAIMED tasks whose lease
     expired, and leaves out tasks `coder` already failed. `expired`: the CLAIMED tasks whose lease
-    expired for the observer (core/leasewatch.py, what a claim judges); None: by `now` against
+    expired for the observer (core/presence/leasemarks.py, what a claim judges); None: by `now` against
     the recorded expiry (what views show)."""
     out = []
     tasks = list(board.tasks())
@@ -317,7 +318,7 @@ def is_claimable(board: Board, t: Task, now: str, coder: str | None = None,
                                    if expired is None else t.id in expired))
     if not ok_state or (coder is not None and coder in t.failed_by):
         return False
-    if coder is not None and not fleet.may_take(board, coder, t):
+    if coder is not None and not placement.may_take(board, coder, t):
         return False  # its machine is drained, or lacks a label the task needs (Claim refuses)
     chosen = reassigned_to(t)
     if coder is not None and chosen not in (None, coder) and board.agent(chosen) is not None:
@@ -336,7 +337,7 @@ def is_claimable(board: Board, t: Task, now: str, coder: str | None = None,
 
 def reviewable(board: Board, now: str, reviewer: str | None = None) -> list[Task]:
     """READY_FOR_REVIEW tasks with no live review lease, oldest submission first."""
-    if reviewer is not None and fleet.drained_machine(board, reviewer) is not None:
+    if reviewer is not None and placement.drained_machine(board, reviewer) is not None:
         return []  # a drained machine's reviewer takes no new review (ClaimReview refuses)
     out = [t for t in board.tasks() if t.status == S.READY_FOR_REVIEW
            and (not (t.reviewing_by and t.review_lease_expires and t.review_lease_expires > now)

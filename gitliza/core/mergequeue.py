@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from gitliza.core import clock
 from gitliza.core.board import Board
-from gitliza.core.forge import forge_merges, waits_for_checks
+from gitliza.core.forgerules import forge_merges, waits_for_checks
 from gitliza.core.model import Task
 from gitliza.core.states import TaskState
 
@@ -34,7 +34,7 @@ def rank(t: Task) -> str:
 
 def queue(board: Board) -> list[Task]:
     """The APPROVED tasks, the next to merge first; a task whose forge checks are required and
-    have not passed on its approved commit waits out of it (core/forge.py); with forge_merge on
+    have not passed on its approved commit waits out of it (core/forgerules.py); with forge_merge on
     the queue is empty: the forge merges."""
     config = board.config
     if forge_merges(config):  # the forge merges, the bridge records it: no second merge here

@@ -15,7 +15,7 @@ from typing import Any
 
 from gitliza.core.states import AgentState, Role, TaskState
 
-FORMAT_VERSION = 2  # the storage format of refs/liza/state (the `format` blob; core/formats.py)
+FORMAT_VERSION = 2  # the storage format of refs/liza/state (the `format` blob; core/encoding/versions.py)
 SINCE_V1 = "gitliza.since_v1"
 
 
@@ -74,7 +74,7 @@ ANOMALY_REQUIRED: dict[str, tuple[str, ...]] = {
     "review_deadlock": (),
     "system_ambiguity": ("protocol_section", "question"),
     # gitliza's: a supervisor did not start an agent because its task's token budget is spent
-    # (gitliza/core/usage.py); the watcher's BUDGET alarm reads it.
+    # (gitliza/core/agents/costs.py); the watcher's BUDGET alarm reads it.
     "budget_exceeded": ("budget", "spent"),
     # gitliza's: a submit refused because its changes left the task's lock scope (docs/locks.md).
     "scope_violation": ("files",),
@@ -172,7 +172,7 @@ class Task:
     lease_duration_override: int | None = None
     history: tuple[HistoryEntry, ...] = ()
     # Tokens (input + output) the task's agent runs may spend; per-task override of
-    # config.budget_tokens_per_task (gitliza/core/usage.py).
+    # config.budget_tokens_per_task (gitliza/core/agents/costs.py).
     budget_tokens: int | None = since_v1(None)
     # A BLOCKED task whose questions only the human can answer (`block --for-human`, upstream
     # Liza's ADR-0172 AWAITING HUMAN): listed first everywhere, and the escalation webhook fires.
@@ -192,7 +192,7 @@ class Task:
     # Globs of the paths the task will write (core/lockscope.py): held as a lock while the task
     # is in flight, so no two tasks in flight write the same paths.
     lock_scope: tuple[str, ...] = since_v1(())
-    # Machine labels a claimer's supervisor must offer (`add --needs gpu`, core/fleet.py).
+    # Machine labels a claimer's supervisor must offer (`add --needs gpu`, core/presence/placement.py).
     needs: tuple[str, ...] = since_v1(())
     # The forge bridge (docs/forge.md): the task's pull request on the forge, and the commit whose
     # required checks (config forge_required_checks) all passed there.
@@ -202,7 +202,7 @@ class Task:
 
 @dataclass(frozen=True, slots=True)
 class SigningKey:
-    """A public key an actor signs its board commits with (gitliza/core/keys.py): valid from
+    """A public key an actor signs its board commits with (core/keyring/signers.py): valid from
     `since`; `until` is when a `rekey` retired it (rotated or revoked). Commits made while it was
     valid stay valid."""
 
@@ -226,7 +226,7 @@ class Agent:
     context_percent: int | None = None
     registered: str | None = None
     keys: tuple[SigningKey, ...] = since_v1(())  # oldest first; the current one has no `until`
-    # Its supervisor waits for the model provider (core/provider.py `Wait`, one line): a rate
+    # Its supervisor waits for the model provider (core/agents/faults.py `Wait`, one line): a rate
     # limit, a spent quota, a refused login, an outage. None: not waiting.
     provider_wait: str | None = since_v1(None)
 
@@ -269,7 +269,7 @@ class Config:
     restart_delay: int = since_v1(2)  # after an agent's graceful exit (42)
     crash_delay: int = since_v1(5)  # after a crash; doubled per repeated crash up to crash_delay_max
     crash_delay_max: int = since_v1(300)
-    # Supervisor limits (gitliza/core/runs.py): no-progress runs in a row before the supervisor
+    # Supervisor limits (core/agents/runs.py): no-progress runs in a row before the supervisor
     # gives the work up, and agent launches per supervisor in any sliding minute.
     max_no_progress_runs: int = since_v1(5)
     max_launches_per_minute: int = since_v1(20)
@@ -282,7 +282,7 @@ class Config:
     # legitimate base (a first push to an empty remote carries it; gitliza/services/verify/
     # approvals.py). None on boards made before it was recorded.
     integration_base: str | None = None
-    # Watcher thresholds in seconds (gitliza/core/alarms.py THRESHOLDS); unset: the seed's values.
+    # Watcher thresholds in seconds (core/reports/alarms.py THRESHOLDS); unset: the seed's values.
     alarm_lease_grace: int | None = None
     alarm_orphan_grace: int | None = None
     alarm_stall: int | None = None
@@ -292,7 +292,7 @@ class Config:
     alarm_checkpoint_abandoned: int | None = None
     alarm_pause_stale: int | None = None
     alarm_pause_forgotten: int | None = None
-    # A model provider refusing a supervisor longer than this (core/provider.py) is an alarm.
+    # A model provider refusing a supervisor longer than this (core/agents/faults.py) is an alarm.
     alarm_provider_down: int | None = since_v1(None)
     # Seconds a terminal task stays in the materialized `.liza/state.yaml` before it moves to
     # `.liza/archive/` (blackboard-schema.md: "terminal-state tasks older than threshold").
@@ -304,13 +304,13 @@ class Config:
     # a fetch only when they moved; gitliza/services/sync/follower.py), when a remote is set.
     follow_interval: int = since_v1(5)
     # Seconds between two snapshots of a running coder's worktree (refs/liza/wip/<task>/<agent>,
-    # gitliza/services/lifecycle/wip.py), pushed with the renewals: a dead machine loses at most this.
+    # gitliza/services/wip.py), pushed with the renewals: a dead machine loses at most this.
     wip_snapshot_interval: int = since_v1(60)
     # Signed board commits (docs/enforcement.md): off | warn | required, set only by the human,
-    # whose own keys are kept here (the human is not an agent entity); see gitliza/core/keys.py.
+    # whose own keys are kept here (the human is not an agent entity); see core/keyring/signers.py.
     signatures: str = since_v1("off")
     human_keys: tuple[SigningKey, ...] = since_v1(())
-    # Budgets (gitliza/core/usage.py): tokens (input + output) per task and per goal, and US
+    # Budgets (gitliza/core/agents/costs.py): tokens (input + output) per task and per goal, and US
     # dollars per goal as a decimal text ("12.50"); unset: no budget. `prices`: the user's price
     # table, USD per million tokens by model or CLI name ("MODEL=IN/OUT[/CACHED] ..."), for runs
     # whose CLI reports no cost. No built-in prices: they would go stale unnoticed.
@@ -318,13 +318,13 @@ class Config:
     budget_tokens_per_goal: int | None = since_v1(None)
     budget_usd_per_goal: str | None = since_v1(None)
     prices: str | None = since_v1(None)
-    # A team that sizes itself (gitliza/core/pool.py): seconds a pool member (`team --max-coders`)
+    # A team that sizes itself (core/agents/sizing.py): seconds a pool member (`team --max-coders`)
     # waits for work before it exits; unset: pool.POOL_IDLE_EXIT.
     pool_idle_exit: int | None = since_v1(None)
-    # A model per role (gitliza/core/teammodels.py): "ROLE[.SLOT]=CLI[:MODEL] ..."; unset: the
+    # A model per role (core/agents/teammodels.py): "ROLE[.SLOT]=CLI[:MODEL] ..."; unset: the
     # team's --cli for every member.
     models: str | None = since_v1(None)
-    # Review worth trusting (gitliza/core/quorum.py, docs/review.md): approvals of one review commit a
+    # Review worth trusting (core/quorum.py, docs/review.md): approvals of one review commit a
     # task needs; `quorum_rules` raise it by label or lock scope ("label:security=2
     # scope:migrations/**=2"); `review_diversity` (off | cli | model) asks the approvals to come
     # from different agent CLIs or models; a task BLOCKs for a root-cause note after
@@ -534,7 +534,7 @@ class Usage:
     cached_tokens: int = 0
     cost_micro_usd: int | None = None
     cost_source: str | None = None  # cli | report | prices
-    end: str | None = since_v1(None)  # why the run ended (core/provider.py End); None: unknown
+    end: str | None = since_v1(None)  # why the run ended (core/agents/faults.py End); None: unknown
 
 
 @dataclass(frozen=True, slots=True)
@@ -596,7 +596,7 @@ class Supervisor:
     # generation ends (one that ended holding a task left it registered for the next).
     registered: bool = since_v1(False)
     # The labels its machine offers (`agent --labels`, `team --labels`): a task whose `needs` they
-    # do not cover is not this agent's to claim (core/fleet.py).
+    # do not cover is not this agent's to claim (core/presence/placement.py).
     labels: tuple[str, ...] = since_v1(())
 
 

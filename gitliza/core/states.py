@@ -233,7 +233,7 @@ BOARD_OPS: dict[str, frozenset[Role]] = {
     "supervise": REGISTRABLE_ROLES,
     # ... but who ends the token of one found dead (`supervise free`, what `doctor --fix` runs).
     "supervise:free": HUMANS,
-    # Its supervisor saying the agent waits for its model provider (core/provider.py).
+    # Its supervisor saying the agent waits for its model provider (core/agents/faults.py).
     "provider-wait": REGISTRABLE_ROLES,
     # The board's frame.
     "init": PLANNING,  # a new goal once the last one ended (the first init has no board to ask)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from gitliza.core.forge import Check
+from gitliza.core.forgerules import Check
 from gitliza.errors import LizaError
 
 

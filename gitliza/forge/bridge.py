@@ -16,7 +16,7 @@ pull request in step:
 
 The forge unreachable or rate limited ends the pass (the next one waits for the forge's reset,
 with a growing backoff); the board never waits for the forge, and the next pass catches up. A
-decision about the board is made in core/forge.py; this module does the I/O."""
+decision about the board is made in core/forgerules.py; this module does the I/O."""
 from __future__ import annotations
 
 import json
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from gitliza import atomic
-from gitliza.core import forge as rules
+from gitliza.core import forgerules as rules
 from gitliza.core.model import Task
 from gitliza.core.states import TERMINAL, TaskState
 from gitliza.errors import ConcurrencyConflict, GitFailure, LizaError
@@ -70,6 +70,7 @@ class Bridge:
         self.pushed: dict[str, str] = {}  # task -> the commit this process pushed to its head
         self.posted: dict[int, set[str]] = {}  # pull request -> verdict comments found there
         self.labelled: dict[int, frozenset[str]] = {}  # pull request -> the labels it was given
+        self.merge_waits: dict[str, str] = {}  # task -> why the forge's merge waits (said once)
         self.paused_until = 0.0
         self.backoff = 0.0
         self.last_error: str | None = None
@@ -128,7 +129,7 @@ class Bridge:
     def _since(self) -> str:
         """When the board's forge was set (its newest `config forge`), found once."""
         if self.forge_since is None:
-            from gitliza.core import record
+            from gitliza.core.encoding import record
             self.forge_since = ""
             for c in self.liza.store.history():
                 try:
@@ -302,9 +303,13 @@ class Bridge:
                                   ("reality", str(e)[:1000]), (rules.MISMATCH, e.commit)))
             out.anomalies.append(t.id)
             return
-        except (GitFailure, ConcurrencyConflict) as e:  # the clone's side: the next pass again
-            self.log(f"forge: {t.id}: the forge's merge waits: {e}")
+        except (GitFailure, ConcurrencyConflict, ForgeRefused, merging.MergeWaits) as e:
+            text = f"forge: {t.id}: the forge's merge waits: {e}"
+            if self.merge_waits.get(t.id) != text:  # said once, not at every pass
+                self.log(text)
+                self.merge_waits[t.id] = text
             return
+        self.merge_waits.pop(t.id, None)
         if got is not None:
             self.log(f"forge: {t.id}: merged by the forge as {got[:12]}, recorded")
             out.recorded.append(t.id)

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Callable
 import pygit2
 from pygit2 import Oid
 
-from gitliza.core import forge as rules
+from gitliza.core import forgerules as rules
 from gitliza.errors import GitFailure, InconsistentState, LizaError
 from gitliza.forge import Forge
 from gitliza.git.gitcmd import run_git
@@ -47,24 +47,32 @@ class ForgeMergeMismatch(InconsistentState):
         self.commit = commit
 
 
+class MergeWaits(LizaError):
+    """The forge's merge is not asked for yet (the bridge says why, once)."""
+
+    code = "FORGE_MERGE_WAITS"
+
+
 def merge(liza: Liza, forge: Forge, t: Task, remote: str, say: Callable[[str], None]
           ) -> str | None:
     """Have the forge merge approved task `t` (or find its merge done already) and record it; the
-    merge commit recorded, or None when it must wait (the forge's branch is not the board's tip
-    yet, or the merge would conflict: the board's conflict check sends the task back)."""
+    merge commit recorded, or None when the task moved meanwhile; MergeWaits when the forge's
+    branch is not the board's tip yet, or the merge would conflict (the board's conflict check
+    sends the task back)."""
     from gitliza.git.tasklocks import task_lock
     from gitliza.services.lifecycle.cleanup import drop_worktree
     from gitliza.services.lifecycle.remote import pull_first
-    assert t.review_commit is not None and t.forge_pr is not None
     pull_first(liza, f"the forge's merge of {t.id}", strict=True)
     repo = liza.repo
     with task_lock(repo, t.id):
         board = liza.board()
         now = board.task(t.id)
-        if now is None or not rules.merges_by_forge(board, now):
+        if now is None or not rules.merges_by_forge(board, now) or now.forge_pr is None:
             return None  # it moved meanwhile (rejected, merged, the human set forge_merge off)
+        t = now
         branch = board.config.integration_branch
         tip = _tip(repo, branch)
+        assert t.review_commit is not None and t.forge_pr is not None
         review = Oid(hex=t.review_commit)
         pr = forge.pull(t.forge_pr)
         if pr.merged and pr.merge_commit:  # merged on the forge, not recorded (a crash, a restart)
@@ -72,10 +80,13 @@ def merge(liza: Liza, forge: Forge, t: Task, remote: str, say: Callable[[str], N
         elif pr.state != "open":
             return None  # closed unmerged: the human closed it on the forge; the board decides
         else:
-            if _forge_tip(liza, remote, branch) != str(tip):
-                return None  # the forge's base is not the tip the board knows: wait for the sync
+            there = _forge_tip(liza, remote, branch)
+            if there != str(tip):
+                raise MergeWaits(f"{remote}'s {branch} is at {str(there)[:12]}, not at the tip "
+                                 f"the board knows ({str(tip)[:12]}): the merge waits for the sync")
             if _expected_tree(repo, tip, review) is None:
-                return None
+                raise MergeWaits(f"{t.id} does not merge cleanly with {branch}: the conflict "
+                                 "check sends it back")
             if pr.draft:  # out of draft first: the forge merges no draft
                 forge.ready_for_review(pr)
             got = forge.merge_pull(pr.number, t.review_commit)

@@ -1,4 +1,4 @@
-"""`refs/liza/live/<agent-id>`: each agent's liveness, off the audit chain (core/liveness.py).
+"""`refs/liza/live/<agent-id>`: each agent's liveness, off the audit chain (core/presence/renewals.py).
 
 The ref points at one small commit whose tree holds `live.toml` (a `Renewal`). Every renewal is a
 new ROOT commit (no parent): nothing of an agent's past renewals is worth keeping (the board keeps
@@ -24,9 +24,9 @@ from typing import Callable
 
 import pygit2
 
-from gitliza.core import tomlblob
+from gitliza.core.encoding import tomlblob
 from gitliza.core.clock import to_epoch
-from gitliza.core.liveness import LIVE_FILE, Renewal
+from gitliza.core.presence.renewals import LIVE_FILE, Renewal
 from gitliza.errors import ConcurrencyConflict, GitFailure, InconsistentState, LizaError
 from gitliza.git import liveobjects
 from gitliza.git.memo import Generations

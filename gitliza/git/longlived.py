@@ -18,11 +18,12 @@ for.
   least recently used windows no read is using. What a reader reads again soon stays mapped;
   the cost is a mapping now and then (a window is one mmap call).
 - libgit2's object cache. Every commit and tree of 4 KB or less that a process reads stays in it,
-  up to 256 MB by default: a reader of the board reads each new board commit and its trees, so a
-  `git liza watch` beside a busy team grew ~19 KB of anonymous memory per merged task (~2.9 KB per
-  board commit read) for hours, the web board ~16 KB, a supervisor likewise (400 tasks: +7 MB,
-  linear; benchmarks/busyteam.py). Bounded at CACHE bytes: what is read again soon (the tip's
-  trees) stays; past the bound libgit2 lets entries go.
+  up to 256 MB by default: ~1-3 KB per board commit read, so a process that walks the board's
+  history (`log` through the MCP server, the web board's ended tasks, `events` from the start)
+  keeps the whole history it ever read (10,000 board commits: ~11 MB, tests/git/test_longlived.py).
+  Bounded at CACHE bytes: what is read again soon (the tip's trees) stays; past the bound libgit2
+  lets entries go. (What a busy team's `watch` and web board still grow by, ~20 KB per merged
+  task, is the board itself: its usage and archive records, one per run and per task.)
 """
 from __future__ import annotations
 

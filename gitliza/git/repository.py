@@ -47,6 +47,15 @@ def open_repository(path: str | os.PathLike[str] = ".") -> pygit2.Repository:
         return pygit2.Repository(str(path))
 
 
+def reopened(repo: pygit2.Repository) -> pygit2.Repository:
+    """A new handle on `repo`'s git dir, for the two things the open one cannot give: objects a
+    git process just wrote (libgit2 lists a handle's packs and alternates when it opens, so a
+    fetch into the repository or its own store is seen by a handle opened after it), and a
+    handle for another thread (pygit2 objects are not shared between threads). Everything else
+    is handed the repository that is already open."""
+    return pygit2.Repository(repo.path)
+
+
 def ref_oid(ref: pygit2.Reference) -> Oid:
     """The commit a (possibly symbolic) reference ends at."""
     target = ref.resolve().target

@@ -8,7 +8,7 @@
   its `.pub` with the private key beside it; keys held only by an ssh-agent cannot sign here).
 
 The write path (gitliza/git/store.py) asks `Signer.sign` for every commit it forms: the commit
-bytes are signed in process (gitliza/core/sshsig.py), the key loaded once and kept.
+bytes are signed in process (gitliza/core/keyring/sshsig.py), the key loaded once and kept.
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from gitliza.errors import ValidationError
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    from gitliza.core import sshsig
+    from gitliza.core.keyring import sshsig
 
 KEYS_DIR = ("liza", "keys")
 
@@ -45,7 +45,7 @@ def key_path(common: Path, agent: str) -> Path:
 def new_key() -> Key:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    from gitliza.core import sshsig
+    from gitliza.core.keyring import sshsig
     private = Ed25519PrivateKey.generate()
     return Key(private, sshsig.public_of(private))
 
@@ -77,7 +77,7 @@ def load(path: Path) -> Key:
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    from gitliza.core import sshsig
+    from gitliza.core.keyring import sshsig
     try:
         data = path.read_bytes()
     except OSError as e:
@@ -175,7 +175,7 @@ class Signer:
         key = self.key_for(actor)
         if key is None:
             return body
-        from gitliza.core import sshsig
+        from gitliza.core.keyring import sshsig
         return sshsig.add_to_commit(body, sshsig.sign(key.private, key.public, body))
 
 

@@ -4,7 +4,7 @@ An entity is decoded on first access, strictly (a blob may come from someone els
 keys, wrong types and a blob holding another entity than its path names are refused), and its
 newest version read is kept by the process (`_DECODED`). `Tables` carries parsed TOML tables between processes
 (gitliza/git/tablecache.py). `check_format` refuses a state tree in a format this gitliza does not
-read (newer than its own: gitliza/core/formats.py); the format of a tree read is the board's
+read (newer than its own: core/encoding/versions.py); the format of a tree read is the board's
 `format_version`. The store (store.py) and verify, which replays imports too, read boards through here.
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 import pygit2
 
-from gitliza.core import codec, formats, layout, tomlblob
+from gitliza.core.encoding import codec, versions, layout, tomlblob
 from gitliza.core.board import ENTITY_TYPES, JOURNALS
 from gitliza.errors import InconsistentState
 from gitliza.git import treepath
@@ -79,7 +79,7 @@ class GitSource:
         k = (coll, key)
         if k in self._cache:
             return self._cache[k]
-        if k == formats.FORMAT_KEY:
+        if k == versions.FORMAT_KEY:
             self._cache[k] = None if self._tree is None else format_of(self._tree)
             return self._cache[k]
         value = None
@@ -192,7 +192,7 @@ def format_of(tree: pygit2.Tree) -> int | None:
         data = tree[layout.FORMAT_FILE].data  # type: ignore[union-attr]
     except KeyError:
         return None
-    return formats.parse(data)
+    return versions.parse(data)
 
 
 def check_format(tree: pygit2.Tree, where: str) -> int:
@@ -203,5 +203,5 @@ def check_format(tree: pygit2.Tree, where: str) -> int:
     except KeyError:
         raise InconsistentState(f"state commit {where[:12]} has no `format` blob") from None
     if data == layout.FORMAT_BLOB:
-        return formats.FORMAT_VERSION
-    return formats.check_readable(formats.parse(data), data, where)
+        return versions.FORMAT_VERSION
+    return versions.check_readable(versions.parse(data), data, where)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Callable, Iterator
 
 import pygit2
 
-from gitliza.core import layout
+from gitliza.core.encoding import layout
 from gitliza.core.board import Board, Changes
 from gitliza.core.model import FORMAT_VERSION
 from gitliza.core.states import HUMAN_ACTOR
@@ -143,7 +143,7 @@ class Store:
 
     def board(self, at: str | None = None) -> tuple[Board, pygit2.Commit | None]:
         """The board at `at` as recorded; the tip (`at` None) as its readers see it, with the
-        effective leases of the renewals on refs/liza/live/* (core/liveness.py)."""
+        effective leases of the renewals on refs/liza/live/* (core/presence/renewals.py)."""
         commit = self.resolve(at)
         board = self.board_at(commit)
         if at is None and commit is not None:
@@ -151,7 +151,7 @@ class Store:
         return board, commit
 
     def live_overlay(self, board: Board) -> Board:
-        from gitliza.core.liveness import overlay
+        from gitliza.core.presence.renewals import overlay
         from gitliza.git import liveref
         found = liveref.read_all(self.repo)
         return overlay(board, found) if found else board
@@ -189,7 +189,7 @@ class Store:
         """The commit of `op` on `parent` (and its tree), its objects added to `batch` for the
         caller to flush: a bulk path (sync's replay) writes one pack for many transitions. The
         parent's tree must be in the repository or built earlier in this process."""
-        from gitliza.core import record
+        from gitliza.core.encoding import record
         from gitliza.git.objects import trees
         from gitliza.git.commits import commit_body, signature
         tree = trees.build_into(batch, parent_tree, outcome.changes).tree
@@ -219,19 +219,19 @@ class Store:
         """Under `signatures = required`, refuse before writing anything a commit that verify, sync
         and the server hook would refuse: the actor has no key on the board, this process holds
         no private key for it, or holds another one."""
-        from gitliza.core import keys
+        from gitliza.core.keyring import signers
         prev = before if before.initialized else None
-        if keys.policy(prev, outcome.board) != keys.REQUIRED:
+        if signers.policy(prev, outcome.board) != signers.REQUIRED:
             return
-        self._require_key(op.actor, keys.expected(prev, outcome.board, op))
+        self._require_key(op.actor, signers.expected(prev, outcome.board, op))
 
     def check_can_sign(self, board: Board, actor: str) -> None:
         """Under `signatures = required`, refuse what `actor` would write outside the board (a
         renewal on refs/liza/live/*) that its hooks would refuse: the same checks as a commit."""
-        from gitliza.core import keys
-        if keys.policy(None, board) != keys.REQUIRED:
+        from gitliza.core.keyring import signers
+        if signers.policy(None, board) != signers.REQUIRED:
             return
-        self._require_key(actor, keys.current(keys.keys_of(board, actor)))
+        self._require_key(actor, signers.current(signers.keys_of(board, actor)))
 
     def _require_key(self, actor: str, want: SigningKey | None) -> None:
         signer = self.signer()

@@ -1,3 +1,3 @@
 """The human's side of the protocol: watching (alarms), the circuit breaker (analyze), checkpoints
-and sprint summaries. The decisions are pure core code (core/alarms.py, core/circuit.py,
-core/metrics.py); these modules read git and the `.liza/` files around them and write reports."""
+and sprint summaries. The decisions are pure core code (core/reports/alarms.py, core/agents/circuit.py,
+core/reports/metrics.py); these modules read git and the `.liza/` files around them and write reports."""

@@ -1,6 +1,6 @@
 """`git liza analyze`: the circuit breaker (specs/circuit-breaker.md, liza-analyze.sh).
 
-The patterns are computed by the core (gitliza/core/circuit.py) from the board and the history
+The patterns are computed by the core (core/agents/circuit.py) from the board and the history
 read from git (the commits that logged each anomaly are cited as evidence). The report goes to
 `.liza/circuit_breaker_report.md`; the verdict is recorded on the board (`circuit` op: last_check,
 status, current_trigger, history), and a trigger opens a CHECKPOINT (the board's checkpoint op,
@@ -13,7 +13,7 @@ from pathlib import Path
 
 from gitliza import atomic
 from gitliza.services.api import Liza
-from gitliza.core import circuit
+from gitliza.core.agents import circuit
 from gitliza.core.model import CBStatus, SprintStatus
 from gitliza.core.ops.governance import Circuit
 from gitliza.git.store import Committed

@@ -12,7 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gitliza import atomic
-from gitliza.core import clock, mergequeue, metrics, usage
+from gitliza.core import clock, mergequeue
+from gitliza.core.agents import costs
+from gitliza.core.reports import metrics
 from gitliza.core.board import Board
 from gitliza.core.ops.control import Checkpoint
 from gitliza.core.states import TaskState
@@ -117,9 +119,9 @@ def summary(board: Board, now: str, spans: list[SprintSpan], state: str,
 
 def usage_lines(board: Board, started: str | None) -> list[str]:
     """## Usage: this sprint's agent runs and the goal's, by agent and by task, and the budgets."""
-    sprint = usage.entries(board, usage.Filter(goal=board.goal.id, since=started))
-    goal = usage.goal_totals(board)
-    lines = ["", "## Usage", "", f"**This sprint:** {usage.total(sprint).line()}",
+    sprint = costs.entries(board, costs.Filter(goal=board.goal.id, since=started))
+    goal = costs.goal_totals(board)
+    lines = ["", "## Usage", "", f"**This sprint:** {costs.total(sprint).line()}",
              f"**Goal:** {goal.line()}"]
     cfg = board.config
     budgets = [f"{k} {v}" for k, v in (("tokens per task", cfg.budget_tokens_per_task),
@@ -127,14 +129,14 @@ def usage_lines(board: Board, started: str | None) -> list[str]:
                                        ("USD per goal", cfg.budget_usd_per_goal)) if v is not None]
     if budgets:
         lines.append(f"**Budgets:** {', '.join(budgets)}")
-    over = usage.goal_over_budget(board)
+    over = costs.goal_over_budget(board)
     if over:
         lines.append(f"**{over}: no agent run starts until it is raised**")
     for group in ("agent", "task"):
-        rows = usage.by(sprint, group)
+        rows = costs.by(sprint, group)
         if rows:
             lines += ["", f"| {group.title()} | Runs | Tokens | Cost |", "|---|---|---|---|"]
-            lines += [f"| {k} | {t.runs} | {t.tokens:,} | {usage.usd_text(t.cost)}"
+            lines += [f"| {k} | {t.runs} | {t.tokens:,} | {costs.usd_text(t.cost)}"
                       + (f" (+{t.unpriced} unpriced)" if t.unpriced else "") + " |"
                       for k, t in rows.items()]
     return lines

@@ -8,9 +8,13 @@ from typing import Iterator
 
 import pygit2
 
-from gitliza.core import clock, metrics, record
+from gitliza.core import clock
+
+from gitliza.core.encoding import record
+
+from gitliza.core.reports import metrics
 from gitliza.core.board import Board
-from gitliza.core.circuit import Logged
+from gitliza.core.agents.circuit import Logged
 from gitliza.core.model import Metrics
 from gitliza.errors import LizaError
 from gitliza.git.store import Store

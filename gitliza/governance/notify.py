@@ -1,7 +1,7 @@
 """The escalation webhook: the watcher's events sent to the human, off the terminal.
 
 The watcher (`git liza watch`, and the one `git liza team` runs beside its supervisors) hands each
-report to `Notifier.submit`, which finds the board commit that caused it (core/notify.py's
+report to `Notifier.submit`, which finds the board commit that caused it (core/reports/escalations.py's
 matcher, walking back from the tip), derives the delivery's id from that commit and the event, and
 queues it. A worker thread claims the delivery and sends it; the watcher never waits for it.
 
@@ -16,7 +16,7 @@ delivery is at least once, and the id lets the receiver drop a second copy.
 Sending: an HTTP POST of one JSON document to the board's `escalation_webhook`, or the document on
 the standard input of this clone's `git config liza.escalationCommand` (never a board value: a
 command read from the board would let whoever writes the board run code on the human's machines).
-Retries back off 1, 2, 4 ... 60 s (core/notify.py); a delivery out of retries is one line in
+Retries back off 1, 2, 4 ... 60 s (core/reports/escalations.py); a delivery out of retries is one line in
 `.liza/alerts.log` and the NOTIFY_FAILED alarm.
 """
 from __future__ import annotations
@@ -32,8 +32,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from gitliza.core import notify
-from gitliza.core.alarms import Report
+from gitliza.core.reports import escalations
+from gitliza.core.reports.alarms import Report
 from gitliza.core.board import Board
 from gitliza.errors import LizaError
 from gitliza.git.store import Store
@@ -91,7 +91,7 @@ class Notifier:
     # -- the watcher's side ---------------------------------------------------------------------
     def submit(self, board: Board, report: Report, tip: str | None) -> str | None:
         """Queue `report` if it goes out and a target is set; its id, or None."""
-        if not notify.notified(report) or not board.initialized:
+        if not escalations.notified(report) or not board.initialized:
             return None
         # This clone's own URL first: a secret one (a Slack webhook) kept off the board, which
         # every agent and clone can read.
@@ -100,8 +100,8 @@ class Notifier:
         if not url and not command:
             return None
         cause = self._cause(report, tip) or tip or ""
-        ident = notify.delivery_id(cause, report)
-        doc = notify.document(board, report, ident=ident, cause=cause, tip=tip,
+        ident = escalations.delivery_id(cause, report)
+        doc = escalations.document(board, report, ident=ident, cause=cause, tip=tip,
                               web_url=_git_config(self.store, WEB_KEY),
                               repository=str(self.store.repo.workdir or self.store.repo.path))
         with self._cond:
@@ -112,14 +112,14 @@ class Notifier:
         return ident
 
     def _cause(self, report: Report, tip: str | None) -> str | None:
-        task, ops = notify.cause_matcher(report.alert)
-        to, task_ops = notify.cause_state(report.alert)
+        task, ops = escalations.cause_matcher(report.alert)
+        to, task_ops = escalations.cause_state(report.alert)
         if tip is None or (task is None and not ops):
             return tip
         try:
             commit = self.store.commit(tip)
             for _ in range(CAUSE_WALK):
-                if notify.matches(commit.message, task, ops, to, task_ops):
+                if escalations.matches(commit.message, task, ops, to, task_ops):
                     return str(commit.id)
                 if not commit.parents:
                     break
@@ -176,12 +176,12 @@ class Notifier:
             self.sent.append(d.ident)
             self._succeeded(target)
             return
-        if why.startswith("!") or d.attempt >= notify.ATTEMPTS:
+        if why.startswith("!") or d.attempt >= escalations.ATTEMPTS:
             self._log(f"notify: gave up on {d.doc.get('event')} {d.doc.get('task') or ''} "
                       f"(id {d.ident}) after {d.attempt} attempt(s) to {target}: {why.lstrip('!')}")
             self._failed(target, why.lstrip("!"))
             return
-        d.due = time.monotonic() + notify.backoff(d.attempt)
+        d.due = time.monotonic() + escalations.backoff(d.attempt)
         with self._cond:
             heapq.heappush(self._heap, d)
             self._cond.notify()

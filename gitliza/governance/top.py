@@ -7,7 +7,7 @@ changes (gitliza/git/refwatch.py, no polling) and, only while a lease or review 
 counting down, once a second for the countdowns; the board is re-read only when the tip moved.
 
 Alarms are the watcher's (gitliza/governance/watch.py gathers the facts the board does not hold,
-gitliza/core/alarms.py evaluates them), re-evaluated for every frame since they move with the
+core/reports/alarms.py evaluates them), re-evaluated for every frame since they move with the
 clock; `alarm_source` is the extension point for anything else that can say what is wrong.
 """
 from __future__ import annotations
@@ -45,7 +45,7 @@ _WATCHERS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 def watcher_alarms(liza: Liza, now: str) -> list[tuple[str, str]] | None:
     """What `git liza watch` would say is active now (its facts: the board, the time of the last
     state commit, a pause, a `.liza/CHECKPOINT` file)."""
-    from gitliza.core import alarms
+    from gitliza.core.reports import alarms
     from gitliza.governance.watch import Watcher
     w = _WATCHERS.get(liza.store)
     if w is None:
@@ -70,7 +70,7 @@ class Snapshot:
 
 
 def snapshot(liza: Liza, alarm_source: AlarmSource | None = watcher_alarms) -> Snapshot:
-    from gitliza.services.views import log_entries
+    from gitliza.services.views.data import log_entries
     board, commit = liza.store.board()
     snap = Snapshot(board, str(commit.id) if commit is not None else None,
                     log_entries(liza, RECENT))
@@ -149,19 +149,19 @@ def render(snap: Snapshot, now: str) -> Any:
                       str(t.priority), _plain(_task_agent(t)), _plain(t.description),
                       countdown(lease, now))
 
-    from gitliza.core.supervision import of_agent
+    from gitliza.core.presence.supervision import of_agent
     agents = Table(title="agents", title_justify="left", expand=True)
     for col in ("agent", "role", "status", "task", "heartbeat", "lease", "supervisor"):
         agents.add_column(col, no_wrap=True)
     notes: list[str] = []
-    from gitliza.core import provider
+    from gitliza.core.agents import faults
     for a in sorted(b.agents(), key=lambda a: a.id):
         sup = of_agent(b, a, now)
-        waits = provider.wait_line(b, a, now)
+        waits = faults.wait_line(b, a, now)
         if waits:
             notes.append(waits)
         agents.add_row(_plain(a.id), a.role.value,
-                       Text(provider.WAITING, style="bold yellow") if waits else a.status.value,
+                       Text(faults.WAITING, style="bold yellow") if waits else a.status.value,
                        _plain(a.current_task or ""),
                        ago(a.heartbeat, now), countdown(a.lease_expires, now),
                        Text(sup.state.value, style="" if sup.running else "bold yellow"))
@@ -169,7 +169,7 @@ def render(snap: Snapshot, now: str) -> Any:
         if line:
             notes.append(line)
 
-    from gitliza.core.machines import label_lines
+    from gitliza.core.presence.hosts import label_lines
     notes += label_lines(b, now)
     parts: list[Any] = [head, tasks, agents, *_machines(b, now)] + \
         [_plain(n) for n in notes] + [_alarms(snap.alarms)]
@@ -185,12 +185,12 @@ def render(snap: Snapshot, now: str) -> Any:
 
 
 def _machines(b: Board, now: str) -> list[Any]:
-    """The machines the agents run on (core/machines.py), once there is more than one or one
+    """The machines the agents run on (core/presence/hosts.py), once there is more than one or one
     is unreachable or drained: nothing for a one-machine team with no news."""
     from rich.table import Table
     from rich.text import Text
 
-    from gitliza.core.machines import UNREACHABLE, machines
+    from gitliza.core.presence.hosts import UNREACHABLE, machines
     found = machines(b, now)
     if len(found) < 2 and not any(m.status == UNREACHABLE or m.drain for m in found):
         return []

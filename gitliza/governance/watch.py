@@ -1,6 +1,6 @@
 """`git liza watch`: the human's alarm monitor (tooling.md "Alarm Conditions", liza-watch.sh).
 
-The evaluation is pure (gitliza/core/alarms.py). This module gathers the facts the board does not
+The evaluation is pure (core/reports/alarms.py). This module gathers the facts the board does not
 hold, reports what changed, and sleeps: on the board ref and the `.liza/` control files (the shared
 RefWatcher, inotify through watchdog), with a timeout that ends at the next time-based threshold
 (`alarms.next_deadline`). It never reads the board on a timer.
@@ -24,10 +24,11 @@ from pathlib import Path
 from typing import Callable, TextIO
 
 from gitliza import atomic
-from gitliza.core import alarms, clock
-from gitliza.core import notify as notify_core
+from gitliza.core import clock
+from gitliza.core.reports import alarms
+from gitliza.core.reports import escalations
 from gitliza.services.sync import droplog
-from gitliza.core.alarms import Alert, Facts, Report
+from gitliza.core.reports.alarms import Alert, Facts, Report
 from gitliza.core.board import Board
 from gitliza.core.terminal import safe_json, safe_line
 from gitliza.errors import LizaError
@@ -139,7 +140,7 @@ class Watcher:
     def _send(self, reports: list[Report]) -> None:
         assert self.notifier is not None
         try:
-            news = notify_core.human_events(self.board)
+            news = escalations.human_events(self.board)
         except LizaError:
             news = []
         self._events, more = alarms.step(self._events, news, self.facts.now)
@@ -157,7 +158,7 @@ class Watcher:
     def _notify_failed(self, target: str, why: str) -> None:
         if target in self._failing:
             return  # one alarm while the target keeps failing
-        alert = notify_core.failure_alert(target, why)
+        alert = escalations.failure_alert(target, why)
         self._failing[target] = alert
         self.emit(Report("fired", alert, self.now()))
 

@@ -28,18 +28,18 @@ StateRule = Callable[["Store", Any, str], "str | None"]
 
 
 ATTIC_REFS = "refs/liza-attic/"
-WIP_REFS = "refs/liza/wip/"  # work-in-progress snapshots: services/lifecycle/wip.py
+WIP_REFS = "refs/liza/wip/"  # work-in-progress snapshots: services/wip.py
 
 
 def _check_attic(store: Store, old: Any, new: str, ref: str) -> str | None:
-    """An attic entry (services/lifecycle/attic.py) is made once and never changed: its ref must
+    """An attic entry (services/attic.py) is made once and never changed: its ref must
     peel to the commit its name says; another value over an existing entry is refused, and so is
     a deletion before `config.attic_keep` days have passed since it was kept (this clock)."""
     import time
 
     import pygit2
 
-    from gitliza.services.lifecycle import attic
+    from gitliza.services import attic
     parsed = attic.parse_name(ref)
     if parsed is None:
         return None if ref.startswith(ATTIC_REFS + "state/") else \
@@ -94,7 +94,7 @@ def judge(store: Store, updates: list[tuple[Any, str, str]], *, pending_merges: 
     lives = [(o, n, r) for o, n, r in updates if r.startswith(LIVE_REFS) and n != ZERO]
     wips = [(n, r) for _o, n, r in updates if r.startswith(WIP_REFS)]
     if wips:
-        from gitliza.services.lifecycle import wip
+        from gitliza.services import wip
         after = board_at(store, state) if state is not None else None
         refused += [(r, why) for n, r in wips
                     if (why := wip.check(repo, after, r, n, n == ZERO)) is not None]

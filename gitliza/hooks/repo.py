@@ -29,11 +29,9 @@ def open_repo(server: bool = False) -> pygit2.Repository:
     a bare repository) with GIT_DIR set. During pre-receive the pushed objects are not in the object
     store yet but in a quarantine directory (GIT_QUARANTINE_PATH, also GIT_OBJECT_DIRECTORY); libgit2
     ignores those variables, so the quarantine is added as an alternate to see them."""
-    import pygit2
-
     from gitliza.git.repository import open_repository
     gitdir = os.environ.get("GIT_DIR")
-    repo = pygit2.Repository(gitdir) if gitdir else open_repository(".")
+    repo = open_repository(gitdir or ".")
     quarantine = os.environ.get("GIT_QUARANTINE_PATH") if server else None
     if quarantine and os.path.isdir(quarantine):
         repo.odb.add_disk_alternate(quarantine)

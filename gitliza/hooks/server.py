@@ -66,7 +66,7 @@ def _new_commits(store: Store, old: Any, new: str) -> list[Any]:
 def _unbound_pusher(store: Store, old: Any, new: str) -> str | None:
     """A pusher may add only commits of the actors the server binds it to (gitliza/hooks/pushers.py)."""
     from gitliza.hooks import pushers
-    from gitliza.core import record
+    from gitliza.core.encoding import record
     binding = pushers.bindings(store.repo.config)
     if not binding:
         return None
@@ -82,7 +82,7 @@ def _unbound_live(repo: pygit2.Repository, updates: list[tuple[Any, str, str]]
     bound to."""
     from gitliza.hooks import pushers
     from gitliza.hooks.repo import LIVE_REFS
-    from gitliza.services.lifecycle.wip import WIP, parse
+    from gitliza.services.wip import WIP, parse
     lives = [(n, r[len(LIVE_REFS):], r) for _o, n, r in updates if r.startswith(LIVE_REFS)]
     lives += [(n, p[1], r) for _o, n, r in updates if (p := parse(r, WIP)) is not None]
     binding = pushers.bindings(repo.config) if lives else {}
@@ -122,8 +122,8 @@ def _server_now() -> str:
 
 
 def _max_skew(repo: pygit2.Repository) -> int:
-    """`liza.maxClockSkew` (git config of the bare repository), default core/leasewatch.MAX_SKEW."""
-    from gitliza.core.leasewatch import MAX_SKEW
+    """`liza.maxClockSkew` (git config of the bare repository), default core/presence/leasemarks.MAX_SKEW."""
+    from gitliza.core.presence.leasemarks import MAX_SKEW
     try:
         return max(int(str(repo.config["liza.maxClockSkew"])), 0)
     except (KeyError, ValueError):
@@ -133,7 +133,7 @@ def _max_skew(repo: pygit2.Repository) -> int:
 def _latest_allowed(repo: pygit2.Repository) -> str:
     """No new op may be dated more than `liza.maxClockSkew` seconds (default 900) after the
     server's clock. Leases no longer hang on op times (each observer judges them by its own clock,
-    core/leasewatch.py), so the bound no longer has to be tight: it tolerates the skew a team
+    core/presence/leasemarks.py), so the bound no longer has to be tight: it tolerates the skew a team
     lives with (a fast clone's ops are accepted, and nobody's ops queue behind them) and refuses
     a clock so far off that it is a fault, naming it. Older ops are fine: a machine that was
     offline replays its ops with their original times."""
@@ -146,7 +146,7 @@ def _future_op(store: Store, old: Any, new: str, latest: str) -> str | None:
     push, one line for the pusher when its newest op is dated ahead of this clock by more than
     WARN_SKEW (git relays it as `remote: gitliza: note: ...`: sync repeats it)."""
     from gitliza.core import clock
-    from gitliza.core.leasewatch import WARN_SKEW
+    from gitliza.core.presence.leasemarks import WARN_SKEW
     from gitliza.git.remotes.pushresults import NOTE
     now = clock.to_epoch(_server_now())
     newest = 0
@@ -173,7 +173,8 @@ def _early_takeover(store: Store, old: Any, new: str, now: str) -> str | None:
     find the lease expired by the server's clock too. The op's own time decides in the core, and
     a legitimate takeover always happened before the push, so by now its lease has expired; one
     that has not was dated ahead to fake the expiry."""
-    from gitliza.core import leasewatch, liveness, record
+    from gitliza.core.encoding import record
+    from gitliza.core.presence import leasemarks, renewals
     from gitliza.git import liveref
     mine = liveref.read_all(store.repo)  # the renewals pushed to this server
     for c in reversed(_new_commits(store, old, new)):
@@ -187,7 +188,7 @@ def _early_takeover(store: Store, old: Any, new: str, now: str) -> str | None:
         # and the holder's renewals pushed here (a claim that leaves out a renewal it was shown,
         # or never fetched one, does not take over early).
         before = store.board_at(store.commit(c.parents[0].id))
-        t = liveness.overlay(before, [*op.live, *mine]).task(getattr(op, "task"))
+        t = renewals.overlay(before, [*op.live, *mine]).task(getattr(op, "task"))
         if t is None:
             continue
         if op.NAME == "claim" and t.status == "CLAIMED" and t.assigned_to != op.actor:
@@ -200,7 +201,7 @@ def _early_takeover(store: Store, old: Any, new: str, now: str) -> str | None:
             # Its wait, on its claimer's clock, was checked by the replay; the lease it judged
             # must still be the newest this server holds (a renewal the claimer never fetched
             # changes the mark), never this server's clock against its claimer's.
-            judged = leasewatch.Evidence.decode(takeover).mark
+            judged = leasemarks.Evidence.decode(takeover).mark
             if until is not None and until > judged:
                 return (f"state commit {str(c.id)[:12]} ({op.NAME} {t.id}) takes over a lease "
                         f"renewed since it was judged: it judged {judged}, this server holds a "

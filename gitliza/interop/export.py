@@ -1,6 +1,6 @@
 """`git liza export`: any revision of the board as the seed's state.yaml and log.yaml.
 
-state.yaml is the materialized view (gitliza/core/yamlview.py), which is the seed schema; reading
+state.yaml is the materialized view (core/encoding/yamlview.py), which is the seed schema; reading
 it back with `seed.read_state` gives the same board (tests/interop/test_roundtrip.py). log.yaml has
 one entry per state commit up to the revision, preceded by the entries of the log.yaml imported
 with the board, if it was imported with one.
@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gitliza.core import record, yamlview
+from gitliza.core.encoding import record, yamlview
 from gitliza.errors import ValidationError
 from gitliza.git.store import Store
 from gitliza.interop import genesis, seed

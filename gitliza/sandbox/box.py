@@ -24,10 +24,11 @@ import pygit2
 from gitliza import agentcli
 from gitliza.core.board import Board
 from gitliza.core.states import Role
+from gitliza.git.repository import open_repository, reopened
 from gitliza.sandbox import (bwrap, cgroup, diskwatch, gitview, net, policy, reexpose, seccomp,
                              usernet)
 from gitliza.sandbox.broker import Broker, client_command
-from gitliza.sandbox.policy import BROKER_INSIDE
+from gitliza.sandbox.policy import BROKER_INSIDE, SandboxMode
 from gitliza.services.agentlog import LOGS_DIR, PROMPTS_DIR
 
 
@@ -122,7 +123,7 @@ class Session:
     gitliza: tuple[str, ...]  # the command that runs gitliza outside
     mcp: Mapping[str, Any] | None  # the real MCP server entry (run by the broker)
     refused: Callable[[str, bool], None]
-    network: str = "on"  # the sandbox mode's network: on, model, offline
+    network: SandboxMode = SandboxMode.ON  # the sandbox mode's network: on, model, offline
     limits: policy.Limits = policy.Limits()
     host_ports: tuple[int, ...] = ()  # `on`: the host's loopback ports forwarded (usernet.py)
 
@@ -142,7 +143,7 @@ class Box:
         self.coder: gitview.CoderRepo | None = None
         self.coder_git: policy.CoderGit | None = None
         if s.role == Role.CODER and s.task is not None:
-            admin = Path(pygit2.Repository(str(s.worktree)).path).resolve()
+            admin = Path(open_repository(s.worktree).path).resolve()
             self.coder_git, self.coder = gitview.build(s.repo, s.common, s.agent, s.task, admin)
         self.shim = base / "git-liza"
         self.shim.write_text("#!/bin/sh\nexec " + " ".join(map(shlex.quote, self.gitliza_inside))
@@ -257,7 +258,7 @@ class Box:
         one at a time: the broker's threads and the session's end may race)."""
         if self.coder is not None:
             with self._importing:
-                gitview.import_branch(pygit2.Repository(self.s.repo.path), self.coder)
+                gitview.import_branch(reopened(self.s.repo), self.coder)
 
     def close(self) -> None:
         if self.watch is not None:
@@ -275,7 +276,7 @@ class Box:
                                    f"{', '.join(hits)} (config sandbox_*)", False)
                 self.cgroup.close()
             if self.coder is not None:  # what could not come in: the attic (gitview.py)
-                kept = gitview.keep_unimported(pygit2.Repository(self.s.repo.path),
+                kept = gitview.keep_unimported(reopened(self.s.repo),
                                                self.s.common, self.coder.shadow)
                 if kept:
                     self.s.refused(f"the coder's own git dir held work its task branch lacks: "
@@ -294,10 +295,10 @@ class Sandbox:
     reaches nothing but its supervisor's socket) or `off` (the human's explicit choice, warned
     at every launch)."""
 
-    def __init__(self, mode: str) -> None:
+    def __init__(self, mode: SandboxMode) -> None:
         self.mode = mode
-        self.on = mode != "off"
-        if mode == "model":
+        self.on = mode != SandboxMode.OFF
+        if mode == SandboxMode.MODEL:
             net.check_allow(os.environ)
         self.exe = bwrap.require() if self.on else ""
 
@@ -307,16 +308,7 @@ class Sandbox:
         return Box(self.exe, replace(s, network=self.mode))
 
 
-MODES = ("on", "model", "offline", "off")
-
-
-def parse(text: str | None) -> str:
-    """`--sandbox on|model|offline|off` (default on)."""
-    from gitliza.errors import ValidationError
-    value = (text or "on").strip().lower()
-    if value not in MODES:
-        raise ValidationError(f"--sandbox must be one of {', '.join(MODES)}, got {text!r}")
-    return value
+parse = SandboxMode.parse  # `--sandbox` text -> SandboxMode, once (policy.py)
 
 
 def _login_source(cli: str | None, src: Path, rel: str, env: Mapping[str, str]) -> Path:

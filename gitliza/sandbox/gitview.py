@@ -39,6 +39,7 @@ import pygit2
 from gitliza.errors import GitFailure
 from gitliza.git.objects import ownstore
 from gitliza.git.gitcmd import error_line, local_git
+from gitliza.git.repository import reopened
 from gitliza.git.worktrees import task_branch
 from gitliza.sandbox.policy import CoderGit
 
@@ -181,7 +182,7 @@ def keep_unimported(repo: pygit2.Repository, common: Path, shadow: Path) -> list
             wanted.append(oid)
     if not wanted:
         return []
-    from gitliza.services.lifecycle.attic import ATTIC, to_attic
+    from gitliza.services.attic import ATTIC, to_attic
     try:
         _fetch_in(repo, common, shadow, wanted)
     except GitFailure:
@@ -194,7 +195,7 @@ def keep_unimported(repo: pygit2.Repository, common: Path, shadow: Path) -> list
             except GitFailure:
                 continue
         wanted = got
-    fresh = pygit2.Repository(repo.path)  # sees the objects just fetched
+    fresh = reopened(repo)  # sees the objects just fetched
     for oid in wanted:
         to_attic(fresh, task, pygit2.Oid(hex=oid), "the coder's own git directory is rebuilt")
     return [f"{ATTIC}/{task}/{oid}" for oid in wanted]
@@ -228,7 +229,7 @@ def import_branch(repo: pygit2.Repository, coder: CoderRepo) -> str | None:
         return None
     # Hooks are not run (the shadow's config is our copy, read-only to the agent).
     _fetch_in(repo, coder.common, coder.shadow, [tip])
-    repo = pygit2.Repository(repo.path)  # sees the objects just fetched into the own store
+    repo = reopened(repo)  # sees the objects just fetched into the own store
     try:
         obj = repo.get(tip)
     except ValueError:

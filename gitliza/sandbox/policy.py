@@ -19,14 +19,37 @@ The view, in bubblewrap's order (a later mount covers an earlier one):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path, PurePath
 
 from gitliza.core import treerules
+from gitliza.errors import ValidationError
 
 CODER, REVIEWER, PLANNER = "coder", "code-reviewer", "planner"
 BROKER_INSIDE = "/tmp/.gitliza-broker"  # where an agent finds its broker's door
 CONN_SUFFIX = "-conn"  # beside it, where its client makes the FIFOs of a connection
 HIDDEN_GIT = frozenset({"liza"})  # entries of the common dir an agent never sees
+
+
+class SandboxMode(str, Enum):
+    """`--sandbox`: `on` (bubblewrap, the network through slirp4netns), `model` (only the model's
+    API hosts, through the supervisor: net.py), `offline` (no network at all), `off` (none: the
+    human's explicit choice). Parsed once from the flag (`parse`); everything below, the team's
+    options record, the supervisor, the box and the integration test's runner, gets this value."""
+
+    ON = "on"
+    MODEL = "model"
+    OFFLINE = "offline"
+    OFF = "off"
+
+    @classmethod
+    def parse(cls, text: str | None) -> SandboxMode:
+        """`--sandbox on|model|offline|off` (None: on); anything else is one line, exit 1."""
+        try:
+            return cls((text or "on").strip().lower())
+        except ValueError:
+            raise ValidationError(f"--sandbox must be one of {', '.join(m.value for m in cls)}, "
+                                  f"got {text!r}") from None
 
 
 @dataclass(frozen=True)

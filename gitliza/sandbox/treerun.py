@@ -24,6 +24,7 @@ import pygit2
 from gitliza.git.merge import Runner, run_captured
 from gitliza.sandbox import bwrap, policy, reexpose, seccomp
 from gitliza.sandbox.box import hidden_dirs, private_dirs
+from gitliza.sandbox.policy import SandboxMode
 
 KEEP_ENV = ("PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TERM", "TZ")
 
@@ -35,11 +36,11 @@ def clean_env(env: dict[str, str], home: Path) -> dict[str, str]:
     return out
 
 
-def runner(mode: str, lim: policy.Limits | None = None) -> Runner | None:
+def runner(mode: SandboxMode, lim: policy.Limits | None = None) -> Runner | None:
     """The integration test's runner for a sandbox mode (None for `off`: the human's explicit
     choice, the test runs as the caller, as every agent then does). Checks bubblewrap now (exit 5
     naming the fix)."""
-    if mode == "off":
+    if mode == SandboxMode.OFF:
         return None
     exe = bwrap.require()
     lim = lim or policy.DEFAULT_LIMITS
@@ -50,7 +51,7 @@ def runner(mode: str, lim: policy.Limits | None = None) -> Runner | None:
     return run
 
 
-def run_in_sandbox(exe: str, mode: str, argv: list[str], checkout: Path,
+def run_in_sandbox(exe: str, mode: SandboxMode, argv: list[str], checkout: Path,
                    timeout: float | None, lim: policy.Limits) -> tuple[int | None, str]:
     repo = pygit2.Repository(str(checkout))
     admin = Path(repo.path).resolve()  # <common>/worktrees/<name>
@@ -70,7 +71,7 @@ def run_in_sandbox(exe: str, mode: str, argv: list[str], checkout: Path,
             role="integration-test", cwd=checkout, main=main, common=common,
             common_entries=tuple(sorted(os.listdir(common))), home=home, tmp=tmp, run=None,
             hidden=tuple(hidden), reexpose=tuple(shown),
-            network=mode == "on", writable=(checkout, admin), private=private_dirs(main),
+            network=mode == SandboxMode.ON, writable=(checkout, admin), private=private_dirs(main),
             tmp_max_mb=lim.tmp_mb)
         command = seccomp.inside_command(sys.executable, argv, lim.pids, lim.memory_mb)
         return run_captured(policy.bwrap_argv(exe, view, command), checkout, timeout, env)

@@ -12,14 +12,18 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
-from gitliza.core import clock, liveness
+from gitliza.core import clock
+
+from gitliza.core.presence import renewals as liveness
 from gitliza.core.board import Board
-from gitliza.core.liveness import Renewal
+from gitliza.core.presence.renewals import Renewal
 from gitliza.core.states import HUMAN_ACTOR
 from gitliza.core.terminal import safe
 from gitliza.git.store import Committed, Store
 
 if TYPE_CHECKING:  # the op records load with the write path (git/store.py), not for a read
+    import pygit2
+
     from gitliza.core.ops.base import Op
     from gitliza.git.remotes import Remote
 
@@ -59,7 +63,10 @@ class Liza:
         return cls(Store.discover(path), agent, **kw)
 
     @property
-    def repo(self) -> Any:
+    def repo(self) -> pygit2.Repository:
+        """The open repository, handed down to what reads or writes git (never reopened from a
+        path). pygit2 is named for the type checker only: this module loads for `status`, whose
+        imports stay lazy (tests/cli/test_status_imports.py)."""
         return self.store.repo
 
     def sync_remote(self) -> str | None:
@@ -96,7 +103,7 @@ class Liza:
 
     def board(self, at: str | None = None) -> Board:
         """The board at the tip (or at `at`, as it was recorded). The tip is read with the
-        effective leases: the renewals on refs/liza/live/* laid over it (core/liveness.py)."""
+        effective leases: the renewals on refs/liza/live/* laid over it (core/presence/renewals.py)."""
         return self.store.board(at)[0]
 
     def renewals(self) -> list[Renewal]:
@@ -122,10 +129,10 @@ class Liza:
 
 def _observe_write(liza: Liza, done: Committed) -> None:
     """This clone saw the leases its own write set (a claim, a renewal) when it wrote them: the
-    wait before anyone here may take them over starts now (gitliza/services/liveness/leasewatch.py)."""
+    wait before anyone here may take them over starts now (gitliza/services/leasewatch.py)."""
     tasks = [v for (kind, _key), v in done.outcome.changes.items() if kind == "tasks" and v]
     if tasks:
-        from gitliza.services.liveness import leasewatch
+        from gitliza.services import leasewatch
         leasewatch.observe_tasks(liza.repo, tasks, done.op.time)
 
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Callable
 
 import pygit2
 
-from gitliza.core.record import is_seal_message
+from gitliza.core.encoding.record import is_seal_message
 from gitliza.core.states import HUMAN_ACTOR
 from gitliza.errors import LizaError
 
@@ -45,7 +45,7 @@ class Sealer:
 
     def maybe(self) -> bool:
         """Seal if due and possible; True when it sealed."""
-        from gitliza.core.keys import OFF
+        from gitliza.core.keyring.signers import OFF
         from gitliza.core.ops.keys import Seal
         liza = self.liza
         if liza.agent != HUMAN_ACTOR:

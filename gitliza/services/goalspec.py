@@ -9,7 +9,7 @@ from pathlib import Path
 import pygit2
 
 from gitliza.core.ids import check_spec_ref, spec_path
-from gitliza.core.prompts import DEFAULT_SPEC
+from gitliza.core.agents.prompts import DEFAULT_SPEC
 from gitliza.errors import ValidationError
 from gitliza.git.repository import main_worktree
 

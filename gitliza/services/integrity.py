@@ -23,10 +23,11 @@ from typing import TYPE_CHECKING, Any
 
 import pygit2
 
-from gitliza.errors import GitFailure
+from gitliza.errors import GitFailure, LizaError
 from gitliza.git.repository import ref_oid
 from gitliza.git.store import STATE_REF, Store
 from gitliza.services.leftovers import Problem
+from gitliza.git.gitcmd import error_line, run_git
 
 if TYPE_CHECKING:
     from gitliza.git.remotes import Remote
@@ -187,7 +188,6 @@ def _refetch(path: Path, rem: Remote, integration: str | None) -> None:
     """Fetch again every object of the remote's board, task branches and integration branch, as a
     fresh clone would (`--refetch`, git 2.36): a plain fetch trusts that this clone has every
     object its refs name, which is exactly what is wrong here."""
-    from gitliza.git.gitcmd import error_line, run_git
     from gitliza.git.remotes import (BOARD_PREFIX, TASK_BRANCHES, TASKS_NAMESPACE,
                                      check_integration_name, tracking_of)
     refspecs = [f"+{BOARD_PREFIX}*:refs/remotes/{rem.namespace}/liza/*",
@@ -204,7 +204,6 @@ def _refetch(path: Path, rem: Remote, integration: str | None) -> None:
 
 def _integration(store: Store, ref: str) -> str | None:
     """The integration branch the board at `ref` names, if that board can be read."""
-    from gitliza.errors import LizaError
     try:
         got = store.repo.references.get(ref)
         if got is None:

@@ -29,7 +29,7 @@ import pygit2
 
 from gitliza.errors import ConcurrencyConflict, InconsistentState, ValidationError
 from gitliza.git import remotes
-from gitliza.git.remotes import transport
+from gitliza.git.remotes import shallow, transport
 from gitliza.git.repository import repo_path
 from gitliza.git.store import Store, _Locked, _Lost
 from gitliza.services.sync.replay import replay
@@ -101,7 +101,6 @@ def _after(repo: pygit2.Repository, tip: pygit2.Oid, base: pygit2.Oid | None) ->
 def rebuild(store: Store, tip: pygit2.Oid) -> RepairReport:
     """The repaired chain for the board at `tip` (objects written, no ref moved)."""
     repo = store.repo
-    from gitliza.git.remotes import shallow
     if shallow.boundary_below(repo, tip) is not None:
         # Repair looks for the last commit whose whole history verifies: it needs all of it.
         raise ValidationError("this clone joined the board at a seal and lacks the history "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
 
-from gitliza.core import codec
+from gitliza.core.encoding import codec
 from gitliza.core.board import Board
 from gitliza.core.ops.base import Op
 from gitliza.git.store import Committed

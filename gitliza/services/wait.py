@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from gitliza.services.api import Liza
-from gitliza.core import clock, wake
+from gitliza.core import clock
+from gitliza.core.agents import wake
 from gitliza.core.board import Board
 from gitliza.core.states import HUMAN_ACTOR, TaskState
 from gitliza.errors import EXIT_VALIDATION, ValidationError

@@ -1,4 +1,4 @@
-"""The prompt of one agent session: the core's texts (gitliza/core/prompts.py) filled in from the
+"""The prompt of one agent session: the core's texts (core/agents/prompts.py) filled in from the
 board: the role's bootstrap, then the coder's task (with the human notes for it and a pending
 handoff, which the prompt then carries: `carried_handoff` names it, for the session to mark it
 given), the reviewer's task, or the planner's wake trigger and sprint; and a resume line for a
@@ -6,11 +6,13 @@ session that picks up held work. Building a prompt reads; it writes nothing on t
 """
 from __future__ import annotations
 
-from gitliza.core import prompts, queries, wake
+from gitliza.core.agents import prompts, wake
+
+from gitliza.core.reports import queries
 from gitliza.core.board import Board
 from gitliza.core.model import HumanNote
 from gitliza.core.states import Role
-from gitliza.services.lifecycle.locations import main_root
+from gitliza.services.locations import main_root
 from gitliza.services.api import Liza
 from gitliza.team.work import Job
 
@@ -61,7 +63,7 @@ def _wip_lines(liza: Liza, task: str) -> str:
 
     from gitliza.errors import LizaError
     from gitliza.git.remotes import tracking_ref
-    from gitliza.services.lifecycle import wip
+    from gitliza.services import wip
     try:
         remote = liza.sync_target()
         tracking = tracking_ref(remote)[: -len("state")] + "wip/" if remote else None
@@ -81,7 +83,7 @@ def _wip_lines(liza: Liza, task: str) -> str:
 
 def _attic_line(liza: Liza, task: str) -> str:
     """What an earlier coder left of this task in the attic: the next one is told."""
-    from gitliza.services.lifecycle.attic import entries
+    from gitliza.services.attic import entries
     found = entries(liza.repo, task)
     if not found:
         return ""

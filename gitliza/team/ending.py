@@ -1,4 +1,4 @@
-"""Why one agent run ended, as its supervisor reads it (gitliza/core/provider.py judges).
+"""Why one agent run ended, as its supervisor reads it (gitliza/core/agents/faults.py judges).
 
 Every line of the CLI's output goes through its profile's reader (agentcli `Profile.reads`):
 while the agent runs for a CLI whose JSON stream the usage meter reads (team/usage.py), after
@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from gitliza.agentcli.base import Reader
-from gitliza.core import provider
-from gitliza.core.provider import End, Ending, Sign
+from gitliza.core.agents import faults
+from gitliza.core.agents.faults import End, Ending, Sign
 
 TAIL = 16 * 1024  # bytes of a log read after the run (a CLI's last words are at its end)
 KEEP = 64  # signs kept per run (a CLI that retries all day says the same thing each time)
@@ -55,7 +55,7 @@ class Watch:
             if sign is None:
                 return
             self.signs = [*self.signs[-(KEEP - 1):], sign]
-            stop = provider.stop_now(self.signs, now) if not self._stopped else None
+            stop = faults.stop_now(self.signs, now) if not self._stopped else None
             if stop is not None:
                 self._stopped = True
         if stop is not None and self._stop is not None:
@@ -82,4 +82,4 @@ class Watch:
 
     def ending(self, code: int, stopped_by: str | None) -> Ending:
         with self._lock:
-            return provider.judge(list(self.signs), code, stopped_by, self.last, self.exits)
+            return faults.judge(list(self.signs), code, stopped_by, self.last, self.exits)

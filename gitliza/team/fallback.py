@@ -21,10 +21,10 @@ import pygit2
 
 from gitliza import agentcli
 from gitliza.agentcli import Profile
-from gitliza.core import teammodels, wake
-from gitliza.core.provider import HUMAN, End, Ending
+from gitliza.core.agents import teammodels, wake
+from gitliza.core.agents.faults import HUMAN, End, Ending
 from gitliza.core.states import Role
-from gitliza.core.wake import Hold
+from gitliza.core.agents.wake import Hold
 from gitliza.errors import LizaError
 from gitliza.services.api import Liza
 from gitliza.team import runner

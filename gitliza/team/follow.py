@@ -1,7 +1,7 @@
 """What `git liza team` prints besides its supervisors' lines: the board's transitions as they land
 (as `python3 dev.py example` does), with the reason of a rejection, a block or a failed merge, so
 the human sees a verdict and why without `git liza show`. Bookkeeping (supervise, usage, liveness:
-core/record.py) is left out; `git liza log --all` has it. After each change it seals the history
+core/encoding/record.py) is left out; `git liza log --all` has it. After each change it seals the history
 when a seal is due (services/autoseal.py): the team runs as the human."""
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ class Follower:
         self._commits: OrderedDict[str, None] = OrderedDict()  # walked: the walk stops there
         self._shown: OrderedDict[tuple[str, ...], None] = OrderedDict()  # transitions shown
         if self._seen is not None:
-            from gitliza.services.views import log_entry
+            from gitliza.services.views.data import log_entry
             for n, c in enumerate(self._liza.store.history(self._seen)):
                 if n >= CATCH_UP:
                     break
@@ -104,8 +104,8 @@ class Follower:
             self._watcher.wait(5)
 
     def _show_new(self) -> None:
-        from gitliza.core import record
-        from gitliza.services.views import log_entry
+        from gitliza.core.encoding import record
+        from gitliza.services.views.data import log_entry
         tip = self._watcher.tip()
         if tip is None or tip == self._seen:
             return

@@ -77,7 +77,7 @@ class Generation:
         self.renew_at = clock.plus(done.outcome.event.time, board.config.lease_duration // 2)
 
     def renew_if_due(self, liza: Liza, task: str | None = None) -> None:
-        """Renew off the audit chain (services/liveness/): with `task` (the lease keeper's
+        """Renew off the audit chain (services/liveness.py): with `task` (the lease keeper's
         beat) the task's lease every time, raising LeaseLost once the agent lost it; the token
         when it is due. A superseded generation raises StandDown."""
         with self._lock:

@@ -1,6 +1,6 @@
 """The lease keeper: a background thread that runs while the agent works.
 
-Every `interval` seconds it calls `beat`: one renewal off the audit chain (services/liveness/,
+Every `interval` seconds it calls `beat`: one renewal off the audit chain (services/liveness.py,
 on refs/liza/live/<agent>) that extends the task lease (for a reviewer, the review lease) and,
 when due, the supervisor token; no commit on refs/liza/state. Between beats it sleeps on the board ref
 (RefWatcher), and on every change calls `check`, which reads the board: a takeover, an abandon or
@@ -12,7 +12,7 @@ The keeper renews only for a live supervisor: the supervisor's main loop feeds a
 waits for its agent, and once the stamp is older than half a lease the keeper stops renewing (the
 task lease and the token), saying so once. A wedged supervisor (one was seen hung in a
 futex wait) then loses its lease and its token the way a dead one does, and the watcher raises its
-SUPERVISOR SILENT alarm (gitliza/core/alarms.py); should the loop move again, renewing resumes.
+SUPERVISOR SILENT alarm (core/reports/alarms.py); should the loop move again, renewing resumes.
 """
 from __future__ import annotations
 
@@ -21,10 +21,10 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from gitliza.core import wake
+from gitliza.core.agents import wake
 from gitliza.core.model import Config
 from gitliza.core.states import Role
-from gitliza.core.wake import Hold
+from gitliza.core.agents.wake import Hold
 from gitliza.errors import LeaseLost, LizaError
 from gitliza.git.refwatch import RefWatcher
 from gitliza.services.api import Liza

@@ -18,100 +18,70 @@ import os
 import signal
 import subprocess
 import threading
-from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Callable, Sequence
+from typing import IO, Callable
 
 from gitliza import atomic, start_command
-from gitliza.core import teammodels
-from gitliza.core.ids import check_id
-from gitliza.errors import ValidationError
+from gitliza.agentcli.base import DEFAULT_PERMISSIONS
+from gitliza.core.agents import teammodels
+from gitliza.sandbox.policy import SandboxMode
 from gitliza.services import procinfo
 from gitliza.team import orphans
+from gitliza.team.options import Member, TeamOptions, members
 from gitliza.team.stopping import spawn_blocked
 
-ROLES = (("planner", "planner"), ("coder", "coder"), ("code-reviewer", "reviewer"))
+__all__ = ["KILL_AFTER", "Member", "Team", "TeamOptions", "members", "supervisor_argv"]
+
 # Seconds after a stop at which a supervisor still running is SIGKILLed (each gives itself 3.5 s,
 # supervisor.STOP_DEADLINE): everything is gone within 5 s of the signal.
 KILL_AFTER = 4.0
 
 
-@dataclass(frozen=True)
-class Member:
-    role: str  # the word `git liza agent` takes
-    agent: str
-    pool: bool = False  # started by the pool (exits after pool_idle_exit seconds idle)
-
-
-def members(planners: int, coders: int, reviewers: int, prefix: str = "",
-            pooled: bool = False) -> list[Member]:
-    """planner-1, coder-1..N, reviewer-1..M (each id behind `prefix`). `pooled`: the team sizes
-    a role itself (gitliza/team/pool.py), so it may start with no member at all."""
-    counts = (planners, coders, reviewers)
-    if any(n < 0 for n in counts) or (sum(counts) == 0 and not pooled):
-        raise ValidationError("a team needs at least one member (--planners/--coders/--reviewers "
-                              "are counts of 0 or more)")
-    if any(n > 64 for n in counts):
-        raise ValidationError("at most 64 members of one role per `git liza team`")
-    out = []
-    for (role, word), n in zip(ROLES, counts):
-        for i in range(1, n + 1):
-            out.append(Member(role, check_id(f"{prefix}{word}-{i}", "agent id")))
-    return out
-
-
-def supervisor_argv(member: Member, cli: str | None, mcp: bool, no_sync: bool,
-                    command: Sequence[str], permissions: str | None = None,
-                    takeover: bool = False, models: str | None = None,
-                    sandbox: str | None = None, labels: str | None = None) -> list[str]:
-    """The member's `git liza agent` command line. `models` (the board's config): the member's
-    CLI and model when the team names no `--cli` and no `-- COMMAND` (gitliza/core/teammodels.py).
-    `sandbox`: the team's `--sandbox`, passed on as every other option is, as a flag."""
+def supervisor_argv(member: Member, opts: TeamOptions) -> list[str]:
+    """The member's `git liza agent` command line, rendered from the team's options record (each
+    option as a flag, a default left out). The board's `models` (in the record when the team
+    names no `--cli` and no `-- COMMAND`) give the member's CLI and model
+    (gitliza/core/agents/teammodels.py)."""
     argv = [*start_command(), "agent", member.role]  # -P: see start_command
-    chosen = teammodels.chain_for_member(models, member.role, member.agent) \
-        if cli is None and not command else ()
+    cli = opts.cli
+    chosen = teammodels.chain_for_member(opts.models, member.role, member.agent) \
+        if cli is None and not opts.command else ()
     if len(chosen) > 1:  # a fallback list: each CLI with its model (team/fallback.py)
         cli = teammodels.chain_text(chosen)
     elif chosen:
         cli = chosen[0][0]
         if chosen[0][1]:
             argv += ["--model", chosen[0][1]]
-    if takeover:
+    if opts.takeover:
         argv.append("--takeover")
     if member.pool:
         argv.append("--pool")
     if cli:
         argv += ["--cli", cli]
-    if mcp:
+    if opts.mcp:
         argv.append("--mcp")
-    if permissions:
-        argv += ["--permissions", permissions]
-    if no_sync:
+    if opts.permissions != DEFAULT_PERMISSIONS:
+        argv += ["--permissions", opts.permissions.value]
+    if opts.no_sync:
         argv.append("--no-sync")
-    if sandbox is not None:
-        argv += ["--sandbox", sandbox]
-    if labels:
-        argv += ["--labels", labels]
-    if command:
-        argv += ["--", *command]
+    if opts.sandbox != SandboxMode.ON:
+        argv += ["--sandbox", opts.sandbox.value]
+    if opts.labels:
+        argv += ["--labels", ",".join(opts.labels)]
+    if opts.command:
+        argv += ["--", *opts.command]
     return argv
 
 
 class Team:
     """The running supervisors of one `git liza team`."""
 
-    def __init__(self, repo: Path, team: Sequence[Member], cli: str | None, mcp: bool,
-                 no_sync: bool, command: Sequence[str], logs: Path | None,
-                 write: Callable[[str], None], permissions: str | None = None,
-                 takeover: bool = False, pool: dict[str, int] | None = None,
-                 prefix: str = "", models: str | None = None,
-                 sandbox: str | None = None, labels: str | None = None) -> None:
-        self.repo, self.team, self.logs, self._write = repo, list(team), logs, write
-        self._how = (cli, mcp, no_sync, tuple(command), permissions, takeover, models, sandbox,
-                     labels)
-        self._argv = {m.agent: self._make_argv(m) for m in team}
-        self.pool = dict(pool or {})  # role word -> at most this many running
-        self.prefix = prefix
+    def __init__(self, repo: Path, opts: TeamOptions, write: Callable[[str], None]) -> None:
+        self.repo, self.opts, self._write = repo, opts, write
+        self.team, self.logs = list(opts.crew), opts.logs
+        self._argv = {m.agent: supervisor_argv(m, opts) for m in self.team}
+        self.pool = opts.pool_sizes()  # role word -> at most this many running
+        self.prefix = opts.prefix
         self.scaling = bool(self.pool)  # the pool may still start members (Scaler.stop ends it)
         self._env: dict[str, str] = {}
         self.started_pool: list[tuple[float, str]] = []  # (time.time(), agent) per pool start
@@ -157,18 +127,13 @@ class Team:
         self._pumps.append(t)
         self._line(m.agent, f"started `git liza agent {m.role}` (pid {p.pid})")
 
-    def _make_argv(self, m: Member) -> list[str]:
-        cli, mcp, no_sync, command, permissions, takeover, models, sandbox, labels = self._how
-        return supervisor_argv(m, cli, mcp, no_sync, command, permissions, takeover, models,
-                               sandbox, labels)
-
     def add(self, m: Member) -> bool:
         """Start one more supervisor (the pool's); False once the team stops."""
         import time
         with self._procs_lock:
             if self.stopping:
                 return False
-            self._argv[m.agent] = self._make_argv(m)
+            self._argv[m.agent] = supervisor_argv(m, self.opts)
             self.team.append(m)
             log = None
             if self.logs is not None:

@@ -5,7 +5,7 @@ supervisor's own teardown (killed, crashed, a machine cut off or powered down). 
 supervisor resumes, relaunches or rebuilds anything, everything that session left here goes to
 the attic, whether the task is still the agent's or has since left it (taken over, the goal
 ended): the task worktree's uncommitted and untracked work, the branch's commits the integration
-branch lacks (unless the task is still the agent's: then its branch is resumed as it is), and the last work-in-progress snapshot (services/lifecycle/wip.py) where the
+branch lacks (unless the task is still the agent's: then its branch is resumed as it is), and the last work-in-progress snapshot (services/wip.py) where the
 worktree is gone. Then, with a remote, one sync shares those entries at once (the attic travels
 with sync: services/sync/atticshare.py). Each line names the refs; `doctor` then names the
 worktree's state as kept (services/lifecycle/doctor.py). A clean worktree on a merged tip keeps
@@ -20,7 +20,7 @@ import pygit2
 
 from gitliza.errors import LizaError
 from gitliza.services.api import Liza
-from gitliza.services.lifecycle import attic, wip
+from gitliza.services import attic, wip
 from gitliza.services.lifecycle.cleanup import keep_state
 
 WHY = "the restart of its supervisor"
@@ -80,7 +80,7 @@ def _clear(liza: Liza, task: str, agent: str, log: Callable[[str], None]) -> Non
     reviewer of this machine given the task's review found its HEAD, not the submitted commit,
     and gave up (issue 48's fleet scenario). Not when an agent of this machine holds the task
     now (its worktree is the same directory)."""
-    from gitliza.core.fleet import machine_of
+    from gitliza.core.presence.placement import machine_of
     from gitliza.git import worktrees
     from gitliza.git.tasklocks import task_lock
     board = liza.board()

@@ -1,5 +1,5 @@
 """A team that sizes itself: `git liza team --max-coders N --max-reviewers M` (upstream Liza's
-ADR-0163). The decision is pure (gitliza/core/pool.py); this module watches the board and starts
+ADR-0163). The decision is pure (core/agents/sizing.py); this module watches the board and starts
 the supervisors, as members of the running `Team` (gitliza/team/launch.py), so they are on the
 board, labelled in the output and stopped with the team as every other member.
 
@@ -14,32 +14,14 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
-from gitliza.core import pool, wake
+from gitliza.core.agents import sizing as pool, wake
 from gitliza.core.ids import check_id
-from gitliza.errors import LizaError, ValidationError
+from gitliza.errors import LizaError
 from gitliza.team.launch import Member, Team
+from gitliza.team.options import POOL_WORDS
 
 if TYPE_CHECKING:
     from gitliza.services.api import Liza
-
-ROLE_WORDS = {"coder": "coder", "code-reviewer": "reviewer"}
-
-
-def check_pool(coders: int, reviewers: int, max_coders: int, max_reviewers: int
-               ) -> dict[str, int]:
-    """The pooled roles and their caps ({} when the team is fixed); a cap below the fixed count
-    of its role is refused."""
-    out: dict[str, int] = {}
-    for role, fixed, most in (("coder", coders, max_coders),
-                              ("code-reviewer", reviewers, max_reviewers)):
-        if most < 0 or most > 64:
-            raise ValidationError(f"--max-{ROLE_WORDS[role]}s must be 0 to 64, got {most}")
-        if most and most < fixed:
-            raise ValidationError(f"--max-{ROLE_WORDS[role]}s {most} is below --"
-                                  f"{ROLE_WORDS[role]}s {fixed}")
-        if most:
-            out[role] = most
-    return out
 
 
 class Scaler:
@@ -98,7 +80,7 @@ class Scaler:
             n = pool.to_start(work, len(running), pool.busy(board, [m.agent for m in running]),
                               most)
             for _ in range(n):
-                agent = check_id(f"{self.team.prefix}{ROLE_WORDS[role]}-{self._next[role]}",
+                agent = check_id(f"{self.team.prefix}{POOL_WORDS[role]}-{self._next[role]}",
                                  "agent id")
                 self._next[role] += 1
                 if not self.team.add(Member(role, agent, pool=True)):

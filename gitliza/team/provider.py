@@ -1,7 +1,7 @@
 """A supervisor whose model provider refuses it waits, and says so once (docs/agents.md "When the
 provider is in trouble").
 
-After a run that ended on a provider's fault (core/provider.py: not logged in, rate limited,
+After a run that ended on a provider's fault (core/agents/faults.py: not logged in, rate limited,
 quota spent, overloaded, unreachable) the supervisor neither counts the run against its agent nor
 relaunches at once: it waits until the reset the provider gave (else a capped, jittered backoff),
 keeping its task's lease, with one line (`coder-1: claude rate limited until 14:05:00Z (5-hour
@@ -26,10 +26,11 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from gitliza.agentcli import Profile
-from gitliza.core import clock, provider
+from gitliza.core import clock
+from gitliza.core.agents import faults
 from gitliza.core.ops.provider import ProviderWaitOp
-from gitliza.core.provider import End, Ending, Wait
-from gitliza.core.supervision import ago
+from gitliza.core.agents.faults import End, Ending, Wait
+from gitliza.core.presence.supervision import ago
 from gitliza.errors import LeaseLost, LizaError
 from gitliza.git.repository import common_dir
 from gitliza.services.api import Liza
@@ -101,7 +102,7 @@ class Shared:
         """A run ended on the provider's fault: the wait every supervisor keeps now."""
         def change(s: dict[str, Any]) -> dict[str, Any]:
             attempt = int(s.get("attempt", 0)) + 1
-            wait = provider.wait_seconds(ending, now, attempt, rand)
+            wait = faults.wait_seconds(ending, now, attempt, rand)
             until = max(float(s.get("until", 0)), now + wait)
             since = float(s.get("since", now)) if s else now
             return {"end": ending.end.value, "until": until, "since": since,
@@ -195,7 +196,7 @@ class ProviderWaits:
         if key == self._said:
             return
         self._said = key
-        human = end in provider.HUMAN  # no reset lifts it: the login is tried again
+        human = end in faults.HUMAN  # no reset lifts it: the login is tried again
         ending = Ending(end, 0, str(state.get("line") or ""), None if human else int(until),
                         state.get("window") if isinstance(state.get("window"), str) else None)
         now = clock.from_epoch(time.time())
@@ -207,9 +208,9 @@ class ProviderWaits:
         if human:
             note = fix(self.cli, ending.line, self.login)
             line += f" -- {note}"
-        if self.all_waiting:  # the PROVIDER alarm at once: no fallback is left (core/provider.py)
-            note = f"{provider.ALL_WAITING} {self.all_waiting} waiting" + (f"; {note}" if note else "")
-            line += f" ({provider.ALL_WAITING} {self.all_waiting} waiting)"
+        if self.all_waiting:  # the PROVIDER alarm at once: no fallback is left (core/agents/faults.py)
+            note = f"{faults.ALL_WAITING} {self.all_waiting} waiting" + (f"; {note}" if note else "")
+            line += f" ({faults.ALL_WAITING} {self.all_waiting} waiting)"
         self.log(line)
         since = clock.from_epoch(float(state.get("since") or time.time()))
         self._record(Wait(self.cli, end, since, clock.from_epoch(until),

@@ -13,15 +13,15 @@ from typing import IO, Callable
 
 from gitliza import agentcli, atomic
 from gitliza.access import mcp_config
-from gitliza.core import prompts
-from gitliza.core.provider import PROVIDER_STOP, Ending, Sign
+from gitliza.core.agents import prompts
+from gitliza.core.agents.faults import PROVIDER_STOP, Ending, Sign
 from gitliza.core.board import Board
 from gitliza.core.states import Role
 from gitliza.core.terminal import safe
 from gitliza.git.objects import ownstore
 from gitliza.git.repository import LIZA_DIR, common_dir, ensure_excluded, liza_dir
 from gitliza.services import agentlog
-from gitliza.services.lifecycle.locations import main_root
+from gitliza.services.locations import main_root
 from gitliza.services.lifecycle.review import CLI_ENV
 from gitliza.services.api import AGENT_ENV, GEN_ENV, Liza
 from gitliza.team import briefing, orphans, prepare, runner, usage
@@ -35,6 +35,7 @@ from gitliza.errors import LizaError
 from gitliza.git.repository import common_dir
 from gitliza.sandbox.box import OFF_WARNING, Box, Sandbox, host_ports, limits, secret_env
 from gitliza.sandbox.box import Session as BoxSession
+from gitliza.sandbox.policy import SandboxMode
 
 
 class Sessions:
@@ -57,7 +58,7 @@ class Sessions:
         self._grace = runner.STOP_GRACE
         self._proc: runner.AgentProcess | None = None
         self._prompts: Path | None = None
-        self.sandbox = sandbox if sandbox is not None else Sandbox("off")
+        self.sandbox = sandbox if sandbox is not None else Sandbox(SandboxMode.OFF)
         self._log_file: Path | None = None
         self._job: Job | None = None
         self.ending: Ending | None = None  # why the last session ended (team/ending.py)

@@ -5,7 +5,7 @@
     wait, or when the goal is over); a coder claims its task (worktree and all), a reviewer takes
     the review lease, a planner picks the wake trigger; build and save the prompt; run the agent
     with a heartbeat thread, its output in `.liza/agent-logs/`; then judge the run by the board
-    (gitliza/core/runs.py): exit 0 with the work done -> more work; a run that leaves the work
+    (core/agents/runs.py): exit 0 with the work done -> more work; a run that leaves the work
     held and the board unmoved (whatever its exit code) is a no-progress run -> restart after a
     backoff, and after max_no_progress_runs in a row give the work up (block the task, record a
     retry_loop anomaly: the watcher's GAVE_UP alarm); 42 -> restart after restart_delay; a crash
@@ -45,26 +45,27 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from gitliza import agentcli
-from gitliza.core import alarms, pool, runs, wake
+from gitliza.core.agents import sizing as pool, runs, wake
+from gitliza.core.reports import alarms
 from gitliza.core.board import Board
 from gitliza.core.ids import check_agent_id_for_role
-from gitliza.services.views import registered_role
+from gitliza.services.views.data import registered_role
 from gitliza.core.ops.journal import AnomalyOp
 from gitliza.core.ops.work import Block
 from gitliza.core.states import HUMAN_ACTOR, Role
 from gitliza.core.terminal import safe
-from gitliza.core.wake import Hold
+from gitliza.core.agents.wake import Hold
 from gitliza.errors import EXIT_VALIDATION, LeaseLost, LizaError, ValidationError
 from gitliza.git import longlived, worktrees
 from gitliza.git.objects import odbfresh
 from gitliza.git.refwatch import RefWatcher
-from gitliza.services.liveness import leasewatch
+from gitliza.services import leasewatch
 from gitliza.services.sync import follower
 from gitliza.services.api import Liza
 from gitliza.services.wait import min_timeout, seconds_until
 from gitliza.sandbox import treerun
 from gitliza.sandbox.box import Sandbox, limits
-from gitliza.sandbox.box import parse as sandbox_mode
+from gitliza.sandbox.policy import SandboxMode
 from gitliza.team import fallback, leftovers, orphans, runner, usage
 from gitliza.team.generation import Generation, StandDown
 from gitliza.team.heartbeat import Watchdog, lease_keeper, watchdog_tick
@@ -84,10 +85,10 @@ class SupervisorOptions:
     takeover: bool = False  # take the id from a supervisor whose token is still live
     mcp: bool = False  # give the agent `git liza mcp`, wired through its CLI's configuration
     permissions: str | None = None  # worktree (default) | bypass | own (gitliza/agentcli/launch.py)
-    sandbox: str | None = None  # on (default) | off: the OS sandbox (gitliza/sandbox/)
+    sandbox: SandboxMode = SandboxMode.ON  # the OS sandbox (gitliza/sandbox/), parsed by the CLI
     pool: bool = False  # a member of a self-sizing team: exits after pool_idle_exit idle seconds
     model: str | None = None  # the model the CLI runs (the board's `models`, via `team`)
-    labels: tuple[str, ...] = ()  # what this machine offers a task's `needs` (core/fleet.py)
+    labels: tuple[str, ...] = ()  # what this machine offers a task's `needs` (core/presence/placement.py)
 
 
 # Seconds from SIGINT/SIGTERM to the process's end at the latest: the agent's grace
@@ -124,7 +125,7 @@ class Supervisor:
         profile = profiles[0]
         permissions = agentcli.parse_permissions(opts.permissions)
         # The sandbox: bubblewrap checked now (exit 5 naming the fix), or off.
-        box = Sandbox(sandbox_mode(opts.sandbox))
+        box = Sandbox(opts.sandbox)
         self.token = Generation(self.agent)
         # The integration test of what this reviewer merges runs in a sandbox of its own too.
         self.work = WorkFinder(self.liza, self.role, self.log,
@@ -327,7 +328,7 @@ class Supervisor:
             if left <= 0:
                 self.log(f"no work for {most}s ({why}); exiting")
                 return 0
-            # A lease expires for this clone on its own clock (services/liveness/leasewatch.py), which may
+            # A lease expires for this clone on its own clock (services/leasewatch.py), which may
             # be later than the recorded expiry: wake up for that too.
             deadline = wake.next_deadline(board, now, [self.token.renew_at,
                                                        *leasewatch.deadlines(self.liza.repo, board,

@@ -21,7 +21,7 @@ from typing import IO, Any, Callable, Mapping
 
 from gitliza import agentcli
 from gitliza.agentcli.base import Counted, Export, Stream
-from gitliza.core import usage as core_usage
+from gitliza.core.agents import costs as core_usage
 from gitliza.core.ops.journal import AnomalyOp
 from gitliza.core.ops.usage import RecordUsage, check_tokens, check_word, plain_word
 from gitliza.core.ops.work import Block

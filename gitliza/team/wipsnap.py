@@ -1,4 +1,4 @@
-"""The supervisor's work-in-progress snapshots (services/lifecycle/wip.py): while a
+"""The supervisor's work-in-progress snapshots (services/wip.py): while a
 coder's agent runs, every `wip_snapshot_interval` seconds its worktree (the coder's commits, its
 uncommitted and untracked-not-ignored edits) becomes `refs/liza/wip/<task>/<agent>`, pushed to
 the remote at once, that ref alone (services/sync/wipshare.py); should that push fail, the
@@ -22,8 +22,8 @@ from gitliza.core.states import Role
 from gitliza.errors import LizaError
 from gitliza.sandbox import gitview
 from gitliza.services.api import Liza
-from gitliza.services.lifecycle import wip
-from gitliza.services.lifecycle.locations import task_dir
+from gitliza.services import wip
+from gitliza.services.locations import task_dir
 from gitliza.services.sync import wipshare
 
 

@@ -11,18 +11,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from gitliza.core.quorum import review_lease
-from gitliza.core import mergequeue, wake
+from gitliza.core import mergequeue
+from gitliza.core.agents import wake
 from gitliza.core.board import Board
 from gitliza.core.invariants import reviewable
 from gitliza.core.model import Config
 from gitliza.core.ops.goal import CompleteGoal
 from gitliza.core.states import Role, TaskState
-from gitliza.core.wake import WakeTrigger
+from gitliza.core.agents.wake import WakeTrigger
 from gitliza.errors import AlreadyHeld, LeaseLost, LizaError
-from gitliza.services.liveness import leasewatch
+from gitliza.services import leasewatch
 from gitliza.services.lifecycle.batch import merge_batch
 from gitliza.services.lifecycle.claim import claim
-from gitliza.services.lifecycle.locations import main_root, task_dir
+from gitliza.services.locations import main_root, task_dir
 from gitliza.services.lifecycle.merge import MergeFailed, merge
 from gitliza.services.lifecycle.review import claim_review
 from gitliza.services.sync import acked
@@ -110,7 +111,7 @@ class WorkFinder:
                 and held.lease_expires is not None and held.lease_expires > now:
             return self._acknowledged(Job(task=held.id, worktree=task_dir(self.liza.repo,
                                                                           held.id), resume=True))
-        # A lease someone else holds is judged by this clone's own clock (services/liveness/leasewatch.py).
+        # A lease someone else holds is judged by this clone's own clock (services/leasewatch.py).
         if not wake.work_for(board, Role.CODER, self.agent, now,
                              leasewatch.expired_here(self.liza.repo, board, now)):
             return None

@@ -81,8 +81,8 @@ class Board:
         """The terminal columns: the current goal's archived tasks (every goal's with
         `every_goal`), the latest first; `#earlier`: how many earlier goals' tasks were left
         out, and the previous goal's line (its alignment history's first entry)."""
-        from gitliza.core.queries import of_current_goal
-        from gitliza.services.views import task_row
+        from gitliza.core.reports.queries import of_current_goal
+        from gitliza.services.views.data import task_row
         if state is None:
             return {}
         board = self.liza.store.board(state)[0]
@@ -105,7 +105,7 @@ class Board:
         return out
 
     def task_html(self, task: str) -> str:
-        from gitliza.services.views import log_entries, show_data
+        from gitliza.services.views.data import log_entries, show_data
         with self.handle():
             t = show_data(self.liza, task)
             repo = self.liza.repo
@@ -119,13 +119,13 @@ class Board:
 
     def file_html(self, task: str, commit: str, path: str) -> str | None:
         """`path` at `commit`, a commit the task's votes approved (web/evidence.py)."""
-        from gitliza.services.views import show_data
+        from gitliza.services.views.data import show_data
         from gitliza.web.evidence import file_body
         with self.handle():
             return file_body(self.liza.repo, show_data(self.liza, task), commit, path)
 
     def pictures_html(self) -> str:
-        from gitliza.services.views import log_entries, status_data, task_row
+        from gitliza.services.views.data import log_entries, status_data, task_row
         from gitliza.web import pictures
         with self.handle():
             if self.liza.store.tip() is None:
@@ -215,7 +215,7 @@ def build(open_liza: Callable[[], Any], token: str, *, read_only: bool = False,
             return PlainTextResponse("gitliza: error: n must be a number\n", status_code=422)
 
         def read() -> list[dict[str, Any]]:
-            from gitliza.services.views import log_entries
+            from gitliza.services.views.data import log_entries
             with board.handle():
                 found = log_entries(board.liza, None if filters["op"] else limit,
                                     task=filters["task"] or None, by=filters["agent"] or None,
@@ -241,7 +241,7 @@ def build(open_liza: Callable[[], Any], token: str, *, read_only: bool = False,
     async def api_board(request: Request) -> Response:
         from starlette.concurrency import run_in_threadpool
 
-        from gitliza.services.views import status_data
+        from gitliza.services.views.data import status_data
 
         def read() -> dict[str, Any]:
             with board.handle():
@@ -251,7 +251,7 @@ def build(open_liza: Callable[[], Any], token: str, *, read_only: bool = False,
     async def api_task(request: Request) -> Response:
         from starlette.concurrency import run_in_threadpool
 
-        from gitliza.services.views import show_data
+        from gitliza.services.views.data import show_data
 
         def read() -> dict[str, Any]:
             with board.handle():

@@ -259,7 +259,7 @@ def agents_panel(agents: Sequence[dict[str, Any]]) -> str:
 
 
 def machines_panel(machines: Sequence[dict[str, Any]]) -> str:
-    """The machines the agents run on (core/machines.py), once there are two or one is
+    """The machines the agents run on (core/presence/hosts.py), once there are two or one is
     unreachable or drained: a one-machine team with no news gets no panel."""
     if len(machines) < 2 and not any(m["status"] == "unreachable" or m.get("drain")
                                      for m in machines):

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from gitliza.core import clock, codec
+from gitliza.core import clock
+
+from gitliza.core.encoding import codec
 from gitliza.core.ops.leases import lease_live
-from gitliza.services.views import log_entries, status_data
+from gitliza.services.views.data import log_entries, status_data
 
 if TYPE_CHECKING:
     from gitliza.services.api import Liza
@@ -30,7 +32,7 @@ def board_view(liza: Liza, watcher: Any = None) -> dict[str, Any]:
     data["now"] = now
     sups = {s.agent: s for s in board.values("supervisors")}
     hb = board.config.heartbeat_interval
-    from gitliza.core.teammodels import for_member
+    from gitliza.core.agents.teammodels import for_member
     for a in data["agents"]:
         sup = sups.get(a["id"])
         a["generation"] = sup.generation if sup is not None else None
@@ -61,10 +63,10 @@ def alive(agent: dict[str, Any], supervisor_expires: str | None, heartbeat_inter
 
 def alarm_list(watcher: Any, now: str) -> list[dict[str, str]]:
     """The watcher's active alarms now (what `git liza watch` and `top` show): its facts (the
-    board, the time of the last state commit, a pause, a checkpoint) through gitliza/core/alarms.py.
+    board, the time of the last state commit, a pause, a checkpoint) through core/reports/alarms.py.
     The caller keeps the Watcher with its repository handle (top's cache keeps each store alive
     for the life of the process, which a server that reopens its handle cannot afford)."""
-    from gitliza.core import alarms
+    from gitliza.core.reports import alarms
     watcher.now = lambda: now
     board, facts = watcher.read()
     return [{"level": a.level.value, "text": a.text} for a in alarms.evaluate(board, facts)]

@@ -96,5 +96,5 @@ def log_tail(path: Path, limit: int = TAIL) -> tuple[str, int]:
 
 
 def log_files(liza: Liza, task: str) -> list[Path]:
-    from gitliza.services.views import agent_logs
+    from gitliza.services.views.data import agent_logs
     return [Path(p) for p in agent_logs(liza, task)]

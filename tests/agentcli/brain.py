@@ -26,7 +26,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generator
 
-LIZA_MARK = "You are a Liza "  # the first words of every gitliza prompt (gitliza/core/prompts.py)
+LIZA_MARK = "You are a Liza "  # the first words of every gitliza prompt (core/agents/prompts.py)
 SIGN = "-- liza"  # the trailing line every file must end with (the reviewer's blocker)
 
 

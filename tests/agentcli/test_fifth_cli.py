@@ -216,8 +216,8 @@ def test_its_transcript_is_named_in_the_agent_log(fifth: Profile, tmp_path: Path
 def test_the_cached_command_table_goes_stale_with_a_new_cli(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`--cli`'s help lists the registry's CLIs and the fast path keeps the help it was built
-    with: a module added to (or changed in) the folder makes that spec stale, as app.py's own
-    change does."""
+    with: a module added to (or changed in) the folder makes that spec stale, as a change of
+    cli/app/ does."""
     import shutil
 
     from gitliza.cli import fastpath

@@ -132,7 +132,7 @@ def test_no_board_yet(repo: Path) -> None:
 
 def test_validate_reports_a_broken_board_with_exit_4(board: Path) -> None:
     import pygit2
-    from gitliza.core.layout import path_of
+    from gitliza.core.encoding.layout import path_of
     from gitliza.core.model import Task
     r = pygit2.Repository(str(board))
     tipc = r[r.lookup_reference("refs/liza/state").target]

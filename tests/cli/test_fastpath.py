@@ -1,8 +1,9 @@
 """The CLI's fast path (gitliza/cli/fastpath.py) makes exactly the call typer would make, falls back to
-typer for everything else, and rebuilds its spec by itself when cli/app.py changes."""
+typer for everything else, and rebuilds its spec by itself when a module of cli/app/ changes."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -13,13 +14,14 @@ import pytest
 import typer
 
 from gitliza.cli import app as cli, caches, fastbuild, fastpath
+from gitliza.cli.app import entry
 
 GIT_LIZA = str(Path(sys.executable).parent / "git-liza")
 
 
 @pytest.fixture(scope="module")
 def spec() -> fastpath.Spec:
-    return fastbuild.build(typer.main.get_command(cli.app), Path(cli.__file__).read_text("utf-8"))
+    return fastbuild.build(typer.main.get_command(cli.app), fastbuild.sources())
 
 
 def _sample(p: dict[str, Any], i: int) -> list[str]:
@@ -50,15 +52,17 @@ def _typer_call(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> Any:
 
     def fake_run(fn: Any, *a: Any, **kw: Any) -> None:
         seen.append((fn, list(a), kw))
-    monkeypatch.setattr(cli, "_run", fake_run)
+    for group in (*cli.GROUPS, entry):  # each group module calls the `_run` it imported
+        monkeypatch.setattr(group, "_run", fake_run)
     cli._typer_main(argv)
     assert len(seen) == 1, argv
     return seen[0]
 
 
 def test_common_commands_are_fast(spec: fastpath.Spec) -> None:
+    # One or more of each group module of cli/app/: the spec reads every module of the folder.
     for name in ("add", "heartbeat", "status", "claim", "submit", "init", "log", "show",
-                 "hooks install", "completion"):
+                 "hooks install", "completion", "watch", "sync", "pause", "events"):
         assert spec["commands"][name]["fast"], name
     assert not spec["commands"]["hook-impl"]["fast"]  # a custom body: typer runs it
 
@@ -130,7 +134,7 @@ def test_a_new_command_in_the_usual_style_is_fast_without_registration(tmp_path:
     sys.path.insert(0, str(tmp_path))
     try:
         import newcli  # type: ignore[import-not-found]
-        built = fastbuild.build(typer.main.get_command(newcli.app), source)
+        built = fastbuild.build(typer.main.get_command(newcli.app), {"newcli": source})
     finally:
         sys.path.remove(str(tmp_path))
     cmd = built["commands"]["brand-new"]
@@ -141,15 +145,31 @@ def test_a_new_command_in_the_usual_style_is_fast_without_registration(tmp_path:
 
 
 def test_spec_is_rebuilt_when_cli_changes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    copy = tmp_path / "cli.py"
-    copy.write_text(Path(cli.__file__).read_text("utf-8"))
+    copy = tmp_path / "app"
+    shutil.copytree(Path(cli.__file__).parent, copy, ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.setattr(fastpath, "_CLI", str(copy))
     monkeypatch.setattr(caches, "cache_dirs", lambda: [str(tmp_path / "cache")])
     assert fastpath.load() is None
-    caches.write_cache("cli-spec", {"key": fastpath.spec_key(), "commands": {}})
-    assert fastpath.load() is not None
-    copy.write_text(copy.read_text() + "\n# a new command\n")
+
+    def fresh() -> None:
+        caches.write_cache("cli-spec", {"key": fastpath.spec_key(), "commands": {}})
+        assert fastpath.load() is not None
+    fresh()
+    planning = copy / "planning.py"
+    planning.write_text(planning.read_text() + "\n# a new command\n")
     assert fastpath.load() is None  # stale: the next typer start rebuilds it
+    fresh()
+    (copy / "newgroup.py").write_text("# a new group of commands\n")
+    assert fastpath.load() is None  # a new module of the folder: stale too
+
+
+def test_a_loader_name_with_two_targets_is_refused() -> None:
+    """Two modules of cli/app/ defining `_x()` loaders of different modules would make one of
+    them run the other's function on the fast path: the build refuses it."""
+    def loader(target: str) -> str:
+        return f"def _board():\n    from gitliza.cli.commands import {target}\n    return {target}\n"
+    with pytest.raises(ValueError, match="_board"):
+        fastbuild.build(typer.main.get_command(cli.app), {"a": loader("board"), "b": loader("view")})
 
 
 def _cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -12,7 +12,7 @@ from tests.cli.test_board import board, liza, ok  # noqa: F401 - the fixture
 
 # What status must not load on a board with nothing of it to show, and why it would.
 HEAVY = {
-    "gitliza.core.provider": "only an agent waiting for its provider is shown from it",
+    "gitliza.core.agents.faults": "only an agent waiting for its provider is shown from it",
     "gitliza.core.invariants": "only lock-scope waits and label waits need it",
     "gitliza.core.lockscope": "only a live task with a lock scope needs it",
     "gitliza.core.ops": "the op records: writes and parsed records, not a read",

@@ -3,8 +3,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from gitliza.core import alarms, clock
-from gitliza.core.alarms import Facts, Level, evaluate, next_deadline, step
+from gitliza.core import clock
+
+from gitliza.core.reports import alarms
+from gitliza.core.reports.alarms import Facts, Level, evaluate, next_deadline, step
 from gitliza.core.ops import ConfigSet, Discover, Submit
 from gitliza.core.ops.base import replace
 from gitliza.core.states import AgentState, TaskState

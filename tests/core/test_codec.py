@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gitliza.core import tomlblob
+from gitliza.core.encoding import tomlblob
 from gitliza.core.board import ENTITY_TYPES
 from gitliza.core.model import Task
 from gitliza.errors import InconsistentState
@@ -62,7 +62,7 @@ def test_toml_round_trip(coll: str, data: st.DataObject) -> None:
 @given(data=st.data())
 def test_a_decoded_entity_is_its_class_as_init_makes_it(coll: str, data: st.DataObject) -> None:
     """The codec builds entities on a mutable twin of the class and then gives them their class
-    (core/codec.py `_maker`): the result must be what `__init__` makes, frozen, hashed alike,
+    (core/encoding/codec.py `_maker`): the result must be what `__init__` makes, frozen, hashed alike,
     every slot set (those left at their default too)."""
     cls = ENTITY_TYPES[coll]
     entity = data.draw(strategy(cls))

@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from gitliza.core import metrics, prompts
-from gitliza.core.alarms import Facts, evaluate
+from gitliza.core.agents import prompts
+
+from gitliza.core.reports import metrics
+from gitliza.core.reports.alarms import Facts, evaluate
 from gitliza.core.ids import check_agent_id_for_role
 from gitliza.core.model import Handoff
 from gitliza.core.ops import (AnomalyOp, Init, Merge, Note, SpecChangeOp)

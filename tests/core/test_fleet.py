@@ -1,13 +1,13 @@
-"""Machines the human drains and the labels tasks need (gitliza/core/fleet.py, the drain and
+"""Machines the human drains and the labels tasks need (core/presence/placement.py, the drain and
 undrain ops): the board refuses the claim, so an agent that claims by hand cannot get round it,
 and `claimable`/`reviewable` skip what it would refuse, so a supervisor does not try."""
 from __future__ import annotations
 
 import pytest
 
-from gitliza.core import fleet
+from gitliza.core.presence import placement
 from gitliza.core.invariants import claimable, reviewable
-from gitliza.core.machines import DRAINED, DRAINING, machines, status_line
+from gitliza.core.presence.hosts import DRAINED, DRAINING, machines, status_line
 from gitliza.core.ops.goal import ConfigSet
 from gitliza.core.ops.control import Drain, Supervise, Undrain
 from gitliza.core.ops.review import ClaimReview
@@ -101,10 +101,10 @@ def test_a_task_that_needs_a_label_goes_only_to_a_supervisor_offering_it() -> No
 def test_ready_says_when_no_live_machine_offers_a_needed_label() -> None:
     r = two_machines()
     add_ready(r, "task-1", needs=("gpu", "macos"))
-    waits = fleet.label_waits(r.board, r.now(), list(r.board.tasks()))
+    waits = placement.label_waits(r.board, r.now(), list(r.board.tasks()))
     assert [(t.id, m) for t, m in waits] == [("task-1", ["macos"])]
     r.do(Drain, "human", machine="m-b")  # the gpu machine drained: gpu is offered no more
-    waits = fleet.label_waits(r.board, r.now(), list(r.board.tasks()))
+    waits = placement.label_waits(r.board, r.now(), list(r.board.tasks()))
     assert [(t.id, m) for t, m in waits] == [("task-1", ["gpu", "macos"])]
 
 
@@ -112,7 +112,7 @@ def test_labels_and_needs_are_checked() -> None:
     r = team()
     with pytest.raises(ValidationError, match="is not a label"):
         add_ready(r, "task-1", needs=("g p u",))
-    assert fleet.check_labels(["gpu,macos", "gpu", " x "]) == ("gpu", "macos", "x")
+    assert placement.check_labels(["gpu,macos", "gpu", " x "]) == ("gpu", "macos", "x")
     with pytest.raises(ValidationError, match="is not a label"):
         r.do(Supervise, "coder-1", mode="start", host="m-a", pid=1, labels=("a b",))
 

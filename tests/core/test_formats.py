@@ -1,10 +1,10 @@
-"""The storage format's versions and migrations (gitliza/core/formats.py), and the `upgrade` op
+"""The storage format's versions and migrations (core/encoding/versions.py), and the `upgrade` op
 on in-memory boards: pure, no git."""
 from __future__ import annotations
 
 import pytest
 
-from gitliza.core import formats
+from gitliza.core.encoding import versions as formats
 from gitliza.core.board import FORMAT_KEY, Board, MemorySource
 from gitliza.core.model import FORMAT_VERSION
 from gitliza.core.ops import Init, apply, op_from_record

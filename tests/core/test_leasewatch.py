@@ -1,12 +1,14 @@
-"""Lease expiry judged by the observer's own clock (gitliza/core/leasewatch.py): sightings, the
+"""Lease expiry judged by the observer's own clock (core/presence/leasemarks.py): sightings, the
 evidence a takeover records, and the core refusing every takeover its evidence does not prove,
 whatever the ops' own dates say (they come from other machines' clocks)."""
 from __future__ import annotations
 
 import pytest
 
-from gitliza.core import clock, leasewatch
-from gitliza.core.leasewatch import CLAIM, NOBODY, Evidence, Lease
+from gitliza.core import clock
+
+from gitliza.core.presence import leasemarks
+from gitliza.core.presence.leasemarks import CLAIM, NOBODY, Evidence, Lease
 from gitliza.core.ops import Claim, ClaimReview, Heartbeat, apply
 from gitliza.errors import IllegalTransition, ValidationError
 from tests.core.boards import BASE, Runner, S, board_in
@@ -30,20 +32,20 @@ def _evidence(r: Runner, waited: int, *, holder: str = "coder-1", mark: str | No
 
 def test_sightings_keep_the_first_sighting_until_the_mark_changes() -> None:
     lease = Lease(CLAIM, "coder-1", "t1", "2026-01-01T00:05:00Z")
-    seen = leasewatch.observe({}, [lease], 100)
-    seen = leasewatch.observe(seen, [lease], 250)
+    seen = leasemarks.observe({}, [lease], 100)
+    seen = leasemarks.observe(seen, [lease], 250)
     assert seen[lease.key] == (lease.mark, 100)
-    assert leasewatch.expired(seen, lease, LEASE, 100 + LEASE + 59) is None
-    ev = leasewatch.expired(seen, lease, LEASE, 100 + LEASE + 60)
+    assert leasemarks.expired(seen, lease, LEASE, 100 + LEASE + 59) is None
+    ev = leasemarks.expired(seen, lease, LEASE, 100 + LEASE + 60)
     assert ev is not None and ev.waited == LEASE + 60 and ev.holder == "coder-1"
     renewed = Lease(CLAIM, "coder-1", "t1", "2026-01-01T00:06:00Z")
-    seen = leasewatch.observe(seen, [renewed], 500)
+    seen = leasemarks.observe(seen, [renewed], 500)
     assert seen[renewed.key] == (renewed.mark, 500)  # a renewal restarts the wait
-    assert leasewatch.expired(seen, renewed, LEASE, 500 + LEASE) is None
+    assert leasemarks.expired(seen, renewed, LEASE, 500 + LEASE) is None
     # A clock set back never shortens the wait: the first sighting restarts.
-    assert leasewatch.observe(seen, [renewed], 400)[renewed.key] == (renewed.mark, 400)
+    assert leasemarks.observe(seen, [renewed], 400)[renewed.key] == (renewed.mark, 400)
     # A lease that ended is forgotten when the whole board is observed.
-    assert leasewatch.observe(seen, [], 600) == {}
+    assert leasemarks.observe(seen, [], 600) == {}
     assert Evidence.decode(ev.encode()) == ev
 
 

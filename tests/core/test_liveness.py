@@ -1,4 +1,4 @@
-"""The effective lease (core/liveness.py): the rules a renewal off the audit chain must pass to
+"""The effective lease (core/presence/renewals.py): the rules a renewal off the audit chain must pass to
 count, each attacked with the renewal a rogue or stale writer would make; the op that carries
 renewals replays to the same board."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 from gitliza.core import clock
 from gitliza.core.board import Board, MemorySource
-from gitliza.core.liveness import (Renewal, effective, lease_of, overlay, push_due,
+from gitliza.core.presence.renewals import (Renewal, effective, lease_of, overlay, push_due,
                                     relevant)
 from gitliza.core.model import Agent, Config, Goal, Supervisor, Task
 from gitliza.core.ops.base import load_all, op_from_record

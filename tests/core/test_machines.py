@@ -1,11 +1,11 @@
-"""Machines as the board sees them (gitliza/core/machines.py): grouped by the host each supervisor
+"""Machines as the board sees them (core/presence/hosts.py): grouped by the host each supervisor
 recorded, live while a token is unexpired, unreachable once the newest expired without being
 given back (killed, or cut off), gone once every supervisor ended cleanly; `status`'s line only
 when there is news."""
 from __future__ import annotations
 
 from gitliza.core import clock
-from gitliza.core.machines import GONE, LIVE, UNREACHABLE, machines, status_line
+from gitliza.core.presence.hosts import GONE, LIVE, UNREACHABLE, machines, status_line
 from gitliza.core.ops.control import Supervise
 from tests.core.boards import add_ready, claim, team
 

@@ -3,7 +3,9 @@ with aging, bounded waits; and the flow figures (conflicts per 10 merged, review
 task, time in queue)."""
 from __future__ import annotations
 
-from gitliza.core import clock, mergequeue, wake
+from gitliza.core import clock, mergequeue
+
+from gitliza.core.agents import wake
 from gitliza.core.ops import ClaimReview, Conflict, Merge, Submit, Verdict
 from tests.core.boards import C1, MERGE_C, Runner, add_ready, claim, team
 

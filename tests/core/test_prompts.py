@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gitliza.core import prompts, wake
+from gitliza.core.agents import prompts, wake
 from gitliza.core.model import HumanNote
 from gitliza.core.ops import Add, Claim
 from gitliza.core.ops.journal import Discover, Note

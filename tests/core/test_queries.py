@@ -1,9 +1,9 @@
-"""gitliza.core.queries on in-memory boards."""
+"""gitliza.core.reports.queries on in-memory boards."""
 from __future__ import annotations
 
 from gitliza.core.board import Board, MemorySource
 from gitliza.core.model import HumanNote, Task
-from gitliza.core.queries import all_tasks_terminal, notes_for
+from gitliza.core.reports.queries import all_tasks_terminal, notes_for
 from gitliza.core.states import TaskState
 
 T0 = "2025-01-17T14:00:00Z"

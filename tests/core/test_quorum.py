@@ -260,7 +260,7 @@ def test_criteria_of_done_when() -> None:
 
 # -- the prompts ---------------------------------------------------------------------------------
 def test_the_reviewer_prompt_asks_for_evidence_and_names_the_votes() -> None:
-    from gitliza.core.prompts import coder_section, reviewer_section
+    from gitliza.core.agents.prompts import coder_section, reviewer_section
     r = quorum_team(2)
     _with_criteria(r)
     to_review(r)
@@ -280,7 +280,7 @@ def test_the_reviewer_prompt_asks_for_evidence_and_names_the_votes() -> None:
 
 
 def test_the_next_coder_reads_the_root_cause() -> None:
-    from gitliza.core.prompts import coder_section
+    from gitliza.core.agents.prompts import coder_section
     r = quorum_team(1, rca_after_rejections="1")
     add_ready(r)
     to_review(r)
@@ -294,7 +294,7 @@ def test_the_next_coder_reads_the_root_cause() -> None:
 
 # -- several review leases at once ---------------------------------------------------------------
 def test_two_reviewers_hold_leases_at_once_and_a_third_waits() -> None:
-    from gitliza.core import wake
+    from gitliza.core.agents import wake
     from gitliza.core.ops import Heartbeat
     from gitliza.core.invariants import reviewable
     r = quorum_team(2, lease_duration="3600")  # the fake clock moves a minute per op

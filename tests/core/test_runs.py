@@ -2,7 +2,7 @@
 cap for every kind of no-progress run, and the launch rate limit."""
 from __future__ import annotations
 
-from gitliza.core import runs
+from gitliza.core.agents import runs
 from gitliza.core.model import Config
 from gitliza.core.ops import Submit
 from gitliza.core.states import Role, TaskState

@@ -2,9 +2,11 @@
 (its token ran out unrenewed), none; and the line a held task gets when nobody works on it."""
 from __future__ import annotations
 
-from gitliza.core import clock, supervision
+from gitliza.core import clock
+
+from gitliza.core.presence import supervision
 from gitliza.core.ops.control import Supervise
-from gitliza.core.supervision import SupState
+from gitliza.core.presence.supervision import SupState
 from tests.core.boards import add_ready, claim, team
 
 NOTE = "task-1: held by coder-1, supervisor stopped, lease ends in "

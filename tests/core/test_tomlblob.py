@@ -12,7 +12,7 @@ import tomli_w
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gitliza.core import codec, tomlblob
+from gitliza.core.encoding import codec, tomlblob
 from gitliza.core.board import ENTITY_TYPES
 
 from tests.core.test_codec import TEXT, strategy

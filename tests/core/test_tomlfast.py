@@ -9,7 +9,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from gitliza.core import codec, tomlblob, tomlfast
+from gitliza.core.encoding import codec, tomlblob, tomlfast
 from gitliza.core.board import ENTITY_TYPES
 from tests.core.test_tomlblob import MIXED, _shapes
 

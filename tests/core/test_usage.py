@@ -7,14 +7,18 @@ from typing import Any
 
 import pytest
 
-from gitliza.core import alarms, codec, usage
+from gitliza.core.agents import costs
+
+from gitliza.core.encoding import codec
+
+from gitliza.core.reports import alarms
 from gitliza.core.board import Board
 from gitliza.core.invariants import check_board
 from gitliza.core.model import Config, Task, Usage
 from gitliza.core.ops import ConfigSet, Edit, apply
 from gitliza.core.ops.usage import RecordUsage
 from gitliza.core.states import TaskState
-from gitliza.core.wake import Hold, hold
+from gitliza.core.agents.wake import Hold, hold
 from gitliza.errors import LizaError, PermissionDenied, ValidationError
 from tests.core.boards import Runner, add_ready, claim, team
 
@@ -92,49 +96,49 @@ def test_the_price_table_prices_a_run_without_a_cost_and_the_cli_cost_wins() -> 
     _run(r, 3, cost_micro_usd=99, cost_source="cli")
     u = r.board.get("usage", "coder-1.1.3")
     assert (u.cost_micro_usd, u.cost_source) == (99, "cli")
-    assert [x.cost_source for x in usage.entries(r.board)] == ["prices", "prices", "cli"]
+    assert [x.cost_source for x in costs.entries(r.board)] == ["prices", "prices", "cli"]
 
 
 @pytest.mark.parametrize("text", ["m=1", "=1/2", "m=1/2/3/4", "m=x/2", "m=1/2 m=1/2", "m=-1/2",
                                   "m=0.0000001/1"])
 def test_a_malformed_price_table_is_refused(text: str) -> None:
     with pytest.raises(ValidationError):
-        usage.canonical_prices(text)
+        costs.canonical_prices(text)
 
 
 def test_totals_group_by_agent_task_role_model_and_goal() -> None:
     r = _board()
     _run(r, 1, model="m1")
     _run(r, 2, task=None)
-    rep = usage.report(r.board)
+    rep = costs.report(r.board)
     assert rep.total.tokens == 2000 and rep.total.runs == 2 and rep.total.unpriced == 2
     assert set(rep.groups["task"]) == {"task-1", "(planning)"}
     assert set(rep.groups["model"]) == {"m1", "(command)"}
     assert rep.groups["role"]["coder"].runs == 2
-    assert usage.task_tokens(r.board, "task-1") == 1000
-    assert usage.report(r.board, usage.Filter(since="2099-01-01T00:00:00Z")).total.runs == 0
-    assert usage.goal_totals(r.board) == rep.total  # the running total is the sum of the runs
-    assert usage.totals_problems(r.board) == []
+    assert costs.task_tokens(r.board, "task-1") == 1000
+    assert costs.report(r.board, costs.Filter(since="2099-01-01T00:00:00Z")).total.runs == 0
+    assert costs.goal_totals(r.board) == rep.total  # the running total is the sum of the runs
+    assert costs.totals_problems(r.board) == []
     forged = r.board.with_changes({("usage_totals", "task.task-1"): replace(
         r.board.get("usage_totals", "task.task-1"), output_tokens=1)})
-    assert usage.totals_problems(forged) == ["usage total task.task-1 does not match its runs"]
+    assert costs.totals_problems(forged) == ["usage total task.task-1 does not match its runs"]
     assert any("usage total" in str(v) for v in check_board(forged, r.now()))
 
 
 def test_a_task_budget_per_task_override_and_config() -> None:
     r = _board()
-    assert usage.task_over_budget(r.board, "task-1") is None  # no budget: never over
+    assert costs.task_over_budget(r.board, "task-1") is None  # no budget: never over
     r.do(ConfigSet, "human", key="budget_tokens_per_task", value="1500")
     _run(r, 1)
-    assert usage.task_over_budget(r.board, "task-1") is None  # 1,000 of 1,500
+    assert costs.task_over_budget(r.board, "task-1") is None  # 1,000 of 1,500
     _run(r, 2)
-    assert usage.task_over_budget(r.board, "task-1") == (1500, 2000)
+    assert costs.task_over_budget(r.board, "task-1") == (1500, 2000)
     r2 = team()
     add_ready(r2, budget_tokens=500)
     assert r2.board.task("task-1").budget_tokens == 500
     claim(r2)
     _run(r2, 1)
-    assert usage.task_over_budget(r2.board, "task-1") == (500, 1000)
+    assert costs.task_over_budget(r2.board, "task-1") == (500, 1000)
     with pytest.raises(ValidationError, match="budget_tokens"):
         add_ready(r2, "task-2", budget_tokens=0)
 
@@ -151,7 +155,7 @@ def test_only_the_human_loosens_a_budget() -> None:
     and an agent may tighten a task's budget, never raise it."""
     r = team()
     for actor in ("planner-1", "coder-1"):
-        for key in usage.HUMAN_KEYS:
+        for key in costs.HUMAN_KEYS:
             with pytest.raises(PermissionDenied, match="human"):
                 r.do(ConfigSet, actor, key=key, value="5000" if "tokens" in key else "1")
     r.do(ConfigSet, "human", key="budget_tokens_per_task", value="1000")
@@ -178,8 +182,8 @@ def test_a_goal_budget_holds_every_supervisor_and_raises_an_alarm() -> None:
     r.do(ConfigSet, "human", key="budget_usd_per_goal", value="0.001")
     r.do(ConfigSet, "human", key="prices", value="command=1/1")
     _run(r, 2)  # $0.001 exactly
-    assert usage.goal_over_budget(r.board) is not None
-    assert "dollar budget" in str(usage.goal_over_budget(r.board))
+    assert costs.goal_over_budget(r.board) is not None
+    assert "dollar budget" in str(costs.goal_over_budget(r.board))
 
 
 @pytest.mark.parametrize("key,value", [("budget_tokens_per_task", "0"),
@@ -201,9 +205,9 @@ def test_old_entities_keep_their_bytes() -> None:
 
 
 def test_usd_text_and_parse() -> None:
-    assert usage.usd_text(5130) == "$0.0051" and usage.usd_text(12) == "$0.000012"
-    assert usage.canonical_usd("12.50", "x") == "12.5"
-    assert usage.micros(Decimal("0.000001")) == 1
+    assert costs.usd_text(5130) == "$0.0051" and costs.usd_text(12) == "$0.000012"
+    assert costs.canonical_usd("12.50", "x") == "12.5"
+    assert costs.micros(Decimal("0.000001")) == 1
     with pytest.raises(ValidationError):
         apply(Board(), RecordUsage(actor="x", time="2025-01-17T14:00:00Z", run_id="x.1.1",
                                    cli="c", duration=1))

@@ -1,14 +1,18 @@
 """Planner wake triggers, work-for-role predicates, the next time-based deadline, holds."""
 from __future__ import annotations
 
-from gitliza.core import clock, queries, wake
+from gitliza.core import clock
+
+from gitliza.core.agents import wake
+
+from gitliza.core.reports import queries
 from gitliza.core.ops import Block, Claim, Unblock
 from gitliza.core.ops.goal import CompleteGoal, Init
 from gitliza.core.ops.planning import Abandon
 from gitliza.core.ops.control import AbortOp, Checkpoint, Pause
 from gitliza.core.ops.journal import Discover
 from gitliza.core.states import Role, TaskState
-from gitliza.core.wake import Hold, WakeTrigger
+from gitliza.core.agents.wake import Hold, WakeTrigger
 from tests.core.boards import BASE, add_ready, board_in, claim, team, to_review
 
 S = TaskState

@@ -24,7 +24,7 @@ import pytest
 
 from gitliza.services.lifecycle.claim import claim
 from gitliza.services.lifecycle.doctor import doctor
-from gitliza.services.lifecycle.locations import task_dir
+from gitliza.services.locations import task_dir
 from gitliza.services.lifecycle.merge import merge
 from gitliza.services.lifecycle.review import claim_review, submit, verdict
 from gitliza.services.api import Liza

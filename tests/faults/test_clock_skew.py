@@ -34,7 +34,7 @@ if LIB is None:
     pytest.skip("libfaketime is not installed (Debian: apt-get install faketime)",
                 allow_module_level=True)
 
-LEASE = 20  # seconds; the grace is LEASE // 5 = 4 s (core/leasewatch.grace)
+LEASE = 20  # seconds; the grace is LEASE // 5 = 4 s (core/presence/leasemarks.grace)
 WAIT = LEASE + 4
 
 

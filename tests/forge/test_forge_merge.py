@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from gitliza.core import clock
-from gitliza.core import forge as rules
+from gitliza.core import forgerules as rules
 from gitliza.services.api import Liza
 from tests.cli.test_board import liza, ok
 from tests.conftest import git
@@ -28,9 +28,9 @@ def rev(where: Path, ref: str) -> str:
     return git(where, "rev-parse", ref).strip()
 
 
-def approved(repo: Path, tmp_path: Path, s: StandIn) -> int:
+def approved(repo: Path, tmp_path: Path, s: StandIn) -> tuple[int, str, str]:
     """A board with forge_merge on and a required check `ci`; t1's pull request approved by the
-    human on the forge, and out of draft."""
+    human on the forge, and out of draft: (its number, the integration tip, t1's commit)."""
     forge_board(repo, tmp_path, s, "t1")
     ok(liza(repo, "config", "forge_merge", "on", agent=None))
     ok(liza(repo, "config", "forge_required_checks", "ci", agent=None))
@@ -40,15 +40,25 @@ def approved(repo: Path, tmp_path: Path, s: StandIn) -> int:
     ok(sync_once(repo, s))  # the human's approval
     ok(sync_once(repo, s))  # the approved task mirrored: out of draft
     assert task_of(repo, "t1")["status"] == "APPROVED"
-    return int(n)
+    return int(n), rev(repo, "integration"), task_of(repo, "t1")["review_commit"]
+
+
+def sneak(tmp_path: Path, s: StandIn) -> str:
+    """Someone pushes a commit no task carries to the forge's integration branch."""
+    other = tmp_path / "other"
+    subprocess.run(["git", "clone", "-q", "-b", "integration", str(s.bare), str(other)],
+                   check=True, capture_output=True, timeout=60)
+    (other / "sneaked.txt").write_text("not reviewed\n")
+    git(other, "add", "sneaked.txt")
+    git(other, "-c", "user.name=x", "-c", "user.email=x@x", "commit", "-qm", "sneaked in")
+    git(other, "push", "-q", "origin", "integration")
+    return rev(other, "HEAD")
 
 
 def test_the_forge_merges_and_the_board_records_its_merge_commit(
         repo: Path, tmp_path: Path, github_standin: StandIn) -> None:
     s = github_standin
-    approved(repo, tmp_path, s)
-    tip = rev(repo, "integration")
-    review = task_of(repo, "t1")["review_commit"]
+    _n, tip, review = approved(repo, tmp_path, s)
     # The merge queue stands aside: a reviewer's merge is refused, nothing merged.
     ok(liza(repo, "register", "reviewer-1", "--role", "code_reviewer", agent="reviewer-1"))
     ok(liza(repo, "config", "forge_required_checks", "none", agent=None))
@@ -81,18 +91,10 @@ def test_the_forge_merges_and_the_board_records_its_merge_commit(
 def test_a_forge_merge_over_a_base_the_board_never_saw_is_refused(
         repo: Path, tmp_path: Path, github_standin: StandIn) -> None:
     s = github_standin
-    n = approved(repo, tmp_path, s)
-    tip = rev(repo, "integration")
-    review = task_of(repo, "t1")["review_commit"]
+    n, tip, review = approved(repo, tmp_path, s)
     # Someone pushes to the forge's integration branch, then a human merges the pull request
     # on the forge by hand: its merge commit's first parent is a tip the board never knew.
-    other = tmp_path / "other"
-    subprocess.run(["git", "clone", "-q", "-b", "integration", str(s.bare), str(other)],
-                   check=True, capture_output=True, timeout=60)
-    (other / "sneaked.txt").write_text("not reviewed\n")
-    git(other, "add", "sneaked.txt")
-    git(other, "-c", "user.name=x", "-c", "user.email=x@x", "commit", "-qm", "sneaked in")
-    git(other, "push", "-q", "origin", "integration")
+    sneak(tmp_path, s)
     with s.world.lock:
         reply = s.world.merge_pr(n, {"sha": review, "merge_method": "merge"}, "human")
     bad = reply.body["sha"]
@@ -113,6 +115,22 @@ def test_a_forge_merge_over_a_base_the_board_never_saw_is_refused(
     assert r.returncode == 0, r.stderr
     board = Liza.open(repo, "human").board()
     assert len([a for a in board.values("anomalies") if a.task == "t1"]) == 1
+    assert s.validation_errors() == []
+
+
+def test_the_forge_is_not_asked_to_merge_onto_a_base_the_board_never_saw(
+        repo: Path, tmp_path: Path, github_standin: StandIn) -> None:
+    s = github_standin
+    _n, tip, review = approved(repo, tmp_path, s)
+    sneaked = sneak(tmp_path, s)
+    s.add_check_run(review, "ci", conclusion="success")
+    r = sync_once(repo, s)
+    assert r.returncode == 0, r.stderr
+    assert "merge waits" in r.stdout + r.stderr and sneaked[:12] in r.stdout + r.stderr
+    assert not any(m == "PUT" for m, _p, _s in s.requests())  # never asked
+    t = task_of(repo, "t1")
+    assert t["status"] == "APPROVED" and rev(repo, "integration") == tip
+    assert rev(s.bare, "integration") == sneaked
     assert s.validation_errors() == []
 
 
@@ -152,10 +170,11 @@ def test_a_team_whose_merges_the_forge_makes(repo: Path, tmp_path: Path,
     by_pr = {p["number"]: p for p in s.pulls()}
     merges = []
     for tid in TASKS:
-        t = board.get("archive", tid)
-        pr = by_pr[t.forge_pr]
-        assert pr["merged"] and pr["merge_commit_sha"] == t.merge_commit, (tid, out)
-        merges.append(t.merge_commit)
+        done = board.get("archive", tid)
+        assert done is not None
+        pr = by_pr[done.forge_pr]
+        assert pr["merged"] and pr["merge_commit_sha"] == done.merge_commit, (tid, out)
+        merges.append(done.merge_commit)
     assert rev(s.bare, "integration") == rev(repo, "integration")
     assert sorted(git(repo, "rev-list", "--merges", f"{base}..integration").split()) == \
         sorted(merges)  # each task merged once, by the forge; none by the team's reviewer

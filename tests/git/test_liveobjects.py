@@ -11,7 +11,7 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from gitliza.core.liveness import Renewal
+from gitliza.core.presence.renewals import Renewal
 from gitliza.git import liveobjects, liveref
 from tests.conftest import git
 

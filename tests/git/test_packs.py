@@ -47,7 +47,7 @@ def test_commits_are_the_bytes_libgit2_writes(repo: Path) -> None:
     store = _board(repo, 3)
     for commit in store.history():
         rec_parents = [p.id for p in commit.parents]
-        from gitliza.core import record
+        from gitliza.core.encoding import record
         op = record.parse(commit.message).op
         sig = signature(op)
         again = store.repo.create_commit(None, sig, sig, commit.message, commit.tree_id,

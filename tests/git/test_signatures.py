@@ -1,4 +1,4 @@
-"""Signed board commits (gitliza/core/sshsig.py, core/keys.py, git/signing.py): every forgery of who
+"""Signed board commits (core/keyring/sshsig.py, core/keyring/signers.py, git/signing.py): every forgery of who
 made a transition is refused by `git liza verify`, by the server hook and by sync, with the board
 unmoved; stock git (`verify-commit`, `log --show-signature`) checks the same signatures.
 
@@ -20,7 +20,8 @@ import pygit2
 import pytest
 
 from gitliza.services.api import Liza
-from gitliza.core import clock, sshsig
+from gitliza.core import clock
+from gitliza.core.keyring import sshsig
 from gitliza.core.ops import Add, Claim, ClaimReview, ConfigSet, Register, Submit, Verdict, apply
 from gitliza.core.ops.keys import Rekey
 from gitliza.git import signing
@@ -439,8 +440,9 @@ def test_a_renewal_is_signed_and_the_server_refuses_an_unsigned_or_misattributed
     """Liveness off the audit chain (refs/liza/live/<agent>) is signed like the board: the
     clone's renewal carries coder-1's signature and is accepted; one unsigned, or signed by
     another agent's key, is refused by the server under `required`, and stock git sees whose."""
-    from gitliza.core import clock, sshsig
-    from gitliza.core.liveness import Renewal
+    from gitliza.core import clock
+    from gitliza.core.keyring import sshsig
+    from gitliza.core.presence.renewals import Renewal
     from gitliza.git import liveref
     bare, c = team
     base = git(c, "rev-parse", "main")

@@ -10,7 +10,7 @@ from typing import Any
 import pygit2
 import pytest
 
-from gitliza.core import layout, record
+from gitliza.core.encoding import layout, record
 from gitliza.core.ops import Add, Finalize, Init, Register, apply
 from gitliza.core.ops.planning import Abandon
 from gitliza.errors import ConcurrencyConflict, IllegalTransition, InconsistentState

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gitliza.core import layout, tomlblob
+from gitliza.core.encoding import layout, tomlblob
 from gitliza.core.board import Changes
 from gitliza.core.model import Agent, Config, Task
 from gitliza.core.states import Role, TaskState

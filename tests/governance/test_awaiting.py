@@ -8,7 +8,11 @@ import json
 import subprocess
 import sys
 
-from gitliza.core import clock, metrics, prompts, queries
+from gitliza.core import clock
+
+from gitliza.core.agents import prompts
+
+from gitliza.core.reports import metrics, queries
 from gitliza.core.ops import Claim, ConfigSet
 from gitliza.core.ops.work import Block
 from gitliza.governance.checkpoint import summary

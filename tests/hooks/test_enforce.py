@@ -18,7 +18,7 @@ import pygit2
 import pytest
 
 from gitliza.services.api import Liza
-from gitliza.core import layout
+from gitliza.core.encoding import layout
 from gitliza.core.ops import Add, Claim, Verdict
 from gitliza.core.ops.base import Event, Op, Outcome
 from gitliza.core.states import TaskState

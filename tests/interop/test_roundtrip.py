@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gitliza.services.views import yamlrender
-from gitliza.core import yamlview
+from gitliza.core.encoding import yamlview
 from gitliza.core.board import Board
 from gitliza.core.ops import (Abandon, AnomalyOp, ConfigSet, Discover, Finalize, Heartbeat,
                               Merge, Note, Rescope, SpecChangeOp, Unblock)

@@ -164,7 +164,7 @@ def test_a_snapshot_holds_the_coders_private_commit_without_moving_its_branch(
     """Issue 48: a work-in-progress snapshot of a sandboxed coder is made over its latest commit,
     still in its own directory (fetched into the own store): a dead machine's snapshot holds the
     commit; the real branch stays where the supervisor's import left it."""
-    from gitliza.services.lifecycle import wip
+    from gitliza.services import wip
     r, shadow, coder = task
     before = git(repo, "rev-parse", "liza/t1")
     assert gitview.private_tip(r, coder) is None  # nothing of its own yet

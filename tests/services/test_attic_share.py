@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pygit2
 
-from gitliza.services.lifecycle import attic
+from gitliza.services import attic
 from tests.conftest import git
 from tests.services.test_lifecycle import ok, run
 # (bare remote with the server hook, clone A, clone B): one board, auto-sync on

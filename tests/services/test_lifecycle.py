@@ -18,7 +18,7 @@ from gitliza.core import clock
 from gitliza.errors import ConcurrencyConflict, InconsistentState, ValidationError
 from gitliza.core.ops import Add, Init, Register
 from gitliza.services.lifecycle.integration import ensure_integration_branch
-from gitliza.services.lifecycle.locations import task_dir
+from gitliza.services.locations import task_dir
 from gitliza.services.lifecycle.merge import merge
 from tests.conftest import commit_specs, git
 

@@ -1,4 +1,4 @@
-"""Liveness off the audit chain (core/liveness.py, git/liveref.py, services/liveness/): a
+"""Liveness off the audit chain (core/presence/renewals.py, git/liveref.py, services/liveness.py): a
 heartbeat is a renewal on refs/liza/live/<agent>, never a commit on refs/liza/state, and every
 lease rule still holds: a renewed lease blocks a reclaim, an unrenewed one expires and is taken
 over (the reclaim records the renewal it judged, and verify replays it), the coder who lost it
@@ -12,8 +12,10 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from gitliza.core import clock, leasewatch
-from gitliza.core.liveness import Renewal
+from gitliza.core import clock
+
+from gitliza.core.presence import leasemarks
+from gitliza.core.presence.renewals import Renewal
 from gitliza.git import liveref
 from gitliza.services.api import Liza
 from tests.conftest import git
@@ -21,7 +23,7 @@ from tests.services.test_lifecycle import (board, claimed, fails, later, ok, run
                                            setup_board, task, tip)
 
 LIVE = "refs/liza/live/"
-GRACE = leasewatch.grace(300)  # an observer takes a lease over after the lease and this grace
+GRACE = leasemarks.grace(300)  # an observer takes a lease over after the lease and this grace
 
 
 def live_tip(repo: Path, agent: str) -> str:

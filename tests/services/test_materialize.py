@@ -16,7 +16,8 @@ import pytest
 from ruamel.yaml import YAML
 
 from gitliza.services.api import Liza
-from gitliza.core import clock, yamlview
+from gitliza.core import clock
+from gitliza.core.encoding import yamlview
 from gitliza.core.ops import (Abandon, Add, Claim, ClaimReview, Init, Merge, Register, Submit,
                               Verdict)
 from gitliza.core.ops.journal import Note

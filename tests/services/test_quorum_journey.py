@@ -89,7 +89,7 @@ def test_an_answered_question_is_nobodys_failure(repo: Path) -> None:
 
 
 def test_awaiting_human_is_the_humans(repo: Path) -> None:
-    from gitliza.core import prompts, wake
+    from gitliza.core.agents import prompts, wake
     setup_board(repo, tasks=("t1",))
     _ask(repo)
     board = _board(repo)
@@ -108,7 +108,7 @@ def test_awaiting_human_is_the_humans(repo: Path) -> None:
 
 # -- a quorum nobody can meet (item 4) -----------------------------------------------------------
 def test_a_quorum_one_reviewer_cannot_meet_is_said_with_its_fix(repo: Path) -> None:
-    from gitliza.core import wake
+    from gitliza.core.agents import wake
     from gitliza.core.ops import Add, Init, Register
     from gitliza.core.quorumreach import team_warning
     from gitliza.core.states import Role
@@ -147,7 +147,7 @@ def test_a_quorum_one_reviewer_cannot_meet_is_said_with_its_fix(repo: Path) -> N
 def test_the_attic_keeps_only_what_would_be_lost_and_marks_merged_work(repo: Path) -> None:
     import pygit2
 
-    from gitliza.services.lifecycle.attic import to_attic
+    from gitliza.services.attic import to_attic
     setup_board(repo, tasks=("t1",))
     wt = Path(claimed(repo, "t1", "c1")["worktree"])
     sha = commit_file(wt, "a.txt", "a\n")
@@ -214,7 +214,7 @@ def test_status_of_an_ended_goal_shows_its_tasks_and_summary(repo: Path) -> None
     from tests.governance.test_pulse import merge_t1
     setup_board(repo, tasks=("t1",))
     # A task added and merged within the very second of its goal's init cannot be told from an
-    # earlier goal's (times have second resolution: core/queries.of_current_goal): one passes.
+    # earlier goal's (times have second resolution: core/reports/queries.of_current_goal): one passes.
     time.sleep(1.1)
     merge_t1(repo)
     ok(repo, "complete-goal", agent="p1")

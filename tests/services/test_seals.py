@@ -16,7 +16,7 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from gitliza.core import record
+from gitliza.core.encoding import record
 from gitliza.core.ops import ConfigSet, Note
 from gitliza.core.ops.keys import Seal
 from gitliza.git.remotes import shallow
@@ -182,7 +182,7 @@ def _forged_seal(work: Path, *, tree_edit: bool = False, actor: str = "human") -
     tree = parent.tree_id
     if tree_edit:
         from tests.forgery import _replace
-        from gitliza.core.layout import path_of
+        from gitliza.core.encoding.layout import path_of
         path = path_of("tasks", "task-1")
         blob = parent.tree[path]
         assert isinstance(blob, pygit2.Blob)
@@ -378,7 +378,7 @@ def test_a_pinned_human_key_refuses_a_seal_whose_board_turned_signatures_off(
     h = liza(seed_, now=Clock(offset=100))
     h.do(Seal)
     git(seed_, "push", "-q", "origin", f"{STATE_REF}:{STATE_REF}")
-    from gitliza.core.sshsig import parse_public
+    from gitliza.core.keyring.sshsig import parse_public
     dest = tmp_path / "pinned-good"
     git(tmp_path, "init", "-q", "-b", "main", str(dest))
     git(dest, "remote", "add", "origin", str(bare))

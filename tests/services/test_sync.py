@@ -22,7 +22,8 @@ from gitliza.services.sync.report import (AHEAD, BEHIND, FAST_FORWARD, NO_BOARD,
                                           UP_TO_DATE, SyncGaveUp)
 from gitliza.services.api import Liza
 from gitliza.services.autosync import OpDropped, after_commit
-from gitliza.core import clock, record
+from gitliza.core import clock
+from gitliza.core.encoding import record
 from gitliza.core.ops import Add, Claim, Init, Note, Register
 from gitliza.core.states import TaskState
 from gitliza.errors import ConcurrencyConflict, GitFailure, ValidationError

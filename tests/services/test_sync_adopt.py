@@ -10,7 +10,7 @@ import pygit2
 import pytest
 
 from gitliza.services.sync import engine
-from gitliza.core import record
+from gitliza.core.encoding import record
 from gitliza.services.sync.report import UP_TO_DATE
 from gitliza.services.adopt import IntegrationRefused, RemoteRefused
 from gitliza.core.ops import Claim, Note

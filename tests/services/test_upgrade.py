@@ -1,4 +1,4 @@
-"""Upgrading a board in place (issue 28 item 5; gitliza/core/formats.py, core/ops/upgrade.py):
+"""Upgrading a board in place (issue 28 item 5; core/encoding/versions.py, core/ops/upgrade.py):
 the first write of this gitliza on a format-1 board, or `git liza upgrade`, adds one `upgrade`
 commit and keeps the history, signatures and `verify`; a board in a newer format is refused in one
 line (exit 4) with the board untouched; the server hook and sync carry the upgrade across clones
@@ -22,7 +22,7 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from gitliza.core import formats, record
+from gitliza.core.encoding import versions, record
 from gitliza.core.board import FORMAT_KEY
 from gitliza.core.ops import Add, Claim, ConfigSet, Init, Note, Register, apply
 from gitliza.core.ops.base import Op
@@ -162,7 +162,7 @@ def test_git_liza_upgrade_upgrades_once_then_says_so(tmp_path: Path) -> None:
 
 def test_a_new_board_starts_in_the_current_format(repo: Path) -> None:
     ok(liza(repo, "init", "g"))
-    assert fmt(repo) == f"gitliza-state {formats.FORMAT_VERSION}"
+    assert fmt(repo) == f"gitliza-state {versions.FORMAT_VERSION}"
     r = liza(repo, "upgrade", "--no-sync")
     assert r.returncode == 0 and "already" in r.stdout
     assert liza(repo, "upgrade", "--no-sync").returncode == 0
@@ -210,7 +210,7 @@ def test_a_board_in_a_newer_format_is_refused_in_one_line_and_left_alone(
     parent = store.resolve(None)
     assert parent is not None
     tb = store.repo.TreeBuilder(parent.tree)
-    tb.insert("format", store.repo.create_blob(formats.blob(formats.FORMAT_VERSION + 1)),
+    tb.insert("format", store.repo.create_blob(versions.blob(versions.FORMAT_VERSION + 1)),
               pygit2.GIT_FILEMODE_BLOB)
     sig = pygit2.Signature("future", "f@liza.invalid", 0, 0)
     c = store.repo.create_commit(None, sig, sig, "from the future", tb.write(), [parent.id])
@@ -222,8 +222,8 @@ def test_a_board_in_a_newer_format_is_refused_in_one_line_and_left_alone(
         assert r.returncode == 4, (args, r.stderr)
         lines = r.stderr.strip().splitlines()
         assert len(lines) == 1, (args, r.stderr)
-        assert f"storage format {formats.FORMAT_VERSION + 1}" in lines[0], (args, lines)
-        assert f"up to {formats.FORMAT_VERSION}" in lines[0], (args, lines)
+        assert f"storage format {versions.FORMAT_VERSION + 1}" in lines[0], (args, lines)
+        assert f"up to {versions.FORMAT_VERSION}" in lines[0], (args, lines)
         assert tip(repo) == before
 
 
@@ -242,7 +242,7 @@ def test_a_signed_old_board_upgrades_signed_and_verifies(tmp_path: Path, repo: P
     root = store.resolve(None)
     assert root is not None
     tb = store.repo.TreeBuilder(root.tree)
-    tb.insert("format", store.repo.create_blob(formats.blob(1)), pygit2.GIT_FILEMODE_BLOB)
+    tb.insert("format", store.repo.create_blob(versions.blob(1)), pygit2.GIT_FILEMODE_BLOB)
     old_root = store.repo.create_commit(None, root.author, root.committer, root.message,
                                         tb.write(), [])
     store.repo.references.create(STATE, old_root, force=True)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pygit2
 
-from gitliza.core.layout import path_of
+from gitliza.core.encoding.layout import path_of
 from gitliza.core.ops import Init, Register
 from gitliza.core.ops.usage import RecordUsage
 from gitliza.git.store import STATE_REF

@@ -11,7 +11,7 @@ from typing import Callable, Iterator
 import pygit2
 import pytest
 
-from gitliza.core import layout
+from gitliza.core.encoding import layout
 from gitliza.git.store import Store
 from gitliza.services.verify.engine import VerifyFailure, replay, verify
 

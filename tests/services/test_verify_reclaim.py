@@ -11,7 +11,7 @@ import pygit2
 import pytest
 
 from gitliza.core import clock
-from gitliza.core.leasewatch import Evidence
+from gitliza.core.presence.leasemarks import Evidence
 from gitliza.core.ops import Add, Claim, Init, Register, apply
 from gitliza.git.store import Store
 from gitliza.services.api import Liza

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gitliza.core.viewedits import view_edits
+from gitliza.core.encoding.viewedits import view_edits
 from tests.cli.firstday import liza, ok, state
 from tests.conftest import commit_specs
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pygit2
 
-from gitliza.services.lifecycle import wip
+from gitliza.services import wip
 from tests.conftest import git
 from tests.services.test_lifecycle import claimed, ok
 from tests.services.test_liveness import clones  # noqa: F401

@@ -12,10 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from gitliza.core import clock, provider, teammodels
-from gitliza.core.provider import End, Wait
+from gitliza.core import clock
+
+from gitliza.core.agents import faults, teammodels
+from gitliza.core.agents.faults import End, Wait
 from gitliza.errors import ValidationError
-from gitliza.team.launch import Member, supervisor_argv
+from gitliza.team.launch import Member, TeamOptions, supervisor_argv
 from tests.cli.test_board import liza, ok
 from tests.team.procs import BIN, WAIT, Sup, add_task, env_for, make_board, script, wait_status
 from tests.team.test_supervisor import SUBMIT
@@ -47,8 +49,8 @@ def test_the_next_free_cli_runs_and_the_first_is_back_after_its_reset() -> None:
 
 
 def test_a_team_member_gets_its_list_on_its_command_line() -> None:
-    argv = supervisor_argv(Member("coder", "coder-1"), None, False, False, (),
-                           models="coder=claude:opus,codex:m2")
+    argv = supervisor_argv(Member("coder", "coder-1"),
+                           TeamOptions(models="coder=claude:opus,codex:m2"))
     assert argv[argv.index("--cli") + 1] == "claude:opus,codex:m2" and "--model" not in argv
 
 
@@ -57,7 +59,7 @@ def test_every_fallback_waiting_is_an_alarm_at_once() -> None:
     from gitliza.core.board import Board  # the alarm's text from a recorded wait
     w = Wait("codex", End.RATE_LIMITED, "2026-01-01T14:00:00Z", "2026-01-01T15:00:00Z",
              "all of claude, codex waiting")
-    assert provider.parse_wait(w.record()) == w
+    assert faults.parse_wait(w.record()) == w
     one = Wait("codex", End.RATE_LIMITED, "2026-01-01T14:00:00Z", "2026-01-01T15:00:00Z")
     assert isinstance(Board, type)
     for wait, alarmed in ((w, True), (one, False)):
@@ -73,7 +75,7 @@ def _alarms(w: Wait) -> list[tuple[str, str]]:
     agent = SimpleNamespace(id="coder-1", provider_wait=w.record())
     sup = SimpleNamespace(expires="2026-01-01T16:00:00Z")
     board = SimpleNamespace(agents=lambda: [agent], get=lambda kind, key: sup)
-    return provider.alarms(board, 900, "2026-01-01T14:01:00Z")  # type: ignore[arg-type]
+    return faults.alarms(board, 900, "2026-01-01T14:01:00Z")  # type: ignore[arg-type]
 
 
 def test_an_unknown_cli_in_the_list_is_one_line(repo: Path) -> None:

@@ -1,4 +1,4 @@
-"""A model per role: the board's `models` config (gitliza/core/teammodels.py) names each role's
+"""A model per role: the board's `models` config (core/agents/teammodels.py) names each role's
 CLI and model, each reviewer slot its own; `git liza team` starts every member on it, the CLI gets
 its --model, and the run's usage records the model."""
 from __future__ import annotations
@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from gitliza.core import teammodels
+from gitliza.core.agents import teammodels
 from gitliza.errors import ValidationError
 from gitliza import agentcli
-from gitliza.team.launch import Member, supervisor_argv
+from gitliza.team.launch import Member, TeamOptions, supervisor_argv
 from tests.cli.test_board import liza, ok, tip
 from tests.team.procs import BIN, WAIT, add_task, env_for, make_board, script
 from tests.team.test_supervisor import SUBMIT
@@ -36,11 +36,11 @@ def test_each_role_and_reviewer_slot_gets_its_own() -> None:
 
 def test_team_members_follow_the_board_unless_told_otherwise() -> None:
     two = Member("code-reviewer", "reviewer-2")
-    argv = supervisor_argv(two, None, False, False, (), models=MODELS)
+    argv = supervisor_argv(two, TeamOptions(models=MODELS))
     assert argv[argv.index("--cli") + 1] == "gemini" and argv[argv.index("--model") + 1] == "pro-2"
-    argv = supervisor_argv(two, "codex", False, False, (), models=MODELS)  # --cli wins
+    argv = supervisor_argv(two, TeamOptions(cli="codex").following(MODELS))  # --cli wins
     assert argv[argv.index("--cli") + 1] == "codex" and "--model" not in argv
-    argv = supervisor_argv(two, None, False, False, ("my-agent",), models=MODELS)  # a command
+    argv = supervisor_argv(two, TeamOptions(command=("my-agent",)).following(MODELS))  # a command
     assert "--cli" not in argv and "--model" not in argv
 
 

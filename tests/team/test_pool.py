@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gitliza.core.pool import to_start
+from gitliza.core.agents.sizing import to_start
 from tests.cli.test_board import liza, ok
 from tests.team.procs import BIN, WAIT, add_task, board_json, env_for, make_board, script
 from tests.team.test_supervisor import SUBMIT

@@ -459,9 +459,11 @@ def test_a_bad_permissions_word_is_refused_before_the_board_changes(repo: Path) 
 
 
 def test_git_liza_team_passes_the_permissions_to_every_supervisor() -> None:
-    from gitliza.team.launch import members, supervisor_argv
+    from gitliza.agentcli.base import Permissions
+    from gitliza.team.launch import TeamOptions, members, supervisor_argv
     for m in members(1, 1, 1):
-        argv = supervisor_argv(m, "codex", True, False, (), "bypass")
+        argv = supervisor_argv(m, TeamOptions(cli="codex", mcp=True,
+                                              permissions=Permissions("bypass")))
         assert argv[-5:] == ["--cli", "codex", "--mcp", "--permissions", "bypass"]
 
 

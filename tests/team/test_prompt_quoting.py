@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gitliza.core import prompts
+from gitliza.core.agents import prompts
 from tests.cli.test_board import liza, ok
 from tests.team.procs import Sup, make_board, script, wait_status
 

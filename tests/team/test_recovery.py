@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from gitliza.services.api import Liza
-from gitliza.team.launch import Member, supervisor_argv
+from gitliza.sandbox.policy import SandboxMode
+from gitliza.team.launch import Member, TeamOptions, supervisor_argv
 from tests.cli.test_board import liza, ok
 from tests.team.procs import WAIT, Sup, add_task, env_for, make_board, script, task_of
 
@@ -68,19 +69,19 @@ def test_a_live_supervisor_is_refused_and_the_refusal_names_takeover(repo: Path)
 
 
 def test_team_passes_takeover_to_every_member() -> None:
-    argv = supervisor_argv(Member("coder", "coder-1"), None, False, False, ["agent.sh"],
-                           takeover=True)
+    argv = supervisor_argv(Member("coder", "coder-1"),
+                           TeamOptions(command=("agent.sh",), takeover=True))
     assert argv[argv.index("agent") + 1:argv.index("agent") + 3] == ["coder", "--takeover"]
-    assert "--takeover" not in supervisor_argv(Member("coder", "coder-1"), None, False, False,
-                                               ["agent.sh"])
+    assert "--takeover" not in supervisor_argv(Member("coder", "coder-1"),
+                                               TeamOptions(command=("agent.sh",)))
 
 
 def test_team_passes_its_sandbox_mode_to_every_member_as_a_flag() -> None:
     member = Member("coder", "coder-1")
-    argv = supervisor_argv(member, None, False, False, ["agent.sh"], sandbox="model")
+    argv = supervisor_argv(member, TeamOptions(command=("agent.sh",), sandbox=SandboxMode.MODEL))
     at = argv.index("--sandbox")
     assert argv[at + 1] == "model" and at < argv.index("--")  # the supervisor's, not the agent's
-    assert "--sandbox" not in supervisor_argv(member, None, False, False, ["agent.sh"])
+    assert "--sandbox" not in supervisor_argv(member, TeamOptions(command=("agent.sh",)))
 
 
 def test_a_member_that_fails_at_start_stops_the_team(repo: Path, tmp_path: Path) -> None:

@@ -1,14 +1,14 @@
 """Why a run ended, per CLI, from the lines each real CLI printed (recorded against the scripted
 model server in trouble: tests/agentcli/modelserver.py `Trouble`, tests/agentcli/test_provider.py)
-and its exit code: each profile's reader (gitliza/agentcli/) and core/provider.py's judgement,
+and its exit code: each profile's reader (gitliza/agentcli/) and core/agents/faults.py's judgement,
 pure (no process)."""
 from __future__ import annotations
 
 import pytest
 
 from gitliza import agentcli
-from gitliza.core import provider
-from gitliza.core.provider import End, Ending, Sign
+from gitliza.core.agents import faults
+from gitliza.core.agents.faults import End, Ending, Sign
 from gitliza.team.ending import Watch
 
 NOW = 1_800_000_000.0
@@ -94,7 +94,7 @@ RECORDED: dict[str, tuple[str, list[str], int, End, float | None]] = {
     "vibe agent error": ("mistral", ["Error: the tool bash failed"], 1, End.AGENT_ERROR, None),
     "command line": ("command", [
         "working...", "gitliza-end: quota until=2027-01-15T12:00:00Z monthly credit"], 1,
-        End.QUOTA, provider.parse_time("2027-01-15T12:00:00Z") - NOW),  # type: ignore[operator]
+        End.QUOTA, faults.parse_time("2027-01-15T12:00:00Z") - NOW),  # type: ignore[operator]
     "command 75": ("command", ["busy"], 75, End.RATE_LIMITED, None),
     "command 77": ("command", ["who am i"], 77, End.NOT_LOGGED_IN, None),
     "command crash": ("command", ["Segmentation fault"], 139, End.CRASHED, None),
@@ -128,7 +128,7 @@ def test_a_5_hour_limit_is_said_with_its_window_and_reset() -> None:
     e = _ending("claude", RECORDED["claude 5-hour limit"][1], 1)
     assert e.window == "5-hour limit"
     assert e.text("claude") == f"claude rate limited until " \
-                               f"{provider.clock.from_epoch(NOW + 3600)} (5-hour limit)"
+                               f"{faults.clock.from_epoch(NOW + 3600)} (5-hour limit)"
 
 
 def test_a_run_that_retried_past_a_429_and_finished_is_done() -> None:
@@ -140,7 +140,7 @@ def test_a_run_that_retried_past_a_429_and_finished_is_done() -> None:
 def test_our_stop_is_ours_unless_it_was_on_the_provider_s_sign() -> None:
     lines = [CLAUDE_RETRY % (1, "511", "401", "authentication_failed")]
     assert _ending("claude", lines, -15, "task budget spent").end == End.KILLED
-    e = _ending("claude", lines, -15, provider.PROVIDER_STOP + "authentication_failed")
+    e = _ending("claude", lines, -15, faults.PROVIDER_STOP + "authentication_failed")
     assert e.end == End.NOT_LOGGED_IN
 
 
@@ -180,16 +180,16 @@ def test_a_forged_or_odd_event_explains_nothing() -> None:
 def test_backoff_without_a_reset_is_capped_and_jittered(attempt: int, lo: float,
                                                         hi: float) -> None:
     e = Ending(End.OVERLOADED, 1)
-    got = [provider.wait_seconds(e, NOW, attempt, r) for r in (0.0, 0.5, 0.999)]
+    got = [faults.wait_seconds(e, NOW, attempt, r) for r in (0.0, 0.5, 0.999)]
     assert all(lo <= g <= hi for g in got), got
     assert got[0] < got[2]
 
 
 def test_the_wait_is_the_reset_given_but_not_a_year() -> None:
-    assert 3600 <= provider.wait_seconds(Ending(End.RATE_LIMITED, 1, reset=int(NOW) + 3600),
+    assert 3600 <= faults.wait_seconds(Ending(End.RATE_LIMITED, 1, reset=int(NOW) + 3600),
                                          NOW, 1, 0.5) <= 3612
-    far = provider.wait_seconds(Ending(End.QUOTA, 1, reset=int(NOW) + 400 * 86400), NOW, 1, 0.5)
-    assert far <= provider.BACKOFF_CAP
+    far = faults.wait_seconds(Ending(End.QUOTA, 1, reset=int(NOW) + 400 * 86400), NOW, 1, 0.5)
+    assert far <= faults.BACKOFF_CAP
 
 
 def test_a_provider_that_says_retry_in_5s_every_time_gets_3_launches_in_2_minutes() -> None:
@@ -197,17 +197,17 @@ def test_a_provider_that_says_retry_in_5s_every_time_gets_3_launches_in_2_minute
     while t < 600:
         attempt += 1
         e = Ending(End.RATE_LIMITED, 1, reset=int(NOW + t) + 5)
-        t += 1 + provider.wait_seconds(e, NOW + t, attempt, 0.0)  # each run: 1 s
+        t += 1 + faults.wait_seconds(e, NOW + t, attempt, 0.0)  # each run: 1 s
         launches.append(t)
     assert max(sum(1 for x in launches if s <= x < s + 120) for s in launches) <= 3
 
 
 def test_the_board_record_of_a_wait_round_trips() -> None:
-    w = provider.Wait("claude", End.RATE_LIMITED, "2026-12-05T13:00:00Z", "2026-12-05T14:05:00Z",
+    w = faults.Wait("claude", End.RATE_LIMITED, "2026-12-05T13:00:00Z", "2026-12-05T14:05:00Z",
                       "5-hour limit")
-    assert provider.parse_wait(w.record()) == w
-    assert provider.parse_wait("claude sleepy since x") is None
-    assert provider.parse_wait(None) is None
+    assert faults.parse_wait(w.record()) == w
+    assert faults.parse_wait("claude sleepy since x") is None
+    assert faults.parse_wait(None) is None
 
 
 @pytest.mark.parametrize("cli,env,files,ready", [
@@ -267,4 +267,4 @@ def test_gemini_s_own_message_is_said_not_its_retry_notice() -> None:
 def test_ordinary_lines_are_no_provider_sign(line: str) -> None:
     """A plain line the agent's work may print is not read as the provider's refusal (the
     supervisor would stop a working agent on it)."""
-    assert provider.text_sign(line, NOW) is None
+    assert faults.text_sign(line, NOW) is None

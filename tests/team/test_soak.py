@@ -219,7 +219,7 @@ def test_a_busy_team_holds_nothing_more_per_task(tmp_path: Path) -> None:
     assert {a for o, a, _t in log if o == "claim"} == {"coder-1", "coder-2"}
     # What grew per task (docs/performance.md, "A busy team"): the last live record of every task
     # (git/source.py), every reference name and tree path given to pygit2 (git/reflookup.py,
-    # git/treepath.py), the TOML writer's renderings and the decoded archive (core/tomlblob.py),
+    # git/treepath.py), the TOML writer's renderings and the decoded archive (core/encoding/tomlblob.py),
     # glibc's free arenas (git/allocator.py), a parsed copy of the project's trees per merge
     # (git/remotes/direct.py), and the index of every pack the team wrote, mapped by the
     # renewals' object database (git/liveobjects.py). Issue 39's goal: RSS within 10% from the

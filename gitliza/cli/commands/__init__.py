@@ -1,6 +1,6 @@
 """Command implementations: plain functions `(env, ...) -> exit code`, no typer.
 
-`gitliza/cli/app.py` (the only module that imports typer) parses arguments and calls these; errors are
+`gitliza/cli/app/` (the only folder that imports typer) parses arguments and calls these; errors are
 LizaError subclasses that the CLI's single handler turns into one stderr line and an exit code.
 """
 from __future__ import annotations

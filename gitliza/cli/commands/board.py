@@ -5,7 +5,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 from gitliza.cli.commands import Env, read_input_file
-from gitliza.core import codec
+from gitliza.core.encoding import codec
 from gitliza.core.board import Board
 from gitliza.core.ops.base import Op
 from gitliza.errors import NoBoard, ValidationError
@@ -277,7 +277,7 @@ def block(env: Env, task: str, reason: str, questions: Sequence[str],
 
 
 def heartbeat(env: Env, task: str | None = None) -> int:
-    """A renewal off the audit chain (refs/liza/live/<agent>, services/liveness/): no
+    """A renewal off the audit chain (refs/liza/live/<agent>, services/liveness.py): no
     commit on refs/liza/state."""
     from gitliza.services import liveness
     r = liveness.renew(env.liza(), task=task)
@@ -349,20 +349,20 @@ def sprint_scope(env: Env, planned: Sequence[str], stretch: Sequence[str]) -> in
 def upgrade(env: Env) -> int:
     """`git liza upgrade`: move the board to this gitliza's storage format (docs/upgrading.md),
     or say it is there already (exit 0, nothing written)."""
-    from gitliza.core import formats
+    from gitliza.core.encoding import versions
     from gitliza.core.ops.upgrade import Upgrade
     liza = env.liza()
     board = liza.board()
     if not board.initialized:
         raise NoBoard()
-    have = board.format_version or formats.FORMAT_VERSION
-    if have >= formats.FORMAT_VERSION:
+    have = board.format_version or versions.FORMAT_VERSION
+    if have >= versions.FORMAT_VERSION:
         env.out.result({"upgraded": False, "format": have},
                        f"the board is in storage format {have} already: nothing to upgrade")
         return 0
-    steps = formats.path(have)
-    done = liza.do(Upgrade, source=have, target=formats.FORMAT_VERSION)
-    code = report(env, done, {"upgraded": True, "format": formats.FORMAT_VERSION,
+    steps = versions.path(have)
+    done = liza.do(Upgrade, source=have, target=versions.FORMAT_VERSION)
+    code = report(env, done, {"upgraded": True, "format": versions.FORMAT_VERSION,
                               "migrations": [f"{m.source} -> {m.target}: {m.what}" for m in steps]})
     if not env.json:
         for m in steps:

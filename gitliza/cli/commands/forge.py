@@ -20,7 +20,7 @@ def _human(env: Env) -> Env:
 def github(env: Env, repo: str, api_url: str | None) -> int:
     """Set forge=github, forge_repo and forge_api_url (as the human: an agent may not), then check
     that the token (never on the board) reaches the repository."""
-    from gitliza.core.forge import coerce
+    from gitliza.core.forgerules import coerce
     from gitliza.core.ops.goal import ConfigSet
     coerce("forge_repo", repo)  # one clear line before anything is written
     if api_url:

@@ -33,7 +33,7 @@ def register(env: Env, agent_id: str, role: str, terminal: str | None, key: str 
     """Register an agent; with a key given, or generated for an agent on this machine (always
     when the board's signatures policy is on: it could not sign otherwise)."""
     from gitliza.core.ops.goal import Register
-    from gitliza.core.wake import parse_role
+    from gitliza.core.agents.wake import parse_role
     from gitliza.git import signing
     # The role words `git liza agent` takes (code-reviewer, code_reviewer, reviewer) mean
     # the same here; anything else reaches the op, which refuses it.
@@ -121,7 +121,7 @@ def rekey(env: Env, agent_id: str, key: str | None, generate_key: bool, revoke: 
 
 def allowed_signers(env: Env, at: str | None, output: Path | None) -> int:
     """Print (or write to `output`) the allowed-signers file of every key on the board."""
-    from gitliza.core.keys import allowed_signers as render
+    from gitliza.core.keyring.signers import allowed_signers as render
     text = render(env.liza().board(at))
     if output is not None:
         from gitliza.atomic import write

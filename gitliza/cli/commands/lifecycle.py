@@ -136,7 +136,7 @@ def _held_by_stopped(env: Env) -> list[str]:
     """Tasks still held by an agent whose supervisor stopped or is gone: board and disk agree,
     but nobody works on them until the lease ends or the supervisor is started again (a note,
     not a problem: restarting resumes the task)."""
-    from gitliza.core.supervision import of_board
+    from gitliza.core.presence.supervision import of_board
     liza = env.liza()
     now = liza.now()
     return [line for s in of_board(liza.board(), now) if (line := s.line(now))]
@@ -166,8 +166,8 @@ def _legacy_notes(env: Env) -> list[str]:
 
 def attic(env: Env, task: str | None, restore: str | None, into: str | None) -> int:
     """List the attic's entries (of TASK), or restore one into a new worktree."""
-    from gitliza.services.lifecycle import attic as kept
-    from gitliza.services.lifecycle.locations import main_root
+    from gitliza.services import attic as kept
+    from gitliza.services.locations import main_root
     liza = env.liza()
     if restore is not None:
         if task is None:

@@ -1,11 +1,11 @@
-"""`git liza machines`: the machines the team runs on, as the board sees them (core/machines.py),
+"""`git liza machines`: the machines the team runs on, as the board sees them (core/presence/hosts.py),
 and this clone's own contact with its remote (services/sync/follower.py)."""
 from __future__ import annotations
 
 import time
 
 from gitliza.cli.commands import Env
-from gitliza.core.machines import machines as rows
+from gitliza.core.presence.hosts import machines as rows
 
 
 def machines(env: Env) -> int:

@@ -63,8 +63,8 @@ def lock_lines(board: Board) -> list[str]:
 
 def ready_lines(board: Board, kind: str, now: str, agent: str) -> list[str]:
     """`ready`'s lines under its table: lock scopes a claimable task waits for, tasks waiting
-    for a label no live machine offers, and the asker's own drained machine (core/machines.py)."""
-    from gitliza.core.machines import label_lines
+    for a label no live machine offers, and the asker's own drained machine (core/presence/hosts.py)."""
+    from gitliza.core.presence.hosts import label_lines
     return (lock_lines(board) if kind == "claimable" else []) + label_lines(board, now, agent)
 
 

@@ -2,12 +2,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from gitliza.core.fleet import check_labels
+from gitliza.core.presence.placement import check_labels
 from gitliza.cli.commands import Env
 from gitliza.cli.commands.board import report
 from gitliza.core.ops.control import AbortOp, Pause, Resume
+
+if TYPE_CHECKING:
+    from gitliza.team.launch import Team
+    from gitliza.team.stopping import StopSignal
 
 
 def pause(env: Env, reason: str | None) -> int:
@@ -36,12 +40,15 @@ def agent(env: Env, role: str, cli: str | None, interactive: bool, command: Sequ
           resume_task: str | None, once: bool, takeover: bool, mcp: bool = False,
           permissions: str | None = None, sandbox: str | None = None, pool: bool = False,
           model: str | None = None, labels: str | None = None) -> int:
+    from gitliza.sandbox.policy import SandboxMode
     from gitliza.team import stopping
     from gitliza.team.supervisor import Supervisor, SupervisorOptions
+    mode = SandboxMode.parse(sandbox)  # once: the supervisor, its box and its runner get it
     signals = stopping.for_process()  # installed already by the entry point, if it is ours
     opts = SupervisorOptions(role=role, cli=cli, interactive=interactive, command=tuple(command),
                              resume_task=resume_task, once=once, takeover=takeover, mcp=mcp,
-                             permissions=permissions, sandbox=sandbox, pool=pool, model=model,
+                             permissions=permissions, sandbox=mode,
+                             pool=pool, model=model,
                              labels=check_labels([labels] if labels else []))
 
     def open_liza() -> Any:
@@ -64,58 +71,31 @@ def team(env: Env, planners: int, coders: int, reviewers: int, prefix: str, cli:
     """Start the supervisors, relay their output, stop them on SIGINT/SIGTERM; exit 0 when every
     supervisor did (the goal COMPLETED, an ABORT, or nothing left to wait for), 130 or 143 after
     a stop, a member's exit code when it failed at start (the others are stopped)."""
-    import signal
     import sys
 
-    from gitliza import agentcli
+    from gitliza.sandbox.box import Sandbox
+    from gitliza.services.locations import main_root
     from gitliza.team import stopping
-    from gitliza.team.launch import KILL_AFTER, Team, members
-    from gitliza.team.runner import require
+    from gitliza.team.launch import Team, TeamOptions
+    from gitliza.team.logins import not_ready
+    from gitliza.team.preflight import preflight
     signals = stopping.for_process()  # installed already by the entry point, if it is ours
-    follower = None
-    bridge = None
     try:
-        from gitliza.team.pool import check_pool
-        sizes = check_pool(coders, reviewers, max_coders, max_reviewers)
-        crew = members(planners, coders, reviewers, prefix, pooled=bool(sizes))
-        # A wrong --cli or --permissions, or a missing agent program: refused now, not per
-        # supervisor.
-        agentcli.parse_permissions(permissions)
-        from gitliza.sandbox.box import Sandbox, parse
+        # Every flag parsed and checked once, into the record the team runs on: bad input is
+        # one line before anything starts.
+        opts = TeamOptions.parse(
+            planners=planners, coders=coders, reviewers=reviewers, prefix=prefix,
+            max_coders=max_coders, max_reviewers=max_reviewers, cli=cli, command=command,
+            mcp=mcp, permissions=permissions, sandbox=sandbox, labels=labels,
+            takeover=takeover, no_sync=env.no_sync, logs=logs)
         # Each supervisor checks its sandbox too; refusing here keeps a team from half-starting.
-        # The supervisors get the choice on their command lines (--sandbox), as every option.
-        Sandbox(parse(sandbox))
+        Sandbox(opts.sandbox)
         config = env.liza().board().config
-        models = config.models if cli is None and not command else None
-        from gitliza.core import teammodels
-        from gitliza.core.quorum import diversity_key
-        left = []  # the members the board names no CLI for: --cli's (default claude)
-        used = set()  # the CLIs the members run (their logins checked below)
-        kinds: list[str | None] = []  # each reviewer's CLI or model, for review_diversity
-        for m in crew:  # every member's CLI and model from the board, checked now
-            chosen = teammodels.chain_for_member(models, m.role, m.agent)
-            listed = [agentcli.with_model(agentcli.profile(c), model) for c, model in chosen]
-            for p in listed:  # each CLI of a fallback list too, once all are known names
-                require(p.executable)
-                used.add(p.name)
-            if not chosen:
-                left.append(m)
-            if m.role == "code-reviewer" and not command:
-                # A fallback list's first CLI is the one it runs while that one is free.
-                first = chosen[0] if chosen else teammodels.chain(cli)[0] if cli else (None, None)
-                kinds.append(diversity_key(config, agentcli.profile(first[0]).name, first[1]))
-        from gitliza.core.quorumreach import team_warning
-        short = team_warning(config, max(reviewers, max_reviewers), kinds)
-        if short:
-            sys.stderr.write(short + "\n")
-        if left or not crew:
-            names: tuple[tuple[str | None, str | None], ...] = \
-                teammodels.chain(cli) if cli and not command else ((None, None),)
-            clis = [] if command else [agentcli.profile(name) for name, _ in names]
-            for program in [command[0]] if command else [p.executable for p in clis]:
-                require(program)  # `--cli claude,codex`: each, once all are known names
-            used |= {p.name for p in clis}
-        from gitliza.services.lifecycle.locations import main_root
+        opts = opts.following(config.models)
+
+        def warn(line: str) -> None:
+            sys.stderr.write(line + "\n")
+        used = preflight(opts, config, warn)
 
         def write(text: str) -> None:
             try:
@@ -123,37 +103,50 @@ def team(env: Env, planners: int, coders: int, reviewers: int, prefix: str, cli:
                 sys.stdout.flush()
             except (OSError, ValueError):
                 pass  # our reader is gone; the supervisors still need stopping
-        from gitliza.team.logins import not_ready
         for line in not_ready(used):  # said before any start; its members wait for the login
             write(f"team: {line}\n")
-        running = Team(main_root(env.liza().repo), crew, cli, mcp, env.no_sync, command, logs,
-                       write, permissions, takeover, pool=sizes, prefix=prefix, models=models,
-                       sandbox=sandbox,
-                       labels=",".join(check_labels([labels] if labels else [])) or None)
+        running = Team(main_root(env.liza().repo), opts, write)
+        codes = _run(env, running, write, signals)
+    finally:
+        signals.close()
+    return _ended(env, signals, running, codes)
 
-        def on_stop(sig: signal.Signals) -> None:
-            running.stop()  # first: the line may not get out
-            write(f"team: {sig.name}: stopping every supervisor\n")
 
-        def on_deadline(sig: signal.Signals) -> None:
-            killed = running.kill_rest()
-            if killed:
-                write(f"team: {', '.join(killed)} still running {KILL_AFTER}s after "
-                      f"{sig.name}: killed\n")
-        signals.deadline = KILL_AFTER
-        signals.attach(on_stop, on_deadline)
-        from gitliza.team.follow import Follower
+def _run(env: Env, running: Team, write: Callable[[str], None], signals: StopSignal
+         ) -> dict[str, int]:
+    """Run the team beside its live follower, its forge bridge and its watcher, the pool sizing
+    it if asked; a stop signal stops every supervisor (SIGKILL after KILL_AFTER). Every
+    supervisor's exit code."""
+    import signal
+
+    from gitliza.services.locations import main_root
+    from gitliza.team.follow import Follower
+    from gitliza.team.launch import KILL_AFTER
+
+    def on_stop(sig: signal.Signals) -> None:
+        running.stop()  # first: the line may not get out
+        write(f"team: {sig.name}: stopping every supervisor\n")
+
+    def on_deadline(sig: signal.Signals) -> None:
+        killed = running.kill_rest()
+        if killed:
+            write(f"team: {', '.join(killed)} still running {KILL_AFTER}s after "
+                  f"{sig.name}: killed\n")
+    signals.deadline = KILL_AFTER
+    signals.attach(on_stop, on_deadline)
+    follower = bridge = None
+    try:
         follower = Follower(main_root(env.liza().repo), write).start()
         bridge = _team_bridge(env, main_root(env.liza().repo), write)
         watcher = _team_watcher(env, write)
         scaler = None
         try:
             running.start()
-            if sizes:
+            if running.opts.pool:
                 from gitliza.team.pool import Scaler
                 own = Env(path=env.path, agent=env.agent, no_sync=True).liza()
-                scaler = Scaler(own, running, sizes).start()
-            codes = running.wait()
+                scaler = Scaler(own, running, running.opts.pool_sizes()).start()
+            return running.wait()
         finally:
             if scaler is not None:
                 scaler.stop()
@@ -163,7 +156,11 @@ def team(env: Env, planners: int, coders: int, reviewers: int, prefix: str, cli:
             follower.stop()
         if bridge is not None:
             bridge.stop()
-        signals.close()
+
+
+def _ended(env: Env, signals: StopSignal, running: Team, codes: dict[str, int]) -> int:
+    """The team's report and exit code, once every supervisor exited."""
+    from gitliza.team import stopping
     if signals.stopping:
         env.out.result({"exit_codes": codes, "signal": signals.signum and signals.signum.name},
                        f"team: stopped by {signals.signum and signals.signum.name}")

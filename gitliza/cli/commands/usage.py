@@ -7,7 +7,7 @@ import re
 
 from gitliza.cli.commands import Env
 from gitliza.core import clock
-from gitliza.core import usage as core_usage
+from gitliza.core.agents import costs as core_usage
 from gitliza.errors import ValidationError
 
 _AGO = re.compile(r"^([0-9]{1,6})([mhd])$")
@@ -30,7 +30,7 @@ def since_time(text: str | None, now: str) -> str | None:
 
 def show(env: Env, since: str | None, task: str | None, by: str | None, all_goals: bool,
          at: str | None) -> int:
-    from gitliza.services.views import usage_data
+    from gitliza.services.views.data import usage_data
     liza = env.liza()
     data = usage_data(liza, since_time(since, liza.now()), task, by, at, all_goals)
     if env.json:

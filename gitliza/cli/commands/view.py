@@ -7,12 +7,15 @@ from gitliza.cli.commands import Env
 from gitliza.cli.commands.statuslines import (control_lines, lock_waits,
                                              queue_line, ready_lines, show_votes, sprint_line,
                                              status_cell)
-from gitliza.core import codec, mergequeue, metrics, usage
+from gitliza.core import mergequeue
+from gitliza.core.agents import costs
+from gitliza.core.encoding import codec
+from gitliza.core.reports import metrics
 from gitliza.core.board import Board
-from gitliza.core.queries import notes_for
+from gitliza.core.reports.queries import notes_for
 from gitliza.core.states import TERMINAL
 from gitliza.errors import InconsistentState, NoBoard, ValidationError
-from gitliza.services.views import (agent_logs, find_task, history_log, ready_tasks, show_data,
+from gitliza.services.views.data import (agent_logs, find_task, history_log, ready_tasks, show_data,
                                     status_data, task_row, tasks_in_order)
 
 if TYPE_CHECKING:
@@ -55,10 +58,10 @@ def _status(env: Env, at: str | None) -> int:
         out.line(line)
     out.line(queue_line(board))
     out.line(mergequeue.figures_line(mergequeue.figures(board, env.liza().now())))
-    spent = usage.goal_totals(board)
+    spent = costs.goal_totals(board)
     if spent.runs:
         out.line(f"usage: {spent.line()}")
-    over = usage.goal_over_budget(board)
+    over = costs.goal_over_budget(board)
     if over:
         out.line(f"BUDGET: {over}: no agent run starts until it is raised")
     from gitliza.core.quorumreach import shortfalls  # a quorum nobody can meet
@@ -92,15 +95,15 @@ def _status(env: Env, at: str | None) -> int:
     now = env.liza().now()
     sups = {}
     if at is None:
-        from gitliza.core.supervision import of_agent
+        from gitliza.core.presence.supervision import of_agent
         sups = {a.id: of_agent(board, a, now) for a in agents}
-    # A wait for a provider (core/provider.py) is seldom on the board: its module is loaded then.
+    # A wait for a provider (core/agents/faults.py) is seldom on the board: its module is loaded then.
     waiting = [a for a in agents if a.provider_wait] if at is None else []
     if waiting:
-        from gitliza.core import provider
+        from gitliza.core.agents import faults
     out.table("agents", ["agent", "role", "status", "task", "lease", "supervisor"],
               [[a.id, a.role.value,
-                provider.status_word(board, a, now) if a in waiting else a.status.value,
+                faults.status_word(board, a, now) if a in waiting else a.status.value,
                 a.current_task or "", a.lease_expires or "",
                 sups[a.id].state.value if a.id in sups else ""]
                for a in agents])
@@ -109,11 +112,11 @@ def _status(env: Env, at: str | None) -> int:
         if note:
             out.line(note)
     for a in waiting:
-        note = provider.wait_line(board, a, now)
+        note = faults.wait_line(board, a, now)
         if note:
             out.line(note)
     if at is None:  # the machines behind the agents, when there is news
-        from gitliza.core.machines import label_lines, status_line
+        from gitliza.core.presence.hosts import label_lines, status_line
         machines = status_line(board, now)
         if machines:
             out.line(machines)
@@ -125,7 +128,7 @@ def _status(env: Env, at: str | None) -> int:
 def _ended_goal(env: Env, board: Board, live: list[Any], archived: list[Any]) -> list[Any]:
     """The summary line of an ended goal, and the rows its task table shows: the goal's own
     tasks, archived ones included (the goal's end archives them; the table was empty)."""
-    from gitliza.core.queries import of_current_goal
+    from gitliza.core.reports.queries import of_current_goal
     mine = live + sorted((t for t in archived if of_current_goal(board, t)),
                          key=lambda t: (t.priority, t.id))
     ends = [a for a in board.goal.alignment_history
@@ -175,17 +178,17 @@ def show(env: Env, task: str, at: str | None) -> int:
         for k, v in codec.encode(handoff).items():
             if k not in ("task", "agent", "timestamp"):
                 out.line(f"    {k}: {', '.join(map(str, v)) if isinstance(v, list) else v}")
-    runs = list(usage.iter_runs(board, t.id))
+    runs = list(costs.iter_runs(board, t.id))
     if runs:
-        out.line(f"  usage ({usage.total(runs).line()}):")
+        out.line(f"  usage ({costs.total(runs).line()}):")
         for u in runs:
-            cost = usage.usd_text(u.cost_micro_usd) + (f" ({u.cost_source})" if u.cost_source
+            cost = costs.usd_text(u.cost_micro_usd) + (f" ({u.cost_source})" if u.cost_source
                                                        else "")
             out.line(f"    {u.timestamp}  {u.run}  {u.agent} ({u.role})  {u.cli}"
                      f"{'/' + u.model if u.model else ''}  in {u.input_tokens:,} out "
                      f"{u.output_tokens:,} cached {u.cached_tokens:,}  {cost}  {u.duration}s"
                      + (f"  ended: {u.end}" if u.end else ""))
-    from gitliza.services.lifecycle.attic import entries
+    from gitliza.services.attic import entries
     kept = entries(env.liza().repo, t.id)
     if kept:
         out.line(f"  attic (work kept before a teardown: `git liza attic {t.id} --restore "
@@ -271,7 +274,7 @@ def ready(env: Env, at: str | None) -> int:
         env.out.json([task_row(t) for t in tasks])
         return 0
     if not tasks:  # a header alone says nothing: say where the tasks are
-        from gitliza.core.queries import why_nothing_ready
+        from gitliza.core.reports.queries import why_nothing_ready
         board, _ = liza.store.board(at)
         if not board.initialized:
             raise NoBoard()

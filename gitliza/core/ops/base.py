@@ -14,10 +14,10 @@ import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from gitliza.core import codec
+from gitliza.core.encoding import codec
 from gitliza.core.board import Board, Changes
 from gitliza.core.ids import check_id
-from gitliza.core.liveness import Renewal
+from gitliza.core.presence.renewals import Renewal
 from gitliza.core.model import Agent, GoalStatus, HistoryEntry, Task
 from gitliza.core.states import (BOARD_OPS, FORBIDDEN, HUMAN_ACTOR, TERMINAL, AgentState, Role,
                                  TaskState, Transition, lookup, roles_for, sources_of)
@@ -59,7 +59,7 @@ class Op:
     # The supervisor generation the writer runs under (`git liza agent`, see ops/control.py);
     # None for everyone else. A superseded generation's ops are refused (LeaseLost).
     gen: int | None = None
-    # The renewals off the chain (refs/liza/live/*, core/liveness.py) the writer judged leases by:
+    # The renewals off the chain (refs/liza/live/*, core/presence/renewals.py) the writer judged leases by:
     # `apply` lays them over the board first, so replay needs nothing but the op. Empty (and left
     # out of the record) for ops written before liveness left the chain.
     live: tuple[Renewal, ...] = ()

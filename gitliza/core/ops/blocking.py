@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from gitliza.core.board import journal_key
 # The note of a "blocked" history entry whose questions are the human's: what the time waiting
-# for the human is measured from (core/metrics.py human_wait).
-from gitliza.core.metrics import AWAITING_NOTE
+# for the human is measured from (core/reports/metrics.py human_wait).
+from gitliza.core.reports.metrics import AWAITING_NOTE
 from gitliza.core.model import Anomaly, Task
 from gitliza.core.ops.base import Ctx, replace
 from gitliza.core.states import TaskState

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gitliza.core import clock
-from gitliza.core.fleet import check_labels, check_machine
+from gitliza.core.presence.placement import check_labels, check_machine
 from gitliza.core.model import Control, SprintStatus, Supervisor
 from gitliza.core.ops.base import Ctx, Op, need_text, register_op, replace
 from gitliza.errors import ValidationError
@@ -128,7 +128,7 @@ class Checkpoint(Op):
 @dataclass(frozen=True, kw_only=True)
 class Drain(Op):
     """The human drains a machine (docs/multi-machine.md): its agents finish the task they hold
-    and claim no new one (core/fleet.py; Claim and ClaimReview refuse). A machine not seen on the
+    and claim no new one (core/presence/placement.py; Claim and ClaimReview refuse). A machine not seen on the
     board yet may be drained, so that it starts drained."""
 
     NAME = "drain"
@@ -191,7 +191,7 @@ class Supervise(Op):
     # With `start`/`takeover`: this supervisor registered the agent (kept on the token, and
     # inherited from a token that says so: see model.Supervisor.registered).
     registered: bool = False
-    # With `start`/`takeover`: the labels this supervisor's machine offers (core/fleet.py).
+    # With `start`/`takeover`: the labels this supervisor's machine offers (core/presence/placement.py).
     labels: tuple[str, ...] = ()
 
     def run(self, ctx: Ctx) -> None:

@@ -14,7 +14,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from gitliza.core import clock, liveness, lockscope
+from gitliza.core import clock, lockscope
+
+from gitliza.core.presence import renewals
 from gitliza.core.board import Board, Changes
 from gitliza.core.ids import check_id
 from gitliza.core.model import SprintStatus
@@ -35,7 +37,7 @@ def apply(board: Board, op: Op) -> Outcome:
     if op.gen is not None:
         _check_generation(board, op)
     base = board
-    folded = liveness.effective(board, op.live) if op.live else {}
+    folded = renewals.effective(board, op.live) if op.live else {}
     if folded:
         board = board.with_changes(folded)
     ctx = Ctx(board, op)

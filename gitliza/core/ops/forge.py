@@ -1,5 +1,5 @@
 """The forge bridge's ops (docs/forge.md), all the human's (the bridge runs as the human who set
-it up, core/forge.py decides what it records):
+it up, core/forgerules.py decides what it records):
 
 - `forge-link`: the task's pull request number on the board (idempotent: the same number again
   changes nothing; another number for a task that has one is refused: one PR per task);
@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gitliza.core import quorum
-from gitliza.core.forge import REVIEW_NOTE, taken, waits_for_checks
+from gitliza.core.forgerules import REVIEW_NOTE, taken, waits_for_checks
 from gitliza.core.model import ReviewVote
 from gitliza.core.ops.base import (Ctx, Op, check_sha, free_agent, need_text, register_op,
                                    replace)

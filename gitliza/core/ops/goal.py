@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gitliza.core import clock, usage
+from gitliza.core import clock
+
+from gitliza.core.agents import costs
 from gitliza.core.config import ConfigValue, coerce_config
 from gitliza.core.ids import check_id, check_spec_ref
 from gitliza.core.model import (Agent, Alignment, CircuitBreaker, Config, Goal, GoalStatus,
                                 SigningKey, Sprint, SprintStatus, SprintTimeline)
 from gitliza.core.ops.base import Ctx, Op, need_text, register_op, replace
-from gitliza.core.queries import goal_tasks
+from gitliza.core.reports.queries import goal_tasks
 from gitliza.core.states import (HUMAN_ACTOR, REGISTRABLE_ROLES, TERMINAL, AgentState,
                                  Role, TaskState)
 from gitliza.errors import ValidationError
@@ -48,7 +50,7 @@ class Init(Op):
         if previous is not None and "integration_base" in values:
             _base_is_human(ctx)
         if "human_keys" in values or "signatures" in values:
-            from gitliza.core.keys import check_policy_change
+            from gitliza.core.keyring.signers import check_policy_change
             check_policy_change(ctx.board.config, self.actor, dict(values))
         t = self.time
         history: tuple[Alignment, ...] = (Alignment(t, "initialization", self.goal),)
@@ -164,7 +166,7 @@ class AbortGoal(Op):
 # team to another model or lower the bar its own work is held to would govern its own governor.
 REVIEW_KEYS = frozenset({"review_quorum", "quorum_rules", "review_diversity",
                          "rca_after_rejections"})
-# The forge keys (core/forge.py): which checks gate a merge, and whether the forge merges, are the
+# The forge keys (core/forgerules.py): which checks gate a merge, and whether the forge merges, are the
 # review bar again; which repository mirrors the board is where the team's work is published.
 FORGE_KEYS = frozenset({"forge", "forge_repo", "forge_api_url", "forge_required_checks",
                         "forge_merge", "forge_checks_timeout"})
@@ -180,8 +182,8 @@ class ConfigSet(Op):
 
     def run(self, ctx: Ctx) -> None:
         ctx.allowed()
-        if self.key in usage.HUMAN_KEYS or self.key in HUMAN_ONLY:
-            doc = ("docs/usage.md" if self.key in usage.HUMAN_KEYS else "docs/review.md"
+        if self.key in costs.HUMAN_KEYS or self.key in HUMAN_ONLY:
+            doc = ("docs/usage.md" if self.key in costs.HUMAN_KEYS else "docs/review.md"
                    if self.key in REVIEW_KEYS else "docs/forge.md" if self.key in FORGE_KEYS
                    else "docs/governance.md")
             ctx.allowed("config:human-key", f"config {self.key}", hint=f"the human's key: {doc}")
@@ -189,7 +191,7 @@ class ConfigSet(Op):
         if self.key == "integration_base":
             _base_is_human(ctx)
         if self.key in ("signatures", "human_keys"):
-            from gitliza.core.keys import check_policy_change
+            from gitliza.core.keyring.signers import check_policy_change
             check_policy_change(ctx.board.config, self.actor, {self.key: v})
         ctx.put("config", "", replace(ctx.board.config, **{self.key: v}))
         ctx.summary = f"config {self.key}={v} by {self.actor}"
@@ -202,7 +204,7 @@ class Register(Op):
     agent: str
     role: str
     terminal: str | None = None
-    key: str | None = None  # the agent's OpenSSH ed25519 public key (gitliza/core/keys.py)
+    key: str | None = None  # the agent's OpenSSH ed25519 public key (core/keyring/signers.py)
 
     def run(self, ctx: Ctx) -> None:
         # An agent registers itself (its first act), or a coder could register a reviewer and
@@ -226,7 +228,7 @@ class Register(Op):
         assert role is not None
         keys: tuple[SigningKey, ...] = ()
         if self.key is not None:
-            from gitliza.core.keys import canonical_key
+            from gitliza.core.keyring.signers import canonical_key
             keys = (SigningKey(key=canonical_key(self.key, ctx.board, self.agent), since=self.time),)
         ctx.put_agent(Agent(id=self.agent, role=role, status=AgentState.IDLE,
                             heartbeat=self.time, registered=self.time, terminal=self.terminal,

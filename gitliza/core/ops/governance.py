@@ -15,7 +15,9 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from gitliza.core import clock, layout, tomlblob
+from gitliza.core import clock
+
+from gitliza.core.encoding import layout, tomlblob
 from gitliza.core.board import Board, Key
 from gitliza.core.model import CBEntry, CBStatus, CBTrigger
 from gitliza.core.ops.base import Ctx, Event, Op, Outcome, need_text, register_op, replace

@@ -1,9 +1,9 @@
-"""`rekey`: the human rotates or revokes an actor's signing key (gitliza/core/keys.py)."""
+"""`rekey`: the human rotates or revokes an actor's signing key (core/keyring/signers.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gitliza.core import keys
+from gitliza.core.keyring import signers as keys
 from gitliza.core.ops.base import Ctx, Op, register_op, replace
 from gitliza.core.states import HUMAN_ACTOR
 from gitliza.errors import NotFound, ValidationError

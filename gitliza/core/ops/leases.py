@@ -4,7 +4,7 @@ the coder ops (work.py) and the reviewer ops (review.py)."""
 from __future__ import annotations
 
 from gitliza.core.quorum import review_lease, with_review_lease
-from gitliza.core import leasewatch
+from gitliza.core.presence import leasemarks
 from gitliza.core.board import Board
 from gitliza.core.model import Agent, Task
 from gitliza.core.ops.base import Ctx, replace
@@ -70,19 +70,19 @@ def judge_takeover(ctx: Ctx, t: Task, kind: str, takeover: str | None) -> bool:
     held by someone else (True: it may, else this raises), or the op predates takeover records
     (False: the caller applies format 1's rule, op time against the recorded expiry).
 
-    `takeover` is what the writer judged on its own clock (core/leasewatch.py): NOBODY (it saw no
+    `takeover` is what the writer judged on its own clock (core/presence/leasemarks.py): NOBODY (it saw no
     one else's lease, so neither a replay of it nor a late write ever takes one over) or the
     evidence that the holder's lease expired for it, checked against the lease the board holds."""
     if takeover is None:
         return False
-    current = leasewatch.lease_of(t, kind)
-    if takeover == leasewatch.NOBODY:
+    current = leasemarks.lease_of(t, kind)
+    if takeover == leasemarks.NOBODY:
         if current is None:
             return True
-        what = "claimed" if kind == leasewatch.CLAIM else "being reviewed"
+        what = "claimed" if kind == leasemarks.CLAIM else "being reviewed"
         raise AlreadyHeld(f"{t.id} is already {what} by {current.agent} (lease until "
                           f"{current.mark}); this op judged no one's lease, so it takes over none",
                           task=t.id, holder=current.agent)
-    leasewatch.check_takeover(current, leasewatch.Evidence.decode(takeover), lease_seconds(ctx, t),
+    leasemarks.check_takeover(current, leasemarks.Evidence.decode(takeover), lease_seconds(ctx, t),
                               ctx.op.time)
     return True

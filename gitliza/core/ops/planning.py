@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gitliza.core import lockscope, usage
+from gitliza.core import lockscope
+
+from gitliza.core.agents import costs
 from gitliza.core.config import CONFIG_MAX
 from gitliza.core.ids import check_id, check_spec_ref, spec_ref_leaves
 from gitliza.core.model import Alignment, Task
 from gitliza.core.quorum import check_criteria, criteria_of, reviewers
-from gitliza.core.fleet import check_labels
+from gitliza.core.presence.placement import check_labels
 from gitliza.core.ops.base import (Ctx, Op, free_agent, need_text, register_op, replace,
                                    require_goal_open)
 from gitliza.core.states import HUMAN_ACTOR, TaskState
@@ -92,11 +94,11 @@ class TaskFields:
     max_iterations: int | None = None
     max_review_cycles: int | None = None
     lease_duration_override: int | None = None
-    budget_tokens: int | None = None  # per-task token budget (gitliza/core/usage.py)
+    budget_tokens: int | None = None  # per-task token budget (gitliza/core/agents/costs.py)
     labels: tuple[str, ...] = ()  # a quorum rule may raise the task's quorum by them
     criteria: tuple[str, ...] = ()  # the acceptance criteria an approval gives evidence for
     lock_scope: tuple[str, ...] = ()  # globs of the paths it will write (core/lockscope.py)
-    needs: tuple[str, ...] = ()  # machine labels its claimer must offer (core/fleet.py)
+    needs: tuple[str, ...] = ()  # machine labels its claimer must offer (core/presence/placement.py)
 
 
 @register_op
@@ -121,7 +123,7 @@ def _add(ctx: Ctx, new: TaskFields, table_op: str) -> None:
         raise ValidationError(leaves)
     _check_priority(new.priority)
     _check_limits(new)
-    usage.check_task_budget(ctx.board, new.budget_tokens, ctx.op.actor == HUMAN_ACTOR)
+    costs.check_task_budget(ctx.board, new.budget_tokens, ctx.op.actor == HUMAN_ACTOR)
     _check_depends(ctx, new.task, new.depends_on)
     for label in new.labels:
         check_id(label, "label")
@@ -263,7 +265,7 @@ class Edit(Op):
         if self.priority is not None:
             _check_priority(self.priority)
         _check_limits(self)
-        usage.check_task_budget(ctx.board, self.budget_tokens, self.actor == HUMAN_ACTOR,
+        costs.check_task_budget(ctx.board, self.budget_tokens, self.actor == HUMAN_ACTOR,
                                 t.budget_tokens)
         fields: dict[str, object] = {n: getattr(self, n) for n in _EDITABLE
                                      if getattr(self, n) is not None}

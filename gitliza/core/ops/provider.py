@@ -1,13 +1,13 @@
 """`provider-wait`: a supervisor records on its agent that it waits for its model provider (a rate
 limit until its reset, a spent quota, a refused login, an outage), or that the wait is over
 (`wait` None). `status`, `top`, `watch` and the web board show it (WAITING FOR PROVIDER), and a
-refused login, or an outage longer than `alarm_provider_down`, is an alarm (core/alarms.py).
-The record is one line (core/provider.py `Wait`)."""
+refused login, or an outage longer than `alarm_provider_down`, is an alarm (core/reports/alarms.py).
+The record is one line (core/agents/faults.py `Wait`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gitliza.core import provider
+from gitliza.core.agents import faults
 from gitliza.core.ops.base import Ctx, Op, register_op, replace
 from gitliza.errors import ValidationError
 
@@ -22,7 +22,7 @@ class ProviderWaitOp(Op):
         ctx.allowed()
         me = ctx.require_agent()
         if self.wait is not None and (len(self.wait) > 600 or "\n" in self.wait
-                                      or provider.parse_wait(self.wait) is None):
+                                      or faults.parse_wait(self.wait) is None):
             raise ValidationError(f"provider-wait {self.wait!r} is not `CLI END since TIME "
                                   "[until TIME][: note]`")
         if me.provider_wait == self.wait:

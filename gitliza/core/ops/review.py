@@ -7,13 +7,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gitliza.core import clock, quorum
-from gitliza.core.forge import forge_merges, waits_for_checks
+from gitliza.core.forgerules import forge_merges, waits_for_checks
 from gitliza.core.model import Config, Evidence, ReviewVote, Task
 from gitliza.core.ops.base import (Ctx, Op, check_sha, free_agent, need_text, register_op,
                                    replace)
 from gitliza.core.ops.fleetrules import machine_rules
 from gitliza.core.ops.blocking import add_anomaly, block_fields, with_failed
-from gitliza.core.leasewatch import REVIEW
+from gitliza.core.presence.leasemarks import REVIEW
 from gitliza.core.ops.leases import (STAND_DOWN, drop_stale_review, holds_live, judge_takeover,
                                      lease_live, lease_seconds)
 from gitliza.core.states import HUMAN_ACTOR, AgentState, TaskState
@@ -29,7 +29,7 @@ A = AgentState
 class ClaimReview(Op):
     NAME = "claim-review"
     task: str
-    # As Claim.takeover, for the review lease (core/leasewatch.py).
+    # As Claim.takeover, for the review lease (core/presence/leasemarks.py).
     takeover: str | None = None
 
     def run(self, ctx: Ctx) -> None:

@@ -1,4 +1,4 @@
-"""`upgrade`: the board moves to a newer storage format (gitliza/core/formats.py), in place.
+"""`upgrade`: the board moves to a newer storage format (core/encoding/versions.py), in place.
 
 One commit on the chain, like any transition: its trailers say from which format to which
 (`Liza-Args: {"source":1,"target":2}`), its changes are the migrations' (the `format` blob, and
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gitliza.core import formats
+from gitliza.core.encoding import versions
 from gitliza.core.ops.base import Ctx, Op, register_op
 from gitliza.errors import ValidationError
 
@@ -32,5 +32,5 @@ class Upgrade(Op):
         if have != self.source:
             raise ValidationError(f"upgrade from storage format {self.source}, but the board is "
                                   f"in format {have}")
-        ctx.changes.update(formats.migrate(ctx.board, self.source, self.target))
+        ctx.changes.update(versions.migrate(ctx.board, self.source, self.target))
         ctx.summary = f"upgrade storage format {self.source} -> {self.target} by {self.actor}"

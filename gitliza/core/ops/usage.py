@@ -1,16 +1,16 @@
 """`usage`: what one agent run consumed, recorded by its supervisor when the run ends (one
 transition per run, not per model call). Append-only, keyed by the run's id, so a run is recorded
 once; the cost is the CLI's or the agent's report, else the board's price table's, else unknown
-(gitliza/core/usage.py)."""
+(gitliza/core/agents/costs.py)."""
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
-from gitliza.core import usage
+from gitliza.core.agents import costs
 from gitliza.core.model import Usage
 from gitliza.core.ops.base import Ctx, Op, register_op
-from gitliza.core.provider import End
+from gitliza.core.agents.faults import End
 from gitliza.errors import ValidationError
 
 # AGENT.GENERATION.N: the agent id's characters, then two counters (gitliza/team/usage.py)
@@ -21,9 +21,9 @@ _WORD = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+\[\]-]{0,127}$")  # a CLI or mo
 def check_tokens(value: int, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ValidationError(f"{what} must be a whole number of tokens, 0 or more, got {value!r}")
-    if value > usage.MAX_TOKENS_PER_RUN:
+    if value > costs.MAX_TOKENS_PER_RUN:
         raise ValidationError(f"{what} {value:,} is more than any run uses "
-                              f"(at most {usage.MAX_TOKENS_PER_RUN:,})")
+                              f"(at most {costs.MAX_TOKENS_PER_RUN:,})")
     return value
 
 
@@ -50,7 +50,7 @@ class RecordUsage(Op):
     cached_tokens: int = 0
     cost_micro_usd: int | None = None
     cost_source: str | None = None
-    end: str | None = None  # why the run ended (core/provider.py End)
+    end: str | None = None  # why the run ended (core/agents/faults.py End)
 
     def run(self, ctx: Ctx) -> None:
         me = ctx.require_agent()
@@ -70,12 +70,12 @@ class RecordUsage(Op):
             raise ValidationError(f"duration must be 0 to a year in seconds, got {self.duration}")
         cost, source = self.cost_micro_usd, self.cost_source
         if (cost is None) != (source is None) or (source is not None and
-                                                  source not in usage.COST_SOURCES):
+                                                  source not in costs.COST_SOURCES):
             raise ValidationError("a cost needs its source (cli, report or prices), and only one")
-        if cost is not None and not 0 <= cost <= usage.micros(usage.MAX_USD_PER_RUN):
-            raise ValidationError(f"cost of one run must be 0 to ${usage.MAX_USD_PER_RUN}")
+        if cost is not None and not 0 <= cost <= costs.micros(costs.MAX_USD_PER_RUN):
+            raise ValidationError(f"cost of one run must be 0 to ${costs.MAX_USD_PER_RUN}")
         if cost is None:
-            cost = usage.price_of(ctx.board.config.prices, self.model, self.cli,
+            cost = costs.price_of(ctx.board.config.prices, self.model, self.cli,
                                   self.input_tokens, self.output_tokens, self.cached_tokens)
             source = "prices" if cost is not None else None
         if self.task is not None:
@@ -89,12 +89,12 @@ class RecordUsage(Op):
                       output_tokens=self.output_tokens, cached_tokens=self.cached_tokens,
                       cost_micro_usd=cost, cost_source=source, end=self.end)
         ctx.put("usage", self.run_id, entry)
-        scopes = [usage.goal_key(entry.goal)] + ([usage.task_key(self.task)] if self.task else [])
+        scopes = [costs.goal_key(entry.goal)] + ([costs.task_key(self.task)] if self.task else [])
         for scope in scopes:
-            t = usage.Totals.of(ctx.get("usage_totals", scope))
+            t = costs.Totals.of(ctx.get("usage_totals", scope))
             t.add(entry)
             ctx.put("usage_totals", scope, t.stored(scope))
         ctx.summary = (f"usage {self.run_id}" + (f" on {self.task}" if self.task else "")
                        + f": {self.input_tokens + self.output_tokens} tokens"
-                       + (f", {usage.usd_text(cost)}" if cost is not None else "")
+                       + (f", {costs.usd_text(cost)}" if cost is not None else "")
                        + f" by {self.actor}")

@@ -14,7 +14,7 @@ from gitliza.core.ops.base import (Ctx, Op, check_sha, free_agent, need_text, re
                                    replace, require_goal_open)
 from gitliza.core.ops.fleetrules import machine_rules
 from gitliza.core.ops.blocking import add_anomaly, block_fields, with_failed
-from gitliza.core.leasewatch import CLAIM
+from gitliza.core.presence.leasemarks import CLAIM
 from gitliza.core.ops.leases import (STAND_DOWN, holder_check, holds_live, judge_takeover,
                                      lease_live, lease_seconds)
 from gitliza.core.states import AgentState, Role, TaskState
@@ -52,7 +52,7 @@ class Claim(Op):
     task: str
     worktree: str
     base_commit: str
-    # What the claimer judged on its own clock (core/leasewatch.py): "none" (it takes no one's
+    # What the claimer judged on its own clock (core/presence/leasemarks.py): "none" (it takes no one's
     # lease), or the evidence that the holder's lease expired for it. Absent in format 1's claims,
     # which keep their rule: the op's time against the recorded expiry.
     takeover: str | None = None

@@ -20,7 +20,7 @@ from collections import OrderedDict
 from datetime import timedelta
 from typing import Any, Callable, Literal
 
-from gitliza.core.forge import Check
+from gitliza.core.forgerules import Check
 from gitliza.errors import MissingDependency
 from gitliza.forge import ForgeRateLimited, ForgeRefused, ForgeUnreachable, PullRequest, Review
 

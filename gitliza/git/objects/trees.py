@@ -26,7 +26,7 @@ from typing import Any
 
 import pygit2
 
-from gitliza.core import formats, layout, tomlblob
+from gitliza.core.encoding import versions, layout, tomlblob
 from gitliza.git.objects import ownstore
 from gitliza.git.objects import packfile
 from gitliza.git.objects import packs
@@ -95,13 +95,13 @@ def build_into(sink: _Hasher, base: pygit2.Tree | pygit2.Oid | None, changes: Ch
         for d in dirs:
             node = node.setdefault(d, {})
         raw: bytes | None
-        if (coll, key) == formats.FORMAT_KEY:  # an upgrade: the version, not an entity
-            raw = sink.store(b"blob", formats.blob(entity))
+        if (coll, key) == versions.FORMAT_KEY:  # an upgrade: the version, not an entity
+            raw = sink.store(b"blob", versions.blob(entity))
         else:
             raw = None if entity is None else sink.store(b"blob", tomlblob.dumps(entity))
         node[leaf] = raw
         blobs[(coll, key)] = None if raw is None else pygit2.Oid(raw=raw)
-    if base is None and formats.FORMAT_KEY not in changes:  # a new board: this gitliza's format
+    if base is None and versions.FORMAT_KEY not in changes:  # a new board: this gitliza's format
         nested[layout.FORMAT_FILE.encode()] = sink.store(b"blob", layout.FORMAT_BLOB)
     tree = sink.edit(None if base is None else _raw_id(base), nested)
     if tree is None:  # every entry removed: the empty tree (never happens with a `format` blob)

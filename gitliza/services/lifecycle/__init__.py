@@ -20,10 +20,13 @@ One module per stage, each importing only the shared pieces below it:
     claim.py    claim, release (ClaimResult)        review.py  submit, claim_review, verdict
     merge.py    merge (MergeResult, MergeFailed)    doctor.py  doctor (DoctorReport)
     cleanup.py  the worktree clean-up after release, merge and the releasing ops (cleanup_after)
-    attic.py    refs/liza-attic: work kept before a branch or worktree goes
     remote.py   pulling from the team remote first, fetching a review commit made elsewhere
     integration.py  the integration branch (ensure_integration_branch, ...)
-    locations.py    main_root, task_dir          common.py  Done, warn, the core dry run
+    common.py   Done, warn, the core dry run
+
+What sync keeps of a task's work lies a floor below both (docs/architecture.md, the floors of
+services/): services/attic.py (refs/liza-attic: work kept before a branch or worktree goes),
+services/wip.py (work-in-progress snapshots) and services/locations.py (main_root, task_dir).
 
 There is no package face: importers take a name from the stage module that defines it, so that
 importing one stage does not import the others (start-up), and a monkeypatch of a name reaches the

@@ -80,7 +80,7 @@ def merge_batch(liza: Liza, tasks: list[str], *, integration_timeout: float | No
         good = lo
     if good < 1:
         return [], runs
-    tested = frozenset(repo.get(c).peel(pygit2.Commit).tree_id for _, c in chain[:good])
+    tested = frozenset(repo[c].peel(pygit2.Commit).tree_id for _, c in chain[:good])
     merged = []
     for tid, _ in chain[:good]:
         merge(liza, tid, integration_timeout=integration_timeout, tested_trees=tested,

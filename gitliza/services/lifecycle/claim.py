@@ -14,7 +14,7 @@ from pygit2 import Oid, Repository
 
 from gitliza.core.board import Board
 from gitliza.core.invariants import claimable
-from gitliza.core.leasewatch import CLAIM
+from gitliza.core.presence.leasemarks import CLAIM
 from gitliza.core.model import Task
 from gitliza.core.ops import Op, apply as core_apply
 from gitliza.core.ops.work import Claim, Release
@@ -28,13 +28,13 @@ from gitliza.git.store import Committed
 from gitliza.git.tasklocks import task_lock
 from gitliza.git.treecheck import CheckoutTooLarge
 from gitliza.git.worktrees import add_task_worktree, remove_task_worktree, task_branch
-from gitliza.services.liveness import leasewatch
-from gitliza.services.lifecycle.attic import keep_leftovers, kept_line
+from gitliza.services import leasewatch
+from gitliza.services.attic import keep_leftovers, kept_line
 from gitliza.services.lifecycle.cleanup import drop_worktree, keep_state
 from gitliza.services.lifecycle.common import (Done, checkout_bounds, record_refused_tree,
                                                 warn)
 from gitliza.services.lifecycle.integration import integration_tip
-from gitliza.services.lifecycle.locations import task_dir
+from gitliza.services.locations import task_dir
 from gitliza.services.lifecycle.remote import pull_first, shared_integration_tip
 
 if TYPE_CHECKING:

@@ -16,10 +16,10 @@ from gitliza.git.store import Committed
 from gitliza.git.tasklocks import task_lock
 from gitliza.git.worktrees.listing import held_here
 from gitliza.git.worktrees import remove_task_worktree, task_branch
-from gitliza.services.lifecycle.attic import kept_line, save
+from gitliza.services.attic import kept_line, save
 from gitliza.services.lifecycle.common import warn
 from gitliza.services.lifecycle.integration import integration_tip
-from gitliza.services.lifecycle.locations import task_dir
+from gitliza.services.locations import task_dir
 
 if TYPE_CHECKING:
     from gitliza.services.api import Liza

@@ -27,14 +27,14 @@ from gitliza.git.worktrees.listing import (TaskWorktreeEntry, held_here, list_ta
 from gitliza.git.worktrees import add_task_worktree, remove_task_worktree, task_branch
 from gitliza.git import remotes
 from gitliza.git.remotes import branch_tracking_ref
-from gitliza.services import integrity, leftovers
+from gitliza.services import attic, integrity, leftovers
 from gitliza.services.leftovers import Problem
-from gitliza.services.lifecycle.attic import ATTIC, Entry, save
+from gitliza.services.attic import ATTIC, Entry, save
 from gitliza.services.lifecycle.cleanup import drop_worktree, holds_worktree
 from gitliza.services.lifecycle.common import checkout_bounds, warn
 from gitliza.services.lifecycle.supervisors import attempt, examine as examine_supervisors
 from gitliza.services.lifecycle.integration import contains, first_parent_introducing
-from gitliza.services.lifecycle.locations import task_dir
+from gitliza.services.locations import task_dir
 
 if TYPE_CHECKING:
     from gitliza.services.api import Liza
@@ -109,7 +109,6 @@ def doctor(liza: Liza, fix: bool = False) -> DoctorReport:
 def _expired_attic(liza: Liza, keep_days: int, fix: bool) -> list[Problem]:
     """Attic entries kept more than `config.attic_keep` days ago (by this machine's clock): one
     problem, fixed by dropping them (never a younger one)."""
-    from gitliza.services.lifecycle import attic
     now = time.time()
     old = [e for e in attic.entries(liza.repo) if attic.expired(e.when, keep_days, now)]
     if not old:
@@ -223,7 +222,6 @@ def _disposable(repo: Repository, path: Path | None, branch_tip: Oid | None,
 def _kept_as(repo: Repository, path: Path, task: str) -> Entry | None:
     """The attic entry of `task` that holds the worktree's files exactly as they are now (its
     commits and uncommitted edits), or None."""
-    from gitliza.services.lifecycle import attic
     if not task:
         return None
     try:

@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING
 import pygit2
 from pygit2 import Oid, Repository
 
-from gitliza.core import clock, record
+from gitliza.core import clock
+
+from gitliza.core.encoding import record
 from gitliza.core.model import Task
 from gitliza.core.ops.review import Merge
 from gitliza.errors import (ConcurrencyConflict, GitFailure, IllegalTransition, InconsistentState,
@@ -212,7 +214,7 @@ def _undo_merge(liza: Liza, branch: str, outcome: MergeOutcome, task: str, merge
     tip = store.tip()
     if tip is None:
         return False
-    commit = liza.repo[tip]
+    commit = store.commit(tip)
     try:
         op = record.parse(commit.message).op
     except LizaError:

@@ -14,8 +14,8 @@ from gitliza.core import quorum
 from gitliza.core.board import Board
 from gitliza.core.model import Evidence
 from gitliza.core.invariants import reviewable
-from gitliza.core import leasewatch as leasewatch_core
-from gitliza.core.leasewatch import REVIEW
+from gitliza.core.presence import leasemarks
+from gitliza.core.presence.leasemarks import REVIEW
 from gitliza.core.ops import Op
 from gitliza.core.ops.review import ClaimReview, Verdict
 from gitliza.core.ops.work import Submit
@@ -30,14 +30,14 @@ from gitliza.git.tasklocks import task_lock
 from gitliza.git.checkouts import clean_sync_problems, worktree_head
 from gitliza.git.evidence import evidence_gaps
 from gitliza.git.worktrees import add_task_worktree
-from gitliza.services.liveness import leasewatch
-from gitliza.services.lifecycle.attic import keep_leftovers, kept_line
+from gitliza.services import leasewatch
+from gitliza.services.attic import keep_leftovers, kept_line
 from gitliza.services.lifecycle.carry import carry_clean_fixes
 from gitliza.services.lifecycle.conflicts import send_back_conflicts
 from gitliza.services.lifecycle.integration import integration_tip
 from gitliza.services.lifecycle.common import (NO_SHA, Done, checkout_bounds, dry_run,
                                                 record_refused_tree, require_task, warn)
-from gitliza.services.lifecycle.locations import existing_task_dir, task_dir
+from gitliza.services.locations import existing_task_dir, task_dir
 from gitliza.services.lifecycle.remote import ensure_commit, pull_first
 
 if TYPE_CHECKING:
@@ -188,7 +188,7 @@ def _takeover(liza: Liza, board: Board, task: str, now: str) -> str | None:
     t = board.task(task)
     if t is not None and t.reviewing_by not in (None, liza.agent) and \
             quorum.room(board.config, t, liza.agent):
-        return leasewatch_core.NOBODY
+        return leasemarks.NOBODY
     return leasewatch.takeover(liza.repo, board, task, REVIEW, liza.agent, now)
 
 

@@ -23,7 +23,7 @@ from gitliza.core.states import TaskState
 from gitliza.errors import LizaError
 from gitliza.services import procinfo
 from gitliza.services.leftovers import Problem
-from gitliza.services.lifecycle.locations import task_dir
+from gitliza.services.locations import task_dir
 
 if TYPE_CHECKING:
     from gitliza.services.api import Liza

@@ -20,7 +20,7 @@ A lost race anywhere (a local writer moved L, another machine moved R) starts a 
 `rounds` rounds the sync gives up with ConcurrencyConflict (exit 2). The remote's order always
 wins and nothing is ordered by wall clock: replayed ops keep their recorded Liza-Time. A replayed
 claim takes over nobody's lease unless its own evidence (judged on its clock when it was made)
-still holds on the remote's board (core/leasewatch.py); skew.py names a skewed clock and refreshes
+still holds on the remote's board (core/presence/leasemarks.py); skew.py names a skewed clock and refreshes
 this clone's lease sightings after every sync.
 
 Branches (docs/multi-machine.md): the same fetch mirrors the remote's integration branch and task
@@ -43,7 +43,8 @@ The package, one job per module:
 - standdown.py: the worktree clean-up of a claim another machine won;
 - boardref.py: moving the local board ref by compare-and-swap (and taking back an unshared op);
 - report.py: what a sync did (SyncReport, Replayed, Dropped, the actions);
-- remote.py: which remote a clone shares with, and where git runs for it.
+- remote.py: which remote a clone shares with, and where git runs for it;
+- renewalpush.py: one renewal off the audit chain shared (its live ref pushed alone).
 Nothing is re-exported here: every lifecycle command imports remote.py to learn whether a remote
 is configured, and a clone that works alone must not pay for loading the engine.
 """

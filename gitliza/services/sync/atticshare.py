@@ -28,9 +28,9 @@ from gitliza.errors import LizaError
 from gitliza.git import refdelete, remotes
 from gitliza.git.objects import ownstore
 from gitliza.git.gitcmd import error_line, run_git
-from gitliza.git.repository import common_dir
+from gitliza.git.repository import common_dir, reopened
 from gitliza.git.store import Store
-from gitliza.services.lifecycle import attic
+from gitliza.services import attic
 from gitliza.services.sync.report import SyncReport
 
 SHARE_EVERY = 300.0  # seconds between two exchanges when this clone has nothing new
@@ -67,7 +67,7 @@ def share(store: Store, path: Path, remote: remotes.Remote, keep_days: int, rep:
     except LizaError as e:
         rep.notices.append(f"attic not shared with {rep.remote}: {e}")
         return
-    repo = pygit2.Repository(repo.path)  # sees the objects just fetched
+    repo = reopened(repo)  # sees the objects just fetched
     theirs: dict[str, str] = {}  # <task>/<oid> -> what the remote's ref names
     adopted = refused = 0
     expired_there: list[tuple[str, str]] = []

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import pygit2
 
-from gitliza.core import record
+from gitliza.core.encoding import record
 from gitliza.core.states import TaskState
 from gitliza.errors import ConcurrencyConflict, LizaError, ValidationError
 from gitliza.git import remotes

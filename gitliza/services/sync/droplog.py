@@ -8,7 +8,7 @@ agent's auto-sync, the remote follower, a human's `git liza sync`), the drop is 
 dropped work (rescue.py) or, where no branch held any, the dropped ops' original commits. From
 there it reaches the human three ways: the clone's remote follower prints each new line in the
 team's output (follower.py), and the watcher raises a DROPPED_OPS alarm (`alerts`: the alarm is
-about this clone's files, not the board, so it is built here rather than in core/alarms.py) while
+about this clone's files, not the board, so it is built here rather than in core/reports/alarms.py) while
 the entry is younger than a day and its rescue ref is still there, which `git liza watch` prints
 and the team's watcher sends to the escalation webhook.
 """
@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable
 
-from gitliza.core.alarms import Alert, Level
+from gitliza.core.reports.alarms import Alert, Level
 from gitliza.git.repository import common_dir
 
 FILE = "dropped.jsonl"

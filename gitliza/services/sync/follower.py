@@ -33,6 +33,7 @@ from typing import Any, Callable
 
 from gitliza import atomic
 from gitliza.git.repository import common_dir
+from gitliza.errors import ConcurrencyConflict, LizaError
 
 CONTACT = "remote-contact.json"
 LOCK = "follower.lock"
@@ -119,11 +120,10 @@ def check(store: Any, rem: Any, *, timeout: float = TIMEOUT) -> Any:
     prefix = tracking_of(rem, STATE_REF)[: -len("state")]  # refs/remotes/<ns>/liza/
     tracking = {"refs/liza/" + name[len(prefix):]: oid
                 for name, oid in refs_under(store.repo, prefix).items()}
-    from gitliza.services.lifecycle import wip
+    from gitliza.services import wip
     if not moved(theirs, tracking, read_ref(path, STATE_REF), STATE_REF) and all(
             tracking.get(n) == o for n, o in wip.mine(store.repo).items()):
         return None  # (a snapshot of ours the remote lacks is worth a sync: wiprefs.py)
-    from gitliza.errors import ConcurrencyConflict
     from gitliza.git.remotes.pushresults import PushRejected
     try:
         return engine.sync(store, rem, timeout=timeout)
@@ -205,7 +205,6 @@ class RemoteFollower:
 
     def _check(self, store: Any, rem: Any, failing: bool) -> bool:
         """One check, its contact record and its lines; whether it failed."""
-        from gitliza.errors import LizaError
         now = time.time()
         before = read_contact(store.repo)
         last_ok = before.ok if before is not None and before.remote == self.remote else None
@@ -283,12 +282,12 @@ def start_for(liza: Any, log: Callable[[str], None]) -> RemoteFollower | None:
     remote = liza.sync_remote()
     if remote is None:
         return None
+    from gitliza.git.repository import open_repository
     from gitliza.git.store import Store
     path = liza.repo.path
 
     def open_store() -> Any:
-        import pygit2
-        return Store(pygit2.Repository(path))  # its own handle: pygit2 objects stay per thread
+        return Store(open_repository(path))  # its own handle: pygit2 objects stay per thread
     return RemoteFollower(open_store, remote, log).start()
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pygit2
 
-from gitliza.core import liveness
+from gitliza.core.presence import renewals
 from gitliza.git import liveref
 from gitliza.git.remotes import transport
 from gitliza.git.store import Store
@@ -31,7 +31,7 @@ def live_updates(store: Store, prefix: str, tip: pygit2.Oid | None) -> list[tran
             continue
         mine = liveref.read(repo, local)
         shared = liveref.read(repo, theirs) if theirs is not None else None
-        if mine is None or (shared is not None and liveness.order(shared) >= liveness.order(mine)):
+        if mine is None or (shared is not None and renewals.order(shared) >= renewals.order(mine)):
             continue
         if board is None:
             board = store.board_at(store.commit(tip) if tip is not None else None)

@@ -7,6 +7,7 @@ from pathlib import Path
 import pygit2
 
 from gitliza.git import remotes
+from gitliza.errors import LizaError
 
 
 def remote_board(path: Path) -> tuple[str, str] | None:
@@ -14,11 +15,10 @@ def remote_board(path: Path) -> tuple[str, str] | None:
     `sync.remote`, else origin) holds one: a fresh `git clone` does not fetch refs/liza/state, and `init` there
     would start a second, unrelated board. None when there is no such remote or it cannot be
     asked (this is advice, never a failure of its own)."""
-    from gitliza.errors import LizaError
     from gitliza.git.remotes import transport
     from gitliza.git.repository import repo_path
     try:
-        repo = pygit2.Repository(str(path))
+        repo = remotes.local_repo(path)
         if repo.references.get(remotes.STATE_REF) is not None:
             return None
         name = remotes.configured(repo) or remotes.DEFAULT_REMOTE

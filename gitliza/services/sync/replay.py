@@ -9,7 +9,7 @@ from typing import Sequence
 
 import pygit2
 
-from gitliza.core import record
+from gitliza.core.encoding import record
 from gitliza.core.board import Board
 from gitliza.core.invariants import problems_of_change
 from gitliza.core.ops.base import Op

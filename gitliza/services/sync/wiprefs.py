@@ -1,5 +1,5 @@
 """The work-in-progress snapshots a sync pushes and drops (refs/liza/wip/<task>/<agent>,
-services/lifecycle/wip.py).
+services/wip.py).
 
 - **Push**: each of this clone's wip refs whose value the remote's copy lacks, while the board the
   push leaves still gives the task to its agent, goes in the same atomic push as the board and the
@@ -20,8 +20,8 @@ from gitliza.git import refdelete
 from gitliza.git.gitcmd import run_git
 from gitliza.git.remotes import transport
 from gitliza.git.store import Store
-from gitliza.services.lifecycle import attic, wip
-from gitliza.services.lifecycle.locations import task_dir
+from gitliza.services import attic, wip
+from gitliza.services.locations import task_dir
 
 
 def wip_updates(store: Store, prefix: str, tip: pygit2.Oid | None) -> list[transport.RefUpdate]:

@@ -1,6 +1,6 @@
 """A new work-in-progress snapshot goes to the remote at once (issue 48), pushed by the snapshot
 thread itself (team/wipsnap.py): one push of that wip ref alone, with the copy last fetched as its
-lease, no fetch and no replay (no other agent moves this ref: services/lifecycle/wip.py `check`).
+lease, no fetch and no replay (no other agent moves this ref: services/wip.py `check`).
 
 Before, a snapshot waited for the clone's remote follower to notice it (up to 1.25 follow
 intervals) and then for a whole sync (fetch, replay, push); on a loaded machine B's first snapshot
@@ -23,7 +23,7 @@ from gitliza.git.remotes import transport
 from gitliza.git.remotes.lsremote import board_refs
 from gitliza.git.remotes.pushresults import PushStatus
 from gitliza.git.repository import repo_path
-from gitliza.services.lifecycle import wip
+from gitliza.services import wip
 
 if TYPE_CHECKING:
     from gitliza.services.api import Liza

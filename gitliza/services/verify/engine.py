@@ -25,7 +25,9 @@ from typing import Any, Callable, Iterable
 
 import pygit2
 
-from gitliza.core import formats, keys, layout, record
+from gitliza.core.encoding import versions, layout, record
+
+from gitliza.core.keyring import signers as keys
 from gitliza.core.board import Board
 from gitliza.core.invariants import problems_of_change
 from gitliza.core.ops.engine import apply
@@ -128,10 +130,10 @@ def replay(store: Store, new: pygit2.Oid | str, old: pygit2.Oid | str | None = N
     old_oid = _oid(old) if old is not None and str(old) != ZERO else None
     tip = repo.get(new_oid)
     newest = format_of(tip.tree) if isinstance(tip, pygit2.Commit) else None
-    if newest is not None and newest > formats.FORMAT_VERSION:
+    if newest is not None and newest > versions.FORMAT_VERSION:
         # A board in a newer format than ours: refused in one line before anything is replayed
         # (its upgrade commit would be refused too, less plainly).
-        formats.check_readable(newest, b"", str(new_oid))
+        versions.check_readable(newest, b"", str(new_oid))
     commits = chain(repo, new_oid, old_oid)
     report = Report(base=None if old_oid is None else str(old_oid), tip=str(new_oid))
     parent: pygit2.Commit | None = None
@@ -217,7 +219,7 @@ def verify_commit(store: Store, parent: pygit2.Commit | None, commit: pygit2.Com
     if parent is None:
         # A board starts in the format of the gitliza that made it (any this one reads: a
         # format-1 root, then an `upgrade` commit, then format 2), not necessarily ours.
-        changes = {formats.FORMAT_KEY: _root_format(commit), **changes}
+        changes = {versions.FORMAT_KEY: _root_format(commit), **changes}
     # The exact tree: any blob edited by hand, added or removed shows up as a different tree id.
     try:
         built = trees.build(store.repo, parent.tree_id if parent is not None else None,
@@ -269,7 +271,7 @@ def _root_format(commit: pygit2.Commit) -> int:
 
 def _check_signature(commit: pygit2.Commit, before: Board | None, after: Board, op: Any,
                      report: Report | None) -> None:
-    """The signatures policy (gitliza/core/keys.py): under `required` a commit not signed by its
+    """The signatures policy (core/keyring/signers.py): under `required` a commit not signed by its
     actor's current key is refused; under `warn` it is reported and accepted; under `off` the
     signature is not even read (an old unsigned board costs nothing more to verify)."""
     policy = keys.policy(before, after)
@@ -291,7 +293,7 @@ def _check_signature(commit: pygit2.Commit, before: Board | None, after: Board, 
 def read_signer(commit: pygit2.Commit) -> tuple[str | None, str | None]:
     """(the key line that signed `commit`, None) when its signature checks; (None, why) when it
     does not; (None, None) when it is unsigned."""
-    from gitliza.core import sshsig  # cryptography: loaded only for a board that signs
+    from gitliza.core.keyring import sshsig  # cryptography: loaded only for a board that signs
     return sshsig.commit_signer(commit.read_raw())
 
 
@@ -308,7 +310,7 @@ class ReplaySource:
         self._keys = GitSource(repo, tree)
 
     def get(self, coll: str, key: str) -> Any | None:
-        if (coll, key) == formats.FORMAT_KEY:
+        if (coll, key) == versions.FORMAT_KEY:
             return format_of(self._tree)
         path = trees.path_of(coll, key)
         try:

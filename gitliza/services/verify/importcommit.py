@@ -6,7 +6,7 @@ from typing import Any
 
 import pygit2
 
-from gitliza.core import layout
+from gitliza.core.encoding import layout
 from gitliza.core.board import Key
 from gitliza.core.ops.base import Outcome
 from gitliza.core.ops.governance import Import, genesis

@@ -10,7 +10,7 @@ from typing import Any
 
 import pygit2
 
-from gitliza.core import layout
+from gitliza.core.encoding import layout
 from gitliza.core.board import Board, Changes, journal_key
 from gitliza.core.ops.goal import completed_summary
 from gitliza.core.ops.journal import canonical_details

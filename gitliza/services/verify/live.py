@@ -1,4 +1,4 @@
-"""The rule for a move of `refs/liza/live/<agent>` (core/liveness.py, git/liveref.py), which the
+"""The rule for a move of `refs/liza/live/<agent>` (core/presence/renewals.py, git/liveref.py), which the
 client hooks and the server hook apply like the board's: the new commit is a well-formed renewal
 (one `live.toml`, no parent) of the agent the ref names, a registered agent, for the supervisor
 generation that holds the id on the board (or none); it is not older than the renewal it
@@ -11,7 +11,9 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any
 
-from gitliza.core import keys, liveness
+from gitliza.core.keyring import signers
+
+from gitliza.core.presence import renewals
 from gitliza.git import liveref
 
 if TYPE_CHECKING:
@@ -40,7 +42,7 @@ def check_live(repo: pygit2.Repository, board: Board | None, ref: str, old: Any,
                     f"generation {held} holds now")
         return f"a renewal for generation {r.generation} of {agent}, which the board never gave"
     prev = liveref.read(repo, old) if old is not None else None
-    if prev is not None and liveness.order(r) < liveness.order(prev):
+    if prev is not None and renewals.order(r) < renewals.order(prev):
         return (f"an older renewal ({r.heartbeat}, generation {r.generation}) than the one it "
                 f"replaces ({prev.heartbeat}, generation {prev.generation})")
     return _signature(repo, board, agent, new, quiet)
@@ -48,17 +50,17 @@ def check_live(repo: pygit2.Repository, board: Board | None, ref: str, old: Any,
 
 def _signature(repo: pygit2.Repository, board: Board, agent: str, new: str,
                quiet: bool) -> str | None:
-    policy = keys.policy(None, board)
-    if policy == keys.OFF:
+    policy = signers.policy(None, board)
+    if policy == signers.OFF:
         return None
-    from gitliza.core import sshsig  # cryptography: loaded only for a board that signs
+    from gitliza.core.keyring import sshsig  # cryptography: loaded only for a board that signs
     signer, bad = sshsig.commit_signer(repo[new].read_raw())
-    want = keys.current(keys.keys_of(board, agent))
+    want = signers.current(signers.keys_of(board, agent))
     if bad is None and signer is not None and want is not None and signer == want.key:
         return None
     why = bad or ("unsigned" if signer is None else "not signed by its current key")
     problem = f"renewal {new[:12]} of {agent}: {why}"
-    if policy == keys.REQUIRED:
+    if policy == signers.REQUIRED:
         return problem + " (signatures = required)"
     if not quiet:
         print(f"gitliza: warning: {problem}", file=sys.stderr)

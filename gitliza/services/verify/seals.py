@@ -22,12 +22,16 @@ from __future__ import annotations
 
 import pygit2
 
-from gitliza.core import keys, record
+from gitliza.core.encoding import record
+
+from gitliza.core.keyring import signers
 from gitliza.core.board import Board
-from gitliza.errors import LizaError, ValidationError
+from gitliza.errors import InconsistentState, LizaError, ValidationError
 from gitliza.git.source import GitSource, check_format
 from gitliza.git.store import Store
 from gitliza.services.verify.engine import Report, VerifyFailure, read_signer
+from gitliza.git.remotes import shallow
+from gitliza.services.verify import engine
 
 PIN_KEY = "liza.humanKey"
 
@@ -92,22 +96,22 @@ def check(store: Store, commit: pygit2.Commit, report: Report | None = None) -> 
         raise VerifyFailure(oid, op.NAME, "not a seal by the human: no replay starts here")
     board = Board(GitSource(store.repo, commit.tree))
     pin = pinned(store.repo)
-    policy = keys.policy(board, board)
-    if policy == keys.OFF and pin is None:
+    policy = signers.policy(board, board)
+    if policy == signers.OFF and pin is None:
         return  # nothing to check: the clone trusts its remote for the board at the seal
     signer, bad = read_signer(commit)
     if pin is not None:
         problem = _against_pin(pin, signer, bad)
         if problem is not None:
             raise VerifyFailure(oid, "seal", f"{problem} ({PIN_KEY} pins the human's key)")
-    if policy == keys.OFF:
+    if policy == signers.OFF:
         return
-    problem = keys.judge(board, board, op, signer, bad)
+    problem = signers.judge(board, board, op, signer, bad)
     if problem is None:
         if report is not None:
             report.signed += 1
         return
-    if policy == keys.REQUIRED:
+    if policy == signers.REQUIRED:
         raise VerifyFailure(oid, "seal", f"actor human: {problem} (signatures = required): a "
                             "seal not signed by the human's key is no place to start")
     if report is not None:
@@ -115,7 +119,7 @@ def check(store: Store, commit: pygit2.Commit, report: Report | None = None) -> 
 
 
 def _against_pin(pin: str, signer: str | None, bad: str | None) -> str | None:
-    from gitliza.core.sshsig import parse_public
+    from gitliza.core.keyring.sshsig import parse_public
     if bad is not None:
         return f"bad signature on the seal: {bad}"
     if signer is None:
@@ -145,9 +149,6 @@ def verify(store: Store, at: str | None = None, since: str | None = None, *, ful
     """`git liza verify`: from the newest seal (checked) to the tip, else from the root; with
     `since`, from there (trusted); with `full`, the whole chain from the root, fetching first what
     a shallow join left on `remote` (None: liza.remote, else origin)."""
-    from gitliza.errors import InconsistentState
-    from gitliza.git.remotes import shallow
-    from gitliza.services.verify import engine
     tip = store.resolve(at)
     if tip is None:
         raise InconsistentState(f"{store.ref} does not exist: nothing to verify",

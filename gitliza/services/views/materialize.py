@@ -1,7 +1,7 @@
 """Write `.liza/state.yaml` and `.liza/log.yaml` (the spec's files) from refs/liza/state.
 
 The board lives in git; these files are a read-only view for humans and the original Liza tooling
-(DESIGN.md section 7). The shaping is pure (gitliza/core/yamlview.py), the rendering with
+(DESIGN.md section 7). The shaping is pure (gitliza/core/encoding/yamlview.py), the rendering with
 ruamel.yaml is gitliza/services/views/yamlrender.py; this module writes the files:
 
 - into the main worktree's `.liza/` only (also when run from a task worktree); a `.liza` (or
@@ -29,7 +29,9 @@ import pygit2
 
 from gitliza import atomic
 from gitliza.services.views import usagefile
-from gitliza.core import clock, liveness, retention, yamlview
+from gitliza.core import clock
+from gitliza.core.encoding import retention, yamlview
+from gitliza.core.presence import renewals as liveness
 from gitliza.errors import GitFailure, LizaError, NoBoard, ValidationError
 from gitliza.git.repository import common_dir
 from gitliza.git import liveref

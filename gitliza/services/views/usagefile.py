@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from gitliza import atomic
-from gitliza.core import usage
+from gitliza.core.agents import costs
 from gitliza.core.board import Board
 
 USAGE_FILE = "usage.yaml"
@@ -20,14 +20,14 @@ def _q(v: Any) -> str:
 
 
 def render(board: Board, tree_id: str) -> str:
-    report: dict[str, Any] = usage.report(board, usage.Filter(goal=board.goal.id)).as_json()
+    report: dict[str, Any] = costs.report(board, costs.Filter(goal=board.goal.id)).as_json()
     cfg = board.config
     lines = [f"# usage/ {tree_id} (gitliza: `git liza usage`; do not edit)",
              f"goal: {_q(board.goal.id)}",
              "budgets:", f"  tokens_per_task: {_q(cfg.budget_tokens_per_task or 'none')}",
              f"  tokens_per_goal: {_q(cfg.budget_tokens_per_goal or 'none')}",
              f"  usd_per_goal: {_q(cfg.budget_usd_per_goal or 'none')}"]
-    over = usage.goal_over_budget(board)
+    over = costs.goal_over_budget(board)
     if over:
         lines.append(f"  spent: {_q(over)}")
     for name, data in report.items():

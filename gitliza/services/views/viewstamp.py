@@ -15,11 +15,12 @@ from typing import Any
 
 from gitliza.git.repository import LIZA_DIR, main_worktree
 from gitliza.git.store import Store
+from gitliza.errors import LizaError
 
 STATE_FILE = "state.yaml"
 STAMP_FILE = ".materialized"
 # 3: state.yaml holds the live tasks and the terminal ones that are recent or referenced
-# (core/retention.py); every terminal task is in archive/ too.
+# (core/encoding/retention.py); every terminal task is in archive/ too.
 STAMP_FORMAT = 3
 
 
@@ -90,7 +91,7 @@ class ViewEdit:
 
     path: Path
     state: str
-    changes: tuple[str, ...]  # each change and the command that makes it (core/viewedits.py)
+    changes: tuple[str, ...]  # each change and the command that makes it (core/encoding/viewedits.py)
 
     def message(self) -> str:
         what = "; ".join(self.changes) if self.changes else \
@@ -128,9 +129,8 @@ def _changes(store: Store, stamp: Stamp, data: bytes) -> list[str]:
     from ruamel.yaml import YAML  # only for an edited file
     from ruamel.yaml.error import YAMLError
 
-    from gitliza.core import yamlview
-    from gitliza.core.viewedits import view_edits
-    from gitliza.errors import LizaError
+    from gitliza.core.encoding import yamlview
+    from gitliza.core.encoding.viewedits import view_edits
     try:
         found: Any = YAML(typ="safe").load(data.decode("utf-8"))
     except (YAMLError, UnicodeDecodeError, ValueError) as e:

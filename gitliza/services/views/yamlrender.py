@@ -1,6 +1,6 @@
 """Rendering the board's YAML views with ruamel.yaml, in the spec's styles: `.liza/state.yaml`, an
 archived task's file, and `log.yaml` entries (one per state commit, `commit_entry`). The shaping is
-pure (gitliza/core/yamlview.py); writing the files is gitliza/services/views/materialize.py, and
+pure (core/encoding/yamlview.py); writing the files is gitliza/services/views/materialize.py, and
 `git liza export` (gitliza/interop/export.py) renders with this module too.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.representer import RoundTripRepresenter
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString, LiteralScalarString
 
-from gitliza.core import record, yamlview
+from gitliza.core.encoding import record, yamlview
 from gitliza.errors import LizaError
 from gitliza.git.store import Store
 

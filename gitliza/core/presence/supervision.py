@@ -1,6 +1,6 @@
 """Whether an agent's supervisor is running, as its readers tell it (status, top, the web board,
 doctor): from the supervisor's token on the board with the renewals of refs/liza/live/<agent>
-laid over it (core/liveness.py `overlay`), never from the task's lease alone. A stopped
+laid over it (core/presence/renewals.py `overlay`), never from the task's lease alone. A stopped
 supervisor (`supervise end` recorded: its token's `expires` is None) leaves its agent's task held
 until the lease runs out; the reader says so, when the lease ends, and what resumes it (as
 systemd's "inactive (dead)" does for a unit).

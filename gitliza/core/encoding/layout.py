@@ -1,6 +1,6 @@
 """Where each entity lives in a state commit's tree (the storage format, version FORMAT_VERSION).
 
-    format                      "gitliza-state <version>"   (core/formats.py: versions, migrations)
+    format                      "gitliza-state <version>"   (core/encoding/versions.py: versions, migrations)
     goal.toml config.toml sprint.toml circuit_breaker.toml control.toml (pause/abort/checkpoint)
     tasks/<a>/<b>/<task-id>.toml    live tasks     <a>, <b>: the first two hex digits of
     archive/<a>/<b>/<task-id>.toml  terminal tasks  sha1(key), a 16 x 16 fan-out
@@ -16,7 +16,7 @@ Smaller collections (agents, journals) get one 16-wide level.
 """
 from __future__ import annotations
 
-from gitliza.core import formats
+from gitliza.core.encoding import versions as formats
 from gitliza.core.board import COLLECTIONS, SINGLETONS
 from gitliza.core.hashing import sha1
 from gitliza.core.model import FORMAT_VERSION

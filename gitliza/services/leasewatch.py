@@ -1,5 +1,5 @@
 """This clone's sightings of lease marks, and the takeover evidence a claim records
-(gitliza/core/leasewatch.py holds the rule; this is its shell).
+(gitliza/core/presence/leasemarks.py holds the rule; this is its shell).
 
 The sightings live in `<git common dir>/liza/leases-seen.json`: per clone, never pushed (they are
 this observer's clock, meaningless to another machine). They are refreshed from the whole board
@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from gitliza import atomic
-from gitliza.core import clock, leasewatch
+from gitliza.core import clock
+from gitliza.core.presence import leasemarks
 from gitliza.core.board import Board
 from gitliza.core.model import Task
 from gitliza.core.ops.leases import lease_seconds_of
@@ -53,22 +54,22 @@ def _save(repo: Any, seen: dict[str, tuple[str, int]], before: dict[str, tuple[s
         pass  # a read-only clone judges from its memory of this run only: waits restart
 
 
-def observe(repo: Any, leases: Iterable[leasewatch.Lease], now: str, *,
+def observe(repo: Any, leases: Iterable[leasemarks.Lease], now: str, *,
             whole: bool) -> dict[str, tuple[str, int]]:
     """Record `leases` as seen at `now` (this clone's clock); `whole`: they are all the board's."""
     before = load(repo)
-    seen = leasewatch.observe(before, leases, clock.to_epoch(now), whole=whole)
+    seen = leasemarks.observe(before, leases, clock.to_epoch(now), whole=whole)
     _save(repo, seen, before)
     return seen
 
 
 def observe_board(repo: Any, board: Board, now: str) -> dict[str, tuple[str, int]]:
-    return observe(repo, leasewatch.leases_of(board.tasks()), now, whole=True)
+    return observe(repo, leasemarks.leases_of(board.tasks()), now, whole=True)
 
 
 def observe_tasks(repo: Any, tasks: Iterable[Task], now: str) -> None:
     """After a local write: the leases of the tasks it changed (a claim, a renewal)."""
-    found = leasewatch.leases_of(tasks)
+    found = leasemarks.leases_of(tasks)
     if found:
         observe(repo, found, now, whole=False)
 
@@ -82,21 +83,21 @@ def takeover(repo: Any, board: Board, task_id: str, kind: str, me: str, now: str
     t = board.task(task_id)
     if t is None:
         return None
-    lease = leasewatch.lease_of(t, kind)
+    lease = leasemarks.lease_of(t, kind)
     if lease is None or lease.agent == me:
-        return leasewatch.NOBODY
+        return leasemarks.NOBODY
     seen = observe(repo, [lease], now, whole=False)
     seconds = lease_seconds_of(board, t)
     at = clock.to_epoch(now)
-    ev = leasewatch.expired(seen, lease, seconds, at)
+    ev = leasemarks.expired(seen, lease, seconds, at)
     if ev is not None:
         return ev.encode()
-    what = "claimed" if kind == leasewatch.CLAIM else "being reviewed"
-    left = leasewatch.expires_in(seen, lease, seconds, at)
+    what = "claimed" if kind == leasemarks.CLAIM else "being reviewed"
+    left = leasemarks.expires_in(seen, lease, seconds, at)
     raise IllegalTransition(
         f"{t.id} is already {what} by {lease.agent} (lease until {lease.mark}); the lease is "
         f"live for this clone until it sees it unchanged for "
-        f"{seconds + leasewatch.grace(seconds)} s on its own clock ({left} s to go)",
+        f"{seconds + leasemarks.grace(seconds)} s on its own clock ({left} s to go)",
         hint="a lease is judged by the time this clone saw pass, never by another machine's clock")
 
 
@@ -106,10 +107,10 @@ def expired_here(repo: Any, board: Board, now: str) -> set[str]:
     seen = observe_board(repo, board, now)
     at = clock.to_epoch(now)
     out: set[str] = set()
-    for lease in leasewatch.leases_of(board.tasks()):
+    for lease in leasemarks.leases_of(board.tasks()):
         t = board.task(lease.task)
-        if lease.kind == leasewatch.CLAIM and t is not None and \
-                leasewatch.expired(seen, lease, lease_seconds_of(board, t), at) is not None:
+        if lease.kind == leasemarks.CLAIM and t is not None and \
+                leasemarks.expired(seen, lease, lease_seconds_of(board, t), at) is not None:
             out.add(lease.task)
     return out
 
@@ -117,14 +118,14 @@ def expired_here(repo: Any, board: Board, now: str) -> set[str]:
 def deadlines(repo: Any, board: Board, now: str) -> list[str]:
     """When, on this clone's clock, each lease someone holds expires for this clone (never-seen
     leases count from now): the times a waiting supervisor must wake up for, besides the
-    recorded expiries (gitliza/core/wake.py). A sighting is not recorded here: the wait starts
+    recorded expiries (core/agents/wake.py). A sighting is not recorded here: the wait starts
     at the sync or the write that brought the mark."""
     seen = load(repo)
     at = clock.to_epoch(now)
     out = []
-    for lease in leasewatch.held_leases(board):
+    for lease in leasemarks.held_leases(board):
         t = board.task(lease.task)
-        left = 0 if t is None else leasewatch.expires_in(seen, lease, lease_seconds_of(board, t),
+        left = 0 if t is None else leasemarks.expires_in(seen, lease, lease_seconds_of(board, t),
                                                           at)
         if left > 0:  # an expired one needs no wake-up: it is judged at once
             out.append(clock.from_epoch(at + left))

@@ -1,4 +1,4 @@
-"""Renewing an agent's liveness off the audit chain (core/liveness.py, git/liveref.py).
+"""Renewing an agent's liveness off the audit chain (core/presence/renewals.py, git/liveref.py).
 
 `renew` is what a heartbeat and a supervisor token renewal do now: check against the board (with
 the effective leases) that the agent still holds what it renews, exactly as the heartbeat op
@@ -10,7 +10,7 @@ that already expired is renewed by the `supervise renew` op (a renewal off the c
 revives an expired lease or token: `effective` ignores it).
 
 With a sync remote, the renewal is pushed (its ref alone, no fetch) when the remote's copy is
-older than a third of a lease (`liveness.push_due`): a working agent pushes about every other
+older than a third of a lease (sync/renewalpush.py): a working agent pushes about every other
 heartbeat, its token renewals riding along, not a fetch and a push per heartbeat and per renewal.
 """
 from __future__ import annotations
@@ -18,11 +18,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gitliza.core.quorum import review_lease
-from gitliza.core import clock, liveness
-from gitliza.core.liveness import Renewal
-from gitliza.core.model import FORMAT_VERSION
+from gitliza.core import clock
+from gitliza.core.board import Board
+from gitliza.core.presence import renewals
+from gitliza.core.presence.renewals import Renewal
+from gitliza.core.model import Agent, FORMAT_VERSION
 from gitliza.core.states import AgentState, TaskState
-from gitliza.errors import LeaseLost, LizaError, NotFound
+from gitliza.errors import LeaseLost, NotFound
 from gitliza.git import liveref
 
 if TYPE_CHECKING:
@@ -90,11 +92,13 @@ def renew(liza: Liza, *, task: str | None = None, extend_task: bool = True,
     if tid is not None:
         # This clone saw the new mark now, as after a board write (Liza.apply): the wait before
         # anyone here may take the lease over starts at the renewal, not at the next look.
-        from gitliza.services.liveness import leasewatch
-        renewed = liveness.overlay(board, [done]).task(tid)
+        from gitliza.services import leasewatch
+        renewed = renewals.overlay(board, [done]).task(tid)
         if renewed is not None:
             leasewatch.observe_tasks(liza.repo, [renewed], now)
-    _share(liza, done, int(board.config.lease_duration))
+    if liza.sync_remote() is not None:  # a clone that works alone loads no transport
+        from gitliza.services.sync.renewalpush import share
+        share(liza, done, int(board.config.lease_duration))
     _view(liza)
     return done
 
@@ -116,12 +120,9 @@ def _view(liza: Liza) -> None:
     after_commit(liza, None)
 
 
-def _task_lease(board: object, me: object, task: str | None, now: str,
+def _task_lease(board: Board, me: Agent, task: str | None, now: str,
                 extend: bool) -> tuple[str | None, str | None]:
     """The task `me` holds and the lease this renewal gives it (the heartbeat op's checks)."""
-    from gitliza.core.board import Board
-    from gitliza.core.model import Agent
-    assert isinstance(board, Board) and isinstance(me, Agent)
     if task is not None and (me.current_task != task or me.status not in (
             A.WORKING, A.REVIEWING, A.HANDOFF, A.WAITING)):
         raise LeaseLost(f"{me.id} does not hold {task} (it is {me.status}"
@@ -146,36 +147,3 @@ def _task_lease(board: object, me: object, task: str | None, now: str,
     if me.status in (A.WORKING, A.REVIEWING):
         raise LeaseLost(f"{me.id} no longer holds {me.current_task}: {STAND_DOWN}")
     return None, None
-
-
-def _share(liza: Liza, done: Renewal, lease_seconds: int) -> None:
-    """Share the renewal when the remote's copy of this agent's record is older than a third of
-    a lease (and auto-sync is on: a sync remote and no --no-sync): one push of this agent's ref
-    alone, with the copy last fetched as its lease (no fetch, no replay: no other agent moves this
-    ref). Should the lease not hold (the remote has a copy this clone never saw), a full sync
-    fetches it and pushes what is newer. A failure is said, never fatal: the renewal stands here
-    and the next one shares it."""
-    name = liza.sync_remote()
-    if name is None:
-        return
-    from gitliza.git import remotes
-    from gitliza.git.remotes import transport
-    from gitliza.git.remotes.pushresults import PushStatus
-    from gitliza.git.repository import repo_path
-    path = repo_path(liza.repo)
-    ref = liveref.ref_of(done.agent)
-    try:
-        remote = remotes.resolve(path, name)
-        theirs = liveref.target(liza.repo, remotes.tracking_of(remote, ref))
-        shared = liveref.read(liza.repo, theirs) if theirs is not None else None
-        if not liveness.push_due(shared, done.heartbeat, lease_seconds):
-            return
-        assert done.commit is not None
-        res = transport.push_refs(path, remote, [transport.RefUpdate(
-            ref, done.commit, theirs, fast_forward=False)])
-        if res.status in (PushStatus.OK, PushStatus.UP_TO_DATE):
-            return
-        from gitliza.services.sync import engine
-        engine.sync(liza.store, remote)
-    except LizaError as e:
-        liza.notice(f"renewal of {done.agent} kept here, not shared yet: {e}")

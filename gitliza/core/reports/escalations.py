@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from gitliza.core.alarms import Alert, Level, Report
+from gitliza.core.reports.alarms import Alert, Level, Report
 from gitliza.core.board import Board
 from gitliza.core.hashing import sha1
 from gitliza.core.model import Task

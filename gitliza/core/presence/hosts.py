@@ -19,7 +19,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gitliza.core import clock, fleet
+from gitliza.core import clock
+
+from gitliza.core.presence import placement as fleet
 from gitliza.core.board import Board
 from gitliza.core.model import Supervisor
 

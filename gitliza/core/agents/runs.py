@@ -51,7 +51,7 @@ def progress_mark(board: Board, agent: str, role: Role, task: str | None,
     verdict, a handoff, a block), the agent's journal entries, the tip of the task's branch
     (commits are progress even before a submit); for a planner, the tasks and its triggers.
     Heartbeats change none of these."""
-    from gitliza.core import wake
+    from gitliza.core.agents import wake
     journal = sum(1 for kind, who in _JOURNALS for e in board.values(kind)
                   if getattr(e, who) == agent)
     if task is None:

@@ -13,7 +13,7 @@ duration grows) without being reported again. Staged alarms (checkpoint and paus
 
 Not split: every condition the watcher reports is read here, in one pass over the board, beside
 the one deadline function that must know each of them (a rule's own reading lives in its module:
-quorum.py, usage.py, provider.py).
+quorum.py, agents/costs.py, agents/faults.py).
 """
 from __future__ import annotations
 
@@ -21,14 +21,18 @@ from dataclasses import dataclass, fields, replace
 from enum import StrEnum
 from typing import Iterable, Iterator, Mapping
 
-from gitliza.core import clock, forge, metrics, provider
+from gitliza.core import clock, forgerules as forge
+
+from gitliza.core.agents import faults as provider
+
+from gitliza.core.reports import metrics
 from gitliza.core.board import Board
 from gitliza.core.invariants import check_board
 from gitliza.core.model import Anomaly, Config, SprintStatus, Task, Urgency
 from gitliza.core.quorum import rubber_stamp_fix
 from gitliza.core.quorumreach import shortfalls
 from gitliza.core.states import TERMINAL, AgentState, TaskState
-from gitliza.core.usage import goal_over_budget
+from gitliza.core.agents.costs import goal_over_budget
 
 S = TaskState
 
@@ -43,7 +47,7 @@ THRESHOLDS: dict[str, int] = {
     "alarm_checkpoint_abandoned": 28800,  # CHECKPOINT ABANDONED? (suggests abort)
     "alarm_pause_stale": 1800,         # STALE PAUSE
     "alarm_pause_forgotten": 7200,     # PAUSE FORGOTTEN?
-    "alarm_provider_down": 900,        # a model provider refusing a supervisor (core/provider.py)
+    "alarm_provider_down": 900,        # a model provider refusing a supervisor (core/agents/faults.py)
 }
 # How close to a limit "approaching" starts (the seed: 8/10 iterations, 3/5 review cycles).
 ITERATION_MARGIN = 2
@@ -288,9 +292,9 @@ def evaluate(board: Board, facts: Facts) -> list[Alert]:
     for t in sorted(board.tasks(), key=lambda t: t.id):
         out.extend(_task_alerts(board, t, config, th, now))
     out.extend(_silent_supervisors(board, th, now))
-    out.extend(Alert("PROVIDER", cli, Level.CRITICAL, text)  # core/provider.py says when
+    out.extend(Alert("PROVIDER", cli, Level.CRITICAL, text)  # core/agents/faults.py says when
                for cli, text in provider.alarms(board, th["alarm_provider_down"], now))
-    out.extend(Alert("FORGE", tid, Level.WARNING, text)  # core/forge.py says when
+    out.extend(Alert("FORGE", tid, Level.WARNING, text)  # core/forgerules.py says when
                for tid, text in forge.alarms(board, now))
     for d in sorted(board.values("discovered"), key=lambda d: d.id):
         if d.urgency == Urgency.IMMEDIATE and not d.converted_to_task:

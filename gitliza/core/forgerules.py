@@ -221,7 +221,7 @@ def taken(t: Task, review_id: int) -> bool:
 def review_reason(text: str, comments: Iterable[tuple[str, int | None, str]]) -> str:
     """A human's "request changes" as the rejection's reason: the review's text, then its line
     comments as review notes (path:line: text). Quoted as the human's words wherever it is shown
-    (core/prompts.py quoted)."""
+    (core/agents/prompts.py quoted)."""
     out = text.strip() or "changes requested on the pull request"
     notes = [f"{path}:{line or '-'}: {' '.join(c.split())}" for path, line, c in comments]
     if notes:

@@ -26,7 +26,7 @@ from gitliza.core.board import Board
 from gitliza.core.model import Agent
 from gitliza.errors import ValidationError
 
-EXIT_RESTART = 42  # core/runs.py's graceful restart
+EXIT_RESTART = 42  # core/agents/runs.py's graceful restart
 
 
 class End(str, Enum):
@@ -354,7 +354,7 @@ def wait_line(board: Board, agent: Agent, now: str) -> str | None:
 
 
 def alarms(board: Board, down: int, now: str) -> list[tuple[str, str]]:
-    """The PROVIDER alarms (core/alarms.py), one per CLI naming its waiting agents: at once when
+    """The PROVIDER alarms (core/reports/alarms.py), one per CLI naming its waiting agents: at once when
     a human must act (a refused login, a bad key, every CLI of a member's fallback list
     waiting: team/fallback.py), else once a wait is older than `down`
     seconds (`alarm_provider_down`). Resolved when their supervisors say it answers."""
@@ -380,7 +380,7 @@ def alarms(board: Board, down: int, now: str) -> list[tuple[str, str]]:
 
 
 def alarm_times(board: Board, down: int, now: str) -> list[str]:
-    """When a wait becomes an alarm (core/alarms.py `next_deadline`)."""
+    """When a wait becomes an alarm (core/reports/alarms.py `next_deadline`)."""
     out = []
     for a in board.agents():
         w = waiting(board, a, now)

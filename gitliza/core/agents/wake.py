@@ -18,11 +18,12 @@ from enum import StrEnum
 from typing import Collection, Iterable
 
 from gitliza.core.quorum import required, review_lease, votes_of
-from gitliza.core import mergequeue, queries
+from gitliza.core import mergequeue
+from gitliza.core.reports import queries
 from gitliza.core.board import Board
 from gitliza.core.invariants import claimable, reviewable
 from gitliza.core.model import Discovery, GoalStatus, SprintStatus, Task
-from gitliza.core.usage import goal_over_budget
+from gitliza.core.agents.costs import goal_over_budget
 from gitliza.core.states import TERMINAL, AgentState, Role, TaskState
 
 S = TaskState
@@ -42,7 +43,7 @@ class Hold(StrEnum):
     ABORT = "ABORT"
     PAUSE = "PAUSE"
     CHECKPOINT = "CHECKPOINT"
-    BUDGET = "BUDGET"  # the goal's token or dollar budget is spent (gitliza/core/usage.py)
+    BUDGET = "BUDGET"  # the goal's token or dollar budget is spent (gitliza/core/agents/costs.py)
 
 
 ROLE_ALIASES = {"planner": Role.PLANNER, "coder": Role.CODER, "code-reviewer": Role.CODE_REVIEWER,

@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from typing import Any, TypeVar
 
-from gitliza.core import tomlfast
-from gitliza.core.codec import ENCODERS, decode, encode, malformed, shallow
+from gitliza.core.encoding import tomlfast
+from gitliza.core.encoding.codec import ENCODERS, decode, encode, malformed, shallow
 
 T = TypeVar("T")
 

@@ -96,7 +96,7 @@ def owners(board: Board) -> Iterator[tuple[str, SigningKey]]:
 def canonical_key(text: str, board: Board, actor: str | None = None) -> str:
     """`text` (an OpenSSH ed25519 public key line) as the board records it, refused if another
     actor already has (or had) it: a key names one actor, or a signature would prove nothing."""
-    from gitliza.core.sshsig import parse_public
+    from gitliza.core.keyring.sshsig import parse_public
     line = parse_public(text).line
     for owner, k in owners(board):
         if k.key == line and owner != actor:
@@ -120,7 +120,7 @@ def judge(before: Board | None, after: Board, op: Any, signer: str | None,
           bad: str | None = None) -> str | None:
     """Why `op`'s commit, signed by the key line `signer` (None: unsigned, or `bad` says why its
     signature is invalid), is not signed by its actor's key; None when it is."""
-    from gitliza.core.sshsig import parse_public
+    from gitliza.core.keyring.sshsig import parse_public
     actor = op.actor
     want = expected(before, after, op)
     if bad is not None:
@@ -144,7 +144,7 @@ def judge(before: Board | None, after: Board, op: Any, signer: str | None,
 
 
 def _fp(line: str) -> str:
-    from gitliza.core.sshsig import parse_public
+    from gitliza.core.keyring.sshsig import parse_public
     return parse_public(line).fingerprint
 
 

@@ -23,7 +23,7 @@ from typing import Sequence
 from gitliza.core.model import Goal, Handoff, HumanNote, Task
 from gitliza.core.states import Role
 from gitliza.core.terminal import safe
-from gitliza.core.wake import SprintState, WakeTrigger
+from gitliza.core.agents.wake import SprintState, WakeTrigger
 
 ROLE_WORDS = {Role.PLANNER: "planner", Role.CODER: "coder", Role.CODE_REVIEWER: "code-reviewer"}
 DEFAULT_SPEC = "specs/vision.md"
@@ -87,7 +87,7 @@ def attic_section(task: str, count: int, oid: str, ref: str, subject: str) -> st
 
 def wip_section(task: str, agent: str, oid: str, ref: str, subject: str) -> str:
     """The work in progress `agent` left of `task` (its supervisor's last snapshot, uncommitted
-    edits included: services/lifecycle/wip.py), for the coder taking the task over. The subject
+    edits included: services/wip.py), for the coder taking the task over. The subject
     of its last commit is that coder's words: quoted."""
     return (f"\n\n{agent}, who held {task} before you, left work in progress (its supervisor's "
             f"last snapshot, uncommitted edits included), kept as {ref}. `git liza attic {task} "

@@ -23,7 +23,7 @@ gives one answer):
 
 A reader does not refuse a renewal made after the lease it extends had run out: the ref keeps only
 the newest renewal, so a reader cannot tell a late one from the last of a chain of timely ones.
-The writer never makes a late one (services/liveness/ refuses with LeaseLost: stand down, as the
+The writer never makes a late one (services/liveness.py refuses with LeaseLost: stand down, as the
 heartbeat op did), and once a reclaim moved the claim on the board no renewal of the old holder
 counts (the task is no longer its); a holder that renews late only shows it is alive.
 

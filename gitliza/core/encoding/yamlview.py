@@ -20,7 +20,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Iterable, Mapping
 
-from gitliza.core import codec, metrics
+from gitliza.core.encoding import codec
+
+from gitliza.core.reports import metrics
 from gitliza.core.board import Board
 from gitliza.core.model import SCHEMA_VERSION, Agent, Task
 from gitliza.core.states import Role, TaskState
@@ -152,7 +154,7 @@ def state_view(board: Board, *, archived: bool = True,
     """The whole board as the spec's state.yaml document (top-level keys in the spec's order).
     With `archived` False, `tasks` holds the live tasks and the archived ones in `keep` (the
     materialized view writes every archived one to `.liza/archive/`, and keeps in state.yaml
-    those core/retention.py names); the metrics count every task either way.
+    those core/encoding/retention.py names); the metrics count every task either way.
     Raises ValidationError when there is no board (no goal)."""
     goal = board.goal
     every = list(board.all_tasks())

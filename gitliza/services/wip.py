@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import pygit2
 
 from gitliza.core.states import TERMINAL
+from gitliza.git.repository import reopened
 
 if TYPE_CHECKING:
     from gitliza.core.board import Board
@@ -92,7 +93,7 @@ def snapshot(repo: pygit2.Repository, task: str, agent: str, path: Path,
     `refs/liza/wip/<task>/<agent>` over `parent` (the coder's latest commit; default the
     worktree's HEAD), with a throw-away index: the worktree and its index are untouched. None
     when nothing changed since the last snapshot (the same tree over the same commit)."""
-    from gitliza.services.lifecycle.attic import commit_tree, worktree_tree
+    from gitliza.services.attic import commit_tree, worktree_tree
     tree, base = worktree_tree(repo, path, parent)
     name = ref_name(task, agent)
     ref = repo.references.get(name)
@@ -104,7 +105,7 @@ def snapshot(repo: pygit2.Repository, task: str, agent: str, path: Path,
     oid = commit_tree(repo, path, tree, base,
                       f"gitliza: work in progress of {agent} on {task}\n\n"
                       f"{TRAILER}: {task} {agent}\n")
-    repo = pygit2.Repository(repo.path)  # sees the commit just written into the own store
+    repo = reopened(repo)  # sees the commit just written into the own store
     repo.references.create(name, oid, force=True)
     return oid
 
@@ -140,6 +141,6 @@ def to_entries(repo: pygit2.Repository, task: str, tracking: str | None, why: st
                but: str | None = None) -> list[tuple[str, str]]:
     """Keep every snapshot of `task` (except `but`'s, the agent now at work) as an attic entry,
     a name that never changes and that sync shares. (agent, attic ref) of each."""
-    from gitliza.services.lifecycle.attic import to_attic
+    from gitliza.services.attic import to_attic
     return [(agent, to_attic(repo, task, pygit2.Oid(hex=oid), why))
             for agent, oid in of_task(repo, task, tracking) if agent != but]

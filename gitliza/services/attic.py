@@ -30,6 +30,7 @@ from gitliza.git.worktrees import task_branch
 from gitliza.git.worktrees.admin import worktree_mutex
 from gitliza.git.worktrees.detached import checkout_detached
 from gitliza.services import leftovers
+from gitliza.git import refdelete
 
 ATTIC = "refs/liza-attic"
 
@@ -191,7 +192,6 @@ def expired(when: int, keep_days: int, now: float) -> bool:
 def prune(repo: Repository, keep_days: int, now: float) -> list[str]:
     """Drop the entries kept more than `keep_days` ago; the refs dropped. Each only while it still
     names what was judged (git's update-ref, never libgit2's: git/refdelete.py)."""
-    from gitliza.git import refdelete
     gone = []
     for e in entries(repo):
         if expired(e.when, keep_days, now) and refdelete.delete(repo, e.ref, e.target):

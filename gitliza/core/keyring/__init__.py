@@ -1,0 +1,1 @@
+"""Who may sign a board commit (signers) and the OpenSSH signatures git checks (sshsig), pure."""
