@@ -28,11 +28,12 @@ pytestmark = [pytest.mark.slow,
 
 @pytest.mark.timeout(1800)
 @pytest.mark.xfail(strict=False, reason=(
-    "issue 48, open: under heavy load (load average 25-37 on 2 cores, two scenarios at once) a "
-    "takeover claim judged on a lease the server saw renewed is refused by the server hook, and "
-    "every later sync of that clone re-raises the refusal (PushRejected, exit 3): its team exits "
-    "3 (docs/multi-machine.md, the fleet scenario, run 8). Also open: a MERGED record the remote "
-    "lacks that is no longer the local tip. Passed whole at load 8-25 (run 7)."))
+    "issue 48, open: under heavy load (load average 25-37 on 2 cores, two scenarios at once) "
+    "one op the remote will never take can wedge a clone: a takeover the server hook refuses "
+    "(every push of the clone refused until a sync drops it) and a MERGED record the remote lacks "
+    "that is no longer the local tip; run 8's team exits (a token renewal raising the refusal) "
+    "and run 9's (the unshared merge) are fixed, not yet confirmed by a run at that load "
+    "(docs/multi-machine.md, the fleet scenario). Passed whole at load 8-25 (run 7)."))
 def test_a_fleet_of_three_machines_with_a_kill_and_a_partition(tmp_path: Path) -> None:
     lines: list[str] = []
     res = fleet_scenario.run(tmp_path, say=lines.append)
