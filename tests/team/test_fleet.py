@@ -33,7 +33,8 @@ pytestmark = [pytest.mark.slow,
     "(every push of the clone refused until a sync drops it) and a MERGED record the remote lacks "
     "that is no longer the local tip; run 8's team exits (a token renewal raising the refusal) "
     "and run 9's (the unshared merge) are fixed, not yet confirmed by a run at that load "
-    "(docs/multi-machine.md, the fleet scenario). Passed whole at load 8-25 (run 7)."))
+    "(docs/multi-machine.md, the fleet scenario; run 10 at load 6-27 hit the second, and a late "
+    "snapshot push). Passed whole at load 8-25 (run 7)."))
 def test_a_fleet_of_three_machines_with_a_kill_and_a_partition(tmp_path: Path) -> None:
     lines: list[str] = []
     res = fleet_scenario.run(tmp_path, say=lines.append)
