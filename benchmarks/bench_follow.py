@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import pygit2  # noqa: E402
 
 from gitliza.core.ops import Add, ConfigSet, Init  # noqa: E402
-from gitliza.git.remotes import resolve  # noqa: E402
+from gitliza.git.remotes.remote import resolve  # noqa: E402
 from gitliza.git.store import Store  # noqa: E402
 from benchutil import git, remote_and_seed  # noqa: E402
 from gitliza.services.api import Liza  # noqa: E402

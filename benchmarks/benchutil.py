@@ -67,7 +67,7 @@ def show(name: str, ms: list[float], digits: int = 1) -> float:
 def remote_of(where: Any, name: Any = None) -> Any:
     """As a command line does before it syncs: `name` (None: the configured remote, else origin)
     resolved once in the repository `where` (a path or a Store); sync is handed the `Remote`."""
-    from gitliza.git.remotes import Remote, resolve
+    from gitliza.git.remotes.remote import Remote, resolve
     from gitliza.git.repository import repo_path
     if isinstance(name, Remote):
         return name

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Iterator
 import pytest
 
 if TYPE_CHECKING:
-    from gitliza.git.remotes import Remote
+    from gitliza.git.remotes.remote import Remote
 
 IDENTITY = {
     "GIT_AUTHOR_NAME": "Liza Test",
@@ -95,7 +95,7 @@ def remote_of(where: object, name: object = None) -> "Remote":
     """What a command line does before it syncs: `name` (None: the configured remote, else
     origin) resolved once (git/remotes `resolve`) in the repository `where` (a path, or a Store);
     the services and the transport below are handed the `Remote`. A `Remote` passes as it is."""
-    from gitliza.git.remotes import Remote, resolve
+    from gitliza.git.remotes.remote import Remote, resolve
     from gitliza.git.repository import repo_path
     if isinstance(name, Remote):
         return name

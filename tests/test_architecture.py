@@ -339,7 +339,7 @@ def face_code(path: Path) -> list[str]:
 
 def test_a_face_of_services_is_a_docstring_and_re_exports() -> None:
     """Code in a package face runs for every importer of its folder: in services/ it closed the
-    circles of round 2 (issue 51). It goes to a module named for its job."""
+    circles of round 2. It goes to a module named for its job."""
     found = {str(path.relative_to(ROOT)): code for name, path in modules(ROOT / "gitliza").items()
              if path.name == "__init__.py" and name.startswith("gitliza.services")
              and (code := face_code(path))}

@@ -22,7 +22,7 @@ def test_a_resolved_remote_is_passed_down_not_a_name() -> None:
     found = [f"{p.relative_to(PACKAGE)}:{n}" for p, text in _sources().items()
              for n, line in enumerate(text.splitlines(), 1) if re.search(r"Remote \| str", line)]
     assert len(found) <= REMOTE_OR_NAME_MAX, found
-    assert "git/remotes/__init__.py" in " ".join(found)  # resolve: where a name becomes a Remote
+    assert "git/remotes/remote.py" in " ".join(found)  # resolve: where a name becomes a Remote
 
 
 def test_the_open_repository_is_handed_down() -> None:
@@ -45,7 +45,7 @@ def test_the_auto_sync_remote_is_resolved_once_per_liza(repo: Path, tmp_path: Pa
     import pytest
 
     from gitliza.errors import ValidationError
-    from gitliza.git.remotes import Remote
+    from gitliza.git.remotes.remote import Remote
     from gitliza.services.api import Liza
     from tests.conftest import git
     liza = Liza.open(repo)

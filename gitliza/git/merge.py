@@ -31,7 +31,7 @@ from gitliza.git.repository import common_dir
 from gitliza.git.checkouts import clean_sync_problems
 from gitliza.git.repository import ref_oid
 from gitliza.git.worktrees.listing import checkouts_of_branch
-from gitliza.git.worktrees import contained_path, require_commit, temporary_checkout
+from gitliza.git.worktrees.tasktrees import contained_path, require_commit, temporary_checkout
 
 MergeKind = Literal["fast-forward", "merge", "up-to-date"]
 # How the integration test runs: (argv, the temporary checkout, timeout) -> (exit code or None on

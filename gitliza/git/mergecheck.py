@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pygit2 import Oid, Repository
 
-from gitliza.git.worktrees import require_commit
+from gitliza.git.worktrees.tasktrees import require_commit
 
 
 def task_paths(repo: Repository, tip: Oid, commit: Oid) -> list[str]:

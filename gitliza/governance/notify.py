@@ -220,7 +220,7 @@ class Notifier:
         return repo.create_commit(None, who, who, msg, cause.tree_id, [cause.id])
 
     def _claim_remote(self, ref: str, oid: str) -> bool:
-        from gitliza.git import remotes
+        from gitliza.git.remotes import remote as remotes
         from gitliza.git.gitcmd import run_git
         from gitliza.git.repository import repo_path
         path = repo_path(self.store.repo)

@@ -40,7 +40,7 @@ from gitliza.errors import GitFailure
 from gitliza.git.objects import ownstore
 from gitliza.git.gitcmd import error_line, local_git
 from gitliza.git.repository import reopened
-from gitliza.git.worktrees import task_branch
+from gitliza.git.worktrees.tasktrees import task_branch
 from gitliza.sandbox.policy import CoderGit
 
 SANDBOXES = "sandboxes"  # under <common>/liza/

@@ -20,12 +20,13 @@ from gitliza.core.presence.renewals import Renewal
 from gitliza.core.states import HUMAN_ACTOR
 from gitliza.core.terminal import safe
 from gitliza.git.store import Committed, Store
+from gitliza.git.repository import repo_path
 
 if TYPE_CHECKING:  # the op records load with the write path (git/store.py), not for a read
     import pygit2
 
     from gitliza.core.ops.base import Op
-    from gitliza.git.remotes import Remote
+    from gitliza.git.remotes.remote import Remote
 
 AGENT_ENV = "LIZA_AGENT_ID"
 # Set by `git liza agent` for itself and the agent it starts: every op then carries the supervisor
@@ -75,7 +76,7 @@ class Liza:
         works alone. One config lookup, no process."""
         if not self.sync:
             return None
-        from gitliza.git.remotes import configured
+        from gitliza.git.remotes.remote import configured
         return configured(self.repo)
 
     def sync_target(self) -> Remote | None:
@@ -86,8 +87,7 @@ class Liza:
         if name is None:
             return None
         if self._target is None or self._target[0] != name:
-            from gitliza.git.remotes import resolve
-            from gitliza.git.repository import repo_path
+            from gitliza.git.remotes.remote import resolve
             self._target = (name, resolve(repo_path(self.repo), name))
         return self._target[1]
 

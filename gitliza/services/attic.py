@@ -26,7 +26,7 @@ from gitliza.git.gitcmd import error_line, local_git
 from gitliza.git.reflocks import retrying
 from gitliza.git.checkouts import clean_sync_problems
 from gitliza.git.repository import main_repository, ref_oid
-from gitliza.git.worktrees import task_branch
+from gitliza.git.worktrees.tasktrees import task_branch
 from gitliza.git.worktrees.admin import worktree_mutex
 from gitliza.git.worktrees.detached import checkout_detached
 from gitliza.services import leftovers

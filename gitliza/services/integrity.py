@@ -24,13 +24,13 @@ from typing import TYPE_CHECKING, Any
 import pygit2
 
 from gitliza.errors import GitFailure, LizaError
-from gitliza.git.repository import ref_oid
+from gitliza.git.repository import ref_oid, repo_path
 from gitliza.git.store import STATE_REF, Store
 from gitliza.services.leftovers import Problem
 from gitliza.git.gitcmd import error_line, run_git
 
 if TYPE_CHECKING:
-    from gitliza.git.remotes import Remote
+    from gitliza.git.remotes.remote import Remote
 
 HEADS = "refs/heads/"
 REFETCH_TIMEOUT = 600.0  # seconds: every object of the board and branches, as a clone
@@ -149,8 +149,7 @@ def restore(store: Store, remote: Remote) -> Restored:
     """Bring back from `remote` (resolved: git/remotes `resolve`) every object the board and
     the branches name and lack; a ref whose objects the remote lacks too moves to the remote's
     (when it has that ref, complete)."""
-    from gitliza.git import remotes
-    from gitliza.git.repository import repo_path
+    from gitliza.git.remotes import remote as remotes
     repo = store.repo
     path = repo_path(repo)
     rem = remote
@@ -188,8 +187,8 @@ def _refetch(path: Path, rem: Remote, integration: str | None) -> None:
     """Fetch again every object of the remote's board, task branches and integration branch, as a
     fresh clone would (`--refetch`, git 2.36): a plain fetch trusts that this clone has every
     object its refs name, which is exactly what is wrong here."""
-    from gitliza.git.remotes import (BOARD_PREFIX, TASK_BRANCHES, TASKS_NAMESPACE,
-                                     check_integration_name, tracking_of)
+    from gitliza.git.remotes.remote import (BOARD_PREFIX, TASK_BRANCHES, TASKS_NAMESPACE,
+                                            check_integration_name, tracking_of)
     refspecs = [f"+{BOARD_PREFIX}*:refs/remotes/{rem.namespace}/liza/*",
                 f"+{TASK_BRANCHES}*:refs/remotes/{rem.namespace}/{TASKS_NAMESPACE}/*"]
     if integration is not None:

@@ -21,7 +21,7 @@ from gitliza.git import treepath
 from gitliza.git.objects import ownstore
 from gitliza.git.objects import packs
 from gitliza.git.repository import common_dir
-from gitliza.git.worktrees import BRANCH_PREFIX
+from gitliza.git.worktrees.tasktrees import BRANCH_PREFIX
 
 if TYPE_CHECKING:
     from gitliza.services.api import Liza

@@ -11,7 +11,7 @@ from gitliza.core.model import Task
 from gitliza.core.ops.work import worktree_path
 from gitliza.errors import ValidationError
 from gitliza.git.repository import common_dir
-from gitliza.git.worktrees import WORKTREES_DIR, contained_path
+from gitliza.git.worktrees.tasktrees import WORKTREES_DIR, contained_path
 
 
 def main_root(repo: Repository) -> Path:

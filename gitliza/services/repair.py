@@ -28,7 +28,7 @@ from typing import Any
 import pygit2
 
 from gitliza.errors import ConcurrencyConflict, InconsistentState, ValidationError
-from gitliza.git import remotes
+from gitliza.git.remotes import remote as remotes
 from gitliza.git.remotes import shallow, transport
 from gitliza.git.repository import repo_path
 from gitliza.git.store import Store, _Locked, _Lost

@@ -62,7 +62,7 @@ def _wip_lines(liza: Liza, task: str) -> str:
     import pygit2
 
     from gitliza.errors import LizaError
-    from gitliza.git.remotes import tracking_ref
+    from gitliza.git.remotes.remote import tracking_ref
     from gitliza.services import wip
     try:
         remote = liza.sync_target()

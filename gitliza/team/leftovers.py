@@ -81,7 +81,7 @@ def _clear(liza: Liza, task: str, agent: str, log: Callable[[str], None]) -> Non
     and gave up (issue 48's fleet scenario). Not when an agent of this machine holds the task
     now (its worktree is the same directory)."""
     from gitliza.core.presence.placement import machine_of
-    from gitliza.git import worktrees
+    from gitliza.git.worktrees import tasktrees as worktrees
     from gitliza.git.tasklocks import task_lock
     board = liza.board()
     t = board.task(task)

@@ -56,7 +56,8 @@ from gitliza.core.states import HUMAN_ACTOR, Role
 from gitliza.core.terminal import safe
 from gitliza.core.agents.wake import Hold
 from gitliza.errors import EXIT_VALIDATION, LeaseLost, LizaError, ValidationError
-from gitliza.git import longlived, worktrees
+from gitliza.git import longlived
+from gitliza.git.worktrees import tasktrees as worktrees
 from gitliza.git.objects import odbfresh
 from gitliza.git.refwatch import RefWatcher
 from gitliza.services import leasewatch

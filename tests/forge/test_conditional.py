@@ -12,7 +12,7 @@ from gitliza.services.api import Liza
 from tests.cli.test_board import liza, ok
 from tests.forge.front import Exchange
 from tests.forge.standin import StandIn
-from tests.forge.test_bridge_standin import forge_board, pulls_of
+from tests.forge.test_bridge_standin import forge_board, forge_env, pulls_of
 
 
 def etag_sent(e: Exchange) -> str | None:
@@ -52,4 +52,7 @@ def test_a_steady_poll_is_answered_304_and_costs_no_rate_limit(
         key = (e.path, e.query)
         assert key not in fetched or etag_sent(e), key
         fetched.add(key)
+    # What `forge status` says of it: the requests and how many were 304s.
+    out = ok(liza(repo, "forge", "status", agent=None, env=forge_env(s)))
+    assert f"{g.requests} requests ({g.not_modified} answered 304)" in out, out
     assert s.validation_errors() == []

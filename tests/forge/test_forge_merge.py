@@ -135,6 +135,39 @@ def test_the_forge_is_not_asked_to_merge_onto_a_base_the_board_never_saw(
 
 
 @pytest.mark.slow
+def test_the_board_shared_on_the_forges_remote_takes_the_forges_merge(
+        repo: Path, tmp_path: Path, github_standin: StandIn) -> None:
+    """The board travels on the forge's own remote (its server hook installed there): the
+    record is pushed by the bridge's auto-sync, and another clone takes the forge's merge commit
+    as approved work (its fast-forward refuses any other commit: docs/multi-machine.md)."""
+    import sys
+
+    from gitliza.hooks.install import install
+    s = github_standin
+    install(s.bare, server=True, python=sys.executable)
+    forge_board(repo, tmp_path, s, "t1")
+    git(repo, "config", "liza.remote", "forge")
+    ok(liza(repo, "sync", agent=None))
+    other = tmp_path / "b"
+    subprocess.run(["git", "clone", "-q", "-b", "integration", str(s.bare), str(other)],
+                   check=True, capture_output=True, timeout=60)
+    ok(liza(other, "pull", agent=None))
+    git(other, "config", "liza.remote", "origin")
+    ok(liza(repo, "config", "forge_merge", "on", agent=None))
+    ok(sync_once(repo, s))
+    s.add_review(task_of(repo, "t1")["forge_pr"], "APPROVED", "ship it")
+    for _ in range(3):  # the approval, out of draft, the forge's merge
+        ok(sync_once(repo, s))
+    merged = task_of(repo, "t1")["merge_commit"]
+    assert merged and rev(s.bare, "integration") == merged == rev(repo, "integration")
+    ok(liza(other, "sync", agent=None))  # the record came with the board: no refusal
+    assert rev(other, "integration") == merged
+    assert task_of(other, "t1")["status"] == "MERGED"
+    ok(liza(other, "verify", agent=None))
+    assert s.validation_errors() == []
+
+
+@pytest.mark.slow
 def test_a_team_whose_merges_the_forge_makes(repo: Path, tmp_path: Path,
                                              github_standin: StandIn) -> None:
     """`git liza team` alone (its bridge in it), forge_merge on, CI passing each approved commit:

@@ -15,7 +15,7 @@ from gitliza.git.merge import (
     MergeOutcome,
     merge_commit_into,
 )
-from gitliza.git.worktrees import add_task_worktree
+from gitliza.git.worktrees.tasktrees import add_task_worktree
 from tests.conftest import git
 
 SIG = pygit2.Signature("Liza Supervisor", "supervisor@example.invalid", 1_700_000_000, 0)

@@ -17,7 +17,8 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from gitliza.git import refdelete, worktrees
+from gitliza.git import refdelete
+from gitliza.git.worktrees import tasktrees as worktrees
 from tests.conftest import git
 
 needs_strace = pytest.mark.skipif(shutil.which("strace") is None,
@@ -67,7 +68,7 @@ def _delete_held_at_the_lock(repo: Path, code: str) -> None:
 def test_a_branch_deleted_beside_git_pack_refs_takes_no_other_ref_with_it(repo: Path) -> None:
     _a, b = _board_packed_then_moved(repo)
     _delete_held_at_the_lock(repo, textwrap.dedent("""
-        from gitliza.git import worktrees
+        from gitliza.git.worktrees import tasktrees as worktrees
         worktrees._delete_branch(repo, "x")
     """))
     assert git(repo, "rev-parse", "refs/liza/state") == b  # the board keeps its newer value

@@ -16,7 +16,7 @@ import pytest
 from gitliza.errors import GitFailure, MissingDependency, ValidationError
 from gitliza.git.gitcmd import print_progress
 from gitliza.git.remotes.pushresults import PushRejected, PushResult, PushStatus
-from gitliza.git.remotes import configured, resolve, tracking_ref
+from gitliza.git.remotes.remote import configured, resolve, tracking_ref
 from gitliza.git.remotes.transport import fetch_board, ls_remote_state, push_board
 from tests.conftest import git, remote_of
 from tests.gitdaemon import GitDaemon, git_daemon  # noqa: F401  (git_daemon is a fixture)

@@ -14,8 +14,8 @@ from gitliza.errors import ConcurrencyConflict, GitFailure, ValidationError
 from gitliza.git.checkouts import clean_sync_problems, worktree_head
 from gitliza.git.worktrees.admin import LOCK_FILE, worktree_mutex
 from gitliza.git.worktrees.listing import list_task_branches, list_task_worktrees
-from gitliza.git.worktrees import (add_task_worktree, contained_path, remove_task_worktree,
-                                   temporary_checkout)
+from gitliza.git.worktrees.tasktrees import (add_task_worktree, contained_path,
+                                             remove_task_worktree, temporary_checkout)
 from tests.conftest import git
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -379,7 +379,7 @@ def test_mutex_is_released_when_the_holder_dies(repo: Path) -> None:
 
 CHILD = """
 import sys, pygit2
-from gitliza.git.worktrees import add_task_worktree
+from gitliza.git.worktrees.tasktrees import add_task_worktree
 repo_path, task_id, base = sys.argv[1:]
 sys.stdin.read()  # start gate: all children are released together
 wt = add_task_worktree(pygit2.Repository(repo_path), task_id, pygit2.Oid(hex=base))

@@ -16,7 +16,7 @@ import pygit2
 
 from gitliza.core.ops import Add
 from gitliza.core.ops.goal import ConfigSet
-from gitliza.git.remotes import resolve
+from gitliza.git.remotes.remote import resolve
 from gitliza.git.store import Store
 from gitliza.governance.watch import Watcher
 from gitliza.services.sync import droplog, engine, follower

@@ -27,7 +27,7 @@ from gitliza.core.encoding import record
 from gitliza.core.ops import Add, Claim, Init, Note, Register
 from gitliza.core.states import TaskState
 from gitliza.errors import ConcurrencyConflict, GitFailure, ValidationError
-from gitliza.git import worktrees
+from gitliza.git.worktrees import tasktrees as worktrees
 from gitliza.git.remotes import pushresults
 from gitliza.git.remotes import transport
 from gitliza.git.worktrees import listing as worktree_list
@@ -510,7 +510,7 @@ def test_offline_clone_reconnects_over_git_daemon(tmp_path: Path, git_daemon: Gi
 
 WORKER = textwrap.dedent("""
     import json, sys, time
-    from gitliza.git.remotes import resolve
+    from gitliza.git.remotes.remote import resolve
     from gitliza.services.sync import engine
     from gitliza.services.api import Liza
     from gitliza.services.autosync import OpDropped, after_commit

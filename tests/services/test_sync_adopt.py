@@ -14,7 +14,7 @@ from gitliza.core.encoding import record
 from gitliza.services.sync.report import UP_TO_DATE
 from gitliza.services.adopt import IntegrationRefused, RemoteRefused
 from gitliza.core.ops import Claim, Note
-from gitliza.git import remotes
+from gitliza.git.remotes import remote as remotes
 from gitliza.git.store import STATE_REF, Store
 from tests.conftest import git, remote_of
 from tests.forgery import forge, push_forgery

@@ -64,7 +64,7 @@ def join(env: Env, url: str, directory: str | None) -> int:
     repo, cloned = _target(env, url, directory)
     remote = _remote_for(repo, url)
     _git(repo, "config", "liza.remote", remote)
-    from gitliza.git.remotes import resolve
+    from gitliza.git.remotes.remote import resolve
     rep = engine.pull(Store.discover(repo), resolve(repo, remote))
     if rep.action == NO_BOARD:
         raise ValidationError(f"{url} holds no board yet; {repo} is set up to share with it",

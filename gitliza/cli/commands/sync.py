@@ -19,7 +19,7 @@ from gitliza.services.sync.report import (AHEAD, BEHIND, FAST_FORWARD, NO_BOARD,
                                           UP_TO_DATE, Progress, SyncGaveUp, SyncReport)
 
 if TYPE_CHECKING:
-    from gitliza.git.remotes import Remote
+    from gitliza.git.remotes.remote import Remote
     from gitliza.git.store import Store
     from gitliza.services.integrity import Restored
 
@@ -38,7 +38,7 @@ def _progress(env: Env) -> Progress | None:
 def _resolved(store: Store, remote: str | None) -> Remote:
     """The command line's REMOTE (None: the configured one, else origin), resolved here, once:
     the services below are handed the `Remote`."""
-    from gitliza.git.remotes import resolve
+    from gitliza.git.remotes.remote import resolve
     from gitliza.git.repository import repo_path
     return resolve(repo_path(store.repo), remote)
 

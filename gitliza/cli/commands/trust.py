@@ -69,7 +69,7 @@ def verify(env: Env, since: str | None, at: str | None, remote: str | None = Non
 
 def _fetch_remote_board(store: Any, remote: str) -> str:
     """Fetch `remote`'s board into its tracking ref; its tip (ValidationError: it has none)."""
-    from gitliza.git import remotes
+    from gitliza.git.remotes import remote as remotes
     from gitliza.git.remotes import transport
     from gitliza.git.repository import repo_path
     path = repo_path(store.repo)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from gitliza.errors import GitFailure
 from gitliza.git.gitcmd import error_line, run_git
-from gitliza.git.remotes import BOARD_PREFIX, Remote
+from gitliza.git.remotes.remote import BOARD_PREFIX, Remote
 
 _OID = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
 

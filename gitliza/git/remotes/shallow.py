@@ -22,7 +22,7 @@ import pygit2
 
 from gitliza.errors import GitFailure
 from gitliza.git.gitcmd import error_line, run_git
-from gitliza.git.remotes import STATE_REF, Remote, tracking_of
+from gitliza.git.remotes.remote import STATE_REF, Remote, tracking_of
 from gitliza.git.repository import common_dir
 
 SHALLOW = "shallow"  # the file git keeps the boundary commits in, in the common dir

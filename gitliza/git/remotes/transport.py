@@ -27,9 +27,9 @@ from gitliza.errors import ConcurrencyConflict, GitFailure, ValidationError
 from gitliza.git.gitcmd import Progress, Run, error_line, local_git, progress_flag, run_git
 from gitliza.git.remotes.pushresults import (MultiPushResult, PushResult, PushStatus, porcelain_status,
                                      push_summary, remote_rejection, server_notes, status_of)
-from gitliza.git.remotes import (BOARD_PREFIX, HEADS, STATE_REF, TASK_BRANCHES, TASKS_NAMESPACE,
-                                 Remote, check_board_ref, check_integration_name, local_repo,
-                                 read_ref, tracking_of)
+from gitliza.git.remotes.remote import (BOARD_PREFIX, HEADS, STATE_REF, TASK_BRANCHES,
+                                       TASKS_NAMESPACE, Remote, check_board_ref,
+                                       check_integration_name, local_repo, read_ref, tracking_of)
 
 # pygit2 and direct.py (with the tree builder and the object writer) are imported in the
 # functions that use them, for start-up: importing the transport for its names costs neither.

@@ -11,7 +11,7 @@ from pygit2 import Oid, Repository
 
 from gitliza.git.repository import common_dir, main_repository, ref_oid
 from gitliza.git.worktrees.admin import AdminEntry, admin_entries, parse_head, read_text
-from gitliza.git.worktrees import BRANCH_PREFIX, WORKTREES_DIR, task_branch, task_layout
+from gitliza.git.worktrees.tasktrees import BRANCH_PREFIX, WORKTREES_DIR, task_branch, task_layout
 
 
 def held_here(repo: Repository, task_id: str) -> bool:

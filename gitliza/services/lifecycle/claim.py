@@ -27,7 +27,7 @@ from gitliza.git.repository import ref_oid
 from gitliza.git.store import Committed
 from gitliza.git.tasklocks import task_lock
 from gitliza.git.treecheck import CheckoutTooLarge
-from gitliza.git.worktrees import add_task_worktree, remove_task_worktree, task_branch
+from gitliza.git.worktrees.tasktrees import add_task_worktree, remove_task_worktree, task_branch
 from gitliza.services import leasewatch
 from gitliza.services.attic import keep_leftovers, kept_line
 from gitliza.services.lifecycle.cleanup import drop_worktree, keep_state

@@ -15,7 +15,7 @@ from gitliza.git.checkouts import clean_sync_problems
 from gitliza.git.store import Committed
 from gitliza.git.tasklocks import task_lock
 from gitliza.git.worktrees.listing import held_here
-from gitliza.git.worktrees import remove_task_worktree, task_branch
+from gitliza.git.worktrees.tasktrees import remove_task_worktree, task_branch
 from gitliza.services.attic import kept_line, save
 from gitliza.services.lifecycle.common import warn
 from gitliza.services.lifecycle.integration import integration_tip

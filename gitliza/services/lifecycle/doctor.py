@@ -24,9 +24,9 @@ from gitliza.git.checkouts import clean_sync_problems
 from gitliza.git.repository import ref_oid, repo_path
 from gitliza.git.worktrees.listing import (TaskWorktreeEntry, held_here, list_task_branches,
                                        list_task_worktrees)
-from gitliza.git.worktrees import add_task_worktree, remove_task_worktree, task_branch
-from gitliza.git import remotes
-from gitliza.git.remotes import branch_tracking_ref
+from gitliza.git.worktrees.tasktrees import add_task_worktree, remove_task_worktree, task_branch
+from gitliza.git.remotes import remote as remotes
+from gitliza.git.remotes.remote import branch_tracking_ref
 from gitliza.services import attic, integrity, leftovers
 from gitliza.services.leftovers import Problem
 from gitliza.services.attic import ATTIC, Entry, save

@@ -13,6 +13,7 @@ from pygit2 import Oid, Repository
 
 from gitliza.errors import ConcurrencyConflict, GitFailure, ValidationError
 from gitliza.services.lifecycle.common import warn
+from gitliza.git.repository import repo_path
 
 if TYPE_CHECKING:
     from gitliza.services.api import Liza
@@ -52,8 +53,7 @@ def shared_integration_tip(liza: Liza, branch: str, local: Oid) -> Oid:
     remote's branch as last fetched, whenever the local one holds commits it lacks (a merge
     made offline, unreviewed by the team, or dropped by a sync) or lags behind it (a fast-forward
     held back by a dirty checkout). Work must start from what the team builds on."""
-    from gitliza.git import remotes
-    from gitliza.git.repository import repo_path
+    from gitliza.git.remotes import remote as remotes
     repo: Repository = liza.repo
     name = remotes.configured(repo)
     if name is None:
@@ -82,7 +82,6 @@ def ensure_commit(liza: Liza, oid: str, what: str) -> None:
     remote = liza.sync_target()
     if remote is not None:
         from gitliza.git.remotes import transport
-        from gitliza.git.repository import repo_path
         transport.fetch_board(repo_path(repo), remote, task_branches=True)
         if _has_commit(repo, oid):
             return

@@ -29,7 +29,7 @@ from gitliza.git import mergecheck, treecheck
 from gitliza.git.tasklocks import task_lock
 from gitliza.git.checkouts import clean_sync_problems, worktree_head
 from gitliza.git.evidence import evidence_gaps
-from gitliza.git.worktrees import add_task_worktree
+from gitliza.git.worktrees.tasktrees import add_task_worktree
 from gitliza.services import leasewatch
 from gitliza.services.attic import keep_leftovers, kept_line
 from gitliza.services.lifecycle.carry import carry_clean_fixes

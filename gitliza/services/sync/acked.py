@@ -19,7 +19,7 @@ from gitliza.core.model import Task
 from gitliza.core.quorum import review_lease
 from gitliza.core.states import Role, TaskState
 from gitliza.errors import LizaError
-from gitliza.git import remotes
+from gitliza.git.remotes import remote as remotes
 from gitliza.git.repository import repo_path
 from gitliza.services.sync import engine
 

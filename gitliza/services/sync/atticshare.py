@@ -25,7 +25,8 @@ from pathlib import Path
 import pygit2
 
 from gitliza.errors import LizaError
-from gitliza.git import refdelete, remotes
+from gitliza.git import refdelete
+from gitliza.git.remotes import remote as remotes
 from gitliza.git.objects import ownstore
 from gitliza.git.gitcmd import error_line, run_git
 from gitliza.git.repository import common_dir, reopened

@@ -12,7 +12,7 @@ import pygit2
 from gitliza.core.encoding import record
 from gitliza.core.states import TaskState
 from gitliza.errors import ConcurrencyConflict, LizaError, ValidationError
-from gitliza.git import remotes
+from gitliza.git.remotes import remote as remotes
 from gitliza.git.remotes import transport
 from gitliza.git.merge import CheckoutDirty, CheckoutNotUpdated, merge_commit_into
 from gitliza.git.store import Store

@@ -12,10 +12,11 @@ from typing import Any, Callable
 import pygit2
 
 from gitliza.errors import ConcurrencyConflict, LizaError, ValidationError
-from gitliza.git import liveref, remotes
+from gitliza.git import liveref
+from gitliza.git.remotes import remote as remotes
 from gitliza.git.remotes import pushresults
 from gitliza.git.remotes import transport
-from gitliza.git.remotes import Remote
+from gitliza.git.remotes.remote import Remote
 from gitliza.git.repository import repo_path
 from gitliza.git.store import Store
 from gitliza.services.adopt import RemoteRefused, check_board, put_back, trusted_base

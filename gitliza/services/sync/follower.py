@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from gitliza import atomic
-from gitliza.git.repository import common_dir
+from gitliza.git.repository import common_dir, open_repository, repo_path
 from gitliza.errors import ConcurrencyConflict, LizaError
 
 CONTACT = "remote-contact.json"
@@ -110,10 +110,9 @@ def moved(remote_refs: dict[str, str], tracking: dict[str, str], local_state: st
 def check(store: Any, rem: Any, *, timeout: float = TIMEOUT) -> Any:
     """One check: ls-remote, and a sync only when something moved. The SyncReport, or None when
     nothing had moved; raises what the transport or the sync raise."""
-    from gitliza.git.remotes import STATE_REF, read_ref, tracking_of
+    from gitliza.git.remotes.remote import STATE_REF, read_ref, tracking_of
     from gitliza.git.remotes.direct import refs_under
     from gitliza.git.remotes.lsremote import board_refs
-    from gitliza.git.repository import repo_path
     from gitliza.services.sync import engine
     path = repo_path(store.repo)
     theirs = board_refs(path, rem, timeout=timeout)
@@ -185,8 +184,7 @@ class RemoteFollower:
                 free()
 
     def _follow(self, store: Any) -> None:
-        from gitliza.git import remotes
-        from gitliza.git.repository import repo_path
+        from gitliza.git.remotes import remote as remotes
         interval = 5.0
         failing = False
         while not self._stop.is_set():
@@ -282,7 +280,6 @@ def start_for(liza: Any, log: Callable[[str], None]) -> RemoteFollower | None:
     remote = liza.sync_remote()
     if remote is None:
         return None
-    from gitliza.git.repository import open_repository
     from gitliza.git.store import Store
     path = liza.repo.path
 

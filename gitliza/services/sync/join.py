@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pygit2
 
-from gitliza.git import remotes
+from gitliza.git.remotes import remote as remotes
 from gitliza.git.remotes import shallow
 from gitliza.git.store import Store
 from gitliza.services.adopt import RemoteRefused

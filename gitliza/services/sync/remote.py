@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pygit2
 
-from gitliza.git import remotes
+from gitliza.git.remotes import remote as remotes
 from gitliza.errors import LizaError
 
 

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 from gitliza.core.presence import renewals
 from gitliza.core.presence.renewals import Renewal
 from gitliza.errors import LizaError
-from gitliza.git import liveref, remotes
+from gitliza.git import liveref
+from gitliza.git.remotes import remote as remotes
 from gitliza.git.remotes import transport
 from gitliza.git.remotes.pushresults import PushStatus
 from gitliza.git.repository import repo_path

@@ -29,12 +29,13 @@ from gitliza.core.board import Board
 from gitliza.core.ops.base import Op
 from gitliza.core.states import TaskState
 from gitliza.errors import GitFailure, LizaError
-from gitliza.git import refdelete, remotes
+from gitliza.git import refdelete
+from gitliza.git.remotes import remote as remotes
 from gitliza.git.repository import ref_oid
 from gitliza.git.store import Store
 from gitliza.git.objects.trees import Batch
 from gitliza.git.worktrees.listing import checkouts_of_branch
-from gitliza.git.worktrees import task_branch
+from gitliza.git.worktrees.tasktrees import task_branch
 from gitliza.services.sync.report import Dropped, SyncReport
 
 RESCUE_PREFIX = "refs/liza-rescue/"

@@ -10,7 +10,8 @@ from gitliza.core.board import Board
 from gitliza.core.ops.base import Op
 from gitliza.core.states import TaskState
 from gitliza.errors import LizaError
-from gitliza.git import checkouts, worktrees
+from gitliza.git import checkouts
+from gitliza.git.worktrees import tasktrees as worktrees
 from gitliza.git.worktrees import listing as worktree_list
 from gitliza.git.store import Store
 from gitliza.git.tasklocks import task_lock

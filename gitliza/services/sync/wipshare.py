@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import pygit2
 
-from gitliza.git import remotes
+from gitliza.git.remotes import remote as remotes
 from gitliza.git.remotes import transport
 from gitliza.git.remotes.lsremote import board_refs
 from gitliza.git.remotes.pushresults import PushStatus

@@ -31,7 +31,9 @@ from gitliza.git.source import GitSource, check_format
 from gitliza.git.store import Store
 from gitliza.services.verify.engine import Report, VerifyFailure, read_signer
 from gitliza.git.remotes import shallow
+from gitliza.git.remotes.remote import resolve
 from gitliza.services.verify import engine
+from gitliza.git.repository import repo_path
 
 PIN_KEY = "liza.humanKey"
 
@@ -155,8 +157,6 @@ def verify(store: Store, at: str | None = None, since: str | None = None, *, ful
                                 hint="run `git liza init GOAL` first")
     if full and shallow.boundary_below(store.repo, tip.id) is not None:
         # Only where the board's own chain is cut (a project checkout may be shallow too).
-        from gitliza.git.remotes import resolve
-        from gitliza.git.repository import repo_path
         path = repo_path(store.repo)
         shallow.unshallow(path, resolve(path, remote), timeout)
         store.reopen()
