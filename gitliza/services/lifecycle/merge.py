@@ -185,7 +185,7 @@ def _shared(liza: Liza, task: str, merged: str) -> bool:
     """Whether the remote's board, as this clone last fetched or pushed it, records `task`
     MERGED at `merged` (True with no remote to share with)."""
     from gitliza.core.states import TaskState
-    from gitliza.git import remotes
+    from gitliza.git.remotes import remote as remotes
     from gitliza.git.repository import repo_path
     remote = liza.sync_target()
     if remote is None:
