@@ -15,7 +15,8 @@ from gitliza.core.board import Board
 from gitliza.core.ops.control import Supervise
 from gitliza.core.ops.goal import Register
 from gitliza.core.states import Role
-from gitliza.errors import LeaseLost, LizaError, NoBoard, ValidationError
+from gitliza.errors import (ConcurrencyConflict, GitFailure, LeaseLost, LizaError, NoBoard,
+                            ValidationError)
 from gitliza.services import procinfo
 from gitliza.services import liveness
 from gitliza.services.api import Liza
@@ -36,6 +37,9 @@ class Generation:
         # Whether this supervisor registered the agent (it was new): only then does `end` remove
         # it; an agent the person registered by hand stays registered.
         self.registered = False
+        # Why the last renewal, committed here, could not be shared (None: it was, or needed no
+        # op): the supervisor says it once and works on.
+        self.unshared: str | None = None
         self._lock = threading.Lock()
 
     def take(self, liza: Liza, role: Role, takeover: bool,
@@ -95,6 +99,15 @@ class Generation:
                 raise StandDown(str(e)) from None
             except ValidationError as e:
                 raise StandDown(str(e)) from None
+            except (GitFailure, ConcurrencyConflict) as e:
+                # A renewal by op (the token had expired: a loaded machine) is committed here,
+                # and its auto-sync could not share it: the remote's hook refused another op of
+                # this clone (a takeover judged on a lease renewed since), or a merge here
+                # diverged. The follower's next sync shares it or says what it drops; raised, it
+                # ended the supervisor (fleet scenario, run 8: A's whole team exited 3).
+                self.unshared = str(e)
+            else:
+                self.unshared = None
             if due:
                 lease = liza.board().config.lease_duration
                 self.renew_at = clock.plus(now, max(1, lease // 2))

@@ -290,7 +290,7 @@ class Supervisor:
         w = self._watcher
         assert w is not None
         idle_since = time.monotonic()
-        said = ""
+        said = told = ""  # the hold, and the unshared renewal, last said
         while not self.stopping:
             self.watchdog.feed()
             board, now = self.liza.board(), self.liza.now()
@@ -338,6 +338,9 @@ class Supervisor:
                                cfg.follow_interval if cut is not None
                                or self.work.pending is not None else None))
             self.token.renew_if_due(self.liza)
+            if self.token.unshared not in (None, told):
+                self.log(f"token renewed here, not shared yet: {self.token.unshared}")
+            told = self.token.unshared or ""
         return 0
 
     def _sleep_holding(self, job: Job, seconds: float) -> None:

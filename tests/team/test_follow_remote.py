@@ -280,3 +280,32 @@ git liza verdict "$LIZA_TASK_ID" approve --commit "$LIZA_REVIEW_COMMIT"
         # Its first session is the review's start, not a resume of it.
         prompts = sorted((b / ".liza" / "agent-prompts").glob("reviewer-1-*.txt"))
         assert prompts and "RESUME" not in prompts[0].read_text()
+
+
+def test_a_renewal_the_remote_refuses_to_take_does_not_end_the_supervisor(
+        repo: Path, tmp_path: Path) -> None:
+    """A supervisor whose token expired (its machine too loaded to renew in time: here, stopped
+    for longer than the lease) renews it by a board op; when the remote refuses the clone's push
+    (here its hook refuses every push; in the fleet scenario, a takeover of this clone judged on a
+    lease renewed since), that op stays committed here and the supervisor works on, saying so.
+    Before, the refusal ended the supervisor (exit 3): the fleet scenario's A team exited 3."""
+    import signal
+    bare, a, b = _machines(tmp_path, repo)
+    sup = Sup(b, "coder", "coder-1", "--", str(script(tmp_path, "idle.sh", "true\n")))
+    with _ending(sup, a, b, bare):
+        sup.expect("supervising coder-1")
+        hook = bare / "hooks" / "pre-receive"
+        kept = hook.read_bytes()
+        hook.write_text("#!/bin/sh\necho 'no pushes today' >&2\nexit 1\n")
+        try:
+            sup.signal(signal.SIGSTOP)
+            time.sleep(7)  # (the lease is 5 s: the token expires meanwhile; this measures nothing)
+            sup.signal(signal.SIGCONT)
+            # Any change of B's board wakes the supervisor (a task not ready: nothing to claim).
+            ok(liza(b, "add", "t9", "--desc", "do t9", "--spec-ref", "README.md", "--done-when",
+                    "done", "--scope", "t9", "--no-sync", agent=None))
+            line = sup.first_of("token renewed here, not shared yet", "gitliza: error")
+            assert "not shared yet" in line and "no pushes today" in line, line
+            assert sup.proc.poll() is None, sup.output()  # it works on
+        finally:
+            hook.write_bytes(kept)

@@ -164,6 +164,14 @@ def _merge_once(liza: Liza, task: str, integration_timeout: float | None,
             raise _unrecorded(branch, task, outcome, e) from e
         except LizaError as e:
             raise _unrecorded(branch, task, outcome, e) from e
+        if not _shared(liza, task, str(merged)) and \
+                _undo_merge(liza, branch, outcome, task, str(merged)):
+            # Its auto-sync gave up (every round lost the race, or the push failed): kept, a
+            # MERGED record the remote lacks wedges this clone once the remote's integration
+            # branch moves on (every later sync, and so every op, fails IntegrationDiverged:
+            # the fleet scenario's B team died of it). Taken back while it is the tip, it is
+            # merged again on the remote's new tip (or the reviewer's next pass does).
+            raise _MergeLost(f"the merge of {task} did not reach the remote; taken back")
         notes += drop_worktree(liza, task)
     from gitliza.services.lifecycle.conflicts import send_back_conflicts
     try:  # the integration branch moved: what waits for review or merge is checked against it
@@ -171,6 +179,23 @@ def _merge_once(liza: Liza, task: str, integration_timeout: float | None,
     except LizaError as e:  # the merge is done and recorded; the next check catches up
         notes.append(f"conflict check after the merge: {e}")
     return MergeResult(done, outcome, branch, done.outcome.notices + tuple(notes))
+
+
+def _shared(liza: Liza, task: str, merged: str) -> bool:
+    """Whether the remote's board, as this clone last fetched or pushed it, records `task`
+    MERGED at `merged` (True with no remote to share with)."""
+    from gitliza.core.states import TaskState
+    from gitliza.git.remotes import remote as remotes
+    from gitliza.git.repository import repo_path
+    remote = liza.sync_target()
+    if remote is None:
+        return True
+    tip = remotes.read_ref(repo_path(liza.repo), remotes.tracking_of(remote, remotes.STATE_REF))
+    if tip is None:
+        return False
+    board = liza.store.board_at(liza.store.commit(tip))
+    t = board.task(task) or board.get("archive", task)
+    return t is not None and t.status == TaskState.MERGED and t.merge_commit == merged
 
 
 def _unrecorded(branch: str, task: str, outcome: MergeOutcome, e: LizaError) -> InconsistentState:
