@@ -23,7 +23,9 @@ from tests.team.procs import add_task, make_board
 
 
 def _board(repo: Path, **bounds: str) -> None:
-    make_board(repo, **bounds)
+    # A lease of an hour: writing a gigabyte between the claim and the submit outlasted the
+    # 5 s test lease under load ("lease on t1 expired"); no test here is about leases.
+    make_board(repo, lease_duration="3600", **bounds)
     for agent, role in (("coder-1", "coder"), ("rev-1", "code_reviewer")):
         ok(liza(repo, "register", agent, "--role", role, agent=None))
     add_task(repo, "t1")
