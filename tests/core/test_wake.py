@@ -6,7 +6,7 @@ from gitliza.core import clock
 from gitliza.core.agents import wake
 
 from gitliza.core.reports import queries
-from gitliza.core.ops import Block, Claim, Unblock
+from gitliza.core.ops import Block, Claim, ClaimReview, Submit, Unblock, Verdict
 from gitliza.core.ops.goal import CompleteGoal, Init
 from gitliza.core.ops.planning import Abandon
 from gitliza.core.ops.control import AbortOp, Checkpoint, Pause
@@ -138,3 +138,25 @@ def test_a_reviewers_own_merge_is_not_a_loss_but_someone_elses_end_is() -> None:
         "task-1 is MERGED"
     abandoned = board_in(S.ABANDONED).board  # the planner's move, not the coder's
     assert wake.lost_reason(abandoned, "coder-1", "task-1", Role.CODER) == "task-1 is ABANDONED"
+
+
+def test_a_reviewers_own_rejection_taken_up_by_the_coder_is_not_a_loss() -> None:
+    """The reviewer rejects and the coder claims the task again before the reviewer's agent has
+    exited (a full run saw it: the supervisor stopped that agent as "moved to CLAIMED by
+    coder-1", and under --once went on to review the fix). Another reviewer's loss is still
+    one, and a reviewer whose latest entry is a claim-review is in a live session."""
+    r = board_in(S.REJECTED)  # rejected by reviewer-1
+    claim(r)
+    assert wake.lost_reason(r.board, "reviewer-1", "task-1", Role.CODE_REVIEWER) is None
+    assert wake.lost_reason(r.board, "reviewer-2", "task-1", Role.CODE_REVIEWER) == \
+        "task-1 was moved to CLAIMED by coder-1"
+    r.do(Submit, "coder-1", task="task-1", commit="c" * 40)
+    r.do(ClaimReview, "reviewer-2", task="task-1")
+    assert wake.lost_reason(r.board, "reviewer-1", "task-1", Role.CODE_REVIEWER) is None
+    r.do(Verdict, "reviewer-2", task="task-1", verdict="reject", commit="c" * 40,
+         reason="still no tests")
+    claim(r)
+    r.do(Submit, "coder-1", task="task-1", commit="d" * 40)
+    r.do(ClaimReview, "reviewer-1", task="task-1")  # its latest entry: a live session again
+    assert wake.lost_reason(r.board, "reviewer-1", "task-1", Role.CODE_REVIEWER) is None
+    assert not wake._ended_by_own_verdict(r.board.task("task-1"), "reviewer-1")  # type: ignore[arg-type]

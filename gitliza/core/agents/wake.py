@@ -187,6 +187,8 @@ def lost_reason(board: Board, agent: str, task_id: str, role: Role) -> str | Non
         if t.status in (S.UNCLAIMED, S.BLOCKED) and last != agent:
             return f"{task_id} was moved to {t.status} by {last or 'someone else'}"
     elif role == Role.CODE_REVIEWER:
+        if _ended_by_own_verdict(t, agent):
+            return None  # a rejection the coder has already taken up is no loss of the reviewer's
         if t.status == S.READY_FOR_REVIEW and review_lease(t, agent) is None:
             votes = votes_of(t)
             if any(v.agent == agent for v in votes):  # its own approval, below the quorum
@@ -195,6 +197,20 @@ def lost_reason(board: Board, agent: str, task_id: str, role: Role) -> str | Non
         if t.status in (S.UNCLAIMED, S.BLOCKED, S.CLAIMED) and last != agent:
             return f"{task_id} was moved to {t.status} by {last or 'someone else'}"
     return None
+
+
+# What a reviewer's own session ends with; its claim-review ("review_claimed") begins one. Its
+# own vote below the quorum is said apart (lost_reason's "vote N of M recorded").
+_VERDICTS = frozenset({"rejected", "approved", "merged", "integration_failed", "review_released"})
+
+
+def _ended_by_own_verdict(t: Task, agent: str) -> bool:
+    """The reviewer's latest entry in the task's history ended its review (a verdict, a merge):
+    what others did after it (the coder claiming the rejected task again, within the same
+    second) is the next round, not this session's loss. Its latest entry a claim-review: the
+    session it began is the live one."""
+    mine = next((h for h in reversed(t.history) if h.agent == agent), None)
+    return mine is not None and mine.event in _VERDICTS
 
 
 def still_holds(board: Board, agent: str, task_id: str, role: Role) -> bool:
