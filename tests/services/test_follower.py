@@ -89,7 +89,7 @@ def test_a_silent_remote_is_recorded_and_cuts_claims_off_after_half_a_lease(
     assert not f._check(store, rem, False)  # answered
     ok = follower.read_contact(repo)
     assert ok is not None and ok.error is None
-    assert follower.cut_off(repo, "origin", 20, 1, time.time() + 1000) is None  # it answers
+    assert follower.cut_off(repo, "origin", 20, 1, ok.ok + 1000) is None  # it answers
     git(b, "remote", "set-url", "origin", str(tmp_path / "nowhere.git"))
     rem = resolve(b, "origin")
     assert f._check(store, rem, False) and f._check(store, rem, True)
@@ -104,7 +104,7 @@ def test_a_silent_remote_is_recorded_and_cuts_claims_off_after_half_a_lease(
     # Healed: the next answer ends it.
     git(b, "remote", "set-url", "origin", str(bare))
     assert not f._check(store, resolve(b, "origin"), True)
-    assert follower.cut_off(repo, "origin", 20, 1, time.time() + 1000) is None
+    assert follower.cut_off(repo, "origin", 20, 1, c.checked + 1000) is None
     assert lines[-1] == "follower: origin answers again"
     raw = json.loads((Path(repo.path) / "liza" / follower.CONTACT).read_text())
     assert raw["error"] is None
@@ -173,7 +173,7 @@ def test_a_remote_that_answers_but_takes_no_push_is_not_a_cut(tmp_path: Path) ->
     assert not f._check(store, rem, False) and not f._check(store, rem, False)
     c = follower.read_contact(repo)
     assert c is not None and c.error is None, c
-    assert follower.cut_off(repo, "origin", 20, 1, time.time() + 1000) is None
+    assert follower.cut_off(repo, "origin", 20, 1, c.checked + 1000) is None
     said = [ln for ln in lines if "answers, but the sync did not finish" in ln]
     assert len(said) == 1 and "no pushes today" in said[0], lines  # once per streak
     assert tip(b) != tip(bare)  # still not shared: the next check tries again
