@@ -16,7 +16,8 @@ writing a progress line every second and committing after the second), 12 tasks,
 teams' own remote followers. Then:
 
 1. B is killed whole (SIGKILL of every process of the machine: team, supervisors, agents,
-   follower) while its coder is a snapshot and a check (plus 1.5 s) into a task;
+   follower) while its coder is a snapshot and a check (plus 1.5 s) past its first commit of a
+   task;
 2. once another machine took B's task over, B comes back (the same team again);
 3. once the 12 tasks are all claimed, the human on A adds 6 more; B and C are idle then;
 4. once a coder of C is at work on one of them, C is cut off from the remote for 45 s;
@@ -533,22 +534,25 @@ def run(workdir: Path, *, net: str = "auto", work: int = 8, lease: int = 30, cut
                 out.setdefault(tid, {"id": tid, "status": "MERGED", "archived": True})
             return out
 
-        # 1. B killed whole, a coder of B a few seconds into its task.
-        into = snapshot + follow + 1.5  # its first edits older than a snapshot and a check
+        # 1. B killed whole, a coder of B a few seconds past its first commit of a task: that
+        # commit and the edits before it are older than a snapshot and a check. (Counted from
+        # the commit, not from the start: under load the commit itself can take seconds.)
+        into = snapshot + follow + 1.5
 
         def b_at_work() -> tuple[str, str] | None:
             now = time.time()
-            for t, ag, task, what in agent_log(log):
-                if ag.startswith("b-coder") and what[0] == "start" and now - t > into:
+            entries = agent_log(log)
+            for t, ag, task, what in entries:
+                if ag.startswith("b-coder") and what[0] == "committed" and now - t > into:
                     if not any(a2 == ag and k2 == task and w2[0] == "end"
-                               for _, a2, k2, w2 in agent_log(log)):
+                               for _, a2, k2, w2 in entries):
                         return ag, task
             return None
         b_agent, b_task = until("a coder of B at work", b_at_work, 180, res)
         killed_at = time.time()
         n = nets.kill_whole("b", ms["b"].proc.pid if ms["b"].proc else 0)
         say(f"fleet: killed machine b whole ({n} processes) at {killed_at - start:.1f}s, "
-            f"{b_agent} {into:.1f}s+ into {b_task}")
+            f"{b_agent} {into:.1f}s+ past its first commit of {b_task}")
         # While B is down: its work in progress on the remote (its wip ref, or the attic entry a
         # takeover made of it).
         def b_work_on_remote() -> str | None:

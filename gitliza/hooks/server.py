@@ -174,40 +174,29 @@ def _early_takeover(store: Store, old: Any, new: str, now: str) -> str | None:
     a legitimate takeover always happened before the push, so by now its lease has expired; one
     that has not was dated ahead to fake the expiry."""
     from gitliza.core.encoding import record
-    from gitliza.core.presence import leasemarks, renewals
+    from gitliza.core.presence import takeovers
     from gitliza.git import liveref
     mine = liveref.read_all(store.repo)  # the renewals pushed to this server
     for c in reversed(_new_commits(store, old, new)):
         op = record.parse(c.message).op
-        if op.NAME not in ("claim", "claim-review") or not c.parents:
+        if op.NAME not in takeovers.TAKEOVER_OPS or not c.parents:
             continue
-        takeover = getattr(op, "takeover", None)
-        if takeover == "none":
-            continue  # it takes over nobody (the replay refused it if it would)
         # The lease as the server knows it: the board's, the renewals the op itself judged by,
         # and the holder's renewals pushed here (a claim that leaves out a renewal it was shown,
         # or never fetched one, does not take over early).
         before = store.board_at(store.commit(c.parents[0].id))
-        t = renewals.overlay(before, [*op.live, *mine]).task(getattr(op, "task"))
-        if t is None:
-            continue
-        if op.NAME == "claim" and t.status == "CLAIMED" and t.assigned_to != op.actor:
-            until = t.lease_expires
-        elif op.NAME == "claim-review" and t.reviewing_by not in (None, op.actor):
-            until = t.review_lease_expires
-        else:
-            continue
-        if takeover is not None:
+        if getattr(op, "takeover", None) is not None:
             # Its wait, on its claimer's clock, was checked by the replay; the lease it judged
             # must still be the newest this server holds (a renewal the claimer never fetched
             # changes the mark), never this server's clock against its claimer's.
-            judged = leasemarks.Evidence.decode(takeover).mark
-            if until is not None and until > judged:
-                return (f"state commit {str(c.id)[:12]} ({op.NAME} {t.id}) takes over a lease "
-                        f"renewed since it was judged: it judged {judged}, this server holds a "
-                        f"renewal until {until}")
+            o = takeovers.outrun(before, op, mine)
+            if o is not None:
+                return (f"state commit {str(c.id)[:12]} ({op.NAME} {o.task}) takes over a lease "
+                        f"renewed since it was judged: it judged {o.judged}, this server holds a "
+                        f"renewal until {o.until}")
             continue
-        if until is not None and until > now:
-            return (f"state commit {str(c.id)[:12]} ({op.NAME} {t.id}) takes over a lease that "
-                    f"runs until {until} by this server's clock ({now})")
+        taken = takeovers.lease_taken(before, op, mine)
+        if taken is not None and taken[1] > now:
+            return (f"state commit {str(c.id)[:12]} ({op.NAME} {taken[0].id}) takes over a lease "
+                    f"that runs until {taken[1]} by this server's clock ({now})")
     return None

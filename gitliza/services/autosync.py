@@ -52,7 +52,7 @@ def after_commit(liza: Liza, committed: Committed) -> Committed | None:
         return None
     report: SyncReport | None
     try:
-        report = engine.sync(store, remote)
+        report = engine.sync(store, remote, own=committed.commit)
     except InconsistentState as e:
         # The remote's board (or integration branch) does not verify: nothing of it was adopted,
         # and this op stays on the local board, shared once the remote is repaired.

@@ -22,7 +22,7 @@ from gitliza.core.agents.wake import WakeTrigger
 from gitliza.errors import AlreadyHeld, LeaseLost, LizaError
 from gitliza.services import leasewatch
 from gitliza.services.lifecycle.batch import merge_batch
-from gitliza.services.lifecycle.claim import claim
+from gitliza.services.lifecycle.claim import claim, restore_worktree
 from gitliza.services.locations import main_root, task_dir
 from gitliza.services.lifecycle.merge import MergeFailed, merge
 from gitliza.services.lifecycle.review import claim_review
@@ -147,6 +147,16 @@ class WorkFinder:
                 if self._fresh == task:
                     job = dataclasses.replace(job, resume=False)
             self.pending = self._fresh = None
+            if self.role == Role.CODER:
+                # A claim whose command failed after its commit (its sync could not share it)
+                # may have lost the worktree it made; the agent must not start without one.
+                try:
+                    said = restore_worktree(self.liza, task)
+                except LizaError as e:
+                    self.log(f"claim of {task}: its worktree could not be made: {e}")
+                    return None
+                if said:
+                    self.log(said)
             return job
         if acked.holds(self.liza.board(), self.agent, task, self.role) is None:
             self.log(f"{what} of {task} given up: {why}")

@@ -308,3 +308,102 @@ def test_a_renewal_the_remote_would_refuse_stays_here_and_does_not_block_sync(
     assert not live_tip(bare, "c1")
     ok(a, "release", "t1", agent="c1")  # a protocol op: its auto-sync pushes the board
     assert tip(bare) == tip(a) and not live_tip(bare, "c1")
+
+
+def test_a_sync_drops_a_takeover_the_holders_renewal_outran_at_once(
+        clones: tuple[Path, Path, Path]) -> None:
+    """The same takeover made by a sync instead of a push (issue 48, fleet run 8): the sync's
+    fetch brings c1's renewal, by which the remote will never take the claim. Before, the server
+    refused it at every push, and every later op of B rode on the same refused push (exit 3 for
+    35 s, until the board moved past the lease). Now the sync drops it at once as a lost race,
+    said like every dropped op, and B's board is the remote's."""
+    import pygit2
+
+    from gitliza.services.sync import droplog
+    bare, a, b = clones
+    t = later(0)
+    claimed(a, "t1", "c1", now=clock.plus(t, -1500))
+    ok(a, "heartbeat", agent="c1", now=clock.plus(t, -1210))
+    ok(b, "sync", now=clock.plus(t, -1400))
+    git(b, "update-ref", "-d", "refs/remotes/origin/liza/live/c1")  # as if never fetched
+    assert "already claimed" in fails(b, 1, "claim", "t1", "--no-sync", agent="c2",
+                                      now=clock.plus(t, -1400))
+    ok(b, "claim", "t1", "--no-sync", agent="c2", now=clock.plus(t, -1400 + 300 + 60 + 10))
+    r = run(b, "sync")
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out
+    assert "dropped claim t1 by c2" in out and "renewed its lease" in out, out
+    assert tip(b) == tip(bare)
+    assert task(b, "t1").assigned_to == "c1"
+    alerts = droplog.alerts(pygit2.Repository(str(b)))
+    assert len(alerts) == 1 and "claim t1 by c2" in alerts[0].text, alerts
+    # B's next op is shared again at once.
+    ok(b, "heartbeat", agent="c2")
+    assert run(b, "verify").returncode == 0
+
+
+def _operator_hook(bare: Path, mode: str) -> Path:
+    """The operator's own pre-receive, chained by gitliza's (docs/hooks-install.md): refuses every
+    push while the file returned holds "always", the next one when it holds "once"."""
+    refuse = bare.parent / "refuse"
+    refuse.write_text(mode)
+    hook = bare / "hooks" / "pre-receive.gitliza-legacy"
+    hook.write_text(f"""#!/bin/sh
+cat > /dev/null
+case "$(cat '{refuse}' 2>/dev/null)" in
+always) echo "refused by the operator" >&2; exit 1 ;;
+once) rm -f '{refuse}'; echo "refused once by the operator" >&2; exit 1 ;;
+esac
+exit 0
+""")
+    hook.chmod(0o755)
+    return refuse
+
+
+def test_a_refusal_by_the_remotes_hook_is_tried_once_more_then_raised(
+        clones: tuple[Path, Path, Path]) -> None:
+    """A refusal starts one more round (its fetch may bring what the hook judged by, such as a
+    renewal that outran a takeover); a second refusal is the command's error (exit 3), nothing
+    of it on the remote."""
+    bare, a, _b = clones
+    refuse = _operator_hook(bare, "once")
+    r = run(a, "claim", "t1", agent="c1")
+    assert r.returncode == 0, r.stderr
+    assert not refuse.exists()  # the hook did refuse one push
+    assert tip(bare) == tip(a)
+    refuse.write_text("always")
+    before = tip(bare)
+    r = run(a, "release", "t1", agent="c1")
+    assert r.returncode == 3 and "refused by the operator" in r.stderr, r.stderr
+    assert tip(bare) == before
+
+
+def test_a_claim_left_on_the_local_board_by_a_failed_sync_keeps_its_worktree(
+        clones: tuple[Path, Path, Path]) -> None:
+    """Fleet run 10: a claim committed here whose sync failed (exit != 0) stays on the local
+    board, and the supervisor starts the coder once the remote has it; the failing command used to
+    remove the worktree it had made, and the coder then ran in a directory that was no
+    repository (exit 1). The worktree stays while the board holds the claim; one removed by
+    hand is made again before an agent starts in it."""
+    from gitliza.services.api import Liza
+    from gitliza.services.lifecycle.claim import restore_worktree
+    bare, a, _b = clones
+    refuse = _operator_hook(bare, "always")
+    r = run(a, "claim", "t1", agent="c1")
+    assert r.returncode == 3, r.stderr
+    assert task(a, "t1").status == "CLAIMED" and task(a, "t1").assigned_to == "c1"
+    wt = a / ".worktrees" / "t1"
+    assert (wt / ".git").exists()
+    refuse.unlink()
+    ok(a, "sync")
+    assert tip(bare) == tip(a)
+    # Work committed, then the directory lost: made again at the branch tip, the work in it.
+    (wt / "w.txt").write_text("work\n")
+    git(wt, "add", "w.txt")
+    git(wt, "commit", "-qm", "work")
+    git(a, "worktree", "remove", "--force", str(wt))
+    said = restore_worktree(Liza.open(a, "c1"), "t1")
+    assert said is not None and "recreated" in said
+    assert (wt / "w.txt").read_text() == "work\n"
+    assert restore_worktree(Liza.open(a, "c1"), "t1") is None  # there: nothing to do
+    assert restore_worktree(Liza.open(a, "c2"), "t1") is None  # not c2's claim

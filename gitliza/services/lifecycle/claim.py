@@ -213,13 +213,43 @@ def _claim_attempt(liza: Liza, task: str) -> ClaimResult:
     try:
         done = liza.apply(make_op)
     except BaseException:
-        if created:  # never remove a worktree this claim did not make (the coder's own work)
+        # Never remove a worktree this claim did not make (the coder's own work), nor one its
+        # claim stays on the local board for (committed, then the auto-sync failed: the
+        # supervisor starts the agent in it once the remote has the claim, team/work.py).
+        if created and not _kept_locally(liza, task, base, rel):
             with suppress(LizaError):
                 remove_task_worktree(repo, task)
         raise
     return ClaimResult(done, task, S.CLAIMED, path, task_branch(task), base, not created,
                        done.outcome.notices + ((f"the earlier work in {rel}: "
                                                 f"{kept_line(kept)}",) if kept else ()))
+
+def restore_worktree(liza: Liza, task: str) -> str | None:
+    """The worktree of `liza.agent`'s claim of `task`, recreated when it is missing (at its
+    branch tip, else at the claim's base), before an agent is started in it; one line saying so,
+    None when it was there (or the claim is not this agent's)."""
+    board = liza.board()
+    t = board.task(task)
+    if t is None or t.status != S.CLAIMED or t.assigned_to != liza.agent or t.base_commit is None:
+        return None
+    path = task_dir(liza.repo, task)
+    if (path / ".git").exists():
+        return None
+    with task_lock(liza.repo, task):
+        _prepare_worktree(liza.repo, task, Oid(hex=t.base_commit), True, None,
+                          checkout_bounds(board))
+    return f"{task}'s worktree was missing: recreated at {path} from its branch"
+
+
+def _kept_locally(liza: Liza, task: str, base: str, rel: str) -> bool:
+    """Whether the local board records this very claim (`liza.agent`'s, on `base`, in `rel`)."""
+    try:
+        t = liza.board().task(task)
+    except LizaError:
+        return False
+    return (t is not None and t.status == S.CLAIMED and t.assigned_to == liza.agent
+            and t.base_commit == base and t.worktree == rel)
+
 
 def _claim_outcome(board: Board, op: Op, task: str) -> bool:
     """True if `op` claims the task, False if it moves it to BLOCKED; raises if it is refused."""

@@ -157,9 +157,13 @@ def _merge_once(liza: Liza, task: str, integration_timeout: float | None,
             raise _MergeLost(str(e)) from None
         except IllegalTransition as e:
             if getattr(e, "code", "") == "OP_DROPPED":
-                # Auto-sync dropped the MERGED record (the task moved on remotely): the local
-                # merge commit must not stay on the integration branch, nothing records it.
+                # Auto-sync dropped the MERGED record (the task moved on remotely, or a sync of
+                # another process here found the remote's integration branch moved on: doomed.py):
+                # the local merge commit must not stay on the integration branch, nothing records
+                # it. Still APPROVED on the board: merged again on the new tip.
                 _undo_branch(repo, branch, outcome)
+                if _still_approved(liza, task):
+                    raise _MergeLost(str(e)) from None
                 raise
             raise _unrecorded(branch, task, outcome, e) from e
         except LizaError as e:
@@ -179,6 +183,12 @@ def _merge_once(liza: Liza, task: str, integration_timeout: float | None,
     except LizaError as e:  # the merge is done and recorded; the next check catches up
         notes.append(f"conflict check after the merge: {e}")
     return MergeResult(done, outcome, branch, done.outcome.notices + tuple(notes))
+
+
+def _still_approved(liza: Liza, task: str) -> bool:
+    from gitliza.core.states import TaskState
+    t = liza.board().task(task)
+    return t is not None and t.status == TaskState.APPROVED
 
 
 def _shared(liza: Liza, task: str, merged: str) -> bool:

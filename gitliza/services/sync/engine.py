@@ -15,12 +15,13 @@ from gitliza.errors import ConcurrencyConflict, LizaError, ValidationError
 from gitliza.git import liveref
 from gitliza.git.remotes import remote as remotes
 from gitliza.git.remotes import pushresults
+from gitliza.git.remotes.pushresults import PushRejected
 from gitliza.git.remotes import transport
 from gitliza.git.remotes.remote import Remote
 from gitliza.git.repository import repo_path
 from gitliza.git.store import Store
 from gitliza.services.adopt import RemoteRefused, check_board, put_back, trusted_base
-from gitliza.services.sync import droplog, join, skew
+from gitliza.services.sync import doomed, droplog, join, skew
 from gitliza.services.sync.boardref import move_board
 from gitliza.services.sync.branches import (Branches, branch_updates, follow_integration, heads,
                                             integration_branch, task_leases)
@@ -75,7 +76,8 @@ def _count(store: Store, tip: pygit2.Oid | None, stop: pygit2.Oid | None) -> int
 def sync(store: Store, remote: Remote, *, mode: str = "sync",
          rounds: int = MAX_ROUNDS, progress: Progress | None = None, cleanup: bool = True,
          timeout: float = transport.DEFAULT_TIMEOUT,
-         sleep: Callable[[float], None] = time.sleep, attic: bool = False) -> SyncReport:
+         sleep: Callable[[float], None] = time.sleep, attic: bool = False,
+         own: str | None = None) -> SyncReport:
     """Reconcile the local board with `remote`, resolved by the caller where the name entered
     (git/remotes `resolve`, once: the command line, `Liza.sync_target`); it travels down to the
     attic's exchange and the transport as it is.
@@ -86,9 +88,13 @@ def sync(store: Store, remote: Remote, *, mode: str = "sync",
     Afterwards this clone's lease sightings are refreshed from the board (skew.py): a renewal
     made elsewhere is seen, on this clone's clock, at the sync that brought it. A two-way sync
     then exchanges the attic (atticshare.py) when it is due, or always with `attic`.
+
+    Local ops the remote will never take (doomed.py) are dropped like ops that no longer apply,
+    except in "push" mode; `own`: the commit of the op the calling command is sharing, whose lost
+    merge race that command handles itself (IntegrationDiverged, as before).
     """
     rep = _sync(store, remote, mode=mode, rounds=rounds, progress=progress, cleanup=cleanup,
-                timeout=timeout, sleep=sleep)
+                timeout=timeout, sleep=sleep, own=own)
     skew.after_sync(store)
     if mode == "sync" and rep.action != NO_BOARD:
         from gitliza.services.sync import atticshare
@@ -102,7 +108,7 @@ def sync(store: Store, remote: Remote, *, mode: str = "sync",
 
 def _sync(store: Store, remote: Remote, *, mode: str, rounds: int,
           progress: Progress | None, cleanup: bool, timeout: float,
-          sleep: Callable[[float], None]) -> SyncReport:
+          sleep: Callable[[float], None], own: str | None) -> SyncReport:
     if mode not in ("sync", "pull", "push"):
         raise ValueError(mode)
     repo = store.repo
@@ -115,6 +121,7 @@ def _sync(store: Store, remote: Remote, *, mode: str, rounds: int,
     verified: pygit2.Oid | None = None  # the newest remote tip this sync has checked
     integ = integration_branch(store, store.tip())
     prefix = remotes.tracking_of(rem, remotes.STATE_REF)[: -len("liza/state")]  # refs/remotes/<ns>/
+    refused: PushRejected | None = None  # the hook's refusal this sync met once already
     for rnd in range(1, rounds + 1):
         rep.rounds = rnd
         if rnd > 1:
@@ -168,15 +175,21 @@ def _sync(store: Store, remote: Remote, *, mode: str, rounds: int,
         if r is None and local is None:
             rep.action = NO_BOARD
             return rep
-        if local is not None and (r is None or (local != r and repo.descendant_of(local, r))):
+        judge = doomed.veto(store, br, own) if mode != "push" else None
+        if local is not None and (r is None or (local != r and repo.descendant_of(local, r))) \
+                and not (r is not None and judge is not None
+                         and doomed.any_doomed(store, local_only(store, local, r), judge)):
             # The remote is behind (or has no board): a plain fast-forward push.
             if mode == "pull":
                 rep.action = AHEAD if r is None or local != r else UP_TO_DATE
                 _finish(store, path, rem, local, r, rep, say, timeout, br)
                 return rep
-            if _finish(store, path, rem, local, r, rep, say, timeout, br):
-                rep.action = rep.action or PUSHED
-                return rep
+            try:
+                if _finish(store, path, rem, local, r, rep, say, timeout, br):
+                    rep.action = rep.action or PUSHED
+                    return rep
+            except PushRejected as e:
+                refused = _refused_once(e, refused, rnd == rounds)
             continue
         assert r is not None
         if local == r:
@@ -196,7 +209,7 @@ def _sync(store: Store, remote: Remote, *, mode: str, rounds: int,
                 if _finish(store, path, rem, r, r, rep, say, timeout, br):
                     return rep
             continue  # a local writer committed meanwhile (or a branch lease was lost): again
-        # Diverged.
+        # Diverged, or ahead with ops the remote will never take (then replayed on its own tip).
         if mode == "push":
             raise ConcurrencyConflict(
                 f"the board on {rep.remote} has ops this clone lacks, and this clone has ops it "
@@ -210,7 +223,7 @@ def _sync(store: Store, remote: Remote, *, mode: str, rounds: int,
         mine = local_only(store, local, base)
         say(f"replaying {len(mine)} local op(s) on {rep.remote}'s board")
         rebuilt = replay(store, commit_at(repo, r), mine, origin,
-                         already=local_only(store, r, base))
+                         already=local_only(store, r, base), veto=judge)
         new_tip = rebuilt.tip
         assert new_tip is not None
         if not move_board(store, local, new_tip, f"liza sync: replay on {rep.remote}"):
@@ -234,11 +247,23 @@ def _sync(store: Store, remote: Remote, *, mode: str, rounds: int,
             _rescue(store, integ, prefix, rebuilt, local, rep, said)
         for r_ in rebuilt.replayed:
             rep.notices.extend(r_.notices)
-        if _finish(store, path, rem, new_tip, r, rep, say, timeout, br):
-            return rep
+        try:
+            if _finish(store, path, rem, new_tip, r, rep, say, timeout, br):
+                return rep
+        except PushRejected as e:
+            refused = _refused_once(e, refused, rnd == rounds)
     raise SyncGaveUp(f"sync with {rep.remote} lost the race {rounds} times (the boards kept "
                      "moving); the local board keeps every local op that was not dropped",
                      rep, hint="retry with backoff: `git liza sync`")
+
+
+def _refused_once(e: PushRejected, before: PushRejected | None, last: bool) -> PushRejected:
+    """A refusal by the remote's hook starts one more round, once per sync: the fetch it makes
+    brings what the hook judged by (a renewal on a live ref that outran a local takeover), and the
+    replay then drops the op the remote will never take (doomed.py). Refused again: raised."""
+    if before is not None or last:
+        raise e
+    return e
 
 
 def _rescue(store: Store, integ: str | None, prefix: str, rebuilt: Any, old_board: pygit2.Oid,

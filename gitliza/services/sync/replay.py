@@ -5,7 +5,7 @@ whether one op survived a sync (possibly another process's)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import pygit2
 
@@ -70,7 +70,8 @@ def local_only(store: Store, local: pygit2.Oid, base: pygit2.Oid | None) -> list
 
 def replay(store: Store, onto: pygit2.Commit | None, commits: Sequence[pygit2.Commit],
            origin: dict[str, str] | None = None, *,
-           already: Sequence[pygit2.Commit] = ()) -> Rebuilt:
+           already: Sequence[pygit2.Commit] = (),
+           veto: Callable[[Board, Op, str], tuple[str, str] | None] | None = None) -> Rebuilt:
     """Re-apply the ops recorded by `commits` on `onto`, writing one commit per op that still
     applies. Writes objects only: no ref moves. `origin` maps a commit to the local commit its op
     was first recorded in (for reports across rounds).
@@ -79,7 +80,10 @@ def replay(store: Store, onto: pygit2.Commit | None, commits: Sequence[pygit2.Co
     board already and is not applied twice (a remote rebuilt by `git liza repair` carries the ops
     of this clone's old chain in new commits). A commit whose message records no op was never
     written by gitliza (a forgery a clone adopted before sync checked what it fetched): it is
-    dropped, with the reason."""
+    dropped, with the reason.
+
+    `veto`: why the remote will never take an op that applies (doomed.py), as (code, reason);
+    such an op is dropped like one that no longer applies."""
     origin = origin or {}
     present = _ops_of(already)
     # One pack for every REROOT_EVERY ops (written before the board is re-read from git), not
@@ -104,6 +108,11 @@ def replay(store: Store, onto: pygit2.Commit | None, commits: Sequence[pygit2.Co
             continue  # the board has it already (see `already`)
         if op.NAME == "upgrade" and (board.format_version or 0) >= getattr(op, "target", 0):
             continue  # another clone upgraded the board first: this one's upgrade is moot
+        refused = veto(board, op, first) if veto is not None else None
+        if refused is not None:
+            dropped.append((Dropped(op=op.NAME, actor=op.actor, task=rec.task, time=op.time,
+                                    original=first, reason=refused[1], code=refused[0]), op))
+            continue
         try:
             outcome = apply(board, op)
             store.check_signable(board, outcome, op)  # re-signed by its actor's key, or dropped
