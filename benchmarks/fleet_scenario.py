@@ -49,6 +49,8 @@ from typing import Any, Callable
 
 BIN = Path(sys.executable).parent
 MACHINES = ("a", "b", "c")
+MACHINES_EVERY = 2.0  # seconds between two looks of `git liza machines` on A
+LAG_BOUND = 15  # seconds a live, connected machine's board may trail the remote's (issue 48)
 INTEG = "integration"
 
 AGENT = r"""#!/bin/sh
@@ -424,6 +426,66 @@ class Result:
     stopped: str | None = None  # the wait that never came, when the run stopped early
 
 
+class BoardLag:
+    """How far each machine's board trails the remote's, sampled every second: when each remote
+    board tip first appeared on the remote, and when each machine's own board first held it (its
+    tip the same or a descendant: a sync fast-forwards or replays onto the remote's). A machine
+    that is down or cut off is not expected to follow: for a tip that appeared then, or that it
+    did not hold when it went, the lag counts from when it came back."""
+
+    def __init__(self, bare: Path, machines: dict[str, Path]) -> None:
+        import pygit2
+        self.bare = pygit2.Repository(str(bare))
+        self.paths = machines
+        self.repos: dict[str, Any] = {}
+        self.appeared: dict[str, float] = {}  # remote tip -> first seen there
+        self.held: dict[str, dict[str, float]] = {m: {} for m in machines}  # m -> tip -> when
+        self.away: dict[str, list[tuple[float, float]]] = {m: [] for m in machines}
+
+    def _tip(self, repo: Any) -> Any:
+        ref = repo.references.get("refs/liza/state")
+        return None if ref is None else ref.resolve().target
+
+    def sample(self) -> None:
+        import pygit2
+        now = time.time()
+        r = self._tip(self.bare)
+        if r is not None:
+            self.appeared.setdefault(str(r), now)
+        for m, path in self.paths.items():
+            try:
+                repo = self.repos.get(m) or pygit2.Repository(str(path))
+                self.repos[m] = repo
+                local = self._tip(repo)
+            except (pygit2.GitError, KeyError):
+                continue
+            if local is None:
+                continue
+            for oid in self.appeared:
+                if oid in self.held[m]:
+                    continue
+                o = pygit2.Oid(hex=oid)
+                try:
+                    if local == o or repo.descendant_of(local, o):
+                        self.held[m][oid] = now
+                except (pygit2.GitError, KeyError, ValueError):
+                    continue  # not fetched there yet
+
+    def lags(self, end: float) -> dict[str, float]:
+        """Each machine's longest lag behind the remote, in seconds."""
+        out: dict[str, float] = {}
+        for m in self.paths:
+            worst = 0.0
+            for oid, t in self.appeared.items():
+                start = t
+                for a, b in self.away[m]:
+                    if a <= t <= b or (t < a and self.held[m].get(oid, end) > a):
+                        start = max(start, b)
+                worst = max(worst, self.held[m].get(oid, end) - start)
+            out[m] = round(worst, 1)
+        return out
+
+
 def until(what: str, cond: Callable[[], Any], timeout: float, res: Result,
           every: float = 0.2) -> Any:
     end = time.monotonic() + timeout
@@ -440,6 +502,7 @@ def run(workdir: Path, *, net: str = "auto", work: int = 8, lease: int = 30, cut
         tasks: int = 12, later: int = 6, follow: int = 2, snapshot: int = 2, coders: int = 1,
         say: Callable[[str], None] = print) -> Result:
     res = Result()
+    res.figures["lease_s"] = lease
     t0 = time.time()
     bare_dir = workdir / "served"
     bare_dir.mkdir(parents=True)
@@ -506,18 +569,24 @@ def run(workdir: Path, *, net: str = "auto", work: int = 8, lease: int = 30, cut
             f"a task, no cron of sync")
 
         def machines_on_a() -> None:
-            while not watcher_stop.wait(2.0):
+            while not watcher_stop.wait(MACHINES_EVERY):
+                now = time.time()  # (what it shows is the board as the command starts)
                 r = A.liza("machines", "--json", check=False)
                 try:
                     data = json.loads(r.stdout)
                 except ValueError:
                     continue
-                now = time.time()
                 for mm in data.get("machines", []):
                     host = str(mm.get("host", "")).removeprefix("machine-")
                     if host in seen and (not seen[host] or seen[host][-1][1] != mm["status"]):
                         seen[host].append((now, str(mm["status"])))
         threading.Thread(target=machines_on_a, daemon=True).start()
+        lag = BoardLag(bare, {m: ms[m].path for m in MACHINES})
+
+        def follow_lag() -> None:
+            while not watcher_stop.wait(1.0):
+                lag.sample()
+        threading.Thread(target=follow_lag, daemon=True).start()
         for m in MACHINES:
             ms[m].start_team(coders, 1)
         start = time.time()
@@ -582,6 +651,7 @@ def run(workdir: Path, *, net: str = "auto", work: int = 8, lease: int = 30, cut
         res.checks["b_work_on_remote_while_down"] = b_work_on_remote()
         ms["b"].start_team(coders, 1)
         back_at = time.time()
+        lag.away["b"].append((killed_at, back_at))
         say(f"fleet: {b_task} taken over {taken - killed_at:.1f}s after the kill; machine b "
             f"back at {back_at - start:.1f}s")
         leftovers = until("B's leftovers line", lambda: [
@@ -654,6 +724,7 @@ def run(workdir: Path, *, net: str = "auto", work: int = 8, lease: int = 30, cut
         time.sleep(cut_for)
         nets.heal("c")
         healed = time.time()
+        lag.away["c"].append((cut_at, healed))
         say(f"fleet: machine c healed at {healed - start:.1f}s")
         # 5. Everything merged: the goal completed; every team ends by itself.
         every = [f"t{n:02d}" for n in range(1, tasks + later + 1)]
@@ -670,6 +741,8 @@ def run(workdir: Path, *, net: str = "auto", work: int = 8, lease: int = 30, cut
             except subprocess.TimeoutExpired:
                 ends[m] = None
         res.checks["team_exits"] = ends
+        lag.sample()
+        res.figures["board_lag_s"] = lag.lags(completed)
         res.figures["teams_ended_after_goal_s"] = round(time.time() - completed, 1)
         watcher_stop.set()
         # -- the checks ----------------------------------------------------------------------------
@@ -771,6 +844,13 @@ def problems(res: Result) -> list[str]:
     later = c.get("later_claimed_by", {})
     if not later.get("b") or not later.get("c"):
         out.append(f"the later tasks were not claimed by both B and C: {later}")
+    shown = f.get("b_shown_unreachable_after_kill_s")
+    if shown is None or shown > f.get("lease_s", 0) + MACHINES_EVERY:
+        out.append(f"machines on A did not show the dead B unreachable within one lease "
+                   f"({f.get('lease_s')}s, sampled every {MACHINES_EVERY}s): {shown}")
+    behind = {m: v for m, v in f.get("board_lag_s", {}).items() if v > LAG_BOUND}
+    if behind:
+        out.append(f"a machine's board trailed the remote's by more than {LAG_BOUND}s: {behind}")
     if not c.get("b_wip_ref") or not c.get("b_wip_has_commit"):
         out.append(f"B's work in progress was not on the remote when it died: {c.get('b_wip_ref')}")
     if not c.get("b_work_on_remote_while_down"):
@@ -827,6 +907,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  ops dropped: {f.get('ops_dropped')} ({f.get('ops_dropped_acknowledged')} "
               f"acknowledged to an agent), said in the team output: {f.get('ops_dropped_said')}")
         print(f"  duplicate work: {f.get('duplicate_work_s')}s; takeovers: {f.get('takeovers')}")
+        print(f"  longest a machine's board trailed the remote's: {f.get('board_lag_s')}")
         print(f"  later tasks claimed by: {res.checks.get('later_claimed_by')}")
         print(f"  machines on A: {res.checks.get('machines_seen_on_a')}")
         for pr in res.problems:

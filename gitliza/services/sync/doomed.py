@@ -93,9 +93,12 @@ def any_doomed(store: Store, commits: Sequence[pygit2.Commit], judge: Veto) -> b
             op = record.parse(c.message).op
         except ValidationError:
             continue
-        if op.NAME != "merge" and op.NAME not in takeovers.TAKEOVER_OPS:
+        takeover = op.NAME in takeovers.TAKEOVER_OPS and getattr(op, "takeover", None) not in (
+            None, "none")
+        if op.NAME != "merge" and not takeover:
             continue
-        before = store.board_at(c.parents[0] if c.parents else None)
+        # (a merge is judged by the branches alone: no board read for it)
+        before = store.board_at(c.parents[0] if takeover and c.parents else None)
         if judge(before, op, str(c.id)) is not None:
             return True
     return False
