@@ -312,3 +312,42 @@ def test_a_reader_that_goes_away_ends_the_command_quietly(repo: Path) -> None:
                        timeout=60)
     assert r.stdout.splitlines()[-1] == "status=141"  # as git's own commands end (SIGPIPE)
     assert "error" not in r.stderr, r.stderr
+
+
+def test_the_collector_is_held_while_a_command_loads_and_runs_again_for_the_command(
+        repo: Path) -> None:
+    """cli/gcpause.py: a CLI process starts with the cyclic collector held (pygit2's and
+    gitliza's imports: no garbage to find), and the command itself runs with it on, the loaded
+    modules frozen out of its sight; a command run in process (the tests, a library caller) finds
+    the collector as its caller left it."""
+    _board(repo, 3)
+    code = textwrap.dedent("""
+        import gc, sys
+        from gitliza.cli import fastpath
+        target = fastpath._target
+        def spy(cmd, values):
+            loading = gc.isenabled()  # while the command's modules are imported
+            fn, args, kw = target(cmd, values)
+            def run(env, **k):
+                print(loading, gc.isenabled(), gc.get_freeze_count() > 10_000, flush=True)
+                return fn(env, **k)
+            return run, args, kw
+        fastpath._target = spy
+        sys.argv = ["git-liza", "status"]
+        from gitliza.__main__ import main
+        main()
+    """)
+    r = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[0] == "False True True"  # held, then on, imports frozen
+    import gc
+    from gitliza.__main__ import main
+    frozen = gc.get_freeze_count()
+    cwd = os.getcwd()
+    try:
+        os.chdir(repo)
+        assert main(["status"]) == 0
+    finally:
+        os.chdir(cwd)
+    assert gc.isenabled() and gc.get_freeze_count() == frozen  # in process: left as it was
