@@ -1,5 +1,5 @@
-"""core/encoding/lazyre.py: a pattern compiled on its first use answers as `re.compile` would, and a module
-that declares one compiles nothing at import."""
+"""core/encoding/lazyre.py: a pattern compiled on its first use answers as `re.compile` would,
+and a module that declares one compiles nothing at import."""
 from __future__ import annotations
 
 import re

@@ -91,7 +91,7 @@ def test_a_whole_collection_read_through_the_tables_is_what_get_reads(repo: Path
     raw = {t["id"]: k for k, t in tables.items() if "id" in t}
     tables[raw["t2"]] = {**tables[raw["t2"]], "priority": "high"}  # wrong type: the blob decides
     tables[raw["t5"]] = {**tables[raw["t5"]], "id": "t6"}  # another task's table: the blob decides
-    tables[raw["t7"]] = {**tables[raw["t7"]], "description": "from the table"}  # believed, as get does
+    tables[raw["t7"]] = {**tables[raw["t7"]], "description": "from the table"}  # believed (as get)
     source._DECODED.clear()
     lazy = GitSource(store.repo, tip.tree, Tables(dict(tables)))
     first = next(Board(lazy).values("tasks"))
