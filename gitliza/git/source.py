@@ -110,45 +110,47 @@ class GitSource:
     def many(self, coll: str, keys: Iterable[str]) -> Iterator[Any | None]:
         """`get` of each key in turn: what reading a whole collection (`status`'s 1,000 tasks,
         the metrics) gets, with the per-entity look-ups hoisted out of the loop (~2 us of ~4 a
-        task were `get`'s calls and attribute look-ups). Lazy, as `get` is: a reader that stops
-        early decodes no more than it read. An entity this source has not listed, or that it
-        decodes from its blob (no shared tables), goes through `get` itself."""
+        task were `get`'s calls and attribute look-ups) and what it decoded given to the memo in
+        one step. Lazy, as `get` is: a reader that stops early decodes no more than it read. An
+        entity this source has not listed, or that it decodes from its blob (no shared tables),
+        goes through `get` itself."""
         cache, ids, memo, tables = self._cache, self._ids, _decoded(coll), self._tables
         if tables is None or coll == versions.FORMAT_KEY[0]:
             for key in keys:
                 yield self.get(coll, key)
             return
         used, saved, cls = tables.used, tables.get, ENTITY_TYPES[coll]
-        decode, recall, keep = codec.decode, memo.get, memo.__setitem__
-        for key in keys:
-            k = (coll, key)
-            value = cache.get(k, _ABSENT)
-            if value is _ABSENT:
-                oid = ids.get(k)
-                if oid is None:
-                    value = self.get(coll, key)
-                else:
-                    found = recall(k)
-                    if found is not None and found[0] == oid:
-                        value = found[1]
+        decode, recall = codec.decode, memo.get
+        fresh: dict[tuple[str, str], tuple[pygit2.Oid, Any]] = {}
+        try:
+            for key in keys:
+                k = (coll, key)
+                value = cache.get(k, _ABSENT)
+                if value is _ABSENT:
+                    oid = ids.get(k)
+                    if oid is None:
+                        value = self.get(coll, key)
                     else:
-                        raw = oid.raw
-                        table = saved(raw)
-                        value = _ABSENT
-                        if table is not None and coll in _BY_ID:
-                            try:  # decode_table's, inline; an error sends us to the blob
-                                value = decode(cls, table, coll)
-                            except InconsistentState:
-                                pass
-                            if value is not _ABSENT and value.id == key:
+                        found = recall(k)
+                        if found is not None and found[0] == oid:
+                            value = found[1]
+                        else:
+                            raw = oid.raw
+                            table = saved(raw)
+                            if table is not None and coll in _BY_ID:
+                                try:  # decode_table's, inline; an error sends us to the blob
+                                    value = decode(cls, table, coll)
+                                except InconsistentState:
+                                    pass
+                            if table is not None and value is not _ABSENT and value.id == key:
                                 used[raw] = table
                             else:
                                 value = self._from_tables(coll, key, oid)
-                        else:
-                            value = self._from_tables(coll, key, oid)
-                        keep(k, (oid, value))
-                    cache[k] = value
-            yield value
+                            fresh[k] = (oid, value)
+                        cache[k] = value
+                yield value
+        finally:
+            memo.update(fresh)
 
     def _from_tables(self, coll: str, key: str, oid: pygit2.Oid) -> Any:
         assert self._tables is not None
@@ -187,9 +189,10 @@ class GitSource:
         # weight (a task moved to archive/ that this process never asks for by its key again: a
         # coder's supervisor kept the last live record of every task the team ever had, ~300
         # objects per task, up to the cache's 4,096 entries).
-        if coll not in HISTORY:
+        if coll not in HISTORY:  # (a comparison, not a call, per entry held: 1,000s of them)
             present = set(listed)
-            _DECODED.retain(lambda k: k[0] != coll or k[1] in present)
+            for k in [k for k in _DECODED.keys() if k[0] == coll and k[1] not in present]:
+                _DECODED.discard(k)
         return listed
 
     def _leaves(self, coll: str, tree: pygit2.Object, depth: int, out: list[str]) -> None:
