@@ -17,6 +17,9 @@ def main(argv: list[str] | None = None) -> int:
     once when the command is done; called with `argv` (in-process, tests) it returns the code."""
     if argv is not None:
         return _main(argv, argv)
+    from gitliza.cli import gcpause
+    if sys.argv[1:2] != ["hook-impl"]:  # a hook's collector is left as it is (verify's own)
+        gcpause.hold()  # no collections while the command's modules load: cli/gcpause.py
     try:
         from gitliza.cli import early
         early.prepare(sys.argv[1:])  # before the imports: a stop during start-up stays clean
@@ -95,6 +98,8 @@ def _main(args: list[str], argv: list[str] | None) -> int:
         return EXIT_DEPENDENCY
     if argv is not None:
         sys.argv = [sys.argv[0], *argv]  # the CLI reads its arguments from sys.argv
+    from gitliza.cli import gcpause
+    gcpause.release()
     result = cli.main()
     return result if isinstance(result, int) else 0
 

@@ -41,12 +41,3 @@ def write_cache(stem: str, data: Any) -> None:
         if write_marshal(os.path.join(d, cache_name(stem)), data):
             return
 
-
-def of_module(loaded: dict[str, Any], stem: str, module: str) -> Any:
-    """The cache `STEM.MODULE` (a dict, one file per module: a command reads only those of the
-    modules it imports), read once per process into `loaded`; {} when there is none."""
-    found = loaded.get(module)
-    if found is None:
-        saved = read_cache(f"{stem}.{module}")
-        found = loaded[module] = saved if isinstance(saved, dict) else {}
-    return found

@@ -8,44 +8,56 @@ an `exec` that looks the source text up in a cache of code objects (saved with m
 package's bytecode, see gitliza/cli/caches.py, one file per module so that a command reads only the
 modules it imports) and compiles only what it has not seen. Executing the same code object is
 exactly what `exec(source)` does after compiling it, so classes are identical; a new or changed
-class (a new op, a new field) simply misses once. Only gitliza's own classes are cached (those of
+class (a new op, a new field) simply misses once. The file holds the code objects themselves
+(marshal writes code), read in one go with the module's recipes (classreplay.py): one file and
+one `marshal.loads` per module, not a file more for the recipes and a `loads` per method (~190
+for `status`, each with its fixed cost). Only gitliza's own classes are cached (those of
 other libraries a command happens to import are compiled as usual). Used by the CLI entry point
 only (gitliza/__main__.py): the library leaves `dataclasses` alone.
 """
 from __future__ import annotations
 
 import builtins
-import marshal
+from types import CodeType
 from typing import Any
 
 from gitliza.cli import caches
 
-_STEM = "dataclass-code-v2"  # v2: compiled without this module's __future__ flags
+# v2: compiled without this module's __future__ flags; v3: code objects, and the recipes with them
+_STEM = "dataclass-v3"
 _LIMIT = 400  # entries kept per module before its file is pruned to what the last run used
-_modules: dict[str, dict[str, bytes]] = {}  # module -> source -> marshalled code
+_modules: dict[str, dict[str, dict[Any, Any]]] = {}  # module -> {"code": ..., "recipes": ...}
 _used: dict[str, set[str]] = {}
-_dirty: set[str] = set()
+_dirty: set[str] = set()  # modules whose file is to be written again (code or recipes)
 
 
-def _entries(module: str) -> dict[str, bytes]:
-    found: dict[str, bytes] = caches.of_module(_modules, _STEM, module)
+def of_module(module: str) -> dict[str, dict[Any, Any]]:
+    """`module`'s file, read once per process: "code" (source -> compiled code) and "recipes"
+    (classreplay.py's, by class key); empty parts when there is none or it is not a dict."""
+    found = _modules.get(module)
+    if found is None:
+        saved = caches.read_cache(f"{_STEM}.{module}")
+        parts = saved if isinstance(saved, dict) else {}
+        found = _modules[module] = {k: v if isinstance(v, dict) else {}
+                                    for k in ("code", "recipes") for v in (parts.get(k),)}
     return found
+
+
+def _entries(module: str) -> dict[str, Any]:
+    return of_module(module)["code"]
 
 
 def _exec(source: Any, globals_: Any = None, locals_: Any = None, /) -> None:
     module = str((globals_ or {}).get("__name__", ""))
     if isinstance(source, str) and module.startswith("gitliza"):
         entries = _entries(module)
-        saved = entries.get(source)
-        if saved is None:
+        code = entries.get(source)
+        if type(code) is not CodeType:  # not kept, or not code (a damaged file): compiled
             # dont_inherit: this module's `from __future__ import annotations` must not reach the
             # code dataclasses writes (its `__init__` annotations would be the names of its
             # locals, `'_type_x'`, not the field types, and a docstring-less class's __doc__ too)
-            code = compile(source, "<string>", "exec", dont_inherit=True)
-            entries[source] = marshal.dumps(code)
+            code = entries[source] = compile(source, "<string>", "exec", dont_inherit=True)
             _dirty.add(module)
-        else:
-            code = marshal.loads(saved)
         _used.setdefault(module, set()).add(source)
         source = code
     builtins.exec(source, globals_, locals_)
@@ -61,16 +73,16 @@ def install() -> None:
     if getattr(dataclasses, "exec", None) is _exec:
         return
     dataclasses.exec = _exec  # type: ignore[attr-defined]  # shadows the builtin in that module
+    classreplay.keep_in(lambda module: of_module(module)["recipes"], _dirty.add)
     classreplay.install(_exec)  # and the analysis around that code: classreplay.py
     atexit.register(save)
 
 
 def save() -> None:
-    from gitliza.cli import classreplay
-    classreplay.save()
     for module in sorted(_dirty):
-        entries = _modules[module]
+        parts = _modules[module]
+        entries = parts["code"]
         if len(entries) > _LIMIT:
-            entries = {k: entries[k] for k in _used.get(module, ())}
-        caches.write_cache(f"{_STEM}.{module}", entries)
+            entries = {k: entries[k] for k in _used.get(module, ()) if k in entries}
+        caches.write_cache(f"{_STEM}.{module}", {"code": entries, "recipes": parts["recipes"]})
     _dirty.clear()

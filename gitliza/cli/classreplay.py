@@ -2,19 +2,19 @@
 analysis of it.
 
 classcache.py keeps the compiled code of the methods `@dataclass` generates, but the analysis
-around that code still ran at every CLI start: for each field three regular-expression tests of
-its annotation (ClassVar? InitVar? KW_ONLY?), a `Field` made and checked, each method's source
+around that code still ran at every CLI start: for each field three regular-expression tests of its
+annotation (ClassVar? InitVar? KW_ONLY?), a `Field` made and checked, each method's source
 assembled string by string. ~0.2 ms a class, ~5 ms of every `status` for the model's entities
-alone. Its outcome depends only on the class definition, so it is kept (with the compiled code,
-one file per module, gitliza/cli/caches.py), keyed by everything it depends on: the class's name,
-the decorator's arguments, the annotations, and each field's default (none, a value, or a
-`field(...)` and its flags). A class whose key is known is built here the way dataclasses'
+alone. Its outcome depends only on the class definition, so it is kept (in classcache.py's file of
+the module, with the compiled code: gitliza/cli/caches.py), keyed by everything it depends on: the
+class's name, the decorator's arguments, the annotations, and each field's default (none, a value,
+or a `field(...)` and its flags). A class whose key is known is built here the way dataclasses'
 `_process_class` builds it, from its own helpers: the same `Field` objects, the same code run with
-the same names bound, the same slotted class (tests/cli/test_classreplay.py compares every class
-of gitliza both ways). What a key cannot vouch for goes through dataclasses itself: a class with a
+the same names bound, the same slotted class (tests/cli/test_classreplay.py compares every class of
+gitliza both ways). What a key cannot vouch for goes through dataclasses itself: a class with a
 base, without a docstring, with its own dunder methods, `order`/`unsafe_hash`, or a ClassVar,
-InitVar or KW_ONLY field (the first build finds those and keeps no recipe), and any other
-library's class. Installed by classcache.install(), so by the CLI entry point only.
+InitVar or KW_ONLY field (the first build finds those and keeps no recipe), and any other library's
+class. Installed by classcache.install(), so by the CLI entry point only.
 """
 from __future__ import annotations
 
@@ -24,18 +24,19 @@ import dataclasses as dc
 import sys
 from typing import Any, Callable
 
-from gitliza.cli import caches
-
-_STEM = "dataclass-recipe-v1"
 # The methods `_process_class` may add: a class that defines one itself is left to it.
 _OWN = frozenset(("__init__", "__repr__", "__eq__", "__hash__", "__setattr__", "__delattr__",
                   "__match_args__", "__slots__", "__post_init__", "__getstate__", "__setstate__",
                   "__lt__", "__le__", "__gt__", "__ge__"))
 _original: Callable[..., Any] | None = None
 _exec: Callable[..., None] = exec  # classcache's caching exec, set by install()
-_recipes: dict[str, dict[Any, Any]] = {}  # module -> key -> recipe
-_dirty: set[str] = set()
 _RECORDING = _thread.allocate_lock()
+
+
+def keep_in(recipes_of: Callable[[str], dict[Any, Any]], changed: Callable[[str], None]) -> None:
+    """Where the recipes are kept: classcache.py's file of each module (no import of it here)."""
+    global _of, _changed
+    _of, _changed = recipes_of, changed
 
 
 def install(cached_exec: Callable[..., None]) -> None:
@@ -47,15 +48,13 @@ def install(cached_exec: Callable[..., None]) -> None:
     dc._process_class = _process  # type: ignore[attr-defined]
 
 
-def save() -> None:
-    for module in sorted(_dirty):
-        caches.write_cache(f"{_STEM}.{module}", _recipes[module])
-    _dirty.clear()
+def _no_recipes(module: str) -> dict[Any, Any]:
+    return {}
 
 
-def _of(module: str) -> dict[Any, Any]:
-    found: dict[Any, Any] = caches.of_module(_recipes, _STEM, module)
-    return found
+# classcache's, set by install(): the recipes kept in a module's file, and that file to write
+_of: Callable[[str], dict[Any, Any]] = _no_recipes
+_changed: Callable[[str], None] = lambda module: None  # noqa: E731
 
 
 def _process(cls: type, *params: Any) -> type:
@@ -84,7 +83,7 @@ def _process(cls: type, *params: Any) -> type:
     found = _recipe(built, params, sources)
     if found is not None:
         recipes[key] = found
-        _dirty.add(module)
+        _changed(module)  # written with the module's code at exit
     return built
 
 

@@ -69,6 +69,8 @@ def run(args: list[str]) -> int | None:
     from gitliza.cli.commands import Env
     agent, json, no_sync = (run_args + [None, False, False][len(run_args):])[:3]
     env = Env(path=_cwd(), agent=agent, json=json, no_sync=no_sync)
+    from gitliza.cli import gcpause
+    gcpause.release()  # loaded: the collector runs again while the command does (gcpause.py)
     code: int = fn(env, **kw)
     return code or 0
 

@@ -105,8 +105,13 @@ class Board:
             yield from done
             return
         found = []
-        for k in self.keys(coll):
-            v = self.get(coll, k)
+        keys = self.keys(coll)
+        many = getattr(self._src, "many", None)
+        if many is None or any(c == coll for c, _k in self._over):
+            read: Iterable[Any] = (self.get(coll, k) for k in keys)
+        else:  # nothing laid over this collection: the source reads it in one pass
+            read = many(coll, keys)
+        for v in read:
             if v is not None:
                 found.append(v)
                 yield v

@@ -8,9 +8,10 @@ from __future__ import annotations
 import re
 import time as _time
 
+from gitliza.core.encoding.lazyre import lazy
 from gitliza.errors import ValidationError
 
-_ISO = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
+_ISO = lazy(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
 
 
 def check_ts(value: str, what: str = "timestamp") -> str:
@@ -43,7 +44,7 @@ def plus(ts: str, seconds: int) -> str:
     return from_epoch(to_epoch(ts) + seconds)
 
 
-_AGO = re.compile(r"^(\d+)\s*([smhdw])$")
+_AGO = lazy(r"^(\d+)\s*([smhdw])$")
 _UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 

@@ -17,18 +17,18 @@ every reader that shows the votes.
 from __future__ import annotations
 
 import fnmatch
-import re
 from typing import Iterable
 
+from gitliza.core.encoding.lazyre import lazy
 from gitliza.core.model import Config, Evidence, ReviewLease, ReviewVote, Task
 from gitliza.errors import ValidationError
 
 DIVERSITY = ("off", "cli", "model")
 EVIDENCE_KINDS = ("path", "test", "command")
 MAX_QUORUM = 9
-_RULE = re.compile(r"^(label|scope):([^=\s]+)=([1-9])$")
-_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
-_BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+_RULE = lazy(r"^(label|scope):([^=\s]+)=([1-9])$")
+_DIGEST = lazy(r"^sha256:[0-9a-f]{64}$")
+_BULLET = lazy(r"^\s*(?:[-*+]|\d+[.)])\s+")
 
 
 def rubber_stamp_fix(config: Config) -> str:

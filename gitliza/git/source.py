@@ -9,7 +9,7 @@ read (newer than its own: core/encoding/versions.py); the format of a tree read 
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable, Iterator
 
 import pygit2
 
@@ -107,6 +107,51 @@ class GitSource:
         self._cache[k] = value
         return value
 
+    def many(self, coll: str, keys: Iterable[str]) -> Iterator[Any | None]:
+        """`get` of each key in turn: what reading a whole collection (`status`'s 1,000 tasks,
+        the metrics) gets, with the per-entity look-ups hoisted out of the loop (~2 us of ~4 a
+        task were `get`'s calls and attribute look-ups) and what it decoded given to the memo in
+        one step. Lazy, as `get` is: a reader that stops early decodes no more than it read. An
+        entity this source has not listed, or that it decodes from its blob (no shared tables),
+        goes through `get` itself."""
+        cache, ids, memo, tables = self._cache, self._ids, _decoded(coll), self._tables
+        if tables is None or coll == versions.FORMAT_KEY[0]:
+            for key in keys:
+                yield self.get(coll, key)
+            return
+        used, saved, cls = tables.used, tables.get, ENTITY_TYPES[coll]
+        decode, recall = codec.decode, memo.get
+        fresh: dict[tuple[str, str], tuple[pygit2.Oid, Any]] = {}
+        try:
+            for key in keys:
+                k = (coll, key)
+                value = cache.get(k, _ABSENT)
+                if value is _ABSENT:
+                    oid = ids.get(k)
+                    if oid is None:
+                        value = self.get(coll, key)
+                    else:
+                        found = recall(k)
+                        if found is not None and found[0] == oid:
+                            value = found[1]
+                        else:
+                            raw = oid.raw
+                            table = saved(raw)
+                            if table is not None and coll in _BY_ID:
+                                try:  # decode_table's, inline; an error sends us to the blob
+                                    value = decode(cls, table, coll)
+                                except InconsistentState:
+                                    pass
+                            if table is not None and value is not _ABSENT and value.id == key:
+                                used[raw] = table
+                            else:
+                                value = self._from_tables(coll, key, oid)
+                            fresh[k] = (oid, value)
+                        cache[k] = value
+                yield value
+        finally:
+            memo.update(fresh)
+
     def _from_tables(self, coll: str, key: str, oid: pygit2.Oid) -> Any:
         assert self._tables is not None
         raw = oid.raw
@@ -144,9 +189,10 @@ class GitSource:
         # weight (a task moved to archive/ that this process never asks for by its key again: a
         # coder's supervisor kept the last live record of every task the team ever had, ~300
         # objects per task, up to the cache's 4,096 entries).
-        if coll not in HISTORY:
+        if coll not in HISTORY:  # (a comparison, not a call, per entry held: 1,000s of them)
             present = set(listed)
-            _DECODED.retain(lambda k: k[0] != coll or k[1] in present)
+            for k in [k for k in _DECODED.keys() if k[0] == coll and k[1] not in present]:
+                _DECODED.discard(k)
         return listed
 
     def _leaves(self, coll: str, tree: pygit2.Object, depth: int, out: list[str]) -> None:
@@ -166,8 +212,12 @@ class GitSource:
                 out.append(key)
 
 
+_ABSENT = object()
+_BY_ID = frozenset(("tasks", "archive", "agents", "discovered"))  # entities named by their `id`
+
+
 def _ident(coll: str, entity: Any) -> Any:
-    if coll in ("tasks", "archive", "agents", "discovered"):
+    if coll in _BY_ID:
         return entity.id
     return entity.task if coll == "handoff" else None
 

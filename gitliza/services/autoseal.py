@@ -6,32 +6,67 @@ is then unsigned, as every commit is). Where the key is not at hand they say so 
 says when the newest seal is far behind (`behind`: light to import, `status` calls it)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import pygit2
 
+from gitliza.atomic import read_marshal, write_marshal
 from gitliza.core.encoding.record import is_seal_message
 from gitliza.core.states import HUMAN_ACTOR
 from gitliza.errors import LizaError
+from gitliza.git.repository import common_dir
 
 if TYPE_CHECKING:
     from gitliza.services.api import Liza
 
 
+MEMO = "gitliza-seal.cache"  # in the git common dir, beside gitliza-tables.cache
+_FORMAT = ("gitliza-seal", 1)
+
+
 def behind(repo: pygit2.Repository, tip: pygit2.Oid, every: int) -> int | None:
     """`every` when the `every` commits at and below `tip` hold no seal and the history goes on
     below them (the newest seal, if any, is at least that far down); None when a seal is within
-    them, or the whole history is shorter (a young board needs none). A walk of `every` commits
-    at most."""
+    them, or the whole history is shorter (a young board needs none).
+
+    A walk of `every` commits at most, read one by one (~10 us each: 13 ms of a `status` at
+    1,200 commits without a seal, more than a tenth of it). What a walk found is kept for the
+    commit it started from (commits never change), in `<git dir>/gitliza-seal.cache`: the next
+    walk stops where it meets that commit, so a `status` after a transition reads one commit.
+    Kept per commit: how far down its newest seal is and how long its history is, both capped
+    at `every` (+1): enough to answer for any commit above it."""
+    path = common_dir(repo) / MEMO
+    known = _memo(read_marshal(str(path)), every)
     oid: pygit2.Oid | None = tip
-    for _ in range(every):
-        if oid is None:
-            return None
+    k = 0  # commits walked, none of them a seal
+    while True:
+        if known is not None and oid is not None and oid.raw == known[0]:
+            seal, length = min(k + known[1], every), min(k + known[2], every + 1)
+            break
+        if oid is None:  # the history ends within `every` commits: no seal in all of it
+            seal, length = every, k
+            break
+        if k >= every:  # `every` commits without a seal, and the history goes on
+            seal, length = every, every + 1
+            break
         commit = repo.get(oid)
         if not isinstance(commit, pygit2.Commit) or is_seal_message(commit.message):
-            return None
+            seal, length = k, k + 1  # a seal k commits down (a longer history changes nothing)
+            break
         oid = commit.parent_ids[0] if commit.parent_ids else None
-    return every if oid is not None else None
+        k += 1
+    if known is None or known[0] != tip.raw:
+        write_marshal(str(path), (_FORMAT, every, tip.raw, seal, length))
+    return every if seal >= every and length > every else None
+
+
+def _memo(found: Any, every: int) -> tuple[bytes, int, int] | None:
+    """(commit id, seal, length) from the memo file, if it is one and was kept for `every`."""
+    if (type(found) is tuple and len(found) == 5 and found[0] == _FORMAT and found[1] == every
+            and type(found[2]) is bytes and type(found[3]) is int and type(found[4]) is int
+            and 0 <= found[3] <= every and 0 <= found[4] <= every + 1):
+        return found[2], found[3], found[4]
+    return None
 
 
 class Sealer:

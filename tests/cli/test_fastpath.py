@@ -254,12 +254,23 @@ def test_classcache_compiles_a_class_once(monkeypatch: pytest.MonkeyPatch, tmp_p
     classcache.save()
     monkeypatch.setattr(classcache, "_modules", {})  # a new process: the file is all there is
     compiled: list[Any] = []
-    monkeypatch.setattr(classcache, "compile", lambda *a: compiled.append(a) or compile(*a),
+    monkeypatch.setattr(classcache, "compile",
+                        lambda *a, **k: compiled.append(a) or compile(*a, **k),
                         raising=False)
     P = define()
     assert compiled == [] and not classcache._dirty
     assert P(1) == P(1) and P(1) != P(2) and hash(P(1)) == hash(P(1))
     assert repr(P(1)) == "P(x=1, y='a')"
+    # One file for the module, its code kept as code objects; a value that is not code (a
+    # damaged file) is compiled again, never run.
+    import marshal
+    [kept] = tmp_path.glob("dataclass-v3.gitliza.cachetest.*")
+    saved = marshal.loads(kept.read_bytes())
+    assert saved["code"] and all(type(c) is types.CodeType for c in saved["code"].values())
+    kept.write_bytes(marshal.dumps({"code": {k: b"junk" for k in saved["code"]}, "recipes": 7}))
+    monkeypatch.setattr(classcache, "_modules", {})
+    P = define()
+    assert len(compiled) == len(saved["code"]) and repr(P(2, "b")) == "P(x=2, y='b')"
     with pytest.raises(dataclasses.FrozenInstanceError):
         P(1).x = 2  # type: ignore[misc]
 
@@ -299,7 +310,7 @@ def test_output_is_complete_and_atexit_work_is_done_before_the_quick_exit(repo: 
                            capture_output=True, text=True, timeout=60)
         assert r.returncode == 0, (start, r.stderr)
         assert (cache / caches.cache_name("cli-spec")).exists()
-        assert (cache / caches.cache_name("dataclass-code-v2.gitliza.core.model")).exists(), start
+        assert (cache / caches.cache_name("dataclass-v3.gitliza.core.model")).exists(), start
 
 
 def test_a_reader_that_goes_away_ends_the_command_quietly(repo: Path) -> None:
@@ -312,3 +323,42 @@ def test_a_reader_that_goes_away_ends_the_command_quietly(repo: Path) -> None:
                        timeout=60)
     assert r.stdout.splitlines()[-1] == "status=141"  # as git's own commands end (SIGPIPE)
     assert "error" not in r.stderr, r.stderr
+
+
+def test_the_collector_is_held_while_a_command_loads_and_runs_again_for_the_command(
+        repo: Path) -> None:
+    """cli/gcpause.py: a CLI process starts with the cyclic collector held (pygit2's and
+    gitliza's imports: no garbage to find), and the command itself runs with it on, the loaded
+    modules frozen out of its sight; a command run in process (the tests, a library caller) finds
+    the collector as its caller left it."""
+    _board(repo, 3)
+    code = textwrap.dedent("""
+        import gc, sys
+        from gitliza.cli import fastpath
+        target = fastpath._target
+        def spy(cmd, values):
+            loading = gc.isenabled()  # while the command's modules are imported
+            fn, args, kw = target(cmd, values)
+            def run(env, **k):
+                print(loading, gc.isenabled(), gc.get_freeze_count() > 10_000, flush=True)
+                return fn(env, **k)
+            return run, args, kw
+        fastpath._target = spy
+        sys.argv = ["git-liza", "status"]
+        from gitliza.__main__ import main
+        main()
+    """)
+    r = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[0] == "False True True"  # held, then on, imports frozen
+    import gc
+    from gitliza.__main__ import main
+    frozen = gc.get_freeze_count()
+    cwd = os.getcwd()
+    try:
+        os.chdir(repo)
+        assert main(["status"]) == 0
+    finally:
+        os.chdir(cwd)
+    assert gc.isenabled() and gc.get_freeze_count() == frozen  # in process: left as it was

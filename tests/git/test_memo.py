@@ -46,3 +46,24 @@ def test_replacing_discarding_and_retaining_keep_the_weight_right() -> None:
     assert g.get("b") == [1, 2] and g.get("d") is not None and g.get("c") is None
     g.clear()
     assert len(g) == 0 and g.weight() == 0
+
+
+def test_update_is_each_item_set_in_turn() -> None:
+    """`update` (a collection read whole, gitliza/git/source.py `many`) keeps what setting each
+    item keeps: the same entries, the same load, the old generation's copy gone, the bound."""
+    from gitliza.git.memo import Generations
+    for size, before, batch in ((8, 3, 4), (8, 6, 4), (8, 0, 8), (4, 2, 9)):
+        one, bulk = Generations[str, int](size), Generations[str, int](size)
+        for g in (one, bulk):
+            for i in range(before):
+                g[f"k{i}"] = i
+            g._old["k1"] = -1  # an older copy of a key the batch brings again
+        items = {f"k{i}": 10 * i for i in range(1, batch + 1)}
+        for k, v in items.items():
+            one[k] = v
+        bulk.update(items)
+        for g in (one, bulk):
+            assert all(g.get(k) == v for k, v in items.items() if k in g)
+            assert "k1" not in g._old or g._old["k1"] != -1
+            assert len(g._young) <= size and g._load == len(g._young)
+        assert set(bulk.keys()) >= set(items) if batch <= size else True

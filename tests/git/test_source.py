@@ -67,3 +67,41 @@ def test_a_task_that_moved_to_the_archive_is_not_kept_by_a_reader(repo: Path) ->
             if k[0] == "tasks"]
     assert kept == []
     assert reader.board().task("t3").status == "ABANDONED"  # from the archive, as before
+
+
+def test_a_whole_collection_read_through_the_tables_is_what_get_reads(repo: Path) -> None:
+    """`GitSource.many` (a collection read whole: `status`) gives what `get` gives key by key,
+    from the shared tables (gitliza/git/tablecache.py) or, for a table that is damaged or names
+    another task, from the blob; and it stays lazy: a reader that stops early decodes no more."""
+    from gitliza.core.board import Board
+    from gitliza.core.ops import Add
+    from gitliza.git import source
+    from gitliza.git.source import GitSource, Tables
+
+    make_board(repo)
+    h = Liza.open(repo, "human")
+    for i in range(12):
+        h.do(Add, task=f"t{i}", description=f"task {i}", spec_ref="README.md", done_when="w",
+             scope="x")
+    store = h.store
+    tip = store.repo[store.tip()]
+    tables = Tables()
+    list(Board(GitSource(store.repo, tip.tree, tables)).values("tasks"))  # the tables, parsed
+    by_key = {t.id: t for t in Board(GitSource(store.repo, tip.tree)).values("tasks")}
+    raw = {t["id"]: k for k, t in tables.items() if "id" in t}
+    tables[raw["t2"]] = {**tables[raw["t2"]], "priority": "high"}  # wrong type: the blob decides
+    tables[raw["t5"]] = {**tables[raw["t5"]], "id": "t6"}  # another task's table: the blob decides
+    tables[raw["t7"]] = {**tables[raw["t7"]], "description": "from the table"}  # believed (as get)
+    source._DECODED.clear()
+    lazy = GitSource(store.repo, tip.tree, Tables(dict(tables)))
+    first = next(Board(lazy).values("tasks"))
+    assert first == by_key[first.id] and len(lazy._cache) == 1  # one read, one decoded
+    source._DECODED.clear()
+    bulk = {t.id: t for t in Board(GitSource(store.repo, tip.tree, Tables(dict(tables))))
+            .values("tasks")}
+    source._DECODED.clear()
+    one_by_one = GitSource(store.repo, tip.tree, Tables(dict(tables)))
+    assert bulk == {k: one_by_one.get("tasks", k) for k in one_by_one.keys("tasks")}
+    assert bulk["t7"].description == "from the table"
+    assert {k: v for k, v in bulk.items() if k != "t7"} == \
+        {k: v for k, v in by_key.items() if k != "t7"}

@@ -62,7 +62,20 @@ def _enum(kind: type[Enum]) -> tuple[Enc, Dec]:
     return (lambda v: kind(v).value), dec
 
 
+_CODECS: dict[Any, tuple[Enc, Dec]] = {}
+
+
 def _codec_for(tp: Any) -> tuple[Enc, Dec]:
+    """The (encoder, decoder) of a field's type; one pair per distinct type, shared by every field
+    of that type (a `status` start asked 250 times for ~40 types, each through `typing`'s
+    introspection)."""
+    found = _CODECS.get(tp)
+    if found is None:
+        found = _CODECS[tp] = _make_codec(tp)
+    return found
+
+
+def _make_codec(tp: Any) -> tuple[Enc, Dec]:
     origin = typing.get_origin(tp)
     args = typing.get_args(tp)
     if origin in (typing.Union, getattr(__import__("types"), "UnionType")):

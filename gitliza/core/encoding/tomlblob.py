@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 from gitliza.core.encoding import tomlfast
 from gitliza.core.encoding.codec import ENCODERS, decode, encode, malformed, shallow
+from gitliza.core.encoding.lazyre import lazy
 
 T = TypeVar("T")
 
@@ -62,9 +63,9 @@ class _Unsupported(Exception):
 _INDENT = "    "
 _MAX_LINE = 100
 # tomli-w escapes '"', '\\' and the ASCII control characters except tab.
-_ESCAPED = re.compile(r'[\x00-\x08\x0a-\x1f\x7f"\\]')
+_ESCAPED = lazy(r'[\x00-\x08\x0a-\x1f\x7f"\\]')
 _COMPACT = {"\b": "\\b", "\n": "\\n", "\f": "\\f", "\r": "\\r", '"': '\\"', "\\": "\\\\"}
-_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+_BARE_KEY = lazy(r"[A-Za-z0-9_-]+")
 
 
 def _escape(m: re.Match[str]) -> str:

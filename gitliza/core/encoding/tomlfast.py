@@ -13,19 +13,20 @@ them.
 """
 from __future__ import annotations
 
-import re
 import sys
 from typing import Any
 
+from gitliza.core.encoding.lazyre import lazy
+
 # A basic string's characters that end the fast path: the quote and the backslash (escapes) and
 # what TOML forbids raw (control characters other than tab).
-_UNSAFE = re.compile(r'[\x00-\x08\x0a-\x1f\x7f"\\]')
-_KEY = re.compile(r"[A-Za-z0-9_-]+")
-_INLINE_KEY = re.compile(r"([A-Za-z0-9_-]+) = ")
+_UNSAFE = lazy(r'[\x00-\x08\x0a-\x1f\x7f"\\]')
+_KEY = lazy(r"[A-Za-z0-9_-]+")
+_INLINE_KEY = lazy(r"([A-Za-z0-9_-]+) = ")
 # Decimal integers as the writer prints them (str(int)); TOML's +1, 1_000, 0x1, 01 go to tomllib.
 # At most 18 digits: always within TOML's 64-bit range.
-_INT = re.compile(r"-?(?:0|[1-9][0-9]{0,17})")
-_INT_AT = re.compile(r"-?(?:0|[1-9][0-9]{0,17})(?=,| \})")
+_INT = lazy(r"-?(?:0|[1-9][0-9]{0,17})")
+_INT_AT = lazy(r"-?(?:0|[1-9][0-9]{0,17})(?=,| \})")
 
 
 class _Bad(Exception):

@@ -11,15 +11,13 @@ Pure: the board in, the answers out.
 """
 from __future__ import annotations
 
-import re
-
+from gitliza.core.encoding.lazyre import lazy
 from gitliza.core.board import Board
 from gitliza.core.model import Supervisor, Task
 from gitliza.errors import ValidationError
 
-LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")
-MACHINE = re.compile(r"[^\s,]{1,253}")
-
+LABEL = lazy(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")
+MACHINE = lazy(r"[^\s,]{1,253}")
 
 def check_labels(labels: tuple[str, ...] | list[str], what: str = "label") -> tuple[str, ...]:
     """Labels split on commas, stripped, each checked; sorted without duplicates."""
@@ -35,7 +33,6 @@ def check_labels(labels: tuple[str, ...] | list[str], what: str = "label") -> tu
             out.add(part)
     return tuple(sorted(out))
 
-
 def check_machine(name: str) -> str:
     name = name.strip()
     if not MACHINE.fullmatch(name):
@@ -43,27 +40,22 @@ def check_machine(name: str) -> str:
                               "`liza.machine`: no spaces or commas)")
     return name
 
-
 def _token(board: Board, agent: str) -> Supervisor | None:
     sup = board.get("supervisors", agent)
     return sup if isinstance(sup, Supervisor) else None
-
 
 def machine_of(board: Board, agent: str) -> str | None:
     sup = _token(board, agent)
     return sup.host if sup is not None else None
 
-
 def labels_of(board: Board, agent: str) -> tuple[str, ...]:
     sup = _token(board, agent)
     return sup.labels if sup is not None else ()
-
 
 def drained_machine(board: Board, agent: str) -> str | None:
     """The machine `agent` runs on if the human drained it, else None."""
     host = machine_of(board, agent)
     return host if host is not None and host in board.control.drained else None
-
 
 def unmet(board: Board, agent: str, task: Task) -> list[str]:
     """The labels `task` needs that `agent`'s supervisor does not offer."""
@@ -72,14 +64,12 @@ def unmet(board: Board, agent: str, task: Task) -> list[str]:
     have = set(labels_of(board, agent))
     return [n for n in task.needs if n not in have]
 
-
 def may_take(board: Board, agent: str, task: Task) -> bool:
     """Whether `agent` may take `task` as far as its machine goes: a drained machine's agent only
     continues a task that is already its own; the task's needs covered."""
     if drained_machine(board, agent) is not None and task.assigned_to != agent:
         return False
     return not unmet(board, agent, task)
-
 
 def offered(board: Board, now: str) -> set[str]:
     """The labels some live supervisor on an undrained machine offers now."""
@@ -90,7 +80,6 @@ def offered(board: Board, now: str) -> set[str]:
         if sup.expires is not None and sup.expires > now and sup.host not in drained:
             out.update(sup.labels)
     return out
-
 
 def label_waits(board: Board, now: str, tasks: list[Task]) -> list[tuple[Task, list[str]]]:
     """Of `tasks`, those that need a label no live, undrained supervisor offers, and which."""
