@@ -95,3 +95,33 @@ def test_an_unshared_merge_no_longer_the_newest_op_is_dropped_not_left_to_wedge_
     ok(a, "verify")
     ok(b, "sync")
     ok(b, "verify")
+
+
+def test_a_merge_after_an_older_unshared_one_merges_on_the_remotes_tip(
+        clones: tuple[Path, Path, Path]) -> None:
+    """A's older merge of t1 never reached the remote (and is no longer A's newest op); B merges
+    t3; then A merges t2. The pull before the merge drops t1's merge (the remote's integration
+    branch moved past it) and returns A's integration branch to the remote's, so t2 merges on the
+    remote's tip (before: the pull failed IntegrationDiverged, and so did the merge)."""
+    bare, a, b = clones
+    for tid in ("t2", "t3"):
+        ok(a, "add", tid, "--desc", f"do {tid}", "--spec-ref", "spec.md", "--done-when",
+           "it works", "--scope", "src", "--ready", agent="p1")
+    to_review(a, "t1", "c1", "r1")
+    ok(a, "verdict", "t1", "approve", agent="r1")
+    to_review(a, "t2", "c1", "r1", text="z\n")
+    ok(a, "verdict", "t2", "approve", agent="r1")
+    ok(b, "sync")
+    to_review(b, "t3", "c2", "r2", text="y\n")
+    ok(b, "verdict", "t3", "approve", agent="r2")
+    ok(a, "sync")
+    ok(a, "merge", "t1", "--no-sync", agent="r1")
+    ok(a, "heartbeat", "--no-sync", agent="c1")  # the merge is no longer A's newest op
+    ok(b, "merge", "t3", agent="r2")
+    r = run(a, "merge", "t2", agent="r1")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert _status_on(a, "t2") == "MERGED" and _status_on(a, "t1") == "APPROVED"
+    assert git(bare, "rev-parse", "integration") == git(a, "rev-parse", "integration")
+    ok(a, "merge", "t1", agent="r1")
+    assert _status_on(a, "t1") == "MERGED"
+    ok(a, "verify")

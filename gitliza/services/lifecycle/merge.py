@@ -243,8 +243,14 @@ def _undo_branch(repo: Repository, branch: str, outcome: MergeOutcome) -> bool:
     a worktree has it checked out (its files followed the merge) -- then it stays, and the next
     sync reports the divergence."""
     ref = repo.references.get(f"refs/heads/{branch}")
-    if outcome.kind == "up-to-date" or ref is None or ref_oid(ref) != outcome.new:
-        return outcome.kind == "up-to-date"
+    if outcome.kind == "up-to-date":
+        return True
+    cur = ref_oid(ref) if ref is not None else None
+    if ref is None or cur is None or (cur != outcome.new
+                                      and not repo.descendant_of(cur, outcome.new)):
+        return True  # it no longer holds the merge: the sync that dropped ops returned it
+    if cur != outcome.new:
+        return False  # built on since: not ours to move
     if checkouts_of_branch(repo, f"refs/heads/{branch}"):
         warn(f"{branch} keeps the unshared merge {str(outcome.new)[:12]}: it is checked out; "
              f"reset it to {str(outcome.old)[:12]} by hand")
