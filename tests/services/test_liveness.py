@@ -407,3 +407,36 @@ def test_a_claim_left_on_the_local_board_by_a_failed_sync_keeps_its_worktree(
     assert (wt / "w.txt").read_text() == "work\n"
     assert restore_worktree(Liza.open(a, "c1"), "t1") is None  # there: nothing to do
     assert restore_worktree(Liza.open(a, "c2"), "t1") is None  # not c2's claim
+
+
+def test_a_renewal_into_a_link_that_answers_nothing_gives_up_within_a_quarter_lease(
+        clones: tuple[Path, Path, Path]) -> None:
+    """A partition that drops packets: the remote accepts the connection and never answers (a
+    link gone down mid-transfer looks the same). The renewal's push gave the lease keeper up to
+    the transport's 120 s, so the keeper neither renewed nor saw the partition and stopped its
+    agent (fleet run 18: a cut-off coder worked on for 50 s, 11.6 s of it beside its task's
+    taker). Now the push gives up after a quarter of the lease (here 2 s) and says so."""
+    import socket
+    import subprocess
+    import threading
+    bare, a, _b = clones
+    claimed(a, "t1", "c1")
+    ok(a, "config", "lease_duration", "8")
+    pit = socket.socket()
+    pit.bind(("127.0.0.1", 0))
+    pit.listen(8)
+    held: list[socket.socket] = []
+    threading.Thread(target=lambda: [held.append(pit.accept()[0]) for _ in range(8)],
+                     daemon=True).start()
+    git(a, "remote", "set-url", "origin", f"git://127.0.0.1:{pit.getsockname()[1]}/remote.git")
+    try:
+        # (A remote copy older than a third of the lease: this renewal is due to be pushed.)
+        r = run(a, "heartbeat", agent="c1", now=later(10))
+    except subprocess.TimeoutExpired:  # run's own bound, 120 s: the transport's whole timeout
+        raise AssertionError("the renewal's push waited on a silent remote") from None
+    finally:
+        pit.close()
+        for s in held:
+            s.close()
+    assert r.returncode == 0, r.stderr
+    assert "renewal of c1 kept here, not shared yet" in r.stderr, r.stderr

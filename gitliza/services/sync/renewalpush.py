@@ -28,6 +28,12 @@ def share(liza: Liza, done: Renewal, lease_seconds: int) -> None:
     and the next one shares it."""
     path = repo_path(liza.repo)
     ref = liveref.ref_of(done.agent)
+    # A renewal not on the remote within a quarter of a lease is overtaken by the next one; and a
+    # push into a link that went down mid-transfer (a partition: nothing fails, nothing answers)
+    # would hold the lease keeper for the transport's whole timeout, so that it neither renews
+    # nor sees the partition and stops the agent (fleet run 18: a cut-off coder worked on for
+    # 50 s, and overlapped its task's taker by 11.6 s).
+    timeout = max(2.0, min(transport.DEFAULT_TIMEOUT, lease_seconds / 4))
     try:
         remote = liza.sync_target()  # resolved once per Liza (an unknown name: said, below)
         if remote is None:
@@ -38,10 +44,10 @@ def share(liza: Liza, done: Renewal, lease_seconds: int) -> None:
             return
         assert done.commit is not None
         res = transport.push_refs(path, remote, [transport.RefUpdate(
-            ref, done.commit, theirs, fast_forward=False)])
+            ref, done.commit, theirs, fast_forward=False)], timeout=timeout)
         if res.status in (PushStatus.OK, PushStatus.UP_TO_DATE):
             return
         from gitliza.services.sync import engine  # only when the push alone did not do: a
-        engine.sync(liza.store, remote)           # heartbeat loads no sync engine
+        engine.sync(liza.store, remote, timeout=timeout)  # (a heartbeat loads no engine)
     except LizaError as e:
         liza.notice(f"renewal of {done.agent} kept here, not shared yet: {e}")
