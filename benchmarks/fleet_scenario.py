@@ -724,10 +724,13 @@ def run(workdir: Path, *, net: str = "auto", work: int = 8, lease: int = 30, cut
         # 4. C cut off while a coder of C works on one of them.
         def c_at_work() -> str | None:
             now = time.time()
-            for t, ag, task, what in agent_log(log):
+            entries = agent_log(log)
+            for t, ag, task, what in entries:
                 if ag.startswith("c-coder") and what[0] == "start" and task in later_ids \
-                        and now - t > 2:
-                    return task
+                        and now - t > 2 and not any(
+                            a2 == ag and k2 == task and w2[0] == "end" and t2 >= t
+                            for t2, a2, k2, w2 in entries):
+                    return task  # (a session still running: it must be stopped by the cut)
             return None
         try:
             c_task = until("a coder of C at work on a later task", c_at_work, 120, res)
