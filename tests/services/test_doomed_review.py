@@ -1,0 +1,75 @@
+"""Review of the ops the remote will never take (services/sync/doomed.py, issue 48): what a sync
+drops at once, and what its drop does to the branches. Real bare remotes (with the server hook, and
+without it where a peer can push anything), real clones, the real CLI."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from gitliza.core import clock
+from tests.conftest import git
+from tests.services.test_lifecycle import claimed, later, ok, run, task, tip, to_review
+from tests.services.test_liveness import clones  # noqa: F401
+
+
+def test_a_forged_integration_tip_is_never_adopted_through_a_dropped_merge(
+        tmp_path: Path, clones: tuple[Path, Path, Path]) -> None:
+    """A peer with push access to a remote without the hook puts an unreviewed commit on the
+    integration branch. A clone refuses to fast-forward to it (IntegrationRefused); but a clone
+    holding an unshared merge judged that merge lost against the forged tip, dropped it, and its
+    rescue returned the local integration branch to the forged tip, unchecked: the next merge
+    built on the forgery."""
+    from gitliza.hooks.install import uninstall
+    bare, a, _b = clones
+    uninstall(bare)  # a remote without the server hook, as a hosted one
+    to_review(a, "t1", "c1", "r1")
+    ok(a, "verdict", "t1", "approve", agent="r1")
+    ok(a, "merge", "t1", "--no-sync", agent="r1")
+    unshared = git(a, "rev-parse", "integration")
+    # The peer: plain git, an unreviewed commit on top of the remote's integration branch.
+    peer = tmp_path / "peer"
+    git(tmp_path, "clone", "-q", "-b", "integration", str(bare), str(peer))
+    (peer / "evil.txt").write_text("nobody reviewed this\n")
+    git(peer, "add", "evil.txt")
+    git(peer, "commit", "-qm", "unreviewed")
+    forged = git(peer, "rev-parse", "HEAD")
+    git(peer, "push", "-q", "origin", "HEAD:integration")
+    r = run(a, "sync")
+    mine = git(a, "rev-parse", "integration")
+    assert mine != forged, r.stdout + r.stderr
+    assert not _is_ancestor(a, forged, mine), r.stdout + r.stderr
+    assert mine == unshared, r.stdout + r.stderr
+
+
+def _is_ancestor(repo: Path, old: str, new: str) -> bool:
+    import subprocess
+    return subprocess.run(["git", "merge-base", "--is-ancestor", old, new], cwd=repo,
+                          capture_output=True).returncode == 0
+
+
+def test_a_dropped_takeover_leaves_a_shareable_merge_on_the_integration_branch(
+        clones: tuple[Path, Path, Path]) -> None:
+    """B holds an unshared merge the remote can take (a fast-forward of its integration branch)
+    and a takeover a renewal outran. The sync drops the takeover (the remote will never take it);
+    the merge must be shared, not taken off the integration branch by the drop's rescue (which
+    returns the integration branch whenever any op is dropped)."""
+    bare, a, b = clones
+    t = later(0)
+    ok(a, "add", "t2", "--desc", "do t2", "--spec-ref", "spec.md", "--done-when", "it works",
+       "--scope", "src", "--ready", agent="p1")
+    to_review(a, "t1", "c1", "r1")
+    ok(a, "verdict", "t1", "approve", agent="r1")
+    claimed(a, "t2", "c1", now=clock.plus(t, -1500))
+    ok(b, "sync", now=clock.plus(t, -1400))  # B first sees c1's lease mark here
+    git(b, "fetch", "-q", "origin", "refs/heads/liza/t1")  # t1's review commit
+    ok(b, "claim", "t2", "--no-sync", agent="c2", now=clock.plus(t, -1400 + 300 + 60 + 10))
+    ok(a, "heartbeat", agent="c1", now=clock.plus(t, -1210))  # c1 renews: B's takeover outrun
+    ok(b, "merge", "t1", "--no-sync", agent="r1")
+    merged = git(b, "rev-parse", "integration")
+    assert git(bare, "rev-parse", "integration") != merged
+    r = run(b, "sync")
+    out = r.stdout + r.stderr
+    assert "dropped claim t2 by c2" in out, out
+    assert r.returncode == 0, out
+    assert task(b, "t1").status == "MERGED", out
+    assert git(bare, "rev-parse", "integration") == merged, out
+    assert tip(b) == tip(bare)
