@@ -9,6 +9,7 @@ from gitliza.core import clock
 from tests.conftest import git
 from tests.services.test_lifecycle import claimed, later, ok, run, task, tip, to_review
 from tests.services.test_liveness import clones  # noqa: F401
+from tests.services.test_merge_unshared import approved_on_each
 
 
 def test_a_forged_integration_tip_is_never_adopted_through_a_dropped_merge(
@@ -73,3 +74,36 @@ def test_a_dropped_takeover_leaves_a_shareable_merge_on_the_integration_branch(
     assert task(b, "t1").status == "MERGED", out
     assert git(bare, "rev-parse", "integration") == merged, out
     assert tip(b) == tip(bare)
+
+
+def test_a_merge_replayed_by_another_process_is_still_its_commands_own(
+        clones: tuple[Path, Path, Path]) -> None:
+    """`git liza merge` handles its own lost race (IntegrationDiverged: it takes its merge back
+    and merges again), so its sync exempts its op from the veto. Another process of the clone (a
+    `git liza pull`, a claim's pull) may replay that op first, giving it a new commit id: the
+    exemption must follow the op, not the id it was first committed with. Before, the merge's own
+    sync dropped it as lost (a DROPPED_OPS alarm for a merge its command was about to redo)."""
+    import pygit2
+
+    from gitliza.git.remotes.remote import resolve
+    from gitliza.git.store import Store
+    from gitliza.services.sync import droplog, engine
+    from gitliza.services.sync.branches import IntegrationDiverged
+    bare, a, b = clones
+    approved_on_each(a, b)
+    ok(a, "merge", "t1", "--no-sync", agent="r1")  # as the merge command's commit, before its sync
+    own = tip(a)
+    # The remote's board moves on, not its integration branch.
+    ok(b, "add", "t3", "--desc", "do t3", "--spec-ref", "spec.md", "--done-when", "it works",
+       "--scope", "src", agent="p1")
+    ok(a, "pull")  # another process of A replays the merge op onto the remote's board
+    assert tip(a) != own and task(a, "t1").status == "MERGED"
+    ok(b, "merge", "t2", agent="r2")  # now the integration branch moves on
+    store = Store.discover(a)
+    try:
+        engine.sync(store, resolve(a, "origin"), own=own)
+        raised = False
+    except IntegrationDiverged:
+        raised = True
+    assert raised, droplog.alerts(pygit2.Repository(str(a)))
+    assert not droplog.alerts(pygit2.Repository(str(a)))
