@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from gitliza.core import clock
 from tests.conftest import git
 from tests.services.test_lifecycle import claimed, later, ok, run, task, tip, to_review
@@ -107,3 +109,57 @@ def test_a_merge_replayed_by_another_process_is_still_its_commands_own(
         raised = True
     assert raised, droplog.alerts(pygit2.Repository(str(a)))
     assert not droplog.alerts(pygit2.Repository(str(a)))
+
+
+@pytest.mark.xfail(strict=True, reason="review of issue 48: a merge's pull_first vetoes (drops) "
+                   "before the command validates its input; left to the lead (see the report)")
+def test_a_refused_merge_leaves_the_local_board_where_it_was(
+        clones: tuple[Path, Path, Path]) -> None:
+    """A command refused (exit 1) changes nothing. `git liza merge` pulls first; since the veto,
+    that pull (mode "pull", no `own`) drops an unshared merge of this clone even when the local
+    board is only ahead of the remote's, so a merge refused for bad input moved refs/liza/state.
+    (Behind or diverged, the pull moved it before the veto too: the remote's ops came in.)"""
+    bare, a, b = clones
+    approved_on_each(a, b)
+    from gitliza.git.remotes.remote import resolve
+    from gitliza.git.store import Store
+    from gitliza.services.sync import engine
+    from gitliza.services.sync.branches import IntegrationDiverged
+    ok(a, "merge", "t1", "--no-sync", agent="r1")
+    own = tip(a)
+    ok(a, "add", "t3", "--desc", "do t3", "--spec-ref", "spec.md", "--done-when", "it works",
+       "--scope", "src", "--no-sync", agent="p1")  # the merge is no longer A's newest op
+    ok(b, "merge", "t2", agent="r2")  # the remote's integration branch moves on
+    # The merge's own sync (as its command runs it): the remote's ops come in, the merge is
+    # replayed on them, the push fails. A's board is now only ahead of the remote's.
+    with pytest.raises(IntegrationDiverged):
+        engine.sync(Store.discover(a), resolve(a, "origin"), own=own)
+    assert task(a, "t1").status == "MERGED"
+    before = tip(a)
+    r = run(a, "merge", "t1", agent="r9")  # no such agent: refused
+    assert r.returncode == 1, r.stderr
+    assert tip(a) == before, r.stderr
+
+
+def test_a_kept_merge_above_a_dropped_one_does_not_keep_the_dropped_work_on_the_branch(
+        clones: tuple[Path, Path, Path]) -> None:
+    """The integration branch stays for a merge the sync kept, but not when it also holds a merge
+    the sync dropped: the dropped work must leave it (else every merge made again builds on it and
+    fails the same way). Here the merge command's own op (t2, kept: its command takes it back)
+    sits on the local branch above an older unshared merge (t1) the remote's branch moved past."""
+    from gitliza.git.remotes.remote import resolve
+    from gitliza.git.store import Store
+    from gitliza.services.sync import engine
+    from gitliza.services.sync.branches import IntegrationDiverged
+    bare, a, b = clones
+    approved_on_each(a, b, t3=True)
+    to_review(a, "t3", "c1", "r1", text="z\n")
+    ok(a, "verdict", "t3", "approve", agent="r1")
+    ok(a, "merge", "t1", "--no-sync", agent="r1")
+    ok(a, "merge", "t3", "--no-sync", agent="r1")
+    own = tip(a)
+    ok(b, "merge", "t2", agent="r2")  # the remote's integration branch moves past both
+    with pytest.raises(IntegrationDiverged):
+        engine.sync(Store.discover(a), resolve(a, "origin"), own=own)
+    assert task(a, "t1").status == "APPROVED"
+    assert git(a, "rev-parse", "integration") == git(bare, "rev-parse", "integration")

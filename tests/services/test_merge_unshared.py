@@ -17,8 +17,9 @@ def _status_on(repo: Path, task: str) -> str:
     return str(data["status"])
 
 
-def approved_on_each(a: Path, b: Path) -> None:
-    """t1 approved on clone A; t2 added, then approved on clone B (each shared)."""
+def approved_on_each(a: Path, b: Path, *, t3: bool = False) -> None:
+    """t1 approved on clone A; t2 added, then approved on clone B (each shared); with `t3`, a
+    ready t3 added on A, and A synced."""
     ok(a, "add", "t2", "--desc", "do t2", "--spec-ref", "spec.md", "--done-when", "it works",
        "--scope", "src", "--ready", agent="p1")
     to_review(a, "t1", "c1", "r1")
@@ -26,6 +27,10 @@ def approved_on_each(a: Path, b: Path) -> None:
     ok(b, "sync")
     to_review(b, "t2", "c2", "r2", text="y\n")
     ok(b, "verdict", "t2", "approve", agent="r2")
+    if t3:
+        ok(a, "add", "t3", "--desc", "do t3", "--spec-ref", "spec.md", "--done-when", "it works",
+           "--scope", "src", "--ready", agent="p1")
+        ok(a, "sync")
 
 
 def test_a_merge_the_remote_did_not_take_is_taken_back_and_merged_once_it_can_be(
@@ -65,10 +70,7 @@ def test_an_unshared_merge_no_longer_the_newest_op_is_dropped_not_left_to_wedge_
 
     from gitliza.services.sync import droplog
     bare, a, b = clones
-    approved_on_each(a, b)
-    ok(a, "add", "t3", "--desc", "do t3", "--spec-ref", "spec.md", "--done-when", "it works",
-       "--scope", "src", "--ready", agent="p1")
-    ok(a, "sync")
+    approved_on_each(a, b, t3=True)
     # A merges t1 without sharing it, and makes another op after it: the merge is no longer the
     # newest op on A's board. Then B merges t2 and shares it: the integration branches diverge.
     ok(a, "merge", "t1", "--no-sync", agent="r1")

@@ -61,7 +61,9 @@ def rescue(store: Store, integration: str | None, tracking_prefix: str,
         ref = f"refs/heads/{integration}"
         mine = _tip(repo, ref)
         if mine is not None and _holds_more(repo, mine, team):
-            why = _integration_stays(repo, board, mine, team, kept_merges)
+            why = _integration_stays(repo, board, mine, team, kept_merges,
+                                     [getattr(op, "merge_commit", None) or ""
+                                      for _d, op in dropped if op is not None])
             if why is None:
                 moves.append((ref, mine, team))
             else:
@@ -108,19 +110,28 @@ def rescue(store: Store, integration: str | None, tracking_prefix: str,
 
 
 def _integration_stays(repo: pygit2.Repository, board: Board, mine: pygit2.Oid,
-                       team: pygit2.Oid, kept_merges: Sequence[str]) -> str | None:
+                       team: pygit2.Oid, kept_merges: Sequence[str],
+                       dropped_merges: Sequence[str]) -> str | None:
     """Why the local integration branch must not return to the remote's, None when it may:
-    - it holds a merge a kept op records (a drop of any other op, such as a takeover a renewal
-      outran, took a merge the remote would take off the branch, and the push then failed
-      IntegrationDiverged with the board recording it);
+    - it holds a merge a kept op records, and none a dropped op records (a drop of another op,
+      such as a takeover a renewal outran, took a merge the remote would take off the branch,
+      and the push then failed IntegrationDiverged with the board recording it). Dropped work on
+      it always leaves: a kept merge above it is its command's to make again;
     - the remote's brings in work no approval on the board covers (a peer's push where no server
       hook runs): a fast-forward to it is refused (adopt.check_integration), and a rescue must not
       be the way round that rule."""
-    for hexsha in kept_merges:
-        m = pygit2.Oid(hex=hexsha)
-        if m in repo and (m == mine or repo.descendant_of(mine, m)) and not (
-                m == team or repo.descendant_of(team, m)):
-            return f"it holds the merge {hexsha[:12]} of an op still on the board"
+    def only_here(hexsha: str) -> bool:
+        try:
+            m = pygit2.Oid(hex=hexsha)
+        except ValueError:
+            return False
+        return m in repo and (m == mine or repo.descendant_of(mine, m)) and not (
+            m == team or repo.descendant_of(team, m))
+
+    if not any(only_here(h) for h in dropped_merges if h):
+        for hexsha in kept_merges:
+            if only_here(hexsha):
+                return f"it holds the merge {hexsha[:12]} of an op still on the board"
     bad = unapproved(repo, Approvals.of(board), team, [mine])
     if bad:
         return f"the remote's brings in {describe(bad)}"
