@@ -12,20 +12,25 @@ from tests.services.test_lifecycle import ok, run, to_review
 from tests.services.test_liveness import clones  # noqa: F401
 
 
-def _add(repo: Path, *tasks: str) -> None:
-    for tid in tasks:
-        ok(repo, "add", tid, "--desc", f"do {tid}", "--spec-ref", "spec.md", "--done-when",
-           "it works", "--scope", "src", "--ready", agent="p1")
-
-
-def _approved(repo: Path, tid: str, coder: str, reviewer: str, text: str) -> None:
-    to_review(repo, tid, coder, reviewer, text=text)
-    ok(repo, "verdict", tid, "approve", agent=reviewer)
-
-
 def _status_on(repo: Path, task: str) -> str:
     data = ok(repo, "show", task)
     return str(data["status"])
+
+
+def approved_on_each(a: Path, b: Path, *, t3: bool = False) -> None:
+    """t1 approved on clone A; t2 added, then approved on clone B (each shared); with `t3`, a
+    ready t3 added on A, and A synced."""
+    ok(a, "add", "t2", "--desc", "do t2", "--spec-ref", "spec.md", "--done-when", "it works",
+       "--scope", "src", "--ready", agent="p1")
+    to_review(a, "t1", "c1", "r1")
+    ok(a, "verdict", "t1", "approve", agent="r1")
+    ok(b, "sync")
+    to_review(b, "t2", "c2", "r2", text="y\n")
+    ok(b, "verdict", "t2", "approve", agent="r2")
+    if t3:
+        ok(a, "add", "t3", "--desc", "do t3", "--spec-ref", "spec.md", "--done-when", "it works",
+           "--scope", "src", "--ready", agent="p1")
+        ok(a, "sync")
 
 
 def test_a_merge_the_remote_did_not_take_is_taken_back_and_merged_once_it_can_be(
@@ -60,15 +65,12 @@ def test_an_unshared_merge_no_longer_the_newest_op_is_dropped_not_left_to_wedge_
     then stayed on C's board with its worktree removed by the failing command, and the coder
     started in it exited 1. Now the sync drops that merge as a lost race, said like every dropped
     op, the task stays APPROVED and is merged again on the new tip."""
+    from tests.services.test_lifecycle import setup_board  # noqa: F401 (the fixture's board)
     import pygit2
 
     from gitliza.services.sync import droplog
     bare, a, b = clones
-    _add(a, "t2", "t3")
-    _approved(a, "t1", "c1", "r1", "x\n")
-    ok(b, "sync")
-    _approved(b, "t2", "c2", "r2", "y\n")
-    ok(a, "sync")
+    approved_on_each(a, b, t3=True)
     # A merges t1 without sharing it, and makes another op after it: the merge is no longer the
     # newest op on A's board. Then B merges t2 and shares it: the integration branches diverge.
     ok(a, "merge", "t1", "--no-sync", agent="r1")
@@ -109,11 +111,16 @@ def test_a_merge_after_an_older_unshared_one_merges_on_the_remotes_tip(
     branch moved past it) and returns A's integration branch to the remote's, so t2 merges on the
     remote's tip (before: the pull failed IntegrationDiverged, and so did the merge)."""
     bare, a, b = clones
-    _add(a, "t2", "t3")
-    _approved(a, "t1", "c1", "r1", "x\n")
-    _approved(a, "t2", "c1", "r1", "z\n")
+    for tid in ("t2", "t3"):
+        ok(a, "add", tid, "--desc", f"do {tid}", "--spec-ref", "spec.md", "--done-when",
+           "it works", "--scope", "src", "--ready", agent="p1")
+    to_review(a, "t1", "c1", "r1")
+    ok(a, "verdict", "t1", "approve", agent="r1")
+    to_review(a, "t2", "c1", "r1", text="z\n")
+    ok(a, "verdict", "t2", "approve", agent="r1")
     ok(b, "sync")
-    _approved(b, "t3", "c2", "r2", "y\n")
+    to_review(b, "t3", "c2", "r2", text="y\n")
+    ok(b, "verdict", "t3", "approve", agent="r2")
     ok(a, "sync")
     ok(a, "merge", "t1", "--no-sync", agent="r1")
     ok(a, "heartbeat", "--no-sync", agent="c1")  # the merge is no longer A's newest op

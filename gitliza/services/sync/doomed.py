@@ -46,13 +46,17 @@ def veto(store: Store, br: Branches, own: str | None = None) -> Veto:
     """The judge of one local op (the board before it, the op, the local commit that first
     recorded it) against what this sync fetched: the remote's integration branch (`br`) and the
     renewals on its live refs (fetched with the board). `own`: the commit of the op whose command
-    is syncing it and handles a lost merge race itself."""
+    is syncing it and handles a lost merge race itself (its op is exempt under whatever commit id
+    a replay by another process of this clone gave it)."""
     repo = store.repo
     theirs_hex = br.remote.get(heads(br.integration)) if br.integration else None
     theirs = pygit2.Oid(hex=theirs_hex) if theirs_hex else None
     cur = repo.references.get(heads(br.integration)) if br.integration else None
     mine = ref_oid(cur) if cur is not None else None
     held: list[Renewal] | None = None
+    # The own op itself: another process of this clone (a pull, a claim's pull) may have replayed
+    # it onto the remote's board since its command committed it, under a new commit id.
+    own_op = _op_of(repo, own) if own else None
 
     def lost_merge(op: Op) -> tuple[str, str] | None:
         merged = getattr(op, "merge_commit", None)
@@ -71,7 +75,8 @@ def veto(store: Store, br: Branches, own: str | None = None) -> Veto:
     def judge(before: Board, op: Op, first: str) -> tuple[str, str] | None:
         nonlocal held
         if op.NAME == "merge":
-            return None if first == own else lost_merge(op)
+            return None if first == own or (own_op is not None and op == own_op) \
+                else lost_merge(op)
         if op.NAME in takeovers.TAKEOVER_OPS and getattr(op, "takeover", None) not in (None,
                                                                                          "none"):
             if held is None:
@@ -83,6 +88,14 @@ def veto(store: Store, br: Branches, own: str | None = None) -> Veto:
         return None
 
     return judge
+
+
+def _op_of(repo: pygit2.Repository, commit: str) -> Op | None:
+    try:
+        c = repo[commit]
+        return record.parse(c.message).op if isinstance(c, pygit2.Commit) else None
+    except (KeyError, ValueError, ValidationError):
+        return None
 
 
 def any_doomed(store: Store, commits: Sequence[pygit2.Commit], judge: Veto) -> bool:

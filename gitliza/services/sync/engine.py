@@ -28,7 +28,7 @@ from gitliza.services.sync.branches import (Branches, branch_updates, follow_int
 from gitliza.services.sync.replay import commit_at, local_only, replay
 from gitliza.services.sync.liverefs import live_updates
 from gitliza.services.sync.wiprefs import drop_stale, wip_updates
-from gitliza.services.sync.rescue import rescue
+from gitliza.services.sync.rescue import merges_kept, rescue
 from gitliza.services.sync.report import (AHEAD, BEHIND, FAST_FORWARD, NO_BOARD, PUSHED, REPLAYED,
                                           UP_TO_DATE, Progress, SyncGaveUp, SyncReport)
 from gitliza.services.sync.standdown import with_stand_down
@@ -273,7 +273,8 @@ def _rescue(store: Store, integ: str | None, prefix: str, rebuilt: Any, old_boar
     ref (a record that supersedes the one `said` wrote). A rescue that fails (a ref that cannot
     be written) is a notice: the ops are recorded already, with their original commits."""
     try:
-        made = rescue(store, integ, prefix, rebuilt.dropped, rebuilt.board, old_board, rep)
+        made = rescue(store, integ, prefix, rebuilt.dropped, rebuilt.board, old_board, rep,
+                      merges_kept(store.repo, rebuilt.replayed))
     except (pygit2.GitError, LizaError, OSError) as e:
         rep.notices.append(f"the dropped ops' branch work could not be kept on a rescue ref: {e};"
                            " their records stay in the reflog of the local board")

@@ -22,10 +22,12 @@ branch until the human resets it. The rescue commit is written into gitliza's ow
 from __future__ import annotations
 
 import time
+from typing import Iterable, Sequence
 
 import pygit2
 
 from gitliza.core.board import Board
+from gitliza.core.encoding import record
 from gitliza.core.ops.base import Op
 from gitliza.core.states import TaskState
 from gitliza.errors import GitFailure, LizaError
@@ -36,7 +38,8 @@ from gitliza.git.store import Store
 from gitliza.git.objects.trees import Batch
 from gitliza.git.worktrees.listing import checkouts_of_branch
 from gitliza.git.worktrees.tasktrees import task_branch
-from gitliza.services.sync.report import Dropped, SyncReport
+from gitliza.services.sync.report import Dropped, Replayed, SyncReport
+from gitliza.services.verify.approvals import Approvals, describe, unapproved
 
 RESCUE_PREFIX = "refs/liza-rescue/"
 WORKED_ON = (TaskState.CLAIMED, TaskState.REJECTED, TaskState.INTEGRATION_FAILED)
@@ -45,11 +48,12 @@ EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 def rescue(store: Store, integration: str | None, tracking_prefix: str,
            dropped: list[tuple[Dropped, Op | None]], board: Board, old_board: pygit2.Oid,
-           rep: SyncReport) -> str | None:
+           rep: SyncReport, kept_merges: Sequence[str] = ()) -> str | None:
     """Return the local integration branch and the dropped tasks' branches to the remote's
     (`tracking_prefix`: refs/remotes/<ns>/), keeping their old tips and `old_board` on one rescue
     ref; its name (None: no branch held dropped work). `board` is the rebuilt board: a task
-    someone works on there keeps its branch."""
+    someone works on there keeps its branch. `kept_merges`: the merge commits of the local merges
+    the sync kept (replayed): the integration branch that holds one stays, the push shares it."""
     repo = store.repo
     moves: list[tuple[str, pygit2.Oid, pygit2.Oid | None]] = []  # ref, old tip, new tip
     team = _tip(repo, f"{tracking_prefix}{integration}") if integration else None
@@ -57,7 +61,13 @@ def rescue(store: Store, integration: str | None, tracking_prefix: str,
         ref = f"refs/heads/{integration}"
         mine = _tip(repo, ref)
         if mine is not None and _holds_more(repo, mine, team):
-            moves.append((ref, mine, team))
+            why = _integration_stays(repo, board, mine, team, kept_merges,
+                                     [getattr(op, "merge_commit", None) or ""
+                                      for _d, op in dropped if op is not None])
+            if why is None:
+                moves.append((ref, mine, team))
+            else:
+                rep.notices.append(f"{integration} not returned to {rep.remote}'s: {why}")
     for task in sorted({d.task for d, _op in dropped if d.task}):
         t = board.task(task)
         if t is not None and t.status in WORKED_ON:
@@ -97,6 +107,53 @@ def rescue(store: Store, integration: str | None, tracking_prefix: str,
         except (KeyError, pygit2.GitError, LizaError) as e:
             rep.notices.append(f"{short} not returned to {rep.remote}'s: {e}")
     return name
+
+
+def _integration_stays(repo: pygit2.Repository, board: Board, mine: pygit2.Oid,
+                       team: pygit2.Oid, kept_merges: Sequence[str],
+                       dropped_merges: Sequence[str]) -> str | None:
+    """Why the local integration branch must not return to the remote's, None when it may:
+    - it holds a merge a kept op records, and none a dropped op records (a drop of another op,
+      such as a takeover a renewal outran, took a merge the remote would take off the branch,
+      and the push then failed IntegrationDiverged with the board recording it). Dropped work on
+      it always leaves: a kept merge above it is its command's to make again;
+    - the remote's brings in work no approval on the board covers (a peer's push where no server
+      hook runs): a fast-forward to it is refused (adopt.check_integration), and a rescue must not
+      be the way round that rule."""
+    def only_here(hexsha: str) -> bool:
+        try:
+            m = pygit2.Oid(hex=hexsha)
+        except ValueError:
+            return False
+        return m in repo and (m == mine or repo.descendant_of(mine, m)) and not (
+            m == team or repo.descendant_of(team, m))
+
+    if not any(only_here(h) for h in dropped_merges if h):
+        for hexsha in kept_merges:
+            if only_here(hexsha):
+                return f"it holds the merge {hexsha[:12]} of an op still on the board"
+    bad = unapproved(repo, Approvals.of(board), team, [mine])
+    if bad:
+        return f"the remote's brings in {describe(bad)}"
+    return None
+
+
+def merges_kept(repo: pygit2.Repository, replayed: Iterable[Replayed]) -> list[str]:
+    """The merge commits the replayed merge ops record."""
+    out: list[str] = []
+    for r in replayed:
+        if r.op != "merge":
+            continue
+        try:
+            c = repo[r.commit]
+            if not isinstance(c, pygit2.Commit):
+                continue
+            merged = getattr(record.parse(c.message).op, "merge_commit", None)
+        except (KeyError, ValueError, LizaError):
+            continue
+        if merged:
+            out.append(str(merged))
+    return out
 
 
 def _tip(repo: pygit2.Repository, ref: str) -> pygit2.Oid | None:
