@@ -111,14 +111,13 @@ def test_a_merge_replayed_by_another_process_is_still_its_commands_own(
     assert not droplog.alerts(pygit2.Repository(str(a)))
 
 
-@pytest.mark.xfail(strict=True, reason="review of issue 48: a merge's pull_first vetoes (drops) "
-                   "before the command validates its input; left to the lead (see the report)")
 def test_a_refused_merge_leaves_the_local_board_where_it_was(
         clones: tuple[Path, Path, Path]) -> None:
-    """A command refused (exit 1) changes nothing. `git liza merge` pulls first; since the veto,
-    that pull (mode "pull", no `own`) drops an unshared merge of this clone even when the local
-    board is only ahead of the remote's, so a merge refused for bad input moved refs/liza/state.
-    (Behind or diverged, the pull moved it before the veto too: the remote's ops came in.)"""
+    """A command refused (exit 1) changes nothing. `git liza merge` pulls first; with the veto,
+    that pull (mode "pull", no `own`) dropped an unshared merge of this clone even when the local
+    board was only ahead of the remote's, so a merge refused for bad input moved refs/liza/state.
+    A board only ahead is now rebuilt by a two-way sync alone. (Behind or diverged, a pull moves
+    the board, as before the veto: the remote's ops come in.)"""
     bare, a, b = clones
     approved_on_each(a, b)
     from gitliza.git.remotes.remote import resolve

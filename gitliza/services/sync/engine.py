@@ -176,8 +176,11 @@ def _sync(store: Store, remote: Remote, *, mode: str, rounds: int,
             rep.action = NO_BOARD
             return rep
         judge = doomed.veto(store, br, own) if mode != "push" else None
+        # A board only ahead of the remote's is rebuilt without its doomed ops by a two-way sync
+        # alone: a pull pushes nothing (the ops do no harm until a push), and a command's pull
+        # before it checks its input must not move the board when the command is refused.
         if local is not None and (r is None or (local != r and repo.descendant_of(local, r))) \
-                and not (r is not None and judge is not None
+                and not (r is not None and judge is not None and mode == "sync"
                          and doomed.any_doomed(store, local_only(store, local, r), judge)):
             # The remote is behind (or has no board): a plain fast-forward push.
             if mode == "pull":
