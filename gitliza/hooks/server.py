@@ -191,8 +191,8 @@ def _early_takeover(store: Store, old: Any, new: str, now: str) -> str | None:
             # changes the mark), never this server's clock against its claimer's.
             o = takeovers.outrun(before, op, mine)
             if o is not None:
-                return (f"state commit {str(c.id)[:12]} ({op.NAME} {o.task}) takes over a lease "
-                        f"renewed since it was judged: it judged {o.judged}, this server holds a "
+                return (f"state commit {str(c.id)[:12]} ({op.NAME} {o.task}) "
+                        f"{takeovers.OUTRUN_REFUSAL}: it judged {o.judged}, this server holds a "
                         f"renewal until {o.until}")
             continue
         taken = takeovers.lease_taken(before, op, mine)

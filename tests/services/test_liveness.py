@@ -360,22 +360,53 @@ exit 0
     return refuse
 
 
-def test_a_refusal_by_the_remotes_hook_is_tried_once_more_then_raised(
+def test_a_takeover_outrun_between_the_fetch_and_the_push_is_dropped_at_the_next_round(
         clones: tuple[Path, Path, Path]) -> None:
-    """A refusal starts one more round (its fetch may bring what the hook judged by, such as a
-    renewal that outran a takeover); a second refusal is the command's error (exit 3), nothing
-    of it on the remote."""
+    """The race the fetch cannot see: c1's renewal reaches the remote after B's sync fetched and
+    before it pushed B's takeover (here the operator's own pre-receive, which runs first, moves
+    the live ref to a renewal c1 made, as c1's push landing at that moment would). The server
+    refuses the takeover as outrun; that refusal alone starts one more round, whose fetch brings
+    the renewal, and the takeover is dropped and said. Before: exit 3 at every push until the
+    board itself moved past the lease."""
+    bare, a, b = clones
+    t = later(0)
+    claimed(a, "t1", "c1", now=clock.plus(t, -1500))  # the board's lease: until t - 1200
+    ok(b, "sync", now=clock.plus(t, -1400))
+    ok(a, "heartbeat", "--no-sync", agent="c1", now=clock.plus(t, -1210))  # not shared yet
+    git(bare, "fetch", "-q", str(a), "refs/liza/live/c1:refs/held/c1")  # its objects, no ref
+    assert "already claimed" in fails(b, 1, "claim", "t1", "--no-sync", agent="c2",
+                                      now=clock.plus(t, -1400))
+    ok(b, "claim", "t1", "--no-sync", agent="c2", now=clock.plus(t, -1400 + 300 + 60 + 10))
+    landed = bare.parent / "landed"
+    hook = bare / "hooks" / "pre-receive.gitliza-legacy"
+    hook.write_text(f"""#!/bin/sh
+cat > /dev/null
+[ -e '{landed}' ] && exit 0
+touch '{landed}'
+env -u GIT_QUARANTINE_PATH git update-ref refs/liza/live/c1 refs/held/c1
+""")
+    hook.chmod(0o755)
+    r = run(b, "sync")
+    out = r.stdout + r.stderr
+    assert landed.exists()  # the renewal landed inside the push
+    assert r.returncode == 0, out
+    assert "dropped claim t1 by c2" in out and "renewed its lease" in out, out
+    assert tip(b) == tip(bare) and task(b, "t1").assigned_to == "c1"
+
+
+def test_a_refusal_by_the_remotes_hook_a_fetch_cannot_cure_is_raised_at_once(
+        clones: tuple[Path, Path, Path]) -> None:
+    """Any other refusal (the operator's own hook here) is the command's error at once (exit 3),
+    nothing of it on the remote: another round would only be refused the same way."""
     bare, a, _b = clones
     refuse = _operator_hook(bare, "once")
-    r = run(a, "claim", "t1", agent="c1")
-    assert r.returncode == 0, r.stderr
-    assert not refuse.exists()  # the hook did refuse one push
-    assert tip(bare) == tip(a)
-    refuse.write_text("always")
     before = tip(bare)
-    r = run(a, "release", "t1", agent="c1")
-    assert r.returncode == 3 and "refused by the operator" in r.stderr, r.stderr
+    r = run(a, "claim", "t1", agent="c1")
+    assert r.returncode == 3 and "refused once by the operator" in r.stderr, r.stderr
+    assert not refuse.exists()  # refused once, and not tried again
     assert tip(bare) == before
+    ok(a, "sync")  # the next sync shares the claim
+    assert tip(bare) == tip(a)
 
 
 def test_a_claim_left_on_the_local_board_by_a_failed_sync_keeps_its_worktree(
@@ -426,8 +457,13 @@ def test_a_renewal_into_a_link_that_answers_nothing_gives_up_within_a_quarter_le
     pit.bind(("127.0.0.1", 0))
     pit.listen(8)
     held: list[socket.socket] = []
-    threading.Thread(target=lambda: [held.append(pit.accept()[0]) for _ in range(8)],
-                     daemon=True).start()
+    def accept() -> None:
+        try:
+            for _ in range(8):
+                held.append(pit.accept()[0])
+        except OSError:  # closed at the test's end
+            pass
+    threading.Thread(target=accept, daemon=True).start()
     git(a, "remote", "set-url", "origin", f"git://127.0.0.1:{pit.getsockname()[1]}/remote.git")
     try:
         # (A remote copy older than a third of the lease: this renewal is due to be pushed.)

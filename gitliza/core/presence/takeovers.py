@@ -21,6 +21,9 @@ from gitliza.core.presence.renewals import Renewal, overlay
 from gitliza.core.states import TaskState
 
 TAKEOVER_OPS = ("claim", "claim-review")
+# How the server hook words the refusal of an outrun takeover: the one refusal a sync's next
+# fetch can cure (it brings the renewal; the replay then drops the takeover, sync/engine.py).
+OUTRUN_REFUSAL = "takes over a lease renewed since it was judged"
 
 
 @dataclass(frozen=True, slots=True)

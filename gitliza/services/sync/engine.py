@@ -261,10 +261,13 @@ def _sync(store: Store, remote: Remote, *, mode: str, rounds: int,
 
 
 def _refused_once(e: PushRejected, before: PushRejected | None, last: bool) -> PushRejected:
-    """A refusal by the remote's hook starts one more round, once per sync: the fetch it makes
-    brings what the hook judged by (a renewal on a live ref that outran a local takeover), and the
-    replay then drops the op the remote will never take (doomed.py). Refused again: raised."""
-    if before is not None or last:
+    """The hook's refusal of a takeover a renewal outran starts one more round, once per sync:
+    the renewal reached the remote between this sync's fetch and its push, the next fetch brings
+    it, and the replay drops the takeover (doomed.py). Any other refusal, or a second one, is
+    raised at once: a fetch does not change it."""
+    from gitliza.core.presence.takeovers import OUTRUN_REFUSAL
+    curable = any(OUTRUN_REFUSAL in ln for ln in (*e.remote_lines, e.reason, e.message))
+    if before is not None or last or not curable:
         raise e
     return e
 
