@@ -27,11 +27,10 @@ class StandDown(Exception):
 
 
 def renewal_every(lease: int) -> int:
-    """Seconds between two renewals of a supervisor's token: a third of its lease, so that one
-    late renewal (a loop busy with a claim whose sync loses its races, a push of the renewal that
-    lost its lease to the follower's) leaves a third of the lease before the token lapses; at half
-    a lease, machines on a loaded host showed as unreachable for moments (fleet runs 12-15)."""
-    return max(1, lease // 3)
+    """Seconds between two renewals of a supervisor's token: half its lease. (A third was tried
+    for the loaded fleet's flapping `machines`, and made an idle supervisor's token lapse at a
+    5 s lease, 1 run in 8 of tests/team/test_follow_remote.py: not understood yet, so not kept.)"""
+    return max(1, lease // 2)
 
 
 class Generation:

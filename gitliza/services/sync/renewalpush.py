@@ -19,6 +19,9 @@ if TYPE_CHECKING:
     from gitliza.services.api import Liza
 
 
+PUSH_FLOOR = 10.0  # seconds a renewal's push may always take
+
+
 def share(liza: Liza, done: Renewal, lease_seconds: int) -> None:
     """Share the renewal when the remote's copy of this agent's record is older than a third of
     a lease (and auto-sync is on: a sync remote and no --no-sync): one push of this agent's ref
@@ -33,7 +36,10 @@ def share(liza: Liza, done: Renewal, lease_seconds: int) -> None:
     # would hold the lease keeper for the transport's whole timeout, so that it neither renews
     # nor sees the partition and stops the agent (fleet run 18: a cut-off coder worked on for
     # 50 s, and overlapped its task's taker by 11.6 s).
-    timeout = max(2.0, min(transport.DEFAULT_TIMEOUT, lease_seconds / 4))
+    # Not below 10 s: a push through the server's hook takes seconds on a loaded machine, and one
+    # killed half-way (the remote may take it after all) leaves this clone's copy stale, so the
+    # next push's lease fails and falls back to a sync.
+    timeout = max(PUSH_FLOOR, min(transport.DEFAULT_TIMEOUT, lease_seconds / 4))
     try:
         remote = liza.sync_target()  # resolved once per Liza (an unknown name: said, below)
         if remote is None:
@@ -47,7 +53,10 @@ def share(liza: Liza, done: Renewal, lease_seconds: int) -> None:
             ref, done.commit, theirs, fast_forward=False)], timeout=timeout)
         if res.status in (PushStatus.OK, PushStatus.UP_TO_DATE):
             return
-        from gitliza.services.sync import engine  # only when the push alone did not do: a
-        engine.sync(liza.store, remote, timeout=timeout)  # (a heartbeat loads no engine)
+        # Only when the push alone did not do (a heartbeat loads no engine): one round, not the
+        # six of a command's sync, so that the lease keeper is held a bounded time; the
+        # follower's next sync shares what this one could not.
+        from gitliza.services.sync import engine
+        engine.sync(liza.store, remote, timeout=timeout, rounds=1)
     except LizaError as e:
         liza.notice(f"renewal of {done.agent} kept here, not shared yet: {e}")
