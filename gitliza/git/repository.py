@@ -64,6 +64,11 @@ def ref_oid(ref: pygit2.Reference) -> Oid:
     return target
 
 
+def contains(repo: Repository, tip: Oid, commit: Oid) -> bool:
+    """Whether `commit` is `tip` or one of its ancestors."""
+    return bool(tip == commit or repo.descendant_of(tip, commit))
+
+
 def main_repository(repo: Repository) -> Repository:
     """The repository opened at its common dir: the main one, whichever worktree `repo` is."""
     return Repository(str(common_dir(repo)))

@@ -33,7 +33,8 @@ from gitliza.services.attic import ATTIC, Entry, save
 from gitliza.services.lifecycle.cleanup import drop_worktree, holds_worktree
 from gitliza.services.lifecycle.common import checkout_bounds, warn
 from gitliza.services.lifecycle.supervisors import attempt, examine as examine_supervisors
-from gitliza.services.lifecycle.integration import contains, first_parent_introducing
+from gitliza.git.repository import contains
+from gitliza.services.lifecycle.integration import first_parent_introducing
 from gitliza.services.locations import task_dir
 
 if TYPE_CHECKING:

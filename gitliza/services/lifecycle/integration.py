@@ -9,7 +9,7 @@ import pygit2
 from pygit2 import Oid, Repository
 
 from gitliza.errors import ValidationError
-from gitliza.git.repository import ref_oid
+from gitliza.git.repository import contains, ref_oid
 from gitliza.services.lifecycle.common import warn
 
 if TYPE_CHECKING:
@@ -40,9 +40,6 @@ def ensure_integration_branch(liza: Liza, branch: str) -> str | None:
     with suppress(pygit2.AlreadyExistsError):  # created concurrently: theirs is as good
         repo.references.create(f"refs/heads/{branch}", head, force=False)
     return str(ref_oid(repo.references[f"refs/heads/{branch}"]))
-
-def contains(repo: Repository, tip: Oid, commit: Oid) -> bool:
-    return bool(tip == commit or repo.descendant_of(tip, commit))
 
 def first_parent_introducing(repo: Repository, tip: Oid, review: Oid, limit: int = 10000) -> Oid:
     found = tip

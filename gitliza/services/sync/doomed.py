@@ -31,7 +31,7 @@ from gitliza.core.presence import takeovers
 from gitliza.core.presence.renewals import Renewal
 from gitliza.errors import ValidationError
 from gitliza.git import liveref
-from gitliza.git.repository import ref_oid
+from gitliza.git.repository import contains, ref_oid
 from gitliza.git.store import Store
 from gitliza.services.sync.branches import Branches, heads
 
@@ -63,10 +63,10 @@ def veto(store: Store, br: Branches, own: str | None = None) -> Veto:
         if theirs is None or not merged or theirs not in repo:
             return None  # no remote integration branch yet: the push creates it (branches.py)
         m = pygit2.Oid(hex=merged)
-        if m == theirs or (m in repo and repo.descendant_of(theirs, m)):
+        if m == theirs or (m in repo and contains(repo, theirs, m)):
             return None  # on the remote's branch already
-        if mine is not None and m in repo and (mine == m or repo.descendant_of(mine, m)) and (
-                mine == theirs or repo.descendant_of(mine, theirs)):
+        if mine is not None and m in repo and contains(repo, mine, m) \
+                and contains(repo, mine, theirs):
             return None  # the local branch brings it (a fast-forward, if approved)
         return (MERGE_LOST, f"another machine merged into {br.integration} first (merge commit "
                             f"{merged[:12]} is not on the remote's {br.integration}); the task "

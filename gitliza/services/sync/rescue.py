@@ -33,7 +33,7 @@ from gitliza.core.states import TaskState
 from gitliza.errors import GitFailure, LizaError
 from gitliza.git import refdelete
 from gitliza.git.remotes import remote as remotes
-from gitliza.git.repository import ref_oid
+from gitliza.git.repository import contains, ref_oid
 from gitliza.git.store import Store
 from gitliza.git.objects.trees import Batch
 from gitliza.git.worktrees.listing import checkouts_of_branch
@@ -125,8 +125,7 @@ def _integration_stays(repo: pygit2.Repository, board: Board, mine: pygit2.Oid,
             m = pygit2.Oid(hex=hexsha)
         except ValueError:
             return False
-        return m in repo and (m == mine or repo.descendant_of(mine, m)) and not (
-            m == team or repo.descendant_of(team, m))
+        return m in repo and contains(repo, mine, m) and not contains(repo, team, m)
 
     if not any(only_here(h) for h in dropped_merges if h):
         for hexsha in kept_merges:
